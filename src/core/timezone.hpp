@@ -1,0 +1,17 @@
+// IANA time zones from the system tz database (Debian's tzdata), through Howard Hinnant's
+// date/tz library.
+#pragma once
+
+#include <string_view>
+
+#include <date/tz.h>
+
+#include "core/expected.hpp"
+
+namespace gpubank {
+
+// "Asia/Shanghai", "Europe/Berlin", "UTC". Unknown names, "Local" and anything that is not
+// a plain zone name are errors (`unknown time zone "Mars/Olympus"`).
+Expected<const date::time_zone*> find_time_zone(std::string_view name);
+
+}  // namespace gpubank
