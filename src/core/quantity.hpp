@@ -22,7 +22,10 @@ class Quantity {
 
   // Grammar of Kubernetes: <signedNumber><suffix>, suffix one of
   // Ki Mi Gi Ti Pi Ei | n u m "" k M G T P E | e<int> E<int>.
-  // Errors say what is wrong (`quantity "1.5x": unknown suffix "x"`).
+  // Errors say what is wrong (`quantity "1.5x": unknown suffix "x"`). As in Kubernetes, a
+  // non-zero value finer than 1n becomes +-1n (rounded away from zero), a BinarySI value
+  // is capped at 2^63-1 ("8Ei" is 9223372036854775807) and one below 1 becomes DecimalSI.
+  // A decimal magnitude above about 1.7e29 does not fit and is an error.
   static Expected<Quantity> parse(std::string_view text);
 
   // Canonical form as Kubernetes prints it: integer mantissa with the largest suffix of
@@ -30,14 +33,17 @@ class Quantity {
   // that is not a whole number prints as DecimalSI, as Kubernetes does.
   [[nodiscard]] std::string to_string() const;
 
-  // Rounded up to a whole number, as Quantity.Value() does.
+  // Rounded up to a whole number, as Quantity.Value() does: away from zero, so 1.5 gives 2
+  // and -1.5 gives -2. Clamped to the int64 range (Kubernetes leaves overflow undefined).
   [[nodiscard]] std::int64_t value() const;
-  // Rounded up to thousandths, as Quantity.MilliValue() does.
+  // Rounded up to thousandths, as Quantity.MilliValue() does; same rounding and clamping.
   [[nodiscard]] std::int64_t milli_value() const;
   [[nodiscard]] Format format() const { return format_; }
   [[nodiscard]] bool is_zero() const { return nano_ == 0; }
   [[nodiscard]] bool negative() const { return nano_ < 0; }
 
+  // Exact; results saturate at the storage limit (about +-1.7e29). The left side keeps its
+  // format, except that a zero takes the other's, as Quantity.Add and Sub do in Kubernetes.
   Quantity& operator+=(const Quantity& other);
   Quantity& operator-=(const Quantity& other);
   friend Quantity operator+(Quantity a, const Quantity& b) { return a += b; }
