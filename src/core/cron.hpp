@@ -37,6 +37,9 @@ namespace gpubank {
 
 class CronSchedule {
  public:
+  // An empty schedule that never fires; parse() makes real ones.
+  CronSchedule() = default;
+
   // Errors quote the field, e.g. `cron "61 * * * *": minute: 61 above maximum 59`.
   static Expected<CronSchedule> parse(std::string_view expression);
 

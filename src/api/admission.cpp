@@ -1,0 +1,331 @@
+#include "api/admission.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "document/reader.hpp"
+#include "policy/decode.hpp"
+#include "policy/rules.hpp"
+#include "policy/validate.hpp"
+#include "policy/workload.hpp"
+
+namespace gpubank::api {
+namespace {
+
+namespace rule = policy::rule;
+using doc::Node;
+using doc::NodeType;
+
+constexpr std::size_t kMaxWarnings = 20;
+constexpr std::size_t kMaxWarningLength = 256;
+
+// Finds request.uid without building the document, for bodies too large to read.
+class UidFinder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t& val) override {
+    if (depth_ == 2 && in_request_ && key_ == "uid") {
+      uid = val;
+      return false;  // found: stop reading
+    }
+    return value();
+  }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& val) override {
+    key_ = val;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+  std::string uid;
+
+ private:
+  bool value() { return true; }
+  bool open() {
+    if (depth_ == 1) in_request_ = key_ == "request";
+    ++depth_;
+    return depth_ < 64;
+  }
+  bool close() {
+    --depth_;
+    if (depth_ == 1) in_request_ = false;
+    return true;
+  }
+  int depth_ = 0;
+  bool in_request_ = false;
+  std::string key_;
+};
+
+std::string find_uid(std::string_view body) {
+  UidFinder finder;
+  nlohmann::json::sax_parse(body, &finder, nlohmann::json::input_format_t::json, false, true);
+  return finder.uid;
+}
+
+void deny(AdmissionDecision& d, int code, std::string reason, std::string_view rule_id, std::string message) {
+  d.allowed = false;
+  d.code = code;
+  d.reason = std::move(reason);
+  d.rules.emplace_back(rule_id);
+  d.message = std::move(message);
+}
+
+std::string string_at(const Node* n, std::string_view key) {
+  return n == nullptr ? std::string() : std::string(n->string_at(key));
+}
+
+void add_warning(AdmissionDecision& d, std::string text) {
+  if (d.warnings.size() >= kMaxWarnings) return;
+  if (text.size() > kMaxWarningLength) text = text.substr(0, kMaxWarningLength - 3) + "...";
+  d.warnings.push_back(std::move(text));
+}
+
+// "spec.guaranteed: message [rule]" for one finding about the reviewed object.
+std::string brief(const Diagnostic& f) {
+  std::string s;
+  if (!f.path.empty()) s += f.path + ": ";
+  s += f.message + " [" + f.rule + "]";
+  return s;
+}
+
+// Denies with every error finding; warnings become AdmissionReview warnings.
+void conclude(AdmissionDecision& d, const Diagnostics& findings, const std::string& what, int code,
+              const std::string& reason) {
+  std::vector<const Diagnostic*> errors;
+  for (const auto& f : findings) {
+    if (f.severity == Severity::Error) {
+      errors.push_back(&f);
+    } else {
+      add_warning(d, brief(f));
+    }
+  }
+  if (errors.empty()) {
+    d.allowed = true;
+    return;
+  }
+  std::string message = what + " is rejected: ";
+  std::set<std::string> seen_rules;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const Diagnostic& e = *errors[i];
+    if (i > 0) message += "; ";
+    // Errors about another object (a change that breaks it) name that object.
+    if (!e.kind.empty() && (e.kind + "/" + e.name) != what) message += e.kind + "/" + e.name + ": ";
+    message += brief(e);
+    if (seen_rules.insert(e.rule).second) d.rules.push_back(e.rule);
+  }
+  d.allowed = false;
+  d.code = code;
+  d.reason = reason;
+  d.message = std::move(message);
+}
+
+using FindingKey = std::tuple<std::string, std::string, std::string, std::string>;
+FindingKey key_of(const Diagnostic& f) { return {f.rule, f.kind, f.name, f.path}; }
+
+void review_policy(const PolicySnapshot& snapshot, const Node& request, AdmissionDecision& d, Timestamp now) {
+  const Node* object = request.find("object");
+  const Node* old_object = request.find("oldObject");
+  const bool deleting = d.operation == "DELETE";
+  const Node* subject_node = deleting ? old_object : object;
+  if (subject_node == nullptr || subject_node->type != NodeType::Mapping) {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed,
+         std::string("request.") + (deleting ? "oldObject" : "object") + " is required for " + d.operation);
+    return;
+  }
+  const policy::PlatformGuardrailsSpec* in_force = snapshot.set().guardrails_spec();
+
+  Diagnostics decode_findings;
+  auto decoded = policy::decode_policy(*subject_node, policy::Origin{}, decode_findings);
+  const std::string what = d.kind.substr(d.kind.find('/') + 1) + "/" + d.name;
+  if (!decoded) {
+    conclude(d, decode_findings, what, 422, "Invalid");
+    return;
+  }
+  std::optional<policy::PolicyObject> old_decoded;
+  if (d.operation == "UPDATE" && old_object != nullptr && old_object->type == NodeType::Mapping) {
+    Diagnostics ignored;
+    old_decoded = policy::decode_policy(*old_object, policy::Origin{}, ignored);
+  }
+
+  // Authorisation first: who may touch this object at all.
+  if (d.sub_resource == "status") {
+    const auto auth = policy::authorize_status_write(d.user, *decoded, in_force);
+    if (!auth.allowed) {
+      deny(d, 403, "Forbidden", auth.rule, auth.message);
+    } else {
+      d.allowed = true;
+    }
+    return;
+  }
+  for (const policy::PolicyObject* o : {&*decoded, old_decoded ? &*old_decoded : nullptr}) {
+    if (o == nullptr) continue;
+    const auto auth = policy::authorize_write(d.user, *o, in_force, snapshot.set());
+    if (!auth.allowed) {
+      deny(d, 403, "Forbidden", auth.rule, auth.message);
+      return;
+    }
+  }
+
+  // The set as it would be after the change.
+  policy::PolicySet candidate = snapshot.set();
+  if (deleting) {
+    candidate.remove(decoded->kind, decoded->name());
+  } else {
+    candidate.upsert(*decoded);
+  }
+  const policy::ValidationOptions options{d.operation == "CREATE" ? std::optional<Timestamp>(now) : std::nullopt};
+  const Diagnostics after = policy::validate(candidate, options);
+
+  std::set<FindingKey> before;
+  for (const auto& f : snapshot.findings()) before.insert(key_of(f));
+  const std::string kind_name(policy::kind_name(decoded->kind));
+  Diagnostics relevant = decode_findings;  // warnings of decoding
+  for (const auto& f : after) {
+    const bool about_reviewed = !deleting && f.kind == kind_name && f.name == decoded->name();
+    const bool new_elsewhere = !before.contains(key_of(f));
+    if (about_reviewed || new_elsewhere) relevant.push_back(f);
+  }
+  conclude(d, relevant, what, 422, "Invalid");
+}
+
+void review_workload(const PolicySnapshot& snapshot, const Node& request, AdmissionDecision& d) {
+  if (d.operation == "DELETE" || d.operation == "CONNECT" || !d.sub_resource.empty()) {
+    d.allowed = true;  // deleting, exec/attach and subresources (status, scale) carry no labels to forge
+    return;
+  }
+  const Node* object = request.find("object");
+  if (object == nullptr || object->type != NodeType::Mapping) {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed, "request.object is required for " + d.operation);
+    return;
+  }
+  const policy::PlatformGuardrailsSpec* guardrails = snapshot.set().guardrails_spec();
+  if (guardrails == nullptr) {
+    d.allowed = true;
+    add_warning(d, "gpubank has no PlatformGuardrails loaded; workload labels and priorities were not checked");
+    return;
+  }
+  const Node* old_object = d.operation == "UPDATE" ? request.find("oldObject") : nullptr;
+  Diagnostics findings;
+  const std::string what = d.kind.substr(d.kind.find('/') + 1) + "/" + d.namespace_ + "/" + d.name;
+  policy::check_workload(*object, d.namespace_, *guardrails, old_object,
+                         [&](std::string_view rule_id, std::string path, std::string message, SourcePos) {
+                           findings.push_back(Diagnostic{Severity::Error, std::string(rule_id), {}, {}, {}, {},
+                                                         std::move(path), std::move(message)});
+                         });
+  conclude(d, findings, what, 403, "Forbidden");
+}
+
+}  // namespace
+
+PolicySnapshot::PolicySnapshot(policy::PolicySet set, const policy::ValidationOptions& options)
+    : set_(std::move(set)), findings_(policy::validate(set_, options)) {}
+
+AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now) {
+  AdmissionDecision d;
+  if (body.size() > kMaxReviewBytes) {
+    d.uid = find_uid(body);
+    deny(d, 413, "RequestEntityTooLarge", rule::kRequestTooLarge,
+         "the AdmissionReview is " + std::to_string(body.size()) + " bytes, above the webhook's limit of " +
+             std::to_string(kMaxReviewBytes) + " bytes (3 MiB)");
+    return d;
+  }
+  doc::ReadLimits limits;
+  limits.max_bytes = kMaxReviewBytes;
+  limits.max_nodes = 200'000;
+  auto parsed = doc::parse_json(body, limits);
+  if (!parsed) {
+    d.uid = find_uid(body);
+    deny(d, 400, "BadRequest", rule::kRequestMalformed, "the body is not a JSON AdmissionReview: " + parsed.error());
+    return d;
+  }
+  const Node& root = *parsed;
+  const Node* request = root.find("request");
+  if (request != nullptr) d.uid = string_at(request, "uid");
+  if (root.type != NodeType::Mapping || root.string_at("apiVersion") != "admission.k8s.io/v1" ||
+      root.string_at("kind") != "AdmissionReview") {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed,
+         "the body must be an admission.k8s.io/v1 AdmissionReview (got apiVersion \"" + string_at(&root, "apiVersion") +
+             "\", kind \"" + string_at(&root, "kind") + "\")");
+    return d;
+  }
+  if (request == nullptr || request->type != NodeType::Mapping) {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed, "the AdmissionReview has no request object");
+    return d;
+  }
+  d.operation = string_at(request, "operation");
+  d.sub_resource = string_at(request, "subResource");
+  d.namespace_ = string_at(request, "namespace");
+  d.name = string_at(request, "name");
+  if (const Node* dry = request->find("dryRun"); dry != nullptr && dry->type == NodeType::Bool) d.dry_run = dry->boolean;
+  const Node* kind = request->find("kind");
+  const std::string group = string_at(kind, "group");
+  const std::string kind_name = string_at(kind, "kind");
+  d.kind = group + "/" + kind_name;
+  if (const Node* user = request->find("userInfo")) {
+    d.user.username = string_at(user, "username");
+    if (const Node* groups = user->find("groups"); groups != nullptr && groups->type == NodeType::Sequence) {
+      for (const auto& g : groups->items) {
+        if (g.type == NodeType::String) d.user.groups.push_back(g.text);
+      }
+    }
+  }
+  std::string missing;
+  if (d.uid.empty()) missing = "request.uid";
+  else if (kind_name.empty()) missing = "request.kind.kind";
+  else if (d.operation.empty()) missing = "request.operation";
+  else if (d.user.username.empty()) missing = "request.userInfo.username";
+  if (!missing.empty()) {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed, "the AdmissionReview request has no " + missing);
+    return d;
+  }
+  static const std::set<std::string> operations{"CREATE", "UPDATE", "DELETE", "CONNECT"};
+  if (!operations.contains(d.operation)) {
+    deny(d, 400, "BadRequest", rule::kRequestMalformed, "unknown operation \"" + d.operation + "\"");
+    return d;
+  }
+  if (d.name.empty()) {
+    // On CREATE with generateName the API server sends no name yet.
+    if (const Node* o = request->find("object")) {
+      if (const Node* meta = o->find("metadata")) d.name = string_at(meta, "name");
+    }
+  }
+
+  if (group == policy::kApiGroup) {
+    review_policy(snapshot, *request, d, now);
+    return d;
+  }
+  const Node* object = request->find(d.operation == "DELETE" ? "oldObject" : "object");
+  if (object != nullptr && policy::is_workload(*object)) {
+    review_workload(snapshot, *request, d);
+    return d;
+  }
+  if (!d.sub_resource.empty() || d.operation == "DELETE" || d.operation == "CONNECT") {
+    d.allowed = true;  // subresources and deletes of workloads we do not inspect
+    return d;
+  }
+  deny(d, 400, "BadRequest", rule::kRequestUnsupportedKind,
+       "gpubank's webhook validates platform.gpubank.dev policies and workloads with pod templates, not " + d.kind +
+           "; check the rules of its ValidatingWebhookConfiguration");
+  return d;
+}
+
+nlohmann::json review_response(const AdmissionDecision& d) {
+  nlohmann::json response = {{"uid", d.uid}, {"allowed", d.allowed}};
+  if (!d.allowed) {
+    response["status"] = {{"code", d.code}, {"message", d.message}};
+    if (!d.reason.empty()) response["status"]["reason"] = d.reason;
+  }
+  if (!d.warnings.empty()) response["warnings"] = d.warnings;
+  return {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}};
+}
+
+}  // namespace gpubank::api

@@ -1,0 +1,64 @@
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "cli/command.hpp"
+#include "cli/version.hpp"
+#include "document/yaml_writer.hpp"
+
+namespace gpubank::cli {
+
+void add_output_option(CLI::App& command, Format& format, bool allow_text) {
+  std::map<std::string, Format> choices{{"json", Format::Json}, {"yaml", Format::Yaml}};
+  if (allow_text) choices.emplace("text", Format::Text);
+  command.add_option("-o,--output", format, allow_text ? "output format: text, json or yaml" : "output format: json or yaml")
+      ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
+      ->capture_default_str();
+}
+
+void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Format format) {
+  if (format == Format::Yaml) {
+    out << doc::to_yaml(value);
+  } else {
+    out << value.dump(2) << '\n';
+  }
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"gpubank: a GPU resource bank and tidal inference platform for shared Kubernetes clusters"};
+  app.set_version_flag("--version", std::string("gpubank ") + kVersion);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  const Command commands[] = {
+      add_validate_command(app), add_convert_command(app), add_rules_command(app),
+      add_cron_command(app),     add_webhook_command(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the hint to use --help
+    return 2;
+  }
+  for (const auto& command : commands) {
+    if (command.app->parsed()) {
+      try {
+        return command.action();
+      } catch (const std::exception& e) {
+        std::cerr << "gpubank: " << e.what() << '\n';
+        return 1;
+      }
+    }
+  }
+  return 2;
+}
+
+}  // namespace gpubank::cli

@@ -1,0 +1,43 @@
+// The gpubank command line: each subcommand registers its options on the CLI11 app and
+// returns the action to run when it is chosen. Actions return the process exit code:
+// 0 success, 1 failure (invalid input, a server that failed); usage errors are 2 and
+// handled by run().
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace CLI {
+class App;
+}
+
+namespace gpubank::cli {
+
+using Action = std::function<int()>;
+
+struct Command {
+  CLI::App* app;  // the subcommand
+  Action action;  // what runs when it was chosen
+};
+
+// Output formats of -o/--output.
+enum class Format { Text, Json, Yaml };
+
+// Registers "-o,--output" with the given choices on a subcommand.
+void add_output_option(CLI::App& command, Format& format, bool allow_text = true);
+// Prints a JSON value as JSON (indented) or YAML.
+void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Format format);
+
+Command add_validate_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
+Command add_rules_command(CLI::App& app);
+Command add_cron_command(CLI::App& app);
+Command add_webhook_command(CLI::App& app);
+
+// Parses argv and runs the chosen subcommand; returns the exit code.
+int run(int argc, char** argv);
+
+}  // namespace gpubank::cli

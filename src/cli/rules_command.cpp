@@ -1,0 +1,32 @@
+#include <CLI/CLI.hpp>
+
+#include <iomanip>
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "policy/rules.hpp"
+
+namespace gpubank::cli {
+
+Command add_rules_command(CLI::App& app) {
+  auto format = std::make_shared<Format>(Format::Text);
+  CLI::App* cmd = app.add_subcommand("rules", "List every validation rule with its stable id and scope");
+  add_output_option(*cmd, *format);
+  return {cmd, [format] {
+            if (*format == Format::Text) {
+              for (const auto& r : policy::all_rules()) {
+                std::cout << std::left << std::setw(44) << r.id << std::setw(11) << policy::scope_name(r.scope)
+                          << r.summary << '\n';
+              }
+              return 0;
+            }
+            nlohmann::ordered_json out = nlohmann::ordered_json::array();
+            for (const auto& r : policy::all_rules()) {
+              out.push_back({{"id", r.id}, {"scope", policy::scope_name(r.scope)}, {"summary", r.summary}});
+            }
+            print_structured(std::cout, out, *format);
+            return 0;
+          }};
+}
+
+}  // namespace gpubank::cli

@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "document/reader.hpp"
+
+namespace gpubank::doc {
+namespace {
+
+std::vector<Document> yaml(std::string_view text, Diagnostics& d, const ReadLimits& limits = {}) {
+  std::vector<Document> out;
+  read_yaml(text, "in.yaml", out, d, limits);
+  return out;
+}
+
+std::vector<Document> json(std::string_view text, Diagnostics& d, const ReadLimits& limits = {}) {
+  std::vector<Document> out;
+  read_json(text, "in.json", out, d, limits);
+  return out;
+}
+
+TEST(YamlReader, TypesPlainScalarsByTheCoreSchemaAndQuotedOnesAsStrings) {
+  Diagnostics d;
+  auto docs = yaml("a: 10\nb: \"10\"\nc: 1.5\nd: true\ne: ~\nf: 10m\ng: 0x1F\nh: -3\ni: .inf\nj: yes\n", d);
+  ASSERT_TRUE(d.empty());
+  ASSERT_EQ(docs.size(), 1u);
+  const Node& r = docs[0].root;
+  EXPECT_EQ(r.find("a")->type, NodeType::Int);
+  EXPECT_EQ(r.find("a")->integer, 10);
+  EXPECT_EQ(r.find("b")->type, NodeType::String);
+  EXPECT_EQ(r.find("c")->type, NodeType::Float);
+  EXPECT_DOUBLE_EQ(r.find("c")->number, 1.5);
+  EXPECT_EQ(r.find("d")->type, NodeType::Bool);
+  EXPECT_EQ(r.find("e")->type, NodeType::Null);
+  EXPECT_EQ(r.find("f")->type, NodeType::String);
+  EXPECT_EQ(r.find("g")->integer, 31);
+  EXPECT_EQ(r.find("h")->integer, -3);
+  EXPECT_TRUE(std::isinf(r.find("i")->number));
+  EXPECT_EQ(r.find("j")->type, NodeType::String);  // YAML 1.2: "yes" is a string
+}
+
+TEST(YamlReader, RecordsOneBasedLinesAndColumnsOfKeysAndValues) {
+  Diagnostics d;
+  auto docs = yaml("spec:\n  guaranteed: 32\n  list:\n  - x\n", d);
+  ASSERT_EQ(docs.size(), 1u);
+  const Node& spec = *docs[0].root.find("spec");
+  EXPECT_EQ(spec.entries[0].key_pos, (SourcePos{2, 3}));
+  EXPECT_EQ(spec.find("guaranteed")->pos, (SourcePos{2, 15}));
+  EXPECT_EQ(spec.find("list")->items[0].pos, (SourcePos{4, 5}));
+}
+
+TEST(YamlReader, ReadsEveryDocumentOfAStreamAndSkipsEmptyOnes) {
+  Diagnostics d;
+  auto docs = yaml("a: 1\n---\n---\nb: 2\n", d);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].index, 0);
+  EXPECT_EQ(docs[1].index, 2);
+}
+
+TEST(YamlReader, KeepsDuplicateKeysForTheDecoderToReport) {
+  Diagnostics d;
+  auto docs = yaml("a: 1\na: 2\n", d);
+  ASSERT_EQ(docs[0].root.entries.size(), 2u);
+}
+
+TEST(YamlReader, ReportsSyntaxErrorsWithTheirPosition) {
+  Diagnostics d;
+  auto docs = yaml("a: [1, 2\nb: 3\n", d);
+  EXPECT_TRUE(docs.empty());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleSyntax);
+  EXPECT_EQ(d[0].file, "in.yaml");
+  EXPECT_GT(d[0].pos.line, 0);
+}
+
+TEST(YamlReader, StopsAliasExpansionAtTheNodeLimit) {
+  // A "billion laughs" document: each level doubles the previous one.
+  std::string text = "a0: &a0 [x, x]\n";
+  for (int i = 1; i < 30; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + "]\n";
+  }
+  Diagnostics d;
+  ReadLimits limits;
+  limits.max_nodes = 10000;
+  auto docs = yaml(text, d, limits);
+  EXPECT_TRUE(docs.empty());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleTooLarge);
+}
+
+TEST(YamlReader, RejectsDeepNestingAndOversizedInput) {
+  Diagnostics d;
+  ReadLimits limits;
+  limits.max_depth = 10;
+  yaml("a: " + std::string(20, '[') + std::string(20, ']') + "\n", d, limits);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleTooLarge);
+  EXPECT_NE(d[0].message.find("nesting"), std::string::npos);
+
+  d.clear();
+  limits.max_bytes = 8;
+  yaml("a: 123456789\n", d, limits);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleTooLarge);
+}
+
+TEST(YamlReader, RejectsTagsOutsideTheCoreSchemaAndComplexKeys) {
+  Diagnostics d;
+  yaml("a: !custom 1\n", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("unsupported YAML tag"), std::string::npos);
+  d.clear();
+  yaml("? [x]\n: y\n", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("mapping keys must be strings"), std::string::npos);
+  d.clear();
+  auto docs = yaml("a: !!str 3\nb: !!int \"7\"\n", d);
+  ASSERT_TRUE(d.empty());
+  EXPECT_EQ(docs[0].root.find("a")->type, NodeType::String);
+  EXPECT_EQ(docs[0].root.find("b")->integer, 7);
+}
+
+TEST(YamlReader, FlagsIntegersOutsideInt64) {
+  Diagnostics d;
+  auto docs = yaml("a: 99999999999999999999\nb: -9223372036854775808\n", d);
+  EXPECT_FALSE(docs[0].root.find("a")->integer_fits);
+  EXPECT_TRUE(docs[0].root.find("b")->integer_fits);
+  EXPECT_EQ(docs[0].root.find("b")->integer, INT64_MIN);
+}
+
+TEST(JsonReader, ReadsValuesWithPositions) {
+  Diagnostics d;
+  auto docs = json("{\n\t\"a\": 1,\n  \"b\": {\"c\": \"x\\u00e9\\ud83d\\ude00\", \"d\": [1.5, true, null]}\n}\n", d);
+  ASSERT_TRUE(d.empty()) << d[0].to_string();
+  const Node& r = docs[0].root;
+  EXPECT_EQ(r.find("a")->integer, 1);
+  EXPECT_EQ(r.entries[0].key_pos, (SourcePos{2, 2}));
+  EXPECT_EQ(r.find("a")->pos, (SourcePos{2, 7}));
+  const Node& b = *r.find("b");
+  EXPECT_EQ(b.find("c")->text, "x\xc3\xa9\xf0\x9f\x98\x80");  // surrogate pair decoded
+  EXPECT_EQ(b.find("c")->pos, (SourcePos{3, 14}));
+  EXPECT_EQ(b.find("d")->items[1].type, NodeType::Bool);
+  EXPECT_EQ(b.find("d")->items[2].pos, (SourcePos{3, 54}));
+}
+
+TEST(JsonReader, ReportsSyntaxErrorsWithLineAndColumn) {
+  Diagnostics d;
+  json("{\"a\": 1,\n \"b\": }", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleSyntax);
+  EXPECT_EQ(d[0].pos.line, 2);
+  EXPECT_GT(d[0].pos.column, 0);
+}
+
+TEST(JsonReader, RejectsTrailingGarbageAndDeepNesting) {
+  Diagnostics d;
+  json("{} x", d);
+  EXPECT_EQ(d.size(), 1u);
+  d.clear();
+  ReadLimits limits;
+  limits.max_depth = 5;
+  json(std::string(10, '[') + std::string(10, ']'), d, limits);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleTooLarge);
+}
+
+TEST(ParseJson, ReturnsTheTreeOrAnError) {
+  auto ok = parse_json(R"({"request": {"uid": "u1", "n": 18446744073709551615}})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->find("request")->string_at("uid"), "u1");
+  EXPECT_FALSE(ok->find("request")->find("n")->integer_fits);
+  auto bad = parse_json("{\"a\": ");
+  ASSERT_FALSE(bad);
+  EXPECT_FALSE(bad.error().empty());
+}
+
+TEST(ParseJson, EnforcesTheNodeLimit) {
+  ReadLimits limits;
+  limits.max_nodes = 5;
+  auto r = parse_json("[1,2,3,4,5,6,7]", limits);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("more than 5"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpubank::doc
