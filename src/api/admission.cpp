@@ -188,12 +188,18 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
   std::set<FindingKey> before;
   for (const auto& f : snapshot.findings()) before.insert(key_of(f));
   const std::string kind_name(policy::kind_name(decoded->kind));
+  // Findings about the reviewed object first, then what the change breaks elsewhere.
   Diagnostics relevant = decode_findings;  // warnings of decoding
+  Diagnostics elsewhere;
   for (const auto& f : after) {
     const bool about_reviewed = !deleting && f.kind == kind_name && f.name == decoded->name();
-    const bool new_elsewhere = !before.contains(key_of(f));
-    if (about_reviewed || new_elsewhere) relevant.push_back(f);
+    if (about_reviewed) {
+      relevant.push_back(f);
+    } else if (!before.contains(key_of(f))) {
+      elsewhere.push_back(f);
+    }
   }
+  relevant.insert(relevant.end(), elsewhere.begin(), elsewhere.end());
   conclude(d, relevant, what, 422, "Invalid");
 }
 

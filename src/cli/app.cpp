@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -36,6 +37,16 @@ int run(int argc, char** argv) {
       add_cron_command(app),     add_webhook_command(app),
   };
 
+  // CLI11 would only say "A subcommand is required" for a misspelt command.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string_view first = argv[1];
+    const bool known = std::any_of(std::begin(commands), std::end(commands),
+                                   [&](const Command& c) { return c.app->get_name() == first; });
+    if (!known) {
+      std::cerr << "gpubank: unknown command \"" << first << "\"\nRun with --help for the list of commands.\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

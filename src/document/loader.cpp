@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace gpubank::doc {
@@ -62,11 +63,18 @@ Expected<std::string> read_file(const std::string& path, std::size_t max_bytes) 
 
 void load_paths(const std::vector<std::string>& paths, std::vector<Document>& out,
                 Diagnostics& diagnostics, const ReadLimits& limits) {
+  // A file named twice (directly and through its directory) is read once.
+  std::set<fs::path> seen;
+  auto first_time = [&](const fs::path& p) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(p, ec);
+    return seen.insert(ec ? p : canonical).second;
+  };
   for (const auto& p : paths) {
     std::error_code ec;
     const fs::path root(p);
     if (!fs::is_directory(root, ec)) {
-      read_one(root, out, diagnostics, limits);
+      if (first_time(root)) read_one(root, out, diagnostics, limits);
       continue;
     }
     std::vector<fs::path> files;
@@ -83,7 +91,9 @@ void load_paths(const std::vector<std::string>& paths, std::vector<Document>& ou
                                        "cannot list " + p + ": " + ec.message()});
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) read_one(f, out, diagnostics, limits);
+    for (const auto& f : files) {
+      if (first_time(f)) read_one(f, out, diagnostics, limits);
+    }
   }
 }
 

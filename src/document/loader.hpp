@@ -2,7 +2,8 @@
 // system for inputs. Directories are walked recursively in sorted order (deterministic
 // output), hidden entries are skipped, and only .yaml, .yml and .json files are read from
 // directories; a file named explicitly is read whatever its extension (JSON by
-// extension, YAML otherwise).
+// extension, YAML otherwise). A file reached twice (named and inside a named directory)
+// is read once.
 #pragma once
 
 #include <string>
