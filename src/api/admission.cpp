@@ -182,7 +182,8 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
   } else {
     candidate.upsert(*decoded);
   }
-  const policy::ValidationOptions options{d.operation == "CREATE" ? std::optional<Timestamp>(now) : std::nullopt};
+  const policy::ValidationOptions options{d.operation == "CREATE" ? std::optional<Timestamp>(now) : std::nullopt,
+                                          &snapshot.overlaps()};
   const Diagnostics after = policy::validate(candidate, options);
 
   std::set<FindingKey> before;
@@ -233,7 +234,11 @@ void review_workload(const PolicySnapshot& snapshot, const Node& request, Admiss
 }  // namespace
 
 PolicySnapshot::PolicySnapshot(policy::PolicySet set, const policy::ValidationOptions& options)
-    : set_(std::move(set)), findings_(policy::validate(set_, options)) {}
+    : set_(std::move(set)), overlaps_(policy::OverlapCache::of(set_)) {
+  policy::ValidationOptions with_cache = options;
+  with_cache.overlaps = &overlaps_;
+  findings_ = policy::validate(set_, with_cache);
+}
 
 AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now) {
   AdmissionDecision d;

@@ -50,9 +50,11 @@ class PolicySnapshot {
   [[nodiscard]] const policy::PolicySet& set() const { return set_; }
   // Validation findings of the snapshot itself (to tell a change's new errors from old).
   [[nodiscard]] const Diagnostics& findings() const { return findings_; }
+  [[nodiscard]] const policy::OverlapCache& overlaps() const { return overlaps_; }
 
  private:
   policy::PolicySet set_;
+  policy::OverlapCache overlaps_;
   Diagnostics findings_;
 };
 

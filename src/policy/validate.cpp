@@ -451,7 +451,9 @@ class Validator {
       }
     }
     if (schedules_ok && schedules.size() > 1) {
-      if (auto overlap = find_overlap(schedules, *t.timezone.zone)) {
+      const std::optional<WindowOverlap>* cached =
+          options_.overlaps != nullptr ? options_.overlaps->find(OverlapCache::key_of(t)) : nullptr;
+      if (auto overlap = cached != nullptr ? *cached : find_overlap(schedules, *t.timezone.zone)) {
         const auto& a = t.windows[overlap->first];
         const auto& b = t.windows[overlap->second];
         report(o, rule::kTidalWindowsOverlap, idx("spec.windows", overlap->second) + ".start",
@@ -647,6 +649,34 @@ class Validator {
 };
 
 }  // namespace
+
+std::string OverlapCache::key_of(const TidalPolicySpec& spec) {
+  std::string key = spec.timezone.name;
+  for (const auto& w : spec.windows) key += "|" + w.start.text() + "|" + w.end.text();
+  return key;
+}
+
+const std::optional<WindowOverlap>* OverlapCache::find(const std::string& key) const {
+  auto it = results_.find(key);
+  return it == results_.end() ? nullptr : &it->second;
+}
+
+std::optional<WindowOverlap> find_window_overlap(const TidalPolicySpec& spec) {
+  std::vector<WindowSchedule> schedules;
+  for (const auto& w : spec.windows) schedules.push_back({&w.start, &w.end});
+  return find_overlap(schedules, *spec.timezone.zone);
+}
+
+OverlapCache OverlapCache::of(const PolicySet& set) {
+  OverlapCache cache;
+  for (const auto& p : set.policies()) {
+    if (p.kind != Kind::TidalPolicy) continue;
+    const auto& spec = p.as<TidalPolicySpec>();
+    std::string key = key_of(spec);
+    if (cache.find(key) == nullptr) cache.put(std::move(key), find_window_overlap(spec));
+  }
+  return cache;
+}
 
 Diagnostics validate(const PolicySet& set, const ValidationOptions& options) {
   return Validator(set, options).run();

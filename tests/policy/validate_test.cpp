@@ -188,6 +188,19 @@ TEST(Validate, EveryFindingNamesARegisteredRule) {
   }
 }
 
+TEST(Validate, TheOverlapCacheChangesNothingButTheWork) {
+  const auto set = load_policy_set({gpubank::testing::examples_dir() + "/policies",
+                                    gpubank::testing::examples_dir() + "/invalid/tidal.windows-overlap.yaml"});
+  const OverlapCache cache = OverlapCache::of(set);
+  ValidationOptions with_cache;
+  with_cache.overlaps = &cache;
+  const auto plain = validate(set);
+  const auto cached = validate(set, with_cache);
+  ASSERT_EQ(plain.size(), cached.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(plain[i].to_string(), cached[i].to_string());
+  EXPECT_TRUE(has_rule(cached, rule::kTidalWindowsOverlap));
+}
+
 TEST(Validate, IsDeterministic) {
   const auto set = load_policy_set({gpubank::testing::examples_dir() + "/policies",
                                     gpubank::testing::examples_dir() + "/invalid"});

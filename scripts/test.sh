@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian 12 machine and runs every test: the unit,
+# integration and command-line tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# then the fuzzers for a bounded time. Prints a ctest summary; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/bootstrap.sh || exit 1
+jobs=$(nproc)
+echo "test: configuring and building (asan preset, $jobs jobs)" >&2
+cmake --preset asan >/dev/null || exit 1
+cmake --build --preset asan -j "$jobs" || exit 1
+
+echo "test: running ctest" >&2
+ctest --preset asan -j "$jobs" --timeout 600
+status=$?
+
+if [ -x scripts/fuzz.sh ]; then
+  echo "test: fuzzing (bounded time)" >&2
+  ./scripts/fuzz.sh || status=1
+fi
+exit $status
