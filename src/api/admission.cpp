@@ -71,12 +71,13 @@ std::string find_uid(std::string_view body) {
   return finder.uid;
 }
 
+// Every denial message ends with the rule id in brackets, as validation findings do.
 void deny(AdmissionDecision& d, int code, std::string reason, std::string_view rule_id, std::string message) {
   d.allowed = false;
   d.code = code;
   d.reason = std::move(reason);
   d.rules.emplace_back(rule_id);
-  d.message = std::move(message);
+  d.message = std::move(message) + " [" + std::string(rule_id) + "]";
 }
 
 std::string string_at(const Node* n, std::string_view key) {
@@ -315,7 +316,7 @@ AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, 
     return d;
   }
   const Node* object = request->find(d.operation == "DELETE" ? "oldObject" : "object");
-  if (object != nullptr && policy::is_workload(*object)) {
+  if (policy::is_workload_kind(group, kind_name) || (object != nullptr && policy::is_workload(*object))) {
     review_workload(snapshot, *request, d);
     return d;
   }

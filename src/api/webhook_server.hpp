@@ -19,6 +19,9 @@ class SSLServer;
 
 namespace gpubank::api {
 
+// A certificate chain and its private key, loaded from PEM files and checked to match.
+class TlsCredentials;
+
 struct WebhookOptions {
   std::string address = "0.0.0.0";
   int port = 8443;  // 0: any free port (tests)
@@ -46,19 +49,28 @@ class WebhookServer {
   // Serves until stop(); returns false if the server failed.
   bool serve();
   void stop();
-  // Re-reads guardrails and policies; the old snapshot stays if the new one fails.
+  // Re-reads guardrails, policies and the TLS certificate and key; what fails to load
+  // keeps its previous version (and the error says so).
   Expected<bool> reload(std::vector<std::string>& notes);
+  // reload() when any input file changed since the last load (size, time or set of
+  // files), e.g. a ConfigMap update or a certificate renewed by cert-manager.
+  Expected<bool> reload_if_changed(std::vector<std::string>& notes, bool& reloaded);
 
   [[nodiscard]] std::shared_ptr<const PolicySnapshot> snapshot() const;
 
  private:
-  WebhookServer(WebhookOptions options, std::unique_ptr<AuditLog> audit, std::shared_ptr<const PolicySnapshot> snapshot);
+  WebhookServer(WebhookOptions options, std::unique_ptr<AuditLog> audit, std::shared_ptr<const PolicySnapshot> snapshot,
+                std::shared_ptr<const TlsCredentials> tls);
   void install_routes();
+  std::string inputs_fingerprint() const;
+  std::shared_ptr<const TlsCredentials> tls() const;
 
   WebhookOptions options_;
   std::unique_ptr<AuditLog> audit_;
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const PolicySnapshot> snapshot_;
+  std::shared_ptr<const TlsCredentials> tls_;  // guarded by snapshot_mu_
+  std::string fingerprint_;                    // of the inputs last loaded
   std::unique_ptr<httplib::SSLServer> server_;
   std::atomic<bool> ready_{false};
 };

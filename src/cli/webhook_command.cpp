@@ -1,7 +1,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <iostream>
 #include <thread>
 
@@ -14,7 +16,17 @@ namespace {
 struct WebhookCommandOptions {
   api::WebhookOptions server;
   std::string log_level = "info";
+  int reload_interval = 30;  // seconds between checks of the input files; 0: only on SIGHUP
 };
+
+void report_reload(const Expected<bool>& result, const std::vector<std::string>& notes, const char* why) {
+  for (const auto& n : notes) spdlog::warn("policy: {}", n);
+  if (result) {
+    spdlog::info("reloaded policies and TLS certificate ({})", why);
+  } else {
+    spdlog::error("reload ({}) kept what failed to load: {}", why, result.error());
+  }
+}
 
 int run_webhook(const WebhookCommandOptions& opt) {
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
@@ -40,19 +52,25 @@ int run_webhook(const WebhookCommandOptions& opt) {
   spdlog::info("serving https://{}:{}/validate (audit log {})", opt.server.address, *port, opt.server.audit_log);
 
   api::WebhookServer* srv = server->get();
-  std::thread signal_thread([srv, signals] {
+  const int interval = opt.reload_interval;
+  std::thread signal_thread([srv, signals, interval] {
     while (true) {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0) continue;
+      // Wait for a signal; every `interval` seconds look for changed input files (a
+      // ConfigMap update, a certificate renewed by cert-manager).
+      timespec timeout{interval > 0 ? interval : 3600, 0};
+      const int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig < 0) {
+        if (errno == EAGAIN && interval > 0) {
+          std::vector<std::string> notes;
+          bool reloaded = false;
+          auto result = srv->reload_if_changed(notes, reloaded);
+          if (reloaded) report_reload(result, notes, "input files changed");
+        }
+        continue;
+      }
       if (sig == SIGHUP) {
         std::vector<std::string> notes;
-        auto reloaded = srv->reload(notes);
-        for (const auto& n : notes) spdlog::warn("policy: {}", n);
-        if (reloaded) {
-          spdlog::info("policies reloaded");
-        } else {
-          spdlog::error("reload failed, keeping the previous policies: {}", reloaded.error());
-        }
+        report_reload(srv->reload(notes), notes, "SIGHUP");
         continue;
       }
       spdlog::info("signal {}: shutting down", sig);
@@ -76,7 +94,7 @@ Command add_webhook_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "webhook",
       "Serve the validating admission webhook over HTTPS: POST /validate (admission.k8s.io/v1 AdmissionReview), "
-      "GET /healthz and /readyz. SIGHUP reloads the policies.");
+      "GET /healthz and /readyz. SIGHUP, or a change of the files, reloads the policies and the certificate.");
   auto& s = opt->server;
   cmd->add_option("--tls-cert", s.tls_cert, "PEM certificate (chain) the server presents")->required();
   cmd->add_option("--tls-key", s.tls_key, "PEM private key of the certificate")->required();
@@ -87,6 +105,10 @@ Command add_webhook_command(CLI::App& app) {
   cmd->add_option("--audit-log", s.audit_log, "JSON-lines file every decision is appended to")->capture_default_str();
   cmd->add_option("--threads", s.threads, "worker threads (one per open connection)")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--reload-interval", opt->reload_interval,
+                  "seconds between checks for changed policy and certificate files (0: reload only on SIGHUP)")
+      ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))

@@ -35,7 +35,20 @@ bool is_ours(std::string_view group) {
 
 }  // namespace
 
+bool is_workload_kind(std::string_view group, std::string_view kind) {
+  static constexpr std::pair<std::string_view, std::string_view> kinds[] = {
+      {"serving.kserve.io", "InferenceService"}, {"serving.kserve.io", "LLMInferenceService"},
+      {"ray.io", "RayJob"},                      {"ray.io", "RayService"},
+      {"ray.io", "RayCluster"},                  {"leaderworkerset.x-k8s.io", "LeaderWorkerSet"},
+  };
+  for (const auto& [g, k] : kinds) {
+    if (g == group && k == kind) return true;
+  }
+  return false;
+}
+
 bool is_workload(const doc::Node& root) {
+  if (is_workload_kind(api_group(root.string_at("apiVersion")), root.string_at("kind"))) return true;
   const doc::Node* spec = root.find("spec");
   return spec != nullptr && has_pod_spec(*spec, 0);
 }

@@ -76,7 +76,10 @@ class PolicySet {
 PolicySet load_policy_set(const std::vector<std::string>& paths, const doc::ReadLimits& limits = {});
 
 // Whether a document describes a workload: it contains a pod spec (a "containers" list)
-// under spec, as Pods, Jobs, Deployments, JobSets, RayJobs and PyTorchJobs do.
+// under spec, as Pods, Jobs, Deployments, JobSets and PyTorchJobs do, or it is one of the
+// workload kinds that need not carry one (KServe InferenceService and
+// LLMInferenceService, Ray's RayJob, RayService and RayCluster, LeaderWorkerSet).
 bool is_workload(const doc::Node& root);
+bool is_workload_kind(std::string_view group, std::string_view kind);
 
 }  // namespace gpubank::policy

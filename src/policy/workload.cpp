@@ -30,7 +30,10 @@ void collect(const doc::Node& n, const std::string& path, int depth, std::vector
     return;
   }
   if (n.type != doc::NodeType::Mapping) return;
-  if (const doc::Node* c = n.find("containers"); c != nullptr && c->type == doc::NodeType::Sequence) {
+  // Pod specs, and component specs that carry pod fields without containers (a KServe
+  // predictor with a model format has priorityClassName but no containers).
+  const doc::Node* c = n.find("containers");
+  if ((c != nullptr && c->type == doc::NodeType::Sequence) || n.find("priorityClassName") != nullptr) {
     pods.push_back({&n, path});
   }
   for (const auto& e : n.entries) {

@@ -62,6 +62,7 @@ TEST(Admission, AnotherGroupsAdminIsForbidden) {
   EXPECT_EQ(d.rules, std::vector<std::string>{"auth.not-group-admin"});
   EXPECT_NE(d.message.find("user \"sam\" is not an admin of business group customer-service"), std::string::npos)
       << d.message;
+  EXPECT_TRUE(d.message.ends_with("[auth.not-group-admin]")) << d.message;
 }
 
 TEST(Admission, AChangeThatBreaksThePoolIsInvalidAndNamesEveryRuleItBreaks) {
@@ -127,6 +128,36 @@ TEST(Admission, PriorityClassesNotAllowedForTheGroupAreForbidden) {
   }));
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.rules, std::vector<std::string>{"priority.forbidden"});
+}
+
+TEST(Admission, WorkloadKindsWithoutPodTemplatesAreStillChecked) {
+  // A KServe InferenceService in its usual form: a model, no containers.
+  auto isvc = [](const json& labels, const char* priority) {
+    json object = {{"apiVersion", "serving.kserve.io/v1beta1"},
+                   {"kind", "InferenceService"},
+                   {"metadata", {{"name", "chat"}, {"namespace", "customer-service"}, {"labels", labels}}},
+                   {"spec", {{"predictor", {{"model", {{"modelFormat", {{"name", "huggingface"}}}}}}}}}};
+    if (priority != nullptr) object["spec"]["predictor"]["priorityClassName"] = priority;
+    json review = {{"apiVersion", "admission.k8s.io/v1"},
+                   {"kind", "AdmissionReview"},
+                   {"request",
+                    {{"uid", "isvc-1"},
+                     {"kind", {{"group", "serving.kserve.io"}, {"version", "v1beta1"}, {"kind", "InferenceService"}}},
+                     {"namespace", "customer-service"},
+                     {"name", "chat"},
+                     {"operation", "CREATE"},
+                     {"userInfo", {{"username", "mei.chen"}}},
+                     {"object", object}}}};
+    return review.dump();
+  };
+  const json inference = {{"platform.gpubank.dev/workload-type", "inference"}};
+  EXPECT_TRUE(decide(isvc(inference, "inference-critical")).allowed);
+  const auto forged = decide(isvc({{"platform.gpubank.dev/cost-center", "CC-1001"}}, nullptr));
+  EXPECT_FALSE(forged.allowed);
+  EXPECT_EQ(forged.rules, std::vector<std::string>{"labels.reserved"});
+  const auto wrong_priority = decide(isvc(inference, "training-high"));
+  EXPECT_FALSE(wrong_priority.allowed);
+  EXPECT_EQ(wrong_priority.rules, std::vector<std::string>{"priority.forbidden"});
 }
 
 TEST(Admission, StatusUpdatesNeedAPlatformAdmin) {

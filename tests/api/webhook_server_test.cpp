@@ -183,6 +183,61 @@ TEST_F(WebhookServerTest, ReloadSwapsThePoliciesAndKeepsTheOldOnesOnFailure) {
   EXPECT_EQ(server_->snapshot(), before);
 }
 
+TEST_F(WebhookServerTest, ARenewedCertificateIsServedToNewConnectionsAfterReload) {
+  // Renew: a new key pair in place of the old files (as cert-manager does).
+  const std::string renewed_dir = dir_ + "/renewed";
+  fs::create_directories(renewed_dir);
+  const auto renewed = gpubank::testing::make_self_signed(renewed_dir);
+  auto trusting_only_new = [&] {
+    httplib::SSLClient c("127.0.0.1", port_);
+    c.enable_server_certificate_verification(true);
+    c.set_ca_cert_path(renewed.cert.c_str());
+    auto r = c.Get("/healthz");
+    return r && r->status == 200;
+  };
+  EXPECT_FALSE(trusting_only_new());
+  fs::copy_file(renewed.cert, options_.tls_cert, fs::copy_options::overwrite_existing);
+  fs::copy_file(renewed.key, options_.tls_key, fs::copy_options::overwrite_existing);
+  std::vector<std::string> notes;
+  bool reloaded = false;
+  ASSERT_TRUE(server_->reload_if_changed(notes, reloaded));
+  EXPECT_TRUE(reloaded);
+  EXPECT_TRUE(trusting_only_new());
+  // Nothing changed since: no reload.
+  ASSERT_TRUE(server_->reload_if_changed(notes, reloaded));
+  EXPECT_FALSE(reloaded);
+}
+
+TEST_F(WebhookServerTest, AChangedPolicyFileIsPickedUp) {
+  // Serve from a writable copy of the policies, then raise a guarantee in it.
+  const std::string policies = dir_ + "/policies";
+  fs::create_directories(policies);
+  for (const auto& e : fs::directory_iterator(gpubank::testing::examples_dir() + "/policies")) {
+    if (e.path().filename() != "00-guardrails.yaml") fs::copy_file(e.path(), policies / e.path().filename());
+  }
+  server_->stop();
+  thread_.join();
+  options_.policies = {policies};
+  options_.port = 0;
+  auto server = WebhookServer::create(options_);
+  ASSERT_TRUE(server) << server.error();
+  server_ = std::move(*server);
+  ASSERT_TRUE(server_->bind());
+  thread_ = std::thread([this] { server_->serve(); });
+  const auto before = server_->snapshot();
+  std::ofstream(policies + "/60-extra.yaml") << R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: customer-service-mig}
+spec: {businessGroup: customer-service, resourcePool: mig-or-shared-development, guaranteed: 2}
+)";
+  std::vector<std::string> notes;
+  bool reloaded = false;
+  ASSERT_TRUE(server_->reload_if_changed(notes, reloaded));
+  EXPECT_TRUE(reloaded);
+  EXPECT_NE(server_->snapshot(), before);
+  EXPECT_NE(server_->snapshot()->set().find(policy::Kind::GPUQuotaPolicy, "customer-service-mig"), nullptr);
+}
+
 TEST(WebhookServerCreate, RefusesUnusableCertificatesAndGuardrails) {
   const std::string dir = ::testing::TempDir() + "/webhook-create";
   fs::create_directories(dir);
@@ -194,6 +249,19 @@ TEST(WebhookServerCreate, RefusesUnusableCertificatesAndGuardrails) {
   auto server = WebhookServer::create(options);
   ASSERT_FALSE(server);
   EXPECT_NE(server.error().find("cannot start TLS"), std::string::npos);
+  EXPECT_NE(server.error().find("cannot read the certificate file"), std::string::npos) << server.error();
+
+  // A certificate with somebody else's key.
+  fs::create_directories(dir + "/a");
+  fs::create_directories(dir + "/b");
+  const auto a = gpubank::testing::make_self_signed(dir + "/a");
+  const auto b = gpubank::testing::make_self_signed(dir + "/b");
+  options.tls_cert = a.cert;
+  options.tls_key = b.key;
+  server = WebhookServer::create(options);
+  ASSERT_FALSE(server);
+  EXPECT_NE(server.error().find("the key does not belong to the certificate"), std::string::npos) << server.error();
+  options.tls_key = a.key;
 
   options.guardrails = gpubank::testing::examples_dir() + "/invalid/guardrails.limit-range.yaml";
   server = WebhookServer::create(options);
