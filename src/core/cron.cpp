@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <limits>
 #include <utility>
 
@@ -11,6 +12,17 @@ namespace {
 
 // The top bit of a field marks "*" or "?" (robfig's starBit).
 constexpr std::uint64_t kStarBit = std::uint64_t{1} << 63;
+
+// Appending, rather than chaining operator+, keeps GCC 12's -Wrestrict false positive on
+// `"literal" + std::string` quiet in optimised builds.
+std::string concat(std::initializer_list<std::string_view> parts) {
+  std::size_t size = 0;
+  for (std::string_view p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (std::string_view p : parts) out += p;
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------
 // Parsing
@@ -71,7 +83,7 @@ std::size_t count_char(std::string_view s, char c) {
 // then negative values refused.
 Expected<std::uint64_t> parse_uint(std::string_view text) {
   auto fail = [&](const char* why) {
-    return Unexpected{"failed to parse int from " + std::string(text) + ": " + why};
+    return Unexpected{concat({"failed to parse int from ", text, ": ", why})};
   };
   std::string_view digits = text;
   bool negative = false;
@@ -97,9 +109,8 @@ Expected<std::uint64_t> parse_uint(std::string_view text) {
   }
   if (negative && value != 0) {
     // Print the value as Go does ("negative number (-12) not allowed: -12").
-    std::string shown = value == (std::uint64_t{1} << 63) ? "-9223372036854775808"
-                                                           : "-" + std::to_string(value);
-    return Unexpected{"negative number (" + shown + ") not allowed: " + std::string(text)};
+    return Unexpected{
+        concat({"negative number (-", std::to_string(value), ") not allowed: ", text})};
   }
   return value;
 }
@@ -131,8 +142,7 @@ Expected<std::uint64_t> parse_range(std::string_view expr, const FieldBounds& b)
   if (low == "*" || low == "?") {
     // robfig silently ignores anything after "*-"; refused here (see cron.hpp).
     if (hyphens > 0) {
-      return Unexpected{"\"" + std::string(low) + "-\" ranges are not supported: " +
-                        std::string(expr)};
+      return Unexpected{concat({"\"", low, "-\" ranges are not supported: ", expr})};
     }
     start = b.min;
     end = b.max;
@@ -146,14 +156,14 @@ Expected<std::uint64_t> parse_range(std::string_view expr, const FieldBounds& b)
       if (!e) return Unexpected{e.error()};
       end = *e;
     } else if (hyphens > 1) {
-      return Unexpected{"too many hyphens: " + std::string(expr)};
+      return Unexpected{concat({"too many hyphens: ", expr})};
     }
   }
 
   if (slash != std::string_view::npos) {
     const std::string_view step_text = expr.substr(slash + 1);
     if (step_text.find('/') != std::string_view::npos) {
-      return Unexpected{"too many slashes: " + std::string(expr)};
+      return Unexpected{concat({"too many slashes: ", expr})};
     }
     auto st = parse_uint(step_text);
     if (!st) return Unexpected{st.error()};
@@ -163,19 +173,19 @@ Expected<std::uint64_t> parse_range(std::string_view expr, const FieldBounds& b)
   }
 
   if (start < b.min) {
-    return Unexpected{"beginning of range (" + std::to_string(start) + ") below minimum (" +
-                      std::to_string(b.min) + ")"};
+    return Unexpected{concat({"beginning of range (", std::to_string(start),
+                              ") below minimum (", std::to_string(b.min), ")"})};
   }
   if (end > b.max) {
-    return Unexpected{"end of range (" + std::to_string(end) + ") above maximum (" +
-                      std::to_string(b.max) + ")"};
+    return Unexpected{concat({"end of range (", std::to_string(end), ") above maximum (",
+                              std::to_string(b.max), ")"})};
   }
   if (start > end) {
-    return Unexpected{"beginning of range (" + std::to_string(start) +
-                      ") beyond end of range (" + std::to_string(end) + ")"};
+    return Unexpected{concat({"beginning of range (", std::to_string(start),
+                              ") beyond end of range (", std::to_string(end), ")"})};
   }
   if (step == 0) {
-    return Unexpected{"step of range should be a positive number: " + std::string(expr)};
+    return Unexpected{concat({"step of range should be a positive number: ", expr})};
   }
   return bits_between(start, end, step) | extra;
 }
@@ -220,7 +230,7 @@ std::size_t space_at(std::string_view s, std::size_t i) {
 }
 
 std::string quoted(std::string_view expression) {
-  return "cron \"" + std::string(expression) + "\": ";
+  return concat({"cron \"", expression, "\": "});
 }
 
 std::uint64_t all_of(const FieldBounds& b) { return bits_between(b.min, b.max, 1) | kStarBit; }
@@ -293,7 +303,7 @@ class GoClock {
   // offset is chosen exactly as Go does, which decides what non-existent and repeated
   // local times become.
   GoTime make_date(std::int64_t year, std::int64_t month, std::int64_t day, std::int64_t hour,
-              std::int64_t min, std::int64_t sec) {
+                   std::int64_t min, std::int64_t sec) {
     std::int64_t m0 = month - 1;
     go_norm(year, m0, 12);
     go_norm(min, sec, 60);
@@ -318,7 +328,7 @@ class GoClock {
   // t.AddDate(years, months, days): time.Date on t's local fields.
   GoTime add_date(const GoTime& t, int years, int months, int days) {
     return make_date(std::int64_t{t.year} + years, std::int64_t{t.month} + months,
-                std::int64_t{t.day} + days, t.hour, t.minute, t.second);
+                     std::int64_t{t.day} + days, t.hour, t.minute, t.second);
   }
 
   // t.Add(d): absolute.
@@ -336,6 +346,24 @@ class GoClock {
 };
 
 bool has(std::uint64_t bits, unsigned value) { return (bits >> value) & 1U; }
+
+// robfig's hour, minute and second loops after their first pass' reset:
+//   do { t = t.Add(unit); if (field(t) == 0) WRAP; } while (!bits[field(t)]);
+// Returns true for WRAP. Inside one zone period the local field moves up by exactly one per
+// step, so the steps to the next set bit or to the roll-over are taken at once; a step that
+// would cross a transition is taken alone, as robfig takes it.
+bool step_until(GoClock& go, GoTime& t, std::int64_t unit, unsigned modulus,
+                std::uint64_t bits, unsigned GoTime::*field) {
+  for (;;) {
+    const unsigned v = t.*field;
+    unsigned k = 1;
+    while (v + k < modulus && !has(bits, v + k)) ++k;
+    const std::int64_t target = t.unix + std::int64_t{k} * unit;
+    t = target < go.lookup(t.unix).end ? go.at(target) : go.add(t, unit);
+    if (t.*field == 0) return true;
+    if (has(bits, t.*field)) return false;
+  }
+}
 
 // robfig's dayMatches: with a "*" or "?" in either day field both must match, otherwise
 // either may.
@@ -355,11 +383,10 @@ constexpr std::int64_t kMaxUnix = 253402300799;  // 9999-12-31T23:59:59Z
 
 Expected<CronSchedule> CronSchedule::parse(std::string_view expression) {
   const std::string prefix = quoted(expression);
-  if (expression.empty()) return Unexpected{prefix + "empty expression"};
+  if (expression.empty()) return Unexpected{concat({prefix, "empty expression"})};
   if (expression.starts_with("TZ=") || expression.starts_with("CRON_TZ=")) {
-    return Unexpected{prefix +
-                      "TZ= and CRON_TZ= prefixes are not supported; the policy sets the "
-                      "time zone"};
+    return Unexpected{concat(
+        {prefix, "TZ= and CRON_TZ= prefixes are not supported; the policy sets the time zone"})};
   }
 
   CronSchedule s;
@@ -370,8 +397,8 @@ Expected<CronSchedule> CronSchedule::parse(std::string_view expression) {
     // Descriptors are matched exactly, as robfig's parseDescriptor does (case-sensitive,
     // no surrounding space).
     if (expression.starts_with("@every")) {
-      return Unexpected{prefix +
-                        "@every is not supported; a fixed interval is not a calendar window"};
+      return Unexpected{concat(
+          {prefix, "@every is not supported; a fixed interval is not a calendar window"})};
     }
     f.minute = 1;
     f.hour = 1;
@@ -390,7 +417,7 @@ Expected<CronSchedule> CronSchedule::parse(std::string_view expression) {
     } else if (expression == "@hourly") {
       f.hour = all_of(kHour);
     } else {
-      return Unexpected{prefix + "unrecognized descriptor: " + std::string(expression)};
+      return Unexpected{concat({prefix, "unrecognized descriptor: ", expression})};
     }
     return s;
   }
@@ -410,7 +437,8 @@ Expected<CronSchedule> CronSchedule::parse(std::string_view expression) {
     i = j;
   }
   if (count != fields.size()) {
-    return Unexpected{prefix + "expected exactly 5 fields, found " + std::to_string(count)};
+    return Unexpected{
+        concat({prefix, "expected exactly 5 fields, found ", std::to_string(count)})};
   }
 
   const std::array<std::pair<const FieldBounds*, std::uint64_t*>, 5> slots = {{
@@ -422,7 +450,7 @@ Expected<CronSchedule> CronSchedule::parse(std::string_view expression) {
   }};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     auto bits = parse_field(fields[i], *slots[i].first);
-    if (!bits) return Unexpected{prefix + slots[i].first->label + ": " + bits.error()};
+    if (!bits) return Unexpected{concat({prefix, slots[i].first->label, ": ", bits.error()})};
     *slots[i].second = *bits;
   }
   return s;
@@ -449,6 +477,13 @@ std::optional<std::chrono::sys_seconds> CronSchedule::next(std::chrono::sys_seco
   GoTime t = go.at(after_unix + 1);
   bool added = false;
   const int year_limit = t.year + 5;
+  // The one place next() departs from robfig: where a zone skipped a whole calendar day
+  // (Pacific/Kiritimati 1994-12-31, Pacific/Apia 2011-12-30) Go's time.Date maps that day's
+  // midnight back onto the previous one, robfig's day loop stops advancing and Next never
+  // returns. Month and day steps fail to advance only across gaps of half a day or more,
+  // so dozens of them mean that loop, and the answer is "no time", not a hang.
+  int stalls = 0;
+  constexpr int kMaxStalls = 64;
 
   for (;;) {  // WRAP
     if (t.year > year_limit) return std::nullopt;  // robfig's zero time
@@ -459,7 +494,9 @@ std::optional<std::chrono::sys_seconds> CronSchedule::next(std::chrono::sys_seco
         added = true;
         t = go.make_date(t.year, t.month, 1, 0, 0, 0);
       }
+      const std::int64_t before = t.unix;
       t = go.add_date(t, 0, 1, 0);
+      if (t.unix <= before && ++stalls > kMaxStalls) return std::nullopt;
       if (t.month == 1) {
         wrapped = true;
         break;
@@ -472,6 +509,7 @@ std::optional<std::chrono::sys_seconds> CronSchedule::next(std::chrono::sys_seco
         added = true;
         t = go.make_date(t.year, t.month, t.day, 0, 0, 0);
       }
+      const std::int64_t before = t.unix;
       t = go.add_date(t, 0, 0, 1);
       // robfig's fix for zones where midnight does not exist (Sao Paulo's DST began at
       // 00:00): pull a 23:00 forward and a 01:00 back to the day's midnight.
@@ -482,6 +520,7 @@ std::optional<std::chrono::sys_seconds> CronSchedule::next(std::chrono::sys_seco
           t = go.add(t, -std::int64_t{t.hour} * 3600);
         }
       }
+      if (t.unix <= before && ++stalls > kMaxStalls) return std::nullopt;
       if (t.day == 1) {
         wrapped = true;
         break;
@@ -489,45 +528,31 @@ std::optional<std::chrono::sys_seconds> CronSchedule::next(std::chrono::sys_seco
     }
     if (wrapped) continue;
 
-    while (!has(f.hour, t.hour)) {
+    if (!has(f.hour, t.hour)) {
       if (!added) {
         added = true;
         t = go.make_date(t.year, t.month, t.day, t.hour, 0, 0);
       }
-      t = go.add(t, 3600);
-      if (t.hour == 0) {
-        wrapped = true;
-        break;
-      }
+      if (step_until(go, t, 3600, 24, f.hour, &GoTime::hour)) continue;
     }
-    if (wrapped) continue;
 
-    while (!has(f.minute, t.minute)) {
+    if (!has(f.minute, t.minute)) {
       if (!added) {
         added = true;
         t = go.truncate(t, 60);
       }
-      t = go.add(t, 60);
-      if (t.minute == 0) {
-        wrapped = true;
-        break;
-      }
+      if (step_until(go, t, 60, 60, f.minute, &GoTime::minute)) continue;
     }
-    if (wrapped) continue;
 
-    // Only non-zero under offsets with seconds (local mean time before ~1900).
-    while (!has(kSecond, t.second)) {
+    // Usually reached at second 1 (`after` is on a whole minute); the local second is
+    // otherwise 0 except under offsets with seconds (local mean time before ~1900).
+    if (!has(kSecond, t.second)) {
       if (!added) {
         added = true;
         t = go.truncate(t, 1);
       }
-      t = go.add(t, 1);
-      if (t.second == 0) {
-        wrapped = true;
-        break;
-      }
+      if (step_until(go, t, 1, 60, kSecond, &GoTime::second)) continue;
     }
-    if (wrapped) continue;
 
     return std::chrono::sys_seconds{std::chrono::seconds{t.unix}};
   }

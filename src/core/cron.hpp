@@ -21,6 +21,11 @@
 //   - a local time inside a fall-back overlap exists twice and fires twice (01:30 EDT
 //     and 01:30 EST on 2012-11-04);
 //   - hourly schedules skip the missing hour and fire in both repeated hours.
+// Where robfig's Next never returns (a zone that skipped a whole calendar day, e.g.
+// Pacific/Apia on 2011-12-30, leaves its day loop stuck), next() answers std::nullopt.
+// Offsets come from date/tz, which reads the tzfile transitions only: for instants after
+// the last listed transition (2037 in Debian's files) it keeps the last offset, where Go
+// would apply the file's POSIX TZ rule, so DST zones can differ from KEDA after 2037.
 #pragma once
 
 #include <chrono>
@@ -40,11 +45,13 @@ class CronSchedule {
   // An empty schedule that never fires; parse() makes real ones.
   CronSchedule() = default;
 
-  // Errors quote the field, e.g. `cron "61 * * * *": minute: 61 above maximum 59`.
+  // Errors quote the expression and name the field, with robfig's wording, e.g.
+  // `cron "61 * * * *": minute: end of range (61) above maximum (59)`.
   static Expected<CronSchedule> parse(std::string_view expression);
 
   // The first activation strictly after `after`, in `zone`; std::nullopt when none exists
-  // within five years of it (robfig's zero time), e.g. "0 0 30 2 *".
+  // within five years of it (robfig's zero time), e.g. "0 0 30 2 *", and for instants
+  // outside the years 1 to 9999. Allocates nothing.
   [[nodiscard]] std::optional<std::chrono::sys_seconds> next(std::chrono::sys_seconds after,
                                                              const date::time_zone& zone) const;
 

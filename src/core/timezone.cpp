@@ -3,13 +3,17 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <utility>
 
 namespace gpubank {
 
 namespace {
 
 Unexpected unknown(std::string_view name) {
-  return Unexpected{"unknown time zone \"" + std::string(name) + "\""};
+  std::string message = "unknown time zone \"";
+  message += name;
+  message += '"';
+  return Unexpected{std::move(message)};
 }
 
 // IANA names are ASCII letters, digits and "_+-/" ("America/Port-au-Prince",

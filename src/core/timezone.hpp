@@ -10,8 +10,9 @@
 
 namespace gpubank {
 
-// "Asia/Shanghai", "Europe/Berlin", "UTC". Unknown names, "Local" and anything that is not
-// a plain zone name are errors (`unknown time zone "Mars/Olympus"`).
+// "Asia/Shanghai", "Europe/Berlin", "UTC". Unknown names, "Local" and "localtime" (the
+// host's own zone), and anything that is not a plain zone name are errors
+// (`unknown time zone "Mars/Olympus"`). Safe to call from many threads at once.
 Expected<const date::time_zone*> find_time_zone(std::string_view name);
 
 }  // namespace gpubank
