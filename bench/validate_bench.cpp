@@ -1,0 +1,225 @@
+// How fast gpubank reads, decodes and validates a large policy set, against yaml-cpp
+// parsing the same text (the floor: gpubank reads YAML through yaml-cpp).
+//
+//   (a) yaml_cpp_load_all  baseline: YAML::LoadAll on the text
+//   (b) read_decode        doc::read_yaml + PolicySet::add (positioned tree, typed decode)
+//   (c) read_validate      (b) + policy::check_all (what `gpubank validate` does)
+//   (d) validate_only      policy::check_all on an already decoded set (c minus b)
+//
+// The set is generated in memory from a fixed seed (policy_generator.hpp) and checked to
+// be completely valid before anything is timed. After the Google Benchmark output, a
+// summary gives objects/s and each benchmark's time as a multiple of (a), from the medians
+// when run with --benchmark_repetitions. --summary=FILE also writes it there (markdown).
+#include <benchmark/benchmark.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "document/reader.hpp"
+#include "policy/policy_set.hpp"
+#include "policy/validate.hpp"
+#include "policy_generator.hpp"
+
+namespace {
+
+using gpubank::bench::GeneratedSet;
+namespace doc = gpubank::doc;
+namespace policy = gpubank::policy;
+
+const GeneratedSet& fixture() {
+  static const GeneratedSet set = gpubank::bench::generate_policy_set();
+  return set;
+}
+
+policy::PolicySet read_and_decode(const std::string& yaml) {
+  policy::PolicySet set;
+  std::vector<doc::Document> documents;
+  doc::read_yaml(yaml, "generated.yaml", documents, set.diagnostics());
+  for (const auto& d : documents) set.add(d.root, d.file, d.index);
+  return set;
+}
+
+void set_rates(benchmark::State& state) {
+  const GeneratedSet& g = fixture();
+  state.counters["objects/s"] =
+      benchmark::Counter(static_cast<double>(g.objects), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(g.yaml.size()));
+}
+
+void yaml_cpp_load_all(benchmark::State& state) {
+  const std::string& yaml = fixture().yaml;
+  for (auto _ : state) {
+    std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
+    benchmark::DoNotOptimize(documents.data());
+  }
+  set_rates(state);
+}
+
+void read_decode(benchmark::State& state) {
+  const std::string& yaml = fixture().yaml;
+  for (auto _ : state) {
+    policy::PolicySet set = read_and_decode(yaml);
+    benchmark::DoNotOptimize(set.policies().data());
+  }
+  set_rates(state);
+}
+
+void read_validate(benchmark::State& state) {
+  const std::string& yaml = fixture().yaml;
+  for (auto _ : state) {
+    policy::PolicySet set = read_and_decode(yaml);
+    gpubank::Diagnostics findings = policy::check_all(set);
+    benchmark::DoNotOptimize(findings.data());
+  }
+  set_rates(state);
+}
+
+void validate_only(benchmark::State& state) {
+  const policy::PolicySet set = read_and_decode(fixture().yaml);
+  for (auto _ : state) {
+    gpubank::Diagnostics findings = policy::check_all(set);
+    benchmark::DoNotOptimize(findings.data());
+  }
+  set_rates(state);
+}
+
+struct Case {
+  const char* name;
+  const char* what;
+  void (*fn)(benchmark::State&);
+};
+
+constexpr Case kCases[] = {
+    {"yaml_cpp_load_all", "(a) baseline: YAML::LoadAll only", yaml_cpp_load_all},
+    {"read_decode", "(b) doc::read_yaml + PolicySet::add", read_decode},
+    {"read_validate", "(c) (b) + policy::check_all", read_validate},
+    {"validate_only", "(d) policy::check_all on a decoded set", validate_only},
+};
+
+// The console output as usual, keeping each benchmark's result for the summary: the
+// median when there are repetitions, else the single run.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  struct Result {
+    double ms_per_iteration = 0;
+    double objects_per_second = 0;
+    bool from_median = false;
+  };
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type == Run::RT_Aggregate && !median) continue;
+      Result& r = results_[run.run_name.function_name];
+      if (r.from_median && !median) continue;
+      r.from_median = median;
+      r.ms_per_iteration = run.GetAdjustedRealTime() * benchmark::GetTimeUnitMultiplier(benchmark::kMillisecond) /
+                           benchmark::GetTimeUnitMultiplier(run.time_unit);
+      if (auto it = run.counters.find("objects/s"); it != run.counters.end()) r.objects_per_second = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  [[nodiscard]] const std::map<std::string, Result>& results() const { return results_; }
+
+ private:
+  std::map<std::string, Result> results_;
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string summary(const SummaryReporter& reporter) {
+  const GeneratedSet& g = fixture();
+  std::ostringstream s;
+  s << "Policy set: " << g.objects << " objects (1 PlatformGuardrails, " << g.quotas << " GPUQuotaPolicy, "
+    << g.inference << " InferenceScalingPolicy, " << g.low_utilization << " LowUtilizationPolicy, " << g.leases
+    << " CapacityLease, " << g.tidal << " TidalPolicy), " << fixed(static_cast<double>(g.yaml.size()) / 1e6, 2)
+    << " MB of YAML, all valid.\n\n";
+  s << "| Benchmark | What is timed | Time per set (ms) | Objects/s | Time vs (a) |\n";
+  s << "|---|---|---:|---:|---:|\n";
+  const auto& results = reporter.results();
+  const auto base = results.find(kCases[0].name);
+  bool medians = true;
+  for (const Case& c : kCases) {
+    const auto it = results.find(c.name);
+    if (it == results.end()) continue;
+    const auto& r = it->second;
+    medians = medians && r.from_median;
+    s << "| " << c.name << " | " << c.what << " | " << fixed(r.ms_per_iteration, 1) << " | "
+      << fixed(r.objects_per_second, 0) << " | ";
+    s << (base != results.end() && base->second.ms_per_iteration > 0
+              ? fixed(r.ms_per_iteration / base->second.ms_per_iteration, 2) + "x"
+              : std::string("n/a"));
+    s << " |\n";
+  }
+  s << "\nTimes are wall-clock (real) time per pass over the whole set"
+    << (medians ? ", medians of the repetitions" : ", one measurement each (no repetitions)") << ".\n";
+  return s.str();
+}
+
+// Removes --summary=FILE from the arguments (Google Benchmark rejects flags it does not know).
+std::string take_summary_flag(int& argc, char** argv) {
+  std::string path;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--summary=", 0) == 0) {
+      path = arg.substr(10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string summary_path = take_summary_flag(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+  // The set must be valid, or the benchmark would time error reporting instead.
+  const GeneratedSet& g = fixture();
+  {
+    const policy::PolicySet set = read_and_decode(g.yaml);
+    const gpubank::Diagnostics findings = policy::check_all(set);
+    if (!findings.empty() || set.policies().size() != g.objects) {
+      std::cerr << "validate_bench: the generated set is not clean: " << set.policies().size() << " of " << g.objects
+                << " objects decoded, " << findings.size() << " findings\n";
+      for (std::size_t i = 0; i < findings.size() && i < 20; ++i) std::cerr << "  " << findings[i].to_string() << '\n';
+      return 1;
+    }
+  }
+
+  for (const Case& c : kCases) {
+    benchmark::RegisterBenchmark(c.name, c.fn)->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+
+  const std::string text = summary(reporter);
+  std::cout << '\n' << text;
+  if (!summary_path.empty()) {
+    std::ofstream out(summary_path);
+    out << text;
+    if (!out) {
+      std::cerr << "validate_bench: cannot write " << summary_path << '\n';
+      return 1;
+    }
+  }
+  return 0;
+}
