@@ -66,7 +66,7 @@ void read_decode(benchmark::State& state) {
   const std::string& yaml = fixture().yaml;
   for (auto _ : state) {
     policy::PolicySet set = read_and_decode(yaml);
-    benchmark::DoNotOptimize(set.policies().data());
+    benchmark::DoNotOptimize(&set.policies()[0]);
   }
   set_rates(state);
 }

@@ -129,8 +129,7 @@ void conclude(AdmissionDecision& d, const Diagnostics& findings, const std::stri
   d.message = std::move(message);
 }
 
-using FindingKey = std::tuple<std::string, std::string, std::string, std::string>;
-FindingKey key_of(const Diagnostic& f) { return {f.rule, f.kind, f.name, f.path}; }
+std::string key_of(const Diagnostic& f) { return f.rule + '\0' + f.kind + '\0' + f.name + '\0' + f.path; }
 
 void review_policy(const PolicySnapshot& snapshot, const Node& request, AdmissionDecision& d, Timestamp now) {
   const Node* object = request.find("object");
@@ -177,7 +176,7 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
   }
 
   // The set as it would be after the change.
-  policy::PolicySet candidate = snapshot.set();
+  policy::PolicySet candidate = snapshot.set().policies_only();
   if (deleting) {
     candidate.remove(decoded->kind, decoded->name());
   } else {
@@ -187,8 +186,6 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
                                           &snapshot.overlaps()};
   const Diagnostics after = policy::validate(candidate, options);
 
-  std::set<FindingKey> before;
-  for (const auto& f : snapshot.findings()) before.insert(key_of(f));
   const std::string kind_name(policy::kind_name(decoded->kind));
   // Findings about the reviewed object first, then what the change breaks elsewhere.
   Diagnostics relevant = decode_findings;  // warnings of decoding
@@ -197,7 +194,7 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
     const bool about_reviewed = !deleting && f.kind == kind_name && f.name == decoded->name();
     if (about_reviewed) {
       relevant.push_back(f);
-    } else if (!before.contains(key_of(f))) {
+    } else if (!snapshot.had(f)) {
       elsewhere.push_back(f);
     }
   }
@@ -239,7 +236,10 @@ PolicySnapshot::PolicySnapshot(policy::PolicySet set, const policy::ValidationOp
   policy::ValidationOptions with_cache = options;
   with_cache.overlaps = &overlaps_;
   findings_ = policy::validate(set_, with_cache);
+  for (const auto& f : findings_) finding_keys_.insert(key_of(f));
 }
+
+bool PolicySnapshot::had(const Diagnostic& finding) const { return finding_keys_.contains(key_of(finding)); }
 
 AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now) {
   AdmissionDecision d;

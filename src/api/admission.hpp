@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,11 +52,14 @@ class PolicySnapshot {
   // Validation findings of the snapshot itself (to tell a change's new errors from old).
   [[nodiscard]] const Diagnostics& findings() const { return findings_; }
   [[nodiscard]] const policy::OverlapCache& overlaps() const { return overlaps_; }
+  // Whether the snapshot already had this finding (same rule, object and field).
+  [[nodiscard]] bool had(const Diagnostic& finding) const;
 
  private:
   policy::PolicySet set_;
   policy::OverlapCache overlaps_;
   Diagnostics findings_;
+  std::set<std::string> finding_keys_;
 };
 
 // Decides one AdmissionReview. Never throws; any malformed input becomes a denial.

@@ -221,6 +221,9 @@ void WebhookServer::install_routes() {
   const int threads = options_.threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   svr.set_payload_max_length(kMaxReadBytes);
+  // Answers go out in more than one TLS record; without this, Nagle's algorithm and the
+  // client's delayed ACK add about 40 ms to every request.
+  svr.set_tcp_nodelay(true);
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(60);
   svr.set_read_timeout(10, 0);

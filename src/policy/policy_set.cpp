@@ -91,13 +91,13 @@ void PolicySet::add_item(const doc::Node& root, const std::string& file, int doc
     if (auto object = decode_policy(root, entry.origin, diagnostics_)) {
       entry.category = ObjectEntry::Category::Policy;
       entry.index = static_cast<int>(policies_.size());
-      policies_.push_back(std::move(*object));
+      policies_.push_back(std::make_shared<const PolicyObject>(std::move(*object)));
     }
   } else if (is_workload(root)) {
     entry.category = ObjectEntry::Category::Workload;
     entry.index = static_cast<int>(workloads_.size());
-    workloads_.push_back(WorkloadManifest{entry.api_version, entry.kind, entry.name, entry.namespace_, root,
-                                          entry.origin});
+    workloads_.push_back(std::make_shared<const WorkloadManifest>(
+        WorkloadManifest{entry.api_version, entry.kind, entry.name, entry.namespace_, root, entry.origin}));
   } else {
     entry.category = ObjectEntry::Category::Skipped;
   }
@@ -113,13 +113,14 @@ void PolicySet::add(PolicyObject object) {
   entry.origin = object.origin;
   entry.index = static_cast<int>(policies_.size());
   entries_.push_back(std::move(entry));
-  policies_.push_back(std::move(object));
+  policies_.push_back(std::make_shared<const PolicyObject>(std::move(object)));
 }
 
 const PolicyObject* PolicySet::guardrails() const {
-  auto it = std::find_if(policies_.begin(), policies_.end(),
-                         [](const PolicyObject& p) { return p.kind == Kind::PlatformGuardrails; });
-  return it == policies_.end() ? nullptr : &*it;
+  for (const auto& p : policies_) {
+    if (p->kind == Kind::PlatformGuardrails) return p.get();
+  }
+  return nullptr;
 }
 
 const PlatformGuardrailsSpec* PolicySet::guardrails_spec() const {
@@ -128,15 +129,16 @@ const PlatformGuardrailsSpec* PolicySet::guardrails_spec() const {
 }
 
 const PolicyObject* PolicySet::find(Kind kind, std::string_view name) const {
-  auto it = std::find_if(policies_.begin(), policies_.end(),
-                         [&](const PolicyObject& p) { return p.kind == kind && p.name() == name; });
-  return it == policies_.end() ? nullptr : &*it;
+  for (const auto& p : policies_) {
+    if (p->kind == kind && p->name() == name) return p.get();
+  }
+  return nullptr;
 }
 
 bool PolicySet::upsert(PolicyObject object) {
   for (auto& p : policies_) {
-    if (p.kind == object.kind && p.name() == object.name()) {
-      p = std::move(object);
+    if (p->kind == object.kind && p->name() == object.name()) {
+      p = std::make_shared<const PolicyObject>(std::move(object));
       return true;
     }
   }
@@ -144,9 +146,16 @@ bool PolicySet::upsert(PolicyObject object) {
   return false;
 }
 
+PolicySet PolicySet::policies_only() const {
+  PolicySet out;
+  out.policies_ = policies_;
+  out.workloads_ = workloads_;
+  return out;
+}
+
 bool PolicySet::remove(Kind kind, std::string_view name) {
   auto it = std::find_if(policies_.begin(), policies_.end(),
-                         [&](const PolicyObject& p) { return p.kind == kind && p.name() == name; });
+                         [&](const auto& p) { return p->kind == kind && p->name() == name; });
   if (it == policies_.end()) return false;
   const int removed = static_cast<int>(it - policies_.begin());
   policies_.erase(it);

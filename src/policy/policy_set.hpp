@@ -3,6 +3,9 @@
 // rules; everything else is listed as skipped.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,13 +43,54 @@ struct ObjectEntry {
 
 class PolicySet {
  public:
+  // The policies in load order, as const references. Policies are shared, immutable
+  // objects, so copying a set (the webhook's candidate for each change) copies pointers.
+  class Policies {
+   public:
+    using Items = std::vector<std::shared_ptr<const PolicyObject>>;
+    class iterator {
+     public:
+      using iterator_category = std::forward_iterator_tag;
+      using value_type = PolicyObject;
+      using difference_type = std::ptrdiff_t;
+      using pointer = const PolicyObject*;
+      using reference = const PolicyObject&;
+      iterator() = default;
+      explicit iterator(Items::const_iterator it) : it_(it) {}
+      reference operator*() const { return **it_; }
+      pointer operator->() const { return it_->get(); }
+      iterator& operator++() {
+        ++it_;
+        return *this;
+      }
+      iterator operator++(int) {
+        iterator old = *this;
+        ++it_;
+        return old;
+      }
+      friend bool operator==(const iterator&, const iterator&) = default;
+
+     private:
+      Items::const_iterator it_;
+    };
+    explicit Policies(const Items& items) : items_(&items) {}
+    [[nodiscard]] iterator begin() const { return iterator(items_->begin()); }
+    [[nodiscard]] iterator end() const { return iterator(items_->end()); }
+    [[nodiscard]] std::size_t size() const { return items_->size(); }
+    [[nodiscard]] bool empty() const { return items_->empty(); }
+    const PolicyObject& operator[](std::size_t i) const { return *(*items_)[i]; }
+
+   private:
+    const Items* items_;
+  };
+
   // Adds one document; a Kubernetes List adds each of its items.
   void add(const doc::Node& root, const std::string& file, int document);
   // Adds an already decoded policy (the webhook's object under review).
   void add(PolicyObject object);
 
-  [[nodiscard]] const std::vector<PolicyObject>& policies() const { return policies_; }
-  [[nodiscard]] const std::vector<WorkloadManifest>& workloads() const { return workloads_; }
+  [[nodiscard]] Policies policies() const { return Policies(policies_); }
+  [[nodiscard]] const std::vector<std::shared_ptr<const WorkloadManifest>>& workloads() const { return workloads_; }
   [[nodiscard]] const std::vector<ObjectEntry>& entries() const { return entries_; }
   // Findings of reading and decoding (semantic validation is validate()'s).
   [[nodiscard]] const Diagnostics& diagnostics() const { return diagnostics_; }
@@ -62,12 +106,15 @@ class PolicySet {
   bool upsert(PolicyObject object);
   // Removes the policy of that kind and name; returns whether there was one.
   bool remove(Kind kind, std::string_view name);
+  // The same policies and workloads without the per-file bookkeeping (entries, reading
+  // findings): what validation needs, at the cost of copying pointers.
+  [[nodiscard]] PolicySet policies_only() const;
 
  private:
   void add_item(const doc::Node& root, const std::string& file, int document, bool inside_list);
 
-  std::vector<PolicyObject> policies_;
-  std::vector<WorkloadManifest> workloads_;
+  Policies::Items policies_;
+  std::vector<std::shared_ptr<const WorkloadManifest>> workloads_;
   std::vector<ObjectEntry> entries_;
   Diagnostics diagnostics_;
 };

@@ -84,11 +84,19 @@ class Validator {
     }
   }
 
+  // Quotas by (group, pool), the guarantees per pool, and temporary-quota leases per pool,
+  // so that the per-object checks stay linear in the size of the set.
   void index_quotas() {
     for (const auto& o : set_.policies()) {
-      if (o.kind != Kind::GPUQuotaPolicy) continue;
-      const auto& q = o.as<GPUQuotaPolicySpec>();
-      quotas_.emplace(std::pair{q.business_group, q.resource_pool}, &o);  // first one wins
+      if (o.kind == Kind::GPUQuotaPolicy) {
+        const auto& q = o.as<GPUQuotaPolicySpec>();
+        if (quotas_.emplace(std::pair{q.business_group, q.resource_pool}, &o).second) {  // first one wins
+          pool_guaranteed_[q.resource_pool] += q.guaranteed;
+        }
+      } else if (o.kind == Kind::CapacityLease) {
+        const auto& l = o.as<CapacityLeaseSpec>();
+        if (l.type == LeaseType::TemporaryQuota && l.extra_guaranteed) temporary_quotas_[l.resource_pool].push_back(&o);
+      }
     }
   }
 
@@ -575,17 +583,12 @@ class Validator {
     }
     // Conservative: every temporary quota whose span overlaps this one's is counted, as if
     // all were active at once.
-    int total = 0;
-    for (const auto& [key, q] : quotas_) {
-      if (key.second == l.resource_pool) total += q->as<GPUQuotaPolicySpec>().guaranteed;
-    }
+    const int total = pool_guaranteed_[l.resource_pool];
     int extra = 0;
     const LeaseSpan mine = span_of(l);
-    for (const auto& other : set_.policies()) {
-      if (other.kind != Kind::CapacityLease) continue;
-      const auto& ol = other.as<CapacityLeaseSpec>();
-      if (ol.type != LeaseType::TemporaryQuota || !ol.extra_guaranteed || ol.resource_pool != l.resource_pool) continue;
-      if (&other == &o || overlaps(mine, span_of(ol))) extra += *ol.extra_guaranteed;
+    for (const PolicyObject* other : temporary_quotas_[l.resource_pool]) {
+      const auto& ol = other->as<CapacityLeaseSpec>();
+      if (other == &o || overlaps(mine, span_of(ol))) extra += *ol.extra_guaranteed;
     }
     if (total + extra > pool->capacity) {
       report(o, rule::kLeaseExceedsPool, "spec.extraGuaranteed",
@@ -628,7 +631,8 @@ class Validator {
 
   void check_workloads() {
     if (g_ == nullptr) return;
-    for (const auto& w : set_.workloads()) {
+    for (const auto& workload : set_.workloads()) {
+      const WorkloadManifest& w = *workload;
       check_workload(w.root, w.namespace_, *g_, nullptr,
                      [&](std::string_view rule, std::string path, std::string message, SourcePos pos) {
                        out_.push_back(Diagnostic{Severity::Error, std::string(rule), w.origin.file,
@@ -643,6 +647,8 @@ class Validator {
   const PlatformGuardrailsSpec* g_;
   Diagnostics out_;
   std::map<std::pair<std::string, std::string>, const PolicyObject*> quotas_;
+  std::map<std::string, int> pool_guaranteed_;
+  std::map<std::string, std::vector<const PolicyObject*>> temporary_quotas_;
   std::map<std::string, const PolicyObject*> inference_targets_;
   std::map<std::string, const PolicyObject*> tidal_targets_;
   std::map<std::string, const PolicyObject*> low_util_matches_;

@@ -119,7 +119,7 @@ spec: {containers: [{name: c, image: i}]}
   EXPECT_EQ(set.entries()[1].category, ObjectEntry::Category::Workload);
   EXPECT_EQ(set.entries()[2].category, ObjectEntry::Category::Rejected);
   ASSERT_EQ(set.workloads().size(), 1u);
-  EXPECT_EQ(set.workloads()[0].namespace_, "search");
+  EXPECT_EQ(set.workloads()[0]->namespace_, "search");
   EXPECT_TRUE(has_rule(set.diagnostics(), rule::kWrongType));
 }
 
