@@ -65,9 +65,9 @@ Expected<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
 
 AuditLog::~AuditLog() { ::close(fd_); }
 
-Expected<bool> AuditLog::append(const nlohmann::json& entry) {
+Expected<bool> AuditLog::append(const nlohmann::ordered_json& entry) {
   // dump() escapes control characters, so an entry is always exactly one line.
-  std::string line = entry.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string line = entry.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   line += '\n';
   std::unique_lock lock(mu_);
   if (!broken_.empty()) return Unexpected{broken_};

@@ -25,7 +25,7 @@ class AuditLog {
 
   // Appends one entry as a single line. An error means the entry may not be durable;
   // after a write error the log refuses further appends (fail closed).
-  Expected<bool> append(const nlohmann::json& entry);
+  Expected<bool> append(const nlohmann::ordered_json& entry);
 
   [[nodiscard]] const std::string& path() const { return path_; }
 

@@ -75,8 +75,9 @@ std::string audit_time(Timestamp now) {
   return date::format("%FT%TZ", std::chrono::floor<std::chrono::milliseconds>(now));
 }
 
-nlohmann::json audit_entry(const AdmissionDecision& d, Timestamp now) {
-  nlohmann::json e = {
+// One audit line; keys in a fixed, readable order.
+nlohmann::ordered_json audit_entry(const AdmissionDecision& d, Timestamp now) {
+  nlohmann::ordered_json e = {
       {"time", audit_time(now)},
       {"uid", d.uid},
       {"operation", d.operation},
@@ -94,6 +95,15 @@ nlohmann::json audit_entry(const AdmissionDecision& d, Timestamp now) {
   if (!d.message.empty()) e["message"] = d.message;
   if (!d.warnings.empty()) e["warnings"] = d.warnings;
   return e;
+}
+
+// "UPDATE GPUQuotaPolicy research-training-h100 by rita", or what is known of a request
+// that could not be read.
+std::string describe(const AdmissionDecision& d) {
+  if (d.operation.empty()) return "an unreadable request" + (d.uid.empty() ? "" : " (uid " + d.uid + ")");
+  std::string kind = d.kind.substr(d.kind.find('/') + 1);
+  std::string name = d.namespace_.empty() ? d.name : d.namespace_ + "/" + d.name;
+  return d.operation + " " + kind + " " + name + " by " + d.user.username;
 }
 
 }  // namespace
@@ -251,10 +261,7 @@ void WebhookServer::install_routes() {
       decision.warnings.clear();
       spdlog::error("{}", decision.message);
     }
-    if (!decision.allowed) {
-      spdlog::info("denied {} {} {}/{} for {}: {}", decision.operation, decision.kind, decision.namespace_,
-                   decision.name, decision.user.username, decision.message);
-    }
+    if (!decision.allowed) spdlog::info("denied {}: {}", describe(decision), decision.message);
     res.set_content(review_response(decision).dump(), "application/json");
   });
   // Errors httplib answers itself (oversized bodies, unknown paths): still a JSON body,
