@@ -5,6 +5,9 @@
 #include <span>
 #include <string_view>
 
+#include "document/decode.hpp"
+#include "document/reader.hpp"
+
 namespace gpubank::policy {
 
 enum class RuleScope {
@@ -30,17 +33,17 @@ struct RuleInfo {
 [[nodiscard]] std::string_view scope_name(RuleScope scope);
 
 namespace rule {
-// Input and schema (the document layer defines the same strings for the checks it runs).
-inline constexpr std::string_view kSyntax = "schema.syntax";
-inline constexpr std::string_view kTooLarge = "schema.too-large";
-inline constexpr std::string_view kUnreadable = "input.unreadable";
-inline constexpr std::string_view kUnknownField = "schema.unknown-field";
-inline constexpr std::string_view kDuplicateField = "schema.duplicate-field";
-inline constexpr std::string_view kWrongType = "schema.wrong-type";
-inline constexpr std::string_view kRequired = "schema.required";
-inline constexpr std::string_view kOutOfRange = "schema.out-of-range";
-inline constexpr std::string_view kInvalidFormat = "schema.invalid-format";
-inline constexpr std::string_view kInvalidEnum = "schema.invalid-enum";
+// Input and schema: the document layer runs these checks, so it owns the ids.
+inline constexpr std::string_view kSyntax = doc::kRuleSyntax;
+inline constexpr std::string_view kTooLarge = doc::kRuleTooLarge;
+inline constexpr std::string_view kUnreadable = doc::kRuleUnreadable;
+inline constexpr std::string_view kUnknownField = doc::kRuleUnknownField;
+inline constexpr std::string_view kDuplicateField = doc::kRuleDuplicateField;
+inline constexpr std::string_view kWrongType = doc::kRuleWrongType;
+inline constexpr std::string_view kRequired = doc::kRuleRequired;
+inline constexpr std::string_view kOutOfRange = doc::kRuleOutOfRange;
+inline constexpr std::string_view kInvalidFormat = doc::kRuleInvalidFormat;
+inline constexpr std::string_view kInvalidEnum = doc::kRuleInvalidEnum;
 inline constexpr std::string_view kUnknownKind = "schema.unknown-kind";
 inline constexpr std::string_view kIgnoredField = "schema.ignored-field";
 inline constexpr std::string_view kDuplicateObject = "schema.duplicate-object";
