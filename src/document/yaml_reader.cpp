@@ -1,8 +1,11 @@
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <sstream>
 
 #include "document/reader.hpp"
 #include "document/yaml_scalar.hpp"
@@ -205,6 +208,39 @@ std::string strip_yaml_cpp_prefix(std::string msg) {
   return msg;
 }
 
+// yaml-cpp 0.7's LoadAll never returns on some malformed streams, e.g. a stray ',' at
+// block level ("[a]\n,", "--- ,"): the parser reports an empty document without consuming
+// the token, again and again, allocating as it goes (jbeder/yaml-cpp#1040, fixed upstream
+// after 0.8.0). A first pass over the events finds that case: a document that starts
+// where the previous one did.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  YAML::Mark start = YAML::Mark::null_mark();
+};
+
+// Where the parser stops making progress, if it does. Throws what the parser throws.
+std::optional<YAML::Mark> stuck_at(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  std::optional<int> previous;
+  while (parser.HandleNextDocument(starts)) {
+    if (previous && starts.start.pos == *previous) return starts.start;
+    previous = starts.start.pos;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void read_yaml(std::string_view text, const std::string& file, std::vector<Document>& out,
@@ -217,7 +253,15 @@ void read_yaml(std::string_view text, const std::string& file, std::vector<Docum
   }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    const std::string input(text);
+    if (const auto stuck = stuck_at(input)) {
+      const std::size_t at = static_cast<std::size_t>(stuck->pos);
+      const std::string token = at < input.size() ? std::string(1, input[at]) : std::string();
+      diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(*stuck), {}, {}, {},
+                                       "YAML syntax error: unexpected \"" + token + "\""});
+      return;
+    }
+    docs = YAML::LoadAll(input);
   } catch (const YAML::Exception& e) {
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(e.mark), {}, {}, {},
                                      "YAML syntax error: " + strip_yaml_cpp_prefix(e.what())});

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
 
 #include "document/reader.hpp"
 
@@ -119,6 +124,35 @@ TEST(YamlReader, RejectsTagsOutsideTheCoreSchemaAndComplexKeys) {
   ASSERT_TRUE(d.empty());
   EXPECT_EQ(docs[0].root.find("a")->type, NodeType::String);
   EXPECT_EQ(docs[0].root.find("b")->integer, 7);
+}
+
+// Found by fuzz/policy_decoder_fuzzer: on these streams yaml-cpp 0.7's LoadAll loops
+// forever, allocating as it goes. A regression would hang, so each read runs under a
+// watchdog that ends the test binary.
+TEST(YamlReader, RejectsAStrayFlowEntryInsteadOfLoopingForever) {
+  struct Case {
+    std::string_view text;
+    SourcePos pos;
+  };
+  for (const Case& c : {Case{",", {1, 1}}, Case{"[a]\n,", {2, 1}}, Case{"- a\n,\n", {2, 1}},
+                        Case{"--- ,", {1, 5}}, Case{"&a ,", {1, 4}}, Case{"a: 1\n---\n,\n", {3, 1}}}) {
+    std::promise<Diagnostics> done;
+    auto result = done.get_future();
+    std::thread([done = std::move(done), text = c.text]() mutable {
+      Diagnostics d;
+      yaml(text, d);
+      done.set_value(std::move(d));
+    }).detach();
+    if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      std::fprintf(stderr, "read_yaml did not return on \"%.*s\"\n", static_cast<int>(c.text.size()), c.text.data());
+      std::_Exit(1);
+    }
+    const Diagnostics d = result.get();
+    ASSERT_EQ(d.size(), 1u) << c.text;
+    EXPECT_EQ(d[0].rule, kRuleSyntax);
+    EXPECT_EQ(d[0].message, "YAML syntax error: unexpected \",\"");
+    EXPECT_EQ(d[0].pos, c.pos) << c.text;
+  }
 }
 
 TEST(YamlReader, FlagsIntegersOutsideInt64) {
