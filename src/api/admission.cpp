@@ -85,7 +85,12 @@ std::string string_at(const Node* n, std::string_view key) {
 
 void add_warning(AdmissionDecision& d, std::string text) {
   if (d.warnings.size() >= kMaxWarnings) return;
-  if (text.size() > kMaxWarningLength) text = text.substr(0, kMaxWarningLength - 3) + "...";
+  if (text.size() > kMaxWarningLength) {
+    // Cut on a UTF-8 character boundary: the response is JSON, which must be valid UTF-8.
+    std::size_t cut = kMaxWarningLength - 3;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut) + "...";
+  }
   d.warnings.push_back(std::move(text));
 }
 

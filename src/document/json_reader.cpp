@@ -121,7 +121,7 @@ class NodeBuilder : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& ex) override {
-    error_ = ex.what();
+    error_ = to_utf8(ex.what());  // it quotes the bytes last read, which need not be UTF-8
     // nlohmann's message is "[json.exception.parse_error.101] parse error at line 1,
     // column 9: syntax error while parsing value - ...": keep the part after the id.
     if (auto p = error_.find("] "); p != std::string::npos) error_ = error_.substr(p + 2);

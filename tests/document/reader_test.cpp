@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "document/reader.hpp"
 
 namespace gpubank::doc {
@@ -153,6 +155,71 @@ TEST(YamlReader, RejectsAStrayFlowEntryInsteadOfLoopingForever) {
     EXPECT_EQ(d[0].message, "YAML syntax error: unexpected \",\"");
     EXPECT_EQ(d[0].pos, c.pos) << c.text;
   }
+}
+
+// Found by fuzz/policy_decoder_fuzzer: yaml-cpp passes invalid UTF-8 through; such a string
+// did not survive the YAML writer, and made encode_policy and `gpubank convert -o json`
+// throw (nlohmann::json refuses to dump it).
+TEST(YamlReader, RejectsStringsThatAreNotUtf8) {
+  for (std::string_view text : {"a: b\xA1" "c\n", "a: \xC0\xAF\n", "a: \xF4\x90\x80\x80\n",
+                                "a: \xE2\x82\n", "\xFF: 1\n", "- x\n- [\xED\xA0\x80]\n"}) {
+    Diagnostics d;
+    auto docs = yaml(text, d);
+    ASSERT_EQ(d.size(), 1u) << text;
+    EXPECT_EQ(d[0].rule, kRuleSyntax);
+    EXPECT_NE(d[0].message.find("not valid UTF-8"), std::string::npos) << d[0].message;
+    EXPECT_TRUE(docs.empty());
+  }
+  Diagnostics d;
+  auto docs = yaml("caf\xC3\xA9: \"\\u00e9 \xE2\x82\xAC \xF0\x9F\x98\x80\"  # \xFF in a comment is fine\n", d);
+  ASSERT_TRUE(d.empty());
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].root.entries[0].key, "caf\xC3\xA9");
+  EXPECT_EQ(docs[0].root.entries[0].value.text, "\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+}
+
+// Found by fuzz/policy_decoder_fuzzer and fuzz/admission_review_fuzzer: parser messages
+// quote the bytes they stopped at, which made diagnostics (and so `validate -o json` and
+// the webhook's response) invalid UTF-8.
+TEST(Readers, MessagesAreUtf8WhateverTheInput) {
+  Diagnostics d;
+  yaml("A\xFF\xFF_0\0\xD2" "5\xE2", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rule, kRuleSyntax);
+  EXPECT_TRUE(is_utf8(d[0].message)) << d[0].message;
+  EXPECT_NO_THROW((void)nlohmann::json(d[0].to_string()).dump());
+
+  d.clear();
+  json("{\"a\": \"\xDF\x83i\xEE\xDF", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(is_utf8(d[0].message)) << d[0].message;
+  const auto parsed = parse_json("\"\xDF\x83i{\xEE\xDF");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_TRUE(is_utf8(parsed.error())) << parsed.error();
+}
+
+TEST(Utf8, ChecksAndRepairsText) {
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_TRUE(is_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  for (std::string_view bad : {"\x80", "\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF5", "\xE2\x82"}) {
+    EXPECT_FALSE(is_utf8(bad)) << bad;
+    EXPECT_TRUE(is_utf8(to_utf8(bad))) << bad;
+  }
+  EXPECT_EQ(to_utf8("a\xFF" "b\xC3\xA9"), "a\xEF\xBF\xBD" "b\xC3\xA9");
+}
+
+// Found by fuzz/policy_decoder_fuzzer: previews were cut after 40 bytes, inside a UTF-8
+// character, and the message then broke `gpubank validate -o json`.
+TEST(Preview, ShortensLongValuesOnACharacterBoundary) {
+  Node n;
+  n.type = NodeType::String;
+  n.text = "x";
+  for (int i = 0; i < 30; ++i) n.text += "\xC3\xA9";  // é
+  const std::string p = preview(n);
+  EXPECT_EQ(p, "\"x" + n.text.substr(1, 38) + "...\"");
+  EXPECT_NO_THROW((void)nlohmann::json(p).dump());
+  n.text = "short";
+  EXPECT_EQ(preview(n), "\"short\"");
 }
 
 TEST(YamlReader, FlagsIntegersOutsideInt64) {
