@@ -245,6 +245,26 @@ TEST(JsonReader, ReadsValuesWithPositions) {
   EXPECT_EQ(b.find("d")->items[2].pos, (SourcePos{3, 54}));
 }
 
+// Found by fuzz/json_reader_fuzzer: the parser skips comments and a leading byte order
+// mark, the position scanner did not, so every position after one was another token's.
+TEST(JsonReader, PositionsSkipCommentsAndAByteOrderMark) {
+  Diagnostics d;
+  auto docs = json("\xEF\xBB\xBF{\n  // the quota\n  \"a\": 1, /* b: */ \"b\": [true, 2// x, y\n, null]\n}", d);
+  ASSERT_TRUE(d.empty());
+  ASSERT_EQ(docs.size(), 1u);
+  const Node& r = docs[0].root;
+  EXPECT_EQ(r.pos, (SourcePos{1, 1}));
+  EXPECT_EQ(r.entries[0].key_pos, (SourcePos{3, 3}));
+  EXPECT_EQ(r.find("a")->pos, (SourcePos{3, 8}));
+  EXPECT_EQ(r.entries[1].key_pos, (SourcePos{3, 20}));
+  const Node& b = *r.find("b");
+  EXPECT_EQ(b.pos, (SourcePos{3, 25}));
+  ASSERT_EQ(b.items.size(), 3u);
+  EXPECT_EQ(b.items[0].pos, (SourcePos{3, 26}));
+  EXPECT_EQ(b.items[1].pos, (SourcePos{3, 32}));
+  EXPECT_EQ(b.items[2].pos, (SourcePos{4, 3}));
+}
+
 TEST(JsonReader, ReportsSyntaxErrorsWithLineAndColumn) {
   Diagnostics d;
   json("{\"a\": 1,\n \"b\": }", d);
