@@ -50,10 +50,13 @@ class UidFinder : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   bool value() { return true; }
+  // No depth limit: nlohmann's SAX parser does not recurse, and stopping early would
+  // lose a request.uid that follows deep nesting (the body is refused, but the response
+  // must still carry the uid for the API server to accept it).
   bool open() {
     if (depth_ == 1) in_request_ = key_ == "request";
     ++depth_;
-    return depth_ < 64;
+    return true;
   }
   bool close() {
     --depth_;

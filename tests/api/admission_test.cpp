@@ -97,5 +97,18 @@ TEST(Admission, BodiesThatAreNotUtf8AreBadRequests) {
   EXPECT_NO_THROW((void)review_response(d).dump());
 }
 
+// Found with fuzz/admission_review_fuzzer: a body nested deeper than the reader allows
+// is refused, and the uid was then looked for by a scan that gave up at depth 64, so a
+// uid after the deep part was lost and the API server would reject the response.
+TEST(Admission, FindsTheUidAfterTooDeepNesting) {
+  const PolicySnapshot snapshot = examples_snapshot();
+  const std::string body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"x\":" +
+                           std::string(100, '[') + std::string(100, ']') + ",\"request\":{\"uid\":\"u-deep\"}}";
+  const AdmissionDecision d = review(snapshot, body, kNow);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.code, 400);
+  EXPECT_EQ(d.uid, "u-deep");
+}
+
 }  // namespace
 }  // namespace gpubank::api
