@@ -50,10 +50,13 @@ class UidFinder : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   bool value() { return true; }
+  // No depth limit: nlohmann's SAX parser does not recurse, and stopping early would
+  // lose a request.uid that follows deep nesting (the body is refused, but the response
+  // must still carry the uid for the API server to accept it).
   bool open() {
     if (depth_ == 1) in_request_ = key_ == "request";
     ++depth_;
-    return depth_ < 64;
+    return true;
   }
   bool close() {
     --depth_;
@@ -86,7 +89,12 @@ std::string string_at(const Node* n, std::string_view key) {
 
 void add_warning(AdmissionDecision& d, std::string text) {
   if (d.warnings.size() >= kMaxWarnings) return;
-  if (text.size() > kMaxWarningLength) text = text.substr(0, kMaxWarningLength - 3) + "...";
+  if (text.size() > kMaxWarningLength) {
+    // Cut on a UTF-8 character boundary: the response is JSON, which must be valid UTF-8.
+    std::size_t cut = kMaxWarningLength - 3;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut) + "...";
+  }
   d.warnings.push_back(std::move(text));
 }
 

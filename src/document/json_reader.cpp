@@ -15,7 +15,8 @@ std::vector<SourcePos> scan_positions(std::string_view text) {
   std::vector<SourcePos> out;
   int line = 1;
   int column = 1;
-  std::size_t i = 0;
+  // The parser skips a byte order mark at the start; it takes no column.
+  std::size_t i = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   auto advance = [&]() {
     const unsigned char c = static_cast<unsigned char>(text[i++]);
     if (c == '\n') {
@@ -32,6 +33,27 @@ std::vector<SourcePos> scan_positions(std::string_view text) {
       advance();
       continue;
     }
+    // Comments, which the parser skips as it does whitespace (ignore_comments): "//" up
+    // to and including a line end or NUL, "/*" up to and including "*/".
+    if (c == '/' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '*')) {
+      const bool line_comment = text[i + 1] == '/';
+      advance();
+      advance();
+      while (i < text.size()) {
+        const char d = text[i];
+        if (line_comment && (d == '\n' || d == '\r' || d == '\0')) {
+          advance();
+          break;
+        }
+        if (!line_comment && d == '*' && i + 1 < text.size() && text[i + 1] == '/') {
+          advance();
+          advance();
+          break;
+        }
+        advance();
+      }
+      continue;
+    }
     // Every other token starts a value or a key: record it, then skip over it.
     out.push_back({line, column});
     if (c == '"') {
@@ -44,7 +66,8 @@ std::vector<SourcePos> scan_positions(std::string_view text) {
     } else if (c == '{' || c == '[') {
       advance();
     } else {
-      while (i < text.size() && std::string_view(" \t\r\n,]}:").find(text[i]) == std::string_view::npos) {
+      advance();  // at least one character: a stray '/' is a token of its own
+      while (i < text.size() && std::string_view(" \t\r\n,]}:/").find(text[i]) == std::string_view::npos) {
         advance();
       }
     }
@@ -121,7 +144,7 @@ class NodeBuilder : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& ex) override {
-    error_ = ex.what();
+    error_ = to_utf8(ex.what());  // it quotes the bytes last read, which need not be UTF-8
     // nlohmann's message is "[json.exception.parse_error.101] parse error at line 1,
     // column 9: syntax error while parsing value - ...": keep the part after the id.
     if (auto p = error_.find("] "); p != std::string::npos) error_ = error_.substr(p + 2);

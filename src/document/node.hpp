@@ -51,6 +51,13 @@ struct Entry {
 // A short rendering of a scalar for messages: "\"abc\"", "12", "true", "null", "a list".
 [[nodiscard]] std::string preview(const Node& node);
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points
+// above U+10FFFF), as nlohmann::json, the YAML writer and Kubernetes require.
+[[nodiscard]] bool is_utf8(std::string_view text);
+// `text` with every byte that is not part of well-formed UTF-8 replaced by U+FFFD, for
+// messages that quote input (parser errors).
+[[nodiscard]] std::string to_utf8(std::string_view text);
+
 // Conversions to and from nlohmann::json (no positions on that side).
 [[nodiscard]] Node from_json(const nlohmann::json& value);
 [[nodiscard]] nlohmann::json to_json(const Node& node);

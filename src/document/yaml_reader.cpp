@@ -1,8 +1,11 @@
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <sstream>
 
 #include "document/reader.hpp"
 #include "document/yaml_scalar.hpp"
@@ -116,6 +119,9 @@ class Converter {
           if (!it->first.IsScalar()) {
             return fail(kRuleSyntax, position(it->first.Mark()), "mapping keys must be strings");
           }
+          if (!is_utf8(it->first.Scalar())) {
+            return fail(kRuleSyntax, position(it->first.Mark()), "mapping key is not valid UTF-8 text");
+          }
           out.entries.push_back(Entry{it->first.Scalar(), position(it->first.Mark()), {}});
           if (!convert(it->second, out.entries.back().value, depth + 1)) return false;
           Node& value = out.entries.back().value;
@@ -133,11 +139,12 @@ class Converter {
     if (tag.starts_with(kCoreTagPrefix) && std::string_view(tag).substr(kCoreTagPrefix.size()) == core) {
       return true;
     }
-    return fail(kRuleSyntax, pos, "unsupported YAML tag \"" + tag + "\"");
+    return fail(kRuleSyntax, pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
   }
 
   bool scalar(const YAML::Node& in, const std::string& tag, Node& out) {
     const std::string& s = in.Scalar();
+    if (!is_utf8(s)) return fail(kRuleSyntax, out.pos, "value is not valid UTF-8 text");
     out.text = s;
     if (tag == "!") {  // quoted or block scalar: always a string
       out.type = NodeType::String;
@@ -159,7 +166,9 @@ class Converter {
       }
       return true;
     }
-    if (!tag.starts_with(kCoreTagPrefix)) return fail(kRuleSyntax, out.pos, "unsupported YAML tag \"" + tag + "\"");
+    if (!tag.starts_with(kCoreTagPrefix)) {
+      return fail(kRuleSyntax, out.pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
+    }
     const std::string_view core = std::string_view(tag).substr(kCoreTagPrefix.size());
     bool b = false;
     if (core == "str") {
@@ -174,7 +183,7 @@ class Converter {
     } else if (core == "null" && is_null_literal(s)) {
       out.type = NodeType::Null;
     } else {
-      return fail(kRuleSyntax, out.pos, "value \"" + s + "\" does not fit YAML tag \"" + tag + "\"");
+      return fail(kRuleSyntax, out.pos, "value \"" + s + "\" does not fit YAML tag \"" + to_utf8(tag) + "\"");
     }
     return true;
   }
@@ -205,6 +214,39 @@ std::string strip_yaml_cpp_prefix(std::string msg) {
   return msg;
 }
 
+// yaml-cpp 0.7's LoadAll never returns on some malformed streams, e.g. a stray ',' at
+// block level ("[a]\n,", "--- ,"): the parser reports an empty document without consuming
+// the token, again and again, allocating as it goes (jbeder/yaml-cpp#1040, fixed upstream
+// after 0.8.0). A first pass over the events finds that case: a document that starts
+// where the previous one did.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  YAML::Mark start = YAML::Mark::null_mark();
+};
+
+// Where the parser stops making progress, if it does. Throws what the parser throws.
+std::optional<YAML::Mark> stuck_at(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  std::optional<int> previous;
+  while (parser.HandleNextDocument(starts)) {
+    if (previous && starts.start.pos == *previous) return starts.start;
+    previous = starts.start.pos;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void read_yaml(std::string_view text, const std::string& file, std::vector<Document>& out,
@@ -217,14 +259,22 @@ void read_yaml(std::string_view text, const std::string& file, std::vector<Docum
   }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    const std::string input(text);
+    if (const auto stuck = stuck_at(input)) {
+      const std::size_t at = static_cast<std::size_t>(stuck->pos);
+      const std::string token = at < input.size() ? to_utf8(input.substr(at, 1)) : std::string();
+      diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(*stuck), {}, {}, {},
+                                       "YAML syntax error: unexpected \"" + token + "\""});
+      return;
+    }
+    docs = YAML::LoadAll(input);
   } catch (const YAML::Exception& e) {
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(e.mark), {}, {}, {},
-                                     "YAML syntax error: " + strip_yaml_cpp_prefix(e.what())});
+                                     "YAML syntax error: " + to_utf8(strip_yaml_cpp_prefix(e.what()))});
     return;
   } catch (const std::exception& e) {
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, {}, {}, {}, {},
-                                     std::string("YAML syntax error: ") + e.what()});
+                                     "YAML syntax error: " + to_utf8(e.what())});
     return;
   }
   Converter converter(file, diagnostics, limits);
@@ -236,7 +286,7 @@ void read_yaml(std::string_view text, const std::string& file, std::vector<Docum
       ok = converter.convert(yaml, d.root, 0);
     } catch (const std::exception& e) {
       diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(yaml.Mark()), {},
-                                       {}, {}, std::string("YAML error: ") + e.what()});
+                                       {}, {}, "YAML error: " + to_utf8(e.what())});
     }
     if (!ok) return;  // limits are per file: stop at the first breach
     if (d.root.type != NodeType::Null) out.push_back(std::move(d));

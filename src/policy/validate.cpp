@@ -226,7 +226,10 @@ class Validator {
                  Severity::Warning);
         }
       }
-      for (const auto& [model, price] : g.gpu_hour_price) {
+      for (const auto& entry : g.gpu_hour_price) {
+        // Not a structured binding: clang < 16 cannot capture one in the lambda below.
+        const std::string& model = entry.first;
+        const auto& price = entry.second;
         const bool used = std::any_of(g.pools.begin(), g.pools.end(), [&](const Pool& p) { return p.gpu_model == model; });
         if (!used) {
           report(o, rule::kGuardrailsPriceModelMismatch, "spec.gpuHourPrice." + model,

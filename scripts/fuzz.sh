@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (the "fuzz" preset: clang 14, ASan + UBSan) and runs each
+# for a fixed time on its seed corpus.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+#
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 60 s and every other target 20 s
+# (about 2 minutes of fuzzing in all); without targets, all of them run.
+#
+# Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
+# fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
+# leak, timeout or out-of-memory leaves its reproducer in build/fuzz/artifacts/ and makes
+# the script exit 1, after the remaining targets have run. Reproduce one with
+#   build/fuzz/fuzz/<target> build/fuzz/artifacts/<target>-crash-<sha1>
+# Extra libFuzzer flags can be passed in FUZZ_FLAGS (e.g. FUZZ_FLAGS="-seed=1 -max_len=8192").
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer)
+
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+  exit "${1:-2}"
+}
+case "${1:-}" in -h | --help) usage 0 ;; esac
+
+seconds=""
+if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
+  seconds="$1"
+  shift
+fi
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+  case " ${all_targets[*]} " in
+    *" $t "*) ;;
+    *) echo "fuzz.sh: unknown target \"$t\" (targets: ${all_targets[*]})" >&2; usage ;;
+  esac
+done
+
+default_seconds() {
+  case "$1" in
+    policy_decoder_fuzzer) echo 60 ;;
+    *) echo 20 ;;
+  esac
+}
+
+# Seed files of a target, one path per line.
+seeds() {
+  case "$1" in
+    policy_decoder_fuzzer) find examples/policies examples/invalid -type f -name '*.yaml' ;;
+    json_reader_fuzzer) find fuzz/corpus-seeds/json fuzz/corpus-seeds/admission -type f ;;
+    admission_review_fuzzer) find fuzz/corpus-seeds/admission -type f ;;
+    cron_fuzzer) find fuzz/corpus-seeds/cron -type f ;;
+  esac
+}
+
+build_dir=build/fuzz
+mkdir -p "$build_dir/logs"
+echo "fuzz.sh: building ${targets[*]} (preset fuzz)" >&2
+if ! { cmake --preset fuzz && cmake --build --preset fuzz --target "${targets[@]}"; } >"$build_dir/logs/build.log" 2>&1; then
+  tail -n 40 "$build_dir/logs/build.log" >&2
+  echo "fuzz.sh: build failed (log: $build_dir/logs/build.log)" >&2
+  exit 1
+fi
+
+mkdir -p "$build_dir/artifacts"
+export GPUBANK_SOURCE_DIR="$repo"  # the admission fuzzer loads examples/policies
+read -r -a extra_flags <<<"${FUZZ_FLAGS:-}"
+
+failed=0
+for t in "${targets[@]}"; do
+  corpus="$build_dir/corpus/$t"
+  mkdir -p "$corpus"
+  # Copied under their own names, so reruns overwrite rather than duplicate them.
+  while IFS= read -r f; do
+    cp "$f" "$corpus/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
+  done < <(seeds "$t")
+
+  flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
+         -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
+  [ "$t" = policy_decoder_fuzzer ] && flags+=(-dict=fuzz/yaml.dict)
+
+  log="$build_dir/logs/$t.log"
+  before="$(ls "$build_dir/artifacts" | grep -c "^$t-" || true)"
+  set +e
+  "$build_dir/fuzz/$t" "${flags[@]}" "${extra_flags[@]}" "$corpus" >"$log" 2>&1
+  rc=$?
+  set -e
+  after="$(ls "$build_dir/artifacts" | grep -c "^$t-" || true)"
+
+  # The last status line ("#123456 DONE cov: 2345 ft: 6789 corp: 321/45Kb ...") and the
+  # final stats.
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  per_sec="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+  status_line="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
+  cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$status_line")"
+  ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$status_line")"
+  corp="$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$status_line")"
+  summary="${runs:-?} runs (${per_sec:-?}/s), cov ${cov:-?}, ft ${ft:-?}, corpus ${corp:-?}"
+
+  if [ "$rc" -eq 0 ] && [ "$after" -eq "$before" ]; then
+    echo "fuzz.sh: $t: ok: $summary" >&2
+  else
+    failed=1
+    what="$(grep -m1 -oE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer|UndefinedBehaviorSanitizer)[^(]*|runtime error: .*' "$log" || true)"
+    artifact="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)"
+    echo "fuzz.sh: $t: FAILED (exit $rc): ${what:-see log}; reproducer ${artifact:-none}; log $log" >&2
+  fi
+done
+
+exit "$failed"
