@@ -32,11 +32,12 @@ struct Document {
 };
 
 // Appends the non-empty documents of a YAML stream (JSON is YAML too, but use read_json
-// for .json files: it is strict and handles every JSON escape).
+// for .json files: it keeps JSON's grammar and handles every JSON escape).
 void read_yaml(std::string_view text, const std::string& file, std::vector<Document>& out,
                Diagnostics& diagnostics, const ReadLimits& limits = {});
 
-// Appends the one JSON value of `text`, with line and column on every node.
+// Appends the one JSON value of `text`, with line and column on every node. JSON's
+// grammar with two tolerances editors add: /* */ and // comments, and a byte order mark.
 void read_json(std::string_view text, const std::string& file, std::vector<Document>& out,
                Diagnostics& diagnostics, const ReadLimits& limits = {});
 
