@@ -36,6 +36,7 @@ Command add_convert_command(CLI::App& app);
 Command add_rules_command(CLI::App& app);
 Command add_cron_command(CLI::App& app);
 Command add_webhook_command(CLI::App& app);
+Command add_crds_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);
