@@ -6,6 +6,9 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <algorithm>
+#include <map>
+#include <vector>
 
 #include "document/reader.hpp"
 #include "document/yaml_scalar.hpp"
@@ -77,74 +80,154 @@ void set_float(Node& n, std::string_view s) {
   }
 }
 
-class Converter {
+// Builds positioned trees straight from yaml-cpp's parser events: one pass, no yaml-cpp
+// node graph, and the limits apply as the tree grows (an alias is copied only while the
+// node budget allows it, which stops "billion laughs" expansion early).
+class TreeBuilder : public YAML::EventHandler {
  public:
-  Converter(const std::string& file, Diagnostics& diagnostics, const ReadLimits& limits)
+  TreeBuilder(const std::string& file, Diagnostics& diagnostics, const ReadLimits& limits)
       : file_(file), diagnostics_(diagnostics), limits_(limits) {}
 
-  // False when conversion stopped (limits or an unsupported construct).
-  bool convert(const YAML::Node& in, Node& out, int depth) {
-    if (++nodes_ > limits_.max_nodes) {
-      return fail(kRuleTooLarge, position(in.Mark()),
+  // Call before each document; the tree of the last document is root().
+  void reset() {
+    root_ = Node{};
+    stack_.clear();
+    anchors_.clear();
+  }
+  [[nodiscard]] Node take_root() { return std::move(root_); }
+  [[nodiscard]] bool failed() const { return failed_; }
+  [[nodiscard]] std::optional<YAML::Mark> document_start() const { return document_start_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { document_start_ = mark; }
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Node n;
+    n.pos = position(mark);
+    place(std::move(n), anchor);
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (failed_) return;
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) return fail(kRuleSyntax, position(mark), "unknown YAML alias");
+    const std::size_t size = count(it->second);
+    if (nodes_ + size > limits_.max_nodes) {
+      return fail(kRuleTooLarge, position(mark),
                   "document expands to more than " + std::to_string(limits_.max_nodes) +
                       " nodes (YAML aliases are expanded)");
     }
-    if (depth > limits_.max_depth) {
-      return fail(kRuleTooLarge, position(in.Mark()),
-                  "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
-    }
-    out.pos = position(in.Mark());
-    const std::string& tag = in.Tag();
-    switch (in.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        out.type = NodeType::Null;
-        return true;
-      case YAML::NodeType::Scalar:
-        return scalar(in, tag, out);
-      case YAML::NodeType::Sequence:
-        if (!tag_allowed(tag, "seq", out.pos)) return false;
-        out.type = NodeType::Sequence;
-        out.items.reserve(in.size());
-        for (const auto& item : in) {
-          out.items.emplace_back();
-          if (!convert(item, out.items.back(), depth + 1)) return false;
-        }
-        return true;
-      case YAML::NodeType::Map:
-        if (!tag_allowed(tag, "map", out.pos)) return false;
-        out.type = NodeType::Mapping;
-        out.entries.reserve(in.size());
-        for (auto it = in.begin(); it != in.end(); ++it) {
-          if (!it->first.IsScalar()) {
-            return fail(kRuleSyntax, position(it->first.Mark()), "mapping keys must be strings");
-          }
-          if (!is_utf8(it->first.Scalar())) {
-            return fail(kRuleSyntax, position(it->first.Mark()), "mapping key is not valid UTF-8 text");
-          }
-          out.entries.push_back(Entry{it->first.Scalar(), position(it->first.Mark()), {}});
-          if (!convert(it->second, out.entries.back().value, depth + 1)) return false;
-          Node& value = out.entries.back().value;
-          // An empty value ("key:") has no position of its own worth showing; use the key's.
-          if (value.type == NodeType::Null) value.pos = out.entries.back().key_pos;
-        }
-        return true;
-    }
-    return true;
+    nodes_ += size - 1;  // place() counts the root of the copy
+    place(Node(it->second), 0);
   }
 
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    if (failed_) return;
+    Node n;
+    n.pos = position(mark);
+    if (!scalar(tag, value, n)) return;
+    place(std::move(n), anchor);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, tag, "seq", NodeType::Sequence, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, tag, "map", NodeType::Mapping, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
  private:
+  struct Open {
+    Node* node;
+    YAML::anchor_t anchor;
+    bool expecting_key;  // mappings alternate keys and values
+  };
+
+  static std::size_t count(const Node& n) {
+    std::size_t c = 1;
+    for (const auto& i : n.items) c += count(i);
+    for (const auto& e : n.entries) c += count(e.value);
+    return c;
+  }
+
+  // Puts a finished node where the grammar says it goes and returns where it now lives.
+  Node* place(Node n, YAML::anchor_t anchor) {
+    if (failed_) return nullptr;
+    if (++nodes_ > limits_.max_nodes) {
+      fail(kRuleTooLarge, n.pos,
+           "document expands to more than " + std::to_string(limits_.max_nodes) + " nodes (YAML aliases are expanded)");
+      return nullptr;
+    }
+    Node* at = nullptr;
+    if (stack_.empty()) {
+      root_ = std::move(n);
+      at = &root_;
+    } else if (Open& top = stack_.back(); top.node->type == NodeType::Sequence) {
+      top.node->items.push_back(std::move(n));
+      at = &top.node->items.back();
+    } else if (top.expecting_key) {
+      if (!n.is_scalar() || n.type == NodeType::Null) {
+        fail(kRuleSyntax, n.pos, "mapping keys must be strings");
+        return nullptr;
+      }
+      top.node->entries.push_back(Entry{std::move(n.text), n.pos, {}});
+      top.expecting_key = false;
+      return nullptr;  // keys are not nodes of their own (and cannot be anchored usefully)
+    } else {
+      Entry& e = top.node->entries.back();
+      // An empty value ("key:") has no position of its own worth showing; use the key's.
+      if (n.type == NodeType::Null) n.pos = e.key_pos;
+      e.value = std::move(n);
+      top.expecting_key = true;
+      at = &e.value;
+    }
+    if (anchor != 0 && at->is_scalar()) anchors_[anchor] = *at;
+    return at;
+  }
+
+  void open(const YAML::Mark& mark, const std::string& tag, std::string_view core, NodeType type,
+            YAML::anchor_t anchor) {
+    if (failed_) return;
+    const SourcePos pos = position(mark);
+    if (!tag_allowed(tag, core, pos)) return;
+    if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
+      return fail(kRuleTooLarge, pos, "nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
+    }
+    Node n;
+    n.type = type;
+    n.pos = pos;
+    Node* at = place(std::move(n), 0);
+    if (at == nullptr) return;
+    // Only the innermost open container ever grows, so pointers on the stack stay valid.
+    stack_.push_back(Open{at, anchor, true});
+  }
+
+  void close() {
+    if (failed_ || stack_.empty()) return;
+    const Open top = stack_.back();
+    stack_.pop_back();
+    if (top.anchor != 0) anchors_[top.anchor] = *top.node;
+  }
+
   bool tag_allowed(const std::string& tag, std::string_view core, SourcePos pos) {
     if (tag.empty() || tag == "?" || tag == "!") return true;
     if (tag.starts_with(kCoreTagPrefix) && std::string_view(tag).substr(kCoreTagPrefix.size()) == core) {
       return true;
     }
-    return fail(kRuleSyntax, pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
+    fail(kRuleSyntax, pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
+    return false;
   }
 
-  bool scalar(const YAML::Node& in, const std::string& tag, Node& out) {
-    const std::string& s = in.Scalar();
-    if (!is_utf8(s)) return fail(kRuleSyntax, out.pos, "value is not valid UTF-8 text");
+  bool scalar(const std::string& tag, const std::string& s, Node& out) {
+    if (!is_utf8(s)) {
+      fail(kRuleSyntax, out.pos, "value is not valid UTF-8 text");
+      return false;
+    }
     out.text = s;
     if (tag == "!") {  // quoted or block scalar: always a string
       out.type = NodeType::String;
@@ -167,7 +250,8 @@ class Converter {
       return true;
     }
     if (!tag.starts_with(kCoreTagPrefix)) {
-      return fail(kRuleSyntax, out.pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
+      fail(kRuleSyntax, out.pos, "unsupported YAML tag \"" + to_utf8(tag) + "\"");
+      return false;
     }
     const std::string_view core = std::string_view(tag).substr(kCoreTagPrefix.size());
     bool b = false;
@@ -183,25 +267,27 @@ class Converter {
     } else if (core == "null" && is_null_literal(s)) {
       out.type = NodeType::Null;
     } else {
-      return fail(kRuleSyntax, out.pos, "value \"" + s + "\" does not fit YAML tag \"" + to_utf8(tag) + "\"");
+      fail(kRuleSyntax, out.pos, "value \"" + s + "\" does not fit YAML tag \"" + to_utf8(tag) + "\"");
+      return false;
     }
     return true;
   }
 
-  bool fail(std::string_view rule, SourcePos pos, std::string message) {
-    Diagnostic d;
-    d.rule = rule;
-    d.file = file_;
-    d.pos = pos;
-    d.message = std::move(message);
-    diagnostics_.push_back(std::move(d));
-    return false;
+  void fail(std::string_view rule, SourcePos pos, std::string message) {
+    if (failed_) return;  // one finding per file: the first breach
+    failed_ = true;
+    diagnostics_.push_back(Diagnostic{Severity::Error, std::string(rule), file_, pos, {}, {}, {}, std::move(message)});
   }
 
   const std::string& file_;
   Diagnostics& diagnostics_;
   const ReadLimits& limits_;
-  std::size_t nodes_ = 0;
+  Node root_;
+  std::vector<Open> stack_;
+  std::map<YAML::anchor_t, Node> anchors_;
+  std::size_t nodes_ = 0;  // across the documents of the file
+  bool failed_ = false;
+  std::optional<YAML::Mark> document_start_;
 };
 
 std::string strip_yaml_cpp_prefix(std::string msg) {
@@ -214,39 +300,6 @@ std::string strip_yaml_cpp_prefix(std::string msg) {
   return msg;
 }
 
-// yaml-cpp 0.7's LoadAll never returns on some malformed streams, e.g. a stray ',' at
-// block level ("[a]\n,", "--- ,"): the parser reports an empty document without consuming
-// the token, again and again, allocating as it goes (jbeder/yaml-cpp#1040, fixed upstream
-// after 0.8.0). A first pass over the events finds that case: a document that starts
-// where the previous one did.
-class DocumentStarts : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
-  YAML::Mark start = YAML::Mark::null_mark();
-};
-
-// Where the parser stops making progress, if it does. Throws what the parser throws.
-std::optional<YAML::Mark> stuck_at(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentStarts starts;
-  std::optional<int> previous;
-  while (parser.HandleNextDocument(starts)) {
-    if (previous && starts.start.pos == *previous) return starts.start;
-    previous = starts.start.pos;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 void read_yaml(std::string_view text, const std::string& file, std::vector<Document>& out,
@@ -257,39 +310,43 @@ void read_yaml(std::string_view text, const std::string& file, std::vector<Docum
                                          std::to_string(limits.max_bytes)});
     return;
   }
-  std::vector<YAML::Node> docs;
+  const std::string input(text);
+  std::istringstream in(input);
+  TreeBuilder builder(file, diagnostics, limits);
+  // A file that cannot be read completely contributes no documents at all.
+  const std::size_t first = out.size();
+  auto drop_partial = [&] { out.erase(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()); };
   try {
-    const std::string input(text);
-    if (const auto stuck = stuck_at(input)) {
-      const std::size_t at = static_cast<std::size_t>(stuck->pos);
-      const std::string token = at < input.size() ? to_utf8(input.substr(at, 1)) : std::string();
-      diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(*stuck), {}, {}, {},
-                                       "YAML syntax error: unexpected \"" + token + "\""});
-      return;
+    YAML::Parser parser(in);
+    std::optional<int> previous_start;
+    for (int index = 0;; ++index) {
+      builder.reset();
+      if (!parser.HandleNextDocument(builder)) break;
+      if (builder.failed()) return drop_partial();
+      // yaml-cpp 0.7 never finishes some malformed streams, e.g. a stray ',' at block level
+      // ("[a]\n,", "--- ,"): it reports an empty document without consuming the token,
+      // again and again (jbeder/yaml-cpp#1040, fixed after 0.8.0). A document that starts
+      // where the previous one did is that case.
+      const auto start = builder.document_start();
+      if (start && previous_start && start->pos == *previous_start) {
+        const auto at = static_cast<std::size_t>(start->pos);
+        const std::string token = at < input.size() ? to_utf8(input.substr(at, 1)) : std::string();
+        diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(*start), {}, {},
+                                         {}, "YAML syntax error: unexpected \"" + token + "\""});
+        return drop_partial();
+      }
+      if (start) previous_start = start->pos;
+      Node root = builder.take_root();
+      if (root.type != NodeType::Null) out.push_back(Document{file, index, std::move(root)});
     }
-    docs = YAML::LoadAll(input);
   } catch (const YAML::Exception& e) {
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(e.mark), {}, {}, {},
                                      "YAML syntax error: " + to_utf8(strip_yaml_cpp_prefix(e.what()))});
-    return;
+    drop_partial();
   } catch (const std::exception& e) {
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, {}, {}, {}, {},
                                      "YAML syntax error: " + to_utf8(e.what())});
-    return;
-  }
-  Converter converter(file, diagnostics, limits);
-  int index = 0;
-  for (const auto& yaml : docs) {
-    Document d{file, index++, {}};
-    bool ok = false;
-    try {
-      ok = converter.convert(yaml, d.root, 0);
-    } catch (const std::exception& e) {
-      diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, position(yaml.Mark()), {},
-                                       {}, {}, "YAML error: " + to_utf8(e.what())});
-    }
-    if (!ok) return;  // limits are per file: stop at the first breach
-    if (d.root.type != NodeType::Null) out.push_back(std::move(d));
+    drop_partial();
   }
 }
 
