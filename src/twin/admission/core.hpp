@@ -1,0 +1,135 @@
+// The twin's admission core: Kueue's quota tree, scheduling cycle and preemption as one
+// pure state machine. Nothing here reads files, clocks or sockets: time is passed in, and
+// the same calls give the same decisions byte for byte.
+//
+// Reference: Kueue main at ff69552 (2026-08), default feature gates (pkg/scheduler,
+// pkg/cache/scheduler, pkg/scheduler/preemption, pkg/scheduler/flavorassigner,
+// pkg/cache/queue). The formulas are written out in ../shared/spec/kueue-semantics.md.
+//
+// Life of a workload:  submit -> Pending -> (run_cycle) Admitted -> finish
+//                                        \-> Admitted -> (preempted) Evicted -> release_evicted
+//                                            -> Pending again (requeued, like Kueue does)
+// A victim keeps its quota while Evicted: in Kueue the preemptor waits until the victim's
+// pods are gone. Drivers call release_evicted when that happens (the `twin admit` command
+// right after the cycle; the bank later, after a grace period).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/expected.hpp"
+#include "twin/admission/model.hpp"
+
+namespace gpubank::twin {
+
+using WorkloadId = std::uint32_t;
+
+enum class WorkloadPhase { Pending, Admitted, Evicted, Finished };
+
+// A status condition as Kueue writes it on a Workload.
+struct Condition {
+  std::string type;    // QuotaReserved, Admitted, Evicted, Preempted, Requeued
+  bool status = false;
+  std::string reason;
+  std::string message;
+  VirtualTime last_transition = 0;
+};
+
+struct WorkloadStatus {
+  WorkloadPhase phase = WorkloadPhase::Pending;
+  std::optional<Admission> admission;  // set while Admitted or Evicted
+  std::vector<Condition> conditions;   // in the order Kueue first sets them
+  VirtualTime admitted_at = -1;        // last admission, -1 if never
+};
+
+// One decision of a cycle, in the order taken. Feeds the event log.
+struct Decision {
+  enum class Kind {
+    Admitted,          // quota reserved (and, without admission checks, admitted)
+    Pending,           // stays pending: reason + message say why
+    PreemptionIssued,  // a head chose victims; `related` lists them
+    Preempted,         // a victim was evicted; `related` holds the preemptor
+  };
+  Kind kind = Kind::Pending;
+  WorkloadId workload = 0;
+  std::string cluster_queue;
+  std::string reason;   // Kueue's condition reason (Pending, QuotaReserved, InClusterQueue, ...)
+  std::string message;  // Kueue's message
+  std::vector<WorkloadId> related;
+};
+
+struct CycleResult {
+  std::uint64_t cycle = 0;
+  VirtualTime time = 0;
+  std::size_t heads = 0;  // heads nominated this cycle
+  std::vector<Decision> decisions;
+  std::vector<WorkloadId> evicted;  // victims chosen this cycle
+};
+
+struct FlavorResourceAmount {
+  std::string flavor, resource;
+  Amount total = 0;     // usage (incl. borrowed)
+  Amount borrowed = 0;  // above nominal
+};
+
+struct ClusterQueueStatus {
+  std::string name;
+  std::vector<FlavorResourceAmount> flavors_reservation;  // quota held by reserving workloads
+  std::vector<FlavorResourceAmount> flavors_usage;        // by admitted workloads
+  std::int64_t pending_workloads = 0;
+  std::int64_t reserving_workloads = 0;
+  std::int64_t admitted_workloads = 0;
+  std::optional<std::int64_t> weighted_share;  // set when fair sharing is on; INT64_MAX = infinite
+  std::string dominant_resource;
+};
+
+// Cohort-tree figures for one node and (flavor, resource): for inspection and properties.
+struct QuotaFigures {
+  Amount subtree_quota = 0, usage = 0, available = 0, potential_available = 0;
+};
+
+class AdmissionCore {
+ public:
+  // Builds the quota tree. Errors name the object: unknown flavors, duplicate names,
+  // cycles in the cohort tree (reported once with the cycle's members), quota entries
+  // outside the resource group's covered resources.
+  static Expected<std::unique_ptr<AdmissionCore>> create(const CoreOptions& options,
+                                                         std::vector<ResourceFlavorSpec> flavors,
+                                                         std::vector<CohortSpec> cohorts,
+                                                         std::vector<ClusterQueueSpec> queues);
+  virtual ~AdmissionCore() = default;
+
+  // A new pending workload. Its cluster_queue must exist, else it stays pending with
+  // Kueue's "ClusterQueue <name> not found" message.
+  virtual WorkloadId submit(WorkloadSpec spec, VirtualTime now) = 0;
+  // A workload that already holds quota (status.admission + QuotaReserved=True).
+  // Fails if the admission names an unknown queue or flavor.
+  virtual Expected<WorkloadId> restore_admitted(WorkloadSpec spec, Admission admission,
+                                                VirtualTime admitted_at) = 0;
+  // An admitted workload finished (or was deleted): its quota is released and pending
+  // workloads in its cohort tree become eligible again.
+  virtual void finish(WorkloadId id, VirtualTime now) = 0;
+  // An evicted victim's pods are gone: release its quota and requeue it as pending.
+  virtual void release_evicted(WorkloadId id, VirtualTime now) = 0;
+
+  // One scheduling cycle at virtual time `now`.
+  virtual CycleResult run_cycle(VirtualTime now) = 0;
+  // True when a cycle could change something: some ClusterQueue has an active head.
+  [[nodiscard]] virtual bool has_active_heads() const = 0;
+
+  [[nodiscard]] virtual std::size_t workload_count() const = 0;
+  [[nodiscard]] virtual const WorkloadSpec& spec(WorkloadId id) const = 0;
+  [[nodiscard]] virtual const WorkloadStatus& status(WorkloadId id) const = 0;
+  [[nodiscard]] virtual std::vector<std::string> cluster_queue_names() const = 0;
+  [[nodiscard]] virtual std::vector<std::string> cohort_names() const = 0;
+  [[nodiscard]] virtual ClusterQueueStatus cluster_queue_status(const std::string& name) const = 0;
+  // Figures of a ClusterQueue or Cohort (by name) on one flavor/resource; nullopt if unknown.
+  [[nodiscard]] virtual std::optional<QuotaFigures> figures(const std::string& node,
+                                                            const std::string& flavor,
+                                                            const std::string& resource) const = 0;
+};
+
+}  // namespace gpubank::twin

@@ -1,0 +1,141 @@
+// The admission core's input model: Kueue's quota objects and Workloads reduced to what
+// admission decides on. Plain values, no Kubernetes wire format (src/kueue maps
+// kueue.x-k8s.io/v1beta2 objects to and from these).
+//
+// Amounts are Kueue's int64 "Amount": CPU in millicores, every other resource in its base
+// unit (bytes, GPUs, pods), exactly as Kueue's resources.ResourceValue() reduces a
+// resource.Quantity.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpubank::twin {
+
+using Amount = std::int64_t;
+using VirtualTime = std::int64_t;  // milliseconds since the run's start
+
+// kueue.x-k8s.io/v1beta2 PreemptionPolicy.
+enum class PreemptionPolicy { Never, LowerPriority, LowerOrNewerEqualPriority, Any };
+enum class BorrowWithinCohortPolicy { Never, LowerPriority };
+enum class QueueingStrategy { BestEffortFIFO, StrictFIFO };
+// flavorFungibility.whenCanBorrow / whenCanPreempt.
+enum class FungibilityPolicy { MayStopSearch, TryNextFlavor };
+// flavorFungibility.preference (unset: BorrowingOverPreemption behaviour).
+enum class FungibilityPreference { Unset, BorrowingOverPreemption, PreemptionOverBorrowing };
+enum class TaintEffect { NoSchedule, PreferNoSchedule, NoExecute };
+enum class TolerationOperator { Equal, Exists };
+
+struct Taint {
+  std::string key, value;
+  TaintEffect effect = TaintEffect::NoSchedule;
+};
+
+struct Toleration {
+  std::string key;  // empty with Exists: tolerates everything
+  TolerationOperator op = TolerationOperator::Equal;
+  std::string value;
+  std::optional<TaintEffect> effect;  // unset: all effects
+};
+
+struct ResourceFlavorSpec {
+  std::string name;
+  std::map<std::string, std::string> node_labels;
+  std::vector<Taint> node_taints;
+  std::vector<Toleration> tolerations;  // added to the pods' own tolerations
+};
+
+struct ResourceQuota {
+  std::string resource;
+  Amount nominal = 0;
+  std::optional<Amount> borrowing_limit;
+  std::optional<Amount> lending_limit;
+};
+
+struct FlavorQuotas {
+  std::string flavor;
+  std::vector<ResourceQuota> resources;
+};
+
+struct ResourceGroup {
+  std::vector<std::string> covered_resources;
+  std::vector<FlavorQuotas> flavors;  // tried in this order
+};
+
+struct ClusterQueuePreemption {
+  PreemptionPolicy reclaim_within_cohort = PreemptionPolicy::Never;
+  BorrowWithinCohortPolicy borrow_within_cohort = BorrowWithinCohortPolicy::Never;
+  std::optional<std::int32_t> max_priority_threshold;
+  PreemptionPolicy within_cluster_queue = PreemptionPolicy::Never;
+};
+
+struct FlavorFungibility {
+  FungibilityPolicy when_can_borrow = FungibilityPolicy::MayStopSearch;
+  FungibilityPolicy when_can_preempt = FungibilityPolicy::TryNextFlavor;
+  FungibilityPreference preference = FungibilityPreference::Unset;
+};
+
+struct ClusterQueueSpec {
+  std::string name;
+  std::string cohort;  // empty: not in a cohort
+  std::vector<ResourceGroup> resource_groups;
+  QueueingStrategy queueing_strategy = QueueingStrategy::BestEffortFIFO;
+  ClusterQueuePreemption preemption;
+  FlavorFungibility flavor_fungibility;
+  double fair_weight = 1.0;  // spec.fairSharing.weight
+  bool active = true;        // false: stopPolicy set (Hold / HoldAndDrain)
+};
+
+struct CohortSpec {
+  std::string name;
+  std::string parent;  // spec.parentName; empty: a root
+  std::vector<ResourceGroup> resource_groups;
+  double fair_weight = 1.0;
+};
+
+struct PodSetSpec {
+  std::string name;
+  std::int32_t count = 1;
+  // Per pod, sorted by resource name; Amounts as described above.
+  std::vector<std::pair<std::string, Amount>> requests;
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+};
+
+struct WorkloadSpec {
+  std::string ns, name;  // namespace and name
+  std::string uid;
+  std::string job_uid;        // label kueue.x-k8s.io/job-uid, empty when absent
+  std::string cluster_queue;  // resolved through the LocalQueue
+  std::int32_t priority = 0;
+  VirtualTime creation = 0;  // the queue-order timestamp
+  std::vector<PodSetSpec> pod_sets;
+};
+
+// Which flavor serves each resource of a pod set, and how much it counts against quota.
+struct PodSetAssignment {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> flavors;  // resource -> flavor, sorted
+  std::vector<std::pair<std::string, Amount>> resource_usage;  // total over the pod set, sorted
+  std::int32_t count = 0;
+};
+
+struct Admission {
+  std::string cluster_queue;
+  std::vector<PodSetAssignment> pod_sets;
+};
+
+// Manager-level settings (Kueue's Configuration), not per object.
+enum class FairSharingStrategy { LessThanOrEqualToFinalShare, LessThanInitialShare };
+
+struct CoreOptions {
+  bool fair_sharing = false;
+  std::vector<FairSharingStrategy> fair_sharing_strategies = {
+      FairSharingStrategy::LessThanOrEqualToFinalShare, FairSharingStrategy::LessThanInitialShare};
+};
+
+}  // namespace gpubank::twin
