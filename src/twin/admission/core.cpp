@@ -1,0 +1,1711 @@
+// The admission core. Each function names the upstream piece it reproduces (Kueue main at
+// ff69552); see core.hpp for the model and kueue-semantics.md for the formulas.
+#include "twin/admission/core.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "twin/admission/amount.hpp"
+#include "twin/admission/quota_tree.hpp"
+
+namespace gpubank::twin {
+namespace {
+
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+// flavorassigner.FlavorAssignmentMode, ordered from worst to best.
+enum class Mode { NoFit = 0, Preempt = 1, DeferredFit = 2, Fit = 3 };
+// flavorassigner.preemptionMode (the granular mode's first half).
+enum class PMode { NoFit = 0, NoCandidates = 1, Preempt = 2, Reclaim = 3, Fit = 4 };
+
+struct Granular {
+  PMode p = PMode::NoFit;
+  int borrow = std::numeric_limits<int>::max();
+};
+
+Mode to_mode(PMode p) {
+  switch (p) {
+    case PMode::NoFit: return Mode::NoFit;
+    case PMode::Fit: return Mode::Fit;
+    default: return Mode::Preempt;
+  }
+}
+
+// classical.preemptionVariant
+enum class Variant { Never, WithinCQ, Hierarchical, ReclaimWithoutBorrowing, ReclaimWhileBorrowing };
+
+const char* variant_reason(Variant v) {
+  switch (v) {
+    case Variant::WithinCQ: return "InClusterQueue";
+    case Variant::Hierarchical: return "InCohortReclamation";
+    case Variant::ReclaimWhileBorrowing: return "InCohortReclaimWhileBorrowing";
+    case Variant::ReclaimWithoutBorrowing: return "InCohortReclamation";
+    case Variant::Never: break;
+  }
+  return "Unknown";
+}
+
+const char* human_reason(const std::string& reason) {
+  if (reason == "InClusterQueue") return "prioritization in the ClusterQueue";
+  if (reason == "InCohortReclamation") return "reclamation within the cohort";
+  if (reason == "InCohortFairSharing") return "Fair Sharing within the cohort";
+  if (reason == "InCohortReclaimWhileBorrowing") return "reclamation within the cohort while borrowing";
+  return "UNKNOWN";
+}
+
+using Usage = std::vector<std::pair<int, Amount>>;  // by flavor-resource index, sorted, merged
+
+void add_to(Usage& u, int fr, Amount v) {
+  auto it = std::lower_bound(u.begin(), u.end(), fr, [](const auto& p, int f) { return p.first < f; });
+  if (it != u.end() && it->first == fr) {
+    it->second += v;
+  } else {
+    u.insert(it, {fr, v});
+  }
+}
+
+Amount usage_of(const Usage& u, int fr) {
+  for (const auto& [f, v] : u) {
+    if (f == fr) return v;
+  }
+  return 0;
+}
+
+struct ResourceAssign {
+  std::string resource;
+  int flavor = -1;
+  int fr = -1;
+  Mode mode = Mode::NoFit;
+  int borrow = 0;
+};
+
+struct PodSetAssign {
+  std::string name;
+  std::int32_t count = 0;
+  std::vector<std::pair<std::string, Amount>> requests;  // pod set totals (incl. pods)
+  std::vector<ResourceAssign> flavors;                   // empty: NoFit
+  std::vector<std::string> reasons;                      // empty: fits
+  bool failed = false;
+
+  [[nodiscard]] Mode mode() const {
+    if (flavors.empty() || failed) return Mode::NoFit;
+    Mode m = Mode::Fit;
+    for (const auto& f : flavors) m = std::min(m, f.mode);
+    return m;
+  }
+};
+
+struct Assignment {
+  std::vector<PodSetAssign> pod_sets;
+  int borrowing = 0;
+  Usage usage;
+  std::optional<Mode> forced;  // DeferredFit set by the scheduler
+
+  [[nodiscard]] Mode mode() const {
+    if (forced) return *forced;
+    if (pod_sets.empty()) return Mode::NoFit;
+    Mode m = Mode::Fit;
+    for (const auto& ps : pod_sets) m = std::min(m, ps.mode());
+    return m;
+  }
+  // Assignment.Message(): per pod set that does not fit, its sorted reasons.
+  [[nodiscard]] std::string message() const {
+    std::string out;
+    for (const auto& ps : pod_sets) {
+      if (ps.reasons.empty()) continue;
+      auto reasons = ps.reasons;
+      std::sort(reasons.begin(), reasons.end());
+      if (!out.empty()) out += "; ";
+      out += "couldn't assign flavors to pod set " + ps.name + ": ";
+      for (std::size_t i = 0; i < reasons.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += reasons[i];
+      }
+    }
+    return out;
+  }
+};
+
+struct Target {
+  WorkloadId workload = 0;
+  std::string reason;
+};
+
+// Dominant resource share (pkg/cache/scheduler/fair_sharing.go DRS).
+struct Drs {
+  double weight = 1.0;
+  double ratio = 0;  // unweighted, per mille of lendable
+  std::string dominant;
+  bool borrowing = false;
+  std::vector<int> borrowed_frs;
+
+  [[nodiscard]] bool is_zero() const { return ratio == 0; }
+  [[nodiscard]] bool zero_weight_borrows() const { return weight == 0 && !is_zero(); }
+  [[nodiscard]] double weighted() const {
+    if (is_zero()) return 0;
+    if (weight == 0) return std::numeric_limits<double>::infinity();
+    return ratio / weight;
+  }
+  [[nodiscard]] std::int64_t rounded() const {
+    if (zero_weight_borrows()) return std::numeric_limits<std::int64_t>::max();
+    return static_cast<std::int64_t>(std::ceil(weighted()));
+  }
+  static Drs negative() {
+    Drs d;
+    d.ratio = -1;
+    return d;
+  }
+};
+
+int compare_drs(const Drs& a, const Drs& b) {
+  auto cmp = [](double x, double y) { return x < y ? -1 : (x > y ? 1 : 0); };
+  if (a.zero_weight_borrows() && b.zero_weight_borrows()) return cmp(a.ratio, b.ratio);
+  if (a.zero_weight_borrows()) return 1;
+  if (b.zero_weight_borrows()) return -1;
+  return cmp(a.weighted(), b.weighted());
+}
+
+// Pending-queue order (pkg/cache/queue baseCompareFunc): the sticky preemptor first, then
+// higher priority, earlier queue-order timestamp, then UID.
+struct OrderKey {
+  bool not_sticky = true;
+  std::int32_t priority = 0;
+  VirtualTime creation = 0;
+  std::string uid;
+  WorkloadId id = 0;
+  bool operator<(const OrderKey& o) const {
+    if (not_sticky != o.not_sticky) return !not_sticky;
+    if (priority != o.priority) return priority > o.priority;
+    if (creation != o.creation) return creation < o.creation;
+    if (uid != o.uid) return uid < o.uid;
+    return id < o.id;
+  }
+};
+
+enum class Requeue { Generic, NoFit, NoCandidates, PendingPreemption, FailedAfterNomination };
+
+class Core final : public AdmissionCore {
+ public:
+  struct Group {
+    std::vector<std::string> resources;
+    std::vector<int> flavors;
+  };
+  struct Queue {
+    int node = -1;
+    ClusterQueueSpec spec;
+    std::vector<Group> groups;
+    std::map<std::string, int> group_by_resource;
+    std::set<OrderKey> active;
+    std::set<WorkloadId> inadmissible;
+    std::optional<WorkloadId> sticky;
+    std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
+  };
+  struct Wl {
+    WorkloadSpec spec;
+    WorkloadStatus status;
+    int queue = -1;
+    Usage usage;  // while holding quota
+    bool in_active = false, in_inadmissible = false;
+    OrderKey key;
+    std::size_t holding_pos = 0;
+    bool evicted = false;
+    VirtualTime reserved_at = 0;
+    std::string pending_message;
+  };
+
+  Core(const CoreOptions& options, std::vector<ResourceFlavorSpec> flavors) : options_(options) {
+    for (auto& f : flavors) {
+      flavor_index_.emplace(f.name, static_cast<int>(flavors_.size()));
+      flavors_.push_back(std::move(f));
+    }
+  }
+
+  // ---- construction -------------------------------------------------------------------
+
+  std::optional<std::string> build(std::vector<CohortSpec> cohorts, std::vector<ClusterQueueSpec> queues) {
+    // Flavor-resource indices from every quota in the tree, in first-seen order.
+    auto collect = [&](const std::vector<ResourceGroup>& groups, const std::string& owner) -> std::optional<std::string> {
+      for (const auto& g : groups) {
+        for (const auto& fq : g.flavors) {
+          if (!flavor_index_.contains(fq.flavor)) {
+            // Kueue keeps such a queue inactive; the twin refuses the input instead.
+            return owner + ": flavor \"" + fq.flavor + "\" is not a known ResourceFlavor";
+          }
+          for (const auto& rq : fq.resources) fr_of(flavor_index_.at(fq.flavor), rq.resource, true);
+        }
+      }
+      return std::nullopt;
+    };
+    for (const auto& c : cohorts) {
+      if (auto e = collect(c.resource_groups, "Cohort " + c.name)) return e;
+    }
+    for (const auto& q : queues) {
+      if (auto e = collect(q.resource_groups, "ClusterQueue " + q.name)) return e;
+    }
+    const std::size_t frs = fr_flavor_.size();
+    std::vector<QuotaNode> nodes;
+    auto fill_quota = [&](QuotaNode& n, const std::vector<ResourceGroup>& groups) {
+      n.nominal.assign(frs, 0);
+      n.borrowing_limit.assign(frs, kNoLimit);
+      n.lending_limit.assign(frs, kNoLimit);
+      for (const auto& g : groups) {
+        for (const auto& fq : g.flavors) {
+          for (const auto& rq : fq.resources) {
+            const int fr = fr_of(flavor_index_.at(fq.flavor), rq.resource, false);
+            n.nominal[at(fr)] = rq.nominal;
+            if (rq.borrowing_limit) n.borrowing_limit[at(fr)] = *rq.borrowing_limit;
+            if (rq.lending_limit) n.lending_limit[at(fr)] = *rq.lending_limit;
+          }
+        }
+      }
+    };
+    // Cohorts: declared ones, then implicit ones named by a parentName or a cohort field.
+    for (const auto& c : cohorts) {
+      if (cohort_index_.contains(c.name)) return "Cohort " + c.name + ": declared twice";
+      QuotaNode n;
+      n.name = c.name;
+      n.fair_weight = c.fair_weight;
+      fill_quota(n, c.resource_groups);
+      cohort_index_.emplace(c.name, static_cast<int>(nodes.size()));
+      nodes.push_back(std::move(n));
+    }
+    auto ensure_cohort = [&](const std::string& name) {
+      auto it = cohort_index_.find(name);
+      if (it != cohort_index_.end()) return it->second;
+      QuotaNode n;
+      n.name = name;
+      fill_quota(n, {});
+      const int idx = static_cast<int>(nodes.size());
+      cohort_index_.emplace(name, idx);
+      nodes.push_back(std::move(n));
+      return idx;
+    };
+    for (const auto& c : cohorts) {
+      if (c.parent.empty()) continue;
+      const int parent = ensure_cohort(c.parent);
+      nodes[at(cohort_index_.at(c.name))].parent = parent;
+    }
+    for (auto& q : queues) {
+      if (queue_index_.contains(q.name)) return "ClusterQueue " + q.name + ": declared twice";
+      QuotaNode n;
+      n.name = q.name;
+      n.is_queue = true;
+      n.fair_weight = q.fair_weight;
+      fill_quota(n, q.resource_groups);
+      if (!q.cohort.empty()) n.parent = ensure_cohort(q.cohort);
+      Queue queue;
+      queue.node = static_cast<int>(nodes.size());
+      for (const auto& g : q.resource_groups) {
+        Group group{g.covered_resources, {}};
+        for (const auto& fq : g.flavors) group.flavors.push_back(flavor_index_.at(fq.flavor));
+        for (const auto& r : g.covered_resources) {
+          queue.group_by_resource.emplace(r, static_cast<int>(queue.groups.size()));
+        }
+        queue.groups.push_back(std::move(group));
+      }
+      queue.spec = std::move(q);
+      queue_index_.emplace(queue.spec.name, static_cast<int>(queues_.size()));
+      queues_.push_back(std::move(queue));
+      nodes.push_back(std::move(n));
+    }
+    node_queue_.assign(nodes.size(), -1);
+    for (std::size_t qi = 0; qi < queues_.size(); ++qi) node_queue_[at(queues_[qi].node)] = static_cast<int>(qi);
+    // Cycles in the cohort tree (hierarchy.HasCycle upstream): report each once.
+    std::vector<int> state(nodes.size(), 0);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      std::vector<int> path;
+      int n = static_cast<int>(i);
+      while (n >= 0 && state[at(n)] == 0) {
+        state[at(n)] = 1;
+        path.push_back(n);
+        n = nodes[at(n)].parent;
+      }
+      if (n >= 0 && state[at(n)] == 1) {
+        std::string members;
+        auto start = std::find(path.begin(), path.end(), n);
+        for (auto it = start; it != path.end(); ++it) members += (members.empty() ? "" : " -> ") + nodes[at(*it)].name;
+        return "cohort tree has a cycle: " + members + " -> " + nodes[at(n)].name;
+      }
+      for (int p : path) state[at(p)] = 2;
+    }
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const int parent = nodes[i].parent;
+      if (parent < 0) continue;
+      (nodes[i].is_queue ? nodes[at(parent)].child_queues : nodes[at(parent)].child_cohorts).push_back(static_cast<int>(i));
+    }
+    heights_.assign(nodes.size(), 0);
+    tree_ = QuotaTree(std::move(nodes), frs);
+    for (std::size_t i = 0; i < tree_.size(); ++i) {
+      if (!tree_.node(static_cast<int>(i)).is_queue) heights_[i] = height(static_cast<int>(i));
+    }
+    return std::nullopt;
+  }
+
+  // ---- AdmissionCore ------------------------------------------------------------------
+
+  WorkloadId submit(WorkloadSpec spec, VirtualTime now) override {
+    const auto id = static_cast<WorkloadId>(workloads_.size());
+    Wl w;
+    w.spec = std::move(spec);
+    auto it = queue_index_.find(w.spec.cluster_queue);
+    workloads_.push_back(std::move(w));
+    Wl& x = workloads_.back();
+    if (it == queue_index_.end()) {
+      set_pending(id, "Inadmissible", "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
+      return id;
+    }
+    x.queue = it->second;
+    push_active(id);
+    return id;
+  }
+
+  Expected<WorkloadId> restore_admitted(WorkloadSpec spec, Admission admission, VirtualTime admitted_at) override {
+    auto it = queue_index_.find(admission.cluster_queue);
+    if (it == queue_index_.end()) {
+      return Unexpected{"admitted to ClusterQueue \"" + admission.cluster_queue + "\", which does not exist"};
+    }
+    Usage usage;
+    for (const auto& ps : admission.pod_sets) {
+      for (const auto& [resource, amount] : ps.resource_usage) {
+        std::string flavor;
+        for (const auto& [r, f] : ps.flavors) {
+          if (r == resource) flavor = f;
+        }
+        if (flavor.empty()) continue;  // not quota-managed
+        auto fit = flavor_index_.find(flavor);
+        if (fit == flavor_index_.end()) {
+          return Unexpected{"pod set " + ps.name + " is assigned flavor \"" + flavor + "\", which does not exist"};
+        }
+        const int fr = fr_of(fit->second, resource, false);
+        if (fr < 0) {
+          return Unexpected{"pod set " + ps.name + ": ClusterQueue " + admission.cluster_queue + " has no quota for " +
+                            resource + " in flavor " + flavor};
+        }
+        add_to(usage, fr, amount);
+      }
+    }
+    const auto id = static_cast<WorkloadId>(workloads_.size());
+    Wl w;
+    w.spec = std::move(spec);
+    w.queue = it->second;
+    w.usage = std::move(usage);
+    w.status.phase = WorkloadPhase::Admitted;
+    w.status.admission = std::move(admission);
+    w.status.admitted_at = admitted_at;
+    w.reserved_at = admitted_at;
+    set_condition(w.status, "QuotaReserved", true, "QuotaReserved",
+                  "Quota reserved in ClusterQueue " + w.status.admission->cluster_queue, admitted_at);
+    set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", admitted_at);
+    workloads_.push_back(std::move(w));
+    hold(id);
+    return id;
+  }
+
+  void finish(WorkloadId id, VirtualTime now) override {
+    Wl& w = workloads_.at(id);
+    if (w.status.phase == WorkloadPhase::Finished) return;
+    const bool held = w.status.phase == WorkloadPhase::Admitted || w.status.phase == WorkloadPhase::Evicted;
+    if (held) {
+      release(id);
+    } else {
+      unqueue(id);
+    }
+    w.status.phase = WorkloadPhase::Finished;
+    set_condition(w.status, "Finished", true, "Succeeded", "Job finished successfully", now);
+    if (held) requeue_inadmissible(w.queue);
+  }
+
+  void release_evicted(WorkloadId id, VirtualTime now) override {
+    Wl& w = workloads_.at(id);
+    if (w.status.phase != WorkloadPhase::Evicted) return;
+    release(id);
+    std::string message;
+    for (const auto& c : w.status.conditions) {
+      if (c.type == "Evicted") message = c.message;
+    }
+    // workload.UnsetQuotaReservationWithCondition + SyncAdmittedCondition, then requeue.
+    set_condition(w.status, "QuotaReserved", false, "Preempted", message, now);
+    set_condition(w.status, "Admitted", false, "NoReservation", "The workload has no reservation", now);
+    set_condition(w.status, "Requeued", true, "Preempted", message, now);
+    w.status.admission.reset();
+    w.status.phase = WorkloadPhase::Pending;
+    w.pending_message = message;
+    w.evicted = true;
+    push_active(id);
+    requeue_inadmissible(w.queue);
+  }
+
+  CycleResult run_cycle(VirtualTime now) override;
+
+  [[nodiscard]] bool has_active_heads() const override {
+    return std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.active.empty(); });
+  }
+  [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
+  [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return workloads_.at(id).spec; }
+  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return workloads_.at(id).status; }
+  [[nodiscard]] std::vector<std::string> cluster_queue_names() const override {
+    std::vector<std::string> out;
+    for (const auto& q : queues_) out.push_back(q.spec.name);
+    return out;
+  }
+  [[nodiscard]] std::vector<std::string> cohort_names() const override {
+    std::vector<std::pair<int, std::string>> byIndex;
+    for (const auto& [name, idx] : cohort_index_) byIndex.emplace_back(idx, name);
+    std::sort(byIndex.begin(), byIndex.end());
+    std::vector<std::string> out;
+    for (auto& p : byIndex) out.push_back(std::move(p.second));
+    return out;
+  }
+  [[nodiscard]] ClusterQueueStatus cluster_queue_status(const std::string& name) const override;
+  [[nodiscard]] std::optional<QuotaFigures> figures(const std::string& node, const std::string& flavor,
+                                                    const std::string& resource) const override {
+    int n = -1;
+    if (auto q = queue_index_.find(node); q != queue_index_.end()) n = queues_[at(q->second)].node;
+    if (auto c = cohort_index_.find(node); c != cohort_index_.end()) n = c->second;
+    auto f = flavor_index_.find(flavor);
+    if (n < 0 || f == flavor_index_.end()) return std::nullopt;
+    const int fr = fr_of(f->second, resource, false);
+    if (fr < 0) return std::nullopt;
+    return QuotaFigures{tree_.subtree_quota(n, fr), tree_.usage(n, fr), tree_.available(n, fr),
+                        tree_.potential_available(n, fr)};
+  }
+
+ private:
+  struct Entry {
+    WorkloadId w = 0;
+    int queue = -1;
+    Assignment a;
+    std::vector<Target> targets;
+    enum class Status { NotNominated, Skipped, Nominated, Assumed } status = Status::NotNominated;
+    Requeue requeue = Requeue::Generic;
+    std::string message;
+    std::string granular_reason;
+  };
+
+  // ---- indices --------------------------------------------------------------------------
+
+  int fr_of(int flavor, const std::string& resource, bool create) const {
+    auto it = fr_index_.find({flavor, resource});
+    if (it != fr_index_.end()) return it->second;
+    if (!create) return -1;
+    const int fr = static_cast<int>(fr_flavor_.size());
+    fr_index_.emplace(std::make_pair(flavor, resource), fr);
+    fr_flavor_.push_back(flavor);
+    fr_resource_.push_back(resource);
+    return fr;
+  }
+
+  [[nodiscard]] int height(int n) const {  // classical.getNodeHeight
+    const auto& x = tree_.node(n);
+    int h = std::min<int>(static_cast<int>(x.child_cohorts.size() + x.child_queues.size()), 1);
+    for (int c : x.child_cohorts) h = std::max(h, height(c) + 1);
+    return h;
+  }
+
+  // ---- pending queues (pkg/cache/queue/cluster_queue.go) ----------------------------------
+
+  void push_active(WorkloadId id) {
+    Wl& w = workloads_[id];
+    Queue& q = queues_[at(w.queue)];
+    if (w.in_inadmissible) {
+      q.inadmissible.erase(id);
+      w.in_inadmissible = false;
+    }
+    if (w.in_active) return;
+    w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.spec.uid, id};
+    q.active.insert(w.key);
+    w.in_active = true;
+  }
+
+  void push_inadmissible(WorkloadId id) {
+    Wl& w = workloads_[id];
+    if (w.in_active || w.in_inadmissible) return;
+    queues_[at(w.queue)].inadmissible.insert(id);
+    w.in_inadmissible = true;
+  }
+
+  void unqueue(WorkloadId id) {
+    Wl& w = workloads_[id];
+    if (w.queue < 0) return;
+    Queue& q = queues_[at(w.queue)];
+    if (w.in_active) q.active.erase(w.key);
+    if (w.in_inadmissible) q.inadmissible.erase(id);
+    w.in_active = w.in_inadmissible = false;
+    if (q.sticky && *q.sticky == id) q.sticky.reset();
+  }
+
+  // QueueInadmissibleWorkloads for the whole cohort tree of a queue: quota was released.
+  void requeue_inadmissible(int queue) {
+    const int root = tree_.root(queues_[at(queue)].node);
+    std::vector<int> stack{root};
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      const auto& x = tree_.node(n);
+      if (x.is_queue) {
+        Queue& q = queues_[at(node_queue_[at(n)])];
+        const std::vector<WorkloadId> moving(q.inadmissible.begin(), q.inadmissible.end());
+        for (WorkloadId id : moving) push_active(id);
+        continue;
+      }
+      for (int c : x.child_cohorts) stack.push_back(c);
+      for (int c : x.child_queues) stack.push_back(c);
+    }
+  }
+
+  // ---- usage --------------------------------------------------------------------------------
+
+  void add_usage(int queue, const Usage& u) {
+    for (const auto& [fr, v] : u) tree_.add_usage(queues_[at(queue)].node, fr, v);
+  }
+  void remove_usage(int queue, const Usage& u) {
+    for (const auto& [fr, v] : u) tree_.remove_usage(queues_[at(queue)].node, fr, v);
+  }
+  void remove_workload(WorkloadId id) { remove_usage(workloads_[id].queue, workloads_[id].usage); }
+  void add_workload(WorkloadId id) { add_usage(workloads_[id].queue, workloads_[id].usage); }
+
+  void hold(WorkloadId id) {
+    Wl& w = workloads_[id];
+    Queue& q = queues_[at(w.queue)];
+    w.holding_pos = q.holding.size();
+    q.holding.push_back(id);
+    add_workload(id);
+  }
+
+  void release(WorkloadId id) {
+    Wl& w = workloads_[id];
+    Queue& q = queues_[at(w.queue)];
+    remove_workload(id);
+    const WorkloadId last = q.holding.back();
+    q.holding[w.holding_pos] = last;
+    workloads_[last].holding_pos = w.holding_pos;
+    q.holding.pop_back();
+    w.usage.clear();
+  }
+
+  [[nodiscard]] bool fits(int queue, const Usage& u) const {  // ClusterQueueSnapshot.Fits
+    const int n = queues_[at(queue)].node;
+    return std::all_of(u.begin(), u.end(), [&](const auto& p) { return p.second <= tree_.available(n, p.first); });
+  }
+
+  [[nodiscard]] bool within_nominal(int n, const std::vector<int>& frs) const {  // IsWithinNominalInResources
+    return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.usage(n, fr) <= tree_.subtree_quota(n, fr); });
+  }
+
+  // ---- conditions ---------------------------------------------------------------------------
+
+  // apimeta.SetStatusCondition: the transition time moves only when the status flips.
+  static void set_condition(WorkloadStatus& s, const std::string& type, bool status, std::string reason,
+                            std::string message, VirtualTime now) {
+    for (auto& c : s.conditions) {
+      if (c.type != type) continue;
+      if (c.status != status) c.last_transition = now;
+      c.status = status;
+      c.reason = std::move(reason);
+      c.message = std::move(message);
+      return;
+    }
+    s.conditions.push_back(Condition{type, status, std::move(reason), std::move(message), now});
+  }
+
+  static void reset_active_condition(WorkloadStatus& s, const std::string& type, const std::string& reason,
+                                     VirtualTime now) {
+    for (auto& c : s.conditions) {
+      if (c.type == type && c.status) set_condition(s, type, false, reason, "Previously: " + c.message, now);
+    }
+  }
+
+  // Returns true when the pending message changed (a Pending decision is due).
+  bool set_pending(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now,
+                   CycleResult* out) {
+    Wl& w = workloads_[id];
+    set_condition(w.status, "QuotaReserved", false, reason, message, now);
+    if (w.pending_message == message && !w.status.conditions.empty()) return false;
+    w.pending_message = message;
+    if (out != nullptr) {
+      out->decisions.push_back(Decision{Decision::Kind::Pending, id,
+                                        w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, reason,
+                                        message, {}});
+    }
+    return true;
+  }
+
+  // ---- flavor assignment (pkg/scheduler/flavorassigner) ---------------------------------------
+
+  // Pod set totals as the assigner sees them: requests times count, plus `pods` when the
+  // queue manages it.
+  [[nodiscard]] std::vector<std::pair<std::string, Amount>> pod_set_totals(const Queue& q, const PodSetSpec& ps) const {
+    std::vector<std::pair<std::string, Amount>> out;
+    for (const auto& [r, v] : ps.requests) out.emplace_back(r, v * ps.count);
+    if (q.group_by_resource.contains("pods")) {
+      auto it = std::find_if(out.begin(), out.end(), [](const auto& p) { return p.first == "pods"; });
+      if (it != out.end()) {
+        it->second = ps.count;
+      } else {
+        out.emplace_back("pods", ps.count);
+        std::sort(out.begin(), out.end());
+      }
+    }
+    return out;
+  }
+
+  // classical.FindHeightOfLowestSubtreeThatFits
+  [[nodiscard]] std::pair<int, bool> lowest_subtree_that_fits(int n, int fr, Amount val) const {
+    if (!tree_.borrowing_with(n, fr, val) || !tree_.has_parent(n)) return {0, tree_.has_parent(n)};
+    Amount remaining = val - tree_.local_available(n, fr);
+    for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
+      if (!tree_.borrowing_with(a, fr, remaining)) return {heights_[at(a)], tree_.has_parent(a)};
+      remaining -= tree_.local_available(a, fr);
+    }
+    return {heights_[at(tree_.root(n))], false};
+  }
+
+  [[nodiscard]] bool can_preempt_while_borrowing(const Queue& q) const {
+    return q.spec.preemption.borrow_within_cohort != BorrowWithinCohortPolicy::Never ||
+           (options_.fair_sharing && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never);
+  }
+
+  // FlavorAssigner.fitsResourceQuota
+  std::tuple<PMode, int, std::vector<std::string>> fits_resource_quota(WorkloadId id, int queue, int fr, Amount assumed,
+                                                                       Amount request) {
+    const Queue& q = queues_[at(queue)];
+    const int n = q.node;
+    const std::string& flavor = flavors_[at(fr_flavor_[at(fr)])].name;
+    const std::string& resource = fr_resource_[at(fr)];
+    const Amount available = tree_.available(n, fr);
+    const Amount max_capacity = tree_.potential_available(n, fr);
+    const Amount val = assumed + request;
+    if (val > max_capacity) {
+      return {PMode::NoFit, 0,
+              {"insufficient quota for " + resource + " in flavor " + flavor +
+               ", previously considered podsets requests (" + format_amount(resource, assumed) +
+               ") + current podset request (" + format_amount(resource, request) + ") > maximum capacity (" +
+               format_amount(resource, max_capacity) + ")"}};
+    }
+    const auto [borrow, may_reclaim_in_hierarchy] = lowest_subtree_that_fits(n, fr, val);
+    if (val <= available) return {PMode::Fit, borrow, {}};
+    std::vector<std::string> reasons{"insufficient unused quota for " + resource + " in flavor " + flavor + ", " +
+                                     format_amount(resource, val - available) + " more needed"};
+    if (tree_.node(n).nominal[at(fr)] >= val || may_reclaim_in_hierarchy || can_preempt_while_borrowing(q)) {
+      auto [mode, borrow_after] = simulate_preemption(id, queue, fr, val);
+      return {mode, borrow_after, std::move(reasons)};
+    }
+    return {PMode::NoFit, borrow, std::move(reasons)};
+  }
+
+  // PreemptionOracle.SimulatePreemption
+  std::pair<PMode, int> simulate_preemption(WorkloadId id, int queue, int fr, Amount quantity) {
+    const auto targets = get_targets(id, queue, {fr}, Usage{{fr, quantity}});
+    const int n = queues_[at(queue)].node;
+    if (targets.empty()) return {PMode::NoCandidates, lowest_subtree_that_fits(n, fr, quantity).first};
+    for (const auto& t : targets) remove_workload(t.workload);
+    const int borrow = lowest_subtree_that_fits(n, fr, quantity).first;
+    for (const auto& t : targets) add_workload(t.workload);
+    for (const auto& t : targets) {
+      if (workloads_[t.workload].queue == queue) return {PMode::Preempt, borrow};
+    }
+    return {PMode::Reclaim, borrow};
+  }
+
+  // isPreferred: is a better than b under the queue's fungibility preference.
+  static bool preferred(const Granular& a, const Granular& b, const FlavorFungibility& f) {
+    if (a.p == PMode::NoFit) return false;
+    if (b.p == PMode::NoFit) return true;
+    const bool a_none = a.p == PMode::NoCandidates, b_none = b.p == PMode::NoCandidates;
+    if (a_none != b_none) return !a_none;
+    if (f.preference == FungibilityPreference::PreemptionOverBorrowing) {
+      if (a.borrow != b.borrow) return a.borrow < b.borrow;
+      return a.p > b.p;
+    }
+    if (a.p != b.p) return a.p > b.p;
+    return a.borrow < b.borrow;
+  }
+
+  static bool should_try_next_flavor(const Granular& m, const FlavorFungibility& f) {
+    if (m.p == PMode::NoFit || m.p == PMode::NoCandidates) return true;
+    const bool preempt_mode = m.p == PMode::Preempt || m.p == PMode::Reclaim;
+    if (preempt_mode && f.when_can_preempt == FungibilityPolicy::TryNextFlavor) return true;
+    if (m.borrow != 0 && f.when_can_borrow == FungibilityPolicy::TryNextFlavor) return true;
+    return false;
+  }
+
+  // checkFlavorForPodSets: taints and node selector against the flavor.
+  [[nodiscard]] std::optional<std::string> flavor_mismatch(int flavor, const PodSetSpec& ps) const {
+    const auto& f = flavors_[at(flavor)];
+    auto tolerated = [&](const Taint& t) {
+      auto match = [&](const Toleration& tol) {
+        if (tol.effect && *tol.effect != t.effect) return false;
+        if (tol.key.empty()) return tol.op == TolerationOperator::Exists;
+        if (tol.key != t.key) return false;
+        return tol.op == TolerationOperator::Exists || tol.value == t.value;
+      };
+      return std::any_of(ps.tolerations.begin(), ps.tolerations.end(), match) ||
+             std::any_of(f.tolerations.begin(), f.tolerations.end(), match);
+    };
+    for (const auto& t : f.node_taints) {
+      if (t.effect == TaintEffect::PreferNoSchedule) continue;
+      if (!tolerated(t)) {
+        const char* effect = t.effect == TaintEffect::NoSchedule ? "NoSchedule" : "NoExecute";
+        return "untolerated taint {" + t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + effect +
+               "} in flavor " + f.name;
+      }
+    }
+    // Only the flavor's own label keys take part (flavorSelector).
+    for (const auto& [k, v] : ps.node_selector) {
+      auto it = f.node_labels.find(k);
+      if (it != f.node_labels.end() && it->second != v) return "flavor " + f.name + " doesn't match node affinity";
+    }
+    return std::nullopt;
+  }
+
+  // FlavorAssigner.assignFlavors without partial admission or TAS.
+  Assignment assign(WorkloadId id) {
+    const Wl& w = workloads_[id];
+    const int queue = w.queue;
+    const Queue& q = queues_[at(queue)];
+    Assignment a;
+    for (const auto& ps : w.spec.pod_sets) {
+      PodSetAssign psa;
+      psa.name = ps.name;
+      psa.count = ps.count;
+      psa.requests = pod_set_totals(q, ps);
+      std::set<int> done_groups;
+      bool failed = false;
+      for (const auto& [resource, quantity] : psa.requests) {
+        auto g = q.group_by_resource.find(resource);
+        if (g == q.group_by_resource.end()) {
+          if (quantity == 0) continue;
+          psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
+          failed = true;
+          break;
+        }
+        if (!done_groups.insert(g->second).second) continue;
+        auto [flavors, reasons] = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage);
+        psa.reasons.insert(psa.reasons.end(), reasons.begin(), reasons.end());
+        if (flavors.empty()) {
+          failed = true;
+          break;
+        }
+        psa.flavors.insert(psa.flavors.end(), flavors.begin(), flavors.end());
+      }
+      if (failed) psa.flavors.clear();
+      psa.failed = failed;
+      std::sort(psa.flavors.begin(), psa.flavors.end(),
+                [](const ResourceAssign& x, const ResourceAssign& y) { return x.resource < y.resource; });
+      for (const auto& f : psa.flavors) {
+        a.borrowing = std::max(a.borrowing, f.borrow);
+        Amount amount = 0;
+        for (const auto& [r, v] : psa.requests) {
+          if (r == f.resource) amount = v;
+        }
+        add_to(a.usage, f.fr, amount);
+      }
+      a.pod_sets.push_back(std::move(psa));
+      if (failed) return a;
+    }
+    return a;
+  }
+
+  // FlavorAssigner.findFlavorForPodSets for one resource group.
+  std::pair<std::vector<ResourceAssign>, std::vector<std::string>> find_flavor(
+      WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
+      const std::vector<std::pair<std::string, Amount>>& requests, const Usage& assumed) {
+    const Queue& q = queues_[at(queue)];
+    std::vector<std::string> reasons;
+    std::vector<ResourceAssign> best;
+    Granular best_mode;
+    for (int flavor : group.flavors) {
+      if (auto mismatch = flavor_mismatch(flavor, ps)) {
+        reasons.push_back(*mismatch);
+        continue;
+      }
+      std::vector<ResourceAssign> assignments;
+      Granular rep{PMode::Fit, 0};
+      for (const auto& [resource, val] : requests) {
+        if (std::find(group.resources.begin(), group.resources.end(), resource) == group.resources.end()) continue;
+        const int fr = fr_of(flavor, resource, false);
+        if (fr < 0) {
+          rep = Granular{};
+          continue;
+        }
+        auto [pmode, borrow, why] = fits_resource_quota(id, queue, fr, usage_of(assumed, fr), val);
+        reasons.insert(reasons.end(), why.begin(), why.end());
+        const Granular mode{pmode, borrow};
+        if (preferred(rep, mode, q.spec.flavor_fungibility)) rep = mode;
+        if (rep.p == PMode::NoFit) continue;
+        assignments.push_back(ResourceAssign{resource, flavor, fr, to_mode(pmode), borrow});
+      }
+      if (!should_try_next_flavor(rep, q.spec.flavor_fungibility)) {
+        best = std::move(assignments);
+        best_mode = rep;
+        break;
+      }
+      if (preferred(rep, best_mode, q.spec.flavor_fungibility)) {
+        best = std::move(assignments);
+        best_mode = rep;
+      }
+    }
+    if (best_mode.p == PMode::Fit) return {std::move(best), {}};
+    if (best_mode.p == PMode::NoFit) best.clear();
+    return {std::move(best), std::move(reasons)};
+  }
+
+  // ---- preemption (pkg/scheduler/preemption) ---------------------------------------------------
+
+  [[nodiscard]] bool uses_resources(WorkloadId id, const std::vector<int>& frs) const {
+    // WorkloadUsesResources looks at the assigned flavors, whatever the amount.
+    return std::any_of(workloads_[id].usage.begin(), workloads_[id].usage.end(), [&](const auto& p) {
+      return std::find(frs.begin(), frs.end(), p.first) != frs.end();
+    });
+  }
+
+  // common.SatisfiesPreemptionPolicy
+  [[nodiscard]] bool satisfies(const Wl& preemptor, const Wl& candidate, PreemptionPolicy policy) const {
+    const bool lower = preemptor.spec.priority > candidate.spec.priority;
+    switch (policy) {
+      case PreemptionPolicy::LowerPriority: return lower;
+      case PreemptionPolicy::LowerOrNewerEqualPriority:
+        return lower || (preemptor.spec.priority == candidate.spec.priority && preemptor.spec.creation < candidate.spec.creation);
+      case PreemptionPolicy::Any: return true;
+      case PreemptionPolicy::Never: return false;
+    }
+    return false;
+  }
+
+  // common.CandidatesOrdering
+  [[nodiscard]] bool candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
+    const Wl& x = workloads_[a];
+    const Wl& y = workloads_[b];
+    if (x.status.phase == WorkloadPhase::Evicted) {
+      if (y.status.phase != WorkloadPhase::Evicted) return true;
+    } else if (y.status.phase == WorkloadPhase::Evicted) {
+      return false;
+    }
+    const bool x_own = x.queue == preemptor_queue, y_own = y.queue == preemptor_queue;
+    if (x_own != y_own) return !x_own;
+    if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+    const VirtualTime tx = x.status.phase == WorkloadPhase::Pending ? now : x.reserved_at;
+    const VirtualTime ty = y.status.phase == WorkloadPhase::Pending ? now : y.reserved_at;
+    if (tx != ty) return tx > ty;
+    if (x.spec.uid != y.spec.uid) return x.spec.uid < y.spec.uid;
+    return a < b;
+  }
+
+  struct Candidate {
+    WorkloadId w;
+    int lca;  // cohort node, -1 for the preemptor's own queue
+    Variant variant;
+  };
+
+  // classical.classifyPreemptionVariant
+  [[nodiscard]] Variant classify(const Wl& preemptor, int queue, WorkloadId cand, bool advantage,
+                                 const std::vector<int>& frs) const {
+    if (!uses_resources(cand, frs)) return Variant::Never;
+    const Queue& q = queues_[at(queue)];
+    const Wl& c = workloads_[cand];
+    const auto policy = c.queue == queue ? q.spec.preemption.within_cluster_queue : q.spec.preemption.reclaim_within_cohort;
+    if (!satisfies(preemptor, c, policy)) return Variant::Never;
+    if (c.queue == queue) return Variant::WithinCQ;
+    if (advantage) return Variant::Hierarchical;
+    if (q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never) return Variant::ReclaimWithoutBorrowing;
+    // isAboveBorrowingThreshold
+    const auto& threshold = q.spec.preemption.max_priority_threshold;
+    if (c.spec.priority >= preemptor.spec.priority || (threshold && c.spec.priority > *threshold)) {
+      return Variant::ReclaimWithoutBorrowing;
+    }
+    return Variant::ReclaimWhileBorrowing;
+  }
+
+  // QuantitiesFitInQuota
+  [[nodiscard]] std::pair<bool, Usage> fit_in_quota(int n, const Usage& requests) const {
+    bool ok = true;
+    Usage remaining;
+    for (const auto& [fr, v] : requests) {
+      if (tree_.subtree_quota(n, fr) < tree_.usage(n, fr) + v) ok = false;
+      remaining.emplace_back(fr, std::max<Amount>(0, v - tree_.local_available(n, fr)));
+    }
+    return {ok, remaining};
+  }
+
+  void collect_in_subtree(const Wl& preemptor, int queue, int current, int subtree_root, int skip, bool advantage,
+                          const std::vector<int>& frs, std::vector<Candidate>& out) const {
+    const auto& node = tree_.node(current);
+    for (int child : node.child_cohorts) {
+      if (child == skip || within_nominal(child, frs)) continue;
+      collect_in_subtree(preemptor, queue, child, subtree_root, skip, advantage, frs, out);
+    }
+    for (int child : node.child_queues) {
+      const int cq = node_queue_[at(child)];
+      if (cq == queue || within_nominal(child, frs)) continue;
+      for (WorkloadId w : queues_[at(cq)].holding) {
+        const Variant v = classify(preemptor, queue, w, advantage, frs);
+        if (v != Variant::Never) out.push_back(Candidate{w, subtree_root, v});
+      }
+    }
+  }
+
+  // candidateIterator.candidateIsValid
+  [[nodiscard]] bool candidate_valid(const Candidate& c, int queue, bool borrow, const std::vector<int>& frs) const {
+    const Wl& w = workloads_[c.w];
+    if (w.queue == queue) return true;
+    if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return false;
+    const int n = queues_[at(w.queue)].node;
+    if (within_nominal(n, frs)) return false;
+    for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
+      if (a == c.lca) break;
+      if (within_nominal(a, frs)) return false;
+    }
+    return true;
+  }
+
+  [[nodiscard]] bool workload_fits(int queue, const Usage& usage, bool allow_borrowing) const {
+    const int n = queues_[at(queue)].node;
+    for (const auto& [fr, v] : usage) {
+      if (!allow_borrowing && tree_.borrowing_with(n, fr, v)) return false;
+      if (v > tree_.available(n, fr)) return false;
+    }
+    return true;
+  }
+
+  std::vector<Target> fill_back(std::vector<Target> targets, int queue, const Usage& usage, bool allow_borrowing,
+                                bool fair) {
+    for (int i = static_cast<int>(targets.size()) - 2; i >= 0; --i) {
+      add_workload(targets[at(i)].workload);
+      bool ok;
+      if (fair) {
+        remove_usage(queue, usage);
+        ok = workload_fits(queue, usage, true);
+        add_usage(queue, usage);
+      } else {
+        ok = workload_fits(queue, usage, allow_borrowing);
+      }
+      if (ok) {
+        targets[at(i)] = targets.back();
+        targets.pop_back();
+      } else {
+        remove_workload(targets[at(i)].workload);
+      }
+    }
+    return targets;
+  }
+
+  std::vector<Target> get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
+    if (frs.empty()) return {};
+    return options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+  }
+
+  // Preemptor.classicalPreemptions
+  std::vector<Target> classical_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
+    const Wl& preemptor = workloads_[id];
+    const Queue& q = queues_[at(queue)];
+    const int n = q.node;
+    std::vector<Candidate> same, hierarchy, priority;
+    if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
+      for (WorkloadId w : q.holding) {
+        const Variant v = classify(preemptor, queue, w, false, frs);
+        if (v != Variant::Never) same.push_back(Candidate{w, -1, v});
+      }
+    }
+    if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
+      auto [advantage, remaining] = fit_in_quota(n, usage);
+      int previous = -1;
+      for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
+        collect_in_subtree(preemptor, queue, a, a, previous, advantage, frs, advantage ? hierarchy : priority);
+        auto [fits_here, rest] = fit_in_quota(a, remaining);
+        remaining = std::move(rest);
+        advantage = advantage || fits_here;
+        previous = a;
+      }
+    }
+    const VirtualTime now = now_;
+    auto order = [&](const Candidate& x, const Candidate& y) { return candidate_before(x.w, y.w, queue, now); };
+    std::sort(same.begin(), same.end(), order);
+    std::sort(hierarchy.begin(), hierarchy.end(), order);
+    std::sort(priority.begin(), priority.end(), order);
+    auto evicted = [&](const Candidate& c) { return workloads_[c.w].status.phase == WorkloadPhase::Evicted; };
+    std::vector<Candidate> all;
+    all.reserve(same.size() + hierarchy.size() + priority.size());
+    for (auto* list : {&hierarchy, &priority, &same}) {
+      for (const auto& c : *list) {
+        if (evicted(c)) all.push_back(c);
+      }
+    }
+    for (auto* list : {&hierarchy, &priority, &same}) {
+      for (const auto& c : *list) {
+        if (!evicted(c)) all.push_back(c);
+      }
+    }
+    const bool no_other = hierarchy.empty() && priority.empty();
+    const bool borrow_forbidden = q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
+    auto under_nominal = [&] {
+      return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.node(n).nominal[at(fr)] > tree_.usage(n, fr); });
+    };
+    std::vector<bool> attempts;
+    if (no_other || (borrow_forbidden && !under_nominal())) {
+      attempts = {true};
+    } else if (borrow_forbidden && hierarchy.empty()) {
+      attempts = {false, true};
+    } else {
+      attempts = {true, false};
+    }
+    for (const bool borrow : attempts) {
+      std::vector<Target> targets;
+      for (const auto& c : all) {
+        if (!candidate_valid(c, queue, borrow, frs)) continue;
+        remove_workload(c.w);
+        targets.push_back(Target{c.w, variant_reason(c.variant)});
+        if (workload_fits(queue, usage, borrow)) {
+          targets = fill_back(std::move(targets), queue, usage, borrow, false);
+          for (const auto& t : targets) add_workload(t.workload);
+          return targets;
+        }
+      }
+      for (const auto& t : targets) add_workload(t.workload);
+    }
+    return {};
+  }
+
+  // ---- fair sharing (pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/preemption/fairsharing) -
+
+  [[nodiscard]] Drs drs(int n) const {
+    const auto& x = tree_.node(n);
+    Drs d;
+    d.weight = x.fair_weight;
+    if (x.parent < 0) return d;
+    std::map<std::string, Amount> borrowed;
+    for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
+      const Amount b = x.usage[fr] - x.subtree_quota[fr];
+      if (b > 0) {
+        borrowed[fr_resource_[fr]] += b;
+        d.borrowed_frs.push_back(static_cast<int>(fr));
+      }
+    }
+    if (borrowed.empty()) return d;
+    d.borrowing = true;
+    std::map<std::string, Amount> lendable;
+    for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
+      lendable[fr_resource_[fr]] += tree_.potential_available(x.parent, static_cast<int>(fr));
+    }
+    for (const auto& [resource, b] : borrowed) {
+      const Amount l = lendable[resource];
+      if (l <= 0) continue;
+      const double ratio = static_cast<double>(b) * 1000.0 / static_cast<double>(l);
+      if (ratio > d.ratio || (ratio == d.ratio && resource < d.dominant)) {
+        d.ratio = ratio;
+        d.dominant = resource;
+      }
+    }
+    return d;
+  }
+
+  [[nodiscard]] std::vector<int> ancestors(int n) const {
+    std::vector<int> out;
+    for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) out.push_back(a);
+    return out;
+  }
+
+  // The child of `lca` on the path from node n (getAlmostLCA).
+  [[nodiscard]] int almost_lca(int n, int lca) const {
+    int child = n;
+    for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
+      if (a == lca) return child;
+      child = a;
+    }
+    return child;
+  }
+
+  std::vector<Target> fair_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
+    const Wl& preemptor = workloads_[id];
+    const Queue& q = queues_[at(queue)];
+    const int pn = q.node;
+    // findCandidates
+    std::vector<WorkloadId> candidates;
+    auto uses = [&](WorkloadId w) { return uses_resources(w, frs); };
+    if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
+      for (WorkloadId w : q.holding) {
+        if (satisfies(preemptor, workloads_[w], q.spec.preemption.within_cluster_queue) && uses(w)) candidates.push_back(w);
+      }
+    }
+    if (tree_.has_parent(pn) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
+      std::vector<int> stack{tree_.root(pn)};
+      std::vector<int> subtree_queues;
+      while (!stack.empty()) {
+        const int x = stack.back();
+        stack.pop_back();
+        const auto& node = tree_.node(x);
+        if (node.is_queue) {
+          subtree_queues.push_back(node_queue_[at(x)]);
+          continue;
+        }
+        for (auto it = node.child_queues.rbegin(); it != node.child_queues.rend(); ++it) stack.push_back(*it);
+        for (auto it = node.child_cohorts.rbegin(); it != node.child_cohorts.rend(); ++it) stack.push_back(*it);
+      }
+      std::sort(subtree_queues.begin(), subtree_queues.end());
+      for (int other : subtree_queues) {
+        if (other == queue) continue;
+        const int on = queues_[at(other)].node;
+        const bool borrowing = std::any_of(frs.begin(), frs.end(), [&](int fr) { return tree_.borrowing_with(on, fr, 0); });
+        if (!borrowing) continue;
+        for (WorkloadId w : queues_[at(other)].holding) {
+          if (satisfies(preemptor, workloads_[w], q.spec.preemption.reclaim_within_cohort) && uses(w)) candidates.push_back(w);
+        }
+      }
+    }
+    if (candidates.empty()) return {};
+    const VirtualTime now = now_;
+    std::sort(candidates.begin(), candidates.end(),
+              [&](WorkloadId a, WorkloadId b) { return candidate_before(a, b, queue, now); });
+
+    add_usage(queue, usage);  // shares include the incoming workload
+    const std::vector<int> preemptor_ancestors = ancestors(pn);
+    auto fits_fs = [&] {
+      remove_usage(queue, usage);
+      const bool ok = workload_fits(queue, usage, true);
+      add_usage(queue, usage);
+      return ok;
+    };
+
+    // TargetClusterQueueOrdering over per-queue candidate lists.
+    std::map<int, std::vector<WorkloadId>> per_queue;  // queue -> candidates in order
+    auto make_lists = [&](const std::vector<WorkloadId>& cands) {
+      per_queue.clear();
+      for (WorkloadId w : cands) per_queue[workloads_[w].queue].push_back(w);
+    };
+    std::set<int> pruned_queues, pruned_cohorts;
+    auto has_work = [&](int qi) {
+      auto it = per_queue.find(qi);
+      return it != per_queue.end() && !it->second.empty();
+    };
+    auto on_path = [&](int cohort) {
+      return std::find(preemptor_ancestors.begin(), preemptor_ancestors.end(), cohort) != preemptor_ancestors.end();
+    };
+    std::function<int(int)> next_target = [&](int cohort) -> int {
+      int best_q = -1;
+      Drs best_q_drs = Drs::negative();
+      for (int child : tree_.node(cohort).child_queues) {
+        const int qi = node_queue_[at(child)];
+        if (pruned_queues.contains(qi)) continue;
+        const Drs d = drs(child);
+        if ((!d.borrowing && qi != queue) || !has_work(qi)) {
+          pruned_queues.insert(qi);
+        } else if (best_q >= 0 && compare_drs(d, best_q_drs) == 0) {
+          if (candidate_before(per_queue[qi].front(), per_queue[best_q].front(), queue, now)) best_q = qi;
+        } else if (compare_drs(d, best_q_drs) == 1) {
+          best_q_drs = d;
+          best_q = qi;
+        }
+      }
+      int best_c = -1;
+      Drs best_c_drs = Drs::negative();
+      for (int child : tree_.node(cohort).child_cohorts) {
+        if (pruned_cohorts.contains(child)) continue;
+        const Drs d = drs(child);
+        if (!d.borrowing && !on_path(child)) {
+          pruned_cohorts.insert(child);
+        } else if (compare_drs(d, best_c_drs) >= 0) {
+          best_c_drs = d;
+          best_c = child;
+        }
+      }
+      if (best_c < 0 && best_q < 0) {
+        pruned_cohorts.insert(cohort);
+        return -1;
+      }
+      if (best_c >= 0 && compare_drs(best_c_drs, best_q_drs) >= 0) return next_target(best_c);
+      return best_q;
+    };
+    // Yields the next target queue, or -1 when exhausted.
+    const int root = tree_.has_parent(pn) ? tree_.root(pn) : -1;
+    auto next_queue = [&]() -> int {
+      if (root < 0) return (!pruned_queues.contains(queue) && has_work(queue)) ? queue : -1;
+      while (!pruned_cohorts.contains(root)) {
+        const int t = next_target(root);
+        if (t >= 0) return t;
+      }
+      return -1;
+    };
+    auto lca_of = [&](int target_queue) {
+      const int tn = queues_[at(target_queue)].node;
+      for (int a : ancestors(tn)) {
+        if (on_path(a)) return a;
+      }
+      return -1;
+    };
+    auto shares = [&](int target_queue) {
+      const int lca = lca_of(target_queue);
+      return std::make_pair(drs(almost_lca(pn, lca)), drs(almost_lca(queues_[at(target_queue)].node, lca)));
+    };
+    auto strategy_passes = [&](FairSharingStrategy s, const Drs& preemptor_new, const Drs& target_old,
+                               const Drs& target_new) {
+      return s == FairSharingStrategy::LessThanOrEqualToFinalShare ? compare_drs(preemptor_new, target_new) <= 0
+                                                                   : compare_drs(preemptor_new, target_old) < 0;
+    };
+    const auto& strategies = options_.fair_sharing_strategies;
+    const bool within_nominal_now = std::none_of(frs.begin(), frs.end(), [&](int fr) { return tree_.borrowing_with(pn, fr, 0); });
+
+    std::vector<Target> targets;
+    std::vector<WorkloadId> retry;
+    bool fits_now = false;
+    make_lists(candidates);
+    // runFirstFsStrategy
+    for (int t = next_queue(); t >= 0 && !fits_now; t = next_queue()) {
+      auto& list = per_queue[t];
+      if (t == queue) {
+        const WorkloadId w = list.front();
+        list.erase(list.begin());
+        remove_workload(w);
+        targets.push_back(Target{w, "InClusterQueue"});
+        if (fits_fs()) fits_now = true;
+        continue;
+      }
+      if (within_nominal_now) {
+        const WorkloadId w = list.front();
+        list.erase(list.begin());
+        remove_workload(w);
+        targets.push_back(Target{w, "InCohortReclamation"});
+        if (fits_fs()) fits_now = true;
+        continue;
+      }
+      const auto [preemptor_new, target_old] = shares(t);
+      if (preemptor_new.weighted() == std::numeric_limits<double>::infinity() &&
+          target_old.weighted() != std::numeric_limits<double>::infinity()) {
+        retry.insert(retry.end(), list.begin(), list.end());
+        list.clear();
+        continue;
+      }
+      while (!list.empty()) {
+        const WorkloadId w = list.front();
+        list.erase(list.begin());
+        remove_workload(w);
+        const Drs target_new = shares(t).second;
+        add_workload(w);
+        if (strategy_passes(strategies.front(), preemptor_new, target_old, target_new)) {
+          remove_workload(w);
+          targets.push_back(Target{w, "InCohortFairSharing"});
+          if (fits_fs()) fits_now = true;
+          break;
+        }
+        retry.push_back(w);
+      }
+    }
+    // runSecondFsStrategy (rule S2-b)
+    if (!fits_now && strategies.size() > 1) {
+      make_lists(retry);
+      pruned_queues.clear();
+      pruned_cohorts.clear();
+      for (int t = next_queue(); t >= 0 && !fits_now; t = next_queue()) {
+        auto& list = per_queue[t];
+        const auto [preemptor_new, target_old] = shares(t);
+        const WorkloadId w = list.front();
+        list.erase(list.begin());
+        if (compare_drs(preemptor_new, target_old) < 0) {
+          remove_workload(w);
+          targets.push_back(Target{w, "InCohortFairSharing"});
+          if (fits_fs()) fits_now = true;
+        }
+        pruned_queues.insert(t);
+      }
+    }
+    remove_usage(queue, usage);
+    if (!fits_now) {
+      for (const auto& t : targets) add_workload(t.workload);
+      return {};
+    }
+    targets = fill_back(std::move(targets), queue, usage, true, false);
+    for (const auto& t : targets) add_workload(t.workload);
+    return targets;
+  }
+
+  // ---- the cycle ---------------------------------------------------------------------------
+
+  void nominate(Entry& e) {
+    e.a = assign(e.w);
+    e.message = e.a.message();
+    if (e.a.mode() == Mode::Preempt) {
+      std::vector<int> frs;
+      for (const auto& ps : e.a.pod_sets) {
+        for (const auto& f : ps.flavors) {
+          if (f.mode == Mode::Preempt) frs.push_back(f.fr);
+        }
+      }
+      std::sort(frs.begin(), frs.end());
+      frs.erase(std::unique(frs.begin(), frs.end()), frs.end());
+      e.targets = get_targets(e.w, e.queue, frs, e.a.usage);
+    }
+  }
+
+  // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
+  bool fits_after(const Entry& e, const std::set<WorkloadId>& preempted, const std::vector<Target>& targets) {
+    std::set<WorkloadId> merged = preempted;
+    for (const auto& t : targets) merged.insert(t.workload);
+    for (WorkloadId w : merged) remove_workload(w);
+    const bool ok = fits(e.queue, e.a.usage);
+    for (WorkloadId w : merged) add_workload(w);
+    return ok;
+  }
+
+  // quotaResourcesToReserve
+  Usage reserve_for(const Entry& e) const {
+    const int n = queues_[at(e.queue)].node;
+    Usage out;
+    for (const auto& [fr, v] : e.a.usage) {
+      const auto& x = tree_.node(n);
+      Amount r;
+      if (e.a.borrowing > 0) {
+        r = x.borrowing_limit[at(fr)] == kNoLimit ? v : std::min(v, x.nominal[at(fr)] + x.borrowing_limit[at(fr)] - x.usage[at(fr)]);
+      } else {
+        r = std::max<Amount>(0, std::min(v, x.nominal[at(fr)] - x.usage[at(fr)]));
+      }
+      out.emplace_back(fr, r);
+    }
+    return out;
+  }
+
+  void process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::pair<int, Usage>>& reserved,
+               CycleResult& out, VirtualTime now);
+  void admit(Entry& e, VirtualTime now, CycleResult& out);
+  void order_classical(std::vector<Entry>& entries) const;
+  std::vector<std::size_t> order_fair(std::vector<Entry>& entries, std::set<WorkloadId>& preempted,
+                                      std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
+
+  CoreOptions options_;
+  std::vector<ResourceFlavorSpec> flavors_;
+  std::unordered_map<std::string, int> flavor_index_;
+  mutable std::map<std::pair<int, std::string>, int> fr_index_;
+  mutable std::vector<int> fr_flavor_;
+  mutable std::vector<std::string> fr_resource_;
+  QuotaTree tree_;
+  std::vector<int> heights_;
+  std::vector<Queue> queues_;
+  std::vector<int> node_queue_;  // node index -> queue index, -1 for cohorts
+  std::unordered_map<std::string, int> queue_index_;
+  std::unordered_map<std::string, int> cohort_index_;
+  std::vector<Wl> workloads_;
+  std::uint64_t cycle_ = 0;
+  VirtualTime now_ = 0;
+};
+
+void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
+  Wl& w = workloads_[e.w];
+  Queue& q = queues_[at(e.queue)];
+  Admission admission;
+  admission.cluster_queue = q.spec.name;
+  for (const auto& ps : e.a.pod_sets) {
+    PodSetAssignment psa;
+    psa.name = ps.name;
+    psa.count = ps.count;
+    for (const auto& f : ps.flavors) {
+      psa.flavors.emplace_back(f.resource, flavors_[at(f.flavor)].name);
+    }
+    psa.resource_usage = ps.requests;
+    admission.pod_sets.push_back(std::move(psa));
+  }
+  w.usage = e.a.usage;
+  w.status.phase = WorkloadPhase::Admitted;
+  w.status.admission = std::move(admission);
+  w.status.admitted_at = now;
+  w.reserved_at = now;
+  w.pending_message.clear();
+  set_condition(w.status, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue " + q.spec.name, now);
+  reset_active_condition(w.status, "Evicted", "QuotaReserved", now);
+  reset_active_condition(w.status, "Preempted", "QuotaReserved", now);
+  set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", now);
+  if (q.sticky && *q.sticky == e.w) q.sticky.reset();
+  hold(e.w);
+  e.status = Entry::Status::Assumed;
+  out.decisions.push_back(Decision{Decision::Kind::Admitted, e.w, q.spec.name, "QuotaReserved",
+                                   "Quota reserved in ClusterQueue " + q.spec.name, {}});
+}
+
+void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::pair<int, Usage>>& reserved,
+                   CycleResult& out, VirtualTime now) {
+  auto any_preempted = [&](const std::vector<Target>& targets) {
+    return std::any_of(targets.begin(), targets.end(), [&](const Target& t) { return preempted.contains(t.workload); });
+  };
+  // updateAssignmentIfNeeded: overlapping targets -> recompute with the other victims gone.
+  bool ok = fits_after(e, preempted, e.targets);
+  if (any_preempted(e.targets)) {
+    for (WorkloadId w : preempted) remove_workload(w);
+    nominate(e);
+    for (WorkloadId w : preempted) add_workload(w);
+    if (e.a.mode() == Mode::Fit) e.a.forced = Mode::DeferredFit;
+    ok = fits_after(e, preempted, e.targets);
+  }
+  const Mode mode = e.a.mode();
+  if (mode == Mode::NoFit) {
+    e.requeue = Requeue::NoFit;
+    return;
+  }
+  if (mode == Mode::Preempt && e.targets.empty()) {
+    e.requeue = Requeue::NoCandidates;
+    e.granular_reason = "WaitingForQuota";
+    // reserveCapacityForUnreclaimablePreempt: unless the queue can always reclaim.
+    if (queues_[at(e.queue)].spec.preemption.reclaim_within_cohort != PreemptionPolicy::Any) {
+      Usage r = reserve_for(e);
+      add_usage(e.queue, r);
+      reserved.emplace_back(e.queue, std::move(r));
+    }
+    return;
+  }
+  if (mode == Mode::DeferredFit) {
+    e.message = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete";
+    e.granular_reason = "WaitingForPreemptedWorkloads";
+    e.requeue = Requeue::PendingPreemption;
+    add_usage(e.queue, e.a.usage);
+    reserved.emplace_back(e.queue, e.a.usage);
+    return;
+  }
+  if (any_preempted(e.targets)) {
+    e.status = Entry::Status::Skipped;
+    e.message = "Workload has overlapping preemption targets with another workload";
+    return;
+  }
+  if (!ok) {
+    e.status = Entry::Status::Skipped;
+    e.message = "Workload no longer fits after processing another workload";
+    return;
+  }
+  for (const auto& t : e.targets) preempted.insert(t.workload);
+  if (mode == Mode::Preempt) {
+    add_usage(e.queue, e.a.usage);
+    reserved.emplace_back(e.queue, e.a.usage);
+    // Preemptor.IssuePreemptions
+    const Wl& preemptor = workloads_[e.w];
+    auto path = [&](int queue) {
+      std::string p = queues_[at(queue)].spec.name;
+      for (int a = tree_.node(queues_[at(queue)].node).parent; a >= 0; a = tree_.node(a).parent) p = tree_.node(a).name + "/" + p;
+      return "/" + p;
+    };
+    std::vector<WorkloadId> victims;
+    for (const auto& t : e.targets) {
+      Wl& v = workloads_[t.workload];
+      victims.push_back(t.workload);
+      if (v.status.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
+      const std::string message = "Preempted to accommodate a workload (UID: " +
+                                  (preemptor.spec.uid.empty() ? "UNKNOWN" : preemptor.spec.uid) +
+                                  ", JobUID: " + (preemptor.spec.job_uid.empty() ? "UNKNOWN" : preemptor.spec.job_uid) +
+                                  ") due to " + human_reason(t.reason) + "; preemptor path: " + path(e.queue) +
+                                  "; preemptee path: " + path(v.queue);
+      set_condition(v.status, "Evicted", true, "Preempted", message, now);
+      set_condition(v.status, "Preempted", true, t.reason, message, now);
+      v.status.phase = WorkloadPhase::Evicted;
+      out.evicted.push_back(t.workload);
+      out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, t.reason,
+                                       message, {e.w}});
+    }
+    e.message += ". Pending the preemption of " + std::to_string(e.targets.size()) + " workload(s)";
+    e.granular_reason = "WaitingForPreemptedWorkloads";
+    e.requeue = Requeue::PendingPreemption;
+    e.status = Entry::Status::Nominated;
+    out.decisions.push_back(Decision{Decision::Kind::PreemptionIssued, e.w, queues_[at(e.queue)].spec.name, "Pending",
+                                     e.message, victims});
+    return;
+  }
+  admit(e, now, out);
+}
+
+void Core::order_classical(std::vector<Entry>& entries) const {
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    if (a.a.borrowing != b.a.borrowing) return a.a.borrowing < b.a.borrowing;
+    const auto& x = workloads_[a.w].spec;
+    const auto& y = workloads_[b.w].spec;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.creation != y.creation) return x.creation < y.creation;
+    if (x.uid != y.uid) return x.uid < y.uid;
+    return a.w < b.w;
+  });
+}
+
+// fairSharingIterator: repeatedly run a tournament in the root cohort of the first
+// remaining entry (upstream picks an arbitrary one; the twin picks the lowest queue index).
+std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, std::set<WorkloadId>& preempted,
+                                          std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
+                                          VirtualTime now) {
+  std::vector<std::size_t> order;
+  std::map<int, std::size_t> by_queue;  // queue -> entry
+  for (std::size_t i = 0; i < entries.size(); ++i) by_queue.emplace(entries[i].queue, i);
+  while (!by_queue.empty()) {
+    const int first = by_queue.begin()->first;
+    const int n = queues_[at(first)].node;
+    std::size_t chosen;
+    if (!tree_.has_parent(n)) {
+      chosen = by_queue.begin()->second;
+    } else {
+      const int root = tree_.root(n);
+      // computeDRS: per entry, its share at each ancestor level with its usage added.
+      std::map<std::pair<int, std::size_t>, Drs> values;
+      for (const auto& [qi, idx] : by_queue) {
+        const int qn = queues_[at(qi)].node;
+        if (tree_.root(qn) != root) continue;
+        add_usage(qi, entries[idx].a.usage);
+        Drs d = drs(qn);
+        for (int a = tree_.node(qn).parent; a >= 0; a = tree_.node(a).parent) {
+          values[{a, idx}] = d;
+          d = drs(a);
+        }
+        remove_usage(qi, entries[idx].a.usage);
+      }
+      auto less = [&](std::size_t a, std::size_t b, int cohort) {
+        const Drs& da = values[{cohort, a}];
+        const Drs& db = values[{cohort, b}];
+        const bool ba = std::any_of(da.borrowed_frs.begin(), da.borrowed_frs.end(),
+                                    [&](int fr) { return usage_of(entries[a].a.usage, fr) > 0; });
+        const bool bb = std::any_of(db.borrowed_frs.begin(), db.borrowed_frs.end(),
+                                    [&](int fr) { return usage_of(entries[b].a.usage, fr) > 0; });
+        if (ba != bb) return !ba;
+        if (const int c = compare_drs(da, db); c != 0) return c < 0;
+        const auto& x = workloads_[entries[a].w].spec;
+        const auto& y = workloads_[entries[b].w].spec;
+        if (x.priority != y.priority) return x.priority > y.priority;
+        if (x.creation != y.creation) return x.creation < y.creation;
+        return x.uid < y.uid;
+      };
+      std::function<std::optional<std::size_t>(int)> tournament = [&](int cohort) -> std::optional<std::size_t> {
+        std::vector<std::size_t> cands;
+        for (int c : tree_.node(cohort).child_cohorts) {
+          if (auto w = tournament(c)) cands.push_back(*w);
+        }
+        for (int c : tree_.node(cohort).child_queues) {
+          auto it = by_queue.find(node_queue_[at(c)]);
+          if (it != by_queue.end()) cands.push_back(it->second);
+        }
+        if (cands.empty()) return std::nullopt;
+        std::size_t best = cands.front();
+        for (std::size_t i = 1; i < cands.size(); ++i) {
+          if (less(cands[i], best, cohort)) best = cands[i];
+        }
+        return best;
+      };
+      chosen = *tournament(root);
+    }
+    by_queue.erase(entries[chosen].queue);
+    order.push_back(chosen);
+    process(entries[chosen], preempted, reserved, out, now);
+  }
+  return order;
+}
+
+CycleResult Core::run_cycle(VirtualTime now) {
+  now_ = now;
+  CycleResult out;
+  out.cycle = ++cycle_;
+  out.time = now;
+  // 1. One head per ClusterQueue.
+  std::vector<Entry> entries;
+  std::vector<Entry> inactive;
+  for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
+    Queue& q = queues_[qi];
+    if (q.active.empty()) continue;
+    const WorkloadId id = q.active.begin()->id;
+    q.active.erase(q.active.begin());
+    workloads_[id].in_active = false;
+    Entry e;
+    e.w = id;
+    e.queue = static_cast<int>(qi);
+    if (!q.spec.active) {
+      e.message = "ClusterQueue " + q.spec.name + " is inactive";
+      e.granular_reason = "Suspended";
+      inactive.push_back(std::move(e));
+      continue;
+    }
+    entries.push_back(std::move(e));
+  }
+  out.heads = entries.size() + inactive.size();
+  // 2-3. Nominate against the state at the start of the cycle.
+  for (auto& e : entries) nominate(e);
+  // 4-5. Order and process.
+  std::set<WorkloadId> preempted;
+  std::vector<std::pair<int, Usage>> reserved;
+  if (options_.fair_sharing) {
+    order_fair(entries, preempted, reserved, out, now);
+  } else {
+    order_classical(entries);
+    for (auto& e : entries) process(e, preempted, reserved, out, now);
+  }
+  // Capacity held for preemptors only lives within the cycle's snapshot.
+  for (auto it = reserved.rbegin(); it != reserved.rend(); ++it) remove_usage(it->first, it->second);
+  // 6. Requeue what was not admitted (ClusterQueue.RequeueIfNotPresent).
+  auto requeue = [&](Entry& e) {
+    if (e.status == Entry::Status::Assumed) return;
+    Queue& q = queues_[at(e.queue)];
+    Requeue reason = e.requeue;
+    if (e.status != Entry::Status::NotNominated && reason == Requeue::Generic) reason = Requeue::FailedAfterNomination;
+    const bool immediate = q.spec.queueing_strategy == QueueingStrategy::StrictFIFO ||
+                           reason == Requeue::FailedAfterNomination || reason == Requeue::PendingPreemption;
+    if (reason == Requeue::PendingPreemption && q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO) {
+      q.sticky = e.w;
+    } else if (q.sticky && *q.sticky == e.w) {
+      q.sticky.reset();
+    }
+    if (immediate || !q.spec.active) {
+      if (q.spec.active) {
+        push_active(e.w);
+      } else {
+        push_inadmissible(e.w);
+      }
+    } else {
+      push_inadmissible(e.w);
+    }
+    set_pending(e.w, "Pending", e.message, now, &out);
+  };
+  for (auto& e : entries) requeue(e);
+  for (auto& e : inactive) requeue(e);
+  return out;
+}
+
+ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
+  ClusterQueueStatus s;
+  s.name = name;
+  auto it = queue_index_.find(name);
+  if (it == queue_index_.end()) return s;
+  const Queue& q = queues_[at(it->second)];
+  const int n = q.node;
+  s.pending_workloads = static_cast<std::int64_t>(q.active.size() + q.inadmissible.size());
+  std::vector<Amount> admitted_usage(tree_.fr_count(), 0);
+  for (WorkloadId w : q.holding) {
+    ++s.reserving_workloads;
+    if (workloads_[w].status.phase == WorkloadPhase::Admitted) {
+      ++s.admitted_workloads;
+    }
+    for (const auto& [fr, v] : workloads_[w].usage) admitted_usage[at(fr)] += v;
+  }
+  for (const auto& g : q.groups) {
+    for (int flavor : g.flavors) {
+      for (const auto& resource : g.resources) {
+        const int fr = fr_of(flavor, resource, false);
+        if (fr < 0) continue;
+        const Amount nominal = tree_.node(n).nominal[at(fr)];
+        const Amount used = tree_.usage(n, fr);
+        s.flavors_reservation.push_back(
+            FlavorResourceAmount{flavors_[at(flavor)].name, resource, used, std::max<Amount>(0, used - nominal)});
+        const Amount adm = admitted_usage[at(fr)];
+        s.flavors_usage.push_back(
+            FlavorResourceAmount{flavors_[at(flavor)].name, resource, adm, std::max<Amount>(0, adm - nominal)});
+      }
+    }
+  }
+  if (options_.fair_sharing) {
+    const Drs d = drs(n);
+    s.weighted_share = d.rounded();
+    s.dominant_resource = d.dominant;
+  }
+  return s;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<AdmissionCore>> AdmissionCore::create(const CoreOptions& options,
+                                                               std::vector<ResourceFlavorSpec> flavors,
+                                                               std::vector<CohortSpec> cohorts,
+                                                               std::vector<ClusterQueueSpec> queues) {
+  auto core = std::make_unique<Core>(options, std::move(flavors));
+  if (auto error = core->build(std::move(cohorts), std::move(queues))) return Unexpected{*error};
+  return std::unique_ptr<AdmissionCore>(std::move(core));
+}
+
+}  // namespace gpubank::twin

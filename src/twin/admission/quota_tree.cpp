@@ -1,0 +1,97 @@
+#include "twin/admission/quota_tree.hpp"
+
+#include <algorithm>
+
+namespace gpubank::twin {
+
+namespace {
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+}  // namespace
+
+QuotaTree::QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count)
+    : nodes_(std::move(nodes)), fr_count_(fr_count) {
+  for (auto& n : nodes_) {
+    n.subtree_quota.assign(fr_count_, 0);
+    n.usage.assign(fr_count_, 0);
+  }
+  // Subtree quota bottom-up from every root (the tree is acyclic: create() checked).
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].parent < 0) accumulate(static_cast<int>(i));
+  }
+}
+
+int QuotaTree::root(int n) const {
+  while (node(n).parent >= 0) n = node(n).parent;
+  return n;
+}
+
+void QuotaTree::accumulate(int n) {
+  auto& x = nodes_[at(n)];
+  for (std::size_t fr = 0; fr < fr_count_; ++fr) x.subtree_quota[fr] = x.nominal[fr];
+  auto add_child = [&](int c) {
+    accumulate(c);
+    for (std::size_t fr = 0; fr < fr_count_; ++fr) {
+      nodes_[at(n)].subtree_quota[fr] += node(c).subtree_quota[fr] - local_quota(c, static_cast<int>(fr));
+    }
+  };
+  for (int c : x.child_cohorts) add_child(c);
+  for (int c : nodes_[at(n)].child_queues) add_child(c);
+}
+
+Amount QuotaTree::local_quota(int n, int fr) const {
+  const auto& x = node(n);
+  const Amount lending = x.lending_limit[at(fr)];
+  if (lending == kNoLimit) return 0;
+  return std::max<Amount>(0, x.subtree_quota[at(fr)] - lending);
+}
+
+Amount QuotaTree::local_available(int n, int fr) const {
+  return std::max<Amount>(0, local_quota(n, fr) - node(n).usage[at(fr)]);
+}
+
+Amount QuotaTree::available(int n, int fr) const {
+  const auto& x = node(n);
+  if (x.parent < 0) return x.subtree_quota[at(fr)] - x.usage[at(fr)];
+  Amount from_parent = available(x.parent, fr);
+  const Amount borrowing = x.borrowing_limit[at(fr)];
+  if (borrowing != kNoLimit) {
+    const Amount lq = local_quota(n, fr);
+    const Amount stored_in_parent = x.subtree_quota[at(fr)] - lq;
+    const Amount used_in_parent = std::max<Amount>(0, x.usage[at(fr)] - lq);
+    from_parent = std::min(from_parent, stored_in_parent - used_in_parent + borrowing);
+  }
+  return local_available(n, fr) + from_parent;
+}
+
+Amount QuotaTree::potential_available(int n, int fr) const {
+  const auto& x = node(n);
+  if (x.parent < 0) return x.subtree_quota[at(fr)];
+  Amount a = local_quota(n, fr) + potential_available(x.parent, fr);
+  const Amount borrowing = x.borrowing_limit[at(fr)];
+  if (borrowing != kNoLimit) a = std::min(a, x.subtree_quota[at(fr)] + borrowing);
+  return a;
+}
+
+void QuotaTree::add_usage(int n, int fr, Amount val) {
+  while (true) {
+    auto& x = nodes_[at(n)];
+    const Amount local = local_available(n, fr);
+    x.usage[at(fr)] += val;
+    if (x.parent < 0 || val <= local) return;
+    val -= local;
+    n = x.parent;
+  }
+}
+
+void QuotaTree::remove_usage(int n, int fr, Amount val) {
+  while (true) {
+    auto& x = nodes_[at(n)];
+    const Amount stored_in_parent = x.usage[at(fr)] - local_quota(n, fr);
+    x.usage[at(fr)] -= val;
+    if (stored_in_parent <= 0 || x.parent < 0) return;
+    val = std::min(val, stored_in_parent);
+    n = x.parent;
+  }
+}
+
+}  // namespace gpubank::twin

@@ -1,0 +1,61 @@
+// Kueue's quota tree per (flavor, resource): ClusterQueues are leaves, Cohorts inner nodes.
+// Formulas: ../shared/spec/kueue-semantics.md; upstream pkg/cache/scheduler/resource_node.go
+// (localQuota, available, potentialAvailable, addUsage/removeUsage, accumulateFromChild).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "twin/admission/model.hpp"
+
+namespace gpubank::twin {
+
+inline constexpr Amount kNoLimit = -1;  // borrowingLimit / lendingLimit unset
+
+struct QuotaNode {
+  std::string name;
+  bool is_queue = false;
+  int parent = -1;  // node index, -1 for a root (or a queue without cohort)
+  std::vector<int> child_cohorts, child_queues;
+  double fair_weight = 1.0;
+  // Dense over flavor-resource indices.
+  std::vector<Amount> nominal, borrowing_limit, lending_limit;
+  std::vector<Amount> subtree_quota, usage;
+};
+
+class QuotaTree {
+ public:
+  QuotaTree() = default;
+  QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count);
+
+  [[nodiscard]] std::size_t fr_count() const { return fr_count_; }
+  [[nodiscard]] const QuotaNode& node(int n) const { return nodes_[static_cast<std::size_t>(n)]; }
+  [[nodiscard]] std::size_t size() const { return nodes_.size(); }
+  [[nodiscard]] bool has_parent(int n) const { return node(n).parent >= 0; }
+  [[nodiscard]] int root(int n) const;
+
+  // max(0, subtreeQuota - lendingLimit) when a lending limit is set, else 0.
+  [[nodiscard]] Amount local_quota(int n, int fr) const;
+  [[nodiscard]] Amount local_available(int n, int fr) const;
+  [[nodiscard]] Amount available(int n, int fr) const;
+  [[nodiscard]] Amount potential_available(int n, int fr) const;
+  [[nodiscard]] bool borrowing_with(int n, int fr, Amount val) const {
+    const auto& x = node(n);
+    return x.usage[static_cast<std::size_t>(fr)] + val > x.subtree_quota[static_cast<std::size_t>(fr)];
+  }
+  [[nodiscard]] Amount usage(int n, int fr) const { return node(n).usage[static_cast<std::size_t>(fr)]; }
+  [[nodiscard]] Amount subtree_quota(int n, int fr) const {
+    return node(n).subtree_quota[static_cast<std::size_t>(fr)];
+  }
+
+  void add_usage(int n, int fr, Amount val);
+  void remove_usage(int n, int fr, Amount val);
+
+ private:
+  void accumulate(int n);
+  std::vector<QuotaNode> nodes_;
+  std::size_t fr_count_ = 0;
+};
+
+}  // namespace gpubank::twin

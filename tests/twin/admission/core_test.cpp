@@ -1,0 +1,271 @@
+// The admission core against Kueue's documented behaviour, with the numbers worked out.
+#include "twin/admission/core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace gpubank::twin {
+namespace {
+
+ResourceQuota quota(std::string resource, Amount nominal, std::optional<Amount> borrowing = std::nullopt,
+                    std::optional<Amount> lending = std::nullopt) {
+  return ResourceQuota{std::move(resource), nominal, borrowing, lending};
+}
+
+ClusterQueueSpec queue(std::string name, std::string cohort, std::vector<ResourceQuota> quotas,
+                       std::string flavor = "default") {
+  ClusterQueueSpec q;
+  q.name = std::move(name);
+  q.cohort = std::move(cohort);
+  ResourceGroup g;
+  for (const auto& r : quotas) g.covered_resources.push_back(r.resource);
+  g.flavors.push_back(FlavorQuotas{std::move(flavor), std::move(quotas)});
+  q.resource_groups.push_back(std::move(g));
+  return q;
+}
+
+WorkloadSpec workload(std::string name, std::string cq, Amount gpus, std::int32_t priority = 0, VirtualTime created = 0) {
+  WorkloadSpec w;
+  w.ns = "default";
+  w.name = name;
+  w.uid = "uid-" + name;
+  w.cluster_queue = std::move(cq);
+  w.priority = priority;
+  w.creation = created;
+  w.pod_sets.push_back(PodSetSpec{"main", 1, {{"nvidia.com/gpu", gpus}}, {}, {}});
+  return w;
+}
+
+std::unique_ptr<AdmissionCore> make(std::vector<ClusterQueueSpec> queues, std::vector<CohortSpec> cohorts = {},
+                                    CoreOptions options = {}) {
+  auto core = AdmissionCore::create(options, {ResourceFlavorSpec{"default", {}, {}, {}}, ResourceFlavorSpec{"spot", {}, {}, {}}},
+                                    std::move(cohorts), std::move(queues));
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error());
+  return std::move(core).value();
+}
+
+const Condition* condition(const WorkloadStatus& s, const std::string& type) {
+  for (const auto& c : s.conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+bool admitted(const AdmissionCore& core, WorkloadId id) { return core.status(id).phase == WorkloadPhase::Admitted; }
+
+Amount potential(const AdmissionCore& core, const std::string& node) {
+  return core.figures(node, "default", "nvidia.com/gpu")->potential_available;
+}
+
+// kueue-semantics.md worked check: nominal 9 and 12 in a flat cohort.
+TEST(QuotaTree, FlatCohortBorrowingAndLendingLimits) {
+  {
+    auto core = make({queue("a", "c", {quota("nvidia.com/gpu", 9)}), queue("b", "c", {quota("nvidia.com/gpu", 12)})});
+    EXPECT_EQ(potential(*core, "a"), 21);
+    EXPECT_EQ(potential(*core, "b"), 21);
+  }
+  {
+    auto core = make({queue("a", "c", {quota("nvidia.com/gpu", 9, 1)}), queue("b", "c", {quota("nvidia.com/gpu", 12)})});
+    EXPECT_EQ(potential(*core, "a"), 10);
+    EXPECT_EQ(potential(*core, "b"), 21);
+  }
+  {
+    auto core = make({queue("a", "c", {quota("nvidia.com/gpu", 9)}),
+                      queue("b", "c", {quota("nvidia.com/gpu", 12, std::nullopt, 1)})});
+    EXPECT_EQ(potential(*core, "a"), 10);
+    EXPECT_EQ(potential(*core, "b"), 21);
+  }
+}
+
+// A Cohort's own nominalQuota adds to the children's; a child's private part stays out.
+TEST(QuotaTree, CohortQuotaAddsToChildren) {
+  CohortSpec parent{"org", "", {}, 1.0};
+  ResourceGroup g{{"nvidia.com/gpu"}, {FlavorQuotas{"default", {quota("nvidia.com/gpu", 4)}}}};
+  parent.resource_groups.push_back(g);
+  auto core = make({queue("a", "team", {quota("nvidia.com/gpu", 8, std::nullopt, 2)}),
+                    queue("b", "team", {quota("nvidia.com/gpu", 8)})},
+                   {CohortSpec{"team", "org", {}, 1.0}, parent});
+  // team = (8 - 6) + 8 = 10; org = 4 + 10 = 14.
+  EXPECT_EQ(core->figures("team", "default", "nvidia.com/gpu")->subtree_quota, 10);
+  EXPECT_EQ(core->figures("org", "default", "nvidia.com/gpu")->subtree_quota, 14);
+  // a: private 6 + everything above = 6 + 14 = 20; b: 0 + 14.
+  EXPECT_EQ(potential(*core, "a"), 20);
+  EXPECT_EQ(potential(*core, "b"), 14);
+}
+
+TEST(QuotaTree, CohortCycleIsReportedNotLoopedOn) {
+  auto core = AdmissionCore::create({}, {ResourceFlavorSpec{"default", {}, {}, {}}},
+                                    {CohortSpec{"x", "y", {}, 1.0}, CohortSpec{"y", "x", {}, 1.0}},
+                                    {queue("a", "x", {quota("nvidia.com/gpu", 1)})});
+  ASSERT_FALSE(core.ok());
+  EXPECT_NE(core.error().find("cohort tree has a cycle"), std::string::npos) << core.error();
+}
+
+TEST(Cycle, BorrowsUpToCohortTotalAndGuardsSameCycleOveradmission) {
+  auto core = make({queue("a", "c", {quota("nvidia.com/gpu", 4)}), queue("b", "c", {quota("nvidia.com/gpu", 4)})});
+  // Both heads want 6 of the cohort's 8: each fits alone, only one fits after the other.
+  const auto wa = core->submit(workload("wa", "a", 6, 0, 1), 0);
+  const auto wb = core->submit(workload("wb", "b", 6, 0, 2), 0);
+  const auto result = core->run_cycle(0);
+  EXPECT_TRUE(admitted(*core, wa));
+  EXPECT_FALSE(admitted(*core, wb));
+  EXPECT_EQ(condition(core->status(wb), "QuotaReserved")->message,
+            "Workload no longer fits after processing another workload");
+  EXPECT_EQ(result.heads, 2u);
+  // Next cycle: wb is NoFit on quota now (2 left).
+  core->run_cycle(1);
+  EXPECT_EQ(condition(core->status(wb), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+            "default, 4 more needed");
+  core->finish(wa, 2);
+  core->run_cycle(3);
+  EXPECT_TRUE(admitted(*core, wb));
+}
+
+TEST(Cycle, MaximumCapacityMessage) {
+  auto core = make({queue("a", "", {quota("nvidia.com/gpu", 4)})});
+  const auto w = core->submit(workload("big", "a", 5), 0);
+  core->run_cycle(0);
+  EXPECT_EQ(condition(core->status(w), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor default, "
+            "previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)");
+}
+
+TEST(Preemption, WithinClusterQueueLowerPriorityWaitsForVictim) {
+  auto q = queue("a", "", {quota("nvidia.com/gpu", 4)});
+  q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+  auto core = make({q});
+  const auto low = core->submit(workload("low", "a", 4, 1), 0);
+  core->run_cycle(0);
+  ASSERT_TRUE(admitted(*core, low));
+  const auto high = core->submit(workload("high", "a", 4, 10, 5), 5);
+  auto r = core->run_cycle(5);
+  ASSERT_EQ(r.evicted, std::vector<WorkloadId>{low});
+  EXPECT_EQ(core->status(low).phase, WorkloadPhase::Evicted);
+  EXPECT_EQ(condition(core->status(low), "Preempted")->reason, "InClusterQueue");
+  EXPECT_EQ(condition(core->status(low), "Evicted")->message,
+            "Preempted to accommodate a workload (UID: uid-high, JobUID: UNKNOWN) due to prioritization in the "
+            "ClusterQueue; preemptor path: /a; preemptee path: /a");
+  EXPECT_EQ(condition(core->status(high), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+            "default, 4 more needed. Pending the preemption of 1 workload(s)");
+  // Still held by the victim: the preemptor cannot be admitted yet.
+  core->run_cycle(6);
+  EXPECT_FALSE(admitted(*core, high));
+  core->release_evicted(low, 7);
+  core->run_cycle(7);
+  EXPECT_TRUE(admitted(*core, high));
+  EXPECT_EQ(core->status(low).phase, WorkloadPhase::Pending);
+}
+
+TEST(Preemption, LenderReclaimsFromBorrower) {
+  auto lender = queue("lender", "c", {quota("nvidia.com/gpu", 6)});
+  lender.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+  auto core = make({lender, queue("borrower", "c", {quota("nvidia.com/gpu", 2)})});
+  const auto b = core->submit(workload("b", "borrower", 8), 0);
+  core->run_cycle(0);
+  ASSERT_TRUE(admitted(*core, b));
+  const auto l = core->submit(workload("l", "lender", 2, 0, 1), 1);
+  auto r = core->run_cycle(1);
+  ASSERT_EQ(r.evicted, std::vector<WorkloadId>{b});
+  EXPECT_EQ(condition(core->status(b), "Preempted")->reason, "InCohortReclamation");
+  core->release_evicted(b, 2);
+  core->run_cycle(2);
+  EXPECT_TRUE(admitted(*core, l));
+}
+
+TEST(Preemption, BorrowingRequestMayNotPreemptWithoutBorrowWithinCohort) {
+  auto a = queue("a", "c", {quota("nvidia.com/gpu", 2)});
+  a.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+  auto core = make({a, queue("b", "c", {quota("nvidia.com/gpu", 6)})});
+  const auto wb = core->submit(workload("wb", "b", 6, 0), 0);  // within b's nominal
+  core->run_cycle(0);
+  const auto wa = core->submit(workload("wa", "a", 4, 100, 1), 1);  // would borrow 2
+  auto r = core->run_cycle(1);
+  EXPECT_TRUE(r.evicted.empty());
+  EXPECT_FALSE(admitted(*core, wa));
+  EXPECT_TRUE(admitted(*core, wb));
+}
+
+TEST(FairSharing, WeightedShareAsKueueReportsIt) {
+  // kueue-semantics.md: quota cpu 2, gpu 5 next to a lender with cpu 8, gpu 5.
+  auto q1 = queue("q1", "c", {quota("cpu", 2000), quota("nvidia.com/gpu", 5)});
+  auto q2 = queue("q2", "c", {quota("cpu", 8000), quota("nvidia.com/gpu", 5)});
+  CoreOptions options;
+  options.fair_sharing = true;
+  auto core = make({q1, q2}, {}, options);
+  WorkloadSpec w = workload("w", "q1", 7);
+  w.pod_sets[0].requests = {{"cpu", 3000}, {"nvidia.com/gpu", 7}};
+  core->submit(w, 0);
+  core->run_cycle(0);
+  auto s = core->cluster_queue_status("q1");
+  ASSERT_TRUE(s.weighted_share.has_value());
+  EXPECT_EQ(*s.weighted_share, 200);  // (7-5)*1000/10
+  EXPECT_EQ(s.dominant_resource, "nvidia.com/gpu");
+}
+
+// Invariants in any reachable state, over seeded random operations.
+TEST(Properties, QuotaInvariantsHoldUnderRandomOperations) {
+  for (std::uint32_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    CoreOptions options;
+    options.fair_sharing = seed % 2 == 0;
+    std::vector<CohortSpec> cohorts{CohortSpec{"root", "", {}, 1.0}, CohortSpec{"left", "root", {}, 1.0},
+                                    CohortSpec{"right", "root", {}, 1.0}};
+    std::vector<ClusterQueueSpec> queues;
+    const char* parents[] = {"left", "left", "right", "right", ""};
+    for (int i = 0; i < 5; ++i) {
+      std::optional<Amount> borrow, lend;
+      if (rng() % 2) borrow = rng() % 5;
+      const Amount nominal = 2 + rng() % 6;
+      if (rng() % 2) lend = rng() % (nominal + 1);
+      auto q = queue("q" + std::to_string(i), parents[i], {quota("nvidia.com/gpu", nominal, borrow, lend)});
+      q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+      q.preemption.reclaim_within_cohort = (rng() % 2) ? PreemptionPolicy::Any : PreemptionPolicy::LowerPriority;
+      if (rng() % 2) q.preemption.borrow_within_cohort = BorrowWithinCohortPolicy::LowerPriority;
+      queues.push_back(q);
+    }
+    auto core = make(queues, cohorts, options);
+    std::vector<WorkloadId> ids;
+    for (int step = 0; step < 200; ++step) {
+      const int op = static_cast<int>(rng() % 4);
+      if (op <= 1) {
+        const int qi = static_cast<int>(rng() % 5);
+        ids.push_back(core->submit(workload("w" + std::to_string(step), "q" + std::to_string(qi),
+                                            1 + static_cast<Amount>(rng() % 5), static_cast<int>(rng() % 3), step),
+                                   step));
+      } else if (op == 2 && !ids.empty()) {
+        core->finish(ids[rng() % ids.size()], step);
+      }
+      auto r = core->run_cycle(step);
+      for (WorkloadId v : r.evicted) core->release_evicted(v, step);
+      for (const auto& q : queues) {
+        const auto f = *core->figures(q.name, "default", "nvidia.com/gpu");
+        const auto& rq = q.resource_groups[0].flavors[0].resources[0];
+        if (rq.borrowing_limit) {
+          EXPECT_LE(f.usage, rq.nominal + *rq.borrowing_limit) << "seed " << seed << " queue " << q.name;
+        }
+        EXPECT_GE(f.usage, 0);
+        // A lender's private part (nominal - lendingLimit) stays available to it.
+        if (rq.lending_limit) {
+          const Amount private_part = std::max<Amount>(0, rq.nominal - *rq.lending_limit);
+          EXPECT_GE(f.available, std::max<Amount>(0, private_part - f.usage)) << "seed " << seed << " " << q.name;
+        }
+      }
+      // The whole tree never holds more than its quota. (An inner cohort may exceed its own
+      // subtree quota: that is borrowing from its parent.)
+      const auto root = *core->figures("root", "default", "nvidia.com/gpu");
+      EXPECT_LE(root.usage, root.subtree_quota) << "seed " << seed;
+      const auto q4 = *core->figures("q4", "default", "nvidia.com/gpu");  // a queue without cohort
+      EXPECT_LE(q4.usage, q4.subtree_quota) << "seed " << seed;
+    }
+    for (WorkloadId id = 0; id < core->workload_count(); ++id) core->finish(id, 1000);
+    for (const auto& n : {"q0", "q1", "q2", "q3", "q4", "root", "left", "right"}) {
+      EXPECT_EQ(core->figures(n, "default", "nvidia.com/gpu")->usage, 0) << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpubank::twin
