@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -561,9 +562,11 @@ class Core final : public AdmissionCore {
   // ---- usage --------------------------------------------------------------------------------
 
   void add_usage(int queue, const Usage& u) {
+    ++epoch_;
     for (const auto& [fr, v] : u) tree_.add_usage(queues_[at(queue)].node, fr, v);
   }
   void remove_usage(int queue, const Usage& u) {
+    ++epoch_;
     for (const auto& [fr, v] : u) tree_.remove_usage(queues_[at(queue)].node, fr, v);
   }
   void remove_workload(WorkloadId id) { remove_usage(workloads_[id].queue, workloads_[id].usage); }
@@ -994,9 +997,23 @@ class Core final : public AdmissionCore {
     return targets;
   }
 
+  // Targets are a pure function of the state and the request. Nomination asks twice with the
+  // same request for a single-resource workload (the flavor assigner's oracle, then
+  // GetTargets), so the last answer is kept until the state changes.
   std::vector<Target> get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
     if (frs.empty()) return {};
-    return options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+    if (targets_cache_valid_ && targets_cache_epoch_ == epoch_ && targets_cache_id_ == id &&
+        targets_cache_frs_ == frs && targets_cache_usage_ == usage) {
+      return targets_cache_;
+    }
+    auto targets = options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+    targets_cache_valid_ = true;
+    targets_cache_epoch_ = epoch_;
+    targets_cache_id_ = id;
+    targets_cache_frs_ = frs;
+    targets_cache_usage_ = usage;
+    targets_cache_ = targets;
+    return targets;
   }
 
   // Preemptor.classicalPreemptions
@@ -1385,9 +1402,17 @@ class Core final : public AdmissionCore {
   std::vector<int> node_queue_;  // node index -> queue index, -1 for cohorts
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::string, int> cohort_index_;
-  std::vector<Wl> workloads_;
+  std::deque<Wl> workloads_;  // stable addresses, no copies on growth
   std::uint64_t cycle_ = 0;
   VirtualTime now_ = 0;
+  // get_targets memo, valid while epoch_ (bumped by every usage change and status change) holds.
+  std::uint64_t epoch_ = 0;
+  bool targets_cache_valid_ = false;
+  std::uint64_t targets_cache_epoch_ = 0;
+  WorkloadId targets_cache_id_ = 0;
+  std::vector<int> targets_cache_frs_;
+  Usage targets_cache_usage_;
+  std::vector<Target> targets_cache_;
 };
 
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
@@ -1494,6 +1519,7 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
       set_condition(v.status, "Evicted", true, "Preempted", message, now);
       set_condition(v.status, "Preempted", true, t.reason, message, now);
       v.status.phase = WorkloadPhase::Evicted;
+      ++epoch_;  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
       out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, t.reason,
                                        message, {e.w}});
@@ -1592,6 +1618,7 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, std::set<
 
 CycleResult Core::run_cycle(VirtualTime now) {
   now_ = now;
+  ++epoch_;
   CycleResult out;
   out.cycle = ++cycle_;
   out.time = now;
