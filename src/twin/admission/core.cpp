@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -59,6 +58,19 @@ const char* human_reason(const std::string& reason) {
   return "UNKNOWN";
 }
 
+// flavorassigner reasonSeverity: how a NoFit is reported, least to most severe.
+enum class NoFitReason { None = 0, WaitingForQuota = 2, ExceedsMaxQuota = 3, NoMatchingFlavor = 4 };
+
+const char* no_fit_reason_name(NoFitReason r) {
+  switch (r) {
+    case NoFitReason::WaitingForQuota: return "WaitingForQuota";
+    case NoFitReason::ExceedsMaxQuota: return "ExceedsMaxQuota";
+    case NoFitReason::NoMatchingFlavor: return "NoMatchingFlavor";
+    case NoFitReason::None: break;
+  }
+  return "";
+}
+
 using Usage = std::vector<std::pair<int, Amount>>;  // by flavor-resource index, sorted, merged
 
 void add_to(Usage& u, int fr, Amount v) {
@@ -92,6 +104,7 @@ struct PodSetAssign {
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
   bool failed = false;
+  NoFitReason no_fit = NoFitReason::None;  // resolveNoFitReason for this pod set
 
   [[nodiscard]] Mode mode() const {
     if (flavors.empty() || failed) return Mode::NoFit;
@@ -107,6 +120,14 @@ struct Assignment {
   Usage usage;
   std::optional<Mode> forced;  // DeferredFit set by the scheduler
 
+  // Assignment.resolveNoFitReason: the most severe pod set reason.
+  [[nodiscard]] NoFitReason no_fit_reason() const {
+    NoFitReason r = NoFitReason::None;
+    for (const auto& ps : pod_sets) {
+      if (ps.mode() == Mode::NoFit) r = std::max(r, ps.no_fit == NoFitReason::None ? NoFitReason::NoMatchingFlavor : ps.no_fit);
+    }
+    return r;
+  }
   [[nodiscard]] Mode mode() const {
     if (forced) return *forced;
     if (pod_sets.empty()) return Mode::NoFit;
@@ -205,6 +226,7 @@ class Core final : public AdmissionCore {
     std::set<WorkloadId> inadmissible;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
+    std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
   };
   struct Wl {
     WorkloadSpec spec;
@@ -217,7 +239,24 @@ class Core final : public AdmissionCore {
     bool evicted = false;
     VirtualTime reserved_at = 0;
     std::string pending_message;
+    std::string shape;  // computeSchedulingHash's input, canonical text
   };
+
+  // The scheduling shape: priority and, per pod set, name, count, requests and the
+  // placement constraints the twin models.
+  static std::string shape_of(const WorkloadSpec& w) {
+    std::string s = std::to_string(w.priority);
+    for (const auto& ps : w.pod_sets) {
+      s += '|' + ps.name + '#' + std::to_string(ps.count);
+      for (const auto& [r, v] : ps.requests) s += ';' + r + '=' + std::to_string(v);
+      for (const auto& [k, v] : ps.node_selector) s += ";ns:" + k + '=' + v;
+      for (const auto& t : ps.tolerations) {
+        s += ";t:" + t.key + '/' + std::to_string(static_cast<int>(t.op)) + '/' + t.value + '/' +
+             (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*");
+      }
+    }
+    return s;
+  }
 
   Core(const CoreOptions& options, std::vector<ResourceFlavorSpec> flavors) : options_(options) {
     for (auto& f : flavors) {
@@ -353,15 +392,17 @@ class Core final : public AdmissionCore {
     const auto id = static_cast<WorkloadId>(workloads_.size());
     Wl w;
     w.spec = std::move(spec);
+    w.shape = shape_of(w.spec);
     auto it = queue_index_.find(w.spec.cluster_queue);
-    workloads_.push_back(std::move(w));
-    Wl& x = workloads_.back();
+    workloads_.push_back(std::make_unique<Wl>(std::move(w)));
+    Wl& x = *workloads_.back();
     if (it == queue_index_.end()) {
-      set_pending(id, "Inadmissible", "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
+      set_pending(id, options_.unadmitted_workloads_observability ? "Misconfigured" : "Inadmissible",
+                  "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
       return id;
     }
     x.queue = it->second;
-    push_active(id);
+    push_active(id, true);
     return id;
   }
 
@@ -393,6 +434,7 @@ class Core final : public AdmissionCore {
     const auto id = static_cast<WorkloadId>(workloads_.size());
     Wl w;
     w.spec = std::move(spec);
+    w.shape = shape_of(w.spec);
     w.queue = it->second;
     w.usage = std::move(usage);
     w.status.phase = WorkloadPhase::Admitted;
@@ -402,13 +444,13 @@ class Core final : public AdmissionCore {
     set_condition(w.status, "QuotaReserved", true, "QuotaReserved",
                   "Quota reserved in ClusterQueue " + w.status.admission->cluster_queue, admitted_at);
     set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", admitted_at);
-    workloads_.push_back(std::move(w));
+    workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     hold(id);
     return id;
   }
 
   void finish(WorkloadId id, VirtualTime now) override {
-    Wl& w = workloads_.at(id);
+    Wl& w = wl_checked(id);
     if (w.status.phase == WorkloadPhase::Finished) return;
     const bool held = w.status.phase == WorkloadPhase::Admitted || w.status.phase == WorkloadPhase::Evicted;
     if (held) {
@@ -422,7 +464,7 @@ class Core final : public AdmissionCore {
   }
 
   void release_evicted(WorkloadId id, VirtualTime now) override {
-    Wl& w = workloads_.at(id);
+    Wl& w = wl_checked(id);
     if (w.status.phase != WorkloadPhase::Evicted) return;
     release(id);
     std::string message;
@@ -437,7 +479,7 @@ class Core final : public AdmissionCore {
     w.status.phase = WorkloadPhase::Pending;
     w.pending_message = message;
     w.evicted = true;
-    push_active(id);
+    push_active(id, true);
     requeue_inadmissible(w.queue);
   }
 
@@ -447,8 +489,8 @@ class Core final : public AdmissionCore {
     return std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.active.empty(); });
   }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
-  [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return workloads_.at(id).spec; }
-  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return workloads_.at(id).status; }
+  [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return wl_checked(id).spec; }
+  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return wl_checked(id).status; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override {
     std::vector<std::string> out;
     for (const auto& q : queues_) out.push_back(q.spec.name);
@@ -488,6 +530,11 @@ class Core final : public AdmissionCore {
     std::string granular_reason;
   };
 
+  Wl& wl(WorkloadId id) { return *workloads_[id]; }
+  [[nodiscard]] const Wl& wl(WorkloadId id) const { return *workloads_[id]; }
+  Wl& wl_checked(WorkloadId id) { return *workloads_.at(id); }
+  [[nodiscard]] const Wl& wl_checked(WorkloadId id) const { return *workloads_.at(id); }
+
   // ---- indices --------------------------------------------------------------------------
 
   int fr_of(int flavor, const std::string& resource, bool create) const {
@@ -510,9 +557,16 @@ class Core final : public AdmissionCore {
 
   // ---- pending queues (pkg/cache/queue/cluster_queue.go) ----------------------------------
 
-  void push_active(WorkloadId id) {
-    Wl& w = workloads_[id];
+  // check_shape: a workload added or updated (ClusterQueue.PushOrUpdate) waits with its
+  // equivalence class if that class was bulk-moved to inadmissible.
+  void push_active(WorkloadId id, bool check_shape = false) {
+    Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
+    if (check_shape && options_.scheduling_equivalence_hashing && !w.in_active && !w.in_inadmissible &&
+        q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO && q.bulk_moved_shapes.contains(w.shape)) {
+      push_inadmissible(id);
+      return;
+    }
     if (w.in_inadmissible) {
       q.inadmissible.erase(id);
       w.in_inadmissible = false;
@@ -524,14 +578,14 @@ class Core final : public AdmissionCore {
   }
 
   void push_inadmissible(WorkloadId id) {
-    Wl& w = workloads_[id];
+    Wl& w = wl(id);
     if (w.in_active || w.in_inadmissible) return;
     queues_[at(w.queue)].inadmissible.insert(id);
     w.in_inadmissible = true;
   }
 
   void unqueue(WorkloadId id) {
-    Wl& w = workloads_[id];
+    Wl& w = wl(id);
     if (w.queue < 0) return;
     Queue& q = queues_[at(w.queue)];
     if (w.in_active) q.active.erase(w.key);
@@ -550,6 +604,7 @@ class Core final : public AdmissionCore {
       const auto& x = tree_.node(n);
       if (x.is_queue) {
         Queue& q = queues_[at(node_queue_[at(n)])];
+        q.bulk_moved_shapes.clear();
         const std::vector<WorkloadId> moving(q.inadmissible.begin(), q.inadmissible.end());
         for (WorkloadId id : moving) push_active(id);
         continue;
@@ -569,11 +624,11 @@ class Core final : public AdmissionCore {
     ++epoch_;
     for (const auto& [fr, v] : u) tree_.remove_usage(queues_[at(queue)].node, fr, v);
   }
-  void remove_workload(WorkloadId id) { remove_usage(workloads_[id].queue, workloads_[id].usage); }
-  void add_workload(WorkloadId id) { add_usage(workloads_[id].queue, workloads_[id].usage); }
+  void remove_workload(WorkloadId id) { remove_usage(wl(id).queue, wl(id).usage); }
+  void add_workload(WorkloadId id) { add_usage(wl(id).queue, wl(id).usage); }
 
   void hold(WorkloadId id) {
-    Wl& w = workloads_[id];
+    Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     w.holding_pos = q.holding.size();
     q.holding.push_back(id);
@@ -581,12 +636,12 @@ class Core final : public AdmissionCore {
   }
 
   void release(WorkloadId id) {
-    Wl& w = workloads_[id];
+    Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     remove_workload(id);
     const WorkloadId last = q.holding.back();
     q.holding[w.holding_pos] = last;
-    workloads_[last].holding_pos = w.holding_pos;
+    wl(last).holding_pos = w.holding_pos;
     q.holding.pop_back();
     w.usage.clear();
   }
@@ -626,8 +681,13 @@ class Core final : public AdmissionCore {
   // Returns true when the pending message changed (a Pending decision is due).
   bool set_pending(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now,
                    CycleResult* out) {
-    Wl& w = workloads_[id];
+    Wl& w = wl(id);
     set_condition(w.status, "QuotaReserved", false, reason, message, now);
+    // SyncAdmittedCondition: with UnadmittedWorkloadsObservability a pending Workload
+    // says explicitly that it has no reservation.
+    if (options_.unadmitted_workloads_observability) {
+      set_condition(w.status, "Admitted", false, "NoReservation", "The workload has no reservation", now);
+    }
     if (w.pending_message == message && !w.status.conditions.empty()) return false;
     w.pending_message = message;
     if (out != nullptr) {
@@ -675,7 +735,7 @@ class Core final : public AdmissionCore {
 
   // FlavorAssigner.fitsResourceQuota
   std::tuple<PMode, int, std::vector<std::string>> fits_resource_quota(WorkloadId id, int queue, int fr, Amount assumed,
-                                                                       Amount request) {
+                                                                       Amount request, NoFitReason* no_fit) {
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
     const std::string& flavor = flavors_[at(fr_flavor_[at(fr)])].name;
@@ -684,6 +744,7 @@ class Core final : public AdmissionCore {
     const Amount max_capacity = tree_.potential_available(n, fr);
     const Amount val = assumed + request;
     if (val > max_capacity) {
+      *no_fit = NoFitReason::ExceedsMaxQuota;
       return {PMode::NoFit, 0,
               {"insufficient quota for " + resource + " in flavor " + flavor +
                ", previously considered podsets requests (" + format_amount(resource, assumed) +
@@ -698,6 +759,7 @@ class Core final : public AdmissionCore {
       auto [mode, borrow_after] = simulate_preemption(id, queue, fr, val);
       return {mode, borrow_after, std::move(reasons)};
     }
+    *no_fit = NoFitReason::WaitingForQuota;
     return {PMode::NoFit, borrow, std::move(reasons)};
   }
 
@@ -710,7 +772,7 @@ class Core final : public AdmissionCore {
     const int borrow = lowest_subtree_that_fits(n, fr, quantity).first;
     for (const auto& t : targets) add_workload(t.workload);
     for (const auto& t : targets) {
-      if (workloads_[t.workload].queue == queue) return {PMode::Preempt, borrow};
+      if (wl(t.workload).queue == queue) return {PMode::Preempt, borrow};
     }
     return {PMode::Reclaim, borrow};
   }
@@ -768,7 +830,7 @@ class Core final : public AdmissionCore {
 
   // FlavorAssigner.assignFlavors without partial admission or TAS.
   Assignment assign(WorkloadId id) {
-    const Wl& w = workloads_[id];
+    const Wl& w = wl(id);
     const int queue = w.queue;
     const Queue& q = queues_[at(queue)];
     Assignment a;
@@ -784,13 +846,16 @@ class Core final : public AdmissionCore {
         if (g == q.group_by_resource.end()) {
           if (quantity == 0) continue;
           psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
+          psa.no_fit = NoFitReason::NoMatchingFlavor;
           failed = true;
           break;
         }
         if (!done_groups.insert(g->second).second) continue;
-        auto [flavors, reasons] = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage);
+        NoFitReason group_no_fit = NoFitReason::None;
+        auto [flavors, reasons] = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage, &group_no_fit);
         psa.reasons.insert(psa.reasons.end(), reasons.begin(), reasons.end());
         if (flavors.empty()) {
+          psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
           break;
         }
@@ -817,17 +882,22 @@ class Core final : public AdmissionCore {
   // FlavorAssigner.findFlavorForPodSets for one resource group.
   std::pair<std::vector<ResourceAssign>, std::vector<std::string>> find_flavor(
       WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
-      const std::vector<std::pair<std::string, Amount>>& requests, const Usage& assumed) {
+      const std::vector<std::pair<std::string, Amount>>& requests, const Usage& assumed, NoFitReason* group_no_fit) {
     const Queue& q = queues_[at(queue)];
     std::vector<std::string> reasons;
     std::vector<ResourceAssign> best;
     Granular best_mode;
+    // resolveNoFitReason: the least severe reason among this group's NoFit flavor attempts.
+    std::optional<NoFitReason> least;
+    auto attempt_failed = [&](NoFitReason r) { least = least ? std::min(*least, r) : r; };
     for (int flavor : group.flavors) {
       if (auto mismatch = flavor_mismatch(flavor, ps)) {
         reasons.push_back(*mismatch);
+        attempt_failed(NoFitReason::NoMatchingFlavor);
         continue;
       }
       std::vector<ResourceAssign> assignments;
+      NoFitReason flavor_no_fit = NoFitReason::None;
       Granular rep{PMode::Fit, 0};
       for (const auto& [resource, val] : requests) {
         if (std::find(group.resources.begin(), group.resources.end(), resource) == group.resources.end()) continue;
@@ -836,12 +906,17 @@ class Core final : public AdmissionCore {
           rep = Granular{};
           continue;
         }
-        auto [pmode, borrow, why] = fits_resource_quota(id, queue, fr, usage_of(assumed, fr), val);
+        NoFitReason resource_no_fit = NoFitReason::None;
+        auto [pmode, borrow, why] = fits_resource_quota(id, queue, fr, usage_of(assumed, fr), val, &resource_no_fit);
+        if (pmode == PMode::NoFit) flavor_no_fit = std::max(flavor_no_fit, resource_no_fit);
         reasons.insert(reasons.end(), why.begin(), why.end());
         const Granular mode{pmode, borrow};
         if (preferred(rep, mode, q.spec.flavor_fungibility)) rep = mode;
         if (rep.p == PMode::NoFit) continue;
         assignments.push_back(ResourceAssign{resource, flavor, fr, to_mode(pmode), borrow});
+      }
+      if (rep.p == PMode::NoFit) {
+        attempt_failed(flavor_no_fit == NoFitReason::None ? NoFitReason::NoMatchingFlavor : flavor_no_fit);
       }
       if (!should_try_next_flavor(rep, q.spec.flavor_fungibility)) {
         best = std::move(assignments);
@@ -855,6 +930,7 @@ class Core final : public AdmissionCore {
     }
     if (best_mode.p == PMode::Fit) return {std::move(best), {}};
     if (best_mode.p == PMode::NoFit) best.clear();
+    *group_no_fit = least.value_or(NoFitReason::NoMatchingFlavor);
     return {std::move(best), std::move(reasons)};
   }
 
@@ -862,7 +938,7 @@ class Core final : public AdmissionCore {
 
   [[nodiscard]] bool uses_resources(WorkloadId id, const std::vector<int>& frs) const {
     // WorkloadUsesResources looks at the assigned flavors, whatever the amount.
-    return std::any_of(workloads_[id].usage.begin(), workloads_[id].usage.end(), [&](const auto& p) {
+    return std::any_of(wl(id).usage.begin(), wl(id).usage.end(), [&](const auto& p) {
       return std::find(frs.begin(), frs.end(), p.first) != frs.end();
     });
   }
@@ -882,8 +958,8 @@ class Core final : public AdmissionCore {
 
   // common.CandidatesOrdering
   [[nodiscard]] bool candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
-    const Wl& x = workloads_[a];
-    const Wl& y = workloads_[b];
+    const Wl& x = wl(a);
+    const Wl& y = wl(b);
     if (x.status.phase == WorkloadPhase::Evicted) {
       if (y.status.phase != WorkloadPhase::Evicted) return true;
     } else if (y.status.phase == WorkloadPhase::Evicted) {
@@ -903,6 +979,56 @@ class Core final : public AdmissionCore {
     WorkloadId w;
     int lca;  // cohort node, -1 for the preemptor's own queue
     Variant variant;
+    // CandidatesOrdering's key, copied out so sorting touches no workload.
+    bool evicted = false, own = false;
+    std::int32_t priority = 0;
+    VirtualTime reserved = 0;
+    const std::string* uid = nullptr;
+  };
+
+  [[nodiscard]] Candidate candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const {
+    const Wl& x = wl(w);
+    return Candidate{w, lca, v, x.status.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
+                     x.spec.priority, x.reserved_at, &x.spec.uid};
+  }
+
+  static bool candidate_key_before(const Candidate& x, const Candidate& y) {
+    if (x.evicted != y.evicted) return x.evicted;
+    if (x.own != y.own) return !x.own;
+    if (x.priority != y.priority) return x.priority < y.priority;
+    if (x.reserved != y.reserved) return x.reserved > y.reserved;
+    if (*x.uid != *y.uid) return *x.uid < *y.uid;
+    return x.w < y.w;
+  }
+
+  struct Ranked {
+    int list = 0;  // 0 hierarchy, 1 priority, 2 same queue
+    Candidate c;
+  };
+  static bool ranked_before(const Ranked& x, const Ranked& y) {
+    if (x.c.evicted != y.c.evicted) return x.c.evicted;
+    if (x.list != y.list) return x.list < y.list;
+    return candidate_key_before(x.c, y.c);
+  }
+  // The candidates in ranked order, taken from a heap as far as they are read.
+  class LazyOrder {
+   public:
+    explicit LazyOrder(std::vector<Ranked> heap) : heap_(std::move(heap)) {
+      std::make_heap(heap_.begin(), heap_.end(), after);
+    }
+    const Candidate* at(std::size_t i) {
+      while (sorted_.size() <= i && !heap_.empty()) {
+        std::pop_heap(heap_.begin(), heap_.end(), after);
+        sorted_.push_back(std::move(heap_.back().c));
+        heap_.pop_back();
+      }
+      return i < sorted_.size() ? &sorted_[i] : nullptr;
+    }
+
+   private:
+    static bool after(const Ranked& x, const Ranked& y) { return ranked_before(y, x); }
+    std::vector<Ranked> heap_;
+    std::vector<Candidate> sorted_;
   };
 
   // classical.classifyPreemptionVariant
@@ -910,7 +1036,7 @@ class Core final : public AdmissionCore {
                                  const std::vector<int>& frs) const {
     if (!uses_resources(cand, frs)) return Variant::Never;
     const Queue& q = queues_[at(queue)];
-    const Wl& c = workloads_[cand];
+    const Wl& c = wl(cand);
     const auto policy = c.queue == queue ? q.spec.preemption.within_cluster_queue : q.spec.preemption.reclaim_within_cohort;
     if (!satisfies(preemptor, c, policy)) return Variant::Never;
     if (c.queue == queue) return Variant::WithinCQ;
@@ -947,14 +1073,14 @@ class Core final : public AdmissionCore {
       if (cq == queue || within_nominal(child, frs)) continue;
       for (WorkloadId w : queues_[at(cq)].holding) {
         const Variant v = classify(preemptor, queue, w, advantage, frs);
-        if (v != Variant::Never) out.push_back(Candidate{w, subtree_root, v});
+        if (v != Variant::Never) out.push_back(candidate(w, subtree_root, v, queue));
       }
     }
   }
 
   // candidateIterator.candidateIsValid
   [[nodiscard]] bool candidate_valid(const Candidate& c, int queue, bool borrow, const std::vector<int>& frs) const {
-    const Wl& w = workloads_[c.w];
+    const Wl& w = wl(c.w);
     if (w.queue == queue) return true;
     if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return false;
     const int n = queues_[at(w.queue)].node;
@@ -1018,14 +1144,14 @@ class Core final : public AdmissionCore {
 
   // Preemptor.classicalPreemptions
   std::vector<Target> classical_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
-    const Wl& preemptor = workloads_[id];
+    const Wl& preemptor = wl(id);
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
     std::vector<Candidate> same, hierarchy, priority;
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
       for (WorkloadId w : q.holding) {
         const Variant v = classify(preemptor, queue, w, false, frs);
-        if (v != Variant::Never) same.push_back(Candidate{w, -1, v});
+        if (v != Variant::Never) same.push_back(candidate(w, -1, v, queue));
       }
     }
     if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
@@ -1039,25 +1165,18 @@ class Core final : public AdmissionCore {
         previous = a;
       }
     }
-    const VirtualTime now = now_;
-    auto order = [&](const Candidate& x, const Candidate& y) { return candidate_before(x.w, y.w, queue, now); };
-    std::sort(same.begin(), same.end(), order);
-    std::sort(hierarchy.begin(), hierarchy.end(), order);
-    std::sort(priority.begin(), priority.end(), order);
-    auto evicted = [&](const Candidate& c) { return workloads_[c.w].status.phase == WorkloadPhase::Evicted; };
-    std::vector<Candidate> all;
-    all.reserve(same.size() + hierarchy.size() + priority.size());
-    for (auto* list : {&hierarchy, &priority, &same}) {
-      for (const auto& c : *list) {
-        if (evicted(c)) all.push_back(c);
-      }
-    }
-    for (auto* list : {&hierarchy, &priority, &same}) {
-      for (const auto& c : *list) {
-        if (!evicted(c)) all.push_back(c);
-      }
-    }
-    const bool no_other = hierarchy.empty() && priority.empty();
+    // NewCandidateIterator's order: evicted candidates of the three lists first (hierarchy,
+    // priority, same queue), then the rest in the same list order; each list by
+    // CandidatesOrdering. The greedy walk usually stops after a few candidates, so the
+    // order is produced lazily from a heap instead of sorting everything.
+    const std::size_t hierarchy_count = hierarchy.size(), priority_count = priority.size();
+    std::vector<Ranked> heap;
+    heap.reserve(hierarchy_count + priority_count + same.size());
+    for (auto& c : hierarchy) heap.push_back(Ranked{0, std::move(c)});
+    for (auto& c : priority) heap.push_back(Ranked{1, std::move(c)});
+    for (auto& c : same) heap.push_back(Ranked{2, std::move(c)});
+    LazyOrder all(std::move(heap));
+    const bool no_other = hierarchy_count == 0 && priority_count == 0;
     const bool borrow_forbidden = q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
     auto under_nominal = [&] {
       return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.node(n).nominal[at(fr)] > tree_.usage(n, fr); });
@@ -1065,14 +1184,15 @@ class Core final : public AdmissionCore {
     std::vector<bool> attempts;
     if (no_other || (borrow_forbidden && !under_nominal())) {
       attempts = {true};
-    } else if (borrow_forbidden && hierarchy.empty()) {
+    } else if (borrow_forbidden && hierarchy_count == 0) {
       attempts = {false, true};
     } else {
       attempts = {true, false};
     }
     for (const bool borrow : attempts) {
       std::vector<Target> targets;
-      for (const auto& c : all) {
+      for (std::size_t i = 0; const Candidate* next = all.at(i); ++i) {
+        const Candidate& c = *next;
         if (!candidate_valid(c, queue, borrow, frs)) continue;
         remove_workload(c.w);
         targets.push_back(Target{c.w, variant_reason(c.variant)});
@@ -1137,7 +1257,7 @@ class Core final : public AdmissionCore {
   }
 
   std::vector<Target> fair_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
-    const Wl& preemptor = workloads_[id];
+    const Wl& preemptor = wl(id);
     const Queue& q = queues_[at(queue)];
     const int pn = q.node;
     // findCandidates
@@ -1145,7 +1265,7 @@ class Core final : public AdmissionCore {
     auto uses = [&](WorkloadId w) { return uses_resources(w, frs); };
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
       for (WorkloadId w : q.holding) {
-        if (satisfies(preemptor, workloads_[w], q.spec.preemption.within_cluster_queue) && uses(w)) candidates.push_back(w);
+        if (satisfies(preemptor, wl(w), q.spec.preemption.within_cluster_queue) && uses(w)) candidates.push_back(w);
       }
     }
     if (tree_.has_parent(pn) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
@@ -1169,7 +1289,7 @@ class Core final : public AdmissionCore {
         const bool borrowing = std::any_of(frs.begin(), frs.end(), [&](int fr) { return tree_.borrowing_with(on, fr, 0); });
         if (!borrowing) continue;
         for (WorkloadId w : queues_[at(other)].holding) {
-          if (satisfies(preemptor, workloads_[w], q.spec.preemption.reclaim_within_cohort) && uses(w)) candidates.push_back(w);
+          if (satisfies(preemptor, wl(w), q.spec.preemption.reclaim_within_cohort) && uses(w)) candidates.push_back(w);
         }
       }
     }
@@ -1191,7 +1311,7 @@ class Core final : public AdmissionCore {
     std::map<int, std::vector<WorkloadId>> per_queue;  // queue -> candidates in order
     auto make_lists = [&](const std::vector<WorkloadId>& cands) {
       per_queue.clear();
-      for (WorkloadId w : cands) per_queue[workloads_[w].queue].push_back(w);
+      for (WorkloadId w : cands) per_queue[wl(w).queue].push_back(w);
     };
     std::set<int> pruned_queues, pruned_cohorts;
     auto has_work = [&](int qi) {
@@ -1402,7 +1522,7 @@ class Core final : public AdmissionCore {
   std::vector<int> node_queue_;  // node index -> queue index, -1 for cohorts
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::string, int> cohort_index_;
-  std::deque<Wl> workloads_;  // stable addresses, no copies on growth
+  std::vector<std::unique_ptr<Wl>> workloads_;  // stable addresses, no copies on growth
   std::uint64_t cycle_ = 0;
   VirtualTime now_ = 0;
   // get_targets memo, valid while epoch_ (bumped by every usage change and status change) holds.
@@ -1416,7 +1536,7 @@ class Core final : public AdmissionCore {
 };
 
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
-  Wl& w = workloads_[e.w];
+  Wl& w = wl(e.w);
   Queue& q = queues_[at(e.queue)];
   Admission admission;
   admission.cluster_queue = q.spec.name;
@@ -1464,6 +1584,7 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
   const Mode mode = e.a.mode();
   if (mode == Mode::NoFit) {
     e.requeue = Requeue::NoFit;
+    e.granular_reason = no_fit_reason_name(e.a.no_fit_reason());
     return;
   }
   if (mode == Mode::Preempt && e.targets.empty()) {
@@ -1488,11 +1609,13 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
   if (any_preempted(e.targets)) {
     e.status = Entry::Status::Skipped;
     e.message = "Workload has overlapping preemption targets with another workload";
+    e.granular_reason = "WaitingForQuota";
     return;
   }
   if (!ok) {
     e.status = Entry::Status::Skipped;
     e.message = "Workload no longer fits after processing another workload";
+    e.granular_reason = "WaitingForQuota";
     return;
   }
   for (const auto& t : e.targets) preempted.insert(t.workload);
@@ -1500,7 +1623,7 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
     add_usage(e.queue, e.a.usage);
     reserved.emplace_back(e.queue, e.a.usage);
     // Preemptor.IssuePreemptions
-    const Wl& preemptor = workloads_[e.w];
+    const Wl& preemptor = wl(e.w);
     auto path = [&](int queue) {
       std::string p = queues_[at(queue)].spec.name;
       for (int a = tree_.node(queues_[at(queue)].node).parent; a >= 0; a = tree_.node(a).parent) p = tree_.node(a).name + "/" + p;
@@ -1508,7 +1631,7 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
     };
     std::vector<WorkloadId> victims;
     for (const auto& t : e.targets) {
-      Wl& v = workloads_[t.workload];
+      Wl& v = wl(t.workload);
       victims.push_back(t.workload);
       if (v.status.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
       const std::string message = "Preempted to accommodate a workload (UID: " +
@@ -1538,8 +1661,8 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
 void Core::order_classical(std::vector<Entry>& entries) const {
   std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
     if (a.a.borrowing != b.a.borrowing) return a.a.borrowing < b.a.borrowing;
-    const auto& x = workloads_[a.w].spec;
-    const auto& y = workloads_[b.w].spec;
+    const auto& x = wl(a.w).spec;
+    const auto& y = wl(b.w).spec;
     if (x.priority != y.priority) return x.priority > y.priority;
     if (x.creation != y.creation) return x.creation < y.creation;
     if (x.uid != y.uid) return x.uid < y.uid;
@@ -1585,8 +1708,8 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, std::set<
                                     [&](int fr) { return usage_of(entries[b].a.usage, fr) > 0; });
         if (ba != bb) return !ba;
         if (const int c = compare_drs(da, db); c != 0) return c < 0;
-        const auto& x = workloads_[entries[a].w].spec;
-        const auto& y = workloads_[entries[b].w].spec;
+        const auto& x = wl(entries[a].w).spec;
+        const auto& y = wl(entries[b].w).spec;
         if (x.priority != y.priority) return x.priority > y.priority;
         if (x.creation != y.creation) return x.creation < y.creation;
         return x.uid < y.uid;
@@ -1630,7 +1753,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
     if (q.active.empty()) continue;
     const WorkloadId id = q.active.begin()->id;
     q.active.erase(q.active.begin());
-    workloads_[id].in_active = false;
+    wl(id).in_active = false;
     Entry e;
     e.w = id;
     e.queue = static_cast<int>(qi);
@@ -1677,8 +1800,26 @@ CycleResult Core::run_cycle(VirtualTime now) {
       }
     } else {
       push_inadmissible(e.w);
+      // SchedulingEquivalenceHashing: the same shape cannot fit either; move the class.
+      if (options_.scheduling_equivalence_hashing && q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO &&
+          (reason == Requeue::NoFit || reason == Requeue::NoCandidates)) {
+        const std::string& shape = wl(e.w).shape;
+        q.bulk_moved_shapes.insert(shape);
+        std::vector<WorkloadId> same;
+        for (const auto& key : q.active) {
+          if (wl(key.id).shape == shape) same.push_back(key.id);
+        }
+        for (WorkloadId id : same) {
+          q.active.erase(wl(id).key);
+          wl(id).in_active = false;
+          push_inadmissible(id);
+        }
+      }
     }
-    set_pending(e.w, "Pending", e.message, now, &out);
+    const std::string condition_reason = options_.unadmitted_workloads_observability && !e.granular_reason.empty()
+                                             ? e.granular_reason
+                                             : std::string("Pending");
+    set_pending(e.w, condition_reason, e.message, now, &out);
   };
   for (auto& e : entries) requeue(e);
   for (auto& e : inactive) requeue(e);
@@ -1696,10 +1837,10 @@ ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
   std::vector<Amount> admitted_usage(tree_.fr_count(), 0);
   for (WorkloadId w : q.holding) {
     ++s.reserving_workloads;
-    if (workloads_[w].status.phase == WorkloadPhase::Admitted) {
+    if (wl(w).status.phase == WorkloadPhase::Admitted) {
       ++s.admitted_workloads;
     }
-    for (const auto& [fr, v] : workloads_[w].usage) admitted_usage[at(fr)] += v;
+    for (const auto& [fr, v] : wl(w).usage) admitted_usage[at(fr)] += v;
   }
   for (const auto& g : q.groups) {
     for (int flavor : g.flavors) {

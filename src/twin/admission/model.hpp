@@ -132,8 +132,16 @@ struct Admission {
 // Manager-level settings (Kueue's Configuration), not per object.
 enum class FairSharingStrategy { LessThanOrEqualToFinalShare, LessThanInitialShare };
 
+// Feature gates that change admission results; defaults as in Kueue at ff69552.
 struct CoreOptions {
   bool fair_sharing = false;
+  // UnadmittedWorkloadsObservability (beta, on): pending reasons are WaitingForQuota,
+  // ExceedsMaxQuota, NoMatchingFlavor, ... instead of "Pending", and a pending Workload
+  // carries Admitted=False/NoReservation.
+  bool unadmitted_workloads_observability = true;
+  // SchedulingEquivalenceHashing (beta, on): when a BestEffortFIFO head fails for lack of
+  // quota, pending workloads of the same shape in its queue wait with it.
+  bool scheduling_equivalence_hashing = true;
   std::vector<FairSharingStrategy> fair_sharing_strategies = {
       FairSharingStrategy::LessThanOrEqualToFinalShare, FairSharingStrategy::LessThanInitialShare};
 };

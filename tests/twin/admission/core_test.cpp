@@ -112,6 +112,7 @@ TEST(Cycle, BorrowsUpToCohortTotalAndGuardsSameCycleOveradmission) {
   EXPECT_FALSE(admitted(*core, wb));
   EXPECT_EQ(condition(core->status(wb), "QuotaReserved")->message,
             "Workload no longer fits after processing another workload");
+  EXPECT_EQ(condition(core->status(wb), "QuotaReserved")->reason, "WaitingForQuota");
   EXPECT_EQ(result.heads, 2u);
   // Next cycle: wb is NoFit on quota now (2 left).
   core->run_cycle(1);
@@ -130,6 +131,10 @@ TEST(Cycle, MaximumCapacityMessage) {
   EXPECT_EQ(condition(core->status(w), "QuotaReserved")->message,
             "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor default, "
             "previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)");
+  // UnadmittedWorkloadsObservability (on by default): granular reason, explicit Admitted=False.
+  EXPECT_EQ(condition(core->status(w), "QuotaReserved")->reason, "ExceedsMaxQuota");
+  EXPECT_EQ(condition(core->status(w), "Admitted")->reason, "NoReservation");
+  EXPECT_FALSE(condition(core->status(w), "Admitted")->status);
 }
 
 TEST(Preemption, WithinClusterQueueLowerPriorityWaitsForVictim) {
@@ -314,6 +319,28 @@ TEST(Queueing, StrictFifoBlocksBehindItsHeadBestEffortDoesNot) {
     for (int i = 0; i < 3; ++i) core->run_cycle(1 + i);
     EXPECT_FALSE(admitted(*core, big));
     EXPECT_EQ(admitted(*core, small), strategy == QueueingStrategy::BestEffortFIFO);
+  }
+}
+
+// SchedulingEquivalenceHashing: when big-1 cannot fit, big-2 (same shape) waits with it
+// instead of becoming the next head, so small is tried in the very next cycle.
+TEST(Queueing, EquivalentWorkloadsWaitWithTheirHead) {
+  for (const bool hashing : {true, false}) {
+    CoreOptions options;
+    options.scheduling_equivalence_hashing = hashing;
+    auto core = make({queue("a", "", {quota("nvidia.com/gpu", 4)})}, {}, options);
+    core->submit(workload("running", "a", 2, 0, 0), 0);
+    core->run_cycle(0);
+    const auto big1 = core->submit(workload("big-1", "a", 4, 0, 1), 1);
+    const auto big2 = core->submit(workload("big-2", "a", 4, 0, 2), 1);
+    const auto small = core->submit(workload("small", "a", 1, 0, 3), 1);
+    core->run_cycle(1);  // head big-1: NoFit
+    core->run_cycle(2);
+    EXPECT_EQ(admitted(*core, small), hashing);
+    EXPECT_FALSE(admitted(*core, big1));
+    EXPECT_FALSE(admitted(*core, big2));
+    // big-2 was never evaluated when its class was moved: no condition yet.
+    EXPECT_EQ(condition(core->status(big2), "QuotaReserved") == nullptr, hashing);
   }
 }
 
