@@ -89,8 +89,18 @@ struct Schema<WorkloadTemplate> {
     QuantityField request;
     v.required("request", request);
     s.request = request.value;
-    v.optional("podCount", s.pod_count, AtLeast{0});
-    if (s.pod_count == 0) s.pod_count = 1;  // as generator.go does
+    // generator.go builds a pod set of podCount pods only with tasLevel; a standard
+    // workload gets the default pod set of one pod.
+    int pod_count = 0;
+    v.optional("podCount", pod_count, AtLeast{0});
+    if (pod_count > 1) {
+      const Field& f = v.field();
+      const std::string path = f.path + ".podCount";
+      f.ctx.report(twin::kueue_perf::kRuleIgnored, f.node.find("podCount")->pos, path,
+                   "podCount " + std::to_string(pod_count) +
+                       " is ignored without tasLevel, as upstream's generator does: the workload has one pod",
+                   Severity::Warning);
+    }
     twin::kueue_perf::reject_unsupported(v, {"tasConstraint", "tasLevel", "sliceSize"});
   }
 };
@@ -264,10 +274,10 @@ class LimitChecker {
       report(doc::kRuleOutOfRange, path + ".request", "must not be negative, got " + t.request.to_string());
       return;
     }
-    if (Wide{t.request.milli_value()} * t.pod_count > Wide{limits_.max_request_cpus} * 1000) {
-      report(doc::kRuleOutOfRange, t.pod_count > 1 ? path + ".podCount" : path + ".request",
+    if (t.request > Quantity::from_int(limits_.max_request_cpus)) {
+      report(doc::kRuleOutOfRange, path + ".request",
              "a workload may request at most " + std::to_string(limits_.max_request_cpus) + " cpus, got " +
-                 std::to_string(t.pod_count) + " x " + t.request.to_string());
+                 t.request.to_string());
     }
   }
 

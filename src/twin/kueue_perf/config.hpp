@@ -6,7 +6,9 @@
 // Upstream's quantities (nominalQuota, borrowingLimit, request) are Kubernetes quantity
 // strings; a plain YAML number is read as the same quantity ("request: 1" is one cpu).
 // The TAS extensions (topology, resourceFlavor.nodeLabel/topologyName, the workloads'
-// tasConstraint/tasLevel/sliceSize) are recognised and rejected as unsupported.
+// tasConstraint/tasLevel/sliceSize) are recognised and rejected as unsupported. A
+// workload's podCount is accepted and ignored with a warning: upstream only reads it with
+// tasLevel; otherwise its workloads have one pod.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ inline constexpr std::string_view kRuleTooLarge = "kueue-perf.too-large";
 inline constexpr std::string_view kRuleUnsupported = "kueue-perf.unsupported";
 inline constexpr std::string_view kRuleDuplicateName = "kueue-perf.duplicate-name";
 inline constexpr std::string_view kRuleNameTooLong = "kueue-perf.name-too-long";
+inline constexpr std::string_view kRuleIgnored = "kueue-perf.ignored";
 
 // What one generator config may expand to. Every workload costs memory in the model and
 // in the core, so these bound what a config (or a typo in a count) can ask for.
@@ -33,7 +36,7 @@ struct ConfigLimits {
   std::int64_t max_workloads = 10'000'000;
   std::int64_t max_queues = 100'000;
   std::int64_t max_milliseconds = 1'000'000'000;  // runtimeMs, creationIntervalMs (~11.6 days)
-  std::int64_t max_request_cpus = 1'000'000;      // one workload's request (all its pods)
+  std::int64_t max_request_cpus = 1'000'000;      // one workload's request
   std::int64_t max_quota_cpus = 1'000'000'000;    // nominalQuota, borrowingLimit
 };
 
@@ -41,8 +44,7 @@ struct WorkloadTemplate {
   std::string class_name;
   std::int64_t runtime_ms = 0;
   int priority = 0;
-  Quantity request;    // cpu per pod
-  int pod_count = 1;   // upstream's podCount; 0 or absent means 1
+  Quantity request;  // cpu of the workload's one pod
 };
 
 struct WorkloadsSet {

@@ -73,7 +73,7 @@ WorkloadSpec make_workload(const Scenario& scenario, const CreationStream& strea
   spec.creation = creation;
   PodSetSpec pod_set;
   pod_set.name = kPodSetName;
-  pod_set.count = t.pod_count;
+  pod_set.count = 1;
   pod_set.requests.emplace_back(kResource, t.request.milli_value());
   spec.pod_sets.push_back(std::move(pod_set));
   return spec;

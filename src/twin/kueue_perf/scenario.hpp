@@ -64,7 +64,7 @@ struct Scenario {
 Scenario expand(GeneratorConfig config);
 
 // The n-th (0-based) workload of a stream, created at `creation`, with the given uid.
-// Requests `request` cpu per pod of pod set "main" (podCount pods) and has the template's
+// Requests `request` cpu in pod set "main" of one pod, and has the template's
 // priority; its namespace and ClusterQueue are the stream's queue.
 WorkloadSpec make_workload(const Scenario& scenario, const CreationStream& stream, std::int64_t n,
                            VirtualTime creation, std::string uid);

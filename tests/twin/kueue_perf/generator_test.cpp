@@ -86,7 +86,6 @@ TEST(KueuePerfConfig, DecodesUpstreamFields) {
   EXPECT_EQ(ws.workloads[0].runtime_ms, 200);
   EXPECT_EQ(ws.workloads[0].priority, 50);
   EXPECT_EQ(ws.workloads[0].request.milli_value(), 1000);
-  EXPECT_EQ(ws.workloads[0].pod_count, 1);
   EXPECT_EQ(ws.workloads[1].request.milli_value(), 2500);
 }
 
@@ -104,8 +103,12 @@ TEST(KueuePerfConfig, OptionalFieldsDefaultLikeKueue) {
       "      workloads:\n"
       "      - className: w\n"
       "        request: 500m\n"
-      "        podCount: 0\n");
+      "        podCount: 4\n");
   ASSERT_TRUE(p.config) << p.text();
+  // Upstream reads podCount only for TAS workloads.
+  EXPECT_THAT(p.text(), HasSubstr("gen.yaml:13:19: warning: cohorts[0].queuesSets[0].workloadsSets[0].workloads[0]."
+                                  "podCount: podCount 4 is ignored without tasLevel, as upstream's generator does: "
+                                  "the workload has one pod [kueue-perf.ignored]"));
   const QueuesSet& qs = p.config->cohorts[0].queues_sets[0];
   EXPECT_EQ(qs.nominal_quota.milli_value(), 1500);
   EXPECT_FALSE(qs.borrowing_limit);  // upstream: an empty string, no limit
@@ -114,7 +117,6 @@ TEST(KueuePerfConfig, OptionalFieldsDefaultLikeKueue) {
   const WorkloadTemplate& t = qs.workloads_sets[0].workloads[0];
   EXPECT_EQ(t.runtime_ms, 0);
   EXPECT_EQ(t.priority, 0);
-  EXPECT_EQ(t.pod_count, 1);  // podCount 0 means 1, as in generator.go
   EXPECT_EQ(t.request.milli_value(), 500);
   EXPECT_EQ(qs.workloads_sets[0].creation_interval_ms, 0);
 }
@@ -209,7 +211,7 @@ TEST(KueuePerfConfig, HugeTimesAndRequestsAreRejected) {
   const Parsed p = parse(yaml);
   EXPECT_FALSE(p.config);
   EXPECT_THAT(p.text(), HasSubstr("workloads[0].runtimeMs: must be at most 1000000000 ms, got 9000000000"));
-  EXPECT_THAT(p.text(), HasSubstr("workloads[1].request: a workload may request at most 1000000 cpus, got 1 x 2M"));
+  EXPECT_THAT(p.text(), HasSubstr("workloads[1].request: a workload may request at most 1000000 cpus, got 2M"));
 }
 
 TEST(KueuePerfConfig, TasFieldsAreUnsupported) {
