@@ -1,0 +1,234 @@
+// Runs on the real admission core (built only once gpubank_twin_admission exists): tiny
+// generator configs worked out by hand with Kueue's semantics (../shared/spec/
+// kueue-semantics.md; Kueue main at ff69552), and the shipped baseline config.
+#include <gtest/gtest.h>
+
+#include "support/paths.hpp"
+#include "twin/kueue_perf/runner.hpp"
+
+namespace gpubank::twin::kueue_perf {
+namespace {
+
+Summary run_ok(std::string_view yaml, bool fair_sharing = false) {
+  Diagnostics findings;
+  auto config = parse_generator_config(yaml, "t.yaml", findings);
+  EXPECT_TRUE(config) << (findings.empty() ? "" : findings[0].to_string());
+  if (!config) return {};
+  const Scenario s = expand(std::move(*config));
+  RunOptions options;
+  options.core.fair_sharing = fair_sharing;
+  auto result = run(s, options);
+  EXPECT_TRUE(result) << (result ? "" : result.error());
+  return result ? *result : Summary{};
+}
+
+const WorkloadClassSummary& wl_class(const Summary& s, std::string_view name) {
+  for (const auto& c : s.workload_classes) {
+    if (c.name == name) return c;
+  }
+  static const WorkloadClassSummary none;
+  ADD_FAILURE() << "no workload class " << name;
+  return none;
+}
+
+const ClusterQueueClassSummary& cq_class(const Summary& s, std::string_view name) {
+  for (const auto& c : s.cluster_queue_classes) {
+    if (c.name == name) return c;
+  }
+  static const ClusterQueueClassSummary none;
+  ADD_FAILURE() << "no queue class " << name;
+  return none;
+}
+
+// One ClusterQueue (alone in cohort co-0) of 2 cpus. "small" (1 cpu, 250 ms, priority 0)
+// created at 100, 200, 300; "big" (2 cpus, 100 ms, priority 10) at 150.
+std::string tiny(std::string_view within_cluster_queue) {
+  return R"(
+cohorts:
+- className: co
+  count: 1
+  queuesSets:
+  - className: cq
+    count: 1
+    nominalQuota: 2
+    withinClusterQueue: )" +
+         std::string(within_cluster_queue) + R"(
+    workloadsSets:
+    - count: 3
+      creationIntervalMs: 100
+      workloads:
+      - {className: small, runtimeMs: 250, priority: 0, request: 1}
+    - count: 1
+      creationIntervalMs: 150
+      workloads:
+      - {className: big, runtimeMs: 100, priority: 10, request: 2}
+)";
+}
+
+// withinClusterQueue: LowerPriority.
+//   100  A=small-0-0-0 admitted (usage 1)
+//   150  B=big-1-0-0: 1 more needed; Preempt mode (nominal 2 >= 2), candidate A (priority
+//        0 < 10): A evicted; the runner releases it at once, A is requeued; next cycle the
+//        head is B (higher priority): admitted (usage 2); A: no lower-priority candidate,
+//        stays pending (inadmissible)
+//   200  C=small-0-1-0 created: cannot fit, no candidates, pending
+//   250  B finishes; heads A (created 100) then C, one per cycle: both admitted (usage 2)
+//   300  D=small-0-2-0: pending;  500: A and C finish, D admitted;  750: D finishes
+// To admission: A 250-100 = 150 (upstream keeps the last admission), C 50, D 200 ->
+// mean 133, p50 150, p90 200; B 0. Usage: 1x50 + 2x100 + 2x250 + 1x250 = 1000 cpu ms.
+TEST(KueuePerfScenario, PreemptionWithinClusterQueueByHand) {
+  const Summary r = run_ok(tiny("LowerPriority"));
+  EXPECT_EQ(r.workloads, 4);
+  EXPECT_EQ(r.finished, 4);
+  EXPECT_EQ(r.evictions, 1);
+  EXPECT_EQ(r.end_ms, 750);
+  const auto& small = wl_class(r, "small");
+  EXPECT_EQ(small.total_evictions, 1);
+  EXPECT_EQ(small.average_time_to_admission_ms, 133);
+  EXPECT_EQ(small.p50_time_to_admission_ms, 150);
+  EXPECT_EQ(small.p90_time_to_admission_ms, 200);
+  EXPECT_EQ(small.average_time_to_finish_ms, 383);  // (400 + 300 + 450) / 3
+  const auto& big = wl_class(r, "big");
+  EXPECT_EQ(big.average_time_to_admission_ms, 0);
+  EXPECT_EQ(big.average_time_to_finish_ms, 100);
+  const auto& cq = cq_class(r, "cq");
+  EXPECT_EQ(cq.cpu_used, 1'000'000);
+  EXPECT_EQ(cq.cpu_average_usage, 1333);
+  EXPECT_EQ(cq.last_event_ms, 750);
+  EXPECT_NEAR(cq.usage_percent, 66.6667, 1e-3);
+}
+
+// withinClusterQueue: Never, BestEffortFIFO: the inadmissible big one does not block the
+// small ones behind it.
+//   100  A admitted (usage 1)
+//   150  B: 1 more needed, no candidates: inadmissible
+//   200  C is the head now: fits, admitted (usage 2)
+//   300  D: 1 more needed: inadmissible
+//   350  A finishes: B and D requeued; B (priority 10) first: still 1 more needed,
+//        inadmissible; next cycle D fits: admitted (usage 2)
+//   450  C finishes: B requeued, 1 more needed (D holds 1)
+//   600  D finishes: B admitted;  700: B finishes
+// To admission: A 0, C 0, D 50 -> mean 16, p50 0, p90 50; B 450.
+// Usage: 1x100 + 2x150 + 2x100 + 1x150 + 2x100 = 950 cpu ms over 700 ms.
+TEST(KueuePerfScenario, BestEffortFifoWithoutPreemptionByHand) {
+  const Summary r = run_ok(tiny("Never"));
+  EXPECT_EQ(r.finished, 4);
+  EXPECT_EQ(r.evictions, 0);
+  EXPECT_EQ(r.end_ms, 700);
+  const auto& small = wl_class(r, "small");
+  EXPECT_EQ(small.average_time_to_admission_ms, 16);
+  EXPECT_EQ(small.p50_time_to_admission_ms, 0);
+  EXPECT_EQ(small.p90_time_to_admission_ms, 50);
+  EXPECT_EQ(small.average_time_to_finish_ms, 266);  // (250 + 250 + 300) / 3
+  const auto& big = wl_class(r, "big");
+  EXPECT_EQ(big.average_time_to_admission_ms, 450);
+  EXPECT_EQ(big.average_time_to_finish_ms, 550);
+  const auto& cq = cq_class(r, "cq");
+  EXPECT_EQ(cq.cpu_used, 950'000);
+  EXPECT_EQ(cq.cpu_average_usage, 1357);
+  EXPECT_NEAR(cq.usage_percent, 67.857, 1e-3);
+}
+
+// Borrowing and reclaim in one cohort: "lender" (nominal 4, reclaimWithinCohort: Any)
+// and "borrower" (nominal 0, borrowingLimit 4). Guests (1 cpu, 1000 ms, priority 10) in
+// the borrower at 100, 200, 300, 400; the owner (3 cpus, 100 ms, priority 100) in the
+// lender at 250.
+//   100, 200  g0, g1 admitted, borrowing (usage 1, 2)
+//   250  owner: available 4 - 2 = 2, 1 more needed; within nominal after admission, so
+//        reclaim: candidates in the borrowing queue, most recently admitted first: g1 is
+//        evicted and requeued; next cycle owner (not borrowing) before g1 (borrowing):
+//        owner admitted, g1 no longer fits, then cannot fit (NoFit: nominal 0)
+//   300  g2 cannot fit (cohort full)
+//   350  owner finishes: g1 (created 200) then g2 admitted (usage 3)
+//   400  g3 admitted (usage 4); 1100 g0, 1350 g1 and g2, 1400 g3 finish
+// Guests to admission: 0, 150, 50, 0 -> mean 50, p50 0, p90 150; to finish 1000, 1150,
+// 1050, 1000 -> 1050. Borrower usage 1x100 + 2x50 + 1x100 + 3x50 + 4x700 + 3x250 + 1x50
+// = 4050 cpu ms over 1400 ms; lender 3 x 100 = 300 cpu ms over 350 ms of 4 cpus: 21.43 %.
+TEST(KueuePerfScenario, BorrowingAndReclaimByHand) {
+  const Summary r = run_ok(R"(
+cohorts:
+- className: co
+  count: 1
+  queuesSets:
+  - className: lender
+    count: 1
+    nominalQuota: 4
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    workloadsSets:
+    - count: 1
+      creationIntervalMs: 250
+      workloads:
+      - {className: owner, runtimeMs: 100, priority: 100, request: 3}
+  - className: borrower
+    count: 1
+    nominalQuota: 0
+    borrowingLimit: 4
+    workloadsSets:
+    - count: 4
+      creationIntervalMs: 100
+      workloads:
+      - {className: guest, runtimeMs: 1000, priority: 10, request: 1}
+)");
+  EXPECT_EQ(r.workloads, 5);
+  EXPECT_EQ(r.finished, 5);
+  EXPECT_EQ(r.evictions, 1);
+  EXPECT_EQ(r.end_ms, 1400);
+  const auto& guest = wl_class(r, "guest");
+  EXPECT_EQ(guest.total_evictions, 1);
+  EXPECT_EQ(guest.average_time_to_admission_ms, 50);
+  EXPECT_EQ(guest.p50_time_to_admission_ms, 0);
+  EXPECT_EQ(guest.p90_time_to_admission_ms, 150);
+  EXPECT_EQ(guest.average_time_to_finish_ms, 1050);
+  const auto& owner = wl_class(r, "owner");
+  EXPECT_EQ(owner.average_time_to_admission_ms, 0);
+  EXPECT_EQ(owner.average_time_to_finish_ms, 100);
+  const auto& borrower = cq_class(r, "borrower");
+  EXPECT_EQ(borrower.cpu_used, 4'050'000);
+  EXPECT_EQ(borrower.cpu_max_usage, 4000);
+  EXPECT_EQ(borrower.last_event_ms, 1400);
+  EXPECT_EQ(borrower.usage_percent, 0);  // no nominal quota: undefined, reported as 0
+  const auto& lender = cq_class(r, "lender");
+  EXPECT_EQ(lender.cpu_used, 300'000);
+  EXPECT_EQ(lender.last_event_ms, 350);
+  EXPECT_EQ(lender.cpu_average_usage, 857);
+  EXPECT_NEAR(lender.usage_percent, 21.4286, 1e-3);
+}
+
+class KueuePerfBaseline : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KueuePerfBaseline, RunsThroughDeterministically) {
+  Diagnostics findings;
+  auto config = load_generator_config(gpubank::testing::shared_dir() + "/kueue-perf/baseline-generator.yaml",
+                                      findings);
+  ASSERT_TRUE(config);
+  const Scenario s = expand(std::move(*config));
+  RunOptions options;
+  options.core.fair_sharing = GetParam();
+  auto a = run(s, options);
+  auto b = run(s, options);
+  ASSERT_TRUE(a) << a.error();
+  ASSERT_TRUE(b) << b.error();
+  EXPECT_EQ(to_json(*a).dump(), to_json(*b).dump());
+  EXPECT_EQ(a->workloads, 15000);
+  EXPECT_EQ(a->finished, 15000);
+  EXPECT_EQ(a->pending, 0);
+  const auto& cq = cq_class(*a, "cq");
+  EXPECT_EQ(cq.queues, 30);
+  EXPECT_EQ(cq.nominal_quota, 600'000);
+  // Each cohort's capacity is its queues' nominal quota: usage cannot pass 100 %.
+  EXPECT_GT(cq.usage_percent, 0);
+  EXPECT_LE(cq.usage_percent, 100);
+  // Every workload waits at least 0 and is admitted at most once per eviction plus one.
+  for (const auto& c : a->workload_classes) {
+    EXPECT_EQ(c.admitted, c.count) << c.name;
+    EXPECT_LE(c.p50_time_to_admission_ms, c.p90_time_to_admission_ms) << c.name;
+    EXPECT_LE(c.p90_time_to_admission_ms, c.max_time_to_admission_ms) << c.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FairSharing, KueuePerfBaseline, ::testing::Values(false, true),
+                         [](const auto& param_info) { return std::string(param_info.param ? "on" : "off"); });
+
+}  // namespace
+}  // namespace gpubank::twin::kueue_perf
