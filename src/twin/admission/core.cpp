@@ -198,13 +198,14 @@ struct OrderKey {
   bool not_sticky = true;
   std::int32_t priority = 0;
   VirtualTime creation = 0;
-  std::string uid;
+  const std::string* uid = nullptr;  // the workload's own, stable for its lifetime
   WorkloadId id = 0;
   bool operator<(const OrderKey& o) const {
     if (not_sticky != o.not_sticky) return !not_sticky;
     if (priority != o.priority) return priority > o.priority;
     if (creation != o.creation) return creation < o.creation;
-    if (uid != o.uid) return uid < o.uid;
+    if (id == o.id) return false;
+    if (const int c = uid->compare(*o.uid); c != 0) return c < 0;
     return id < o.id;
   }
 };
@@ -222,8 +223,11 @@ class Core final : public AdmissionCore {
     ClusterQueueSpec spec;
     std::vector<Group> groups;
     std::map<std::string, int> group_by_resource;
-    std::set<OrderKey> active;
-    std::set<WorkloadId> inadmissible;
+    // Every pending workload, in queue order. Inadmissible ones (Kueue's
+    // inadmissibleWorkloads) stay in place, marked with the generation in which they were
+    // set aside: requeueing them all is one increment of `generation`.
+    std::set<OrderKey> pending;
+    std::uint64_t generation = 1;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
     std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
@@ -233,7 +237,8 @@ class Core final : public AdmissionCore {
     WorkloadStatus status;
     int queue = -1;
     Usage usage;  // while holding quota
-    bool in_active = false, in_inadmissible = false;
+    bool in_pending = false;
+    std::uint64_t inadmissible_generation = 0;  // == queue's generation: inadmissible
     OrderKey key;
     std::size_t holding_pos = 0;
     bool evicted = false;
@@ -486,7 +491,11 @@ class Core final : public AdmissionCore {
   CycleResult run_cycle(VirtualTime now) override;
 
   [[nodiscard]] bool has_active_heads() const override {
-    return std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.active.empty(); });
+    // Settling moves bulk-moved class members out of the heap, which the next cycle would
+    // do anyway; nothing observable changes.
+    auto* self = const_cast<Core*>(this);
+    return std::any_of(self->queues_.begin(), self->queues_.end(),
+                       [self](Queue& q) { return self->find_head(q) != q.pending.end(); });
   }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return wl_checked(id).spec; }
@@ -557,40 +566,67 @@ class Core final : public AdmissionCore {
 
   // ---- pending queues (pkg/cache/queue/cluster_queue.go) ----------------------------------
 
-  // check_shape: a workload added or updated (ClusterQueue.PushOrUpdate) waits with its
-  // equivalence class if that class was bulk-moved to inadmissible.
+  [[nodiscard]] bool inadmissible(const Wl& w) const {
+    return w.inadmissible_generation == queues_[at(w.queue)].generation;
+  }
+
+  // Makes a pending workload active. check_shape: a workload added or updated
+  // (ClusterQueue.PushOrUpdate) waits with its equivalence class if that class was
+  // bulk-moved to inadmissible.
   void push_active(WorkloadId id, bool check_shape = false) {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
-    if (check_shape && options_.scheduling_equivalence_hashing && !w.in_active && !w.in_inadmissible &&
+    const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, &w.spec.uid, id};
+    if (w.in_pending && key.not_sticky != w.key.not_sticky) {
+      q.pending.erase(w.key);
+      w.in_pending = false;
+    }
+    const bool was_pending = w.in_pending;
+    if (!w.in_pending) {
+      w.key = key;
+      q.pending.insert(w.key);
+      w.in_pending = true;
+    }
+    if (check_shape && !was_pending && options_.scheduling_equivalence_hashing &&
         q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO && q.bulk_moved_shapes.contains(w.shape)) {
-      push_inadmissible(id);
+      w.inadmissible_generation = q.generation;
       return;
     }
-    if (w.in_inadmissible) {
-      q.inadmissible.erase(id);
-      w.in_inadmissible = false;
-    }
-    if (w.in_active) return;
-    w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.spec.uid, id};
-    q.active.insert(w.key);
-    w.in_active = true;
+    w.inadmissible_generation = 0;
   }
 
   void push_inadmissible(WorkloadId id) {
     Wl& w = wl(id);
-    if (w.in_active || w.in_inadmissible) return;
-    queues_[at(w.queue)].inadmissible.insert(id);
-    w.in_inadmissible = true;
+    Queue& q = queues_[at(w.queue)];
+    if (!w.in_pending) {
+      w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, &w.spec.uid, id};
+      q.pending.insert(w.key);
+      w.in_pending = true;
+    }
+    w.inadmissible_generation = q.generation;
+  }
+
+  // The first active pending workload; members of a bulk-moved equivalence class are set
+  // aside on the way.
+  std::set<OrderKey>::iterator find_head(Queue& q) {
+    for (auto it = q.pending.begin(); it != q.pending.end(); ++it) {
+      Wl& w = wl(it->id);
+      if (w.inadmissible_generation == q.generation) continue;
+      if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
+        w.inadmissible_generation = q.generation;
+        continue;
+      }
+      return it;
+    }
+    return q.pending.end();
   }
 
   void unqueue(WorkloadId id) {
     Wl& w = wl(id);
     if (w.queue < 0) return;
     Queue& q = queues_[at(w.queue)];
-    if (w.in_active) q.active.erase(w.key);
-    if (w.in_inadmissible) q.inadmissible.erase(id);
-    w.in_active = w.in_inadmissible = false;
+    if (w.in_pending) q.pending.erase(w.key);
+    w.in_pending = false;
     if (q.sticky && *q.sticky == id) q.sticky.reset();
   }
 
@@ -605,8 +641,7 @@ class Core final : public AdmissionCore {
       if (x.is_queue) {
         Queue& q = queues_[at(node_queue_[at(n)])];
         q.bulk_moved_shapes.clear();
-        const std::vector<WorkloadId> moving(q.inadmissible.begin(), q.inadmissible.end());
-        for (WorkloadId id : moving) push_active(id);
+        ++q.generation;
         continue;
       }
       for (int c : x.child_cohorts) stack.push_back(c);
@@ -1750,10 +1785,11 @@ CycleResult Core::run_cycle(VirtualTime now) {
   std::vector<Entry> inactive;
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
     Queue& q = queues_[qi];
-    if (q.active.empty()) continue;
-    const WorkloadId id = q.active.begin()->id;
-    q.active.erase(q.active.begin());
-    wl(id).in_active = false;
+    const auto head = find_head(q);
+    if (head == q.pending.end()) continue;
+    const WorkloadId id = head->id;
+    q.pending.erase(head);
+    wl(id).in_pending = false;
     Entry e;
     e.w = id;
     e.queue = static_cast<int>(qi);
@@ -1800,20 +1836,11 @@ CycleResult Core::run_cycle(VirtualTime now) {
       }
     } else {
       push_inadmissible(e.w);
-      // SchedulingEquivalenceHashing: the same shape cannot fit either; move the class.
+      // SchedulingEquivalenceHashing: the same shape cannot fit either; its class waits
+      // too. Applied lazily: members of the class are moved when they reach the head.
       if (options_.scheduling_equivalence_hashing && q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO &&
           (reason == Requeue::NoFit || reason == Requeue::NoCandidates)) {
-        const std::string& shape = wl(e.w).shape;
-        q.bulk_moved_shapes.insert(shape);
-        std::vector<WorkloadId> same;
-        for (const auto& key : q.active) {
-          if (wl(key.id).shape == shape) same.push_back(key.id);
-        }
-        for (WorkloadId id : same) {
-          q.active.erase(wl(id).key);
-          wl(id).in_active = false;
-          push_inadmissible(id);
-        }
+        q.bulk_moved_shapes.insert(wl(e.w).shape);
       }
     }
     const std::string condition_reason = options_.unadmitted_workloads_observability && !e.granular_reason.empty()
@@ -1833,7 +1860,7 @@ ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
   if (it == queue_index_.end()) return s;
   const Queue& q = queues_[at(it->second)];
   const int n = q.node;
-  s.pending_workloads = static_cast<std::int64_t>(q.active.size() + q.inadmissible.size());
+  s.pending_workloads = static_cast<std::int64_t>(q.pending.size());
   std::vector<Amount> admitted_usage(tree_.fr_count(), 0);
   for (WorkloadId w : q.holding) {
     ++s.reserving_workloads;
