@@ -20,15 +20,17 @@ using namespace gpubank::twin;
 constexpr int kCohorts = 10;
 constexpr int kQueuesPerCohort = 100;
 
-std::unique_ptr<AdmissionCore> make_cluster() {
+std::unique_ptr<AdmissionCore> make_cluster(bool preemption) {
   std::vector<ClusterQueueSpec> queues;
   for (int c = 0; c < kCohorts; ++c) {
     for (int i = 0; i < kQueuesPerCohort; ++i) {
       ClusterQueueSpec q;
       q.name = "cq-" + std::to_string(c) + "-" + std::to_string(i);
       q.cohort = "cohort-" + std::to_string(c);
-      q.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
-      q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+      if (preemption) {  // as Kueue's scalability configs; else Kueue's defaults (Never)
+        q.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+        q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+      }
       q.resource_groups.push_back(ResourceGroup{{"cpu"}, {FlavorQuotas{"rf", {ResourceQuota{"cpu", 20000, 100000, {}}}}}});
       queues.push_back(std::move(q));
     }
@@ -37,7 +39,8 @@ std::unique_ptr<AdmissionCore> make_cluster() {
 }
 
 struct Driver {
-  std::unique_ptr<AdmissionCore> core = make_cluster();
+  explicit Driver(bool preemption) : core(make_cluster(preemption)) {}
+  std::unique_ptr<AdmissionCore> core;
   std::mt19937 rng{42};
   std::vector<WorkloadId> running;
   VirtualTime now = 0;
@@ -92,10 +95,13 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-// Arg: one in N running workloads finishes between cycles (3: every queue has a head
-// each cycle and hundreds are admitted; 100: a busy steady state with a few admissions).
+// Args: one in N running workloads finishes between cycles (3: every queue has a head
+// each cycle and hundreds are admitted; 100: a busy steady state), and whether the queues
+// preempt (1: reclaimWithinCohort Any + withinClusterQueue LowerPriority as in Kueue's
+// scalability configs, so every head that does not fit searches its cohort for victims;
+// 0: Kueue's default Never).
 void admission_cycle_1000_queues(benchmark::State& state) {
-  Driver d;
+  Driver d(state.range(1) != 0);
   d.finish_one_in = static_cast<int>(state.range(0));
   d.submit_batch(20);
   // Warm up to a steady state with borrowing and preemption in play.
@@ -119,10 +125,17 @@ void admission_cycle_1000_queues(benchmark::State& state) {
   state.counters["decisions_per_cycle"] =
       static_cast<double>(decisions) / static_cast<double>(std::max<std::size_t>(1, cycle_us.size()));
 }
-BENCHMARK(admission_cycle_1000_queues)->Arg(3)->Arg(100)->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(admission_cycle_1000_queues)
+    ->Args({3, 0})
+    ->Args({100, 0})
+    ->Args({3, 1})
+    ->Args({100, 1})
+    ->ArgNames({"finish_one_in", "preemption"})
+    ->Iterations(2000)
+    ->Unit(benchmark::kMicrosecond);
 
 void available_walk(benchmark::State& state) {
-  Driver d;
+  Driver d(false);
   d.submit_batch(20);
   for (int i = 0; i < 50; ++i) d.churn(d.core->run_cycle(d.now));
   const auto names = d.core->cluster_queue_names();

@@ -1048,7 +1048,9 @@ class Core final : public AdmissionCore {
   // The candidates in ranked order, taken from a heap as far as they are read.
   class LazyOrder {
    public:
-    explicit LazyOrder(std::vector<Ranked> heap) : heap_(std::move(heap)) {
+    // Works in the caller's buffers (reused across calls: no allocation per preemptor).
+    LazyOrder(std::vector<Ranked>& heap, std::vector<Candidate>& sorted) : heap_(heap), sorted_(sorted) {
+      sorted_.clear();
       std::make_heap(heap_.begin(), heap_.end(), after);
     }
     const Candidate* at(std::size_t i) {
@@ -1062,8 +1064,8 @@ class Core final : public AdmissionCore {
 
    private:
     static bool after(const Ranked& x, const Ranked& y) { return ranked_before(y, x); }
-    std::vector<Ranked> heap_;
-    std::vector<Candidate> sorted_;
+    std::vector<Ranked>& heap_;
+    std::vector<Candidate>& sorted_;
   };
 
   // classical.classifyPreemptionVariant
@@ -1097,7 +1099,7 @@ class Core final : public AdmissionCore {
   }
 
   void collect_in_subtree(const Wl& preemptor, int queue, int current, int subtree_root, int skip, bool advantage,
-                          const std::vector<int>& frs, std::vector<Candidate>& out) const {
+                          const std::vector<int>& frs, std::vector<Ranked>& out) const {
     const auto& node = tree_.node(current);
     for (int child : node.child_cohorts) {
       if (child == skip || within_nominal(child, frs)) continue;
@@ -1108,7 +1110,7 @@ class Core final : public AdmissionCore {
       if (cq == queue || within_nominal(child, frs)) continue;
       for (WorkloadId w : queues_[at(cq)].holding) {
         const Variant v = classify(preemptor, queue, w, advantage, frs);
-        if (v != Variant::Never) out.push_back(candidate(w, subtree_root, v, queue));
+        if (v != Variant::Never) out.push_back(Ranked{advantage ? 0 : 1, candidate(w, subtree_root, v, queue)});
       }
     }
   }
@@ -1182,18 +1184,19 @@ class Core final : public AdmissionCore {
     const Wl& preemptor = wl(id);
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
-    std::vector<Candidate> same, hierarchy, priority;
+    std::vector<Ranked>& heap = scratch_ranked_;
+    heap.clear();
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
       for (WorkloadId w : q.holding) {
         const Variant v = classify(preemptor, queue, w, false, frs);
-        if (v != Variant::Never) same.push_back(candidate(w, -1, v, queue));
+        if (v != Variant::Never) heap.push_back(Ranked{2, candidate(w, -1, v, queue)});
       }
     }
     if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
       auto [advantage, remaining] = fit_in_quota(n, usage);
       int previous = -1;
       for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
-        collect_in_subtree(preemptor, queue, a, a, previous, advantage, frs, advantage ? hierarchy : priority);
+        collect_in_subtree(preemptor, queue, a, a, previous, advantage, frs, heap);
         auto [fits_here, rest] = fit_in_quota(a, remaining);
         remaining = std::move(rest);
         advantage = advantage || fits_here;
@@ -1204,13 +1207,12 @@ class Core final : public AdmissionCore {
     // priority, same queue), then the rest in the same list order; each list by
     // CandidatesOrdering. The greedy walk usually stops after a few candidates, so the
     // order is produced lazily from a heap instead of sorting everything.
-    const std::size_t hierarchy_count = hierarchy.size(), priority_count = priority.size();
-    std::vector<Ranked> heap;
-    heap.reserve(hierarchy_count + priority_count + same.size());
-    for (auto& c : hierarchy) heap.push_back(Ranked{0, std::move(c)});
-    for (auto& c : priority) heap.push_back(Ranked{1, std::move(c)});
-    for (auto& c : same) heap.push_back(Ranked{2, std::move(c)});
-    LazyOrder all(std::move(heap));
+    std::size_t hierarchy_count = 0, priority_count = 0;
+    for (const auto& r : heap) {
+      hierarchy_count += r.list == 0 ? 1 : 0;
+      priority_count += r.list == 1 ? 1 : 0;
+    }
+    LazyOrder all(heap, scratch_sorted_);
     const bool no_other = hierarchy_count == 0 && priority_count == 0;
     const bool borrow_forbidden = q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
     auto under_nominal = [&] {
@@ -1568,6 +1570,9 @@ class Core final : public AdmissionCore {
   std::vector<int> targets_cache_frs_;
   Usage targets_cache_usage_;
   std::vector<Target> targets_cache_;
+  // Scratch buffers of classical_preemptions (not reentrant).
+  std::vector<Ranked> scratch_ranked_;
+  std::vector<Candidate> scratch_sorted_;
 };
 
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
