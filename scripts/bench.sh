@@ -25,7 +25,7 @@ log "bootstrap"
 log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
-cmake --build --preset release --target validate_bench webhook_load >&2
+cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -42,6 +42,32 @@ log "webhook_load, closed loop: 32 connections, 10000 requests per phase"
 log "webhook_load, paced: 32 connections, 100 requests/s, 2000 requests per phase"
 "$build/bench/webhook_load" --connections=32 --requests=2000 --rate=100 --in-process-samples=200 \
   --audit-samples=50 --work-dir="$work" --summary="$out/webhook-paced.md" | tee "$out/webhook-paced.txt" >&2
+
+log "admission_cycle_bench (2000 cycles per case)"
+"$build/bench/admission_cycle_bench" | tee "$out/admission-cycle.txt" >&2
+# Ratios against the baseline in the same run: the mean cycle over the available() walk.
+awk '/^available_walk/ {base=$2} /^admission_cycle_1000_queues/ {name[n]=$1; t[n]=$2; line[n]=$0; n++}
+  END {
+    print "| case | mean cycle (us) | x available() walk | p50 (us) | p99 (us) | heads/cycle | decisions/cycle |"
+    print "|---|---|---|---|---|---|---|"
+    for (i = 0; i < n; i++) {
+      split(line[i], f, /[ =]+/); p50=""; p99=""; heads=""; dec=""
+      for (j in f) { if (f[j] == "p50_us") p50=f[j+1]; if (f[j] == "p99_us") p99=f[j+1];
+                     if (f[j] == "heads_per_cycle") heads=f[j+1]; if (f[j] == "decisions_per_cycle") dec=f[j+1] }
+      sub(/\/iterations:[0-9]+/, "", name[i])
+      printf "| %s | %s | %.1f | %s | %s | %s | %s |\n", name[i], t[i], t[i] / base, p50, p99, heads, dec
+    }
+    printf "\nBaseline `available_walk` (Available() once per queue, 1,000 queues): %s us.\n", base
+  }' "$out/admission-cycle.txt" > "$out/admission-cycle.md"
+
+for config in baseline large-scale; do
+  log "kueue_perf_bench on $config-generator.yaml"
+  "$build/bench/kueue_perf_bench" --config="../shared/kueue-perf/$config-generator.yaml" \
+    --summary="$out/kueue-perf-$config.md" | tee "$out/kueue-perf-$config.txt" >&2
+  log "gpubank twin kueue-perf $config-generator.yaml"
+  "$build/cmd/gpubank/gpubank" twin kueue-perf "../shared/kueue-perf/$config-generator.yaml" \
+    > "$out/kueue-perf-$config-cli.txt" 2>/dev/null
+done
 
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -93,5 +119,25 @@ log "write $results"
   echo "## Admission webhook: bench/webhook_load, paced at 100 requests/s"
   echo
   cat "$out/webhook-paced.md"
+  echo
+  echo "## Twin admission cycle: bench/admission_cycle_bench"
+  echo
+  cat "$out/admission-cycle.md"
+  echo
+  if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
+  for config in baseline large-scale; do
+    echo "## Kueue's scalability scenario \`$config-generator.yaml\` on the twin"
+    echo
+    echo "### bench/kueue_perf_bench"
+    echo
+    cat "$out/kueue-perf-$config.md"
+    echo
+    echo "### \`gpubank twin kueue-perf ../shared/kueue-perf/$config-generator.yaml\`"
+    echo
+    echo '```'
+    cat "$out/kueue-perf-$config-cli.txt"
+    echo '```'
+    echo
+  done
 } > "$results"
 log "done: $results"
