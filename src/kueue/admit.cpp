@@ -137,7 +137,7 @@ AdmissionRun::AdmissionRun(const ObjectSet& set, Diagnostics& diagnostics)
     : set_(set), timeline_(make_timeline(set)), entries_(plan_workloads(set, timeline_, diagnostics)),
       ids_(set.workloads.size()) {
   for (const auto& e : entries_) {
-    if (e.route == Route::Submit || e.route == Route::Restore) t0_ = std::max(t0_, e.spec.creation);
+    t0_ = std::max(t0_, e.creation);
     if (e.route == Route::Restore) t0_ = std::max(t0_, e.admitted_at);
   }
 }

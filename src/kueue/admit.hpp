@@ -10,7 +10,8 @@
 //   doc::Json list = run.encode(**core);         // v1 List: Workloads, then ClusterQueues
 //
 // Cycles: all Workloads exist at the start; cycle k runs at virtual time t0 + k ms, where
-// t0 is the latest creation time among the Workloads (bridge.hpp). After each cycle the
+// t0 is the latest creation (or restored admission) time among the Workloads (bridge.hpp);
+// Workloads blocked before the scheduler get their condition at t0. After each cycle the
 // victims the core evicted are released at once (release_evicted), as Kueue does once
 // their pods are gone, so a preemptor is admitted in a later cycle.
 #pragma once

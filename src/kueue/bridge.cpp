@@ -272,6 +272,7 @@ std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& 
   for (std::size_t i = 0; i < set.workloads.size(); ++i) {
     const Workload& wl = set.workloads[i];
     WorkloadEntry& e = out[i];
+    e.creation = creation[i];
     const auto block = [&](std::string reason, std::string message, std::string cq = {}) {
       e.route = Route::Blocked;
       e.reason = std::move(reason);

@@ -98,6 +98,7 @@ enum class Route {
 
 struct WorkloadEntry {
   Route route = Route::Untouched;
+  twin::VirtualTime creation = 0;   // every route
   twin::WorkloadSpec spec;          // Submit and Restore
   twin::Admission admission;        // Restore
   twin::VirtualTime admitted_at = 0;  // Restore

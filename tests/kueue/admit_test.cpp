@@ -88,14 +88,14 @@ spec:
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
-metadata: {name: lost, namespace: ns}
+metadata: {name: lost, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
 spec:
   queueName: absent
   podSets: [{template: {spec: {containers: [{name: c}]}}}]
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
-metadata: {name: over, namespace: ns}
+metadata: {name: over, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
 spec:
   queueName: solo
   podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 2}, limits: {cpu: 1}}}]}}}]
@@ -146,6 +146,15 @@ TEST(KueueAdmit, LoadsRestoresFirstThenSubmitsInCreationOrder) {
             R"({"t":3000,"time":"2026-11-30T08:00:03Z","kind":"Pending","object":"Workload/ns/lost",)"
             R"("reason":"Misconfigured","message":"LocalQueue absent doesn't exist"})");
   EXPECT_EQ(r.run->events()[1].queue, "solo");
+}
+
+TEST(KueueAdmit, CyclesStartAfterEveryWorkloadExists) {
+  std::string yaml(kObjects);
+  const std::string from = "name: lost, namespace: ns, creationTimestamp: \"2026-11-30T08:00:01Z\"";
+  yaml.replace(yaml.find(from), from.size(), "name: lost, namespace: ns, creationTimestamp: \"2026-11-30T08:00:05Z\"");
+  Fixture r(yaml);
+  ASSERT_TRUE(r.decoded.diagnostics.empty()) << r.decoded.lines()[0];
+  EXPECT_EQ(r.run->first_cycle_time(), 5000);  // blocked before the scheduler, but created last
 }
 
 TEST(KueueAdmit, RunsUntilStableWithEventsOncePerPendingReason) {
