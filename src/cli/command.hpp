@@ -37,6 +37,9 @@ Command add_rules_command(CLI::App& app);
 Command add_cron_command(CLI::App& app);
 Command add_webhook_command(CLI::App& app);
 Command add_crds_command(CLI::App& app);
+// `twin` and its subcommands.
+Command add_twin_command(CLI::App& app);
+Command add_twin_admit_command(CLI::App& twin);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);
