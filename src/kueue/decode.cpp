@@ -550,8 +550,9 @@ std::vector<Condition> read_conditions(Reader& r, const Node* node, const std::s
     } else {
       c.missing("status");
     }
-    if (auto v = detail::read_int64(r, c.get("observedGeneration"), c.child("observedGeneration"))) {
-      if (detail::check_minimum(r, *c.get("observedGeneration"), c.child("observedGeneration"), *v, 0)) {
+    if (const Node* n = c.get("observedGeneration")) {
+      if (auto v = detail::read_int64(r, n, c.child("observedGeneration"));
+          v && detail::check_minimum(r, *n, c.child("observedGeneration"), *v, 0)) {
         cond.observed_generation = *v;
       }
     }
