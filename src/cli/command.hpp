@@ -39,6 +39,7 @@ Command add_webhook_command(CLI::App& app);
 Command add_crds_command(CLI::App& app);
 // `gpubank twin ...`: the group, and its subcommands (registered on the group).
 Command add_twin_command(CLI::App& app);
+Command add_twin_admit_command(CLI::App& twin);
 Command add_twin_kueue_perf_command(CLI::App& twin);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.

@@ -1,6 +1,6 @@
+// gpubank twin: the cluster twin's commands, one subcommand each.
 #include <CLI/CLI.hpp>
 
-#include <memory>
 #include <vector>
 
 #include "cli/command.hpp"
@@ -8,13 +8,12 @@
 namespace gpubank::cli {
 
 Command add_twin_command(CLI::App& app) {
-  CLI::App* twin = app.add_subcommand("twin", "The cluster twin: Kueue admission in virtual time");
+  CLI::App* twin = app.add_subcommand("twin", "The cluster twin: Kueue's admission in virtual time, without a cluster");
   twin->require_subcommand(1);
-  auto commands = std::make_shared<std::vector<Command>>();
-  commands->push_back(add_twin_kueue_perf_command(*twin));
+  const std::vector<Command> commands{add_twin_admit_command(*twin), add_twin_kueue_perf_command(*twin)};
   return {twin, [commands] {
-            for (const auto& command : *commands) {
-              if (command.app->parsed()) return command.action();
+            for (const auto& c : commands) {
+              if (c.app->parsed()) return c.action();
             }
             return 2;
           }};

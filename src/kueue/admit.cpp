@@ -1,0 +1,307 @@
+#include "kueue/admit.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kueue/amounts.hpp"
+
+namespace gpubank::kueue {
+namespace {
+
+std::string workload_object(const ObjectMeta& m) { return "Workload/" + m.ns + "/" + m.name; }
+
+doc::Json admission_json(const twin::Admission& a) {
+  doc::Json out = doc::Json::object();
+  out["clusterQueue"] = a.cluster_queue;
+  doc::Json assignments = doc::Json::array();
+  for (const auto& ps : a.pod_sets) {
+    doc::Json p = doc::Json::object();
+    p["name"] = ps.name;
+    doc::Json flavors = doc::Json::object();
+    for (const auto& [res, flavor] : ps.flavors) flavors[res] = flavor;
+    p["flavors"] = std::move(flavors);
+    doc::Json usage = doc::Json::object();
+    for (const auto& [res, amount] : ps.resource_usage) usage[res] = format_amount(res, amount);
+    p["resourceUsage"] = std::move(usage);
+    p["count"] = ps.count;
+    assignments.push_back(std::move(p));
+  }
+  out["podSetAssignments"] = std::move(assignments);
+  return out;
+}
+
+// status.flavorsReservation / flavorsUsage as Kueue's Cache.getUsage writes them: every
+// flavor of the queue in spec order, its resources sorted by name, `borrowed` 0 for a
+// queue outside any cohort.
+doc::Json usage_json(const ClusterQueue& cq, const std::vector<twin::FlavorResourceAmount>& amounts) {
+  doc::Json out = doc::Json::array();
+  for (const auto& g : cq.resource_groups) {
+    for (const auto& f : g.flavors) {
+      std::vector<std::string> resources = g.covered_resources;
+      std::sort(resources.begin(), resources.end());
+      doc::Json list = doc::Json::array();
+      for (const auto& res : resources) {
+        twin::Amount total = 0, borrowed = 0;
+        for (const auto& a : amounts) {
+          if (a.flavor == f.name && a.resource == res) {
+            total = a.total;
+            borrowed = a.borrowed;
+          }
+        }
+        if (cq.cohort_name.empty() || borrowed < 0) borrowed = 0;
+        doc::Json r = doc::Json::object();
+        r["name"] = res;
+        r["total"] = format_amount(res, total);
+        r["borrowed"] = format_amount(res, borrowed);
+        list.push_back(std::move(r));
+      }
+      doc::Json flavor = doc::Json::object();
+      flavor["name"] = f.name;
+      flavor["resources"] = std::move(list);
+      out.push_back(std::move(flavor));
+    }
+  }
+  return out;
+}
+
+doc::Json& status_of(doc::Json& object) {
+  doc::Json& status = object["status"];
+  if (!status.is_object()) status = doc::Json::object();
+  return status;
+}
+
+}  // namespace
+
+doc::Json to_ordered_json(const doc::Node& node) {
+  switch (node.type) {
+    case doc::NodeType::Null: return nullptr;
+    case doc::NodeType::Bool: return node.boolean;
+    case doc::NodeType::Int:
+      if (node.integer_fits) return node.integer;
+      return node.number;
+    case doc::NodeType::Float: return node.number;
+    case doc::NodeType::String: return node.text;
+    case doc::NodeType::Sequence: {
+      doc::Json out = doc::Json::array();
+      for (const auto& item : node.items) out.push_back(to_ordered_json(item));
+      return out;
+    }
+    case doc::NodeType::Mapping: {
+      doc::Json out = doc::Json::object();
+      for (const auto& e : node.entries) out[e.key] = to_ordered_json(e.value);
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+void set_condition(doc::Json& conditions, const std::string& type, bool status, const std::string& reason,
+                   const std::string& message, const std::string& time, std::optional<std::int64_t> generation) {
+  if (!conditions.is_array()) conditions = doc::Json::array();
+  const std::string status_text = status ? "True" : "False";
+  for (auto& c : conditions) {
+    if (!c.is_object() || c.value("type", "") != type) continue;
+    if (c.value("status", "") != status_text) {
+      c["status"] = status_text;
+      c["lastTransitionTime"] = time;
+    }
+    c["reason"] = reason;
+    c["message"] = message;
+    if (generation) c["observedGeneration"] = *generation;
+    return;
+  }
+  doc::Json c = doc::Json::object();
+  c["type"] = type;
+  c["status"] = status_text;
+  if (generation) c["observedGeneration"] = *generation;
+  c["lastTransitionTime"] = time;
+  c["reason"] = reason;
+  c["message"] = message;
+  conditions.push_back(std::move(c));
+}
+
+std::string to_json_line(const Event& event, const Timeline& timeline) {
+  doc::Json out = doc::Json::object();
+  out["t"] = event.t;
+  out["time"] = format_rfc3339(timeline.to_time(event.t));
+  out["kind"] = event.kind;
+  out["object"] = event.object;
+  if (!event.queue.empty()) out["queue"] = event.queue;
+  if (!event.reason.empty()) out["reason"] = event.reason;
+  if (!event.message.empty()) out["message"] = event.message;
+  if (!event.related.empty()) out["related"] = event.related;
+  return out.dump();
+}
+
+AdmissionRun::AdmissionRun(const ObjectSet& set, Diagnostics& diagnostics)
+    : set_(set), timeline_(make_timeline(set)), entries_(plan_workloads(set, timeline_, diagnostics)),
+      ids_(set.workloads.size()) {
+  for (const auto& e : entries_) {
+    t0_ = std::max(t0_, e.creation);
+    if (e.route == Route::Restore) t0_ = std::max(t0_, e.admitted_at);
+  }
+}
+
+twin::CoreOptions AdmissionRun::core_options(bool fair_sharing) {
+  twin::CoreOptions options;
+  options.fair_sharing = fair_sharing;
+  return options;
+}
+
+std::uint64_t AdmissionRun::max_cycles() const { return 1000 + 10 * static_cast<std::uint64_t>(set_.workloads.size()); }
+
+void AdmissionRun::load(twin::AdmissionCore& core, Diagnostics& diagnostics) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    WorkloadEntry& e = entries_[i];
+    if (e.route != Route::Restore) continue;
+    auto id = core.restore_admitted(e.spec, e.admission, e.admitted_at);
+    if (!id) {
+      const Workload& wl = set_.workloads[i];
+      diagnostics.push_back(Diagnostic{Severity::Warning, std::string(kRuleRestoreFailed), wl.source.file,
+                                       wl.source.pos, "Workload", wl.metadata.ns + "/" + wl.metadata.name,
+                                       "status.admission", id.error() + "; the Workload is left as it is"});
+      e.route = Route::Untouched;
+      continue;
+    }
+    ids_[i] = *id;
+    index_of_[*id] = i;
+  }
+  std::vector<std::size_t> order(entries_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return entries_[a].spec.creation < entries_[b].spec.creation; });
+  for (const std::size_t i : order) {
+    const WorkloadEntry& e = entries_[i];
+    if (e.route == Route::Submit) {
+      const twin::WorkloadId id = core.submit(e.spec, e.spec.creation);
+      ids_[i] = id;
+      index_of_[id] = i;
+    }
+  }
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const WorkloadEntry& e = entries_[i];
+    if (e.route != Route::Blocked) continue;
+    events_.push_back(Event{t0_, "Pending", workload_object(set_.workloads[i].metadata), e.cluster_queue, e.reason,
+                            e.message, {}});
+  }
+}
+
+std::string AdmissionRun::object_of(twin::WorkloadId id) const {
+  const auto it = index_of_.find(id);
+  if (it == index_of_.end()) return "Workload/?/" + std::to_string(id);
+  return workload_object(set_.workloads[it->second].metadata);
+}
+
+void AdmissionRun::record(const twin::CycleResult& result) {
+  for (const auto& d : result.decisions) {
+    Event e{result.time, {}, object_of(d.workload), d.cluster_queue, d.reason, d.message, {}};
+    for (const auto id : d.related) e.related.push_back(object_of(id));
+    switch (d.kind) {
+      case twin::Decision::Kind::Admitted:
+        e.kind = "Admitted";
+        last_pending_.erase(d.workload);
+        break;
+      case twin::Decision::Kind::Pending: {
+        auto [it, inserted] = last_pending_.emplace(d.workload, d.reason);
+        if (!inserted && it->second == d.reason) continue;  // Pending: first time and on a new reason only
+        it->second = d.reason;
+        e.kind = "Pending";
+        break;
+      }
+      case twin::Decision::Kind::PreemptionIssued:
+        // The preemptor stays pending until its victims are gone; `related` names them.
+        e.kind = "Pending";
+        last_pending_[d.workload] = d.reason;
+        break;
+      case twin::Decision::Kind::Preempted:
+        e.kind = "Preempted";
+        last_pending_.erase(d.workload);
+        break;
+    }
+    events_.push_back(std::move(e));
+  }
+}
+
+Expected<std::uint64_t> AdmissionRun::run(twin::AdmissionCore& core, const RunOptions& options) {
+  const std::uint64_t cap = options.cycles.value_or(max_cycles());
+  for (std::uint64_t k = 0;; ++k) {
+    if (!options.cycles && !core.has_active_heads()) return k;
+    if (k >= cap) {
+      if (options.cycles) return k;
+      return Unexpected{"admission did not settle within " + std::to_string(cap) +
+                        " cycles (the cap is 1000 plus 10 per Workload); run a fixed number with --cycles"};
+    }
+    const twin::VirtualTime now = t0_ + static_cast<twin::VirtualTime>(k);
+    const twin::CycleResult result = core.run_cycle(now);
+    record(result);
+    for (const auto id : result.evicted) core.release_evicted(id, now);
+  }
+}
+
+doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::AdmissionCore& core) const {
+  const Workload& wl = set_.workloads[index];
+  const WorkloadEntry& e = entries_[index];
+  doc::Json out = to_ordered_json(wl.source.raw);
+  if (e.route == Route::Untouched) return out;
+  if ((e.route == Route::Submit || e.route == Route::Restore) && !ids_[index]) return out;
+  doc::Json& status = status_of(out);
+  doc::Json conditions = status.contains("conditions") ? status["conditions"] : doc::Json::array();
+  const auto generation = wl.metadata.generation;
+  if (e.route == Route::Blocked) {
+    set_condition(conditions, "QuotaReserved", false, e.reason, e.message, timeline_.format(t0_), generation);
+    status["conditions"] = std::move(conditions);
+    if (e.drop_admission) status.erase("admission");
+    return out;
+  }
+  const twin::WorkloadStatus& st = core.status(*ids_[index]);
+  for (const auto& c : st.conditions) {
+    set_condition(conditions, c.type, c.status, c.reason, c.message, timeline_.format(c.last_transition), generation);
+  }
+  if (!conditions.empty()) status["conditions"] = std::move(conditions);
+  if (st.admission) {
+    status["admission"] = admission_json(*st.admission);
+  } else {
+    status.erase("admission");
+  }
+  return out;
+}
+
+doc::Json AdmissionRun::encode_cluster_queue(std::size_t index, const twin::AdmissionCore& core) const {
+  const ClusterQueue& cq = set_.cluster_queues[index];
+  doc::Json out = to_ordered_json(cq.source.raw);
+  doc::Json& status = status_of(out);
+  doc::Json conditions = status.contains("conditions") ? status["conditions"] : doc::Json::array();
+  const QueueActivity activity = queue_activity(cq, set_);
+  set_condition(conditions, "Active", activity.active, activity.reason, activity.message, timeline_.format(0),
+                cq.metadata.generation);
+  const twin::ClusterQueueStatus cs = core.cluster_queue_status(cq.metadata.name);
+  std::int64_t blocked = 0;
+  for (const auto& e : entries_) {
+    if (e.route == Route::Blocked && e.cluster_queue == cq.metadata.name) ++blocked;
+  }
+  status["conditions"] = std::move(conditions);
+  status["flavorsReservation"] = usage_json(cq, cs.flavors_reservation);
+  status["flavorsUsage"] = usage_json(cq, cs.flavors_usage);
+  status["pendingWorkloads"] = cs.pending_workloads + blocked;
+  status["reservingWorkloads"] = cs.reserving_workloads;
+  status["admittedWorkloads"] = cs.admitted_workloads;
+  if (cs.weighted_share) {
+    status["fairSharing"] = doc::Json{{"weightedShare", *cs.weighted_share}};
+  } else {
+    status.erase("fairSharing");
+  }
+  return out;
+}
+
+doc::Json AdmissionRun::encode(const twin::AdmissionCore& core) const {
+  doc::Json items = doc::Json::array();
+  for (std::size_t i = 0; i < set_.workloads.size(); ++i) items.push_back(encode_workload(i, core));
+  for (std::size_t i = 0; i < set_.cluster_queues.size(); ++i) items.push_back(encode_cluster_queue(i, core));
+  doc::Json out = doc::Json::object();
+  out["apiVersion"] = "v1";
+  out["kind"] = "List";
+  out["items"] = std::move(items);
+  return out;
+}
+
+}  // namespace gpubank::kueue

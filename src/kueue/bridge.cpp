@@ -1,0 +1,329 @@
+#include "kueue/bridge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "kueue/amounts.hpp"
+#include "kueue/requests.hpp"
+
+namespace gpubank::kueue {
+namespace {
+
+template <class T>
+void earliest_of(const std::vector<T>& objects, std::optional<Timestamp>& earliest) {
+  for (const auto& o : objects) {
+    const auto& t = o.metadata.creation_timestamp;
+    if (t && (!earliest || *t < *earliest)) earliest = *t;
+  }
+}
+
+double weight_of(const std::optional<Quantity>& weight) {
+  if (!weight) return 1.0;
+  return static_cast<double>(weight->milli_value()) / 1000.0;
+}
+
+std::string object_name(const ObjectMeta& m) { return m.ns.empty() ? m.name : m.ns + "/" + m.name; }
+
+Diagnostic priority_warning(const Workload& wl, const std::string& path, const std::string& name) {
+  return Diagnostic{Severity::Warning,
+                    std::string(kRulePriorityClassNotFound),
+                    wl.source.file,
+                    wl.source.pos,
+                    "Workload",
+                    object_name(wl.metadata),
+                    path,
+                    "WorkloadPriorityClass \"" + name + "\" not found; the priority is spec.priority (" +
+                        std::to_string(wl.priority.value_or(0)) + ")"};
+}
+
+std::vector<std::string> missing_flavors(const std::vector<ResourceGroup>& groups, const ObjectSet& set) {
+  std::vector<std::string> out;
+  for (const auto& g : groups) {
+    for (const auto& f : g.flavors) {
+      if (set.find_flavor(f.name) == nullptr && std::find(out.begin(), out.end(), f.name) == out.end()) {
+        out.push_back(f.name);
+      }
+    }
+  }
+  return out;
+}
+
+twin::TaintEffect effect_of(const std::string& e) {
+  if (e == "PreferNoSchedule") return twin::TaintEffect::PreferNoSchedule;
+  if (e == "NoExecute") return twin::TaintEffect::NoExecute;
+  return twin::TaintEffect::NoSchedule;
+}
+
+}  // namespace
+
+twin::VirtualTime Timeline::to_virtual(Timestamp t) const {
+  return std::chrono::floor<std::chrono::milliseconds>(t - start).count();
+}
+
+Timestamp Timeline::to_time(twin::VirtualTime t) const { return start + std::chrono::milliseconds(t); }
+
+std::string Timeline::format(twin::VirtualTime t) const {
+  return format_rfc3339(std::chrono::floor<std::chrono::seconds>(to_time(t)));
+}
+
+Timeline make_timeline(const ObjectSet& set) {
+  std::optional<Timestamp> earliest;
+  earliest_of(set.resource_flavors, earliest);
+  earliest_of(set.cohorts, earliest);
+  earliest_of(set.cluster_queues, earliest);
+  earliest_of(set.local_queues, earliest);
+  earliest_of(set.priority_classes, earliest);
+  earliest_of(set.workloads, earliest);
+  return Timeline{earliest.value_or(Timestamp{})};
+}
+
+PriorityResolution resolve_priority(const Workload& wl, const ObjectSet& set) {
+  PriorityResolution out;
+  const auto from_spec = [&] {
+    out.value = wl.priority.value_or(0);
+    out.source = wl.priority ? "spec.priority" : "default";
+  };
+  if (wl.priority_class_ref) {
+    const PriorityClassRef& ref = *wl.priority_class_ref;
+    if (ref.group == kGroup && ref.kind == "WorkloadPriorityClass") {
+      if (const auto* wpc = set.find_priority_class(ref.name)) {
+        out.value = wpc->value;
+        out.source = "WorkloadPriorityClass " + ref.name;
+        return out;
+      }
+      out.warning = priority_warning(wl, "spec.priorityClassRef.name", ref.name);
+    }
+    from_spec();
+    return out;
+  }
+  if (const auto it = wl.metadata.labels.find(std::string(kLabelPriorityClass));
+      it != wl.metadata.labels.end() && !it->second.empty()) {
+    if (const auto* wpc = set.find_priority_class(it->second)) {
+      out.value = wpc->value;
+      out.source = "WorkloadPriorityClass " + it->second;
+      return out;
+    }
+    out.warning = priority_warning(wl, "metadata.labels[" + std::string(kLabelPriorityClass) + "]", it->second);
+  }
+  from_spec();
+  return out;
+}
+
+QueueActivity queue_activity(const ClusterQueue& cq, const ObjectSet& set) {
+  std::vector<std::string> reasons, messages;
+  if (cq.stop_policy != StopPolicy::None) {
+    reasons.emplace_back("Stopped");
+    messages.emplace_back("is stopped");
+  }
+  if (const auto missing = missing_flavors(cq.resource_groups, set); !missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "" : ",") + m;
+    reasons.emplace_back("FlavorNotFound");
+    messages.push_back("references missing ResourceFlavor(s): " + names);
+  }
+  QueueActivity out;
+  if (reasons.empty()) return out;
+  out.active = false;
+  out.reason = reasons.front();
+  out.message = "Can't admit new workloads: ";
+  for (std::size_t i = 0; i < messages.size(); ++i) out.message += (i > 0 ? ", " : "") + messages[i];
+  out.message += ".";
+  return out;
+}
+
+twin::Toleration to_core(const Toleration& t) {
+  twin::Toleration out;
+  out.key = t.key;
+  out.op = t.op == "Exists" ? twin::TolerationOperator::Exists : twin::TolerationOperator::Equal;
+  out.value = t.value;
+  if (!t.effect.empty()) out.effect = effect_of(t.effect);
+  return out;
+}
+
+twin::ResourceGroup to_core(const ResourceGroup& group) {
+  twin::ResourceGroup out;
+  out.covered_resources = group.covered_resources;
+  for (const auto& f : group.flavors) {
+    twin::FlavorQuotas fq;
+    fq.flavor = f.name;
+    for (const auto& q : f.resources) {
+      twin::ResourceQuota rq;
+      rq.resource = q.name;
+      rq.nominal = quota_amount(q.name, q.nominal_quota);
+      if (q.borrowing_limit) rq.borrowing_limit = quota_amount(q.name, *q.borrowing_limit);
+      if (q.lending_limit) rq.lending_limit = quota_amount(q.name, *q.lending_limit);
+      fq.resources.push_back(rq);
+    }
+    out.flavors.push_back(std::move(fq));
+  }
+  return out;
+}
+
+CoreInputs core_inputs(const ObjectSet& set) {
+  CoreInputs in;
+  for (const auto& rf : set.resource_flavors) {
+    twin::ResourceFlavorSpec spec;
+    spec.name = rf.metadata.name;
+    spec.node_labels = rf.node_labels;
+    for (const auto& t : rf.node_taints) spec.node_taints.push_back(twin::Taint{t.key, t.value, effect_of(t.effect)});
+    for (const auto& t : rf.tolerations) spec.tolerations.push_back(to_core(t));
+    in.flavors.push_back(std::move(spec));
+  }
+  std::vector<std::string> placeholders;
+  const auto note_missing = [&](const std::vector<ResourceGroup>& groups) {
+    for (const auto& name : missing_flavors(groups, set)) {
+      if (std::find(placeholders.begin(), placeholders.end(), name) == placeholders.end()) placeholders.push_back(name);
+    }
+  };
+  for (const auto& c : set.cohorts) {
+    twin::CohortSpec spec;
+    spec.name = c.metadata.name;
+    spec.parent = c.parent_name;
+    for (const auto& g : c.resource_groups) spec.resource_groups.push_back(to_core(g));
+    spec.fair_weight = weight_of(c.fair_weight);
+    note_missing(c.resource_groups);
+    in.cohorts.push_back(std::move(spec));
+  }
+  for (const auto& cq : set.cluster_queues) {
+    twin::ClusterQueueSpec spec;
+    spec.name = cq.metadata.name;
+    spec.cohort = cq.cohort_name;
+    for (const auto& g : cq.resource_groups) spec.resource_groups.push_back(to_core(g));
+    spec.queueing_strategy = cq.queueing_strategy;
+    spec.preemption = cq.preemption;
+    spec.flavor_fungibility = cq.flavor_fungibility;
+    spec.fair_weight = weight_of(cq.fair_weight);
+    spec.active = queue_activity(cq, set).active;
+    note_missing(cq.resource_groups);
+    in.queues.push_back(std::move(spec));
+  }
+  for (const auto& name : placeholders) {
+    twin::ResourceFlavorSpec spec;
+    spec.name = name;
+    in.flavors.push_back(std::move(spec));
+  }
+  return in;
+}
+
+twin::WorkloadSpec workload_spec(const Workload& wl, const ObjectSet& set, twin::VirtualTime creation,
+                                 Diagnostics& diagnostics) {
+  twin::WorkloadSpec spec;
+  spec.ns = wl.metadata.ns;
+  spec.name = wl.metadata.name;
+  spec.uid = wl.metadata.uid;
+  if (const auto it = wl.metadata.labels.find(std::string(kLabelJobUid)); it != wl.metadata.labels.end()) {
+    spec.job_uid = it->second;
+  }
+  PriorityResolution priority = resolve_priority(wl, set);
+  if (priority.warning) diagnostics.push_back(std::move(*priority.warning));
+  spec.priority = priority.value;
+  spec.creation = creation;
+  for (const auto& ps : wl.pod_sets) {
+    twin::PodSetSpec p;
+    p.name = ps.name;
+    p.count = count_after_reclaim(wl, ps);
+    p.requests = pod_amounts(ps.spec);
+    p.node_selector = ps.spec.node_selector;
+    for (const auto& t : ps.spec.tolerations) p.tolerations.push_back(to_core(t));
+    spec.pod_sets.push_back(std::move(p));
+  }
+  return spec;
+}
+
+twin::Admission admission_of(const Workload& wl) {
+  twin::Admission out;
+  if (!wl.admission) return out;
+  out.cluster_queue = wl.admission->cluster_queue;
+  for (const auto& psa : wl.admission->pod_set_assignments) {
+    twin::PodSetAssignment a;
+    a.name = psa.name;
+    for (const auto& [res, flavor] : psa.flavors) a.flavors.emplace_back(res, flavor);
+    const PodSet* ps = nullptr;
+    for (const auto& p : wl.pod_sets) {
+      if (p.name == psa.name) ps = &p;
+    }
+    a.count = psa.count.value_or(ps != nullptr ? ps->count : 0);
+    const std::int32_t after = ps != nullptr ? count_after_reclaim(wl, *ps) : a.count;
+    for (const auto& [res, q] : psa.resource_usage) {
+      twin::Amount v = resource_value(res, q);
+      if (after < a.count && a.count > 0) v = v / a.count * after;
+      a.resource_usage.emplace_back(res, v);
+    }
+    if (after < a.count) a.count = after;
+    out.pod_sets.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& timeline, Diagnostics& diagnostics) {
+  std::vector<WorkloadEntry> out(set.workloads.size());
+  // Creation times: stamped ones as they are, the others after the latest, in input order.
+  std::vector<twin::VirtualTime> creation(set.workloads.size(), 0);
+  twin::VirtualTime latest = 0;
+  for (const auto& wl : set.workloads) {
+    if (wl.metadata.creation_timestamp) latest = std::max(latest, timeline.to_virtual(*wl.metadata.creation_timestamp));
+  }
+  for (std::size_t i = 0; i < set.workloads.size(); ++i) {
+    const auto& t = set.workloads[i].metadata.creation_timestamp;
+    creation[i] = t ? timeline.to_virtual(*t) : ++latest;
+  }
+
+  for (std::size_t i = 0; i < set.workloads.size(); ++i) {
+    const Workload& wl = set.workloads[i];
+    WorkloadEntry& e = out[i];
+    e.creation = creation[i];
+    const auto block = [&](std::string reason, std::string message, std::string cq = {}) {
+      e.route = Route::Blocked;
+      e.reason = std::move(reason);
+      e.message = std::move(message);
+      e.cluster_queue = std::move(cq);
+    };
+    if (wl.is_condition_true("Finished")) continue;
+    if (wl.has_quota_reservation() && wl.admission) {
+      if (set.find_cluster_queue(wl.admission->cluster_queue) == nullptr) {
+        if (wl.is_condition_true("Admitted")) continue;
+        block("Misconfigured", "ClusterQueue " + wl.admission->cluster_queue + " is terminating or missing");
+        e.drop_admission = true;
+        continue;
+      }
+      e.route = Route::Restore;
+      e.spec = workload_spec(wl, set, creation[i], diagnostics);
+      e.spec.cluster_queue = wl.admission->cluster_queue;
+      e.admission = admission_of(wl);
+      const Condition* reserved = wl.condition("QuotaReserved");
+      e.admitted_at = timeline.to_virtual(reserved->last_transition_time);
+      continue;
+    }
+    if (!wl.active) {
+      if (!wl.has_quota_reservation()) block("Deactivated", "The workload is deactivated");
+      continue;
+    }
+    const LocalQueue* lq = set.find_local_queue(wl.metadata.ns, wl.queue_name);
+    if (lq == nullptr) {
+      block("Misconfigured", "LocalQueue " + wl.queue_name + " doesn't exist");
+      continue;
+    }
+    if (lq->stop_policy != StopPolicy::None) {
+      block("Suspended", "LocalQueue " + wl.queue_name + " is inactive");
+      continue;
+    }
+    const ClusterQueue* cq = set.find_cluster_queue(lq->cluster_queue);
+    if (cq == nullptr) {
+      block("Misconfigured", "ClusterQueue " + lq->cluster_queue + " doesn't exist");
+      continue;
+    }
+    if (queue_activity(*cq, set).active) {
+      if (auto error = resources_validation_error(wl)) {
+        block("Misconfigured", *error, cq->metadata.name);
+        continue;
+      }
+    }
+    e.route = Route::Submit;
+    e.spec = workload_spec(wl, set, creation[i], diagnostics);
+    e.spec.cluster_queue = cq->metadata.name;
+  }
+  return out;
+}
+
+}  // namespace gpubank::kueue

@@ -1,0 +1,992 @@
+// The CRDs of kueue.x-k8s.io/v1beta2 (../shared/crds/kueue) written out as reads: each
+// field with its type, default, enum, pattern and limits, and each x-kubernetes-validations
+// rule next to the fields it reads. Kueue's webhooks run afterwards (webhook.cpp).
+#include "kueue/decode.hpp"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <set>
+#include <tuple>
+
+#include "document/loader.hpp"
+#include "kueue/reader.hpp"
+#include "kueue/webhook.hpp"
+
+namespace gpubank::kueue {
+namespace {
+
+using detail::MapReader;
+using detail::Reader;
+using doc::Node;
+using doc::NodeType;
+
+constexpr std::string_view kSubdomainMessage =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+constexpr std::string_view kLabelMessage =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+constexpr std::string_view kTaintEffectMessage =
+    "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'";
+
+bool is_namespaced(Kind kind) { return kind == Kind::LocalQueue || kind == Kind::Workload; }
+
+std::optional<Kind> kind_from_name(std::string_view name) {
+  for (Kind k : {Kind::ResourceFlavor, Kind::Cohort, Kind::ClusterQueue, Kind::LocalQueue, Kind::WorkloadPriorityClass,
+                 Kind::Workload}) {
+    if (kind_name(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+// ---- metadata ------------------------------------------------------------------------
+
+void read_metadata(MapReader& top, Kind kind, ObjectMeta& meta) {
+  Reader& r = top.reader;
+  const Node* node = top.get("metadata");
+  if (node == nullptr) {
+    r.required(top.node().pos, "metadata.name", "name or generateName is required");
+    return;
+  }
+  MapReader m(r, *node, "metadata");
+  if (!m.ok()) return;
+  if (const Node* n = m.get("name")) {
+    if (auto name = detail::read_string(r, n, "metadata.name")) {
+      meta.name = *name;
+      if (name->size() > 253) {
+        r.invalid(n->pos, "metadata.name", detail::go_quote(*name), "must be no more than 253 bytes");
+      } else if (!detail::is_subdomain(*name)) {
+        r.invalid(n->pos, "metadata.name", detail::go_quote(*name), kSubdomainMessage);
+      }
+    }
+  } else {
+    r.required(node->pos, "metadata.name", "name or generateName is required");
+  }
+  if (const Node* n = m.get("namespace")) {
+    if (auto ns = detail::read_string(r, n, "metadata.namespace"); ns && is_namespaced(kind)) {
+      meta.ns = *ns;
+      if (ns->size() > 63) {
+        r.invalid(n->pos, "metadata.namespace", detail::go_quote(*ns), "must be no more than 63 bytes");
+      } else if (!detail::is_dns_label(*ns)) {
+        r.invalid(n->pos, "metadata.namespace", detail::go_quote(*ns), kLabelMessage);
+      }
+    }
+  }
+  if (is_namespaced(kind) && meta.ns.empty()) meta.ns = "default";  // kubectl's default namespace
+  if (auto uid = detail::read_string(r, m.get("uid"), "metadata.uid")) meta.uid = *uid;
+  if (auto labels = detail::read_string_map(r, m.get("labels"), "metadata.labels")) meta.labels = *labels;
+  if (auto annotations = detail::read_string_map(r, m.get("annotations"), "metadata.annotations")) {
+    meta.annotations = *annotations;
+  }
+  meta.creation_timestamp = detail::read_time(r, m.get("creationTimestamp"), "metadata.creationTimestamp");
+  meta.generation = detail::read_int64(r, m.get("generation"), "metadata.generation");
+  // Written by the API server: accepted as they are.
+  m.accept({"resourceVersion", "managedFields", "finalizers", "ownerReferences", "generateName", "selfLink",
+            "deletionTimestamp", "deletionGracePeriodSeconds"});
+  m.finish();
+}
+
+// ---- shared parts --------------------------------------------------------------------
+
+std::optional<Quantity> read_fair_sharing(Reader& r, const Node* node, const std::string& path) {
+  if (node == nullptr) return std::nullopt;
+  MapReader f(r, *node, path);
+  auto weight = detail::read_quantity(r, f.get("weight"), f.child("weight"));
+  f.finish();
+  return weight;
+}
+
+StopPolicy stop_policy(const std::string& s) {
+  if (s == "Hold") return StopPolicy::Hold;
+  if (s == "HoldAndDrain") return StopPolicy::HoldAndDrain;
+  return StopPolicy::None;
+}
+
+std::vector<ResourceGroup> read_resource_groups(Reader& r, const Node* node, const std::string& path) {
+  std::vector<ResourceGroup> out;
+  const Node* list = detail::list_node(r, node, path, 0, 16);
+  if (list == nullptr) return out;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const std::string gpath = detail::index(path, i);
+    MapReader g(r, list->items[i], gpath);
+    if (!g.ok()) continue;
+    ResourceGroup group;
+    if (const Node* covered = g.get("coveredResources")) {
+      if (const Node* items = detail::list_node(r, covered, g.child("coveredResources"), 1, 64)) {
+        for (std::size_t j = 0; j < items->items.size(); ++j) {
+          if (auto name = detail::read_string(r, &items->items[j], detail::index(g.child("coveredResources"), j))) {
+            group.covered_resources.push_back(*name);
+          }
+        }
+      }
+    } else {
+      g.missing("coveredResources");
+    }
+    bool sizes_known = true;
+    if (const Node* flavors = g.get("flavors")) {
+      const std::string fpath = g.child("flavors");
+      if (const Node* items = detail::list_node(r, flavors, fpath, 1, 64)) {
+        std::vector<std::string> names;
+        for (std::size_t j = 0; j < items->items.size(); ++j) {
+          const std::string ipath = detail::index(fpath, j);
+          MapReader f(r, items->items[j], ipath);
+          FlavorQuotas fq;
+          if (!f.ok()) {
+            sizes_known = false;
+            names.emplace_back();
+            continue;
+          }
+          if (const Node* n = f.get("name")) {
+            if (auto name = detail::read_reference(r, n, f.child("name"))) fq.name = *name;
+          } else {
+            f.missing("name");
+          }
+          names.push_back(fq.name);
+          if (const Node* resources = f.get("resources")) {
+            const std::string rpath = f.child("resources");
+            if (const Node* ritems = detail::list_node(r, resources, rpath, 1, 64)) {
+              std::vector<std::string> rnames;
+              for (std::size_t k = 0; k < ritems->items.size(); ++k) {
+                MapReader q(r, ritems->items[k], detail::index(rpath, k));
+                ResourceQuota quota;
+                if (const Node* n = q.get("name")) {
+                  if (auto name = detail::read_string(r, n, q.child("name"))) quota.name = *name;
+                } else if (q.ok()) {
+                  q.missing("name");
+                }
+                if (const Node* n = q.get("nominalQuota")) {
+                  if (auto v = detail::read_quantity(r, n, q.child("nominalQuota"))) quota.nominal_quota = *v;
+                } else if (q.ok()) {
+                  q.missing("nominalQuota");
+                }
+                quota.borrowing_limit = detail::read_quantity(r, q.get("borrowingLimit"), q.child("borrowingLimit"));
+                quota.lending_limit = detail::read_quantity(r, q.get("lendingLimit"), q.child("lendingLimit"));
+                q.finish();
+                rnames.push_back(quota.name);
+                fq.resources.push_back(std::move(quota));
+              }
+              detail::check_unique_keys(r, *ritems, rpath, rnames, "name");
+            } else {
+              sizes_known = false;
+            }
+          } else {
+            f.missing("resources");
+            sizes_known = false;
+          }
+          f.finish();
+          group.flavors.push_back(std::move(fq));
+        }
+        detail::check_unique_keys(r, *items, fpath, names, "name");
+      } else {
+        sizes_known = false;
+      }
+    } else {
+      g.missing("flavors");
+      sizes_known = false;
+    }
+    g.finish();
+    // x-kubernetes-validations on a resource group.
+    const Node* covered = g.node().find("coveredResources");
+    if (sizes_known && covered != nullptr && covered->type == NodeType::Sequence) {
+      const bool same = std::all_of(group.flavors.begin(), group.flavors.end(), [&](const FlavorQuotas& f) {
+        return f.resources.size() == covered->items.size();
+      });
+      if (!same) r.rule_failed(list->items[i], gpath, "flavors must have the same number of resources as the coveredResources");
+    }
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+// A toleration and which of its fields were set (the CEL rules test presence).
+struct ReadToleration {
+  Toleration value;
+  bool has_key = false, has_operator = false, has_value = false, has_effect = false;
+};
+
+std::optional<ReadToleration> read_toleration(Reader& r, const Node& node, const std::string& path, bool strict) {
+  MapReader t(r, node, path, strict);
+  if (!t.ok()) return std::nullopt;
+  ReadToleration out;
+  if (auto v = detail::read_string(r, t.get("key"), t.child("key"))) {
+    out.value.key = *v;
+    out.has_key = true;
+  }
+  if (auto v = detail::read_string(r, t.get("operator"), t.child("operator"))) {
+    out.value.op = *v;
+    out.has_operator = true;
+  }
+  if (auto v = detail::read_string(r, t.get("value"), t.child("value"))) {
+    out.value.value = *v;
+    out.has_value = true;
+  }
+  if (auto v = detail::read_string(r, t.get("effect"), t.child("effect"))) {
+    out.value.effect = *v;
+    out.has_effect = true;
+  }
+  out.value.toleration_seconds = detail::read_int64(r, t.get("tolerationSeconds"), t.child("tolerationSeconds"));
+  t.finish();
+  return out;
+}
+
+bool is_taint_effect(std::string_view e) { return e == "NoSchedule" || e == "PreferNoSchedule" || e == "NoExecute"; }
+
+// ---- kinds ---------------------------------------------------------------------------
+
+void read_resource_flavor(MapReader& top, ResourceFlavor& rf) {
+  Reader& r = top.reader;
+  top.accept({"status"});
+  const Node* spec = top.get("spec");
+  if (spec == nullptr) return;
+  MapReader s(r, *spec, "spec");
+  if (!s.ok()) return;
+  const Node* labels = s.get("nodeLabels");
+  if (labels != nullptr && detail::check_max_properties(r, *labels, "spec.nodeLabels", 8)) {
+    if (auto v = detail::read_string_map(r, labels, "spec.nodeLabels")) rf.node_labels = *v;
+  }
+  if (const Node* taints = detail::list_node(r, s.get("nodeTaints"), "spec.nodeTaints", 0, 8)) {
+    bool effects_ok = true;
+    for (std::size_t i = 0; i < taints->items.size(); ++i) {
+      MapReader t(r, taints->items[i], detail::index("spec.nodeTaints", i));
+      if (!t.ok()) continue;
+      Taint taint;
+      if (const Node* n = t.get("key")) {
+        if (auto v = detail::read_string(r, n, t.child("key"))) taint.key = *v;
+      } else {
+        t.missing("key");
+      }
+      if (auto v = detail::read_string(r, t.get("value"), t.child("value"))) taint.value = *v;
+      if (const Node* n = t.get("effect")) {
+        if (auto v = detail::read_string(r, n, t.child("effect"))) {
+          taint.effect = *v;
+          effects_ok = effects_ok && is_taint_effect(*v);
+        }
+      } else {
+        t.missing("effect");
+      }
+      detail::read_time(r, t.get("timeAdded"), t.child("timeAdded"));
+      t.finish();
+      rf.node_taints.push_back(std::move(taint));
+    }
+    if (!effects_ok) r.rule_failed(*taints, "spec.nodeTaints", kTaintEffectMessage);
+  }
+  if (const Node* tolerations = detail::list_node(r, s.get("tolerations"), "spec.tolerations", 0, 8)) {
+    std::vector<ReadToleration> read;
+    for (std::size_t i = 0; i < tolerations->items.size(); ++i) {
+      if (auto t = read_toleration(r, tolerations->items[i], detail::index("spec.tolerations", i), true)) {
+        read.push_back(*t);
+        rf.tolerations.push_back(t->value);
+      }
+    }
+    const auto all = [&](const std::function<bool(const ReadToleration&)>& rule) {
+      return std::all_of(read.begin(), read.end(), rule);
+    };
+    const std::array<std::pair<std::function<bool(const ReadToleration&)>, std::string_view>, 5> rules{{
+        {[](const ReadToleration& x) { return x.has_key || x.value.op == "Exists"; },
+         "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"},
+        {[](const ReadToleration& x) { return !x.value.toleration_seconds || x.value.effect == "NoExecute"; },
+         "effect must be 'NoExecute' when 'tolerationSeconds' is set"},
+        {[](const ReadToleration& x) { return !x.has_operator || x.value.op == "Equal" || x.value.op == "Exists"; },
+         "supported toleration values: 'Equal'(default), 'Exists'"},
+        {[](const ReadToleration& x) { return !(x.has_operator && x.value.op == "Exists") || !x.has_value; },
+         "a value must be empty when 'operator' is 'Exists'"},
+        {[](const ReadToleration& x) { return !x.has_effect || is_taint_effect(x.value.effect); }, kTaintEffectMessage},
+    }};
+    for (const auto& [rule, message] : rules) {
+      if (!all(rule)) r.rule_failed(*tolerations, "spec.tolerations", message);
+    }
+  }
+  if (const Node* n = s.get("topologyName")) {
+    if (auto v = detail::read_reference(r, n, "spec.topologyName")) rf.topology_name = *v;
+  }
+  s.finish();
+  if (!rf.topology_name.empty() && rf.node_labels.empty()) {
+    r.rule_failed(*spec, "spec", "at least one nodeLabel is required when topology is set");
+  }
+}
+
+void read_cohort(MapReader& top, Cohort& cohort) {
+  Reader& r = top.reader;
+  top.accept({"status"});
+  const Node* spec = top.get("spec");
+  if (spec == nullptr) return;
+  MapReader s(r, *spec, "spec");
+  if (!s.ok()) return;
+  if (auto v = detail::read_reference(r, s.get("parentName"), "spec.parentName")) cohort.parent_name = *v;
+  cohort.resource_groups = read_resource_groups(r, s.get("resourceGroups"), "spec.resourceGroups");
+  cohort.fair_weight = read_fair_sharing(r, s.get("fairSharing"), "spec.fairSharing");
+  s.finish();
+}
+
+twin::PreemptionPolicy preemption_policy(const std::string& s) {
+  if (s == "LowerPriority") return twin::PreemptionPolicy::LowerPriority;
+  if (s == "LowerOrNewerEqualPriority") return twin::PreemptionPolicy::LowerOrNewerEqualPriority;
+  if (s == "Any") return twin::PreemptionPolicy::Any;
+  return twin::PreemptionPolicy::Never;
+}
+
+twin::FungibilityPolicy fungibility(const std::string& s) {
+  return s == "TryNextFlavor" ? twin::FungibilityPolicy::TryNextFlavor : twin::FungibilityPolicy::MayStopSearch;
+}
+
+void read_cluster_queue(MapReader& top, ClusterQueue& cq) {
+  Reader& r = top.reader;
+  top.accept({"status"});
+  const Node* spec = top.get("spec");
+  if (spec == nullptr) return;
+  MapReader s(r, *spec, "spec");
+  if (!s.ok()) return;
+  if (auto v = detail::read_reference(r, s.get("cohortName"), "spec.cohortName")) cq.cohort_name = *v;
+  const Node* groups = s.get("resourceGroups");
+  cq.resource_groups = read_resource_groups(r, groups, "spec.resourceGroups");
+  if (auto v = detail::read_enum(r, s.get("queueingStrategy"), "spec.queueingStrategy", {"StrictFIFO", "BestEffortFIFO"})) {
+    cq.queueing_strategy = *v == "StrictFIFO" ? twin::QueueingStrategy::StrictFIFO : twin::QueueingStrategy::BestEffortFIFO;
+  }
+  if (const Node* p = s.get("preemption")) {
+    MapReader pm(r, *p, "spec.preemption");
+    if (auto v = detail::read_enum(r, pm.get("reclaimWithinCohort"), pm.child("reclaimWithinCohort"),
+                                   {"Never", "LowerPriority", "Any"})) {
+      cq.preemption.reclaim_within_cohort = preemption_policy(*v);
+    }
+    if (const Node* b = pm.get("borrowWithinCohort")) {
+      MapReader bm(r, *b, pm.child("borrowWithinCohort"));
+      if (auto v = detail::read_enum(r, bm.get("policy"), bm.child("policy"), {"Never", "LowerPriority"})) {
+        cq.preemption.borrow_within_cohort =
+            *v == "LowerPriority" ? twin::BorrowWithinCohortPolicy::LowerPriority : twin::BorrowWithinCohortPolicy::Never;
+      }
+      cq.preemption.max_priority_threshold =
+          detail::read_int32(r, bm.get("maxPriorityThreshold"), bm.child("maxPriorityThreshold"));
+      bm.finish();
+    }
+    if (auto v = detail::read_enum(r, pm.get("withinClusterQueue"), pm.child("withinClusterQueue"),
+                                   {"Never", "LowerPriority", "LowerOrNewerEqualPriority"})) {
+      cq.preemption.within_cluster_queue = preemption_policy(*v);
+    }
+    pm.finish();
+    if (pm.ok() && cq.preemption.reclaim_within_cohort == twin::PreemptionPolicy::Never &&
+        cq.preemption.borrow_within_cohort != twin::BorrowWithinCohortPolicy::Never) {
+      r.rule_failed(*p, "spec.preemption", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never");
+    }
+  }
+  if (const Node* f = s.get("flavorFungibility")) {
+    MapReader fm(r, *f, "spec.flavorFungibility");
+    if (auto v = detail::read_enum(r, fm.get("whenCanBorrow"), fm.child("whenCanBorrow"), {"MayStopSearch", "TryNextFlavor"})) {
+      cq.flavor_fungibility.when_can_borrow = fungibility(*v);
+    }
+    if (auto v = detail::read_enum(r, fm.get("whenCanPreempt"), fm.child("whenCanPreempt"),
+                                   {"MayStopSearch", "TryNextFlavor"})) {
+      cq.flavor_fungibility.when_can_preempt = fungibility(*v);
+    }
+    if (auto v = detail::read_enum(r, fm.get("preference"), fm.child("preference"),
+                                   {"BorrowingOverPreemption", "PreemptionOverBorrowing"})) {
+      cq.flavor_fungibility.preference = *v == "BorrowingOverPreemption" ? twin::FungibilityPreference::BorrowingOverPreemption
+                                                                          : twin::FungibilityPreference::PreemptionOverBorrowing;
+    }
+    fm.finish();
+    const auto& ff = cq.flavor_fungibility;
+    if (ff.preference != twin::FungibilityPreference::Unset &&
+        (ff.when_can_borrow != twin::FungibilityPolicy::TryNextFlavor ||
+         ff.when_can_preempt != twin::FungibilityPolicy::TryNextFlavor)) {
+      r.rule_failed(*f, "spec.flavorFungibility",
+                    "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor");
+    }
+  }
+  cq.fair_weight = read_fair_sharing(r, s.get("fairSharing"), "spec.fairSharing");
+  if (auto v = detail::read_enum(r, s.get("stopPolicy"), "spec.stopPolicy", {"None", "Hold", "HoldAndDrain"})) {
+    cq.stop_policy = stop_policy(*v);
+  }
+  if (const Node* n = s.get("namespaceSelector")) {
+    if (n->type == NodeType::Mapping) {
+      cq.namespace_selector = *n;
+    } else {
+      r.type_error(*n, "spec.namespaceSelector", "object");
+    }
+  }
+  // Admission checks and concurrent admission are not modelled: accepted as written.
+  s.accept({"admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy"});
+  s.finish();
+  if (cq.cohort_name.empty() && groups != nullptr) {
+    const bool any_borrowing_limit = std::any_of(cq.resource_groups.begin(), cq.resource_groups.end(), [](const auto& g) {
+      return std::any_of(g.flavors.begin(), g.flavors.end(), [](const auto& f) {
+        return std::any_of(f.resources.begin(), f.resources.end(), [](const auto& q) { return q.borrowing_limit.has_value(); });
+      });
+    });
+    if (any_borrowing_limit) r.rule_failed(*spec, "spec", "borrowingLimit must be nil when cohort is empty");
+  }
+}
+
+void read_local_queue(MapReader& top, LocalQueue& lq) {
+  Reader& r = top.reader;
+  top.accept({"status"});
+  const Node* spec = top.get("spec");
+  if (spec == nullptr) return;
+  MapReader s(r, *spec, "spec");
+  if (!s.ok()) return;
+  if (auto v = detail::read_reference(r, s.get("clusterQueue"), "spec.clusterQueue")) lq.cluster_queue = *v;
+  if (auto v = detail::read_enum(r, s.get("stopPolicy"), "spec.stopPolicy", {"None", "Hold", "HoldAndDrain"})) {
+    lq.stop_policy = stop_policy(*v);
+  }
+  lq.fair_weight = read_fair_sharing(r, s.get("fairSharing"), "spec.fairSharing");
+  s.finish();
+}
+
+void read_priority_class(MapReader& top, WorkloadPriorityClass& wpc) {
+  Reader& r = top.reader;
+  if (const Node* n = top.get("value")) {
+    if (auto v = detail::read_int32(r, n, "value")) wpc.value = *v;
+  } else {
+    top.missing("value");
+  }
+  if (auto v = detail::read_bounded_string(r, top.get("description"), "description", 0, 2048)) wpc.description = *v;
+}
+
+// Pod templates: only what admission reads is checked; the rest passes as written.
+ResourceRequirements read_requirements(Reader& r, const Node& node, const std::string& path) {
+  ResourceRequirements out;
+  MapReader m(r, node, path, false);
+  if (!m.ok()) return out;
+  if (auto v = detail::read_quantity_map(r, m.get("requests"), m.child("requests"))) out.requests = *v;
+  if (auto v = detail::read_quantity_map(r, m.get("limits"), m.child("limits"))) out.limits = *v;
+  return out;
+}
+
+std::vector<Container> read_containers(Reader& r, const Node* node, const std::string& path) {
+  std::vector<Container> out;
+  const Node* list = detail::list_node(r, node, path, 0, -1);
+  if (list == nullptr) return out;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    MapReader c(r, list->items[i], detail::index(path, i), false);
+    if (!c.ok()) continue;
+    Container container;
+    if (const Node* n = c.get("name")) {
+      if (auto v = detail::read_string(r, n, c.child("name"))) container.name = *v;
+    } else {
+      c.missing("name");
+    }
+    if (const Node* n = c.get("resources")) container.resources = read_requirements(r, *n, c.child("resources"));
+    if (auto v = detail::read_string(r, c.get("restartPolicy"), c.child("restartPolicy"))) container.restart_policy = *v;
+    names.push_back(container.name);
+    out.push_back(std::move(container));
+  }
+  detail::check_unique_keys(r, *list, path, names, "name");
+  return out;
+}
+
+PodSpec read_pod_spec(Reader& r, const Node& node, const std::string& path) {
+  PodSpec spec;
+  MapReader s(r, node, path, false);
+  if (!s.ok()) return spec;
+  if (const Node* n = s.get("containers")) {
+    spec.containers = read_containers(r, n, s.child("containers"));
+  } else {
+    s.missing("containers");
+  }
+  spec.init_containers = read_containers(r, s.get("initContainers"), s.child("initContainers"));
+  if (auto v = detail::read_quantity_map(r, s.get("overhead"), s.child("overhead"))) spec.overhead = *v;
+  if (const Node* n = s.get("resources")) spec.resources = read_requirements(r, *n, s.child("resources"));
+  if (auto v = detail::read_string_map(r, s.get("nodeSelector"), s.child("nodeSelector"))) spec.node_selector = *v;
+  if (const Node* list = detail::list_node(r, s.get("tolerations"), s.child("tolerations"), 0, -1)) {
+    for (std::size_t i = 0; i < list->items.size(); ++i) {
+      if (auto t = read_toleration(r, list->items[i], detail::index(s.child("tolerations"), i), false)) {
+        spec.tolerations.push_back(t->value);
+      }
+    }
+  }
+  if (auto v = detail::read_string(r, s.get("priorityClassName"), s.child("priorityClassName"))) {
+    spec.priority_class_name = *v;
+  }
+  return spec;
+}
+
+bool is_condition_reason(std::string_view s) {
+  // ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$
+  const auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto alnum_ = [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '_'; };
+  if (s.empty() || !alpha(s.front()) || (s.size() > 1 && !alnum_(s.back()))) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum_(c) || c == ',' || c == ':'; });
+}
+
+bool is_condition_type(std::string_view s) {
+  // ^([subdomain]/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$
+  if (const auto slash = s.find('/'); slash != std::string_view::npos) {
+    if (!detail::is_subdomain(s.substr(0, slash))) return false;
+    s = s.substr(slash + 1);
+  }
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+std::vector<Condition> read_conditions(Reader& r, const Node* node, const std::string& path) {
+  std::vector<Condition> out;
+  const Node* list = detail::list_node(r, node, path, 0, 16);
+  if (list == nullptr) return out;
+  std::vector<std::string> types;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    MapReader c(r, list->items[i], detail::index(path, i));
+    if (!c.ok()) continue;
+    Condition cond;
+    if (const Node* n = c.get("type")) {
+      if (auto v = detail::read_bounded_string(r, n, c.child("type"), 0, 316)) {
+        cond.type = *v;
+        if (!is_condition_type(*v)) {
+          r.invalid(n->pos, c.child("type"), detail::go_quote(*v),
+                    c.child("type") +
+                        " in body should match '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$'");
+        }
+      }
+    } else {
+      c.missing("type");
+    }
+    if (const Node* n = c.get("status")) {
+      if (auto v = detail::read_enum(r, n, c.child("status"), {"True", "False", "Unknown"})) cond.status = *v;
+    } else {
+      c.missing("status");
+    }
+    if (const Node* n = c.get("observedGeneration")) {
+      if (auto v = detail::read_int64(r, n, c.child("observedGeneration"));
+          v && detail::check_minimum(r, *n, c.child("observedGeneration"), *v, 0)) {
+        cond.observed_generation = *v;
+      }
+    }
+    if (const Node* n = c.get("lastTransitionTime")) {
+      if (auto v = detail::read_time(r, n, c.child("lastTransitionTime"))) cond.last_transition_time = *v;
+    } else {
+      c.missing("lastTransitionTime");
+    }
+    if (const Node* n = c.get("reason")) {
+      if (auto v = detail::read_bounded_string(r, n, c.child("reason"), 1, 1024)) {
+        cond.reason = *v;
+        if (!is_condition_reason(*v)) {
+          r.invalid(n->pos, c.child("reason"), detail::go_quote(*v),
+                    c.child("reason") + " in body should match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'");
+        }
+      }
+    } else {
+      c.missing("reason");
+    }
+    if (const Node* n = c.get("message")) {
+      if (auto v = detail::read_bounded_string(r, n, c.child("message"), 0, 32768)) cond.message = *v;
+    } else if (c.node().find("message") == nullptr) {
+      c.missing("message");
+    }
+    c.finish();
+    types.push_back(cond.type);
+    out.push_back(std::move(cond));
+  }
+  detail::check_unique_keys(r, *list, path, types, "type");
+  return out;
+}
+
+std::optional<Admission> read_admission(Reader& r, const Node* node, const std::string& path) {
+  if (node == nullptr) return std::nullopt;
+  MapReader a(r, *node, path);
+  if (!a.ok()) return std::nullopt;
+  Admission admission;
+  if (auto v = detail::read_reference(r, a.get("clusterQueue"), a.child("clusterQueue"))) admission.cluster_queue = *v;
+  const std::string ppath = a.child("podSetAssignments");
+  if (const Node* list = detail::list_node(r, a.get("podSetAssignments"), ppath, 0, 18)) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < list->items.size(); ++i) {
+      MapReader p(r, list->items[i], detail::index(ppath, i));
+      PodSetAssignment psa;
+      if (const Node* n = p.get("name")) {
+        if (auto v = detail::read_bounded_string(r, n, p.child("name"), 0, 63)) {
+          psa.name = *v;
+          if (!detail::is_dns_label(*v)) {
+            r.invalid(n->pos, p.child("name"), detail::go_quote(*v),
+                      p.child("name") + " in body should match '" + std::string(detail::kLabelPattern) + "'");
+          }
+        }
+      }
+      if (const Node* flavors = p.get("flavors")) {
+        if (auto v = detail::read_string_map(r, flavors, p.child("flavors"))) {
+          for (const auto& [res, flavor] : *v) {
+            const std::string fpath = detail::map_key(p.child("flavors"), res);
+            if (flavor.size() > 253 || !detail::is_subdomain(flavor)) {
+              detail::read_reference(r, flavors->find(res), fpath);  // reports
+            }
+          }
+          psa.flavors = *v;
+        }
+      }
+      if (auto v = detail::read_quantity_map(r, p.get("resourceUsage"), p.child("resourceUsage"))) psa.resource_usage = *v;
+      if (const Node* n = p.get("count")) {
+        if (auto v = detail::read_int32(r, n, p.child("count")); v && detail::check_minimum(r, *n, p.child("count"), *v, 0)) {
+          psa.count = *v;
+        }
+      }
+      p.accept({"topologyAssignment", "delayedTopologyRequest"});  // topology-aware scheduling: not modelled
+      p.finish();
+      names.push_back(psa.name);
+      admission.pod_set_assignments.push_back(std::move(psa));
+    }
+    detail::check_unique_keys(r, *list, ppath, names, "name");
+  }
+  a.finish();
+  return admission;
+}
+
+void read_workload(MapReader& top, Workload& wl) {
+  Reader& r = top.reader;
+  if (const Node* spec = top.get("spec")) {
+    MapReader s(r, *spec, "spec");
+    if (s.ok()) {
+      if (auto v = detail::read_reference(r, s.get("queueName"), "spec.queueName")) wl.queue_name = *v;
+      const std::string ppath = "spec.podSets";
+      if (const Node* list = detail::list_node(r, s.get("podSets"), ppath, 1, 18)) {
+        std::vector<std::string> names;
+        for (std::size_t i = 0; i < list->items.size(); ++i) {
+          const std::string ipath = detail::index(ppath, i);
+          MapReader p(r, list->items[i], ipath);
+          if (!p.ok()) {
+            names.emplace_back();
+            continue;
+          }
+          PodSet ps;
+          if (const Node* n = p.get("name")) {
+            if (auto v = detail::read_bounded_string(r, n, p.child("name"), 0, 63)) {
+              ps.name = *v;
+              if (!detail::is_dns_label(*v)) {
+                r.invalid(n->pos, p.child("name"), detail::go_quote(*v),
+                          p.child("name") + " in body should match '" + std::string(detail::kLabelPattern) + "'");
+              }
+            }
+          }
+          if (const Node* n = p.get("count")) {
+            if (auto v = detail::read_int32(r, n, p.child("count")); v && detail::check_minimum(r, *n, p.child("count"), *v, 0)) {
+              ps.count = *v;
+            }
+          }
+          if (const Node* n = p.get("minCount")) {
+            if (auto v = detail::read_int32(r, n, p.child("minCount"));
+                v && detail::check_minimum(r, *n, p.child("minCount"), *v, 1)) {
+              ps.min_count = *v;
+            }
+          }
+          if (const Node* t = p.get("template")) {
+            MapReader tm(r, *t, p.child("template"), false);
+            if (tm.ok()) {
+              if (const Node* ts = tm.get("spec")) ps.spec = read_pod_spec(r, *ts, tm.child("spec"));
+            }
+          } else {
+            p.missing("template");
+          }
+          p.accept({"topologyRequest"});  // topology-aware scheduling: not modelled
+          p.finish();
+          if (ps.min_count && *ps.min_count > ps.count) {
+            r.rule_failed(list->items[i], ipath, "minCount should be positive and less or equal to count");
+          }
+          names.push_back(ps.name);
+          wl.pod_sets.push_back(std::move(ps));
+        }
+        detail::check_unique_keys(r, *list, ppath, names, "name");
+      }
+      if (const Node* n = s.get("priority")) wl.priority = detail::read_int32(r, n, "spec.priority");
+      if (const Node* n = s.get("priorityClassRef")) {
+        MapReader pc(r, *n, "spec.priorityClassRef");
+        if (pc.ok()) {
+          PriorityClassRef ref;
+          bool complete = true;
+          if (const Node* g = pc.get("group")) {
+            if (auto v = detail::read_enum(r, g, pc.child("group"), {"kueue.x-k8s.io", "scheduling.k8s.io"})) ref.group = *v;
+          } else {
+            pc.missing("group");
+            complete = false;
+          }
+          if (const Node* k = pc.get("kind")) {
+            if (auto v = detail::read_enum(r, k, pc.child("kind"), {"WorkloadPriorityClass", "PriorityClass"})) ref.kind = *v;
+          } else {
+            pc.missing("kind");
+            complete = false;
+          }
+          if (const Node* nm = pc.get("name")) {
+            if (auto v = detail::read_bounded_string(r, nm, pc.child("name"), 1, 253)) {
+              ref.name = *v;
+              if (!detail::is_subdomain(*v)) detail::read_reference(r, nm, pc.child("name"));  // reports the pattern
+            }
+          } else {
+            pc.missing("name");
+            complete = false;
+          }
+          pc.finish();
+          if (complete && ref.group == "scheduling.k8s.io" && ref.kind != "PriorityClass") {
+            r.rule_failed(*n, "spec.priorityClassRef", "only the PriorityClass kind is allowed for the scheduling.k8s.io group");
+          }
+          if (complete && ref.group == "kueue.x-k8s.io" && ref.kind != "WorkloadPriorityClass") {
+            r.rule_failed(*n, "spec.priorityClassRef",
+                          "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group");
+          }
+          wl.priority_class_ref = ref;
+        }
+      }
+      if (auto v = detail::read_bool(r, s.get("active"), "spec.active")) wl.active = *v;
+      if (const Node* n = s.get("maximumExecutionTimeSeconds")) {
+        if (auto v = detail::read_int32(r, n, "spec.maximumExecutionTimeSeconds")) {
+          detail::check_minimum(r, *n, "spec.maximumExecutionTimeSeconds", *v, 1);
+        }
+      }
+      s.accept({"preemptionGates"});  // MultiKueue orchestration: not modelled
+      s.finish();
+      if (spec->find("priorityClassRef") != nullptr && spec->find("priorityClassRef")->type != NodeType::Null &&
+          (spec->find("priority") == nullptr || spec->find("priority")->type == NodeType::Null)) {
+        r.rule_failed(*spec, "spec", "priority should not be nil when priorityClassRef is set");
+      }
+    }
+  }
+  if (const Node* status = top.get("status")) {
+    MapReader st(r, *status, "status");
+    if (st.ok()) {
+      wl.admission = read_admission(r, st.get("admission"), "status.admission");
+      wl.conditions = read_conditions(r, st.get("conditions"), "status.conditions");
+      const std::string rpath = "status.reclaimablePods";
+      if (const Node* list = detail::list_node(r, st.get("reclaimablePods"), rpath, 0, 18)) {
+        std::vector<std::string> names;
+        for (std::size_t i = 0; i < list->items.size(); ++i) {
+          MapReader p(r, list->items[i], detail::index(rpath, i));
+          ReclaimablePod rp;
+          if (const Node* n = p.get("name")) {
+            if (auto v = detail::read_string(r, n, p.child("name"))) rp.name = *v;
+          } else if (p.ok()) {
+            p.missing("name");
+          }
+          if (const Node* n = p.get("count")) {
+            if (auto v = detail::read_int32(r, n, p.child("count")); v && detail::check_minimum(r, *n, p.child("count"), *v, 0)) {
+              rp.count = *v;
+            }
+          } else if (p.ok()) {
+            p.missing("count");
+          }
+          p.finish();
+          names.push_back(rp.name);
+          wl.reclaimable_pods.push_back(rp);
+        }
+        detail::check_unique_keys(r, *list, rpath, names, "name");
+      }
+      // Written by Kueue's other controllers; the twin keeps them as they are.
+      st.accept({"accumulatedPastExecutionTimeSeconds", "admissionChecks", "clusterName", "nominatedClusterNames",
+                 "preemptionGates", "requeueState", "resourceRequests", "schedulingStats", "unhealthyNodes"});
+      st.finish();
+    }
+  }
+  if (wl.has_quota_reservation() && wl.admission && wl.pod_sets.size() != wl.admission->pod_set_assignments.size()) {
+    r.rule_failed(top.node(), "", "podSetAssignments must have the same number of podSets as the spec");
+  }
+}
+
+template <class T>
+bool add_object(MapReader& top, Kind kind, Source source, doc::DecodeContext& ctx, const doc::SourceMap& positions,
+                std::vector<T>& out, void (*read)(MapReader&, T&), void (*webhook)(Reader&, const doc::SourceMap&, const T&)) {
+  T value;
+  Reader& r = top.reader;
+  read_metadata(top, kind, value.metadata);
+  read(top, value);
+  top.finish();
+  if (ctx.error_count() > 0) return false;
+  if (webhook != nullptr) {
+    webhook(r, positions, value);
+    if (ctx.error_count() > 0) return false;
+  }
+  value.source = std::move(source);
+  out.push_back(std::move(value));
+  return true;
+}
+
+std::string message_name(const Node& root, Kind kind) {
+  const Node* meta = root.find("metadata");
+  if (meta == nullptr) return {};
+  std::string name(meta->string_at("name"));
+  if (is_namespaced(kind) && !name.empty()) {
+    std::string ns(meta->string_at("namespace"));
+    name = (ns.empty() ? "default" : ns) + "/" + name;
+  }
+  return name;
+}
+
+}  // namespace
+
+bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics& diagnostics) {
+  if (root.type != NodeType::Mapping) {
+    doc::DecodeContext ctx(source.file, {}, {}, diagnostics);
+    Reader r(ctx);
+    r.type_error(root, "<root>", "object");
+    return false;
+  }
+  const std::string kind_text(root.string_at("kind"));
+  const std::string api_version(root.string_at("apiVersion"));
+  const auto kind = kind_from_name(kind_text);
+  if (!kind) {
+    doc::DecodeContext ctx(source.file, kind_text, {}, diagnostics);
+    if (kind_text.empty()) {
+      ctx.report(doc::kRuleRequired, root.pos, "kind", "Required value: every object needs a kind");
+    } else {
+      ctx.report(kRuleIgnoredKind, root.pos, {},
+                 "ignored: " + (api_version.empty() ? std::string() : api_version + " ") + kind_text +
+                     " is not an object admission reads",
+                 Severity::Warning);
+    }
+    return false;
+  }
+  doc::SourceMap positions;
+  doc::DecodeContext ctx(source.file, kind_text, message_name(root, *kind), diagnostics, &positions);
+  if (api_version != kApiVersion) {
+    const Node* at = root.find("apiVersion");
+    if (at == nullptr || at->type == NodeType::Null) {
+      ctx.report(doc::kRuleRequired, root.pos, "apiVersion", "Required value");
+    } else {
+      ctx.report(kRuleApiVersion, at->pos, "apiVersion",
+                 "unsupported apiVersion " + detail::go_quote(api_version) + " for " + kind_text + ": the twin reads " +
+                     std::string(kApiVersion));
+    }
+    return false;
+  }
+  Reader r(ctx);
+  MapReader top(r, root, "");
+  top.accept({"apiVersion", "kind"});
+  source.pos = root.pos;
+  source.raw = root;
+  // The object's findings in document order (the reads above follow the schema's order).
+  struct InFileOrder {
+    Diagnostics& all;
+    std::size_t first;
+    ~InFileOrder() {
+      std::stable_sort(all.begin() + static_cast<long>(first), all.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+      });
+    }
+  } in_file_order{diagnostics, diagnostics.size()};
+  switch (*kind) {
+    case Kind::ResourceFlavor:
+      return add_object<ResourceFlavor>(top, *kind, std::move(source), ctx, positions, out.resource_flavors,
+                                        &read_resource_flavor, nullptr);
+    case Kind::Cohort:
+      return add_object<Cohort>(top, *kind, std::move(source), ctx, positions, out.cohorts, &read_cohort,
+                                &detail::webhook_cohort);
+    case Kind::ClusterQueue:
+      return add_object<ClusterQueue>(top, *kind, std::move(source), ctx, positions, out.cluster_queues,
+                                      &read_cluster_queue, &detail::webhook_cluster_queue);
+    case Kind::LocalQueue:
+      return add_object<LocalQueue>(top, *kind, std::move(source), ctx, positions, out.local_queues, &read_local_queue,
+                                    nullptr);
+    case Kind::WorkloadPriorityClass:
+      return add_object<WorkloadPriorityClass>(top, *kind, std::move(source), ctx, positions, out.priority_classes,
+                                               &read_priority_class, nullptr);
+    case Kind::Workload:
+      return add_object<Workload>(top, *kind, std::move(source), ctx, positions, out.workloads, &read_workload,
+                                  &detail::webhook_workload);
+  }
+  return false;
+}
+
+void decode_document(const doc::Document& document, ObjectSet& out, Diagnostics& diagnostics) {
+  const Node& root = document.root;
+  const std::string_view kind = root.string_at("kind");
+  const Node* items = root.find("items");
+  // kubectl's `kind: List` and the API's <Kind>List.
+  if (root.type == NodeType::Mapping && kind.size() >= 4 && kind.substr(kind.size() - 4) == "List" &&
+      (items != nullptr || kind == "List")) {
+    if (items == nullptr || items->type == NodeType::Null) return;
+    doc::DecodeContext ctx(document.file, std::string(kind), {}, diagnostics);
+    Reader r(ctx);
+    if (items->type != NodeType::Sequence) {
+      r.type_error(*items, "items", "array");
+      return;
+    }
+    for (std::size_t i = 0; i < items->items.size(); ++i) {
+      Source source;
+      source.file = document.file;
+      source.document = document.index;
+      source.item = static_cast<int>(i);
+      decode_object(items->items[i], std::move(source), out, diagnostics);
+    }
+    return;
+  }
+  Source source;
+  source.file = document.file;
+  source.document = document.index;
+  decode_object(root, std::move(source), out, diagnostics);
+}
+
+namespace {
+
+template <class T>
+void check_unique_names(const std::vector<T>& objects, Kind kind, Diagnostics& diagnostics) {
+  std::map<std::pair<std::string, std::string>, const T*> seen;
+  for (const auto& o : objects) {
+    const auto key = std::make_pair(o.metadata.ns, o.metadata.name);
+    auto [it, inserted] = seen.emplace(key, &o);
+    if (inserted) continue;
+    const Source& first = it->second->source;
+    const std::string name = o.metadata.ns.empty() ? o.metadata.name : o.metadata.ns + "/" + o.metadata.name;
+    diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleAlreadyExists), o.source.file, o.source.pos,
+                                     std::string(kind_name(kind)), name, "metadata.name",
+                                     resource_name(kind) + " " + detail::go_quote(o.metadata.name) +
+                                         " already exists (first defined at " + first.file + ":" +
+                                         std::to_string(first.pos.line) + ")"});
+  }
+}
+
+}  // namespace
+
+void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
+  check_unique_names(set.resource_flavors, Kind::ResourceFlavor, diagnostics);
+  check_unique_names(set.cohorts, Kind::Cohort, diagnostics);
+  check_unique_names(set.cluster_queues, Kind::ClusterQueue, diagnostics);
+  check_unique_names(set.local_queues, Kind::LocalQueue, diagnostics);
+  check_unique_names(set.priority_classes, Kind::WorkloadPriorityClass, diagnostics);
+  check_unique_names(set.workloads, Kind::Workload, diagnostics);
+
+  // Cohort cycles: walk up from every cohort; a walk that comes back to a cohort already
+  // on its path found a cycle. Each cycle is reported once, at its first member in input
+  // order.
+  std::set<std::string> reported;
+  for (const auto& c : set.cohorts) {
+    std::vector<std::string> path{c.metadata.name};
+    const Cohort* at = &c;
+    while (at != nullptr && !at->parent_name.empty()) {
+      const auto again = std::find(path.begin(), path.end(), at->parent_name);
+      if (again != path.end()) {
+        std::vector<std::string> cycle(again, path.end());
+        if (cycle.front() != c.metadata.name || reported.contains(c.metadata.name)) break;
+        std::string text;
+        for (const auto& name : cycle) text += name + " -> ";
+        text += cycle.front();
+        for (const auto& name : cycle) reported.insert(name);
+        const SourcePos pos = [&] {
+          const Node* spec = c.source.raw.find("spec");
+          const Node* parent = spec != nullptr ? spec->find("parentName") : nullptr;
+          return parent != nullptr ? parent->pos : c.source.pos;
+        }();
+        diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleCohortCycle), c.source.file, pos, "Cohort",
+                                         c.metadata.name, "spec.parentName",
+                                         "cohort cycle " + text +
+                                             ": Kueue leaves every ClusterQueue in this cohort tree inactive"});
+        break;
+      }
+      path.push_back(at->parent_name);
+      at = set.find_cohort(at->parent_name);
+    }
+  }
+}
+
+ObjectSet decode_documents(const std::vector<doc::Document>& documents, Diagnostics& diagnostics) {
+  ObjectSet set;
+  for (const auto& d : documents) decode_document(d, set, diagnostics);
+  check_object_set(set, diagnostics);
+  return set;
+}
+
+ObjectSet load_objects(const std::vector<std::string>& paths, Diagnostics& diagnostics) {
+  std::vector<doc::Document> documents;
+  doc::load_paths(paths, documents, diagnostics);
+  return decode_documents(documents, diagnostics);
+}
+
+}  // namespace gpubank::kueue

@@ -1,0 +1,251 @@
+#include "kueue/bridge.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kueue/amounts.hpp"
+#include "support/kueue_fixture.hpp"
+
+namespace gpubank::kueue {
+namespace {
+
+using testing::decode_yaml;
+
+constexpr std::string_view kQueues = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default, creationTimestamp: "2026-11-30T07:00:00Z"}
+spec:
+  nodeLabels: {pool: a}
+  nodeTaints: [{key: gpu, value: "yes", effect: NoExecute}]
+  tolerations: [{key: spot, operator: Exists}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohortName: all
+  fairSharing: {weight: 250m}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 1500m, borrowingLimit: 1E, lendingLimit: 1}
+      - {name: memory, nominalQuota: 1Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: broken}
+spec:
+  stopPolicy: Hold
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: missing-a, resources: [{name: cpu, nominalQuota: 1}]}, {name: default, resources: [{name: cpu, nominalQuota: 1}]}, {name: missing-b, resources: [{name: cpu, nominalQuota: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: all}
+spec:
+  parentName: top
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: missing-a, resources: [{name: cpu, nominalQuota: 2}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: ns}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: to-broken, namespace: ns}
+spec: {clusterQueue: broken}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: held, namespace: ns}
+spec: {clusterQueue: cq, stopPolicy: Hold}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: nowhere, namespace: ns}
+spec: {clusterQueue: gone}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+)";
+
+std::string workload(const std::string& name, const std::string& extra_spec, const std::string& rest = {}) {
+  return "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: " + name +
+         ", namespace: ns}\nspec:\n  podSets: [{count: 2, template: {spec: {containers: [{name: c, resources: "
+         "{requests: {cpu: 500m}}}]}}}]\n" +
+         extra_spec + rest;
+}
+
+TEST(KueueBridge, PriorityAsKueueResolvesIt) {
+  const auto d = decode_yaml(std::string(kQueues) +
+                             workload("by-ref", "  priority: 1\n  priorityClassRef: {group: kueue.x-k8s.io, kind: "
+                                                "WorkloadPriorityClass, name: high}\n") +
+                             workload("by-label", "  priority: 2\n") +
+                             workload("by-spec", "  priority: 3\n") + workload("by-default", "") +
+                             workload("pod-class", "  priority: 4\n  priorityClassRef: {group: scheduling.k8s.io, "
+                                                   "kind: PriorityClass, name: high}\n") +
+                             workload("missing", "  priority: 5\n  priorityClassRef: {group: kueue.x-k8s.io, kind: "
+                                                 "WorkloadPriorityClass, name: nope}\n") +
+                             workload("missing-label", ""));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  std::vector<Workload> wls = d.set.workloads;
+  wls[1].metadata.labels["kueue.x-k8s.io/priority-class"] = "high";
+  wls[4].metadata.labels["kueue.x-k8s.io/priority-class"] = "high";  // ignored: a Pod PriorityClass is referenced
+  wls[6].metadata.labels["kueue.x-k8s.io/priority-class"] = "nope";
+  std::vector<std::pair<std::int32_t, std::string>> got;
+  for (const auto& wl : wls) {
+    const auto p = resolve_priority(wl, d.set);
+    got.emplace_back(p.value, p.source);
+  }
+  EXPECT_THAT(got, ::testing::ElementsAre(std::pair{1000, std::string("WorkloadPriorityClass high")},
+                                          std::pair{1000, std::string("WorkloadPriorityClass high")},
+                                          std::pair{3, std::string("spec.priority")},
+                                          std::pair{0, std::string("default")},
+                                          std::pair{4, std::string("spec.priority")},
+                                          std::pair{5, std::string("spec.priority")},
+                                          std::pair{0, std::string("default")}));
+  const auto missing = resolve_priority(wls[5], d.set);
+  ASSERT_TRUE(missing.warning.has_value());
+  EXPECT_EQ(missing.warning->to_string(),
+            "in.yaml:" + std::to_string(wls[5].source.pos.line) +
+                ":1: warning: Workload/ns/missing: spec.priorityClassRef.name: WorkloadPriorityClass \"nope\" not "
+                "found; the priority is spec.priority (5) [kueue.priority-class-not-found]");
+  EXPECT_EQ(resolve_priority(wls[6], d.set).warning->path, "metadata.labels[kueue.x-k8s.io/priority-class]");
+}
+
+TEST(KueueBridge, TimelineStartsAtTheEarliestCreation) {
+  const auto d = decode_yaml(std::string(kQueues) + workload("w", "", "  queueName: lq\n"));
+  const Timeline t = make_timeline(d.set);
+  EXPECT_EQ(format_rfc3339(t.start), "2026-11-30T07:00:00Z");
+  EXPECT_EQ(t.to_virtual(*parse_rfc3339("2026-11-30T07:00:01.5Z")), 1500);
+  EXPECT_EQ(t.format(1999), "2026-11-30T07:00:01Z");  // metav1.Time prints whole seconds
+  EXPECT_EQ(format_rfc3339(make_timeline(ObjectSet{}).start), "1970-01-01T00:00:00Z");
+}
+
+TEST(KueueBridge, CoreInputs) {
+  const auto d = decode_yaml(kQueues);
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  const CoreInputs in = core_inputs(d.set);
+  ASSERT_EQ(in.flavors.size(), 3u);
+  EXPECT_EQ(in.flavors[0].name, "default");
+  EXPECT_EQ(in.flavors[0].node_labels.at("pool"), "a");
+  EXPECT_EQ(in.flavors[0].node_taints[0].effect, twin::TaintEffect::NoExecute);
+  EXPECT_EQ(in.flavors[0].tolerations[0].op, twin::TolerationOperator::Exists);
+  EXPECT_FALSE(in.flavors[0].tolerations[0].effect.has_value());
+  EXPECT_EQ(in.flavors[1].name, "missing-a");  // placeholders, in order of first mention
+  EXPECT_EQ(in.flavors[2].name, "missing-b");
+  ASSERT_EQ(in.queues.size(), 2u);
+  const twin::ClusterQueueSpec& cq = in.queues[0];
+  EXPECT_EQ(cq.cohort, "all");
+  EXPECT_TRUE(cq.active);
+  EXPECT_DOUBLE_EQ(cq.fair_weight, 0.25);
+  const auto& cpu = cq.resource_groups[0].flavors[0].resources[0];
+  EXPECT_EQ(cpu.nominal, 1500);
+  EXPECT_EQ(cpu.borrowing_limit, kUnlimited);
+  EXPECT_EQ(cpu.lending_limit, 1000);
+  EXPECT_EQ(cq.resource_groups[0].flavors[0].resources[1].nominal, 1073741824);
+  EXPECT_FALSE(in.queues[1].active);
+  ASSERT_EQ(in.cohorts.size(), 1u);
+  EXPECT_EQ(in.cohorts[0].parent, "top");
+  EXPECT_EQ(in.cohorts[0].resource_groups[0].flavors[0].resources[0].nominal, 2000);
+
+  const QueueActivity broken = queue_activity(d.set.cluster_queues[1], d.set);
+  EXPECT_FALSE(broken.active);
+  EXPECT_EQ(broken.reason, "Stopped");
+  EXPECT_EQ(broken.message,
+            "Can't admit new workloads: is stopped, references missing ResourceFlavor(s): missing-a,missing-b.");
+  EXPECT_EQ(queue_activity(d.set.cluster_queues[0], d.set).message, "Can admit new workloads");
+}
+
+TEST(KueueBridge, HowEachWorkloadEntersTheCore) {
+  const std::string over_limit =
+      "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: %s, namespace: ns}\nspec:\n"
+      "  queueName: %q\n  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 2}, "
+      "limits: {cpu: 1}}}]}}}]\n";
+  const auto over = [&](const std::string& name, const std::string& queue) {
+    std::string s = over_limit;
+    s.replace(s.find("%s"), 2, name);
+    s.replace(s.find("%q"), 2, queue);
+    return s;
+  };
+  const std::string reserved_status =
+      "status:\n  admission: {clusterQueue: %c, podSetAssignments: [{name: main, count: 2, flavors: {cpu: default}, "
+      "resourceUsage: {cpu: \"1\"}}]}\n  conditions:\n  - {type: QuotaReserved, status: \"True\", reason: "
+      "QuotaReserved, message: m, lastTransitionTime: \"2026-11-30T08:00:00Z\"}\n";
+  const auto reserved = [&](const std::string& cq, const std::string& more = {}) {
+    std::string s = reserved_status;
+    s.replace(s.find("%c"), 2, cq);
+    return s + more;
+  };
+  const auto d = decode_yaml(
+      std::string(kQueues) + workload("submit", "  queueName: lq\n") +
+      workload("no-lq", "  queueName: absent\n") + workload("held", "  queueName: held\n") +
+      workload("no-cq", "  queueName: nowhere\n") + over("over-limit", "lq") + over("over-limit-inactive", "to-broken") +
+      workload("finished", "  queueName: lq\n",
+               "status:\n  conditions:\n  - {type: Finished, status: \"True\", reason: Succeeded, message: done, "
+               "lastTransitionTime: \"2026-11-30T08:00:00Z\"}\n") +
+      workload("inactive", "  queueName: lq\n  active: false\n") + workload("restore", "  queueName: lq\n", reserved("cq")) +
+      workload("reserved-gone", "  queueName: lq\n", reserved("gone")) +
+      workload("admitted-gone", "  queueName: lq\n",
+               reserved("gone", "  - {type: Admitted, status: \"True\", reason: Admitted, message: m, "
+                                "lastTransitionTime: \"2026-11-30T08:00:00Z\"}\n")));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics warnings;
+  const Timeline timeline = make_timeline(d.set);
+  const auto entries = plan_workloads(d.set, timeline, warnings);
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_EQ(entries.size(), 11u);
+  const auto blocked = [&](std::size_t i) { return entries[i].reason + ": " + entries[i].message; };
+  EXPECT_EQ(entries[0].route, Route::Submit);
+  EXPECT_EQ(entries[0].spec.cluster_queue, "cq");
+  EXPECT_EQ(entries[0].spec.pod_sets[0].count, 2);
+  EXPECT_EQ(entries[0].spec.pod_sets[0].requests, (std::vector<std::pair<std::string, twin::Amount>>{{"cpu", 500}}));
+  EXPECT_EQ(blocked(1), "Misconfigured: LocalQueue absent doesn't exist");
+  EXPECT_EQ(blocked(2), "Suspended: LocalQueue held is inactive");
+  EXPECT_EQ(blocked(3), "Misconfigured: ClusterQueue gone doesn't exist");
+  EXPECT_EQ(entries[4].route, Route::Blocked);
+  EXPECT_EQ(entries[4].cluster_queue, "cq");  // counted as pending there
+  EXPECT_EQ(blocked(4),
+            "Misconfigured: resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
+            "[]v1.ResourceName{\"cpu\"}: requests must not exceed its limits");
+  EXPECT_EQ(entries[5].route, Route::Submit);  // an inactive ClusterQueue says so first
+  EXPECT_EQ(entries[5].spec.cluster_queue, "broken");
+  EXPECT_EQ(entries[6].route, Route::Untouched);
+  EXPECT_EQ(blocked(7), "Deactivated: The workload is deactivated");
+  EXPECT_EQ(entries[8].route, Route::Restore);
+  EXPECT_EQ(entries[8].admission.cluster_queue, "cq");
+  EXPECT_EQ(entries[8].admitted_at, 3600000);
+  EXPECT_EQ(blocked(9), "Misconfigured: ClusterQueue gone is terminating or missing");
+  EXPECT_TRUE(entries[9].drop_admission);
+  EXPECT_EQ(entries[10].route, Route::Untouched);
+  // Without creationTimestamps, Workloads come after the latest one, 1 ms apart in input order.
+  EXPECT_EQ(entries[0].spec.creation, 1);
+  EXPECT_EQ(entries[5].spec.creation, 6);
+}
+
+TEST(KueueBridge, AdmissionScaledToReclaimablePods) {
+  const auto d = decode_yaml(std::string(kQueues) + workload("w", "  queueName: lq\n",
+                                                             "status:\n  reclaimablePods: [{name: main, count: 1}]\n"
+                                                             "  admission: {clusterQueue: cq, podSetAssignments: [{name: "
+                                                             "main, count: 2, flavors: {cpu: default, memory: default}, "
+                                                             "resourceUsage: {cpu: \"1\", memory: 2Gi}}]}\n"));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  const twin::Admission a = admission_of(d.set.workloads[0]);
+  ASSERT_EQ(a.pod_sets.size(), 1u);
+  EXPECT_EQ(a.pod_sets[0].count, 1);
+  EXPECT_EQ(a.pod_sets[0].flavors, (std::vector<std::pair<std::string, std::string>>{{"cpu", "default"}, {"memory", "default"}}));
+  EXPECT_EQ(a.pod_sets[0].resource_usage,
+            (std::vector<std::pair<std::string, twin::Amount>>{{"cpu", 500}, {"memory", 1073741824}}));
+}
+
+}  // namespace
+}  // namespace gpubank::kueue

@@ -1,0 +1,620 @@
+#include "kueue/decode.hpp"
+
+#include "document/decode.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/kueue_fixture.hpp"
+#include "support/paths.hpp"
+
+namespace gpubank::kueue {
+namespace {
+
+using testing::decode_yaml;
+using ::testing::ElementsAre;
+
+constexpr std::string_view kAllKinds = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: h100}
+spec:
+  nodeLabels: {gpu: h100}
+  nodeTaints: [{key: gpu, value: "true", effect: NoSchedule}]
+  tolerations: [{key: spot, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: research}
+spec:
+  parentName: company
+  fairSharing: {weight: "2"}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8, lendingLimit: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohortName: research
+  queueingStrategy: StrictFIFO
+  stopPolicy: Hold
+  namespaceSelector: {matchLabels: {team: a}}
+  fairSharing: {weight: 500m}
+  preemption:
+    reclaimWithinCohort: Any
+    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
+    withinClusterQueue: LowerOrNewerEqualPriority
+  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, preference: PreemptionOverBorrowing}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: h100
+      resources:
+      - {name: cpu, nominalQuota: 1500m, borrowingLimit: "1", lendingLimit: 500m}
+      - {name: memory, nominalQuota: 64Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: user-queue, namespace: team-a}
+spec: {clusterQueue: team-a, stopPolicy: HoldAndDrain}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+description: urgent
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: job-1
+  namespace: team-a
+  uid: u-1
+  labels: {kueue.x-k8s.io/job-uid: j-1}
+  creationTimestamp: "2026-11-30T08:00:00Z"
+spec:
+  queueName: user-queue
+  priority: 5
+  active: false
+  podSets:
+  - count: 3
+    minCount: 2
+    template:
+      spec:
+        initContainers: [{name: init, restartPolicy: Always, resources: {requests: {cpu: 100m}}}]
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1"}, limits: {memory: 1Gi}}}]
+        overhead: {cpu: 10m}
+        nodeSelector: {gpu: h100}
+        tolerations: [{key: gpu, operator: Exists}]
+        priorityClassName: batch
+  - name: workers
+    template: {spec: {containers: [{name: w}]}}
+status:
+  reclaimablePods: [{name: main, count: 1}]
+)";
+
+TEST(KueueDecode, EveryKindWithDefaults) {
+  const auto d = decode_yaml(kAllKinds);
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  const ObjectSet& s = d.set;
+  ASSERT_EQ(s.resource_flavors.size(), 1u);
+  const ResourceFlavor& rf = s.resource_flavors[0];
+  EXPECT_EQ(rf.node_labels.at("gpu"), "h100");
+  ASSERT_EQ(rf.node_taints.size(), 1u);
+  EXPECT_EQ(rf.node_taints[0].effect, "NoSchedule");
+  ASSERT_EQ(rf.tolerations.size(), 1u);
+  EXPECT_EQ(rf.tolerations[0].op, "Exists");
+  EXPECT_EQ(rf.tolerations[0].toleration_seconds, 30);
+
+  ASSERT_EQ(s.cohorts.size(), 1u);
+  EXPECT_EQ(s.cohorts[0].parent_name, "company");
+  EXPECT_EQ(s.cohorts[0].fair_weight->to_string(), "2");
+  EXPECT_EQ(s.cohorts[0].resource_groups[0].flavors[0].resources[0].lending_limit->to_string(), "4");
+
+  ASSERT_EQ(s.cluster_queues.size(), 1u);
+  const ClusterQueue& cq = s.cluster_queues[0];
+  EXPECT_EQ(cq.cohort_name, "research");
+  EXPECT_EQ(cq.queueing_strategy, twin::QueueingStrategy::StrictFIFO);
+  EXPECT_EQ(cq.stop_policy, StopPolicy::Hold);
+  EXPECT_TRUE(cq.namespace_selector.has_value());
+  EXPECT_EQ(cq.fair_weight->to_string(), "500m");
+  EXPECT_EQ(cq.preemption.reclaim_within_cohort, twin::PreemptionPolicy::Any);
+  EXPECT_EQ(cq.preemption.borrow_within_cohort, twin::BorrowWithinCohortPolicy::LowerPriority);
+  EXPECT_EQ(cq.preemption.max_priority_threshold, 100);
+  EXPECT_EQ(cq.preemption.within_cluster_queue, twin::PreemptionPolicy::LowerOrNewerEqualPriority);
+  EXPECT_EQ(cq.flavor_fungibility.when_can_borrow, twin::FungibilityPolicy::TryNextFlavor);
+  EXPECT_EQ(cq.flavor_fungibility.preference, twin::FungibilityPreference::PreemptionOverBorrowing);
+  const auto& q = cq.resource_groups[0].flavors[0].resources;
+  EXPECT_EQ(q[0].nominal_quota.to_string(), "1500m");
+  EXPECT_EQ(q[0].borrowing_limit->to_string(), "1");
+  EXPECT_EQ(q[1].nominal_quota.to_string(), "64Gi");
+  EXPECT_FALSE(q[1].borrowing_limit.has_value());
+
+  ASSERT_EQ(s.local_queues.size(), 1u);
+  EXPECT_EQ(s.local_queues[0].metadata.ns, "team-a");
+  EXPECT_EQ(s.local_queues[0].cluster_queue, "team-a");
+  EXPECT_EQ(s.local_queues[0].stop_policy, StopPolicy::HoldAndDrain);
+
+  ASSERT_EQ(s.priority_classes.size(), 1u);
+  EXPECT_EQ(s.priority_classes[0].value, 1000);
+  EXPECT_EQ(s.priority_classes[0].description, "urgent");
+
+  ASSERT_EQ(s.workloads.size(), 1u);
+  const Workload& wl = s.workloads[0];
+  EXPECT_EQ(wl.metadata.uid, "u-1");
+  EXPECT_EQ(wl.metadata.labels.at("kueue.x-k8s.io/job-uid"), "j-1");
+  EXPECT_EQ(format_rfc3339(*wl.metadata.creation_timestamp), "2026-11-30T08:00:00Z");
+  EXPECT_EQ(wl.queue_name, "user-queue");
+  EXPECT_EQ(wl.priority, 5);
+  EXPECT_FALSE(wl.active);
+  ASSERT_EQ(wl.pod_sets.size(), 2u);
+  EXPECT_EQ(wl.pod_sets[0].name, "main");  // defaulted
+  EXPECT_EQ(wl.pod_sets[0].count, 3);
+  EXPECT_EQ(wl.pod_sets[0].min_count, 2);
+  const PodSpec& ps = wl.pod_sets[0].spec;
+  EXPECT_EQ(ps.init_containers[0].restart_policy, "Always");
+  EXPECT_EQ(ps.containers[0].resources.requests.at("cpu").to_string(), "1");
+  EXPECT_EQ(ps.containers[0].resources.limits.at("memory").to_string(), "1Gi");
+  EXPECT_EQ(ps.overhead.at("cpu").to_string(), "10m");
+  EXPECT_EQ(ps.node_selector.at("gpu"), "h100");
+  EXPECT_EQ(ps.tolerations[0].op, "Exists");
+  EXPECT_EQ(ps.priority_class_name, "batch");
+  EXPECT_EQ(wl.pod_sets[1].name, "workers");
+  EXPECT_EQ(wl.pod_sets[1].count, 1);  // defaulted
+  ASSERT_EQ(wl.reclaimable_pods.size(), 1u);
+  EXPECT_EQ(wl.reclaimable_pods[0].count, 1);
+}
+
+TEST(KueueDecode, DefaultsOfAClusterQueue) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: plain}
+)");
+  ASSERT_TRUE(d.diagnostics.empty());
+  const ClusterQueue& cq = d.set.cluster_queues[0];
+  EXPECT_EQ(cq.queueing_strategy, twin::QueueingStrategy::BestEffortFIFO);
+  EXPECT_EQ(cq.preemption.reclaim_within_cohort, twin::PreemptionPolicy::Never);
+  EXPECT_EQ(cq.preemption.within_cluster_queue, twin::PreemptionPolicy::Never);
+  EXPECT_EQ(cq.flavor_fungibility.when_can_borrow, twin::FungibilityPolicy::MayStopSearch);
+  EXPECT_EQ(cq.flavor_fungibility.when_can_preempt, twin::FungibilityPolicy::TryNextFlavor);
+  EXPECT_EQ(cq.stop_policy, StopPolicy::None);
+  EXPECT_FALSE(cq.fair_weight.has_value());
+}
+
+TEST(KueueDecode, KubectlListOutputWithServerFields) {
+  Diagnostics diagnostics;
+  const ObjectSet s = load_objects({gpubank::testing::source_dir() + "/tests/kueue/data/kubectl-list.yaml"}, diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics[0].to_string();
+  ASSERT_EQ(s.cluster_queues.size(), 1u);
+  ASSERT_EQ(s.workloads.size(), 1u);
+  const Workload& wl = s.workloads[0];
+  EXPECT_EQ(wl.metadata.ns, "team-a");
+  EXPECT_EQ(wl.metadata.generation, 1);
+  EXPECT_EQ(wl.source.item, 1);
+  EXPECT_EQ(wl.source.pos, (SourcePos{77, 3}));
+  EXPECT_TRUE(wl.has_quota_reservation());
+  ASSERT_TRUE(wl.admission.has_value());
+  EXPECT_EQ(wl.admission->cluster_queue, "cluster-queue");
+  EXPECT_EQ(wl.admission->pod_set_assignments[0].count, 2);
+  EXPECT_EQ(wl.admission->pod_set_assignments[0].flavors.at("memory"), "default-flavor");
+  EXPECT_EQ(wl.admission->pod_set_assignments[0].resource_usage.at("memory").to_string(), "2Gi");
+  ASSERT_EQ(wl.conditions.size(), 2u);
+  EXPECT_EQ(wl.conditions[1].type, "Admitted");
+  EXPECT_EQ(format_rfc3339(wl.conditions[1].last_transition_time), "2026-11-30T08:00:01Z");
+  ASSERT_TRUE(wl.priority_class_ref.has_value());
+  EXPECT_EQ(wl.priority_class_ref->name, "high");
+  EXPECT_EQ(s.cluster_queues[0].resource_groups[0].flavors[0].resources[1].borrowing_limit->to_string(), "2Gi");
+}
+
+TEST(KueueDecode, ApiListKindAndJsonWithPositions) {
+  const std::string path = ::testing::TempDir() + "/queues.json";
+  std::ofstream(path) << R"({
+  "apiVersion": "kueue.x-k8s.io/v1beta2",
+  "kind": "LocalQueueList",
+  "items": [
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+     "metadata": {"name": "q", "namespace": "ns"}, "spec": {"clusterQueue": "Bad_Name"}}
+  ]
+})";
+  Diagnostics diagnostics;
+  const ObjectSet s = load_objects({path}, diagnostics);
+  ASSERT_EQ(diagnostics.size(), 1u);
+  const Diagnostic& d = diagnostics[0];
+  EXPECT_EQ(d.file, path);
+  EXPECT_EQ(d.pos, (SourcePos{6, 77}));
+  EXPECT_EQ(d.kind, "LocalQueue");
+  EXPECT_EQ(d.name, "ns/q");
+  EXPECT_EQ(d.path, "spec.clusterQueue");
+  EXPECT_EQ(d.rule, doc::kRuleInvalidFormat);
+  EXPECT_EQ(d.message,
+            "Invalid value: \"Bad_Name\": spec.clusterQueue in body should match "
+            "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'");
+  EXPECT_TRUE(s.local_queues.empty());
+}
+
+TEST(KueueDecode, SchemaErrorsAreAllCollectedWithPositions) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohortName: research
+  queueingStrategy: Sometimes
+  preemption: {withinClusterQueue: Any}
+  colour: blue
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: 1.5
+      - name: cpu
+        nominalQuota: 2x
+        lendingLimit: true
+    - name: default
+      resources: [{name: cpu}]
+)");
+  EXPECT_TRUE(d.set.cluster_queues.empty());
+  EXPECT_THAT(
+      d.lines(),
+      ElementsAre(
+          "in.yaml:7:21: error: ClusterQueue/cq: spec.queueingStrategy: Unsupported value: \"Sometimes\": supported "
+          "values: \"StrictFIFO\", \"BestEffortFIFO\" [schema.invalid-enum]",
+          "in.yaml:8:36: error: ClusterQueue/cq: spec.preemption.withinClusterQueue: Unsupported value: \"Any\": "
+          "supported values: \"Never\", \"LowerPriority\", \"LowerOrNewerEqualPriority\" [schema.invalid-enum]",
+          "in.yaml:9:3: error: ClusterQueue/cq: spec.colour: unknown field \"spec.colour\" [schema.unknown-field]",
+          "in.yaml:11:5: error: ClusterQueue/cq: spec.resourceGroups[0]: Invalid value: \"object\": flavors must have "
+          "the same number of resources as the coveredResources [schema.validation-rule]",
+          "in.yaml:16:23: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+          "Invalid value: \"number\": spec.resourceGroups[0].flavors[0].resources[0].nominalQuota in body must be of "
+          "type integer,string: \"number\" [schema.wrong-type]",
+          "in.yaml:17:9: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[0].resources[1]: Duplicate value: "
+          "map[string]interface {}{\"name\":\"cpu\"} [schema.duplicate-value]",
+          "in.yaml:18:23: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: "
+          "Invalid value: \"2x\": spec.resourceGroups[0].flavors[0].resources[1].nominalQuota in body should match "
+          "'^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\."
+          "[0-9]+))))?$' [schema.invalid-format]",
+          "in.yaml:19:23: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[0].resources[1].lendingLimit: "
+          "Invalid value: \"boolean\": spec.resourceGroups[0].flavors[0].resources[1].lendingLimit in body must be of "
+          "type integer,string: \"boolean\" [schema.wrong-type]",
+          "in.yaml:20:7: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[1]: Duplicate value: "
+          "map[string]interface {}{\"name\":\"default\"} [schema.duplicate-value]",
+          "in.yaml:21:19: error: ClusterQueue/cq: spec.resourceGroups[0].flavors[1].resources[0].nominalQuota: "
+          "Required value [schema.required]"));
+}
+
+TEST(KueueDecode, RequiredFieldsAndMetadata) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: Job_1, namespace: Team}
+spec:
+  podSets:
+  - name: main
+    count: -1
+  - name: Main
+    template: {spec: {containers: [{image: x}]}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {labels: {a: 1}}
+)");
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre("metadata.name: Invalid value: \"Job_1\": a lowercase RFC 1123 subdomain must consist of lower case "
+          "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+          "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                  "metadata.namespace: Invalid value: \"Team\": a lowercase RFC 1123 label must consist of lower case "
+          "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+          "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                  "spec.podSets[0].template: Required value",
+                  "spec.podSets[0].count: Invalid value: -1: spec.podSets[0].count in body should be greater than or equal "
+          "to 0",
+                  "spec.podSets[1].name: Invalid value: \"Main\": spec.podSets[1].name in body should match "
+          "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'",
+                  "spec.podSets[1].template.spec.containers[0].name: Required value",
+                  "value: Required value",
+                  "metadata.name: Required value: name or generateName is required",
+                  "metadata.labels[a]: Invalid value: \"integer\": metadata.labels[a] in body must be of type string: "
+          "\"integer\""));
+}
+
+TEST(KueueDecode, CelRules) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: no-cohort}
+spec:
+  preemption: {borrowWithinCohort: {policy: LowerPriority}}
+  flavorFungibility: {preference: BorrowingOverPreemption}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: rf}
+spec:
+  topologyName: default
+  nodeTaints: [{key: a, effect: Sometimes}]
+  tolerations: [{operator: Equal, value: x}, {key: b, operator: Exists, value: y}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec:
+  priorityClassRef: {group: kueue.x-k8s.io, kind: PriorityClass, name: high}
+  podSets: [{count: 1, minCount: 2, template: {spec: {containers: [{name: c}]}}}]
+)");
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre("spec: Invalid value: \"object\": borrowingLimit must be nil when cohort is empty",
+                  "spec.preemption: Invalid value: \"object\": reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+                  "spec.flavorFungibility: Invalid value: \"object\": preference can only be set when both whenCanBorrow and "
+          "whenCanPreempt are TryNextFlavor",
+                  "spec: Invalid value: \"object\": at least one nodeLabel is required when topology is set",
+                  "spec.nodeTaints: Invalid value: \"array\": supported taint effect values: 'NoSchedule', "
+          "'PreferNoSchedule', 'NoExecute'",
+                  "spec.tolerations: Invalid value: \"array\": operator must be Exists when 'key' is empty, which means "
+          "'match all values and all keys'",
+                  "spec.tolerations: Invalid value: \"array\": a value must be empty when 'operator' is 'Exists'",
+                  "spec: Invalid value: \"object\": priority should not be nil when priorityClassRef is set",
+                  "spec.priorityClassRef: Invalid value: \"object\": only the WorkloadPriorityClass kind is allowed for the "
+          "kueue.x-k8s.io group",
+                  "spec.podSets[0]: Invalid value: \"object\": minCount should be positive and less or equal to count"));
+  for (const auto& diag : d.diagnostics) EXPECT_EQ(diag.rule, kRuleValidationRule) << diag.to_string();
+}
+
+TEST(KueueDecode, ListSizes) {
+  std::string groups;
+  for (int i = 0; i < 17; ++i) groups += "  - {coveredResources: [r" + std::to_string(i) + "], flavors: [{name: f" +
+                                         std::to_string(i) + ", resources: [{name: r" + std::to_string(i) +
+                                         ", nominalQuota: 1}]}]}\n";
+  const auto d = decode_yaml("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c}\nspec:\n"
+                             "  resourceGroups:\n" + groups +
+                             "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w}\n"
+                             "spec: {podSets: []}\n");
+  EXPECT_THAT(d.messages(),
+              ElementsAre("spec.resourceGroups: Too many: 17: must have at most 16 items",
+                          "spec.podSets: Invalid value: 0: spec.podSets in body should have at least 1 items"));
+}
+
+TEST(KueueDecode, WebhooksRunOnlyAfterTheSchemaPasses) {
+  constexpr std::string_view kQueue = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  fairSharing: {weight: "-1"}
+  resourceGroups:
+  - coveredResources: [cpu, cpu, "a/b/c"]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: "-1", lendingLimit: 2}
+      - {name: memory, nominalQuota: 1}
+      - {name: a/b/c, nominalQuota: 1}
+  - coveredResources: [gpu]
+    flavors: [{name: default, resources: [{name: gpu, nominalQuota: 4, lendingLimit: 5}]}]
+)";
+  const auto d = decode_yaml(kQueue);
+  const std::string qualified =
+      "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+      "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+      "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre("spec.fairSharing: Invalid value: \"-1\": must be greater than or equal to 0",
+                  "spec.resourceGroups[0].coveredResources[1]: Duplicate value: \"cpu\"",
+                  "spec.resourceGroups[0].coveredResources[2]: Invalid value: \"a/b/c\": a qualified name " + qualified +
+                      " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                  "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater "
+                  "than or equal to 0",
+                  "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: \"2\": must be nil when "
+                  "cohort is empty",
+                  "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: \"2\": must be less "
+                  "than or equal to the nominalQuota",
+                  "spec.resourceGroups[0].flavors[0].resources[1].name: Invalid value: \"memory\": must match the name "
+                  "in coveredResources",
+                  "spec.resourceGroups[1].flavors[0].name: Duplicate value: \"default\"",
+                  "spec.resourceGroups[1].flavors[0].resources[0].lendingLimit: Invalid value: \"5\": must be nil when "
+                  "cohort is empty",
+                  "spec.resourceGroups[1].flavors[0].resources[0].lendingLimit: Invalid value: \"5\": must be less "
+                  "than or equal to the nominalQuota"));
+  for (const auto& diag : d.diagnostics) EXPECT_EQ(diag.rule, kRuleWebhook);
+  EXPECT_EQ(d.diagnostics[5].pos, (SourcePos{12, 55}));
+
+  // With a schema error in the same object, the webhook findings are not reached.
+  const auto with_schema_error = decode_yaml(std::string(kQueue) + "  stopPolicy: Never\n");
+  EXPECT_THAT(with_schema_error.messages(),
+              ElementsAre("spec.stopPolicy: Unsupported value: \"Never\": supported values: \"None\", \"Hold\", "
+                          "\"HoldAndDrain\""));
+}
+
+TEST(KueueDecode, CohortWebhook) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: root}
+spec:
+  fairSharing: {weight: 1n}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 2, lendingLimit: 3}]}]
+)");
+  EXPECT_THAT(d.messages(),
+              ElementsAre("spec.fairSharing: Invalid value: \"1n\": When not 0, weight must be > 10e-9",
+                          "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: Invalid value: \"2\": must be "
+                          "nil when parent is empty",
+                          "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: \"3\": must be "
+                          "nil when parent is empty"));
+}
+
+TEST(KueueDecode, WorkloadWebhook) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: ns}
+spec:
+  podSets:
+  - name: main
+    count: 2
+    minCount: 1
+    template:
+      spec:
+        containers: [{name: c, resources: {requests: {pods: 1, cpu: "-1"}}}]
+  - name: extra
+    minCount: 1
+    template: {spec: {containers: [{name: c}]}}
+status:
+  conditions:
+  - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: "", lastTransitionTime: "2026-11-30T08:00:00Z"}
+  admission:
+    clusterQueue: cq
+    podSetAssignments:
+    - {name: main, count: 2, resourceUsage: {cpu: 3m}}
+    - {name: other, count: 1}
+)");
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre("spec.podSets: Invalid value: 2: at most one podSet can use minCount",
+                  "spec.podSets[0].template.spec.containers[0].resources.requests[pods]: Invalid value: \"pods\": the "
+                  "key is reserved for internal kueue use",
+                  "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be "
+                  "greater than or equal to 0",
+                  "status.admission.podSetAssignments[0].resourceUsage[cpu]: Invalid value: 3m: is not a multiple of 2",
+                  "status.admission.podSetAssignments[1].name: Not found: \"other\""));
+  // No status.admission while QuotaReserved is true.
+  const auto missing = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec: {podSets: [{template: {spec: {containers: [{name: c}]}}}]}
+status:
+  conditions:
+  - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: m, lastTransitionTime: "2026-11-30T08:00:00Z"}
+)");
+  EXPECT_THAT(missing.messages(),
+              ElementsAre("status.admission: Required value: must be set while the QuotaReserved condition is true"));
+}
+
+TEST(KueueDecode, PodTemplatesAreReadLeniently) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec:
+  podSets:
+  - template:
+      metadata: {labels: {anything: goes}}
+      spec:
+        schedulerName: default
+        someFutureField: {x: 1}
+        containers: [{name: c, image: x, futureField: 1, resources: {claims: [{name: gpu}], requests: {cpu: [1]}}}]
+)");
+  EXPECT_THAT(d.messages(),
+              ElementsAre("spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: "
+                          "\"array\": spec.podSets[0].template.spec.containers[0].resources.requests[cpu] in body must "
+                          "be of type integer,string: \"array\""));
+}
+
+TEST(KueueDecode, ConditionsAndStatusFields) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec: {podSets: [{template: {spec: {containers: [{name: c}]}}}]}
+status:
+  requeueState: {count: 1}
+  conditions:
+  - {type: QuotaReserved, status: Maybe, reason: "no good", lastTransitionTime: yesterday}
+  - {type: QuotaReserved, status: "False", reason: Pending, message: m, lastTransitionTime: "2026-11-30T08:00:00Z"}
+)");
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre("status.conditions[0].message: Required value",
+                  "status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", "
+                  "\"Unknown\"",
+                  "status.conditions[0].reason: Invalid value: \"no good\": status.conditions[0].reason in body should "
+                  "match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'",
+                  "status.conditions[0].lastTransitionTime: Invalid value: \"yesterday\": "
+                  "status.conditions[0].lastTransitionTime in body must be of type date-time: \"yesterday\"",
+                  "status.conditions[1]: Duplicate value: map[string]interface {}{\"type\":\"QuotaReserved\"}"));
+}
+
+TEST(KueueDecode, KindsAndVersions) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: old}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: prov}
+---
+metadata: {name: nothing}
+)");
+  EXPECT_THAT(d.lines(),
+              ElementsAre("in.yaml:2:13: error: ClusterQueue/old: apiVersion: unsupported apiVersion "
+                          "\"kueue.x-k8s.io/v1beta1\" for ClusterQueue: the twin reads kueue.x-k8s.io/v1beta2 "
+                          "[kueue.unsupported-version]",
+                          "in.yaml:6:1: warning: Namespace: ignored: v1 Namespace is not an object admission reads "
+                          "[kueue.ignored-kind]",
+                          "in.yaml:10:1: warning: AdmissionCheck: ignored: kueue.x-k8s.io/v1beta2 AdmissionCheck is not "
+                          "an object admission reads [kueue.ignored-kind]",
+                          "in.yaml:14:1: error: kind: Required value: every object needs a kind [schema.required]"));
+}
+
+TEST(KueueDecode, NamesDefinedTwiceAndCohortCycles) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: a}
+spec: {parentName: b}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: b}
+spec: {parentName: c}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: c}
+spec: {parentName: a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: d}
+spec: {parentName: a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: x}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: y}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: x}
+)");
+  EXPECT_THAT(d.lines(),
+              ElementsAre("in.yaml:30:1: error: LocalQueue/x/q: metadata.name: localqueues.kueue.x-k8s.io \"q\" already "
+                          "exists (first defined at in.yaml:22) [kueue.already-exists]",
+                          "in.yaml:5:20: error: Cohort/a: spec.parentName: cohort cycle a -> b -> c -> a: Kueue leaves "
+                          "every ClusterQueue in this cohort tree inactive [kueue.cohort-cycle]"));
+}
+
+}  // namespace
+}  // namespace gpubank::kueue
