@@ -224,8 +224,19 @@ void AdmissionRun::record(const twin::CycleResult& result) {
 
 Expected<std::uint64_t> AdmissionRun::run(twin::AdmissionCore& core, const RunOptions& options) {
   const std::uint64_t cap = options.cycles.value_or(max_cycles());
+  // Until stable: no ClusterQueue has an active head, or cycles stopped changing anything.
+  // A quiet cycle (no admission, preemption or new pending message) can still rotate a
+  // BestEffortFIFO queue to its next head, so quiet must last longer than any queue is long.
+  std::uint64_t quiet = 0;
   for (std::uint64_t k = 0;; ++k) {
     if (!options.cycles && !core.has_active_heads()) return k;
+    if (!options.cycles && quiet > 0) {
+      std::uint64_t pending = 0;
+      for (const auto& name : core.cluster_queue_names()) {
+        pending += static_cast<std::uint64_t>(core.cluster_queue_status(name).pending_workloads);
+      }
+      if (quiet > pending) return k;
+    }
     if (k >= cap) {
       if (options.cycles) return k;
       return Unexpected{"admission did not settle within " + std::to_string(cap) +
@@ -234,6 +245,7 @@ Expected<std::uint64_t> AdmissionRun::run(twin::AdmissionCore& core, const RunOp
     const twin::VirtualTime now = t0_ + static_cast<twin::VirtualTime>(k);
     const twin::CycleResult result = core.run_cycle(now);
     record(result);
+    quiet = result.decisions.empty() && result.evicted.empty() ? quiet + 1 : 0;
     for (const auto id : result.evicted) core.release_evicted(id, now);
   }
 }

@@ -180,6 +180,12 @@ TEST(KueueAdmit, FixedNumberOfCyclesAndTheCap) {
   Fixture forever(kObjects);
   forever.run->load(forever.core, forever.diagnostics);
   forever.core.always_active = true;
+  // A core that keeps changing something every cycle (a quiet one counts as settled).
+  forever.core.script = [](FakeAdmissionCore&, twin::VirtualTime now) {
+    twin::CycleResult c;
+    c.decisions.push_back({twin::Decision::Kind::Pending, 1, "cq", "Pending", "cycle " + std::to_string(now), {}});
+    return c;
+  };
   const auto result = forever.run->run(forever.core, {});
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(forever.run->max_cycles(), 1050u);  // 1000 + 10 per Workload
@@ -187,6 +193,15 @@ TEST(KueueAdmit, FixedNumberOfCyclesAndTheCap) {
   EXPECT_EQ(result.error(),
             "admission did not settle within 1050 cycles (the cap is 1000 plus 10 per Workload); run a fixed number "
             "with --cycles");
+}
+
+TEST(KueueAdmit, QuietCyclesLongerThanTheQueuesEndTheRun) {
+  Fixture r(kObjects);
+  r.run->load(r.core, r.diagnostics);
+  r.core.always_active = true;  // a StrictFIFO head that never fits stays active
+  const auto result = r.run->run(r.core, {});
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_LT(*result, 1050u);
 }
 
 TEST(KueueAdmit, VictimsAreReleasedAfterTheCycleThatEvictedThem) {
