@@ -4,8 +4,8 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 60 s and every other target 20 s
-# (about 2 minutes of fuzzing in all); without targets, all of them run.
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 60 s, kueue_admit_fuzzer 40 s and
+# every other target 20 s (about 3.5 minutes of fuzzing in all); without targets, all of them run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
 # fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
@@ -18,7 +18,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
-all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer)
+all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
+             kueue_perf_config_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -43,6 +44,7 @@ done
 default_seconds() {
   case "$1" in
     policy_decoder_fuzzer) echo 60 ;;
+    kueue_admit_fuzzer) echo 40 ;;
     *) echo 20 ;;
   esac
 }
@@ -54,6 +56,8 @@ seeds() {
     json_reader_fuzzer) find fuzz/corpus-seeds/json fuzz/corpus-seeds/admission -type f ;;
     admission_review_fuzzer) find fuzz/corpus-seeds/admission -type f ;;
     cron_fuzzer) find fuzz/corpus-seeds/cron -type f ;;
+    kueue_admit_fuzzer) find tests/twin/conformance -name input.yaml; find examples/kueue -type f -name '*.yaml' ;;
+    kueue_perf_config_fuzzer) find ../shared/kueue-perf -name '*-generator.yaml'; find tests/twin/kueue_perf/data -type f ;;
   esac
 }
 
@@ -81,7 +85,7 @@ for t in "${targets[@]}"; do
 
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
-  [ "$t" = policy_decoder_fuzzer ] && flags+=(-dict=fuzz/yaml.dict)
+  case "$t" in policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;; esac
 
   log="$build_dir/logs/$t.log"
   before="$(ls "$build_dir/artifacts" | grep -c "^$t-" || true)"

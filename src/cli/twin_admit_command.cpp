@@ -82,8 +82,9 @@ Command add_twin_admit_command(CLI::App& twin) {
       "Workloads exist from the start; cycle k runs k ms after the latest creationTimestamp, on a clock whose zero is "
       "the earliest creationTimestamp among the inputs (condition times are printed from it). After each cycle the "
       "workloads preempted in it are released, as Kueue does once their pods are gone, so preemptors are admitted in "
-      "a later cycle. By default cycles run until stable: no ClusterQueue has an active head, at most 1000 cycles "
-      "plus 10 per Workload (exit 1 when reached).");
+      "a later cycle. By default cycles run until stable: no ClusterQueue has an active head, or cycles stopped "
+      "changing anything (a blocked StrictFIFO head stays active forever); at most 1000 cycles plus 10 per Workload "
+      "(exit 1 when reached).");
   cmd->add_option("-f,--filename", opt->paths, "files and directories with Kueue objects (.yaml, .yml, .json)")
       ->required()
       ->expected(1, -1);

@@ -1,13 +1,11 @@
 #include "kueue/amounts.hpp"
 
+#include "twin/admission/amount.hpp"
+
 namespace gpubank::kueue {
 namespace {
 
 bool is_cpu(std::string_view resource) { return resource == "cpu"; }
-
-bool is_binary(std::string_view resource) {
-  return resource == "memory" || resource == "ephemeral-storage" || resource.starts_with("hugepages-");
-}
 
 }  // namespace
 
@@ -25,19 +23,11 @@ twin::Amount quota_amount(std::string_view resource, const Quantity& q) {
 }
 
 Quantity resource_quantity(std::string_view resource, twin::Amount value) {
-  if (is_cpu(resource)) return Quantity::from_milli(value, Quantity::Format::DecimalSI);
-  if (is_binary(resource)) {
-    // newCanonicalQuantity: print in binary SI, then read that text back, so a value
-    // binary SI cannot print exactly ends up in decimal SI.
-    const Quantity binary = Quantity::from_int(value, Quantity::Format::BinarySI);
-    auto reparsed = Quantity::parse(binary.to_string());
-    return reparsed ? *reparsed : binary;
-  }
-  return Quantity::from_int(value, Quantity::Format::DecimalSI);
+  return twin::resource_quantity(resource, value);
 }
 
 std::string format_amount(std::string_view resource, twin::Amount value) {
-  return resource_quantity(resource, value).to_string();
+  return twin::format_amount(resource, value);
 }
 
 }  // namespace gpubank::kueue

@@ -8,19 +8,20 @@ bool binary_formatted(std::string_view resource) {
 }
 }  // namespace
 
-std::string format_amount(std::string_view resource, Amount amount) {
-  if (resource == "cpu") return Quantity::from_milli(amount, Quantity::Format::DecimalSI).to_string();
+Quantity resource_quantity(std::string_view resource, Amount amount) {
+  if (resource == "cpu") return Quantity::from_milli(amount, Quantity::Format::DecimalSI);
   if (binary_formatted(resource)) {
-    // Kueue re-parses the BinarySI print to get the canonical form.
-    const auto printed = Quantity::from_int(amount, Quantity::Format::BinarySI).to_string();
-    const auto reparsed = Quantity::parse(printed);
-    return reparsed ? reparsed->to_string() : printed;
+    // newCanonicalQuantity: print in binary SI and read that back, so a value binary SI
+    // cannot print exactly ends up in decimal SI.
+    const Quantity binary = Quantity::from_int(amount, Quantity::Format::BinarySI);
+    auto reparsed = Quantity::parse(binary.to_string());
+    return reparsed ? *reparsed : binary;
   }
-  return Quantity::from_int(amount, Quantity::Format::DecimalSI).to_string();
+  return Quantity::from_int(amount, Quantity::Format::DecimalSI);
 }
 
-Amount to_amount(std::string_view resource, const Quantity& quantity) {
-  return resource == "cpu" ? quantity.milli_value() : quantity.value();
+std::string format_amount(std::string_view resource, Amount amount) {
+  return resource_quantity(resource, amount).to_string();
 }
 
 }  // namespace gpubank::twin

@@ -11,8 +11,8 @@
 
 namespace gpubank::twin {
 
+// ResourceFormatter.ResourceQuantity: the Quantity Kueue prints for an Amount.
+[[nodiscard]] Quantity resource_quantity(std::string_view resource, Amount amount);
 [[nodiscard]] std::string format_amount(std::string_view resource, Amount amount);
-// A quantity as the core counts it: MilliValue() for cpu, Value() otherwise.
-[[nodiscard]] Amount to_amount(std::string_view resource, const Quantity& quantity);
 
 }  // namespace gpubank::twin
