@@ -162,7 +162,7 @@ struct Target {
 struct Drs {
   double weight = 1.0;
   double ratio = 0;  // unweighted, per mille of lendable
-  std::string dominant;
+  int dominant = -1;  // resource index
   bool borrowing = false;
   std::vector<int> borrowed_frs;
 
@@ -554,6 +554,9 @@ class Core final : public AdmissionCore {
     fr_index_.emplace(std::make_pair(flavor, resource), fr);
     fr_flavor_.push_back(flavor);
     fr_resource_.push_back(resource);
+    auto r = std::find(resource_names_.begin(), resource_names_.end(), resource);
+    if (r == resource_names_.end()) r = resource_names_.insert(resource_names_.end(), resource);
+    fr_resource_index_.push_back(static_cast<int>(r - resource_names_.begin()));
     return fr;
   }
 
@@ -1246,32 +1249,47 @@ class Core final : public AdmissionCore {
 
   // ---- fair sharing (pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/preemption/fairsharing) -
 
-  [[nodiscard]] Drs drs(int n) const {
+  // A node's DRS depends on its usage only (quotas are fixed), so it is cached per usage
+  // version.
+  [[nodiscard]] const Drs& drs(int n) const {
+    if (drs_cache_.size() != tree_.size()) drs_cache_.assign(tree_.size(), {0, Drs{}});
+    auto& [version, cached] = drs_cache_[at(n)];
+    if (version != tree_.version(n)) {
+      cached = compute_drs(n);
+      version = tree_.version(n);
+    }
+    return cached;
+  }
+
+  [[nodiscard]] Drs compute_drs(int n) const {
     const auto& x = tree_.node(n);
     Drs d;
     d.weight = x.fair_weight;
     if (x.parent < 0) return d;
-    std::map<std::string, Amount> borrowed;
+    const std::size_t resources = resource_names_.size();
+    std::vector<Amount> borrowed(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
       const Amount b = x.usage[fr] - x.subtree_quota[fr];
       if (b > 0) {
-        borrowed[fr_resource_[fr]] += b;
+        borrowed[at(fr_resource_index_[fr])] += b;
         d.borrowed_frs.push_back(static_cast<int>(fr));
       }
     }
-    if (borrowed.empty()) return d;
+    if (d.borrowed_frs.empty()) return d;
     d.borrowing = true;
-    std::map<std::string, Amount> lendable;
+    std::vector<Amount> lendable(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
-      lendable[fr_resource_[fr]] += tree_.potential_available(x.parent, static_cast<int>(fr));
+      if (borrowed[at(fr_resource_index_[fr])] > 0) {
+        lendable[at(fr_resource_index_[fr])] += tree_.potential_available(x.parent, static_cast<int>(fr));
+      }
     }
-    for (const auto& [resource, b] : borrowed) {
-      const Amount l = lendable[resource];
-      if (l <= 0) continue;
-      const double ratio = static_cast<double>(b) * 1000.0 / static_cast<double>(l);
-      if (ratio > d.ratio || (ratio == d.ratio && resource < d.dominant)) {
+    for (std::size_t r = 0; r < resources; ++r) {
+      if (borrowed[r] <= 0 || lendable[r] <= 0) continue;
+      const double ratio = static_cast<double>(borrowed[r]) * 1000.0 / static_cast<double>(lendable[r]);
+      if (ratio > d.ratio ||
+          (ratio == d.ratio && (d.dominant < 0 || resource_names_[r] < resource_names_[at(d.dominant)]))) {
         d.ratio = ratio;
-        d.dominant = resource;
+        d.dominant = static_cast<int>(r);
       }
     }
     return d;
@@ -1345,16 +1363,35 @@ class Core final : public AdmissionCore {
     };
 
     // TargetClusterQueueOrdering over per-queue candidate lists.
-    std::map<int, std::vector<WorkloadId>> per_queue;  // queue -> candidates in order
+    // Per queue: its candidates in order, and how many were taken.
+    std::vector<std::vector<WorkloadId>>& per_queue = fs_lists_;
+    std::vector<std::size_t>& taken = fs_taken_;
+    per_queue.resize(queues_.size());
+    for (auto& list : per_queue) list.clear();  // the buffers outlive a call
+    taken.assign(queues_.size(), 0);
+    std::vector<int> used_queues;
     auto make_lists = [&](const std::vector<WorkloadId>& cands) {
-      per_queue.clear();
-      for (WorkloadId w : cands) per_queue[wl(w).queue].push_back(w);
+      for (int used : used_queues) {
+        per_queue[at(used)].clear();
+        taken[at(used)] = 0;
+      }
+      used_queues.clear();
+      for (WorkloadId w : cands) {
+        auto& list = per_queue[at(wl(w).queue)];
+        if (list.empty()) used_queues.push_back(wl(w).queue);
+        list.push_back(w);
+      }
     };
-    std::set<int> pruned_queues, pruned_cohorts;
-    auto has_work = [&](int qi) {
-      auto it = per_queue.find(qi);
-      return it != per_queue.end() && !it->second.empty();
-    };
+    auto has_work = [&](int qi) { return taken[at(qi)] < per_queue[at(qi)].size(); };
+    auto front = [&](int qi) { return per_queue[at(qi)][taken[at(qi)]]; };
+    auto pop = [&](int qi) { return per_queue[at(qi)][taken[at(qi)]++]; };
+    std::vector<char> pruned_queue_flags(queues_.size(), 0), pruned_cohort_flags(tree_.size(), 0);
+    struct Flags {
+      std::vector<char>& f;
+      [[nodiscard]] bool contains(int i) const { return f[static_cast<std::size_t>(i)] != 0; }
+      void insert(int i) { f[static_cast<std::size_t>(i)] = 1; }
+      void clear() { std::fill(f.begin(), f.end(), 0); }
+    } pruned_queues{pruned_queue_flags}, pruned_cohorts{pruned_cohort_flags};
     auto on_path = [&](int cohort) {
       return std::find(preemptor_ancestors.begin(), preemptor_ancestors.end(), cohort) != preemptor_ancestors.end();
     };
@@ -1364,11 +1401,11 @@ class Core final : public AdmissionCore {
       for (int child : tree_.node(cohort).child_queues) {
         const int qi = node_queue_[at(child)];
         if (pruned_queues.contains(qi)) continue;
-        const Drs d = drs(child);
+        const Drs& d = drs(child);
         if ((!d.borrowing && qi != queue) || !has_work(qi)) {
           pruned_queues.insert(qi);
         } else if (best_q >= 0 && compare_drs(d, best_q_drs) == 0) {
-          if (candidate_before(per_queue[qi].front(), per_queue[best_q].front(), queue, now)) best_q = qi;
+          if (candidate_before(front(qi), front(best_q), queue, now)) best_q = qi;
         } else if (compare_drs(d, best_q_drs) == 1) {
           best_q_drs = d;
           best_q = qi;
@@ -1378,7 +1415,7 @@ class Core final : public AdmissionCore {
       Drs best_c_drs = Drs::negative();
       for (int child : tree_.node(cohort).child_cohorts) {
         if (pruned_cohorts.contains(child)) continue;
-        const Drs d = drs(child);
+        const Drs& d = drs(child);
         if (!d.borrowing && !on_path(child)) {
           pruned_cohorts.insert(child);
         } else if (compare_drs(d, best_c_drs) >= 0) {
@@ -1428,18 +1465,15 @@ class Core final : public AdmissionCore {
     make_lists(candidates);
     // runFirstFsStrategy
     for (int t = next_queue(); t >= 0 && !fits_now; t = next_queue()) {
-      auto& list = per_queue[t];
       if (t == queue) {
-        const WorkloadId w = list.front();
-        list.erase(list.begin());
+        const WorkloadId w = pop(t);
         remove_workload(w);
         targets.push_back(Target{w, "InClusterQueue"});
         if (fits_fs()) fits_now = true;
         continue;
       }
       if (within_nominal_now) {
-        const WorkloadId w = list.front();
-        list.erase(list.begin());
+        const WorkloadId w = pop(t);
         remove_workload(w);
         targets.push_back(Target{w, "InCohortReclamation"});
         if (fits_fs()) fits_now = true;
@@ -1448,13 +1482,11 @@ class Core final : public AdmissionCore {
       const auto [preemptor_new, target_old] = shares(t);
       if (preemptor_new.weighted() == std::numeric_limits<double>::infinity() &&
           target_old.weighted() != std::numeric_limits<double>::infinity()) {
-        retry.insert(retry.end(), list.begin(), list.end());
-        list.clear();
+        while (has_work(t)) retry.push_back(pop(t));
         continue;
       }
-      while (!list.empty()) {
-        const WorkloadId w = list.front();
-        list.erase(list.begin());
+      while (has_work(t)) {
+        const WorkloadId w = pop(t);
         remove_workload(w);
         const Drs target_new = shares(t).second;
         add_workload(w);
@@ -1473,10 +1505,8 @@ class Core final : public AdmissionCore {
       pruned_queues.clear();
       pruned_cohorts.clear();
       for (int t = next_queue(); t >= 0 && !fits_now; t = next_queue()) {
-        auto& list = per_queue[t];
         const auto [preemptor_new, target_old] = shares(t);
-        const WorkloadId w = list.front();
-        list.erase(list.begin());
+        const WorkloadId w = pop(t);
         if (compare_drs(preemptor_new, target_old) < 0) {
           remove_workload(w);
           targets.push_back(Target{w, "InCohortFairSharing"});
@@ -1553,6 +1583,9 @@ class Core final : public AdmissionCore {
   mutable std::map<std::pair<int, std::string>, int> fr_index_;
   mutable std::vector<int> fr_flavor_;
   mutable std::vector<std::string> fr_resource_;
+  mutable std::vector<int> fr_resource_index_;
+  mutable std::vector<std::pair<std::uint64_t, Drs>> drs_cache_;  // per node: usage version, DRS       // per flavor-resource: index in resource_names_
+  mutable std::vector<std::string> resource_names_;  // distinct resources, first-seen order
   QuotaTree tree_;
   std::vector<int> heights_;
   std::vector<Queue> queues_;
@@ -1573,6 +1606,9 @@ class Core final : public AdmissionCore {
   // Scratch buffers of classical_preemptions (not reentrant).
   std::vector<Ranked> scratch_ranked_;
   std::vector<Candidate> scratch_sorted_;
+  // Scratch buffers of fair_preemptions (not reentrant).
+  std::vector<std::vector<WorkloadId>> fs_lists_;
+  std::vector<std::size_t> fs_taken_;
 };
 
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
@@ -1892,7 +1928,7 @@ ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
   if (options_.fair_sharing) {
     const Drs d = drs(n);
     s.weighted_share = d.rounded();
-    s.dominant_resource = d.dominant;
+    if (d.dominant >= 0) s.dominant_resource = resource_names_[at(d.dominant)];
   }
   return s;
 }

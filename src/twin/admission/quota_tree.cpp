@@ -9,7 +9,7 @@ std::size_t at(int i) { return static_cast<std::size_t>(i); }
 }  // namespace
 
 QuotaTree::QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count)
-    : nodes_(std::move(nodes)), fr_count_(fr_count) {
+    : nodes_(std::move(nodes)), version_(nodes_.size(), 1), fr_count_(fr_count) {
   for (auto& n : nodes_) {
     n.subtree_quota.assign(fr_count_, 0);
     n.usage.assign(fr_count_, 0);
@@ -77,6 +77,7 @@ void QuotaTree::add_usage(int n, int fr, Amount val) {
     auto& x = nodes_[at(n)];
     const Amount local = local_available(n, fr);
     x.usage[at(fr)] += val;
+    ++version_[at(n)];
     if (x.parent < 0 || val <= local) return;
     val -= local;
     n = x.parent;
@@ -88,6 +89,7 @@ void QuotaTree::remove_usage(int n, int fr, Amount val) {
     auto& x = nodes_[at(n)];
     const Amount stored_in_parent = x.usage[at(fr)] - local_quota(n, fr);
     x.usage[at(fr)] -= val;
+    ++version_[at(n)];
     if (stored_in_parent <= 0 || x.parent < 0) return;
     val = std::min(val, stored_in_parent);
     n = x.parent;

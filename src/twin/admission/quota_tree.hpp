@@ -51,10 +51,14 @@ class QuotaTree {
 
   void add_usage(int n, int fr, Amount val);
   void remove_usage(int n, int fr, Amount val);
+  // Bumped whenever the node's usage changes: what depends only on a node's usage (its
+  // dominant resource share) can be cached against it.
+  [[nodiscard]] std::uint64_t version(int n) const { return version_[static_cast<std::size_t>(n)]; }
 
  private:
   void accumulate(int n);
   std::vector<QuotaNode> nodes_;
+  std::vector<std::uint64_t> version_;
   std::size_t fr_count_ = 0;
 };
 
