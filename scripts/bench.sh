@@ -46,7 +46,7 @@ log "webhook_load, paced: 32 connections, 100 requests/s, 2000 requests per phas
 log "admission_cycle_bench (2000 cycles per case)"
 "$build/bench/admission_cycle_bench" --benchmark_color=false | tee "$out/admission-cycle.txt" >&2
 # Ratios against the baseline in the same run: the mean cycle over the available() walk.
-awk '/^available_walk/ {base=$2} /^admission_cycle_1000_queues/ {name[n]=$1; t[n]=$2; line[n]=$0; n++}
+awk 'BEGIN {n = 0} /^available_walk/ {base=$2} /^admission_cycle_1000_queues/ {name[n]=$1; t[n]=$2; line[n]=$0; n++}
   END {
     print "| case | mean cycle (us) | x available() walk | p50 (us) | p99 (us) | heads/cycle | decisions/cycle |"
     print "|---|---|---|---|---|---|---|"
