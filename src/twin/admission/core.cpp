@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "twin/admission/amount.hpp"
@@ -696,17 +697,19 @@ class Core final : public AdmissionCore {
   // ---- conditions ---------------------------------------------------------------------------
 
   // apimeta.SetStatusCondition: the transition time moves only when the status flips.
-  static void set_condition(WorkloadStatus& s, const std::string& type, bool status, std::string reason,
-                            std::string message, VirtualTime now) {
+  // Views, and assignments only where something changed: most pending heads are told
+  // the same thing every cycle.
+  static void set_condition(WorkloadStatus& s, std::string_view type, bool status, std::string_view reason,
+                            std::string_view message, VirtualTime now) {
     for (auto& c : s.conditions) {
       if (c.type != type) continue;
       if (c.status != status) c.last_transition = now;
       c.status = status;
-      c.reason = std::move(reason);
-      c.message = std::move(message);
+      if (c.reason != reason) c.reason = reason;
+      if (c.message != message) c.message = message;
       return;
     }
-    s.conditions.push_back(Condition{type, status, std::move(reason), std::move(message), now});
+    s.conditions.push_back(Condition{std::string(type), status, std::string(reason), std::string(message), now});
   }
 
   static void reset_active_condition(WorkloadStatus& s, const std::string& type, const std::string& reason,
@@ -1573,7 +1576,7 @@ class Core final : public AdmissionCore {
   void process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::pair<int, Usage>>& reserved,
                CycleResult& out, VirtualTime now);
   void admit(Entry& e, VirtualTime now, CycleResult& out);
-  void order_classical(std::vector<Entry>& entries) const;
+  [[nodiscard]] std::vector<std::size_t> order_classical(const std::vector<Entry>& entries) const;
   std::vector<std::size_t> order_fair(std::vector<Entry>& entries, std::set<WorkloadId>& preempted,
                                       std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
 
@@ -1734,8 +1737,13 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
   admit(e, now, out);
 }
 
-void Core::order_classical(std::vector<Entry>& entries) const {
-  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+// classicalIterator's order; sorts positions, not the (large) entries.
+std::vector<std::size_t> Core::order_classical(const std::vector<Entry>& entries) const {
+  std::vector<std::size_t> order(entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
+    const Entry& a = entries[i];
+    const Entry& b = entries[j];
     if (a.a.borrowing != b.a.borrowing) return a.a.borrowing < b.a.borrowing;
     const auto& x = wl(a.w).spec;
     const auto& y = wl(b.w).spec;
@@ -1744,6 +1752,7 @@ void Core::order_classical(std::vector<Entry>& entries) const {
     if (x.uid != y.uid) return x.uid < y.uid;
     return a.w < b.w;
   });
+  return order;
 }
 
 // fairSharingIterator: repeatedly run a tournament in the root cohort of the first
@@ -1851,8 +1860,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
   if (options_.fair_sharing) {
     order_fair(entries, preempted, reserved, out, now);
   } else {
-    order_classical(entries);
-    for (auto& e : entries) process(e, preempted, reserved, out, now);
+    for (const std::size_t i : order_classical(entries)) process(entries[i], preempted, reserved, out, now);
   }
   // Capacity held for preemptors only lives within the cycle's snapshot.
   for (auto it = reserved.rbegin(); it != reserved.rend(); ++it) remove_usage(it->first, it->second);
