@@ -16,6 +16,8 @@
 // it there (markdown).
 #include <benchmark/benchmark.h>
 
+#include "summary_reporter.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -187,39 +189,8 @@ constexpr Case kCases[] = {
     {"read_expand", "(d) read and expand the config", read_expand},
 };
 
-class SummaryReporter : public benchmark::ConsoleReporter {
- public:
-  struct Result {
-    double ms_per_iteration = 0;
-    double workloads_per_second = 0;
-    double virtual_per_second = 0;
-    bool from_median = false;
-  };
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      if (run.run_type == Run::RT_Aggregate && !median) continue;
-      Result& r = results_[run.run_name.function_name];
-      if (r.from_median && !median) continue;
-      r.from_median = median;
-      r.ms_per_iteration = run.GetAdjustedRealTime() * benchmark::GetTimeUnitMultiplier(benchmark::kMillisecond) /
-                           benchmark::GetTimeUnitMultiplier(run.time_unit);
-      if (auto it = run.counters.find("workloads/s"); it != run.counters.end()) r.workloads_per_second = it->second.value;
-      if (auto it = run.counters.find("virtual s/s"); it != run.counters.end()) r.virtual_per_second = it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  [[nodiscard]] const std::map<std::string, Result>& results() const { return results_; }
-
- private:
-  std::map<std::string, Result> results_;
-};
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+using gpubank::bench::SummaryReporter;
+using gpubank::bench::fixed;
 
 std::string summary(const SummaryReporter& reporter) {
   const kp::Scenario& s = scenario();
@@ -236,8 +207,8 @@ std::string summary(const SummaryReporter& reporter) {
     if (it == r.end()) continue;
     medians = medians && it->second.from_median;
     out << "| " << c.name << " | " << c.what << " | " << fixed(it->second.ms_per_iteration, 1) << " | "
-        << fixed(it->second.workloads_per_second, 0) << " | "
-        << (it->second.virtual_per_second > 0 ? fixed(it->second.virtual_per_second, 0) : std::string("")) << " | "
+        << fixed(it->second.counter("workloads/s"), 0) << " | "
+        << (it->second.counter("virtual s/s") > 0 ? fixed(it->second.counter("virtual s/s"), 0) : std::string("")) << " | "
         << (base != r.end() && base->second.ms_per_iteration > 0
                 ? fixed(it->second.ms_per_iteration / base->second.ms_per_iteration, 2) + "x"
                 : std::string("n/a"))

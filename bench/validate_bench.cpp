@@ -11,6 +11,8 @@
 // summary gives objects/s and each benchmark's time as a multiple of (a), from the medians
 // when run with --benchmark_repetitions. --summary=FILE also writes it there (markdown).
 #include <benchmark/benchmark.h>
+
+#include "summary_reporter.hpp"
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -103,41 +105,8 @@ constexpr Case kCases[] = {
     {"validate_only", "(d) policy::check_all on a decoded set", validate_only},
 };
 
-// The console output as usual, keeping each benchmark's result for the summary: the
-// median when there are repetitions, else the single run.
-class SummaryReporter : public benchmark::ConsoleReporter {
- public:
-  struct Result {
-    double ms_per_iteration = 0;
-    double objects_per_second = 0;
-    bool from_median = false;
-  };
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      if (run.run_type == Run::RT_Aggregate && !median) continue;
-      Result& r = results_[run.run_name.function_name];
-      if (r.from_median && !median) continue;
-      r.from_median = median;
-      r.ms_per_iteration = run.GetAdjustedRealTime() * benchmark::GetTimeUnitMultiplier(benchmark::kMillisecond) /
-                           benchmark::GetTimeUnitMultiplier(run.time_unit);
-      if (auto it = run.counters.find("objects/s"); it != run.counters.end()) r.objects_per_second = it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
-  [[nodiscard]] const std::map<std::string, Result>& results() const { return results_; }
-
- private:
-  std::map<std::string, Result> results_;
-};
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+using gpubank::bench::SummaryReporter;
+using gpubank::bench::fixed;
 
 std::string summary(const SummaryReporter& reporter) {
   const GeneratedSet& g = fixture();
@@ -157,7 +126,7 @@ std::string summary(const SummaryReporter& reporter) {
     const auto& r = it->second;
     medians = medians && r.from_median;
     s << "| " << c.name << " | " << c.what << " | " << fixed(r.ms_per_iteration, 1) << " | "
-      << fixed(r.objects_per_second, 0) << " | ";
+      << fixed(r.counter("objects/s"), 0) << " | ";
     s << (base != results.end() && base->second.ms_per_iteration > 0
               ? fixed(r.ms_per_iteration / base->second.ms_per_iteration, 2) + "x"
               : std::string("n/a"));

@@ -242,7 +242,6 @@ class Core final : public AdmissionCore {
     std::uint64_t inadmissible_generation = 0;  // == queue's generation: inadmissible
     OrderKey key;
     std::size_t holding_pos = 0;
-    bool evicted = false;
     VirtualTime reserved_at = 0;
     std::string pending_message;
     std::string shape;  // computeSchedulingHash's input, canonical text
@@ -484,7 +483,6 @@ class Core final : public AdmissionCore {
     w.status.admission.reset();
     w.status.phase = WorkloadPhase::Pending;
     w.pending_message = message;
-    w.evicted = true;
     push_active(id, true);
     requeue_inadmissible(w.queue);
   }
