@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "twin/admission/core.hpp"
+#include "twin/kueue_perf/config.hpp"
+#include "twin/kueue_perf/runner.hpp"
 
 namespace {
 
@@ -146,6 +148,89 @@ void available_walk(benchmark::State& state) {
   }
 }
 BENCHMARK(available_walk)->Unit(benchmark::kMicrosecond);
+
+// Every cycle of Kueue's own large-scale scenario (../shared/kueue-perf/
+// large-scale-generator.yaml: 1,000 ClusterQueues in 10 cohorts, 50,000 workloads), timed
+// one by one through a decorator around the real core. The load per cycle is what Kueue's
+// scalability test puts on its scheduler, not the stress of the cases above.
+class TimedCore final : public AdmissionCore {
+ public:
+  explicit TimedCore(AdmissionCore& inner) : inner_(inner) {}
+  std::vector<double> cycle_us;
+  std::size_t heads = 0, max_heads = 0;
+
+  WorkloadId submit(WorkloadSpec spec, VirtualTime now) override { return inner_.submit(std::move(spec), now); }
+  gpubank::Expected<WorkloadId> restore_admitted(WorkloadSpec spec, Admission a, VirtualTime t) override {
+    return inner_.restore_admitted(std::move(spec), std::move(a), t);
+  }
+  void finish(WorkloadId id, VirtualTime now) override { inner_.finish(id, now); }
+  void release_evicted(WorkloadId id, VirtualTime now) override { inner_.release_evicted(id, now); }
+  CycleResult run_cycle(VirtualTime now) override {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = inner_.run_cycle(now);
+    const auto end = std::chrono::steady_clock::now();
+    cycle_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+    heads += r.heads;
+    max_heads = std::max(max_heads, r.heads);
+    return r;
+  }
+  [[nodiscard]] bool has_active_heads() const override { return inner_.has_active_heads(); }
+  [[nodiscard]] std::size_t workload_count() const override { return inner_.workload_count(); }
+  [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return inner_.spec(id); }
+  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return inner_.status(id); }
+  [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return inner_.cluster_queue_names(); }
+  [[nodiscard]] std::vector<std::string> cohort_names() const override { return inner_.cohort_names(); }
+  [[nodiscard]] ClusterQueueStatus cluster_queue_status(const std::string& n) const override {
+    return inner_.cluster_queue_status(n);
+  }
+  [[nodiscard]] std::optional<QuotaFigures> figures(const std::string& n, const std::string& f,
+                                                    const std::string& r) const override {
+    return inner_.figures(n, f, r);
+  }
+
+ private:
+  AdmissionCore& inner_;
+};
+
+void kueue_large_scale_cycles(benchmark::State& state) {
+  namespace kp = gpubank::twin::kueue_perf;
+  gpubank::Diagnostics findings;
+  auto config = kp::load_generator_config(GPUBANK_SHARED_DIR "/kueue-perf/large-scale-generator.yaml", findings);
+  if (!config) {
+    state.SkipWithError("cannot read ../shared/kueue-perf/large-scale-generator.yaml");
+    return;
+  }
+  const kp::Scenario scenario = kp::expand(std::move(*config));
+  std::vector<double> all;
+  std::size_t heads = 0, max_heads = 0;
+  for (auto _ : state) {
+    CoreOptions options;
+    options.fair_sharing = state.range(0) != 0;
+    auto core = AdmissionCore::create(options, scenario.flavors, {}, scenario.queue_specs);
+    if (!core) {
+      state.SkipWithError(core.error().c_str());
+      return;
+    }
+    TimedCore timed(**core);
+    kp::RunOptions run_options;
+    run_options.core = options;
+    auto summary = kp::simulate(scenario, timed, run_options);
+    if (!summary) {
+      state.SkipWithError(summary.error().c_str());
+      return;
+    }
+    all.insert(all.end(), timed.cycle_us.begin(), timed.cycle_us.end());
+    heads += timed.heads;
+    max_heads = std::max(max_heads, timed.max_heads);
+  }
+  state.counters["cycles"] = static_cast<double>(all.size());
+  state.counters["p50_us"] = percentile(all, 0.50);
+  state.counters["p99_us"] = percentile(all, 0.99);
+  state.counters["max_us"] = percentile(all, 1.0);
+  state.counters["heads_per_cycle"] = static_cast<double>(heads) / static_cast<double>(std::max<std::size_t>(1, all.size()));
+  state.counters["max_heads"] = static_cast<double>(max_heads);
+}
+BENCHMARK(kueue_large_scale_cycles)->Arg(0)->Arg(1)->ArgName("fair_sharing")->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

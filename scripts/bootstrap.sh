@@ -13,6 +13,8 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # real Prometheus tooling: promtool checks and unit-tests the rendered rules
+  prometheus
   ca-certificates
 )
 
