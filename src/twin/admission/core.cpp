@@ -3,6 +3,7 @@
 #include "twin/admission/core.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -51,7 +52,7 @@ const char* variant_reason(Variant v) {
   return "Unknown";
 }
 
-const char* human_reason(const std::string& reason) {
+const char* human_reason(std::string_view reason) {
   if (reason == "InClusterQueue") return "prioritization in the ClusterQueue";
   if (reason == "InCohortReclamation") return "reclamation within the cohort";
   if (reason == "InCohortFairSharing") return "Fair Sharing within the cohort";
@@ -156,7 +157,7 @@ struct Assignment {
 
 struct Target {
   WorkloadId workload = 0;
-  std::string reason;
+  std::string_view reason;  // a static Kueue reason: InClusterQueue, InCohortReclamation, ...
 };
 
 // Dominant resource share (pkg/cache/scheduler/fair_sharing.go DRS).
@@ -193,20 +194,54 @@ int compare_drs(const Drs& a, const Drs& b) {
   return cmp(a.weighted(), b.weighted());
 }
 
+// Kueue breaks ties between workloads by comparing UIDs as strings (queue order,
+// candidate order, the cycle's entry order). Labels that follow the UIDs' string order turn
+// each of those comparisons into one integer comparison: equal UIDs share a label, a new
+// UID takes a label between its neighbours', and when no gap is left every label is
+// renumbered in place (order kept, so sorted containers stay sorted).
+class UidOrder {
+ public:
+  // The label of `uid`, alive (and updated on renumbering) as long as this object.
+  const std::uint64_t* insert(std::string_view uid) {
+    auto [it, inserted] = labels_.try_emplace(std::string(uid), 0);
+    if (!inserted) return &it->second;
+    const std::uint64_t low = it == labels_.begin() ? 0 : std::prev(it)->second;
+    const auto next = std::next(it);
+    const std::uint64_t high = next == labels_.end() ? kTop : next->second;
+    if (high - low < 2) {
+      renumber();
+    } else {
+      it->second = low + (next == labels_.end() ? std::min<std::uint64_t>(kGap, (high - low) / 2) : (high - low) / 2);
+    }
+    return &it->second;
+  }
+
+ private:
+  static constexpr std::uint64_t kGap = std::uint64_t{1} << 24;
+  static constexpr std::uint64_t kTop = ~std::uint64_t{0};
+  void renumber() {
+    // Spread evenly over the label space (at least 2^24 apart while there are fewer than
+    // 2^40 UIDs).
+    const std::uint64_t step = kTop / (labels_.size() + 1);
+    std::uint64_t label = 0;
+    for (auto& [uid, l] : labels_) l = (label += step);
+  }
+  std::map<std::string, std::uint64_t, std::less<>> labels_;
+};
+
 // Pending-queue order (pkg/cache/queue baseCompareFunc): the sticky preemptor first, then
 // higher priority, earlier queue-order timestamp, then UID.
 struct OrderKey {
   bool not_sticky = true;
   std::int32_t priority = 0;
   VirtualTime creation = 0;
-  const std::string* uid = nullptr;  // the workload's own, stable for its lifetime
+  const std::uint64_t* uid = nullptr;  // the workload's UID label (UidOrder)
   WorkloadId id = 0;
   bool operator<(const OrderKey& o) const {
     if (not_sticky != o.not_sticky) return !not_sticky;
     if (priority != o.priority) return priority > o.priority;
     if (creation != o.creation) return creation < o.creation;
-    if (id == o.id) return false;
-    if (const int c = uid->compare(*o.uid); c != 0) return c < 0;
+    if (*uid != *o.uid) return *uid < *o.uid;
     return id < o.id;
   }
 };
@@ -231,6 +266,11 @@ class Core final : public AdmissionCore {
     std::uint64_t generation = 1;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
+    // The admitted (not evicted) part of `holding` in CandidatesOrdering's order within one
+    // queue (priority, newest reservation, UID): preemption walks it lazily instead of
+    // sorting every workload of a cohort for every preemptor.
+    std::vector<WorkloadId> ranked;
+    std::size_t evicted = 0;  // holding - ranked
     std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
   };
   struct Wl {
@@ -243,6 +283,8 @@ class Core final : public AdmissionCore {
     OrderKey key;
     std::size_t holding_pos = 0;
     VirtualTime reserved_at = 0;
+    const std::uint64_t* uid_label = nullptr;  // UidOrder
+    std::uint64_t victim_cycle = 0;            // the cycle that chose it as a victim
     std::string pending_message;
     std::string shape;  // computeSchedulingHash's input, canonical text
   };
@@ -399,6 +441,7 @@ class Core final : public AdmissionCore {
     w.spec = std::move(spec);
     w.shape = shape_of(w.spec);
     auto it = queue_index_.find(w.spec.cluster_queue);
+    w.uid_label = uid_order_.insert(w.spec.uid);
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     Wl& x = *workloads_.back();
     if (it == queue_index_.end()) {
@@ -449,6 +492,7 @@ class Core final : public AdmissionCore {
     set_condition(w.status, "QuotaReserved", true, "QuotaReserved",
                   "Quota reserved in ClusterQueue " + w.status.admission->cluster_queue, admitted_at);
     set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", admitted_at);
+    w.uid_label = uid_order_.insert(w.spec.uid);
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     hold(id);
     return id;
@@ -578,7 +622,7 @@ class Core final : public AdmissionCore {
   void push_active(WorkloadId id, bool check_shape = false) {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
-    const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, &w.spec.uid, id};
+    const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
     if (w.in_pending && key.not_sticky != w.key.not_sticky) {
       q.pending.erase(w.key);
       w.in_pending = false;
@@ -601,7 +645,7 @@ class Core final : public AdmissionCore {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     if (!w.in_pending) {
-      w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, &w.spec.uid, id};
+      w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
       q.pending.insert(w.key);
       w.in_pending = true;
     }
@@ -664,17 +708,53 @@ class Core final : public AdmissionCore {
   void remove_workload(WorkloadId id) { remove_usage(wl(id).queue, wl(id).usage); }
   void add_workload(WorkloadId id) { add_usage(wl(id).queue, wl(id).usage); }
 
-  void hold(WorkloadId id) {
+  // CandidatesOrdering within one queue for admitted workloads: lower priority, then the
+  // newest reservation, then UID.
+  [[nodiscard]] bool rank_before(WorkloadId a, WorkloadId b) const {
+    const Wl& x = wl(a);
+    const Wl& y = wl(b);
+    if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+    if (x.reserved_at != y.reserved_at) return x.reserved_at > y.reserved_at;
+    if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
+    return a < b;
+  }
+  void rank(Queue& q, WorkloadId id) {
+    auto it = std::lower_bound(q.ranked.begin(), q.ranked.end(), id,
+                               [&](WorkloadId a, WorkloadId b) { return rank_before(a, b); });
+    q.ranked.insert(it, id);
+  }
+  void unrank(Queue& q, WorkloadId id) {
+    auto it = std::lower_bound(q.ranked.begin(), q.ranked.end(), id,
+                               [&](WorkloadId a, WorkloadId b) { return rank_before(a, b); });
+    if (it == q.ranked.end() || *it != id) throw std::logic_error("admission core: ranked index out of step");
+    q.ranked.erase(it);
+  }
+
+  void hold(WorkloadId id) {  // the workload is Admitted with its reserved_at set
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     w.holding_pos = q.holding.size();
     q.holding.push_back(id);
+    rank(q, id);
     add_workload(id);
+  }
+
+  void mark_evicted(WorkloadId id) {
+    Wl& w = wl(id);
+    Queue& q = queues_[at(w.queue)];
+    unrank(q, id);
+    ++q.evicted;
+    w.status.phase = WorkloadPhase::Evicted;
   }
 
   void release(WorkloadId id) {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
+    if (w.status.phase == WorkloadPhase::Evicted) {
+      --q.evicted;
+    } else {
+      unrank(q, id);
+    }
     remove_workload(id);
     const WorkloadId last = q.holding.back();
     q.holding[w.holding_pos] = last;
@@ -1010,7 +1090,7 @@ class Core final : public AdmissionCore {
     const VirtualTime tx = x.status.phase == WorkloadPhase::Pending ? now : x.reserved_at;
     const VirtualTime ty = y.status.phase == WorkloadPhase::Pending ? now : y.reserved_at;
     if (tx != ty) return tx > ty;
-    if (x.spec.uid != y.spec.uid) return x.spec.uid < y.spec.uid;
+    if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
     return a < b;
   }
 
@@ -1022,13 +1102,13 @@ class Core final : public AdmissionCore {
     bool evicted = false, own = false;
     std::int32_t priority = 0;
     VirtualTime reserved = 0;
-    const std::string* uid = nullptr;
+    std::uint64_t uid = 0;  // UID label
   };
 
   [[nodiscard]] Candidate candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const {
     const Wl& x = wl(w);
     return Candidate{w, lca, v, x.status.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
-                     x.spec.priority, x.reserved_at, &x.spec.uid};
+                     x.spec.priority, x.reserved_at, *x.uid_label};
   }
 
   static bool candidate_key_before(const Candidate& x, const Candidate& y) {
@@ -1036,7 +1116,7 @@ class Core final : public AdmissionCore {
     if (x.own != y.own) return !x.own;
     if (x.priority != y.priority) return x.priority < y.priority;
     if (x.reserved != y.reserved) return x.reserved > y.reserved;
-    if (*x.uid != *y.uid) return *x.uid < *y.uid;
+    if (x.uid != y.uid) return x.uid < y.uid;
     return x.w < y.w;
   }
 
@@ -1049,27 +1129,115 @@ class Core final : public AdmissionCore {
     if (x.list != y.list) return x.list < y.list;
     return candidate_key_before(x.c, y.c);
   }
-  // The candidates in ranked order, taken from a heap as far as they are read.
-  class LazyOrder {
-   public:
-    // Works in the caller's buffers (reused across calls: no allocation per preemptor).
-    LazyOrder(std::vector<Ranked>& heap, std::vector<Candidate>& sorted) : heap_(heap), sorted_(sorted) {
-      sorted_.clear();
-      std::make_heap(heap_.begin(), heap_.end(), after);
-    }
-    const Candidate* at(std::size_t i) {
-      while (sorted_.size() <= i && !heap_.empty()) {
-        std::pop_heap(heap_.begin(), heap_.end(), after);
-        sorted_.push_back(std::move(heap_.back().c));
-        heap_.pop_back();
+  // One queue's admitted workloads as candidates of one preemptor, walked in the queue's
+  // ranked order (the order CandidatesOrdering gives within a list).
+  struct Source {
+    int queue = -1;
+    int list = 0;    // 0 hierarchy, 1 priority, 2 same queue
+    int lca = -1;    // the cohort the candidates were found under; -1 for the own queue
+    bool advantage = false;
+    PreemptionPolicy policy = PreemptionPolicy::Never;
+    std::size_t pos = 0;
+    Candidate current{};
+  };
+  static bool source_before(const Source& x, const Source& y) {
+    if (x.list != y.list) return x.list < y.list;
+    return candidate_key_before(x.current, y.current);
+  }
+
+  // Moves a source to its next candidate that classify() accepts; false when none is left.
+  bool advance(Source& s, const Wl& preemptor, int queue, const std::vector<int>& frs) const {
+    const auto& ranked = queues_[at(s.queue)].ranked;
+    while (s.pos < ranked.size()) {
+      const WorkloadId w = ranked[s.pos++];
+      const std::int32_t p = wl(w).spec.priority;
+      // Ranked by ascending priority: once the policy refuses a priority it refuses the rest.
+      if ((s.policy == PreemptionPolicy::LowerPriority && p >= preemptor.spec.priority) ||
+          (s.policy == PreemptionPolicy::LowerOrNewerEqualPriority && p > preemptor.spec.priority)) {
+        s.pos = ranked.size();
+        return false;
       }
-      return i < sorted_.size() ? &sorted_[i] : nullptr;
+      const Variant v = classify(preemptor, queue, w, s.advantage, frs);
+      if (v == Variant::Never) continue;
+      s.current = candidate(w, s.lca, v, queue);
+      return true;
     }
+    return false;
+  }
+
+  // NewCandidateIterator's order, produced lazily: the evicted candidates of all lists
+  // first (few, sorted outright), then a merge of the per-queue ranked walks by (list,
+  // CandidatesOrdering). The greedy search usually stops after a few candidates, so a
+  // preemptor costs a walk over its cohort's queues, not a sort of their workloads. Each
+  // attempt of the search restarts the walk; a queue whose candidates stopped being valid
+  // for the rest of an attempt can be dropped from it (drop_source).
+  class CandidateWalk {
+   public:
+    CandidateWalk(const Core& core, const Wl& preemptor, int queue, const std::vector<int>& frs,
+                  std::vector<Ranked>& evicted, std::vector<Source>& sources, std::vector<Source>& work,
+                  std::vector<std::uint32_t>& heap)
+        : core_(core), preemptor_(preemptor), queue_(queue), frs_(frs), evicted_(evicted), primed_(sources),
+          work_(work), heap_(heap) {
+      std::sort(evicted_.begin(), evicted_.end(), ranked_before);
+      for (const auto& r : evicted_) counts_[at(r.list)] += 1;
+      std::size_t kept = 0;
+      for (auto& s : primed_) {
+        if (core_.advance(s, preemptor_, queue_, frs_)) {
+          counts_[at(s.list)] += 1;
+          primed_[kept++] = s;
+        }
+      }
+      primed_.resize(kept);
+    }
+    // Whether a list (0 hierarchy, 1 priority, 2 same queue) has any candidate.
+    [[nodiscard]] bool any_in(int list) const { return counts_[at(list)] > 0; }
+
+    void restart() {
+      work_ = primed_;
+      heap_.resize(work_.size());
+      for (std::uint32_t i = 0; i < heap_.size(); ++i) heap_[i] = i;
+      std::make_heap(heap_.begin(), heap_.end(), after());
+      next_evicted_ = 0;
+      pending_ = kNone;
+    }
+    // The next candidate, or nullptr at the end. Valid until the next call.
+    const Candidate* next() {
+      if (pending_ != kNone) {
+        if (core_.advance(work_[pending_], preemptor_, queue_, frs_)) {
+          heap_.push_back(pending_);
+          std::push_heap(heap_.begin(), heap_.end(), after());
+        }
+        pending_ = kNone;
+      }
+      if (next_evicted_ < evicted_.size()) return &evicted_[next_evicted_++].c;
+      if (heap_.empty()) return nullptr;
+      std::pop_heap(heap_.begin(), heap_.end(), after());
+      pending_ = heap_.back();
+      heap_.pop_back();
+      return &work_[pending_].current;
+    }
+    // The rest of the last candidate's queue is left out of this attempt (no-op after an
+    // evicted candidate, which came from no walk).
+    void drop_source() { pending_ = kNone; }
 
    private:
-    static bool after(const Ranked& x, const Ranked& y) { return ranked_before(y, x); }
-    std::vector<Ranked>& heap_;
-    std::vector<Candidate>& sorted_;
+    static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+    struct After {
+      const std::vector<Source>* work;
+      bool operator()(std::uint32_t x, std::uint32_t y) const { return source_before((*work)[y], (*work)[x]); }
+    };
+    [[nodiscard]] After after() const { return After{&work_}; }
+    const Core& core_;
+    const Wl& preemptor_;
+    int queue_;
+    const std::vector<int>& frs_;
+    std::vector<Ranked>& evicted_;
+    std::size_t next_evicted_ = 0;
+    std::vector<Source>& primed_;
+    std::vector<Source>& work_;
+    std::vector<std::uint32_t>& heap_;
+    std::uint32_t pending_ = kNone;
+    std::array<std::size_t, 3> counts_{};
   };
 
   // classical.classifyPreemptionVariant
@@ -1102,35 +1270,56 @@ class Core final : public AdmissionCore {
     return {ok, remaining};
   }
 
-  void collect_in_subtree(const Wl& preemptor, int queue, int current, int subtree_root, int skip, bool advantage,
-                          const std::vector<int>& frs, std::vector<Ranked>& out) const {
+  // The queues (and their evicted candidates) under `current`, skipping the subtree the
+  // preemptor came from and subtrees within nominal quota.
+  void collect_sources(const Wl& preemptor, int queue, int current, int subtree_root, int skip, bool advantage,
+                       const std::vector<int>& frs, std::vector<Source>& sources, std::vector<Ranked>& evicted) const {
     const auto& node = tree_.node(current);
     for (int child : node.child_cohorts) {
       if (child == skip || within_nominal(child, frs)) continue;
-      collect_in_subtree(preemptor, queue, child, subtree_root, skip, advantage, frs, out);
+      collect_sources(preemptor, queue, child, subtree_root, skip, advantage, frs, sources, evicted);
     }
+    const PreemptionPolicy policy = queues_[at(queue)].spec.preemption.reclaim_within_cohort;
     for (int child : node.child_queues) {
       const int cq = node_queue_[at(child)];
       if (cq == queue || within_nominal(child, frs)) continue;
-      for (WorkloadId w : queues_[at(cq)].holding) {
-        const Variant v = classify(preemptor, queue, w, advantage, frs);
-        if (v != Variant::Never) out.push_back(Ranked{advantage ? 0 : 1, candidate(w, subtree_root, v, queue)});
-      }
+      const int list = advantage ? 0 : 1;
+      sources.push_back(Source{cq, list, subtree_root, advantage, policy, 0, {}});
+      add_evicted(preemptor, queue, cq, list, subtree_root, advantage, frs, evicted);
     }
   }
 
-  // candidateIterator.candidateIsValid
-  [[nodiscard]] bool candidate_valid(const Candidate& c, int queue, bool borrow, const std::vector<int>& frs) const {
+  void add_evicted(const Wl& preemptor, int queue, int cq, int list, int lca, bool advantage, const std::vector<int>& frs,
+                   std::vector<Ranked>& evicted) const {
+    const Queue& q = queues_[at(cq)];
+    if (q.evicted == 0) return;
+    for (WorkloadId w : q.holding) {
+      if (wl(w).status.phase != WorkloadPhase::Evicted) continue;
+      const Variant v = classify(preemptor, queue, w, advantage, frs);
+      if (v != Variant::Never) evicted.push_back(Ranked{list, candidate(w, lca, v, queue)});
+    }
+  }
+
+
+  enum class Validity { Valid, RestInvalid };
+  // candidateIterator.candidateIsValid. An invalid candidate makes the rest of its queue's
+  // walk invalid for the same attempt of the greedy search, so the walk can drop it:
+  //  - ReclaimWithoutBorrowing while borrowing: the variant is the same for the whole queue
+  //    (borrowWithinCohort Never), or holds from some priority upwards (above the
+  //    preemptor's priority or maxPriorityThreshold), and the walk ascends in priority;
+  //  - the queue, or a cohort between it and the lca, is within nominal quota: within an
+  //    attempt usage only goes down, so it stays within nominal.
+  [[nodiscard]] Validity candidate_validity(const Candidate& c, int queue, bool borrow, const std::vector<int>& frs) const {
     const Wl& w = wl(c.w);
-    if (w.queue == queue) return true;
-    if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return false;
+    if (w.queue == queue) return Validity::Valid;
+    if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return Validity::RestInvalid;
     const int n = queues_[at(w.queue)].node;
-    if (within_nominal(n, frs)) return false;
+    if (within_nominal(n, frs)) return Validity::RestInvalid;
     for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
       if (a == c.lca) break;
-      if (within_nominal(a, frs)) return false;
+      if (within_nominal(a, frs)) return Validity::RestInvalid;
     }
-    return true;
+    return Validity::Valid;
   }
 
   [[nodiscard]] bool workload_fits(int queue, const Usage& usage, bool allow_borrowing) const {
@@ -1142,8 +1331,7 @@ class Core final : public AdmissionCore {
     return true;
   }
 
-  std::vector<Target> fill_back(std::vector<Target> targets, int queue, const Usage& usage, bool allow_borrowing,
-                                bool fair) {
+  void fill_back(std::vector<Target>& targets, int queue, const Usage& usage, bool allow_borrowing, bool fair) {
     for (int i = static_cast<int>(targets.size()) - 2; i >= 0; --i) {
       add_workload(targets[at(i)].workload);
       bool ok;
@@ -1161,7 +1349,6 @@ class Core final : public AdmissionCore {
         remove_workload(targets[at(i)].workload);
       }
     }
-    return targets;
   }
 
   // Targets are a pure function of the state and the request. Nomination asks twice with the
@@ -1188,59 +1375,57 @@ class Core final : public AdmissionCore {
     const Wl& preemptor = wl(id);
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
-    std::vector<Ranked>& heap = scratch_ranked_;
-    heap.clear();
+    std::vector<Ranked>& evicted = scratch_ranked_;
+    std::vector<Source>& sources = scratch_sources_;
+    evicted.clear();
+    sources.clear();
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
-      for (WorkloadId w : q.holding) {
-        const Variant v = classify(preemptor, queue, w, false, frs);
-        if (v != Variant::Never) heap.push_back(Ranked{2, candidate(w, -1, v, queue)});
-      }
+      sources.push_back(Source{queue, 2, -1, false, q.spec.preemption.within_cluster_queue, 0, {}});
+      add_evicted(preemptor, queue, queue, 2, -1, false, frs, evicted);
     }
     if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
       auto [advantage, remaining] = fit_in_quota(n, usage);
       int previous = -1;
       for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
-        collect_in_subtree(preemptor, queue, a, a, previous, advantage, frs, heap);
+        collect_sources(preemptor, queue, a, a, previous, advantage, frs, sources, evicted);
         auto [fits_here, rest] = fit_in_quota(a, remaining);
         remaining = std::move(rest);
         advantage = advantage || fits_here;
         previous = a;
       }
     }
-    // NewCandidateIterator's order: evicted candidates of the three lists first (hierarchy,
-    // priority, same queue), then the rest in the same list order; each list by
-    // CandidatesOrdering. The greedy walk usually stops after a few candidates, so the
-    // order is produced lazily from a heap instead of sorting everything.
-    std::size_t hierarchy_count = 0, priority_count = 0;
-    for (const auto& r : heap) {
-      hierarchy_count += r.list == 0 ? 1 : 0;
-      priority_count += r.list == 1 ? 1 : 0;
-    }
-    LazyOrder all(heap, scratch_sorted_);
-    const bool no_other = hierarchy_count == 0 && priority_count == 0;
+    CandidateWalk all(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
+    const bool has_hierarchy = all.any_in(0);
+    const bool has_priority = all.any_in(1);
+    const bool no_other = !has_hierarchy && !has_priority;
     const bool borrow_forbidden = q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
     auto under_nominal = [&] {
       return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.node(n).nominal[at(fr)] > tree_.usage(n, fr); });
     };
-    std::vector<bool> attempts;
+    std::array<bool, 2> attempts{true, false};
+    std::size_t attempt_count = 2;
     if (no_other || (borrow_forbidden && !under_nominal())) {
-      attempts = {true};
-    } else if (borrow_forbidden && hierarchy_count == 0) {
+      attempt_count = 1;
+    } else if (borrow_forbidden && !has_hierarchy) {
       attempts = {false, true};
-    } else {
-      attempts = {true, false};
     }
-    for (const bool borrow : attempts) {
-      std::vector<Target> targets;
-      for (std::size_t i = 0; const Candidate* next = all.at(i); ++i) {
+    std::vector<Target>& targets = scratch_targets_;
+    for (std::size_t k = 0; k < attempt_count; ++k) {
+      const bool borrow = attempts[k];
+      targets.clear();
+      all.restart();
+      while (const Candidate* next = all.next()) {
         const Candidate& c = *next;
-        if (!candidate_valid(c, queue, borrow, frs)) continue;
+        if (candidate_validity(c, queue, borrow, frs) == Validity::RestInvalid) {
+          all.drop_source();
+          continue;
+        }
         remove_workload(c.w);
         targets.push_back(Target{c.w, variant_reason(c.variant)});
         if (workload_fits(queue, usage, borrow)) {
-          targets = fill_back(std::move(targets), queue, usage, borrow, false);
+          fill_back(targets, queue, usage, borrow, false);
           for (const auto& t : targets) add_workload(t.workload);
-          return targets;
+          return targets;  // a copy: the scratch buffer stays
         }
       }
       for (const auto& t : targets) add_workload(t.workload);
@@ -1521,7 +1706,7 @@ class Core final : public AdmissionCore {
       for (const auto& t : targets) add_workload(t.workload);
       return {};
     }
-    targets = fill_back(std::move(targets), queue, usage, true, false);
+    fill_back(targets, queue, usage, true, false);
     for (const auto& t : targets) add_workload(t.workload);
     return targets;
   }
@@ -1544,13 +1729,43 @@ class Core final : public AdmissionCore {
     }
   }
 
+  // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
+  // its root cohort, so victims are also kept per root: simulating their removal for an
+  // entry touches its own tree, not every victim of the cycle.
+  class Victims {
+   public:
+    explicit Victims(Core& core) : core_(core) {}
+    [[nodiscard]] bool contains(WorkloadId w) const { return core_.wl(w).victim_cycle == core_.cycle_; }
+    void insert(WorkloadId w) {
+      Wl& x = core_.wl(w);
+      if (x.victim_cycle == core_.cycle_) return;
+      x.victim_cycle = core_.cycle_;
+      by_root_[core_.tree_.root(core_.queues_[at(x.queue)].node)].push_back(w);
+    }
+    // The victims under the root cohort of a queue.
+    [[nodiscard]] const std::vector<WorkloadId>& under(int queue) const {
+      static const std::vector<WorkloadId> kNone;
+      auto it = by_root_.find(core_.tree_.root(core_.queues_[at(queue)].node));
+      return it == by_root_.end() ? kNone : it->second;
+    }
+
+   private:
+    Core& core_;
+    std::map<int, std::vector<WorkloadId>> by_root_;
+  };
+
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
-  bool fits_after(const Entry& e, const std::set<WorkloadId>& preempted, const std::vector<Target>& targets) {
-    std::set<WorkloadId> merged = preempted;
-    for (const auto& t : targets) merged.insert(t.workload);
-    for (WorkloadId w : merged) remove_workload(w);
+  bool fits_after(const Entry& e, const Victims& victims, const std::vector<Target>& targets) {
+    const auto& under = victims.under(e.queue);
+    for (WorkloadId w : under) remove_workload(w);
+    for (const auto& t : targets) {
+      if (!victims.contains(t.workload)) remove_workload(t.workload);
+    }
     const bool ok = fits(e.queue, e.a.usage);
-    for (WorkloadId w : merged) add_workload(w);
+    for (const auto& t : targets) {
+      if (!victims.contains(t.workload)) add_workload(t.workload);
+    }
+    for (WorkloadId w : under) add_workload(w);
     return ok;
   }
 
@@ -1571,11 +1786,11 @@ class Core final : public AdmissionCore {
     return out;
   }
 
-  void process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::pair<int, Usage>>& reserved,
-               CycleResult& out, VirtualTime now);
+  void process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
+               VirtualTime now);
   void admit(Entry& e, VirtualTime now, CycleResult& out);
   [[nodiscard]] std::vector<std::size_t> order_classical(const std::vector<Entry>& entries) const;
-  std::vector<std::size_t> order_fair(std::vector<Entry>& entries, std::set<WorkloadId>& preempted,
+  std::vector<std::size_t> order_fair(std::vector<Entry>& entries, Victims& preempted,
                                       std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
 
   CoreOptions options_;
@@ -1594,6 +1809,7 @@ class Core final : public AdmissionCore {
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::string, int> cohort_index_;
   std::vector<std::unique_ptr<Wl>> workloads_;  // stable addresses, no copies on growth
+  UidOrder uid_order_;
   std::uint64_t cycle_ = 0;
   VirtualTime now_ = 0;
   // get_targets memo, valid while epoch_ (bumped by every usage change and status change) holds.
@@ -1606,7 +1822,10 @@ class Core final : public AdmissionCore {
   std::vector<Target> targets_cache_;
   // Scratch buffers of classical_preemptions (not reentrant).
   std::vector<Ranked> scratch_ranked_;
-  std::vector<Candidate> scratch_sorted_;
+  std::vector<Source> scratch_sources_;
+  std::vector<Source> scratch_work_;
+  std::vector<Target> scratch_targets_;
+  std::vector<std::uint32_t> scratch_heap_;
   // Scratch buffers of fair_preemptions (not reentrant).
   std::vector<std::vector<WorkloadId>> fs_lists_;
   std::vector<std::size_t> fs_taken_;
@@ -1644,17 +1863,18 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
                                    "Quota reserved in ClusterQueue " + q.spec.name, {}});
 }
 
-void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::pair<int, Usage>>& reserved,
-                   CycleResult& out, VirtualTime now) {
+void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
+                   VirtualTime now) {
   auto any_preempted = [&](const std::vector<Target>& targets) {
     return std::any_of(targets.begin(), targets.end(), [&](const Target& t) { return preempted.contains(t.workload); });
   };
   // updateAssignmentIfNeeded: overlapping targets -> recompute with the other victims gone.
   bool ok = fits_after(e, preempted, e.targets);
   if (any_preempted(e.targets)) {
-    for (WorkloadId w : preempted) remove_workload(w);
+    const auto& under = preempted.under(e.queue);  // the others cannot change this queue's assignment
+    for (WorkloadId w : under) remove_workload(w);
     nominate(e);
-    for (WorkloadId w : preempted) add_workload(w);
+    for (WorkloadId w : under) add_workload(w);
     if (e.a.mode() == Mode::Fit) e.a.forced = Mode::DeferredFit;
     ok = fits_after(e, preempted, e.targets);
   }
@@ -1718,10 +1938,10 @@ void Core::process(Entry& e, std::set<WorkloadId>& preempted, std::vector<std::p
                                   "; preemptee path: " + path(v.queue);
       set_condition(v.status, "Evicted", true, "Preempted", message, now);
       set_condition(v.status, "Preempted", true, t.reason, message, now);
-      v.status.phase = WorkloadPhase::Evicted;
+      mark_evicted(t.workload);
       ++epoch_;  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
-      out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, t.reason,
+      out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, std::string(t.reason),
                                        message, {e.w}});
     }
     e.message += ". Pending the preemption of " + std::to_string(e.targets.size()) + " workload(s)";
@@ -1747,7 +1967,7 @@ std::vector<std::size_t> Core::order_classical(const std::vector<Entry>& entries
     const auto& y = wl(b.w).spec;
     if (x.priority != y.priority) return x.priority > y.priority;
     if (x.creation != y.creation) return x.creation < y.creation;
-    if (x.uid != y.uid) return x.uid < y.uid;
+    if (*wl(a.w).uid_label != *wl(b.w).uid_label) return *wl(a.w).uid_label < *wl(b.w).uid_label;
     return a.w < b.w;
   });
   return order;
@@ -1755,7 +1975,7 @@ std::vector<std::size_t> Core::order_classical(const std::vector<Entry>& entries
 
 // fairSharingIterator: repeatedly run a tournament in the root cohort of the first
 // remaining entry (upstream picks an arbitrary one; the twin picks the lowest queue index).
-std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, std::set<WorkloadId>& preempted,
+std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, Victims& preempted,
                                           std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
                                           VirtualTime now) {
   std::vector<std::size_t> order;
@@ -1795,7 +2015,7 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, std::set<
         const auto& y = wl(entries[b].w).spec;
         if (x.priority != y.priority) return x.priority > y.priority;
         if (x.creation != y.creation) return x.creation < y.creation;
-        return x.uid < y.uid;
+        return *wl(entries[a].w).uid_label < *wl(entries[b].w).uid_label;
       };
       std::function<std::optional<std::size_t>(int)> tournament = [&](int cohort) -> std::optional<std::size_t> {
         std::vector<std::size_t> cands;
@@ -1853,7 +2073,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
   // 2-3. Nominate against the state at the start of the cycle.
   for (auto& e : entries) nominate(e);
   // 4-5. Order and process.
-  std::set<WorkloadId> preempted;
+  Victims preempted(*this);
   std::vector<std::pair<int, Usage>> reserved;
   if (options_.fair_sharing) {
     order_fair(entries, preempted, reserved, out, now);

@@ -434,3 +434,34 @@ TEST(Properties, QuotaInvariantsHoldUnderRandomOperations) {
 
 }  // namespace
 }  // namespace gpubank::twin
+
+namespace gpubank::twin {
+namespace {
+
+// Ties in priority and creation time are broken by UID string order (baseCompareFunc).
+// The UIDs here nest ever deeper between "a" and the previous one ("ab", "aab", ...), so
+// the core's UID labels run out of room and are renumbered; one head is
+// admitted per cycle, so the admission order is the queue order.
+TEST(Queueing, UidTieBreakFollowsStringOrderThroughRenumbering) {
+  auto core = make({queue("q", "", {quota("nvidia.com/gpu", 1000)})});
+  std::vector<std::string> uids{"a", "b"};
+  for (int depth = 1; depth <= 70; ++depth) uids.push_back(std::string(static_cast<std::size_t>(depth), 'a') + "b");
+  std::vector<std::pair<std::string, WorkloadId>> submitted;
+  for (const auto& uid : uids) {
+    WorkloadSpec w = workload("w-" + std::to_string(submitted.size()), "q", 1);
+    w.uid = uid;
+    submitted.emplace_back(uid, core->submit(std::move(w), 0));
+  }
+  std::vector<std::string> order;
+  for (std::size_t cycle = 0; cycle < uids.size(); ++cycle) {
+    for (const auto& d : core->run_cycle(1).decisions) {
+      if (d.kind == Decision::Kind::Admitted) order.push_back(core->spec(d.workload).uid);
+    }
+  }
+  std::vector<std::string> expected = uids;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(order, expected);
+}
+
+}  // namespace
+}  // namespace gpubank::twin
