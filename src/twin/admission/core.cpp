@@ -1453,7 +1453,8 @@ class Core final : public AdmissionCore {
     d.weight = x.fair_weight;
     if (x.parent < 0) return d;
     const std::size_t resources = resource_names_.size();
-    std::vector<Amount> borrowed(resources, 0);
+    std::vector<Amount>& borrowed = drs_borrowed_;  // scratch: DRS is recomputed very often
+    borrowed.assign(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
       const Amount b = x.usage[fr] - x.subtree_quota[fr];
       if (b > 0) {
@@ -1463,7 +1464,8 @@ class Core final : public AdmissionCore {
     }
     if (d.borrowed_frs.empty()) return d;
     d.borrowing = true;
-    std::vector<Amount> lendable(resources, 0);
+    std::vector<Amount>& lendable = drs_lendable_;
+    lendable.assign(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
       if (borrowed[at(fr_resource_index_[fr])] > 0) {
         lendable[at(fr_resource_index_[fr])] += tree_.potential_available(x.parent, static_cast<int>(fr));
@@ -1799,8 +1801,9 @@ class Core final : public AdmissionCore {
   mutable std::map<std::pair<int, std::string>, int> fr_index_;
   mutable std::vector<int> fr_flavor_;
   mutable std::vector<std::string> fr_resource_;
-  mutable std::vector<int> fr_resource_index_;
-  mutable std::vector<std::pair<std::uint64_t, Drs>> drs_cache_;  // per node: usage version, DRS       // per flavor-resource: index in resource_names_
+  mutable std::vector<int> fr_resource_index_;  // per flavor-resource: index in resource_names_
+  mutable std::vector<Amount> drs_borrowed_, drs_lendable_;       // compute_drs scratch
+  mutable std::vector<std::pair<std::uint64_t, Drs>> drs_cache_;  // per node: usage version, DRS
   mutable std::vector<std::string> resource_names_;  // distinct resources, first-seen order
   QuotaTree tree_;
   std::vector<int> heights_;
