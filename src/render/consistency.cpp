@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
@@ -81,23 +82,31 @@ bool place(std::vector<int>& free, Footprint f) {
 }
 
 // How many more replicas fit: the most t with sum(min(slots_i, t)) >= t x nodes, since a
-// replica takes one slot on each of `nodes` distinct nodes.
+// replica takes one slot on each of `nodes` distinct nodes. The left side less the right
+// is concave and 0 at t = 0, so the feasible t form a prefix: binary search.
 int replicas_that_fit(const std::vector<int>& free, Footprint f) {
-  if (f.per_node <= 0) return 0;
+  if (f.per_node <= 0 || f.nodes <= 0) return 0;
   long long total = 0;
   std::vector<int> slots;
+  slots.reserve(free.size());
   for (int n : free) {
     slots.push_back(n / f.per_node);
     total += slots.back();
   }
-  int best = 0;
-  for (int t = 1; t <= total / f.nodes; ++t) {
+  if (f.nodes == 1) return static_cast<int>(total);
+  long long lo = 0;
+  long long hi = total / f.nodes;
+  while (lo < hi) {
+    const long long t = (lo + hi + 1) / 2;
     long long usable = 0;
-    for (int s : slots) usable += std::min(s, t);
-    if (usable < 1LL * t * f.nodes) break;
-    best = t;
+    for (int s : slots) usable += std::min<long long>(s, t);
+    if (usable >= t * f.nodes) {
+      lo = t;
+    } else {
+      hi = t - 1;
+    }
   }
-  return best;
+  return static_cast<int>(lo);
 }
 
 // GPUs one pod asks for (limits, else requests, summed over containers); nullopt when
@@ -449,6 +458,33 @@ class Checker {
     }
   }
 
+  struct Ranked {
+    const PriorityRule* rule = nullptr;
+    std::string group;
+  };
+  // The two highest training priorities on a pool that different groups may use there,
+  // so every group finds the highest among the others.
+  const std::pair<Ranked, Ranked>& training_top(const std::string& pool) {
+    auto [it, fresh] = training_top_.try_emplace(pool);
+    if (!fresh) return it->second;
+    auto& [first, second] = it->second;
+    for (const auto& [key, o] : quotas_) {
+      if (key.second != pool || o->as<GPUQuotaPolicySpec>().effective_max_capacity() == 0) continue;
+      const PriorityRule* best = nullptr;
+      for (const auto& r : g_->priorities) {
+        if (allows_training(r, key.first) && (best == nullptr || r.value > best->value)) best = &r;
+      }
+      if (best == nullptr) continue;
+      if (first.rule == nullptr || best->value > first.rule->value) {
+        second = std::move(first);
+        first = Ranked{best, key.first};
+      } else if (second.rule == nullptr || best->value > second.rule->value) {
+        second = Ranked{best, key.first};
+      }
+    }
+    return it->second;
+  }
+
   // Scheduler priority: serving must rank above the training that borrows its pool.
   void check_priority(const Service& s) {
     const auto& p = *s.spec;
@@ -458,18 +494,10 @@ class Checker {
         serving = &r;
       }
     }
-    const PriorityRule* training = nullptr;
-    std::string training_group;
-    for (const auto& [key, o] : quotas_) {
-      const auto& q = o->as<GPUQuotaPolicySpec>();
-      if (key.second != p.resource_pool || key.first == p.business_group || q.effective_max_capacity() == 0) continue;
-      for (const auto& r : g_->priorities) {
-        if (allows_training(r, key.first) && (training == nullptr || r.value > training->value)) {
-          training = &r;
-          training_group = key.first;
-        }
-      }
-    }
+    const auto& [first, second] = training_top(p.resource_pool);
+    const Ranked& top = first.group != p.business_group ? first : second;
+    const PriorityRule* training = top.rule;
+    const std::string& training_group = top.group;
     const int serving_value = serving != nullptr ? serving->value : 0;
     if (training == nullptr || training->value < serving_value) return;
     report(*s.object, rule::kInferencePriorityNotAboveTraining, "spec.businessGroup",
@@ -557,24 +585,42 @@ class Checker {
 
   // ---- tidal windows ----------------------------------------------------------------
 
-  // When a window's floor is in force: from its prewarm start to its end, over the
-  // validation horizon (KEDA's cron scaler semantics, policy/tidal_windows.hpp).
-  const std::vector<policy::Interval>& floor_intervals(const PolicyObject& t, std::size_t i) {
-    auto [it, fresh] = intervals_.try_emplace({&t, i});
+  // A window's floor span, the start moved by prewarmBefore, as a schedule id: windows
+  // with one time zone and the same two expressions share one interval search.
+  int schedule_id(const PolicyObject& t, std::size_t i) {
+    auto [it, fresh] = window_ids_.try_emplace({&t, i}, 0);
     if (!fresh) return it->second;
     const auto& spec = t.as<TidalPolicySpec>();
     const TidalWindow& w = spec.windows[i];
     const auto start_text = prewarm_start(w);
-    const auto start = CronSchedule::parse(start_text ? *start_text : w.start.text());
-    if (!start || spec.timezone.zone == nullptr) return it->second;
+    const std::string start = start_text ? *start_text : w.start.text();
+    auto [id, added] = schedule_ids_.try_emplace(spec.timezone.name + "|" + start + "|" + w.end.text(),
+                                                 static_cast<int>(intervals_.size()));
+    it->second = id->second;
+    if (!added) return it->second;
+    // When the floor is in force: from its prewarm start to its end, over the validation
+    // horizon (KEDA's cron scaler semantics, policy/tidal_windows.hpp).
+    auto& intervals = intervals_.emplace_back();
+    const auto schedule = CronSchedule::parse(start);
+    if (!schedule || spec.timezone.zone == nullptr) return it->second;
     using namespace date;  // NOLINT(google-build-using-namespace): calendar literals
     const auto from = sys_seconds{sys_days{year{policy::kHorizonStartYear} / January / 1}};
     const auto to = sys_seconds{sys_days{year{policy::kHorizonStartYear + policy::kHorizonYears} / January / 1}};
-    it->second = policy::active_intervals(policy::WindowSchedule{&*start, &w.end}, *spec.timezone.zone, from, to);
+    intervals = policy::active_intervals(policy::WindowSchedule{&*schedule, &w.end}, *spec.timezone.zone, from, to);
     return it->second;
   }
 
-  bool overlap(const std::vector<policy::Interval>& a, const std::vector<policy::Interval>& b) {
+  // Whether two windows' floors are ever in force together (cached: every service of a
+  // pool asks about the same pairs).
+  bool overlap(const PolicyObject& t, std::size_t i, const PolicyObject& u, std::size_t k) {
+    const int a = schedule_id(t, i);
+    const int b = schedule_id(u, k);
+    auto [it, fresh] = overlaps_.try_emplace(std::minmax(a, b), false);
+    if (fresh) it->second = overlap(intervals_[static_cast<std::size_t>(a)], intervals_[static_cast<std::size_t>(b)]);
+    return it->second;
+  }
+
+  static bool overlap(const std::vector<policy::Interval>& a, const std::vector<policy::Interval>& b) {
     std::size_t i = 0;
     std::size_t j = 0;
     while (i < a.size() && j < b.size()) {
@@ -589,7 +635,7 @@ class Checker {
     int floor = s.spec->min_replicas;
     for (const auto& [other, k] : s.windows) {
       if (other == &t) continue;
-      if (overlap(floor_intervals(t, i), floor_intervals(*other, k))) {
+      if (overlap(t, i, *other, k)) {
         const auto& w = other->as<TidalPolicySpec>().windows[k];
         floor = std::max(floor, w.inference_replica_floor->for_policy(s.object->name()).value_or(0));
       }
@@ -668,7 +714,11 @@ class Checker {
   std::map<std::string, std::vector<Service*>> by_pool_;
   std::map<std::string, std::vector<int>> free_after_floors_;
   std::map<const Service*, int> floors_placed_;
-  std::map<std::pair<const PolicyObject*, std::size_t>, std::vector<policy::Interval>> intervals_;
+  std::map<std::pair<const PolicyObject*, std::size_t>, int> window_ids_;
+  std::map<std::string, int> schedule_ids_;                   // "zone|start|end"
+  std::deque<std::vector<policy::Interval>> intervals_;       // by schedule id
+  std::map<std::pair<int, int>, bool> overlaps_;
+  std::map<std::string, std::pair<Ranked, Ranked>> training_top_;  // by pool
 };
 
 // ---- output -------------------------------------------------------------------------

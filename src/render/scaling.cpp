@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -137,15 +138,17 @@ Json prometheus_trigger(std::string_view name, std::string_view metric_type, con
   return t;
 }
 
-// The tidal policies whose windows set a floor for `name`, by name for a stable order.
-std::vector<const PolicyObject*> tidal_sources(const policy::PolicySet& set, const std::string& name) {
-  std::vector<const PolicyObject*> out;
+// The tidal policies targeting each inference policy, by name for a stable order.
+std::map<std::string, std::vector<const PolicyObject*>> tidal_by_target(const policy::PolicySet& set) {
+  std::map<std::string, std::vector<const PolicyObject*>> out;
   for (const auto& o : set.policies()) {
     if (o.kind != Kind::TidalPolicy) continue;
-    const auto& targets = o.as<TidalPolicySpec>().targets.inference_policies;
-    if (std::find(targets.begin(), targets.end(), name) != targets.end()) out.push_back(&o);
+    for (const auto& name : o.as<TidalPolicySpec>().targets.inference_policies) out[name].push_back(&o);
   }
-  std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->name() < b->name(); });
+  for (auto& [name, list] : out) {
+    std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->name() < b->name(); });
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
   return out;
 }
 
@@ -380,12 +383,15 @@ Expected<std::string> prewarm_start(const policy::TidalWindow& window) {
 
 std::vector<RenderedObject> render_scaling(const policy::PolicySet& set, const ScalingOptions& options) {
   std::vector<RenderedObject> out;
+  const auto tidal = tidal_by_target(set);
+  const std::vector<const PolicyObject*> none;
   for (const auto& o : set.policies()) {
     if (o.kind != Kind::InferenceScalingPolicy) continue;
     const auto& p = o.as<InferenceScalingPolicySpec>();
     const auto target = scale_target_of(p);
     if (!target) continue;  // check_consistency says why (render.autoscaler-unsupported)
-    out.push_back(scaled_object(o, *target, tidal_sources(set, o.name()), options));
+    const auto it = tidal.find(o.name());
+    out.push_back(scaled_object(o, *target, it != tidal.end() ? it->second : none, options));
     if (p.workload_ref.kind == WorkloadRefKind::InferenceService) out.push_back(kserve_annotations(o));
   }
   for (auto& object : out) stamp(object);

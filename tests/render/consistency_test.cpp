@@ -211,6 +211,50 @@ TEST(Consistency, TidalFloorAboveWhatIsNotLentOut) {
   expect_contains(d2.message, "leaving 8 not lent out");
 }
 
+// research serves a reranker on the same pool, with its own tidal policy.
+policy::PolicySet with_research_reranker(int llm_night_floor, const char* start, const char* end) {
+  auto set = examples_with();
+  policy::PolicyObject rerank = *set.find(Kind::InferenceScalingPolicy, "customer-service-llm");
+  rerank.metadata.name = "research-rerank";
+  auto& p = std::get<InferenceScalingPolicySpec>(rerank.spec);
+  p.workload_ref = {policy::WorkloadRefKind::Deployment, "rerank", "research"};
+  p.business_group = "research";
+  p.max_replicas = 2;
+  set.upsert(rerank);
+  policy::PolicyObject tidal = *set.find(Kind::TidalPolicy, "weekday-serving-training");
+  tidal.metadata.name = "research-rerank-batch";
+  auto& t = std::get<TidalPolicySpec>(tidal.spec);
+  policy::TidalWindow w;
+  w.name = "batch";
+  w.start = CronSchedule::parse(start).value();
+  w.end = CronSchedule::parse(end).value();
+  w.inference_replica_floor = policy::ReplicaFloor{2, {}};
+  t.windows = {w};
+  t.targets = {{"research-rerank"}, {}, "h100-inference"};
+  set.upsert(tidal);
+  edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training", [&](auto& s) {
+    s.windows[1].inference_replica_floor = policy::ReplicaFloor{llm_night_floor, {}};
+  });
+  return set;
+}
+
+TEST(Consistency, AnotherTidalPolicysFloorCountsWhileItsWindowOverlaps) {
+  // Nightly 22:00-06:00 overlaps the LLM's night window: 5 x 4 + 2 x 4 = 28 > 24.
+  auto set = with_research_reranker(5, "0 22 * * *", "0 6 * * *");
+  expect_valid(set);
+  auto r = check_consistency(set);
+  const auto& d = only_error(r, rule::kTidalFloorExceedsUnlent, "TidalPolicy", "weekday-serving-training",
+                             "spec.windows[1].inferenceReplicaFloor");
+  expect_contains(d.message, "keeps 28 GPUs serving on pool h100-inference (customer-service-llm 5 x 4, research-rerank 2 x 4)");
+  // 4 x 4 + 2 x 4 = 24 fits exactly.
+  EXPECT_TRUE(check_consistency(with_research_reranker(4, "0 22 * * *", "0 6 * * *")).ok());
+  // Saturday afternoons never meet the weekday night window: the reranker keeps its floor of 1.
+  set = with_research_reranker(5, "0 12 * * 6", "0 18 * * 6");
+  expect_valid(set);
+  r = check_consistency(set);
+  EXPECT_TRUE(r.ok()) << all(r);
+}
+
 TEST(Consistency, ServicesOfOneGroupThatCannotAllScaleOutTogether) {
   auto set = examples_with();
   policy::PolicyObject second = *set.find(Kind::InferenceScalingPolicy, "customer-service-llm");
