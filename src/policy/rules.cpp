@@ -87,6 +87,20 @@ constexpr std::array kRules = {
     RuleInfo{rule::kPriorityUnknown, S::Workload, "a priority class the guardrails do not allow at all"},
     RuleInfo{rule::kPriorityForbidden, S::Workload, "a priority class not allowed for the workload's group or type"},
 
+    // The four-layer capacity check of `gpubank render` (src/render/consistency.hpp); the
+    // policy library cannot see the render library, so the ids are spelled out here.
+    RuleInfo{"render.queue-below-max-replicas", S::PolicySet, "an inference service's maxReplicas x replica shape above what its ClusterQueue can reach in the cohort", false},
+    RuleInfo{"render.pool-below-max-replicas", S::PolicySet, "an inference service's maxReplicas that the pool's nodes cannot hold in its replica shape beside the other floors", false},
+    RuleInfo{"render.autoscaler-below-max-replicas", S::PolicySet, "a workload manifest whose own autoscaler caps the service below the policy's maxReplicas", false},
+    RuleInfo{"render.services-exceed-queue", S::PolicySet, "a group's inference services on a pool need more at maxReplicas than its ClusterQueue reaches", false},
+    RuleInfo{"render.workload-shape-mismatch", S::PolicySet, "a workload manifest whose pods ask for another GPU count than the replica shape", false},
+    RuleInfo{"render.tidal-floor-exceeds-unlent", S::PolicySet, "a tidal window's serving floor above what the pool does not lend to training then", false},
+    RuleInfo{"render.inference-priority-not-above-training", S::PolicySet, "serving may not use a priority above the training that borrows its pool", false},
+    RuleInfo{"render.non-preemptible-borrow-exceeds-spare", S::PolicySet, "non-preemptible training may borrow GPUs that guarantees or inference services need back", false},
+    RuleInfo{"render.autoscaler-unsupported", S::PolicySet, "a workload KEDA cannot scale, so no ScaledObject is rendered (warning)", false},
+    RuleInfo{"render.prewarm-not-expressible", S::PolicySet, "a prewarmBefore that one cron start expression cannot express (warning)", false},
+    RuleInfo{"render.behavior-clamped", S::PolicySet, "a stabilization window or model load time beyond the HPA's limits, clamped (warning)", false},
+
     RuleInfo{rule::kAuthNotGroupAdmin, S::Admission, "a user changing a group's policy without being its admin", false},
     RuleInfo{rule::kAuthPlatformAdminOnly, S::Admission, "a change only platform administrators may make", false},
     RuleInfo{rule::kRequestTooLarge, S::Admission, "an admission request body above 3 MiB", false},

@@ -1,0 +1,108 @@
+// The capacity check `gpubank render --check` runs before writing anything: do the four
+// control points agree on what each inference service may use? Queue quota (the Kueue
+// ClusterQueue <group>-<pool> in its pool's cohort), pool (the nodes and the replica
+// shape), autoscaler (the ScaledObject's maxReplicaCount, or a lower cap the workload
+// itself carries) and scheduler priority. Runs on a set that passed validation, so it
+// checks only what no single policy shows (validation already holds maxReplicas x
+// gpuPerReplica to the quota's maxCapacity, floors to the replica range, ...). Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/diagnostic.hpp"
+#include "policy/policy_set.hpp"
+#include "render/object.hpp"
+
+namespace gpubank::render {
+
+// Registered in src/policy/rules.cpp, so `gpubank rules` lists them.
+namespace rule {
+inline constexpr std::string_view kQueueBelowMaxReplicas = "render.queue-below-max-replicas";
+inline constexpr std::string_view kPoolBelowMaxReplicas = "render.pool-below-max-replicas";
+inline constexpr std::string_view kAutoscalerBelowMaxReplicas = "render.autoscaler-below-max-replicas";
+inline constexpr std::string_view kServicesExceedQueue = "render.services-exceed-queue";
+inline constexpr std::string_view kWorkloadShapeMismatch = "render.workload-shape-mismatch";
+inline constexpr std::string_view kTidalFloorExceedsUnlent = "render.tidal-floor-exceeds-unlent";
+inline constexpr std::string_view kInferencePriorityNotAboveTraining = "render.inference-priority-not-above-training";
+inline constexpr std::string_view kNonPreemptibleBorrowExceedsSpare = "render.non-preemptible-borrow-exceeds-spare";
+// Warnings.
+inline constexpr std::string_view kAutoscalerUnsupported = "render.autoscaler-unsupported";
+inline constexpr std::string_view kPrewarmNotExpressible = "render.prewarm-not-expressible";
+inline constexpr std::string_view kBehaviorClamped = "render.behavior-clamped";
+}  // namespace rule
+
+struct ConsistencyOptions {
+  // Whether each pool's Kueue Cohort holds the GPUs no group is guaranteed (capacity
+  // minus the sum of guarantees) as its own nominalQuota. policy-api.md's mapping gives
+  // the Cohort no quota, which leaves those GPUs outside every queue.
+  bool cohort_holds_unguaranteed = false;
+};
+
+// GPU counts are devices of the pool's flavor; "allows" values are whole replicas' GPUs.
+struct ServiceCapacity {
+  std::string policy;    // the InferenceScalingPolicy
+  std::string workload;  // "InferenceService customer-service/customer-service-llm"
+  std::string group;
+  std::string pool;
+  int tensor_parallel = 1;
+  int gpu_per_replica = 1;
+  int nodes_per_replica = 1;
+  int min_replicas = 0;
+  int max_replicas = 0;
+  int required = 0;                // maxReplicas x gpuPerReplica, all at once
+  int peak_floor = 0;              // the highest floor (minReplicas or a tidal window) x gpuPerReplica
+  int quota_max_capacity = 0;      // the group's GPUQuotaPolicy hard cap on the pool
+  int guardrail_max_capacity = 0;  // the guardrails' cap for the group on the pool
+  int queue_allows = 0;            // what ClusterQueue <group>-<pool> reaches, less the group's other floors
+  int pool_allows = 0;             // what the pool's nodes hold in this shape beside the other floors
+  std::optional<int> autoscaler_allows;  // maxReplicaCount x gpuPerReplica; none without a ScaledObject
+  int burst_headroom = 0;
+  int lendable_to_non_preemptible = 0;  // of the pool (see PoolCapacity)
+};
+
+struct GroupPoolCapacity {
+  std::string group;
+  std::string pool;
+  std::string queue;  // the ClusterQueue, "<group>-<pool>"
+  int guaranteed = 0;
+  int borrow_cap = 0;      // maxCapacity - guaranteed (the queue's borrowingLimit)
+  int max_capacity = 0;
+  int lending_floor = 0;   // guaranteed - lendingLimit: never lent
+  int lendable = 0;
+  int queue_reach = 0;     // nominal + what the cohort can lend it, up to borrow_cap
+  int services = 0;
+  int services_required = 0;  // sum over the group's services on the pool at maxReplicas
+  int services_floor = 0;     // sum of their peak floors
+};
+
+struct PoolCapacity {
+  std::string pool;
+  int capacity = 0;
+  int guaranteed = 0;
+  int outside_queues = 0;        // in no ClusterQueue's or Cohort's quota
+  int inference_required = 0;    // sum over the pool's services at maxReplicas
+  // GPUs in the queues that neither a guarantee nor an inference service at
+  // maxReplicas ever claims back: all a non-preemptible borrower may hold safely.
+  int lendable_to_non_preemptible = 0;
+  int non_preemptible_borrow = 0;  // what groups with a non-preemptible training class may borrow
+};
+
+struct ConsistencyReport {
+  std::vector<ServiceCapacity> services;  // by pool, group, policy
+  std::vector<GroupPoolCapacity> groups;  // by pool, group
+  std::vector<PoolCapacity> pools;        // by name
+  Diagnostics diagnostics;                // errors are conflicts; warnings are notes
+
+  [[nodiscard]] bool ok() const { return !has_errors(diagnostics); }
+  [[nodiscard]] Json to_json() const;
+  // The three tables, then one line per finding.
+  [[nodiscard]] std::string to_text() const;
+};
+
+[[nodiscard]] ConsistencyReport check_consistency(const policy::PolicySet& set,
+                                                  const ConsistencyOptions& options = {});
+
+}  // namespace gpubank::render

@@ -1,0 +1,1 @@
+gpubank_test(render_scaling_tests SOURCES scaling_test.cpp consistency_test.cpp LIBS gpubank_render)
