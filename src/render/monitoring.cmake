@@ -1,0 +1,4 @@
+# Monitoring outputs (issue 4): PrometheusRule objects and Grafana dashboards.
+target_sources(gpubank_render PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/prometheus_rules.cpp
+)
