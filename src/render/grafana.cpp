@@ -461,7 +461,9 @@ RenderedObject configmap_object(const Dashboard& d, const Json& model, const std
                                                 {"app.kubernetes.io/part-of", "gpubank"},
                                                 {"app.kubernetes.io/component", "monitoring"}}},
                                 {"annotations", Json{{"grafana_folder", "gpubank"}}}};
-  o.manifest["data"] = Json{{d.slug() + ".json", model.dump(2) + "\n"}};
+  // Compact: the readable copy is grafana/<slug>.json; kubectl apply keeps the whole
+  // object in an annotation limited to 256 KiB.
+  o.manifest["data"] = Json{{d.slug() + ".json", model.dump()}};
   o.path = "grafana/configmap-" + d.slug() + ".yaml";
   o.sources = sources;
   stamp(o);
