@@ -356,7 +356,9 @@ Dashboard training() {
            ""}},
          "s", 12, 8, true});
   d.add({"table", "GPU-hours in range", "Top 20 workloads by GPU-hours over the dashboard's time range.",
-         {{"topk(20, sum_over_time(" + sel(series::kWorkloadAllocated, kWorkload, training) + "[$__range]) / 60)", ""}},
+         {{"topk(20, sum_over_time(" + sel(series::kWorkloadAllocated, kWorkload, training) + "[$__range]) / " +
+               std::to_string(kRuleSamplesPerHour) + ")",
+           ""}},
          "short", 24, 8, true});
   return d;
 }
@@ -412,7 +414,9 @@ Dashboard finops(const policy::PlatformGuardrailsSpec& g) {
   const auto known = kUnits.find(g.currency);
   const std::string money = known != kUnits.end() ? known->second : "suffix: " + g.currency;
   // Rules run every minute: a range's sum of "per hour" samples over 60 is its total.
-  auto in_range = [](const std::string& selector) { return "sum_over_time(" + selector + "[$__range]) / 60"; };
+  auto in_range = [](const std::string& selector) {
+    return "sum_over_time(" + selector + "[$__range]) / " + std::to_string(kRuleSamplesPerHour);
+  };
   d.add({"stat", "Cost per hour now", "Allocated devices times gpuHourPrice.",
          {{"sum(" + sel(series::kGroupPoolCostRate, kGroupPool) + ")", ""}}, money, 6, 4});
   d.add({"stat", "Cost in range", "Over the dashboard's time range.",

@@ -236,7 +236,7 @@ std::string hours_from(std::string_view allocated) {
   // Rules run every minute: the sum of one hour of samples of "GPUs now" over 60 is the
   // GPU-hours of that hour, and hours without any allocation count as zero (avg_over_time
   // would skip them and overstate).
-  return "sum_over_time(" + std::string(allocated) + "[1h]) / 60";
+  return "sum_over_time(" + std::string(allocated) + "[1h]) / " + std::to_string(kRuleSamplesPerHour);
 }
 
 std::string xid_match(std::span<const int> xids) {

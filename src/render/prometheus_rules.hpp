@@ -20,6 +20,7 @@ inline constexpr std::string_view kMonitoringNamespace = "gpubank-system";
 // Evaluation interval of every rule group. GPU-hours are sums of 1-minute samples, so the
 // FinOps rules depend on it.
 inline constexpr std::string_view kRuleInterval = "1m";
+inline constexpr int kRuleSamplesPerHour = 60;  // evaluations per hour at kRuleInterval
 
 // Recording rules (level:metric:operations) that other rule objects and the dashboards read.
 namespace series {
