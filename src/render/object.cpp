@@ -28,22 +28,35 @@ std::string sha256_hex(std::string_view text) {
   return out;
 }
 
-void stamp(RenderedObject& object) {
+const std::string& Stamper::digest(const policy::PolicyObject& policy) {
+  auto [it, inserted] = digests_.try_emplace(&policy);
+  if (inserted) it->second = sha256_hex(canonical_text(policy));
+  return it->second;
+}
+
+void Stamper::stamp(RenderedObject& object) {
   auto meta = object.manifest.find("metadata");
   if (meta == object.manifest.end() || !meta->is_object()) return;
   Json& labels = (*meta)["labels"];
   if (!labels.contains(kLabelManagedBy)) labels[std::string(kLabelManagedBy)] = std::string(kManagedBy);
-  std::string sources, texts;
-  for (const policy::PolicyObject* p : object.sources) {
-    if (!sources.empty()) sources += ',';
-    sources += std::string(policy::kind_name(p->kind)) + "/" + p->metadata.name;
-    texts += canonical_text(*p);
-    texts += '\n';
-  }
   if (object.sources.empty()) return;
+  std::string sources, lines;
+  for (const policy::PolicyObject* p : object.sources) {
+    const std::string ref = std::string(policy::kind_name(p->kind)) + "/" + p->metadata.name;
+    if (!sources.empty()) sources += ',';
+    sources += ref;
+    lines += ref + " " + digest(*p) + "\n";
+  }
   Json& annotations = (*meta)["annotations"];
   if (!annotations.contains(kAnnotationSource)) annotations[std::string(kAnnotationSource)] = sources;
-  if (!annotations.contains(kAnnotationSourceHash)) annotations[std::string(kAnnotationSourceHash)] = sha256_hex(texts);
+  if (!annotations.contains(kAnnotationSourceHash)) annotations[std::string(kAnnotationSourceHash)] = sha256_hex(lines);
+}
+
+void stamp(RenderedObject& object) { Stamper().stamp(object); }
+
+void stamp_all(std::vector<RenderedObject>& objects) {
+  Stamper stamper;
+  for (auto& o : objects) stamper.stamp(o);
 }
 
 void sort_and_check_unique(std::vector<RenderedObject>& objects) {

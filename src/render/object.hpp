@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,8 @@ inline constexpr std::string_view kLabelManagedBy = "app.kubernetes.io/managed-b
 inline constexpr std::string_view kManagedBy = "gpubank";
 // "GPUQuotaPolicy/ml-h100,PlatformGuardrails/platform": the policies an object came from.
 inline constexpr std::string_view kAnnotationSource = "platform.gpubank.dev/source-policy";
-// sha256 (hex) over the canonical JSON encodings of those policies, in that order.
+// sha256 (hex) over one line per source policy, in that order: "<Kind>/<name> <sha256 of its
+// canonical JSON encoding>\n". Any change to a source policy changes it.
 inline constexpr std::string_view kAnnotationSourceHash = "platform.gpubank.dev/source-hash";
 
 struct RenderedObject {
@@ -35,8 +37,18 @@ struct RenderedObject {
 
 // Adds the managed-by label and the source/hash annotations to a Kubernetes object's
 // metadata (creating labels/annotations when absent); keys already present are kept.
-// Dashboards (no "metadata") are left as they are.
-void stamp(RenderedObject& object);
+// Dashboards (no "metadata") are left as they are. A Stamper encodes and hashes each
+// source policy once, however many objects it feeds (the guardrails feed thousands).
+class Stamper {
+ public:
+  void stamp(RenderedObject& object);
+
+ private:
+  const std::string& digest(const policy::PolicyObject& policy);
+  std::unordered_map<const policy::PolicyObject*, std::string> digests_;
+};
+void stamp(RenderedObject& object);                    // one object: a Stamper of its own
+void stamp_all(std::vector<RenderedObject>& objects);  // one Stamper for all
 
 // The canonical text of a policy object whose sha256 goes into kAnnotationSourceHash.
 [[nodiscard]] std::string canonical_text(const policy::PolicyObject& object);

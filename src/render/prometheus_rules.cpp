@@ -186,8 +186,7 @@ RenderedObject rule_object(const std::string& name, std::string_view scope, Json
   o.manifest["spec"] = Json{{"groups", std::move(groups)}};
   o.path = "monitoring/prometheusrule-" + name + ".yaml";
   o.sources = std::move(sources);
-  stamp(o);
-  return o;
+  return o;  // stamped with the others by render_prometheus_rules
 }
 
 // The extended resource a pool's devices are requested as: whole GPUs as nvidia.com/gpu,
@@ -915,6 +914,7 @@ std::vector<RenderedObject> render_prometheus_rules(const policy::PolicySet& set
     out.push_back(inference_object(*isp, *guardrails, quota));
   }
   for (const LowUtilMatch& m : lowutil) out.push_back(lowutil_object(m, lowutil));
+  stamp_all(out);
   sort_and_check_unique(out);
   return out;
 }

@@ -394,7 +394,7 @@ std::vector<RenderedObject> render_scaling(const policy::PolicySet& set, const S
     out.push_back(scaled_object(o, *target, it != tidal.end() ? it->second : none, options));
     if (p.workload_ref.kind == WorkloadRefKind::InferenceService) out.push_back(kserve_annotations(o));
   }
-  for (auto& object : out) stamp(object);
+  stamp_all(out);
   sort_and_check_unique(out);
   return out;
 }

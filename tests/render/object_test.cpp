@@ -27,7 +27,8 @@ TEST(RenderObject, StampAddsLabelSourcesAndHashAndKeepsExistingKeys) {
   EXPECT_EQ(meta["labels"]["a"], "b");
   EXPECT_EQ(meta["labels"][std::string(kLabelManagedBy)], "gpubank");
   EXPECT_EQ(meta["annotations"][std::string(kAnnotationSource)], "PlatformGuardrails/" + guardrails->metadata.name);
-  EXPECT_EQ(meta["annotations"][std::string(kAnnotationSourceHash)], sha256_hex(canonical_text(*guardrails) + "\n"));
+  EXPECT_EQ(meta["annotations"][std::string(kAnnotationSourceHash)],
+            sha256_hex("PlatformGuardrails/" + guardrails->metadata.name + " " + sha256_hex(canonical_text(*guardrails)) + "\n"));
 }
 
 TEST(RenderObject, DashboardsWithoutMetadataAreLeftAlone) {
