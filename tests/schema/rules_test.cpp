@@ -368,7 +368,7 @@ TEST_F(Rules, MetadataIsObjectMeta) {
   o["metadata"]["colour"] = "red";
   o["metadata"]["generation"] = "1";
   const Result r = check(o);
-  EXPECT_THAT(found(r), ElementsAre("metadata.colour [unknown-field]", "metadata.generation [type]",
+  ASSERT_THAT(found(r), ElementsAre("metadata.colour [unknown-field]", "metadata.generation [type]",
                                     "metadata.name [name]", "metadata.namespace [namespace]",
                                     "metadata.labels[tier] [label-value]", "metadata.labels[example.com/] [label-key]",
                                     "metadata.annotations[a/b/c] [annotation-key]", "metadata.finalizers[1] [finalizer]"));

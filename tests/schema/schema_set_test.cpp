@@ -105,7 +105,7 @@ spec:
       - {name: nvidia.com/gpu, nominalQuota: 8, borrowLimit: 2}
 )");
   const Result r = upstream().validate(cq);
-  EXPECT_THAT(found(r), ElementsAre("spec.cohortName [pattern]", "spec.queueingStrategy [enum]",
+  ASSERT_THAT(found(r), ElementsAre("spec.cohortName [pattern]", "spec.queueingStrategy [enum]",
                                     "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota [pattern]",
                                     "spec.resourceGroups[0].flavors[1].resources[0].borrowLimit [unknown-field]",
                                     "spec.resourceGroups[0].flavors[1] [x-kubernetes-list-type]"));
@@ -223,7 +223,7 @@ value: 3000000000
 preemptionPolicy: Sometimes
 weight: 2
 )"));
-  EXPECT_THAT(found(r), ElementsAre("value [format]", "preemptionPolicy [enum]", "weight [unknown-field]",
+  ASSERT_THAT(found(r), ElementsAre("value [format]", "preemptionPolicy [enum]", "weight [unknown-field]",
                                     "metadata.name [name]", "value [priorityclass.value]"));
   EXPECT_EQ(r.violations[0].message, "Invalid value: 3000000000: must be of type integer with format int32");
   EXPECT_EQ(r.violations[4].message, "Forbidden: maximum allowed value of a user defined priority is 1000000000");
