@@ -129,6 +129,11 @@ Diagnostic to_diagnostic(const Checked& c, const schema::Violation& v, SourcePos
   return Diagnostic{Severity::Error, v.rule, c.file, pos, c.kind, c.name, v.path, v.message};
 }
 
+// The object a violation or an unchecked rule is about.
+Json located(const Checked& c) {
+  return {{"file", c.file}, {"document", c.document}, {"kind", c.kind}, {"name", c.name}};
+}
+
 Json structured(const std::vector<Checked>& checked, const Diagnostics& errors) {
   Json objects = Json::array();
   Json violations = Json::array();
@@ -148,25 +153,14 @@ Json structured(const std::vector<Checked>& checked, const Diagnostics& errors) 
     valid += c.violations.empty() ? 1 : 0;
     cel += c.cel_rules;
     for (const auto& [v, pos] : c.violations) {
-      violations.push_back({{"file", c.file},
-                            {"document", c.document},
-                            {"line", pos.line},
-                            {"column", pos.column},
-                            {"kind", c.kind},
-                            {"name", c.name},
-                            {"path", v.path},
-                            {"rule", v.rule},
-                            {"message", v.message}});
+      Json entry = located(c);
+      entry.update({{"line", pos.line}, {"column", pos.column}, {"path", v.path}, {"rule", v.rule}, {"message", v.message}});
+      violations.push_back(std::move(entry));
     }
     for (const auto& n : c.not_checked) {
-      not_checked.push_back({{"file", c.file},
-                             {"document", c.document},
-                             {"kind", c.kind},
-                             {"name", c.name},
-                             {"path", n.path},
-                             {"what", n.what},
-                             {"rule", n.rule},
-                             {"reason", n.reason}});
+      Json entry = located(c);
+      entry.update({{"path", n.path}, {"what", n.what}, {"rule", n.rule}, {"reason", n.reason}});
+      not_checked.push_back(std::move(entry));
     }
   }
   Json input_errors = Json::array();

@@ -1,5 +1,6 @@
 #include "schema/pattern.hpp"
 
+#include <regex>
 #include <string_view>
 
 namespace gpubank::schema::detail {
@@ -272,6 +273,10 @@ class Translator {
 
 }  // namespace
 
+struct Pattern::Compiled {
+  std::wregex regex;
+};
+
 std::wstring to_utf32(std::string_view text) {
   std::wstring out;
   out.reserve(text.size());
@@ -305,7 +310,7 @@ Pattern Pattern::compile(std::string source) {
   auto flags = std::regex_constants::ECMAScript | std::regex_constants::__polynomial;
   if (t.icase()) flags |= std::regex_constants::icase;
   try {
-    p.regex_ = std::make_shared<const std::wregex>(t.out(), flags);
+    p.regex_ = std::make_shared<const Compiled>(Compiled{std::wregex(t.out(), flags)});
   } catch (const std::regex_error& e) {
     p.status_ = Status::Unsupported;
     p.problem_ = std::string("std::regex cannot compile it: ") + e.what();
@@ -313,9 +318,13 @@ Pattern Pattern::compile(std::string source) {
   return p;
 }
 
-bool Pattern::search(std::string_view text) const {
+std::optional<bool> Pattern::search(std::string_view text) const {
   const std::wstring wide = to_utf32(text);
-  return std::regex_search(wide, *regex_);
+  try {
+    return std::regex_search(wide, regex_->regex);
+  } catch (const std::regex_error&) {
+    return std::nullopt;  // error_complexity or error_stack: not an answer
+  }
 }
 
 }  // namespace gpubank::schema::detail

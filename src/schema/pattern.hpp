@@ -19,7 +19,7 @@
 #pragma once
 
 #include <memory>
-#include <regex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,15 +36,16 @@ class Pattern {
   // Why the pattern is invalid or unsupported.
   [[nodiscard]] const std::string& problem() const { return problem_; }
   [[nodiscard]] const std::string& source() const { return source_; }
-  // Whether the pattern matches somewhere in `text` (UTF-8), as Go's MatchString. Only
-  // for status() == Ok.
-  [[nodiscard]] bool search(std::string_view text) const;
+  // Whether the pattern matches somewhere in `text` (UTF-8), as Go's MatchString; nullopt
+  // when std::regex gave up. Only for status() == Ok.
+  [[nodiscard]] std::optional<bool> search(std::string_view text) const;
 
  private:
+  struct Compiled;  // the std::wregex, kept out of this header (and out of every other TU)
   std::string source_;
   Status status_ = Status::Ok;
   std::string problem_;
-  std::shared_ptr<const std::wregex> regex_;  // shared: compiled schemas are copied rarely, regexes never
+  std::shared_ptr<const Compiled> regex_;
 };
 
 // UTF-8 to UTF-32; each byte that is not part of well-formed UTF-8 becomes U+FFFD.

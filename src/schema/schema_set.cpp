@@ -201,7 +201,7 @@ std::size_t SchemaSet::load(const std::string& path, Diagnostics& diagnostics) {
 std::size_t SchemaSet::add_crd(const Json& crd, const std::string& source, Diagnostics& diagnostics) {
   doc::Document d;
   d.file = source;
-  d.root = doc::from_json(nlohmann::json::parse(crd.dump()));
+  d.root = doc::from_json(nlohmann::json::parse(crd.dump(-1, ' ', false, Json::error_handler_t::replace)));
   return impl_->add_document(d, diagnostics);
 }
 

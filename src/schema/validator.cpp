@@ -136,11 +136,18 @@ bool is_base64(std::string_view text) {
   return true;
 }
 
+// JSON text that never throws: ill-formed UTF-8 in a string (possible in objects built in
+// code; the file readers refuse it) becomes U+FFFD.
+template <class J>
+std::string text_of(const J& v) {
+  return v.dump(-1, ' ', false, J::error_handler_t::replace);
+}
+
 // A canonical text of a value for uniqueness: objects with sorted keys, as Go's
 // json.Marshal writes the maps the API server compares.
 std::string canonical(const Json& v) {
-  if (!v.is_structured()) return v.dump();
-  return nlohmann::json::parse(v.dump()).dump();
+  if (!v.is_structured()) return text_of(v);
+  return text_of(nlohmann::json::parse(text_of(v)));
 }
 
 bool prunable_null(const Json& value, const Schema* schema) {
@@ -173,7 +180,7 @@ std::string preview(const Json& v) {
   }
   if (v.is_object()) return "object";
   if (v.is_array()) return "array";
-  return v.dump();
+  return text_of(v);
 }
 
 // Appends a path segment for its lifetime.
@@ -360,7 +367,9 @@ void Validator::string(const Schema& s, const std::string& v) {
   if (s.pattern->status() != Pattern::Status::Ok) {
     return not_checked("pattern", s.pattern->source(), s.pattern->problem());
   }
-  if (!s.pattern->search(v)) add("pattern", invalid(Json(v), "should match '" + s.pattern->source() + "'"));
+  const std::optional<bool> match = s.pattern->search(v);
+  if (!match) return not_checked("pattern", s.pattern->source(), "std::regex gave up on this value");
+  if (!*match) add("pattern", invalid(Json(v), "should match '" + s.pattern->source() + "'"));
 }
 
 void Validator::array(const Schema& s, const Json& v, bool structural) {
@@ -414,7 +423,7 @@ void Validator::list_type(const Schema& s, const Json& v) {
     if (++seen[keys[i]] != 2) continue;  // each duplicated value once, at its second place
     Segment at(path_, i);
     const Json& dup = s.list_type == ListType::Set ? v[i] : shown[i];
-    add("x-kubernetes-list-type", "Duplicate value: " + (dup.is_structured() ? dup.dump() : preview(dup)));
+    add("x-kubernetes-list-type", "Duplicate value: " + (dup.is_structured() ? text_of(dup) : preview(dup)));
   }
 }
 

@@ -12,7 +12,10 @@ namespace {
 bool matches(const std::string& pattern, std::string_view text) {
   const Pattern p = Pattern::compile(pattern);
   EXPECT_EQ(p.status(), Pattern::Status::Ok) << pattern << ": " << p.problem();
-  return p.status() == Pattern::Status::Ok && p.search(text);
+  if (p.status() != Pattern::Status::Ok) return false;
+  const std::optional<bool> match = p.search(text);
+  EXPECT_TRUE(match.has_value()) << pattern;
+  return match.value_or(false);
 }
 
 TEST(Pattern, SearchesLikeGoMatchString) {
