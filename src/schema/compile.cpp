@@ -31,16 +31,14 @@ std::string normalise_format(std::string_view name) {
 Format format_of(std::string_view name) {
   const std::string n = normalise_format(name);
   if (n == "int32") return Format::Int32;
-  if (n == "int64") return Format::Int64;
   if (n == "float") return Format::Float;
-  if (n == "double") return Format::Double;
   if (n == "datetime") return Format::DateTime;
   if (n == "date") return Format::Date;
   if (n == "byte") return Format::Byte;
   for (const auto other : kOtherCheckedFormats) {
     if (n == other) return Format::Other;
   }
-  return Format::None;  // "password" and unknown formats: the API server checks nothing
+  return Format::None;  // int64, double, password and unknown formats: nothing to check
 }
 
 std::optional<Type> type_of(std::string_view name) {

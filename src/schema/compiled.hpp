@@ -22,9 +22,10 @@ using Json = nlohmann::ordered_json;
 
 enum class Type : std::uint8_t { Unset, Object, Array, String, Integer, Number, Boolean };
 
-// The formats checked. kOther: a format the API server checks and this validator does not
-// (reported as not checked); unknown formats are ignored, as the API server ignores them.
-enum class Format : std::uint8_t { None, Int32, Int64, Float, Double, DateTime, Date, Byte, Other };
+// The formats checked. Other: a format the API server checks and this validator does not
+// (reported as not checked). None: no format, one that needs no check (int64 and double
+// hold every value of their type), or one the API server ignores (unknown, password).
+enum class Format : std::uint8_t { None, Int32, Float, DateTime, Date, Byte, Other };
 
 enum class ListType : std::uint8_t { Atomic, Set, Map };
 

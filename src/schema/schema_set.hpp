@@ -12,7 +12,7 @@
 // Checked: the OpenAPI subset of structural schemas (type, required, enum, pattern,
 // minimum/maximum with exclusive bounds, multipleOf, min/maxLength in code points,
 // min/maxItems, min/maxProperties, items, properties, additionalProperties, nullable,
-// formats int32/int64/float/double/date-time/date/byte, allOf/anyOf/oneOf/not), the
+// formats int32/float/date-time/date/byte, allOf/anyOf/oneOf/not), the
 // x-kubernetes extensions (int-or-string, preserve-unknown-fields, embedded-resource,
 // list-type set/map with list-map-keys), unknown fields as strict field validation
 // rejects them, and metadata as ObjectMeta (name, namespace, labels, annotations). Not

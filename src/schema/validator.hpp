@@ -42,7 +42,6 @@ class Validator {
   std::vector<Violation> branch(const Schema& s, const Json& v);
 
   void add(std::string_view rule, std::string message);
-  void add_at(const std::string& path, std::string_view rule, std::string message);
   void not_checked(std::string what, std::string rule, std::string reason);
 
   const Schema& object_meta_;
