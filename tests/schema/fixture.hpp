@@ -33,11 +33,20 @@ inline Json object(std::string_view yaml) {
   return all.empty() ? Json() : all.front();
 }
 
-// Writes `text` to a file in this process's temporary directory and returns its path.
+// Writes `text` to a file in this process's temporary directory (removed at exit) and
+// returns its path.
 inline std::string write_temp(const std::string& name, std::string_view text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("gpubank-schema-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
+  struct TempDir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("gpubank-schema-test-" + std::to_string(::getpid()));
+    TempDir() { std::filesystem::create_directories(path); }
+    ~TempDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const TempDir dir;
+  const auto path = dir.path / name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   return path.string();
 }
