@@ -4,8 +4,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 60 s, kueue_admit_fuzzer 40 s and
-# every other target 20 s (about 3.5 minutes of fuzzing in all); without targets, all of them run.
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 60 s, kueue_admit_fuzzer 40 s,
+# schema_validate_fuzzer 15 s and every other target 20 s (about 3.75 minutes of fuzzing in
+# all); without targets, all of them run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
 # fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
@@ -19,7 +20,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
-             kueue_perf_config_fuzzer)
+             kueue_perf_config_fuzzer schema_validate_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -45,6 +46,7 @@ default_seconds() {
   case "$1" in
     policy_decoder_fuzzer) echo 60 ;;
     kueue_admit_fuzzer) echo 40 ;;
+    schema_validate_fuzzer) echo 15 ;;
     *) echo 20 ;;
   esac
 }
@@ -58,6 +60,7 @@ seeds() {
     cron_fuzzer) find fuzz/corpus-seeds/cron -type f ;;
     kueue_admit_fuzzer) find tests/twin/conformance -name input.yaml; find examples/kueue -type f -name '*.yaml' ;;
     kueue_perf_config_fuzzer) find ../shared/kueue-perf -name '*-generator.yaml'; find tests/twin/kueue_perf/data -type f ;;
+    schema_validate_fuzzer) find examples/kueue tests/schema/data tests/kueue/data -type f -name '*.yaml' ;;
   esac
 }
 
@@ -72,6 +75,7 @@ fi
 
 mkdir -p "$build_dir/artifacts"
 export GPUBANK_SOURCE_DIR="$repo"  # the admission fuzzer loads examples/policies
+export GPUBANK_SHARED_DIR="$repo/../shared"  # the schema fuzzer loads a CRD from ../shared/crds
 read -r -a extra_flags <<<"${FUZZ_FLAGS:-}"
 
 failed=0
@@ -85,7 +89,9 @@ for t in "${targets[@]}"; do
 
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
-  case "$t" in policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;; esac
+  case "$t" in
+    policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+  esac
 
   log="$build_dir/logs/$t.log"
   before="$(ls "$build_dir/artifacts" | grep -c "^$t-" || true)"

@@ -41,6 +41,8 @@ Command add_crds_command(CLI::App& app);
 Command add_twin_command(CLI::App& app);
 Command add_twin_admit_command(CLI::App& twin);
 Command add_twin_kueue_perf_command(CLI::App& twin);
+// `gpubank schema validate`: objects against CRD and built-in OpenAPI schemas.
+Command add_schema_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);

@@ -161,7 +161,10 @@ Node from_json(const nlohmann::json& value) {
   return n;
 }
 
-nlohmann::json to_json(const Node& node) {
+namespace {
+
+template <class J>
+J to_json_as(const Node& node) {
   switch (node.type) {
     case NodeType::Null: return nullptr;
     case NodeType::Bool: return node.boolean;
@@ -171,17 +174,23 @@ nlohmann::json to_json(const Node& node) {
     case NodeType::Float: return node.number;
     case NodeType::String: return node.text;
     case NodeType::Sequence: {
-      auto out = nlohmann::json::array();
-      for (const auto& item : node.items) out.push_back(to_json(item));
+      auto out = J::array();
+      for (const auto& item : node.items) out.push_back(to_json_as<J>(item));
       return out;
     }
     case NodeType::Mapping: {
-      auto out = nlohmann::json::object();
-      for (const auto& e : node.entries) out[e.key] = to_json(e.value);
+      auto out = J::object();
+      for (const auto& e : node.entries) out[e.key] = to_json_as<J>(e.value);
       return out;
     }
   }
   return nullptr;
 }
+
+}  // namespace
+
+nlohmann::json to_json(const Node& node) { return to_json_as<nlohmann::json>(node); }
+
+nlohmann::ordered_json to_ordered_json(const Node& node) { return to_json_as<nlohmann::ordered_json>(node); }
 
 }  // namespace gpubank::doc

@@ -61,5 +61,8 @@ struct Entry {
 // Conversions to and from nlohmann::json (no positions on that side).
 [[nodiscard]] Node from_json(const nlohmann::json& value);
 [[nodiscard]] nlohmann::json to_json(const Node& node);
+// The document as ordered JSON, keys in the order written (a duplicated key keeps its last
+// value).
+[[nodiscard]] nlohmann::ordered_json to_ordered_json(const Node& node);
 
 }  // namespace gpubank::doc

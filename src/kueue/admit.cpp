@@ -72,29 +72,6 @@ doc::Json& status_of(doc::Json& object) {
 
 }  // namespace
 
-doc::Json to_ordered_json(const doc::Node& node) {
-  switch (node.type) {
-    case doc::NodeType::Null: return nullptr;
-    case doc::NodeType::Bool: return node.boolean;
-    case doc::NodeType::Int:
-      if (node.integer_fits) return node.integer;
-      return node.number;
-    case doc::NodeType::Float: return node.number;
-    case doc::NodeType::String: return node.text;
-    case doc::NodeType::Sequence: {
-      doc::Json out = doc::Json::array();
-      for (const auto& item : node.items) out.push_back(to_ordered_json(item));
-      return out;
-    }
-    case doc::NodeType::Mapping: {
-      doc::Json out = doc::Json::object();
-      for (const auto& e : node.entries) out[e.key] = to_ordered_json(e.value);
-      return out;
-    }
-  }
-  return nullptr;
-}
-
 void set_condition(doc::Json& conditions, const std::string& type, bool status, const std::string& reason,
                    const std::string& message, const std::string& time, std::optional<std::int64_t> generation) {
   if (!conditions.is_array()) conditions = doc::Json::array();
@@ -253,7 +230,7 @@ Expected<std::uint64_t> AdmissionRun::run(twin::AdmissionCore& core, const RunOp
 doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::AdmissionCore& core) const {
   const Workload& wl = set_.workloads[index];
   const WorkloadEntry& e = entries_[index];
-  doc::Json out = to_ordered_json(wl.source.raw);
+  doc::Json out = doc::to_ordered_json(wl.source.raw);
   if (e.route == Route::Untouched) return out;
   if ((e.route == Route::Submit || e.route == Route::Restore) && !ids_[index]) return out;
   doc::Json& status = status_of(out);
@@ -280,7 +257,7 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
 
 doc::Json AdmissionRun::encode_cluster_queue(std::size_t index, const twin::AdmissionCore& core) const {
   const ClusterQueue& cq = set_.cluster_queues[index];
-  doc::Json out = to_ordered_json(cq.source.raw);
+  doc::Json out = doc::to_ordered_json(cq.source.raw);
   doc::Json& status = status_of(out);
   doc::Json conditions = status.contains("conditions") ? status["conditions"] : doc::Json::array();
   const QueueActivity activity = queue_activity(cq, set_);

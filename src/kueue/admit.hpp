@@ -93,9 +93,6 @@ class AdmissionRun {
   std::vector<Event> events_;
 };
 
-// The document as ordered JSON, keys in the order written.
-[[nodiscard]] doc::Json to_ordered_json(const doc::Node& node);
-
 // Sets a condition the way apimeta.SetStatusCondition does: an existing one of that type
 // keeps its place, and its lastTransitionTime unless the status changes; a new one is
 // appended.
