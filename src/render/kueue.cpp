@@ -71,7 +71,8 @@ Json weight_quantity(double weight) {
   return Quantity::from_milli(milli).to_string();
 }
 
-Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const PriorityModel& priorities) {
+Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const policy::Group& group,
+                const PriorityModel& priorities) {
   // The part of the guarantee other queues may borrow; unset lendingLimit lends it all.
   const bool lends = q.guaranteed > 0 && q.lending_limit.value_or(q.guaranteed) > 0;
   const bool traits_only = q.reclaim_policy && !q.reclaim_policy->only_preempt.empty();
@@ -80,7 +81,7 @@ Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const Pri
     // Any: take lent GPUs back from any borrower. Only when the reclaim policy restricts
     // borrowers to reclaimable traits and no protected class can be borrowing here;
     // otherwise priority is all Kueue can go by, and protected classes rank highest.
-    reclaim = traits_only && !priorities.protected_borrower_possible(pool, q.business_group) ? "Any" : "LowerPriority";
+    reclaim = traits_only && !priorities.protected_borrower_possible(pool, group) ? "Any" : "LowerPriority";
   }
   Json p = Json::object();
   p["reclaimWithinCohort"] = reclaim;
@@ -132,7 +133,7 @@ RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& poo
   rg["coveredResources"] = Json::array({resource});
   rg["flavors"] = Json::array({std::move(flavor)});
   spec["resourceGroups"] = Json::array({std::move(rg)});
-  spec["preemption"] = preemption(q, pool, priorities);
+  spec["preemption"] = preemption(q, pool, group, priorities);
   spec["fairSharing"] = {{"weight", weight_quantity(q.fair_share_weight)}};
   o["spec"] = std::move(spec);
   return {std::move(o), "kueue/clusterqueue-" + name + ".yaml", {&guardrails, &policy}};
@@ -161,9 +162,7 @@ RenderedObject workload_priority_class(const policy::PriorityRule& rule, const P
 
 Diagnostics check_kueue(const policy::PolicySet& set) {
   std::vector<NamedOrigin> names;
-  for (const auto& p : set.policies()) {
-    if (p.kind == policy::Kind::GPUQuotaPolicy) names.push_back({queue_name(p.as<GPUQuotaPolicySpec>()), &p, "spec.businessGroup"});
-  }
+  for (const auto& q : quota_placements(set)) names.push_back({queue_name(*q.quota), q.policy, "spec.businessGroup"});
   Diagnostics out;
   check_unique_names("ClusterQueue", std::move(names), out);
   return out;
@@ -180,14 +179,9 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
     out.push_back(cohort(pool, *guardrails));
   }
   for (const auto& rule : g.priorities) out.push_back(workload_priority_class(rule, *guardrails));
-  for (const auto& p : set.policies()) {
-    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
-    const auto& q = p.as<GPUQuotaPolicySpec>();
-    const policy::Pool* pool = g.find_pool(q.resource_pool);
-    const policy::Group* group = g.find_group(q.business_group);
-    if (pool == nullptr || group == nullptr) continue;  // validation reported it
-    out.push_back(cluster_queue(p, *pool, *group, priorities, *guardrails));
-    for (const auto& ns : group->effective_namespaces()) out.push_back(local_queue(ns, q, *guardrails));
+  for (const auto& q : quota_placements(set)) {
+    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails));
+    for (const auto& ns : q.group->effective_namespaces()) out.push_back(local_queue(ns, *q.quota, *guardrails));
   }
   return out;
 }

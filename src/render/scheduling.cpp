@@ -27,6 +27,10 @@ PriorityModel::PriorityModel(const policy::PlatformGuardrailsSpec& guardrails) :
       highest_unprotected_ = std::max(highest_unprotected_.value_or(rule.value), rule.value);
     }
   }
+  for (const auto& g : guardrails.groups) {
+    if (!runs_protected(g.name)) continue;
+    for (const auto& [pool, _] : g.limits) ++protected_runners_[pool];
+  }
 }
 
 bool PriorityModel::is_protected(const policy::PriorityRule& rule) const {
@@ -42,14 +46,16 @@ bool PriorityModel::may_use(const policy::PriorityRule& rule, std::string_view g
   return rule.groups.empty() || std::find(rule.groups.begin(), rule.groups.end(), group) != rule.groups.end();
 }
 
-bool PriorityModel::protected_borrower_possible(const policy::Pool& pool, std::string_view group) const {
-  for (const auto& g : guardrails_.groups) {
-    if (g.name == group || !g.limits.contains(pool.name)) continue;
-    for (const auto& rule : guardrails_.priorities) {
-      if (is_protected(rule) && may_use(rule, g.name)) return true;
-    }
-  }
-  return false;
+bool PriorityModel::runs_protected(std::string_view group) const {
+  return std::any_of(guardrails_.priorities.begin(), guardrails_.priorities.end(),
+                     [&](const policy::PriorityRule& rule) { return is_protected(rule) && may_use(rule, group); });
+}
+
+bool PriorityModel::protected_borrower_possible(const policy::Pool& pool, const policy::Group& group) const {
+  const auto it = protected_runners_.find(pool.name);
+  const int runners = it == protected_runners_.end() ? 0 : it->second;
+  const int self = group.limits.contains(pool.name) && runs_protected(group.name) ? 1 : 0;
+  return runners - self > 0;
 }
 
 bool PriorityModel::only_protected(std::string_view group) const {
@@ -60,6 +66,26 @@ bool PriorityModel::only_protected(std::string_view group) const {
     any = true;
   }
   return any;
+}
+
+std::vector<QuotaPlacement> quota_placements(const policy::PolicySet& set) {
+  std::vector<QuotaPlacement> out;
+  const policy::PlatformGuardrailsSpec* g = set.guardrails_spec();
+  if (g == nullptr) return out;
+  // By name, once: the guardrails' own lookups are linear, and there is a lookup per quota.
+  std::map<std::string_view, const policy::Pool*> pools;
+  std::map<std::string_view, const policy::Group*> groups;
+  for (const auto& p : g->pools) pools.emplace(p.name, &p);
+  for (const auto& gr : g->groups) groups.emplace(gr.name, &gr);
+  for (const auto& p : set.policies()) {
+    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
+    const auto& q = p.as<policy::GPUQuotaPolicySpec>();
+    const auto pool = pools.find(q.resource_pool);
+    const auto group = groups.find(q.business_group);
+    if (pool == pools.end() || group == groups.end()) continue;
+    out.push_back({&p, &q, pool->second, group->second});
+  }
+  return out;
 }
 
 Diagnostic finding(Severity severity, std::string_view rule, const policy::PolicyObject& object,

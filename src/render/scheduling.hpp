@@ -3,6 +3,8 @@
 // scheduling.k8s.io/v1 PriorityClass objects (docs/render.md explains each choice).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,8 +45,8 @@ class PriorityModel {
   [[nodiscard]] bool is_protected(const policy::PriorityRule& rule) const;
   [[nodiscard]] static bool may_use(const policy::PriorityRule& rule, std::string_view group);
   // Whether a group other than `group` that holds limits on the pool may run a protected
-  // class there, i.e. whether a borrower on the pool can be a protected workload.
-  [[nodiscard]] bool protected_borrower_possible(const policy::Pool& pool, std::string_view group) const;
+  // class, i.e. whether a borrower on the pool can be a protected workload.
+  [[nodiscard]] bool protected_borrower_possible(const policy::Pool& pool, const policy::Group& group) const;
   // Whether every class the group may use is protected (and it may use at least one).
   [[nodiscard]] bool only_protected(std::string_view group) const;
   // The highest value of an unprotected class; nullopt when every class is protected.
@@ -53,10 +55,25 @@ class PriorityModel {
   [[nodiscard]] std::optional<int> lowest_protected() const { return lowest_protected_; }
 
  private:
+  [[nodiscard]] bool runs_protected(std::string_view group) const;
+
   const policy::PlatformGuardrailsSpec& guardrails_;
   std::optional<int> highest_unprotected_;
   std::optional<int> lowest_protected_;
+  // Per pool, how many groups with limits on it may run a protected class (computed once:
+  // renderers ask per quota, and a platform has thousands).
+  std::map<std::string, int, std::less<>> protected_runners_;
 };
+
+// Each GPUQuotaPolicy of a set with its pool and group, in load order; policies whose
+// pool or group the guardrails lack are left out (validation reported them).
+struct QuotaPlacement {
+  const policy::PolicyObject* policy = nullptr;
+  const policy::GPUQuotaPolicySpec* quota = nullptr;
+  const policy::Pool* pool = nullptr;
+  const policy::Group* group = nullptr;
+};
+[[nodiscard]] std::vector<QuotaPlacement> quota_placements(const policy::PolicySet& set);
 
 // A finding about a policy's field, positioned at that field.
 [[nodiscard]] Diagnostic finding(Severity severity, std::string_view rule, const policy::PolicyObject& object,

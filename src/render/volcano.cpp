@@ -57,7 +57,8 @@ RenderedObject group_queue(const PolicyObject& policy, const policy::Pool& pool,
   // volcano.sh/nodegroup-name, taken from the pool's nodeLabels when set there.
   const auto label = pool.node_labels.find(std::string(kVolcanoNodeGroupLabel));
   const std::string node_group = label != pool.node_labels.end() ? label->second : pool.name;
-  spec["affinity"] = {{"nodeGroupAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", Json::array({node_group})}}}};
+  spec["affinity"] = {
+      {"nodeGroupAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", Json::array({node_group})}}}};
   o["spec"] = std::move(spec);
   return {std::move(o), "volcano/queue-" + queue_name(q) + ".yaml", {&guardrails, &policy}};
 }
@@ -98,9 +99,7 @@ Diagnostics check_volcano(const policy::PolicySet& set) {
     }
     names.push_back({name, guardrails, path});
   }
-  for (const auto& p : set.policies()) {
-    if (p.kind == policy::Kind::GPUQuotaPolicy) names.push_back({queue_name(p.as<GPUQuotaPolicySpec>()), &p, "spec.businessGroup"});
-  }
+  for (const auto& q : quota_placements(set)) names.push_back({queue_name(*q.quota), q.policy, "spec.businessGroup"});
   check_unique_names("Queue", std::move(names), out);
   return out;
 }
@@ -112,14 +111,11 @@ std::vector<RenderedObject> render_volcano(const policy::PolicySet& set) {
   const auto& g = guardrails->as<policy::PlatformGuardrailsSpec>();
   const PriorityModel priorities(g);
   for (const auto& pool : g.pools) out.push_back(pool_queue(pool, *guardrails));
-  for (const auto& p : set.policies()) {
-    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
-    const auto& q = p.as<GPUQuotaPolicySpec>();
-    const policy::Pool* pool = g.find_pool(q.resource_pool);
-    const policy::Group* group = g.find_group(q.business_group);
-    if (pool == nullptr || group == nullptr) continue;  // validation reported it
-    out.push_back(group_queue(p, *pool, priorities, *guardrails));
-    for (const auto& ns : group->effective_namespaces()) out.push_back(podgroup_template(ns, q, *pool, *guardrails));
+  for (const auto& q : quota_placements(set)) {
+    out.push_back(group_queue(*q.policy, *q.pool, priorities, *guardrails));
+    for (const auto& ns : q.group->effective_namespaces()) {
+      out.push_back(podgroup_template(ns, *q.quota, *q.pool, *guardrails));
+    }
   }
   return out;
 }

@@ -43,7 +43,9 @@ TEST(KueueRender, ClusterQueueCarriesTheQuotaPolicy) {
   // Lends 8, other groups on the pool may run inference-critical (protected): LowerPriority;
   // borrowing may displace classes up to training-high (50000), never inference-critical.
   EXPECT_EQ(spec["preemption"].dump(),
-            R"({"reclaimWithinCohort":"LowerPriority","borrowWithinCohort":{"policy":"LowerPriority","maxPriorityThreshold":50000},"withinClusterQueue":"LowerPriority"})");
+            R"({"reclaimWithinCohort":"LowerPriority",)"
+            R"("borrowWithinCohort":{"policy":"LowerPriority","maxPriorityThreshold":50000},)"
+            R"("withinClusterQueue":"LowerPriority"})");
 }
 
 TEST(KueueRender, BorrowingLimitIsTheCapAboveTheGuarantee) {
@@ -69,7 +71,8 @@ TEST(KueueRender, ResourceFlavorHasThePoolsLabelsAndToleratesItsTaints) {
   const Json& flavor = manifest_at(r, "kueue/resourceflavor-h100-inference.yaml");
   EXPECT_EQ(flavor["spec"].dump(),
             R"({"nodeLabels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","platform.gpubank.dev/pool":"h100-inference"},)"
-            R"("tolerations":[{"key":"platform.gpubank.dev/pool","operator":"Equal","value":"h100-inference","effect":"NoSchedule"}]})");
+            R"("tolerations":[{"key":"platform.gpubank.dev/pool","operator":"Equal","value":"h100-inference",)"
+            R"("effect":"NoSchedule"}]})");
   // l40s-inference has no taints: no tolerations.
   EXPECT_FALSE(manifest_at(r, "kueue/resourceflavor-l40s-inference.yaml")["spec"].contains("tolerations"));
 }

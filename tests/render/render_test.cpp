@@ -101,8 +101,8 @@ TEST(Render, ChangingOneBorrowLimitChangesExactlyOneClusterQueue) {
   const auto after = render(with_smaller_borrow_limit(), {Backend::Kueue});
   ASSERT_TRUE(after.ok());
   EXPECT_THAT(changed(texts(before), texts(after)), ElementsAre("kueue/clusterqueue-search-h100-inference.yaml"));
-  const Json& quota =
-      testing::manifest_at(after, "kueue/clusterqueue-search-h100-inference.yaml")["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
+  const Json& cq = testing::manifest_at(after, "kueue/clusterqueue-search-h100-inference.yaml");
+  const Json& quota = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
   EXPECT_EQ(quota["borrowingLimit"], 8);
 }
 

@@ -67,7 +67,8 @@ TEST(VolcanoRender, ProtectedOnlyGroupsKeepWhatTheyBorrowAndNodeGroupsComeFromTh
       "  - {name: gpu, gpuModel: H100, capacity: 64, role: inference, nodeLabels: {volcano.sh/nodegroup-name: serving-nodes}}\n",
       "  - {name: serving, value: 1000, workloadTypes: [inference], preemptible: false}\n"
       "  - {name: batch, value: 100, workloadTypes: [batch], groups: [b]}\n");
-  const auto set = gpubank::testing::from_yaml(guardrails + quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 8\n  borrowLimit: 8\n") +
+  const auto set = gpubank::testing::from_yaml(guardrails +
+                                               quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 8\n  borrowLimit: 8\n") +
                                                quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 8\n  borrowLimit: 8\n"));
   const RenderResult r = render_volcano_set(set);
   ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
