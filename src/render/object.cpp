@@ -33,17 +33,24 @@ void stamp(RenderedObject& object) {
   if (meta == object.manifest.end() || !meta->is_object()) return;
   Json& labels = (*meta)["labels"];
   if (!labels.contains(kLabelManagedBy)) labels[std::string(kLabelManagedBy)] = std::string(kManagedBy);
+  if (object.sources.empty()) return;
+  Json& annotations = (*meta)["annotations"];
+  // Encoding the sources is the expensive part (the guardrails of a large platform are
+  // hundreds of kilobytes): skip it when both annotations are there already.
+  const bool want_sources = !annotations.contains(kAnnotationSource);
+  const bool want_hash = !annotations.contains(kAnnotationSourceHash);
+  if (!want_sources && !want_hash) return;
   std::string sources, texts;
   for (const policy::PolicyObject* p : object.sources) {
     if (!sources.empty()) sources += ',';
     sources += std::string(policy::kind_name(p->kind)) + "/" + p->metadata.name;
-    texts += canonical_text(*p);
-    texts += '\n';
+    if (want_hash) {
+      texts += canonical_text(*p);
+      texts += '\n';
+    }
   }
-  if (object.sources.empty()) return;
-  Json& annotations = (*meta)["annotations"];
-  if (!annotations.contains(kAnnotationSource)) annotations[std::string(kAnnotationSource)] = sources;
-  if (!annotations.contains(kAnnotationSourceHash)) annotations[std::string(kAnnotationSourceHash)] = sha256_hex(texts);
+  if (want_sources) annotations[std::string(kAnnotationSource)] = sources;
+  if (want_hash) annotations[std::string(kAnnotationSourceHash)] = sha256_hex(texts);
 }
 
 void sort_and_check_unique(std::vector<RenderedObject>& objects) {
