@@ -278,12 +278,11 @@ int run_render(const RenderCommandOptions& opt) {
   }
 
   const fs::path out(opt.out);
-  std::vector<std::string> texts;
   std::vector<Entry> entries;
   std::set<std::string> rendered;
-  texts.reserve(result.objects.size());
-  for (const auto& o : result.objects) {
-    texts.push_back(render::to_file_text(o));
+  const std::vector<std::string> texts = render::to_file_texts(result.objects);
+  for (std::size_t i = 0; i < result.objects.size(); ++i) {
+    const auto& o = result.objects[i];
     // Dashboards are Grafana's models, without kind or metadata: named by their title.
     const auto meta = o.manifest.find("metadata");
     const bool k8s = meta != o.manifest.end() && meta->is_object();
@@ -293,7 +292,7 @@ int run_render(const RenderCommandOptions& opt) {
     for (const auto* p : o.sources) e.sources.push_back(p->ref());
     if (!opt.out.empty()) {
       const auto existing = read_text(out / o.path);
-      e.status = existing && *existing == texts.back() ? Status::Unchanged : Status::Written;
+      e.status = existing && *existing == texts[i] ? Status::Unchanged : Status::Written;
     }
     rendered.insert(o.path);
     entries.push_back(std::move(e));

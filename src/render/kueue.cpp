@@ -161,10 +161,8 @@ RenderedObject workload_priority_class(const policy::PriorityRule& rule, const P
 }  // namespace
 
 Diagnostics check_kueue(const policy::PolicySet& set) {
-  std::vector<NamedOrigin> names;
-  for (const auto& q : quota_placements(set)) names.push_back({queue_name(*q.quota), q.policy, "spec.businessGroup"});
   Diagnostics out;
-  check_unique_names("ClusterQueue", std::move(names), out);
+  check_unique_names("ClusterQueue", quota_queue_names(set), out);
   return out;
 }
 

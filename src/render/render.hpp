@@ -54,6 +54,7 @@ struct Pipeline {
 // capacity check) are added to these lists.
 [[nodiscard]] Pipeline default_pipeline(const RenderOptions& options);
 
+// The objects' sources point into `set`, which must outlive the result.
 RenderResult render(const policy::PolicySet& set, const Pipeline& pipeline);
 RenderResult render(const policy::PolicySet& set, const RenderOptions& options = {});
 
@@ -62,8 +63,16 @@ RenderResult render(const policy::PolicySet& set, const RenderOptions& options =
 // of objects that all name the guardrails encodes and hashes the guardrails once.
 void stamp_all(std::vector<RenderedObject>& objects);
 
+// doc::to_yaml's text for a map whose scalars are all names (letters, digits, ._/,-),
+// integers or booleans and whose lists hold no lists, written directly instead of through
+// yaml-cpp's emitter (several times faster); nullopt for anything else.
+[[nodiscard]] std::optional<std::string> simple_yaml(const Json& value);
+
 // The file content `gpubank render` writes for an object: YAML for ".yaml" paths, JSON
 // (two-space indent) for ".json" paths; both end with a newline.
 [[nodiscard]] std::string to_file_text(const RenderedObject& object);
+// to_file_text of every object, in order, spread over the machine's cores: YAML
+// emission (yaml-cpp) costs several times what rendering does.
+[[nodiscard]] std::vector<std::string> to_file_texts(const std::vector<RenderedObject>& objects);
 
 }  // namespace gpubank::render

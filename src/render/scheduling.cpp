@@ -116,6 +116,12 @@ void check_unique_names(std::string_view kind, std::vector<NamedOrigin> names, D
   }
 }
 
+std::vector<NamedOrigin> quota_queue_names(const policy::PolicySet& set) {
+  std::vector<NamedOrigin> names;
+  for (const auto& q : quota_placements(set)) names.push_back({queue_name(*q.quota), q.policy, "spec.businessGroup"});
+  return names;
+}
+
 Diagnostics check_priority_classes(const policy::PolicySet& set) {
   Diagnostics out;
   const policy::PolicyObject* g = set.guardrails();

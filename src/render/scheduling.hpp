@@ -87,6 +87,8 @@ struct NamedOrigin {
   std::string path;  // the field that made the name, e.g. "spec.businessGroup"
 };
 void check_unique_names(std::string_view kind, std::vector<NamedOrigin> names, Diagnostics& out);
+// The queue name of every GPUQuotaPolicy ("<group>-<pool>"), from spec.businessGroup.
+[[nodiscard]] std::vector<NamedOrigin> quota_queue_names(const policy::PolicySet& set);
 
 // Checks on the PriorityClasses: names Kubernetes reserves ("system-" prefix), and
 // protected classes that do not rank above every unprotected one (warning).

@@ -88,7 +88,7 @@ Diagnostics check_volcano(const policy::PolicySet& set) {
   const PolicyObject* guardrails = set.guardrails();
   if (guardrails == nullptr) return out;
   const auto& g = guardrails->as<policy::PlatformGuardrailsSpec>();
-  std::vector<NamedOrigin> names;
+  std::vector<NamedOrigin> names;  // pools first: a clash is reported on the quota
   for (std::size_t i = 0; i < g.pools.size(); ++i) {
     const std::string path = "spec.pools[" + std::to_string(i) + "].name";
     const auto& name = g.pools[i].name;
@@ -99,7 +99,7 @@ Diagnostics check_volcano(const policy::PolicySet& set) {
     }
     names.push_back({name, guardrails, path});
   }
-  for (const auto& q : quota_placements(set)) names.push_back({queue_name(*q.quota), q.policy, "spec.businessGroup"});
+  for (auto& q : quota_queue_names(set)) names.push_back(std::move(q));
   check_unique_names("Queue", std::move(names), out);
   return out;
 }

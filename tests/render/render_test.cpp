@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "document/yaml_writer.hpp"
 #include "render/engines_fixture.hpp"
 #include "render/scheduling.hpp"
 
@@ -154,6 +155,68 @@ TEST(Render, WarningsDoNotStopTheRender) {
   EXPECT_TRUE(r.ok());
   EXPECT_TRUE(gpubank::testing::has_rule(r.diagnostics, kRuleProtectedPriorityOrder));
   EXPECT_FALSE(r.objects.empty());
+}
+
+TEST(Render, FileTextsOnThreadsMatchOneByOne) {
+  // 150 groups with two namespaces each on one pool: 451+ objects, enough for threads.
+  std::string groups, quotas;
+  for (int i = 0; i < 150; ++i) {
+    const std::string g = "g" + std::to_string(i);
+    groups += "  - {name: " + g + ", costCenter: CC, namespaces: [" + g + ", " + g +
+              "-jobs], limits: {gpu: {minGuaranteed: 0, maxCapacity: 8}}}\n";
+    quotas += testing::quota_yaml(g + "-gpu", g, "gpu", "  guaranteed: 1\n  borrowLimit: 7\n");
+  }
+  const auto set = gpubank::testing::from_yaml(
+      testing::guardrails_yaml("  - {name: gpu, gpuModel: H100, capacity: 256, role: training}\n",
+                               "  - {name: batch, value: 100}\n", groups) +
+      quotas);
+  const RenderResult r = render(set, {Backend::Kueue});
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  ASSERT_GT(r.objects.size(), 450U);
+  const std::vector<std::string> parallel = to_file_texts(r.objects);
+  ASSERT_EQ(parallel.size(), r.objects.size());
+  for (std::size_t i = 0; i < r.objects.size(); ++i) {
+    EXPECT_EQ(parallel[i], to_file_text(r.objects[i])) << i;
+    EXPECT_EQ(parallel[i], doc::to_yaml(r.objects[i].manifest)) << i;
+  }
+}
+
+// to_file_text writes most objects without yaml-cpp; the text must be doc::to_yaml's.
+TEST(Render, FileTextIsWhatToYamlWrites) {
+  const policy::PolicySet set = example_set();
+  for (Backend backend : {Backend::Kueue, Backend::Volcano}) {
+    for (const auto& o : render(set, {backend}).objects) {
+      EXPECT_EQ(to_file_text(o), doc::to_yaml(o.manifest)) << o.path;
+      // The many objects of a large platform are all written directly (only priority
+      // classes, with their descriptions, and PodGroup templates are not).
+      const std::string kind = o.manifest["kind"];
+      if (kind == "ClusterQueue" || kind == "LocalQueue" || kind == "ResourceFlavor" || kind == "Cohort" ||
+          kind == "Queue") {
+        const auto text = simple_yaml(o.manifest);
+        ASSERT_TRUE(text.has_value()) << o.path;
+        EXPECT_EQ(*text, doc::to_yaml(o.manifest)) << o.path;
+      }
+    }
+  }
+  // Every shape: maps in lists in maps, empty collections, numbers, booleans, and names
+  // that would read back as other types unless quoted.
+  const Json shapes = Json::parse(R"({
+    "a": {"b": [{"c": 1, "d": [{"e": "x"}, "y"], "f": {}}, {}, "z"], "g": [], "h": {}},
+    "names": ["true", "on", "123", "1.5", "0x1F", "1500m", "nvidia.com/mig-1g.10gb", "a,b", "null", "Yes"],
+    "flags": [true, false, -3, 18446744073709551615],
+    "true": "name", "1": 2
+  })");
+  for (const auto& [key, value] : shapes.items()) {
+    const Json doc{{key, value}};
+    const auto text = simple_yaml(doc);
+    ASSERT_TRUE(text.has_value()) << key;
+    EXPECT_EQ(*text, doc::to_yaml(doc)) << key;
+  }
+  // Left to yaml-cpp: spaces, lists in lists, floats, nulls, empty strings.
+  for (const char* other : {R"({"a": "two words"})", R"({"a": [[1]]})", R"({"a": 1.5})", R"({"a": null})",
+                            R"({"a": ""})", R"({"-a": 1})"}) {
+    EXPECT_FALSE(simple_yaml(Json::parse(other)).has_value()) << other;
+  }
 }
 
 TEST(Render, BackendNames) {
