@@ -118,7 +118,7 @@ class Generator {
       std::string lower = p.model;
       for (auto& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
       p.name = lower + "-" + p.role + "-" + padded(i, 2);
-      p.capacity = 2048;
+      p.capacity = o_.pool_capacity;
       pools_.push_back(std::move(p));
     }
   }
@@ -171,7 +171,13 @@ class Generator {
     y_ += "  - {name: batch-low, value: 1000, workloadTypes: [batch, training]}\n";
     y_ += "  - {name: notebook, value: 500, workloadTypes: [notebook]}\n";
     y_ += "  protectedWorkloadTypes: [inference]\n  maxGracePeriod: 30m\n  maxLeaseDuration: 24h\n";
-    y_ += "  gpuHourPrice: {H100: 3.5, A100: 1.6, L40S: 1.1, H200: 4.2, B200: 6}\n  currency: USD\n";
+    // A price for each model a pool has (guardrails.price-model-mismatch warns on others).
+    constexpr std::array<const char*, 5> kPrices{"3.5", "1.6", "1.1", "4.2", "6"};
+    y_ += "  gpuHourPrice: {";
+    for (std::size_t m = 0; m < kModels.size() && m < static_cast<std::size_t>(o_.pools); ++m) {
+      y_ += std::string(m > 0 ? ", " : "") + kModels[m] + ": " + kPrices[m];
+    }
+    y_ += "}\n  currency: USD\n";
   }
 
   // ---- GPUQuotaPolicy: one per group and pool it has limits on ---------------------------

@@ -20,6 +20,7 @@ struct GeneratorOptions {
   int low_utilization_policies = 1600;
   int leases = 2990;
   int tidal_policies = 9;
+  int pool_capacity = 2048;        // GPUs per pool; guarantees and leases must fit
 };
 
 struct GeneratedSet {

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <ostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,10 +45,66 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<std::string, Result> results_;
 };
 
+// Removes --summary=FILE from the arguments and returns FILE (empty when absent): Google
+// Benchmark rejects flags it does not know.
+inline std::string take_summary_flag(int& argc, char** argv) {
+  std::string path;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--summary=", 0) == 0) {
+      path = arg.substr(10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return path;
+}
+
 inline std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+// One benchmark of a program: its name, what it times (a summary column), the function.
+struct Case {
+  const char* name;
+  const char* what;
+  void (*fn)(benchmark::State&);
+};
+
+// Registers every case, timed in real milliseconds.
+template <std::size_t N>
+void register_cases(const Case (&cases)[N]) {
+  for (const Case& c : cases) benchmark::RegisterBenchmark(c.name, c.fn)->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+// The markdown table of a summary: per case its time per iteration, the counter `rate`
+// (column `rate_title`) and its time as a multiple of the first case's, the baseline.
+// Returns whether every time is the median of repetitions.
+template <std::size_t N>
+bool write_table(std::ostream& s, const SummaryReporter& reporter, const Case (&cases)[N], const std::string& rate_title,
+                 const std::string& rate) {
+  s << "| Benchmark | What is timed | Time per set (ms) | " << rate_title << " | Time vs (a) |\n";
+  s << "|---|---|---:|---:|---:|\n";
+  const auto& results = reporter.results();
+  const auto base = results.find(cases[0].name);
+  bool medians = true;
+  for (const Case& c : cases) {
+    const auto it = results.find(c.name);
+    if (it == results.end()) continue;
+    const auto& r = it->second;
+    medians = medians && r.from_median;
+    s << "| " << c.name << " | " << c.what << " | " << fixed(r.ms_per_iteration, 1) << " | "
+      << fixed(r.counter(rate), 0) << " | ";
+    s << (base != results.end() && base->second.ms_per_iteration > 0
+              ? fixed(r.ms_per_iteration / base->second.ms_per_iteration, 2) + "x"
+              : std::string("n/a"));
+    s << " |\n";
+  }
+  return medians;
 }
 
 }  // namespace gpubank::bench

@@ -92,11 +92,7 @@ void validate_only(benchmark::State& state) {
   set_rates(state);
 }
 
-struct Case {
-  const char* name;
-  const char* what;
-  void (*fn)(benchmark::State&);
-};
+using gpubank::bench::Case;
 
 constexpr Case kCases[] = {
     {"yaml_cpp_load_all", "(a) baseline: YAML::LoadAll only", yaml_cpp_load_all},
@@ -115,48 +111,16 @@ std::string summary(const SummaryReporter& reporter) {
     << g.inference << " InferenceScalingPolicy, " << g.low_utilization << " LowUtilizationPolicy, " << g.leases
     << " CapacityLease, " << g.tidal << " TidalPolicy), " << fixed(static_cast<double>(g.yaml.size()) / 1e6, 2)
     << " MB of YAML, all valid.\n\n";
-  s << "| Benchmark | What is timed | Time per set (ms) | Objects/s | Time vs (a) |\n";
-  s << "|---|---|---:|---:|---:|\n";
-  const auto& results = reporter.results();
-  const auto base = results.find(kCases[0].name);
-  bool medians = true;
-  for (const Case& c : kCases) {
-    const auto it = results.find(c.name);
-    if (it == results.end()) continue;
-    const auto& r = it->second;
-    medians = medians && r.from_median;
-    s << "| " << c.name << " | " << c.what << " | " << fixed(r.ms_per_iteration, 1) << " | "
-      << fixed(r.counter("objects/s"), 0) << " | ";
-    s << (base != results.end() && base->second.ms_per_iteration > 0
-              ? fixed(r.ms_per_iteration / base->second.ms_per_iteration, 2) + "x"
-              : std::string("n/a"));
-    s << " |\n";
-  }
+  const bool medians = gpubank::bench::write_table(s, reporter, kCases, "Objects/s", "objects/s");
   s << "\nTimes are wall-clock (real) time per pass over the whole set"
     << (medians ? ", medians of the repetitions" : ", one measurement each (no repetitions)") << ".\n";
   return s.str();
 }
 
-// Removes --summary=FILE from the arguments (Google Benchmark rejects flags it does not know).
-std::string take_summary_flag(int& argc, char** argv) {
-  std::string path;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--summary=", 0) == 0) {
-      path = arg.substr(10);
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  return path;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string summary_path = take_summary_flag(argc, argv);
+  const std::string summary_path = gpubank::bench::take_summary_flag(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
@@ -173,9 +137,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  for (const Case& c : kCases) {
-    benchmark::RegisterBenchmark(c.name, c.fn)->Unit(benchmark::kMillisecond)->UseRealTime();
-  }
+  gpubank::bench::register_cases(kCases);
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -4,9 +4,10 @@
 #   scripts/bench.sh
 #
 # Installs what is missing (scripts/bootstrap.sh), configures and builds the `release`
-# preset's benchmark targets in build/release, runs bench/validate_bench and
-# bench/webhook_load (closed loop, then paced), and writes the results with a description
-# of the machine. Progress goes to stderr; the raw outputs stay in build/release/bench-results.
+# preset's benchmark targets in build/release, runs bench/validate_bench,
+# bench/render_bench and bench/webhook_load (closed loop, then paced), and writes the
+# results with a description of the machine. Progress goes to stderr; the raw outputs
+# stay in build/release/bench-results.
 # Benchmarks are not tests: ctest never runs this.
 set -euo pipefail
 
@@ -25,7 +26,8 @@ log "bootstrap"
 log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
-cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench gpubank >&2
+cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
+  gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -34,6 +36,10 @@ started="$(date -u '+%Y-%m-%d %H:%M UTC')"
 log "validate_bench (5 repetitions, medians)"
 "$build/bench/validate_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --summary="$out/validate.md" | tee "$out/validate.txt" >&2
+
+log "render_bench (5 repetitions, medians)"
+"$build/bench/render_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --summary="$out/render.md" | tee "$out/render.txt" >&2
 
 log "webhook_load, closed loop: 32 connections, 10000 requests per phase"
 "$build/bench/webhook_load" --connections=32 --requests=10000 --work-dir="$work" \
@@ -111,6 +117,10 @@ log "write $results"
   echo "## Policy validation: bench/validate_bench"
   echo
   cat "$out/validate.md"
+  echo
+  echo "## Rendering policies into engine objects: bench/render_bench"
+  echo
+  cat "$out/render.md"
   echo
   echo "## Admission webhook: bench/webhook_load, closed loop"
   echo

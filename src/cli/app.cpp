@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
   const Command commands[] = {
       add_validate_command(app), add_convert_command(app), add_rules_command(app),
       add_cron_command(app),     add_webhook_command(app), add_crds_command(app),
-      add_twin_command(app),     add_schema_command(app),
+      add_render_command(app),   add_schema_command(app),  add_twin_command(app),
   };
 
   // CLI11 would only say "A subcommand is required" for a misspelt command.

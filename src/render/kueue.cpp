@@ -1,0 +1,187 @@
+#include "render/kueue.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/quantity.hpp"
+#include "policy/schema.hpp"
+#include "render/scheduling.hpp"
+
+namespace gpubank::render {
+namespace {
+
+using policy::GPUQuotaPolicySpec;
+using policy::PolicyObject;
+
+// Namespaces carry this label with their own name (Kubernetes sets it, NamespaceDefaultLabelName).
+constexpr std::string_view kNamespaceNameLabel = "kubernetes.io/metadata.name";
+
+// ---- per pool ---------------------------------------------------------------------------
+
+RenderedObject resource_flavor(const policy::Pool& pool, const PolicyObject& guardrails) {
+  Json o = object_head(kKueueApiVersion, "ResourceFlavor", pool.name);
+  o["metadata"]["labels"] = pool_labels(pool.name);
+  Json spec = Json::object();
+  // Kueue copies nodeLabels into the nodeSelector of every pod it admits on this flavor,
+  // so admitted pods land on the pool's nodes.
+  if (!pool.node_labels.empty()) {
+    Json labels = Json::object();
+    for (const auto& [k, v] : pool.node_labels) labels[k] = v;
+    spec["nodeLabels"] = std::move(labels);
+  }
+  // The pool's taints keep other pods off its nodes. Kueue adds spec.tolerations to the
+  // pods it admits on this flavor, so only admitted pods get past them. (nodeTaints would
+  // instead make Kueue refuse every workload that does not already tolerate them.)
+  if (!pool.taints.empty()) {
+    Json tolerations = Json::array();
+    for (const auto& t : pool.taints) {
+      Json tol = Json::object();
+      tol["key"] = t.key;
+      if (t.value.empty()) {
+        tol["operator"] = "Exists";
+      } else {
+        tol["operator"] = "Equal";
+        tol["value"] = t.value;
+      }
+      tol["effect"] = doc::enum_name(t.effect);
+      tolerations.push_back(std::move(tol));
+    }
+    spec["tolerations"] = std::move(tolerations);
+  }
+  o["spec"] = std::move(spec);
+  return {std::move(o), "kueue/resourceflavor-" + pool.name + ".yaml", {&guardrails}};
+}
+
+RenderedObject cohort(const policy::Pool& pool, const PolicyObject& guardrails) {
+  // One root cohort per pool: pools never share a GPU, so no quota flows between them.
+  Json o = object_head(kKueueApiVersion, "Cohort", pool.name);
+  o["metadata"]["labels"] = pool_labels(pool.name);
+  o["spec"] = Json::object();
+  return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", {&guardrails}};
+}
+
+// ---- per quota --------------------------------------------------------------------------
+
+// Kueue divides by fairSharing.weight's Quantity.MilliValue() (dominant resource share,
+// pkg/cache), which rounds up to thousandths; rendering it that way writes the weight
+// Kueue will use.
+Json weight_quantity(double weight) {
+  const auto milli = static_cast<std::int64_t>(std::ceil(weight * 1000.0 - 1e-6));
+  if (milli % 1000 == 0) return milli / 1000;
+  return Quantity::from_milli(milli).to_string();
+}
+
+Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const policy::Group& group,
+                const PriorityModel& priorities) {
+  // The part of the guarantee other queues may borrow; unset lendingLimit lends it all.
+  const bool lends = q.guaranteed > 0 && q.lending_limit.value_or(q.guaranteed) > 0;
+  const bool traits_only = q.reclaim_policy && !q.reclaim_policy->only_preempt.empty();
+  std::string reclaim = "Never";
+  if (lends) {
+    // Any: take lent GPUs back from any borrower. Only when the reclaim policy restricts
+    // borrowers to reclaimable traits and no protected class can be borrowing here;
+    // otherwise priority is all Kueue can go by, and protected classes rank highest.
+    reclaim = traits_only && !priorities.protected_borrower_possible(pool, group) ? "Any" : "LowerPriority";
+  }
+  Json p = Json::object();
+  p["reclaimWithinCohort"] = reclaim;
+  Json borrow = Json::object();
+  // A queue that lends may, while borrowing, displace lower-priority borrowers, up to the
+  // highest unprotected class so that no protected workload is chosen. Kueue's CEL rule
+  // forbids borrowWithinCohort without reclaimWithinCohort.
+  if (reclaim != "Never" && priorities.highest_unprotected()) {
+    borrow["policy"] = "LowerPriority";
+    if (priorities.lowest_protected()) borrow["maxPriorityThreshold"] = *priorities.highest_unprotected();
+  } else {
+    borrow["policy"] = "Never";
+  }
+  p["borrowWithinCohort"] = std::move(borrow);
+  // Within its own quota a group's higher classes go first.
+  p["withinClusterQueue"] = "LowerPriority";
+  return p;
+}
+
+RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& pool, const policy::Group& group,
+                             const PriorityModel& priorities, const PolicyObject& guardrails) {
+  const auto& q = policy.as<GPUQuotaPolicySpec>();
+  const std::string name = queue_name(q);
+  Json o = object_head(kKueueApiVersion, "ClusterQueue", name);
+  o["metadata"]["labels"] = pool_labels(pool.name, &group.name);
+
+  Json spec = Json::object();
+  spec["cohortName"] = pool.name;
+  Json values = Json::array();
+  for (const auto& ns : group.effective_namespaces()) values.push_back(ns);
+  spec["namespaceSelector"] = {
+      {"matchExpressions",
+       Json::array({{{"key", kNamespaceNameLabel}, {"operator", "In"}, {"values", std::move(values)}}})}};
+  // A big head that does not fit must not block smaller workloads behind it.
+  spec["queueingStrategy"] = "BestEffortFIFO";
+
+  const std::string resource = gpu_resource(pool);
+  Json quota = Json::object();
+  quota["name"] = resource;
+  quota["nominalQuota"] = q.guaranteed;
+  // maxCapacity is the hard cap (guaranteed <= maxCapacity <= guaranteed + borrowLimit),
+  // so what the queue may borrow is maxCapacity - guaranteed (policy-api.md's mapping).
+  quota["borrowingLimit"] = q.effective_max_capacity() - q.guaranteed;
+  if (q.lending_limit) quota["lendingLimit"] = *q.lending_limit;
+  Json flavor = Json::object();
+  flavor["name"] = pool.name;
+  flavor["resources"] = Json::array({std::move(quota)});
+  Json rg = Json::object();
+  rg["coveredResources"] = Json::array({resource});
+  rg["flavors"] = Json::array({std::move(flavor)});
+  spec["resourceGroups"] = Json::array({std::move(rg)});
+  spec["preemption"] = preemption(q, pool, group, priorities);
+  spec["fairSharing"] = {{"weight", weight_quantity(q.fair_share_weight)}};
+  o["spec"] = std::move(spec);
+  return {std::move(o), "kueue/clusterqueue-" + name + ".yaml", {&guardrails, &policy}};
+}
+
+RenderedObject local_queue(const std::string& ns, const GPUQuotaPolicySpec& q, const PolicyObject& guardrails) {
+  // Named after the pool, so a workload says `kueue.x-k8s.io/queue-name: <pool>` in any
+  // of its group's namespaces. Its content comes from the guardrails alone (the
+  // namespace, group and pool names); the quota policy only decides that it exists.
+  Json o = object_head(kKueueApiVersion, "LocalQueue", q.resource_pool, ns);
+  o["metadata"]["labels"] = pool_labels(q.resource_pool, &q.business_group);
+  o["spec"] = {{"clusterQueue", queue_name(q)}};
+  return {std::move(o), "kueue/localqueue-" + ns + "." + q.resource_pool + ".yaml", {&guardrails}};
+}
+
+RenderedObject workload_priority_class(const policy::PriorityRule& rule, const PolicyObject& guardrails) {
+  // Workloads name it with the kueue.x-k8s.io/priority-class label; Kueue orders and
+  // preempts by its value, which matches the PriorityClass of the same name.
+  Json o = object_head(kKueueApiVersion, "WorkloadPriorityClass", rule.name);
+  o["value"] = rule.value;
+  o["description"] = "gpubank priority " + rule.name + " (PriorityClass " + rule.name + ")";
+  return {std::move(o), "kueue/workloadpriorityclass-" + rule.name + ".yaml", {&guardrails}};
+}
+
+}  // namespace
+
+Diagnostics check_kueue(const policy::PolicySet& set) {
+  Diagnostics out;
+  check_unique_names("ClusterQueue", quota_queue_names(set), out);
+  return out;
+}
+
+std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
+  std::vector<RenderedObject> out;
+  const PolicyObject* guardrails = set.guardrails();
+  if (guardrails == nullptr) return out;
+  const auto& g = guardrails->as<policy::PlatformGuardrailsSpec>();
+  const PriorityModel priorities(g);
+  for (const auto& pool : g.pools) {
+    out.push_back(resource_flavor(pool, *guardrails));
+    out.push_back(cohort(pool, *guardrails));
+  }
+  for (const auto& rule : g.priorities) out.push_back(workload_priority_class(rule, *guardrails));
+  for (const auto& q : quota_placements(set)) {
+    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails));
+    for (const auto& ns : q.group->effective_namespaces()) out.push_back(local_queue(ns, *q.quota, *guardrails));
+  }
+  return out;
+}
+
+}  // namespace gpubank::render

@@ -1,0 +1,151 @@
+// The Kueue backend's mapping, field by field, on the example policy set and on small
+// sets that isolate one decision (docs/render.md gives the reasons).
+#include "render/kueue.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "render/engines_fixture.hpp"
+#include "render/scheduling.hpp"
+
+namespace gpubank::render {
+namespace {
+
+using testing::example_set;
+using testing::guardrails_yaml;
+using testing::manifest_at;
+using testing::quota_yaml;
+
+RenderResult render_kueue_set(const policy::PolicySet& set) { return render(set, {Backend::Kueue}); }
+
+const Json& quota_of(const Json& cluster_queue) {
+  return cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
+}
+
+TEST(KueueRender, ClusterQueueCarriesTheQuotaPolicy) {
+  const RenderResult r = render_kueue_set(example_set());
+  const Json& cq = manifest_at(r, "kueue/clusterqueue-search-h100-rdma-training.yaml");
+  EXPECT_EQ(cq["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(cq["metadata"]["name"], "search-h100-rdma-training");
+  EXPECT_EQ(cq["metadata"]["annotations"][std::string(kAnnotationSource)],
+            "PlatformGuardrails/platform,GPUQuotaPolicy/search-team-h100");
+  const Json& spec = cq["spec"];
+  EXPECT_EQ(spec["cohortName"], "h100-rdma-training");
+  EXPECT_EQ(spec["queueingStrategy"], "BestEffortFIFO");
+  EXPECT_EQ(spec["namespaceSelector"].dump(),
+            R"({"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"In","values":["search","search-training"]}]})");
+  EXPECT_EQ(spec["resourceGroups"][0]["coveredResources"].dump(), R"(["nvidia.com/gpu"])");
+  EXPECT_EQ(spec["resourceGroups"][0]["flavors"][0]["name"], "h100-rdma-training");
+  // guaranteed 32, maxCapacity 48 (borrowLimit 16), lendingLimit 8, fairShareWeight 2.
+  EXPECT_EQ(quota_of(cq).dump(),
+            R"({"name":"nvidia.com/gpu","nominalQuota":32,"borrowingLimit":16,"lendingLimit":8})");
+  EXPECT_EQ(spec["fairSharing"]["weight"], 2);
+  // Lends 8, other groups on the pool may run inference-critical (protected): LowerPriority;
+  // borrowing may displace classes up to training-high (50000), never inference-critical.
+  EXPECT_EQ(spec["preemption"].dump(),
+            R"({"reclaimWithinCohort":"LowerPriority",)"
+            R"("borrowWithinCohort":{"policy":"LowerPriority","maxPriorityThreshold":50000},)"
+            R"("withinClusterQueue":"LowerPriority"})");
+}
+
+TEST(KueueRender, BorrowingLimitIsTheCapAboveTheGuarantee) {
+  const RenderResult r = render_kueue_set(example_set());
+  // search-borrow-h100-inference: guaranteed 0, borrowLimit 16, no maxCapacity: cap 16.
+  const Json& q = quota_of(manifest_at(r, "kueue/clusterqueue-search-h100-inference.yaml"));
+  EXPECT_EQ(q.dump(), R"({"name":"nvidia.com/gpu","nominalQuota":0,"borrowingLimit":16})");
+  // Nothing to lend, nothing to reclaim: a pure borrower takes idle GPUs only.
+  const Json& p = manifest_at(r, "kueue/clusterqueue-search-h100-inference.yaml")["spec"]["preemption"];
+  EXPECT_EQ(p["reclaimWithinCohort"], "Never");
+  EXPECT_EQ(p["borrowWithinCohort"]["policy"], "Never");
+}
+
+TEST(KueueRender, MigPoolsQuoteTheirProfile) {
+  const RenderResult r = render_kueue_set(example_set());
+  const Json& cq = manifest_at(r, "kueue/clusterqueue-research-mig-or-shared-development.yaml");
+  EXPECT_EQ(cq["spec"]["resourceGroups"][0]["coveredResources"][0], "nvidia.com/mig-1g.10gb");
+  EXPECT_EQ(quota_of(cq)["name"], "nvidia.com/mig-1g.10gb");
+}
+
+TEST(KueueRender, ResourceFlavorHasThePoolsLabelsAndToleratesItsTaints) {
+  const RenderResult r = render_kueue_set(example_set());
+  const Json& flavor = manifest_at(r, "kueue/resourceflavor-h100-inference.yaml");
+  EXPECT_EQ(flavor["spec"].dump(),
+            R"({"nodeLabels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","platform.gpubank.dev/pool":"h100-inference"},)"
+            R"("tolerations":[{"key":"platform.gpubank.dev/pool","operator":"Equal","value":"h100-inference",)"
+            R"("effect":"NoSchedule"}]})");
+  // l40s-inference has no taints: no tolerations.
+  EXPECT_FALSE(manifest_at(r, "kueue/resourceflavor-l40s-inference.yaml")["spec"].contains("tolerations"));
+}
+
+TEST(KueueRender, OneCohortPerPool) {
+  const RenderResult r = render_kueue_set(example_set());
+  int cohorts = 0;
+  for (const auto& o : r.objects) cohorts += o.manifest.value("kind", "") == "Cohort" ? 1 : 0;
+  EXPECT_EQ(cohorts, 4);
+  EXPECT_EQ(manifest_at(r, "kueue/cohort-l40s-inference.yaml")["spec"].dump(), "{}");
+}
+
+TEST(KueueRender, LocalQueuePerNamespaceNamedAfterThePool) {
+  const RenderResult r = render_kueue_set(example_set());
+  for (const char* ns : {"search", "search-training"}) {
+    const Json& lq = manifest_at(r, std::string("kueue/localqueue-") + ns + ".h100-rdma-training.yaml");
+    EXPECT_EQ(lq["metadata"]["namespace"], ns);
+    EXPECT_EQ(lq["metadata"]["name"], "h100-rdma-training");
+    EXPECT_EQ(lq["spec"]["clusterQueue"], "search-h100-rdma-training");
+  }
+  // customer-service holds no quota on the training pool: no LocalQueue there.
+  EXPECT_EQ(testing::find_object(r, "kueue/localqueue-customer-service.h100-rdma-training.yaml"), nullptr);
+}
+
+TEST(KueueRender, WorkloadPriorityClassPerPriority) {
+  const RenderResult r = render_kueue_set(example_set());
+  const Json& wpc = manifest_at(r, "kueue/workloadpriorityclass-training-high.yaml");
+  EXPECT_EQ(wpc["value"], 50000);
+  EXPECT_FALSE(wpc.contains("spec"));
+}
+
+// A lender whose borrowers can only be reclaimable (onlyPreempt set, no protected class
+// for the other groups) takes its GPUs back regardless of priority.
+TEST(KueueRender, ReclaimAnyWhenNoProtectedWorkloadCanBorrow) {
+  const std::string guardrails = guardrails_yaml(
+      "  - {name: gpu, gpuModel: H100, capacity: 64, role: training}\n",
+      "  - {name: serving, value: 1000, workloadTypes: [inference], preemptible: false, groups: [a]}\n"
+      "  - {name: batch, value: 100, workloadTypes: [batch, training]}\n");
+  const auto set = gpubank::testing::from_yaml(
+      guardrails +
+      quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 32\n  reclaimPolicy: {gracePeriod: 5m, onlyPreempt: [checkpointable]}\n") +
+      quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 16\n  borrowLimit: 8\n  fairShareWeight: 1.5\n"));
+  const RenderResult r = render_kueue_set(set);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  // a: lends, traits-only, and b cannot run "serving": Any.
+  EXPECT_EQ(manifest_at(r, "kueue/clusterqueue-a-gpu.yaml")["spec"]["preemption"]["reclaimWithinCohort"], "Any");
+  // b: a may run "serving" and could be borrowing b's GPUs: LowerPriority (and no onlyPreempt).
+  const Json& b = manifest_at(r, "kueue/clusterqueue-b-gpu.yaml")["spec"];
+  EXPECT_EQ(b["preemption"]["reclaimWithinCohort"], "LowerPriority");
+  // Kueue reads weights in thousandths.
+  EXPECT_EQ(b["fairSharing"]["weight"], "1500m");
+}
+
+TEST(KueueRender, ClusterQueueNamesThatCollideAreErrors) {
+  // Group "a" on pool "b-gpu" and group "a-b" on pool "gpu" would both be ClusterQueue a-b-gpu.
+  const std::string guardrails = guardrails_yaml(
+      "  - {name: gpu, gpuModel: H100, capacity: 64, role: training, nodeLabels: {pool: gpu}}\n"
+      "  - {name: b-gpu, gpuModel: H100, capacity: 64, role: training, nodeLabels: {pool: b-gpu}}\n",
+      "  - {name: batch, value: 100}\n",
+      "  - {name: a, costCenter: CC-1, limits: {b-gpu: {minGuaranteed: 0, maxCapacity: 64}}}\n"
+      "  - {name: a-b, costCenter: CC-2, limits: {gpu: {minGuaranteed: 0, maxCapacity: 64}}}\n");
+  const auto set = gpubank::testing::from_yaml(guardrails + quota_yaml("first", "a", "b-gpu", "  guaranteed: 8\n") +
+                                               quota_yaml("second", "a-b", "gpu", "  guaranteed: 8\n"));
+  const RenderResult r = render_kueue_set(set);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.objects.empty());
+  const Diagnostic* d = gpubank::testing::find_finding(r.diagnostics, kRuleNameCollision);
+  ASSERT_NE(d, nullptr) << (r.diagnostics.empty() ? "" : r.diagnostics.front().to_string());
+  EXPECT_EQ(d->to_string(),
+            "in.yaml:27:18: error: GPUQuotaPolicy/second: spec.businessGroup: renders ClusterQueue a-b-gpu, which "
+            "GPUQuotaPolicy/first (spec.businessGroup) renders too; rename a group or pool so that the names differ "
+            "[render.name-collision]");
+}
+
+}  // namespace
+}  // namespace gpubank::render

@@ -1,0 +1,159 @@
+// The rendered Kueue objects of examples/policies, written as `gpubank render --out` writes
+// them, load into the twin's Kueue admission unchanged (what `gpubank twin admit -f DIR`
+// runs), and on the h100-rdma-training cohort two groups borrow from each other up to
+// their caps.
+//
+// The cohort, from the example quotas (Kueue: a queue keeps nominalQuota - lendingLimit
+// to itself; the rest of its nominal quota is the cohort's; it may use at most
+// nominalQuota + borrowingLimit):
+//   search   nominal 32, lendingLimit 8  (keeps 24, lends 8),  borrowingLimit 16 -> cap 48
+//   ads      nominal 16, no lendingLimit (keeps 0, lends 16),  borrowingLimit 16 -> cap 32
+//   research nominal  8, no lendingLimit (keeps 0, lends 8),   borrowingLimit 24 -> cap 32
+//   shared by the cohort: 8 + 16 + 8 = 32 GPUs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kueue/admit.hpp"
+#include "kueue/decode.hpp"
+#include "render/engines_fixture.hpp"
+#include "twin/admission/core.hpp"
+
+namespace gpubank::render {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Submission {
+  std::string name;
+  std::string ns;
+  int gpus = 8;
+};
+
+// One Workload per submission, created a second apart in the order given, through the
+// LocalQueue h100-rdma-training of its namespace, at priority training-standard.
+std::string workloads_yaml(const std::vector<Submission>& submissions) {
+  std::string y;
+  int second = 0;
+  for (const auto& s : submissions) {
+    ++second;
+    y += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: " + s.name +
+         "\n  namespace: " + s.ns + "\n  uid: uid-" + s.name + "\n  creationTimestamp: \"2026-12-01T08:00:" +
+         (second < 10 ? "0" : "") + std::to_string(second) +
+         "Z\"\n  labels: {kueue.x-k8s.io/priority-class: training-standard}\n"
+         "spec:\n  queueName: h100-rdma-training\n  podSets:\n  - name: workers\n    count: 1\n    template:\n"
+         "      spec:\n        containers:\n        - name: trainer\n          resources:\n"
+         "            requests: {nvidia.com/gpu: \"" +
+         std::to_string(s.gpus) + "\"}\n";
+  }
+  return y;
+}
+
+struct Outcome {
+  std::set<std::string> admitted;  // Workload names with status.admission
+  doc::Json list;                  // what `gpubank twin admit -o json` prints
+  Diagnostics diagnostics;
+
+  // flavorsUsage of a ClusterQueue for the pool's flavor: {total, borrowed}.
+  [[nodiscard]] std::pair<std::string, std::string> usage(const std::string& cluster_queue) const {
+    for (const auto& item : list.at("items")) {
+      if (item.at("kind") != "ClusterQueue" || item.at("metadata").at("name") != cluster_queue) continue;
+      for (const auto& f : item.at("status").at("flavorsUsage")) {
+        const auto& r = f.at("resources").at(0);
+        return {r.at("total").get<std::string>(), r.at("borrowed").get<std::string>()};
+      }
+    }
+    return {"absent", "absent"};
+  }
+};
+
+// Writes the rendered objects and the Workloads into a fresh directory and runs
+// admission until stable, as `gpubank twin admit -f <dir>` does.
+Outcome admit(const std::vector<Submission>& submissions) {
+  const RenderResult rendered = render(testing::example_set(), {Backend::Kueue});
+  EXPECT_TRUE(rendered.ok());
+  const fs::path dir = fs::temp_directory_path() / ("gpubank-render-twin-" + std::to_string(::getpid()) + "-" +
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  testing::write_tree(rendered, dir);
+  std::ofstream(dir / "workloads.yaml") << workloads_yaml(submissions);
+
+  Outcome out;
+  // The Kueue backend's directory as rendered (the rest of --out is KEDA, Prometheus and
+  // Grafana objects, which `twin admit` has no use for), plus the test's Workloads.
+  const kueue::ObjectSet set =
+      kueue::load_objects({(dir / "kueue").string(), (dir / "workloads.yaml").string()}, out.diagnostics);
+  fs::remove_all(dir);
+  EXPECT_FALSE(has_errors(out.diagnostics)) << out.diagnostics.front().to_string();
+  kueue::AdmissionRun run(set, out.diagnostics);
+  kueue::CoreInputs in = run.inputs();
+  auto core = twin::AdmissionCore::create(kueue::AdmissionRun::core_options(false), std::move(in.flavors),
+                                          std::move(in.cohorts), std::move(in.queues));
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error());
+  if (!core.ok()) return out;
+  run.load(**core, out.diagnostics);
+  const auto cycles = run.run(**core, {});
+  EXPECT_TRUE(cycles.ok());
+  out.list = run.encode(**core);
+  for (const auto& item : out.list.at("items")) {
+    if (item.at("kind") == "Workload" && item.contains("status") && item.at("status").contains("admission")) {
+      out.admitted.insert(item.at("metadata").at("name").get<std::string>());
+    }
+  }
+  return out;
+}
+
+TEST(RenderedKueueInTheTwin, ObjectsLoadUnchanged) {
+  const Outcome out = admit({});
+  // Only the PriorityClasses (scheduling.k8s.io, not Kueue's) are skipped, with a warning each.
+  for (const auto& d : out.diagnostics) {
+    EXPECT_EQ(d.rule, "kueue.ignored-kind") << d.to_string();
+    EXPECT_EQ(d.kind, "PriorityClass") << d.to_string();
+  }
+  int cluster_queues = 0;
+  for (const auto& item : out.list.at("items")) cluster_queues += item.at("kind") == "ClusterQueue" ? 1 : 0;
+  EXPECT_EQ(cluster_queues, 11);  // one per GPUQuotaPolicy
+}
+
+TEST(RenderedKueueInTheTwin, SearchBorrowsFromAdsAndResearchUpToItsCap) {
+  // search alone asks for 7 x 8 = 56. It keeps 24 and may take all 32 the cohort shares,
+  // but borrowingLimit 16 caps it at 32 + 16 = 48: six workloads, the seventh waits.
+  std::vector<Submission> s;
+  for (int i = 1; i <= 7; ++i) s.push_back({"search-" + std::to_string(i), "search-training"});
+  const Outcome out = admit(s);
+  EXPECT_EQ(out.admitted, (std::set<std::string>{"search-1", "search-2", "search-3", "search-4", "search-5", "search-6"}));
+  EXPECT_EQ(out.usage("search-h100-rdma-training"), std::make_pair(std::string("48"), std::string("16")));
+}
+
+TEST(RenderedKueueInTheTwin, AdsBorrowsFromSearchAndResearchUpToItsCap) {
+  // ads alone asks for 5 x 8 = 40. Its cap is 16 + 16 = 32, and the cohort shares exactly
+  // 32 (search's 8 + its own 16 + research's 8): four workloads, 16 of them borrowed.
+  std::vector<Submission> s;
+  for (int i = 1; i <= 5; ++i) s.push_back({"ads-" + std::to_string(i), "ads-training"});
+  const Outcome out = admit(s);
+  EXPECT_EQ(out.admitted, (std::set<std::string>{"ads-1", "ads-2", "ads-3", "ads-4"}));
+  EXPECT_EQ(out.usage("ads-h100-rdma-training"), std::make_pair(std::string("32"), std::string("16")));
+}
+
+TEST(RenderedKueueInTheTwin, SearchsLendingFloorIsNeverLent) {
+  // search is idle, ads runs 2 x 8 = 16 (its nominal, all of it in the shared part) and
+  // research asks for 5 x 8 = 40 (cap 8 + 24 = 32). The shared 32 less ads' 16 leaves 16:
+  // research's own 8 and search's lendable 8. search's other 24 stay idle, never lent, so
+  // research stops at 16 (8 borrowed), below its cap: two workloads.
+  std::vector<Submission> s;
+  for (int i = 1; i <= 2; ++i) s.push_back({"ads-" + std::to_string(i), "ads-training"});
+  for (int i = 1; i <= 5; ++i) s.push_back({"research-" + std::to_string(i), "research"});
+  const Outcome out = admit(s);
+  EXPECT_EQ(out.admitted, (std::set<std::string>{"ads-1", "ads-2", "research-1", "research-2"}));
+  EXPECT_EQ(out.usage("ads-h100-rdma-training"), std::make_pair(std::string("16"), std::string("0")));
+  EXPECT_EQ(out.usage("research-h100-rdma-training"), std::make_pair(std::string("16"), std::string("8")));
+  EXPECT_EQ(out.usage("search-h100-rdma-training"), std::make_pair(std::string("0"), std::string("0")));
+}
+
+}  // namespace
+}  // namespace gpubank::render
