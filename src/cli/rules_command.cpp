@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -14,9 +15,11 @@ Command add_rules_command(CLI::App& app) {
   add_output_option(*cmd, *format);
   return {cmd, [format] {
             if (*format == Format::Text) {
+              std::size_t width = 0;  // the longest id, plus a gap
+              for (const auto& r : policy::all_rules()) width = std::max(width, r.id.size() + 2);
               for (const auto& r : policy::all_rules()) {
-                std::cout << std::left << std::setw(44) << r.id << std::setw(11) << policy::scope_name(r.scope)
-                          << r.summary << '\n';
+                std::cout << std::left << std::setw(static_cast<int>(width)) << r.id << std::setw(11)
+                          << policy::scope_name(r.scope) << r.summary << '\n';
               }
               return 0;
             }

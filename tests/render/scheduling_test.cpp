@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/rules.hpp"
 #include "render/engines_fixture.hpp"
 
 namespace gpubank::render {
@@ -78,6 +79,15 @@ TEST(GpuResource, FullGpusAndMigProfiles) {
   EXPECT_EQ(gpu_resource(pool), "nvidia.com/gpu");
   pool.partition = "3g.40gb";
   EXPECT_EQ(gpu_resource(pool), "nvidia.com/mig-3g.40gb");
+}
+
+TEST(SchedulingRender, RenderRulesAreRegisteredForGpubankRules) {
+  for (auto id : {kRuleNameCollision, kRuleReservedPriorityName, kRuleProtectedPriorityOrder}) {
+    const policy::RuleInfo* info = policy::find_rule(id);
+    ASSERT_NE(info, nullptr) << id;
+    EXPECT_EQ(info->scope, policy::RuleScope::PolicySet) << id;
+    EXPECT_FALSE(info->summary.empty()) << id;
+  }
 }
 
 }  // namespace
