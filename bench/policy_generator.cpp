@@ -237,7 +237,7 @@ class Generator {
       InferenceInfo info{"svc-" + padded(i, 5), pool, min_replicas, max_replicas};
 
       begin("InferenceScalingPolicy", info.name);
-      y_ += "spec:\n  workloadRef: {kind: " + std::string(kRefKinds[static_cast<std::size_t>(i) % kRefKinds.size()]) +
+      y_ += "spec:\n  workloadRef: {kind: " + std::string(kRefKinds[static_cast<std::size_t>(i) % (o_.keda_scalable_refs ? 3 : kRefKinds.size())]) +
             ", name: " + info.name + ", namespace: " + group.namespace_ + "}\n";
       y_ += "  businessGroup: " + group.name + "\n  resourcePool: " + pools_[static_cast<std::size_t>(pool)].name + "\n";
       y_ += "  replicaShape: {tensorParallelSize: " + str(tp) + ", gpuPerReplica: " + str(tp) + "}\n";

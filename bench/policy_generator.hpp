@@ -21,6 +21,7 @@ struct GeneratorOptions {
   int leases = 2990;
   int tidal_policies = 9;
   int pool_capacity = 2048;        // GPUs per pool; guarantees and leases must fit
+  bool keda_scalable_refs = false;  // workloadRefs only of kinds KEDA can scale (no RayService)
 };
 
 struct GeneratedSet {

@@ -37,6 +37,7 @@ using gpubank::bench::GeneratedSet;
 
 gpubank::bench::GeneratorOptions options() {
   gpubank::bench::GeneratorOptions o;
+  o.keda_scalable_refs = true;  // every service gets its ScaledObject
   o.pools = 4;
   o.groups = 1000;
   o.pools_per_group = 4;
