@@ -15,6 +15,14 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+
+std::string where(const Origin& o) {
+  if (o.file.empty()) return "-";
+  return o.file + (o.pos.line > 0 ? ":" + std::to_string(o.pos.line) : "");
+}
+
+}  // namespace
+
 doc::Json finding_json(const Diagnostic& d) {
   doc::Json j = doc::Json::object();
   j["severity"] = to_string(d.severity);
@@ -30,13 +38,6 @@ doc::Json finding_json(const Diagnostic& d) {
   j["message"] = d.message;
   return j;
 }
-
-std::string where(const Origin& o) {
-  if (o.file.empty()) return "-";
-  return o.file + (o.pos.line > 0 ? ":" + std::to_string(o.pos.line) : "");
-}
-
-}  // namespace
 
 ValidationReport build_report(const PolicySet& set, const Diagnostics& findings) {
   ValidationReport report;

@@ -30,6 +30,10 @@ struct ValidationReport {
   [[nodiscard]] bool ok() const { return errors == 0; }
 };
 
+// One finding as JSON: severity, rule, file/line/column, kind, name, path, message (the
+// fields that are set).
+[[nodiscard]] doc::Json finding_json(const Diagnostic& d);
+
 // Groups findings by the object they are about (same file, kind and name).
 ValidationReport build_report(const PolicySet& set, const Diagnostics& findings);
 

@@ -11,6 +11,7 @@
 
 #include "core/quantity.hpp"
 #include "document/decode.hpp"
+#include "policy/report.hpp"
 #include "policy/schema.hpp"
 #include "policy/tidal_windows.hpp"
 #include "render/scaling.hpp"
@@ -802,11 +803,7 @@ Json ConsistencyReport::to_json() const {
   int errors = 0;
   for (const auto& d : diagnostics) {
     errors += d.severity == Severity::Error ? 1 : 0;
-    Json j = Json{{"severity", to_string(d.severity)}, {"rule", d.rule}, {"kind", d.kind}, {"name", d.name}, {"path", d.path}};
-    if (!d.file.empty()) j["file"] = d.file;
-    if (d.pos.line > 0) j["line"] = d.pos.line;
-    j["message"] = d.message;
-    diags.push_back(std::move(j));
+    diags.push_back(policy::finding_json(d));
   }
   out["errors"] = errors;
   out["warnings"] = static_cast<int>(diagnostics.size()) - errors;
