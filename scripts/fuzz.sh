@@ -14,6 +14,8 @@
 # the script exit 1, after the remaining targets have run. Reproduce one with
 #   build/fuzz/fuzz/<target> build/fuzz/artifacts/<target>-crash-<sha1>
 # Extra libFuzzer flags can be passed in FUZZ_FLAGS (e.g. FUZZ_FLAGS="-seed=1 -max_len=8192").
+# FUZZ_PRESET=asan uses the fuzzers the test build made (-O0, what scripts/test.sh does)
+# instead of building the -O1 "fuzz" preset.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,10 +65,12 @@ seeds() {
   esac
 }
 
-build_dir=build/fuzz
+preset="${FUZZ_PRESET:-fuzz}"
+case "$preset" in fuzz | asan) ;; *) echo "fuzz.sh: FUZZ_PRESET must be fuzz or asan" >&2; usage ;; esac
+build_dir=build/$preset
 mkdir -p "$build_dir/logs"
-echo "fuzz.sh: building ${targets[*]} (preset fuzz)" >&2
-if ! { cmake --preset fuzz && cmake --build --preset fuzz --target "${targets[@]}"; } >"$build_dir/logs/build.log" 2>&1; then
+echo "fuzz.sh: building ${targets[*]} (preset $preset)" >&2
+if ! { cmake --preset "$preset" && cmake --build --preset "$preset" --target "${targets[@]}"; } >"$build_dir/logs/build.log" 2>&1; then
   tail -n 40 "$build_dir/logs/build.log" >&2
   echo "fuzz.sh: build failed (log: $build_dir/logs/build.log)" >&2
   exit 1
