@@ -53,6 +53,12 @@ class UnlimitedCore final : public twin::AdmissionCore {
     workloads_[id].status.phase = twin::WorkloadPhase::Finished;
   }
   void release_evicted(twin::WorkloadId id, twin::VirtualTime) override { pending_.push_back(id); }
+  gpubank::Expected<bool> set_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
+    return gpubank::Unexpected{"no quota changes in this benchmark"};
+  }
+  gpubank::Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
+    return gpubank::Unexpected{"no evictions in this benchmark"};
+  }
   twin::CycleResult run_cycle(twin::VirtualTime now) override {
     twin::CycleResult r;
     r.time = now;

@@ -58,6 +58,12 @@ class FakeAdmissionCore : public twin::AdmissionCore {
     finished.emplace_back(id, now);
   }
 
+  Expected<bool> set_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
+    return Unexpected{"FakeAdmissionCore: quota changes are not scripted"};
+  }
+  Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
+    return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
+  }
   void release_evicted(twin::WorkloadId id, twin::VirtualTime now) override {
     statuses[id].phase = twin::WorkloadPhase::Pending;
     statuses[id].admission.reset();

@@ -531,6 +531,50 @@ class Core final : public AdmissionCore {
     requeue_inadmissible(w.queue);
   }
 
+  Expected<bool> set_quota(const std::string& cluster_queue, const std::string& flavor,
+                           const ResourceQuota& quota) override {
+    auto qit = queue_index_.find(cluster_queue);
+    if (qit == queue_index_.end()) return Unexpected{"ClusterQueue \"" + cluster_queue + "\" does not exist"};
+    auto fit = flavor_index_.find(flavor);
+    if (fit == flavor_index_.end()) return Unexpected{"ResourceFlavor \"" + flavor + "\" does not exist"};
+    Queue& q = queues_[at(qit->second)];
+    bool covered = false;
+    for (auto& g : q.spec.resource_groups) {
+      for (auto& fq : g.flavors) {
+        if (fq.flavor != flavor) continue;
+        for (auto& rq : fq.resources) {
+          if (rq.resource != quota.resource) continue;
+          rq = quota;
+          covered = true;
+        }
+      }
+    }
+    const int fr = covered ? fr_of(fit->second, quota.resource, false) : -1;
+    if (fr < 0) {
+      return Unexpected{"ClusterQueue " + cluster_queue + " has no quota for " + quota.resource + " in flavor " + flavor};
+    }
+    if (quota.nominal < 0 || (quota.borrowing_limit && *quota.borrowing_limit < 0) ||
+        (quota.lending_limit && (*quota.lending_limit < 0 || *quota.lending_limit > quota.nominal))) {
+      return Unexpected{"ClusterQueue " + cluster_queue + ": quotas must be >= 0 and lendingLimit <= nominalQuota"};
+    }
+    tree_.set_quota(q.node, fr, quota.nominal, quota.borrowing_limit.value_or(kNoLimit),
+                    quota.lending_limit.value_or(kNoLimit));
+    ++epoch_;
+    requeue_inadmissible(qit->second);
+    return true;
+  }
+
+  Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
+    if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
+    Wl& w = wl(id);
+    if (w.status.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
+    set_condition(w.status, "Evicted", true, "Preempted", message, now);
+    set_condition(w.status, "Preempted", true, reason, message, now);
+    mark_evicted(id);
+    ++epoch_;
+    return true;
+  }
+
   CycleResult run_cycle(VirtualTime now) override;
 
   [[nodiscard]] bool has_active_heads() const override {
@@ -1779,7 +1823,14 @@ class Core final : public AdmissionCore {
       const auto& x = tree_.node(n);
       Amount r;
       if (e.a.borrowing > 0) {
-        r = x.borrowing_limit[at(fr)] == kNoLimit ? v : std::min(v, x.nominal[at(fr)] + x.borrowing_limit[at(fr)] - x.usage[at(fr)]);
+        // Upstream can compute a negative amount here when usage is above nominal +
+        // borrowingLimit (the limit was lowered under running work). Its snapshot is rebuilt
+        // every cycle and a negative addUsage never reaches the parent, so nobody else sees
+        // it; the twin's tree persists across cycles, where add and remove of a negative
+        // amount would not cancel out. Zero has the same effect on every other queue.
+        r = x.borrowing_limit[at(fr)] == kNoLimit
+                ? v
+                : std::max<Amount>(0, std::min(v, x.nominal[at(fr)] + x.borrowing_limit[at(fr)] - x.usage[at(fr)]));
       } else {
         r = std::max<Amount>(0, std::min(v, x.nominal[at(fr)] - x.usage[at(fr)]));
       }

@@ -115,6 +115,21 @@ class AdmissionCore {
   // An evicted victim's pods are gone: release its quota and requeue it as pending.
   virtual void release_evicted(WorkloadId id, VirtualTime now) = 0;
 
+  // A ClusterQueue's quota for one flavor and resource changed, as when the ClusterQueue
+  // object is updated (the bank lowers borrowing limits while it reclaims, a TemporaryQuota
+  // lease raises a guarantee). Admitted workloads keep their quota even when it is now
+  // above the limits (Kueue does not evict on quota changes); pending workloads of the
+  // cohort tree are requeued. Fails for an unknown queue, flavor or resource, or a quota
+  // the queue's resource groups do not cover.
+  virtual Expected<bool> set_quota(const std::string& cluster_queue, const std::string& flavor,
+                                   const ResourceQuota& quota) = 0;
+  // Evicts an admitted workload outside a scheduling cycle: the twin's graceful reclaim
+  // (an opt-in departure from Kueue) stops a victim after its grace period. Sets
+  // Evicted=True and Preempted=True with `reason` and `message`; the workload keeps its
+  // quota until release_evicted. Fails when the workload is not Admitted.
+  virtual Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message,
+                               VirtualTime now) = 0;
+
   // One scheduling cycle at virtual time `now`.
   virtual CycleResult run_cycle(VirtualTime now) = 0;
   // True when a cycle could change something: some ClusterQueue has an active head.

@@ -72,6 +72,24 @@ Amount QuotaTree::potential_available(int n, int fr) const {
   return a;
 }
 
+void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit, Amount lending_limit) {
+  auto& x = nodes_[at(n)];
+  x.nominal[at(fr)] = nominal;
+  x.borrowing_limit[at(fr)] = borrowing_limit;
+  x.lending_limit[at(fr)] = lending_limit;
+  // Queue usage is what the queues hold; cohort usage is only spill-over: rebuild it.
+  std::vector<std::pair<int, Amount>> held;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].is_queue && nodes_[i].usage[at(fr)] != 0) held.emplace_back(static_cast<int>(i), nodes_[i].usage[at(fr)]);
+    nodes_[i].usage[at(fr)] = 0;
+    ++version_[i];
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].parent < 0) accumulate(static_cast<int>(i));
+  }
+  for (const auto& [q, v] : held) add_usage(q, fr, v);
+}
+
 void QuotaTree::add_usage(int n, int fr, Amount val) {
   while (true) {
     auto& x = nodes_[at(n)];

@@ -49,6 +49,11 @@ class QuotaTree {
     return node(n).subtree_quota[static_cast<std::size_t>(fr)];
   }
 
+  // A node's own quota changed (Kueue: the ClusterQueue or Cohort was updated): subtree
+  // quotas are recomputed and the usage of every queue is spread over the tree again,
+  // since what spills over to a parent depends on the quotas below it.
+  void set_quota(int n, int fr, Amount nominal, Amount borrowing_limit, Amount lending_limit);
+
   void add_usage(int n, int fr, Amount val);
   void remove_usage(int n, int fr, Amount val);
   // Bumped whenever the node's usage changes: what depends only on a node's usage (its

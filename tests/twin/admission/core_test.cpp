@@ -463,5 +463,83 @@ TEST(Queueing, UidTieBreakFollowsStringOrderThroughRenumbering) {
   EXPECT_EQ(order, expected);
 }
 
+// ---- quota changes and evictions outside a cycle (the bank's hooks) ---------------------
+
+Amount available(const AdmissionCore& core, const std::string& node) {
+  return core.figures(node, "default", "nvidia.com/gpu")->available;
+}
+
+// search lends at most 8 of its 32; ads borrows 16 beyond its 16. Holding ads' borrowing
+// at 0 must not change what anyone has or could get now, only what ads may add.
+TEST(QuotaUpdate, LoweringABorrowingLimitKeepsUsageAndBlocksNewBorrowing) {
+  auto core = make({queue("search", "pool", {quota("nvidia.com/gpu", 32, 16, 8)}),
+                    queue("ads", "pool", {quota("nvidia.com/gpu", 16, 16)}),
+                    queue("research", "pool", {quota("nvidia.com/gpu", 8, 24)})});
+  const auto s = core->submit(workload("s", "search", 24), 0);
+  const auto a1 = core->submit(workload("a1", "ads", 16), 0);
+  const auto a2 = core->submit(workload("a2", "ads", 8), 0);
+  const auto a3 = core->submit(workload("a3", "ads", 8), 0);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(1);
+  ASSERT_TRUE(admitted(*core, s) && admitted(*core, a1) && admitted(*core, a2) && admitted(*core, a3));
+  EXPECT_EQ(available(*core, "search"), 0);
+  EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->usage, 32);
+
+  ASSERT_TRUE(core->set_quota("ads", "default", quota("nvidia.com/gpu", 16, 0)).ok());
+  EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->usage, 32);
+  EXPECT_EQ(available(*core, "search"), 0);
+  EXPECT_TRUE(admitted(*core, a3)) << "a quota change evicts nobody";
+
+  // The bank stops a3 (evict + release): search can take the 8 back, ads cannot borrow them.
+  ASSERT_TRUE(core->evict(a3, "GracefulReclaim", "stopped", 2).ok());
+  EXPECT_EQ(core->status(a3).phase, WorkloadPhase::Evicted);
+  EXPECT_FALSE(core->evict(a3, "GracefulReclaim", "again", 2).ok()) << "only an admitted workload can be evicted";
+  core->release_evicted(a3, 2);
+  EXPECT_EQ(available(*core, "search"), 8);
+  const auto s2 = core->submit(workload("s2", "search", 8), 3);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(3);
+  EXPECT_TRUE(admitted(*core, s2));
+  EXPECT_FALSE(admitted(*core, a3));
+
+  EXPECT_FALSE(core->set_quota("nope", "default", quota("nvidia.com/gpu", 1)).ok());
+  EXPECT_FALSE(core->set_quota("ads", "spot", quota("nvidia.com/gpu", 1)).ok());
+  EXPECT_FALSE(core->set_quota("ads", "default", quota("nvidia.com/gpu", 4, std::nullopt, 5)).ok());
+}
+
+TEST(QuotaUpdate, CyclesAfterAHoldKeepTheUsageSpillOver) {
+  auto core = make({queue("search", "pool", {quota("nvidia.com/gpu", 32, 16, 8)}),
+                    queue("ads", "pool", {quota("nvidia.com/gpu", 16, 16)}),
+                    queue("research", "pool", {quota("nvidia.com/gpu", 8, 24)})});
+  core->submit(workload("s", "search", 24), 0);
+  core->submit(workload("a1", "ads", 16), 0);
+  core->submit(workload("a2", "ads", 8), 0);
+  core->submit(workload("a3", "ads", 8), 0);
+  core->submit(workload("a4", "ads", 8), 0);  // pending: ads is at its cap
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(1);
+  const auto s2 = core->submit(workload("s2", "search", 8), 2);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(2);
+  EXPECT_FALSE(admitted(*core, s2));
+  ASSERT_TRUE(core->set_quota("search", "default", quota("nvidia.com/gpu", 32, 16, 8)).ok());
+  ASSERT_TRUE(core->set_quota("ads", "default", quota("nvidia.com/gpu", 16, 0)).ok());
+  ASSERT_TRUE(core->set_quota("research", "default", quota("nvidia.com/gpu", 8, 0)).ok());
+  EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->usage, 32);
+  // a4's head now borrows above ads' held limit: what Kueue reserves for it must not leak
+  // into the cohort's usage.
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(3);
+  EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->usage, 32);
+  EXPECT_EQ(available(*core, "search"), 0);
+}
+
+TEST(QuotaUpdate, RaisingAGuaranteeAdmitsWhatWaits) {
+  auto core = make({queue("a", "pool", {quota("nvidia.com/gpu", 8, 0)}), queue("b", "pool", {quota("nvidia.com/gpu", 8, 0)})});
+  const auto w = core->submit(workload("w", "a", 12), 0);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(0);
+  EXPECT_FALSE(admitted(*core, w));
+  ASSERT_TRUE(core->set_quota("a", "default", quota("nvidia.com/gpu", 16, 0)).ok());
+  EXPECT_TRUE(core->has_active_heads()) << "pending workloads are requeued";
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(1);
+  EXPECT_TRUE(admitted(*core, w));
+  EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->subtree_quota, 24);
+}
+
 }  // namespace
 }  // namespace gpubank::twin

@@ -47,6 +47,12 @@ class FakeCore final : public AdmissionCore {
     q.blocked = false;
     w.status.phase = WorkloadPhase::Finished;
   }
+  Expected<bool> set_quota(const std::string&, const std::string&, const ResourceQuota&) override {
+    return Unexpected{"FakeCore: quota changes are not scripted"};
+  }
+  Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
+    return Unexpected{"FakeCore: evictions outside a cycle are not scripted"};
+  }
   void release_evicted(WorkloadId id, VirtualTime) override {
     auto& w = workloads_.at(id);
     Queue& q = queues_.at(w.spec.cluster_queue);

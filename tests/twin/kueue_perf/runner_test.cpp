@@ -224,6 +224,12 @@ class StuckCore final : public AdmissionCore {
   Expected<WorkloadId> restore_admitted(WorkloadSpec, Admission, VirtualTime) override { return Unexpected{""}; }
   void finish(WorkloadId, VirtualTime) override {}
   void release_evicted(WorkloadId, VirtualTime) override {}
+  Expected<bool> set_quota(const std::string&, const std::string&, const ResourceQuota&) override {
+    return Unexpected{"StuckCore: no quota changes"};
+  }
+  Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
+    return Unexpected{"StuckCore: no evictions"};
+  }
   CycleResult run_cycle(VirtualTime now) override {
     CycleResult r;
     r.time = now;
