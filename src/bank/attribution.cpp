@@ -1,0 +1,145 @@
+#include "bank/attribution.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace gpubank::bank {
+
+std::string cohort_lender(const std::string& pool) { return "cohort:" + pool; }
+
+namespace {
+
+bool carries_any(const std::vector<std::string>& traits, const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return true;
+  return std::any_of(wanted.begin(), wanted.end(),
+                     [&](const std::string& t) { return std::find(traits.begin(), traits.end(), t) != traits.end(); });
+}
+
+}  // namespace
+
+std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
+                                                const std::vector<RunningWorkload>& running,
+                                                const std::map<std::string, std::string>& ended) {
+  std::map<std::string, const PoolGroupQuota*> quota_of;
+  for (const auto& q : quotas) quota_of[q.group] = &q;
+
+  // Rule 1: what each workload borrows.
+  std::vector<const RunningWorkload*> order;
+  order.reserve(running.size());
+  for (const auto& w : running) order.push_back(&w);
+  std::sort(order.begin(), order.end(), [](const RunningWorkload* a, const RunningWorkload* b) {
+    if (a->admitted_at != b->admitted_at) return a->admitted_at < b->admitted_at;
+    return a->name < b->name;
+  });
+  std::map<std::string, std::int64_t> used;      // by group
+  std::map<std::string, std::int64_t> borrows;   // by workload
+  std::map<std::string, const RunningWorkload*> by_name;
+  for (const auto* w : order) {
+    auto qit = quota_of.find(w->group);
+    const std::int64_t guaranteed = qit == quota_of.end() ? 0 : qit->second->guaranteed;
+    std::int64_t& u = used[w->group];
+    const std::int64_t within = std::clamp<std::int64_t>(guaranteed - u, 0, w->gpus);
+    u += w->gpus;
+    borrows[w->name] = w->gpus - within;
+    by_name[w->name] = w;
+  }
+
+  // Rule 2: what each group can lend.
+  std::map<std::string, std::int64_t> lendable;
+  for (const auto& q : quotas) {
+    const std::int64_t unused = std::max<std::int64_t>(0, q.guaranteed - used[q.group]);
+    lendable[q.group] = q.lending_limit ? std::min(unused, *q.lending_limit) : unused;
+  }
+  const std::string cohort = cohort_lender(pool_);
+
+  std::vector<BorrowChange> closed, opened;
+  auto open_record = [&](const std::string& lender, const std::string& workload, std::int64_t gpus) {
+    BorrowRecord r{pool_ + "/" + std::to_string(next_++), lender, by_name.at(workload)->group, workload, gpus, now};
+    opened.push_back(BorrowChange{BorrowChange::Kind::Opened, r, {}});
+    return r;
+  };
+
+  // Rule 3: keep what stays valid.
+  std::vector<BorrowRecord> kept;
+  for (auto& r : open_) {
+    auto bit = borrows.find(r.workload);
+    if (bit == borrows.end() || ended.contains(r.workload)) {
+      auto eit = ended.find(r.workload);
+      closed.push_back(BorrowChange{BorrowChange::Kind::Closed, r, eit == ended.end() ? "Ended" : eit->second});
+      continue;
+    }
+    std::int64_t& need = bit->second;
+    const bool from_cohort = r.lender == cohort;
+    std::int64_t* can = nullptr;
+    if (!from_cohort) {
+      auto lit = lendable.find(r.lender);
+      if (lit != lendable.end()) can = &lit->second;
+    }
+    const std::int64_t cap = from_cohort ? r.gpus : (can ? *can : 0);
+    const std::int64_t keep = std::min({r.gpus, need, cap});
+    const bool borrower_needs_less = need < r.gpus;
+    need -= keep;
+    if (can) *can -= keep;
+    if (keep == r.gpus) {
+      kept.push_back(r);
+      continue;
+    }
+    // A borrower below its guarantee again returns what it no longer needs; otherwise the
+    // lender took its GPUs back for its own use.
+    closed.push_back(BorrowChange{BorrowChange::Kind::Closed, r, borrower_needs_less ? "WithinGuarantee" : "Reattributed"});
+    if (keep > 0) kept.push_back(open_record(r.lender, r.workload, keep));
+  }
+
+  // Rule 4: attribute what is left.
+  for (const auto* w : order) {
+    std::int64_t& need = borrows[w->name];
+    while (need > 0) {
+      // Eligible lenders first; among them the ones that lend only to some traits (so
+      // that lenders open to anyone stay free for workloads the others turn away); then
+      // the most lendable GPUs; then the name (map order).
+      const std::string* best = nullptr;
+      std::tuple<bool, bool, std::int64_t> best_key{};
+      std::int64_t best_amount = 0;
+      for (const auto& [group, amount] : lendable) {
+        if (amount <= 0 || group == w->group) continue;
+        const auto& only = quota_of.at(group)->lend_only_to_traits;
+        const bool eligible = carries_any(w->traits, only);
+        const std::tuple<bool, bool, std::int64_t> key{eligible, eligible && !only.empty(), amount};
+        if (best == nullptr || key > best_key) {
+          best = &group;
+          best_key = key;
+          best_amount = amount;
+        }
+      }
+      const std::string lender = best ? *best : cohort;
+      const std::int64_t take = best ? std::min(need, best_amount) : need;
+      if (best) lendable[*best] -= take;
+      need -= take;
+      kept.push_back(open_record(lender, w->name, take));
+    }
+  }
+  open_ = std::move(kept);
+
+  std::vector<BorrowChange> changes = std::move(closed);
+  changes.insert(changes.end(), opened.begin(), opened.end());
+  return changes;
+}
+
+std::int64_t BorrowTracker::lent_by(const std::string& lender) const {
+  std::int64_t total = 0;
+  for (const auto& r : open_) {
+    if (r.lender == lender) total += r.gpus;
+  }
+  return total;
+}
+
+std::vector<BorrowRecord> BorrowTracker::lent_records(const std::string& lender) const {
+  std::vector<BorrowRecord> out;
+  for (const auto& r : open_) {
+    if (r.lender == lender) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace gpubank::bank

@@ -1,0 +1,92 @@
+// Who lends to whom: the bank's attribution of borrowed GPUs to lenders, one pool at a time.
+//
+// Kueue pools lendable quota in a cohort and never says whose idle guarantee a borrower
+// runs on. The bank needs that answer (the ledger's borrow records, and a reclaim takes
+// back what was lent by the group that reclaims), so it fixes a rule, applied after every
+// change in the pool:
+//
+//  1. Each group's GPUs in use fill its guarantee first, oldest admission first (ties by
+//     workload name); what a workload uses beyond the guarantee is borrowed. A workload
+//     that straddles the guarantee borrows only its part above it.
+//  2. A lender's lendable GPUs are min(guaranteed - used, lendingLimit) when it uses less
+//     than its guarantee (lendingLimit unset: all of the unused guarantee), else 0.
+//  3. Open records are kept while they stay valid, oldest first: a record keeps
+//     min(its GPUs, what its workload still borrows, what its lender can still lend). A
+//     record that cannot keep all of its GPUs is closed (reason WithinGuarantee when the
+//     borrower needs less, Reattributed when the lender needs its GPUs back) and, if part
+//     remains valid, reopened with that part, so that every record has a fixed GPU count
+//     and GPU-hours are exact integrals.
+//  4. What is still unattributed is drawn from lenders whose onlyPreempt traits the
+//     workload carries (any of them) before the others; among those, lenders that restrict
+//     traits before lenders open to anyone (they can lend to fewer workloads); then the
+//     most lendable GPUs left; then the name. The rest (more borrowed than anyone lends: a Cohort with quota of its own,
+//     or limits changed under running work) is attributed to "cohort:<pool>".
+// Pure and deterministic: the same inputs give the same records in the same order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubank::bank {
+
+struct PoolGroupQuota {
+  std::string group;
+  std::int64_t guaranteed = 0;
+  std::optional<std::int64_t> lending_limit;  // unset: all of the unused guarantee
+  std::vector<std::string> lend_only_to_traits;  // reclaimPolicy.onlyPreempt; empty: anyone
+};
+
+struct RunningWorkload {
+  std::string name;   // "<namespace>/<name>", unique
+  std::string group;
+  std::int64_t gpus = 0;
+  std::int64_t admitted_at = 0;  // any clock that orders admissions (the twin: a sequence)
+  std::vector<std::string> traits;  // batch, checkpointable, training, development
+};
+
+struct BorrowRecord {
+  std::string id;  // "<pool>/<sequence>", unique within a tracker
+  std::string lender, borrower, workload;
+  std::int64_t gpus = 0;
+  std::int64_t start = 0;
+};
+
+struct BorrowChange {
+  enum class Kind { Opened, Closed };
+  Kind kind = Kind::Opened;
+  BorrowRecord record;
+  std::string close_reason;  // Closed only
+};
+
+// The lender attributed when no group's guarantee covers a borrowed GPU.
+[[nodiscard]] std::string cohort_lender(const std::string& pool);
+
+class BorrowTracker {
+ public:
+  explicit BorrowTracker(std::string pool) : pool_(std::move(pool)) {}
+
+  // Recomputes the attribution at `now` for the pool's current state and returns what
+  // changed, closes before opens. `ended` names workloads that stopped since the last call
+  // with the reason their records close with (Finished, Reclaimed, Preempted); a workload
+  // that disappears without being named closes with "Ended".
+  std::vector<BorrowChange> update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
+                                   const std::vector<RunningWorkload>& running,
+                                   const std::map<std::string, std::string>& ended = {});
+
+  [[nodiscard]] const std::vector<BorrowRecord>& open() const { return open_; }
+  // GPUs currently lent by `lender` (borrowed from it by others).
+  [[nodiscard]] std::int64_t lent_by(const std::string& lender) const;
+  // Open records whose lender is `lender`, oldest first.
+  [[nodiscard]] std::vector<BorrowRecord> lent_records(const std::string& lender) const;
+  [[nodiscard]] const std::string& pool() const { return pool_; }
+
+ private:
+  std::string pool_;
+  std::vector<BorrowRecord> open_;  // in opening order
+  std::uint64_t next_ = 1;
+};
+
+}  // namespace gpubank::bank

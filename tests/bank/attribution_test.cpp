@@ -1,0 +1,115 @@
+// Who lends to whom: the attribution rule of bank/attribution.hpp, case by case.
+#include "bank/attribution.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpubank::bank {
+namespace {
+
+using Kind = BorrowChange::Kind;
+
+std::vector<PoolGroupQuota> pool_abc() {
+  return {{"a", 16, std::nullopt, {}}, {"b", 8, std::nullopt, {}}, {"c", 0, std::nullopt, {}}};
+}
+
+std::int64_t total(const BorrowTracker& t, const std::string& borrower) {
+  std::int64_t sum = 0;
+  for (const auto& r : t.open()) sum += r.borrower == borrower ? r.gpus : 0;
+  return sum;
+}
+
+TEST(Attribution, UseWithinTheGuaranteeBorrowsNothing) {
+  BorrowTracker t("p");
+  const auto changes = t.update(0, pool_abc(), {{"a/w1", "a", 16, 0, {}}, {"b/w2", "b", 4, 0, {}}});
+  EXPECT_TRUE(changes.empty());
+  EXPECT_TRUE(t.open().empty());
+}
+
+TEST(Attribution, OnlyThePartAboveTheGuaranteeIsBorrowedAndTheLenderWithMostIdleLends) {
+  BorrowTracker t("p");
+  // b uses 4 of its 8 first; then 12 more: 4 within the guarantee, 8 borrowed, all from a
+  // (16 idle, more than b's... b is the borrower; c has nothing to lend).
+  auto changes = t.update(0, pool_abc(), {{"b/w1", "b", 4, 0, {}}, {"b/w2", "b", 12, 1, {}}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, Kind::Opened);
+  EXPECT_EQ(changes[0].record.lender, "a");
+  EXPECT_EQ(changes[0].record.borrower, "b");
+  EXPECT_EQ(changes[0].record.workload, "b/w2");
+  EXPECT_EQ(changes[0].record.gpus, 8);
+  EXPECT_EQ(t.lent_by("a"), 8);
+}
+
+TEST(Attribution, ABorrowerWithTwoLendersGetsTwoRecords) {
+  BorrowTracker t("p");
+  // c has no guarantee: 20 GPUs borrowed; a lends 16 (most idle), then b 4.
+  const auto changes = t.update(5, pool_abc(), {{"c/big", "c", 20, 5, {}}});
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].record.lender, "a");
+  EXPECT_EQ(changes[0].record.gpus, 16);
+  EXPECT_EQ(changes[1].record.lender, "b");
+  EXPECT_EQ(changes[1].record.gpus, 4);
+  EXPECT_EQ(changes[1].record.start, 5);
+  EXPECT_EQ(total(t, "c"), 20);
+}
+
+TEST(Attribution, RecordsStayPutUntilTheLenderNeedsItsGpus) {
+  BorrowTracker t("p");
+  t.update(0, pool_abc(), {{"c/x", "c", 8, 0, {}}});  // from a (16 idle)
+  ASSERT_EQ(t.open().at(0).lender, "a");
+  // a now uses 12 of its 16: 4 idle, the record cannot keep 8 there. 4 stay, 4 move to b.
+  const auto changes = t.update(10, pool_abc(), {{"c/x", "c", 8, 0, {}}, {"a/own", "a", 12, 10, {}}});
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(changes[0].kind, Kind::Closed);
+  EXPECT_EQ(changes[0].close_reason, "Reattributed");
+  EXPECT_EQ(changes[0].record.gpus, 8);
+  EXPECT_EQ(changes[1].kind, Kind::Opened);
+  EXPECT_EQ(changes[1].record.lender, "a");
+  EXPECT_EQ(changes[1].record.gpus, 4);
+  EXPECT_EQ(changes[2].record.lender, "b");
+  EXPECT_EQ(changes[2].record.gpus, 4);
+  EXPECT_EQ(changes[2].record.start, 10);
+  // Nothing changes when nothing changed.
+  EXPECT_TRUE(t.update(11, pool_abc(), {{"c/x", "c", 8, 0, {}}, {"a/own", "a", 12, 10, {}}}).empty());
+}
+
+TEST(Attribution, ABorrowerBackWithinItsGuaranteeClosesWithinGuarantee) {
+  BorrowTracker t("p");
+  t.update(0, pool_abc(), {{"b/old", "b", 8, 0, {}}, {"b/new", "b", 4, 1, {}}});  // new borrows 4
+  ASSERT_EQ(t.open().size(), 1u);
+  const auto changes = t.update(7, pool_abc(), {{"b/new", "b", 4, 1, {}}}, {{"b/old", "Finished"}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].close_reason, "WithinGuarantee");
+  EXPECT_TRUE(t.open().empty());
+}
+
+TEST(Attribution, EndedWorkloadsCloseWithTheirReason) {
+  BorrowTracker t("p");
+  t.update(0, pool_abc(), {{"c/x", "c", 4, 0, {}}});
+  auto changes = t.update(3, pool_abc(), {}, {{"c/x", "Reclaimed"}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].close_reason, "Reclaimed");
+  t.update(4, pool_abc(), {{"c/y", "c", 4, 4, {}}});
+  changes = t.update(5, pool_abc(), {});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].close_reason, "Ended");
+}
+
+TEST(Attribution, LendingLimitsAndTraitsDecideWhoLends) {
+  BorrowTracker t("p");
+  const std::vector<PoolGroupQuota> quotas{{"a", 16, 2, {"checkpointable"}}, {"b", 8, std::nullopt, {}}, {"c", 0, std::nullopt, {}}};
+  // a lends at most 2, and prefers workloads that can checkpoint; b lends to anyone.
+  auto changes = t.update(0, quotas, {{"c/ckpt", "c", 2, 0, {"checkpointable"}}, {"c/plain", "c", 8, 1, {}}});
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].record.workload, "c/ckpt");
+  EXPECT_EQ(changes[0].record.lender, "a");
+  EXPECT_EQ(changes[1].record.workload, "c/plain");
+  EXPECT_EQ(changes[1].record.lender, "b");
+  // More than anyone lends: the rest is the cohort's.
+  changes = t.update(1, quotas, {{"c/ckpt", "c", 2, 0, {"checkpointable"}}, {"c/plain", "c", 8, 1, {}}, {"c/more", "c", 3, 2, {}}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].record.lender, cohort_lender("p"));
+  EXPECT_EQ(changes[0].record.gpus, 3);
+}
+
+}  // namespace
+}  // namespace gpubank::bank
