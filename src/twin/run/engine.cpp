@@ -1,0 +1,1252 @@
+#include "twin/run/engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "bank/attribution.hpp"
+#include "bank/victims.hpp"
+#include "document/node.hpp"
+#include "kueue/bridge.hpp"
+#include "kueue/decode.hpp"
+#include "policy/authorize.hpp"
+#include "render/kueue.hpp"
+#include "render/object.hpp"
+#include "render/scheduling.hpp"
+#include "twin/admission/core.hpp"
+
+namespace gpubank::twin::run {
+namespace {
+
+constexpr std::string_view kRuleScenario = "scenario.reference";
+constexpr std::string_view kRulePolicies = "scenario.policies";
+constexpr std::string_view kReclaimReason = "GracefulReclaim";  // the twin's own Preempted reason
+constexpr int kMaxSettleRounds = 10'000;
+constexpr int kMaxCyclesPerRound = 100'000;
+
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+std::string type_name(policy::WorkloadType t) {
+  switch (t) {
+    case policy::WorkloadType::Training: return "training";
+    case policy::WorkloadType::Inference: return "inference";
+    case policy::WorkloadType::Batch: return "batch";
+    case policy::WorkloadType::Notebook: return "notebook";
+  }
+  return "training";
+}
+
+std::string trait_name(policy::WorkloadTrait t) {
+  switch (t) {
+    case policy::WorkloadTrait::Batch: return "batch";
+    case policy::WorkloadTrait::Checkpointable: return "checkpointable";
+    case policy::WorkloadTrait::Training: return "training";
+    case policy::WorkloadTrait::Development: return "development";
+  }
+  return "batch";
+}
+
+double gpu_hours(std::int64_t gpu_ms) { return static_cast<double>(gpu_ms) / 3'600'000.0; }
+
+struct Quota {
+  const policy::GPUQuotaPolicySpec* spec = nullptr;
+  std::string group, pool_name, cq;
+  int pool = -1;
+  bool graceful = false;
+  std::int64_t grace_ms = 0;
+  std::int64_t guaranteed = 0;
+  std::optional<Amount> borrowing_limit, lending_limit;  // as rendered
+  std::vector<std::string> lend_only_to;
+  std::optional<ResourceQuota> applied;  // what the core has now
+};
+
+struct Pool {
+  const policy::Pool* pool = nullptr;
+  std::string flavor, resource;
+  std::vector<int> quotas;
+  std::unique_ptr<bank::BorrowTracker> tracker;
+  std::map<std::string, std::string> ended;  // since the last attribution
+  bool held = false;
+};
+
+enum class State { Waiting, Pending, Starting, Running, Finished };
+
+std::string_view state_name(State s) {
+  switch (s) {
+    case State::Waiting: return "Waiting";
+    case State::Pending: return "Pending";
+    case State::Starting: return "Starting";
+    case State::Running: return "Running";
+    case State::Finished: return "Finished";
+  }
+  return "Waiting";
+}
+
+struct Sim {
+  const ScenarioWorkload* w = nullptr;
+  std::string ns, key;  // key: namespace/name
+  int quota = -1;
+  WorkloadId id = 0;
+  bool submitted = false;
+  State state = State::Waiting;
+  std::int64_t gpus = 0;
+  std::int32_t priority = 0;
+  bool protected_ = false;
+  VirtualTime admitted_at = -1, running_since = -1;
+  std::int64_t admission_seq = 0;  // orders admissions, also within one instant
+  std::int64_t base = 0;  // progress when the current run started (= restored checkpoint)
+  bool frozen = false;    // saving a checkpoint on notice: progress stopped
+  std::int64_t frozen_progress = 0;
+  bool checkpoint_saved = false;  // the notice's checkpoint succeeded
+  std::uint64_t version = 0;
+  int reclaim = -1, victim = -1;  // index into reclaims and its victims while under notice
+  std::string pending_reason;
+  bool deleted = false;
+  WorkloadOutcome outcome;
+};
+
+struct Timer {
+  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire };
+  VirtualTime t = 0;
+  std::uint64_t seq = 0;
+  Kind kind = Kind::Arrive;
+  int sim = -1;
+  std::uint64_t version = 0;
+  bool operator>(const Timer& o) const { return std::tie(t, seq) > std::tie(o.t, o.seq); }
+};
+
+class Engine {
+ public:
+  Engine(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options)
+      : policies_(policies), scenario_(scenario), options_(options) {}
+
+  RunResult run() {
+    if (!setup()) return std::move(result_);
+    for (std::size_t i = 0; i < sims_.size(); ++i) {
+      schedule(sims_[i].w->arrival_time.milliseconds(), Timer::Kind::Arrive, static_cast<int>(i));
+      if (sims_[i].w->delete_time) schedule(sims_[i].w->delete_time->milliseconds(), Timer::Kind::Delete, static_cast<int>(i));
+    }
+    for (std::size_t i = 0; i < leases_.size(); ++i) {
+      schedule_lease(leases_[i].decision->requested_at.milliseconds(), Timer::Kind::LeaseRequest, static_cast<int>(i));
+      schedule_lease(leases_[i].decision->decided_at.milliseconds(), Timer::Kind::LeaseDecide, static_cast<int>(i));
+    }
+    VirtualTime now = 0;
+    settle(now);
+    while (!timers_.empty()) {
+      const VirtualTime t = timers_.top().t;
+      if (options_.until && t > *options_.until) break;
+      now = t;
+      while (!timers_.empty() && timers_.top().t == t) {
+        const Timer timer = timers_.top();
+        timers_.pop();
+        handle(timer, now);
+      }
+      settle(now);
+    }
+    result_.end = options_.until ? std::max(now, *options_.until) : now;
+    finish_result();
+    return std::move(result_);
+  }
+
+ private:
+  // ---- setup ------------------------------------------------------------------------------
+
+  void error(std::string_view rule, const std::string& path, std::string message) {
+    result_.diagnostics.push_back(
+        Diagnostic{Severity::Error, std::string(rule), {}, {}, {}, {}, path, std::move(message)});
+  }
+
+  bool setup() {
+    result_.start = scenario_.start.value_or(Timestamp{});
+    guardrails_ = policies_.guardrails_spec();
+    if (guardrails_ == nullptr) {
+      error(kRulePolicies, "", "the policies hold no PlatformGuardrails: pools and groups are unknown");
+      return false;
+    }
+    std::string canonical;
+    for (const auto& p : policies_.policies()) canonical += render::canonical_text(p) + "\n";
+    result_.policy_version = render::sha256_hex(canonical);
+
+    // The Kueue objects `gpubank render` writes, read back the way `twin admit` reads them.
+    kueue::ObjectSet objects;
+    for (const auto& o : render::render_kueue(policies_)) {
+      const doc::Node node = doc::from_json(nlohmann::json::parse(o.manifest.dump()));
+      kueue::decode_object(node, kueue::Source{o.path, 0, -1, {}, {}}, objects, result_.diagnostics);
+    }
+    if (has_errors(result_.diagnostics)) return false;
+    kueue::CoreInputs inputs = kueue::core_inputs(objects);
+
+    for (const auto& p : policies_.policies()) {
+      if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
+      const auto& q = p.as<policy::GPUQuotaPolicySpec>();
+      const policy::Pool* pool = guardrails_->find_pool(q.resource_pool);
+      if (pool == nullptr) continue;  // policy validation reports it
+      Quota quota;
+      quota.spec = &q;
+      quota.group = q.business_group;
+      quota.pool_name = q.resource_pool;
+      quota.cq = render::queue_name(q);
+      quota.guaranteed = q.guaranteed;
+      quota.graceful = q.reclaim_policy && q.reclaim_policy->grace_period.has_value();
+      if (quota.graceful) quota.grace_ms = q.reclaim_policy->grace_period->milliseconds();
+      if (q.reclaim_policy) {
+        for (auto t : q.reclaim_policy->only_preempt) quota.lend_only_to.push_back(trait_name(t));
+      }
+      auto pit = pool_index_.find(pool->name);
+      if (pit == pool_index_.end()) {
+        Pool pl;
+        pl.pool = pool;
+        pl.flavor = pool->name;
+        pl.resource = render::gpu_resource(*pool);
+        pl.tracker = std::make_unique<bank::BorrowTracker>(pool->name);
+        pit = pool_index_.emplace(pool->name, static_cast<int>(pools_.size())).first;
+        pools_.push_back(std::move(pl));
+      }
+      quota.pool = pit->second;
+      for (auto& cq : inputs.queues) {
+        if (cq.name != quota.cq) continue;
+        for (const auto& g : cq.resource_groups) {
+          for (const auto& f : g.flavors) {
+            for (const auto& r : f.resources) {
+              if (f.flavor == pools_[at(quota.pool)].flavor && r.resource == pools_[at(quota.pool)].resource) {
+                quota.borrowing_limit = r.borrowing_limit;
+                quota.lending_limit = r.lending_limit;
+              }
+            }
+          }
+        }
+        // The bank reclaims for this queue, gracefully; Kueue must not do it at once.
+        if (quota.graceful) {
+          cq.preemption.reclaim_within_cohort = PreemptionPolicy::Never;
+          cq.preemption.borrow_within_cohort = BorrowWithinCohortPolicy::Never;
+        }
+      }
+      quota_index_[{quota.group, quota.pool_name}] = static_cast<int>(quotas_.size());
+      pools_[at(quota.pool)].quotas.push_back(static_cast<int>(quotas_.size()));
+      quotas_.push_back(std::move(quota));
+    }
+
+    CoreOptions core_options;
+    auto core = AdmissionCore::create(core_options, std::move(inputs.flavors), std::move(inputs.cohorts),
+                                      std::move(inputs.queues));
+    if (!core) {
+      error(kRulePolicies, "", "the rendered Kueue objects do not load: " + core.error());
+      return false;
+    }
+    core_ = std::move(core.value());
+
+    // Workloads.
+    sims_.reserve(scenario_.workloads.size());
+    for (std::size_t i = 0; i < scenario_.workloads.size(); ++i) {
+      const ScenarioWorkload& w = scenario_.workloads[i];
+      const std::string path = "workloads[" + std::to_string(i) + "]";
+      Sim s;
+      s.w = &w;
+      const policy::Group* group = guardrails_->find_group(w.business_group);
+      if (group == nullptr) {
+        error(kRuleScenario, path + ".businessGroup", "business group \"" + w.business_group + "\" is not in the guardrails");
+        continue;
+      }
+      auto qit = quota_index_.find({w.business_group, w.resource_pool});
+      if (qit == quota_index_.end()) {
+        error(kRuleScenario, path + ".resourcePool",
+              "no GPUQuotaPolicy gives business group " + w.business_group + " quota in pool \"" + w.resource_pool + "\"");
+        continue;
+      }
+      s.quota = qit->second;
+      s.ns = w.namespace_.empty() ? group->effective_namespaces().front() : w.namespace_;
+      const auto namespaces = group->effective_namespaces();
+      if (std::find(namespaces.begin(), namespaces.end(), s.ns) == namespaces.end()) {
+        error(kRuleScenario, path + ".namespace", "namespace " + s.ns + " does not belong to business group " + w.business_group);
+        continue;
+      }
+      if (!w.priority_class.empty()) {
+        const policy::PriorityRule* rule = guardrails_->find_priority(w.priority_class);
+        if (rule == nullptr) {
+          error(kRuleScenario, path + ".priorityClass", "priority class \"" + w.priority_class + "\" is not in the guardrails");
+          continue;
+        }
+        const auto& types = rule->workload_types;
+        if (!types.empty() && std::find(types.begin(), types.end(), w.workload_type) == types.end()) {
+          error(kRuleScenario, path + ".priorityClass",
+                "priority class " + w.priority_class + " is not allowed for workload type " + type_name(w.workload_type));
+          continue;
+        }
+        if (!rule->groups.empty() &&
+            std::find(rule->groups.begin(), rule->groups.end(), w.business_group) == rule->groups.end()) {
+          error(kRuleScenario, path + ".priorityClass",
+                "priority class " + w.priority_class + " is not allowed for business group " + w.business_group);
+          continue;
+        }
+        s.priority = rule->value;
+      }
+      s.key = s.ns + "/" + w.name;
+      s.gpus = w.total_gpus();
+      const auto& prot = guardrails_->protected_workload_types;
+      s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
+      s.outcome.workload = s.key;
+      s.outcome.business_group = w.business_group;
+      s.outcome.pool = w.resource_pool;
+      s.outcome.gpus = s.gpus;
+      sims_.push_back(std::move(s));
+    }
+    for (std::size_t i = 0; i < scenario_.leases.size(); ++i) {
+      const ScenarioLease& d = scenario_.leases[i];
+      const std::string path = "leases[" + std::to_string(i) + "]";
+      const policy::PolicyObject* object = policies_.find(policy::Kind::CapacityLease, d.name);
+      if (object == nullptr) {
+        error(kRuleScenario, path + ".name", "no CapacityLease named \"" + d.name + "\" among the policies");
+        continue;
+      }
+      Lease l;
+      l.object = object;
+      l.spec = &object->as<policy::CapacityLeaseSpec>();
+      l.decision = &d;
+      auto qit = quota_index_.find({l.spec->business_group, l.spec->resource_pool});
+      if (qit == quota_index_.end()) {
+        error(kRuleScenario, path + ".name",
+              "CapacityLease " + d.name + " is for business group " + l.spec->business_group + " in pool " +
+                  l.spec->resource_pool + ", where no GPUQuotaPolicy gives it quota");
+        continue;
+      }
+      if (!l.spec->end) {
+        error(kRuleScenario, path + ".name", "CapacityLease " + d.name + " has no end");
+        continue;
+      }
+      l.quota = qit->second;
+      auto to_virtual = [&](Timestamp t) {
+        return std::max<VirtualTime>(0, std::chrono::duration_cast<std::chrono::milliseconds>(t - result_.start).count());
+      };
+      l.start = l.spec->start ? to_virtual(*l.spec->start) : d.decided_at.milliseconds();
+      l.end = to_virtual(*l.spec->end);
+      leases_.push_back(l);
+    }
+    if (has_errors(result_.diagnostics)) return false;
+    for (std::size_t i = 0; i < sims_.size(); ++i) sim_index_.emplace(sims_[i].key, static_cast<int>(i));
+
+    for (const auto& q : quotas_) {
+      bank::LedgerEntry e;
+      e.time_ms = 0;
+      e.kind = bank::LedgerKind::QuotaSet;
+      e.pool = q.pool_name;
+      e.flavor = pools_[at(q.pool)].flavor;
+      e.business_group = q.group;
+      e.gpus = q.guaranteed;
+      e.lending_limit = q.lending_limit.value_or(-1);
+      e.borrowing_limit = q.borrowing_limit.value_or(-1);
+      e.reason = "Policy";
+      ledger(std::move(e));
+    }
+    return true;
+  }
+
+  // ---- records --------------------------------------------------------------------------------
+
+  void ledger(bank::LedgerEntry e) {
+    e.seq = static_cast<std::int64_t>(result_.ledger.size()) + 1;
+    result_.ledger.push_back(std::move(e));
+  }
+
+  void ledger_usage(const Sim& s, bank::LedgerKind kind, VirtualTime now, std::string reason) {
+    const Quota& q = quotas_[at(s.quota)];
+    bank::LedgerEntry e;
+    e.time_ms = now;
+    e.kind = kind;
+    e.pool = q.pool_name;
+    e.flavor = pools_[at(q.pool)].flavor;
+    e.business_group = q.group;
+    e.workload = s.key;
+    e.gpus = s.gpus;
+    e.reason = std::move(reason);
+    ledger(std::move(e));
+  }
+
+  void event(Event e, bool bank_decision = true) {
+    if (e.kind != "Pending") {
+      bank::AuditEntry a;
+      a.seq = static_cast<std::int64_t>(result_.audit.size()) + 1;
+      a.time_ms = e.t;
+      a.actor = !actor_.empty() ? actor_ : bank_decision ? options_.actor : "kueue-twin";
+      a.action = e.kind;
+      a.object = e.object;
+      a.policy_version = result_.policy_version;
+      a.decision = e.reason;
+      a.reason = e.message;
+      a.numbers = e.numbers.dump();
+      result_.audit.push_back(std::move(a));
+    }
+    result_.events.push_back(std::move(e));
+  }
+
+  Event workload_event(const Sim& s, VirtualTime now, std::string kind, std::string reason, std::string message) {
+    const Quota& q = quotas_[at(s.quota)];
+    Event e;
+    e.t = now;
+    e.kind = std::move(kind);
+    e.object = "Workload/" + s.key;
+    e.business_group = q.group;
+    e.pool = q.pool_name;
+    e.queue = q.cq;
+    e.reason = std::move(reason);
+    e.message = std::move(message);
+    return e;
+  }
+
+  void schedule(VirtualTime t, Timer::Kind kind, int sim) {
+    timers_.push(Timer{t, next_timer_++, kind, sim, sims_[at(sim)].version});
+  }
+
+  // ---- progress -------------------------------------------------------------------------------
+
+  [[nodiscard]] std::int64_t progress(const Sim& s, VirtualTime now) const {
+    if (s.frozen) return s.frozen_progress;
+    if (s.state == State::Running) return s.base + (now - s.running_since);
+    return s.base;
+  }
+  // The last periodic checkpoint: every checkpointInterval of progress since the run began.
+  [[nodiscard]] std::int64_t last_periodic(const Sim& s, std::int64_t p) const {
+    if (!s.w->checkpointable || !s.w->checkpoint_interval) return s.base;
+    const std::int64_t interval = s.w->checkpoint_interval->milliseconds();
+    if (interval <= 0) return s.base;
+    return s.base + (p - s.base) / interval * interval;
+  }
+  void schedule_finish(Sim& s, int index, VirtualTime now) {
+    schedule(now + std::max<std::int64_t>(0, s.w->run_time.milliseconds() - s.base), Timer::Kind::Finish, index);
+  }
+
+  // ---- timers ---------------------------------------------------------------------------------
+
+  void handle(const Timer& timer, VirtualTime now) {
+    switch (timer.kind) {
+      case Timer::Kind::LeaseRequest: return lease_requested(timer.sim, now);
+      case Timer::Kind::LeaseDecide: return lease_decided(timer.sim, now);
+      case Timer::Kind::LeaseActivate: return lease_change(timer.sim, now, true);
+      case Timer::Kind::LeaseExpire: return lease_change(timer.sim, now, false);
+      default: break;
+    }
+    Sim& s = sims_[at(timer.sim)];
+    if (timer.kind == Timer::Kind::Arrive) {
+      if (s.state == State::Waiting) submit(s, now);
+      return;
+    }
+    if (timer.kind == Timer::Kind::Delete) {
+      remove(s, now);
+      return;
+    }
+    if (timer.version != s.version) return;  // overtaken by a later change
+    switch (timer.kind) {
+      default: break;
+      case Timer::Kind::Started:
+        if (s.state != State::Starting) return;
+        s.state = State::Running;
+        s.running_since = now;
+        schedule_finish(s, timer.sim, now);
+        break;
+      case Timer::Kind::Finish: finish(s, now); break;
+      case Timer::Kind::CheckpointDone: checkpoint_done(s, timer.sim, now); break;
+      case Timer::Kind::GraceEnd: grace_end(s, now); break;
+    }
+  }
+
+  void submit(Sim& s, VirtualTime now) {
+    const Quota& q = quotas_[at(s.quota)];
+    const Pool& pool = pools_[at(q.pool)];
+    WorkloadSpec spec;
+    spec.ns = s.ns;
+    spec.name = s.w->name;
+    char uid[32];
+    std::snprintf(uid, sizeof uid, "twin-%08zu", static_cast<std::size_t>(&s - sims_.data()));
+    spec.uid = uid;
+    spec.cluster_queue = q.cq;
+    spec.priority = s.priority;
+    spec.creation = now;
+    PodSetSpec ps;
+    ps.name = "main";
+    ps.count = static_cast<std::int32_t>(s.w->pods);
+    ps.requests = {{pool.resource, s.w->gpus}};
+    spec.pod_sets.push_back(std::move(ps));
+    s.id = core_->submit(std::move(spec), now);
+    s.submitted = true;
+    sim_by_id_[s.id] = static_cast<int>(&s - sims_.data());
+    s.state = State::Pending;
+  }
+
+  void finish(Sim& s, VirtualTime now) {
+    if (s.state != State::Running) return;
+    s.state = State::Finished;
+    ++s.version;
+    s.outcome.finished = now;
+    core_->finish(s.id, now);
+    ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Finished");
+    pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Finished";
+    Event e = workload_event(s, now, "Finished", "Succeeded", "Workload " + s.key + " finished after " +
+                                                                   std::to_string(s.w->run_time.milliseconds() / 1000) +
+                                                                   " s of work");
+    e.numbers = {{"gpus", s.gpus}};
+    event(std::move(e), false);
+    if (s.reclaim >= 0) {
+      auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
+      v.finished = now;
+      s.reclaim = s.victim = -1;
+    }
+  }
+
+  // The workload is deleted (its owner cancelled it): pending ones leave the queue, running
+  // ones release their GPUs.
+  void remove(Sim& s, VirtualTime now) {
+    if (s.state == State::Finished) return;
+    const bool held = s.state == State::Starting || s.state == State::Running;
+    if (s.submitted) core_->finish(s.id, now);
+    s.state = State::Finished;
+    s.deleted = true;
+    ++s.version;
+    if (held) {
+      ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Deleted");
+      pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Deleted";
+    }
+    if (s.reclaim >= 0) {
+      result_.reclaims[at(s.reclaim)].victims[at(s.victim)].finished = now;
+      s.reclaim = s.victim = -1;
+    }
+    event(workload_event(s, now, "Deleted", "Deleted",
+                         "Workload " + s.key + " was deleted while " + std::string(held ? "running" : "pending")),
+          false);
+  }
+
+  void checkpoint_done(Sim& s, int index, VirtualTime now) {
+    if (s.reclaim < 0) return;
+    auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
+    if (s.w->checkpoint_fails) {
+      v.checkpoint_failed = now;
+      ++result_.checkpoints_failed;
+      Event e = workload_event(s, now, "CheckpointFailed", "CheckpointFailed",
+                               "The checkpoint of " + s.key + " failed; it is stopped when the grace period ends");
+      e.related = {"BusinessGroup/" + result_.reclaims[at(s.reclaim)].lender};
+      event(std::move(e));
+      return;
+    }
+    (void)index;
+    v.checkpoint_completed = now;
+    ++result_.checkpoints_ok;
+    s.checkpoint_saved = true;
+    Event e = workload_event(s, now, "CheckpointCompleted", "CheckpointCompleted",
+                             "Workload " + s.key + " saved a checkpoint at " + std::to_string(s.frozen_progress / 1000) +
+                                 " s of progress");
+    e.numbers = {{"progressSeconds", s.frozen_progress / 1000}};
+    event(std::move(e));
+    stop_victim(s, now, "checkpoint saved");
+  }
+
+  void grace_end(Sim& s, VirtualTime now) {
+    if (s.reclaim < 0) return;
+    auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
+    if (s.w->checkpointable && !v.checkpoint_completed && !v.checkpoint_failed) {
+      v.checkpoint_failed = now;
+      ++result_.checkpoints_failed;
+      Event e = workload_event(s, now, "CheckpointFailed", "GracePeriodExpired",
+                               "The checkpoint of " + s.key + " did not complete within the grace period");
+      event(std::move(e));
+    }
+    stop_victim(s, now, "grace period expired");
+  }
+
+  // Stops a reclaim victim: evicted and released at once, requeued as pending.
+  void stop_victim(Sim& s, VirtualTime now, const std::string& why) {
+    ReclaimTimeline& r = result_.reclaims[at(s.reclaim)];
+    VictimTimeline& v = r.victims[at(s.victim)];
+    const std::int64_t p = progress(s, now);
+    const std::int64_t kept = s.checkpoint_saved ? s.frozen_progress : last_periodic(s, p);
+    const std::int64_t loss = (p - kept) * s.gpus;
+    const std::string message = "Stopped to return " + std::to_string(s.gpus) + " GPUs lent by " + r.lender + " in pool " +
+                                r.pool + " (" + why + "); resumes from " + std::to_string(kept / 1000) + " s of progress";
+    auto evicted = core_->evict(s.id, std::string(kReclaimReason), message, now);
+    if (!evicted) throw std::logic_error("twin run: " + evicted.error());
+    core_->release_evicted(s.id, now);
+    v.stopped = now;
+    v.loss_gpu_ms = loss;
+    requeue(s, now, kept, loss);
+    ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Reclaimed");
+    pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Reclaimed";
+    Event e = workload_event(s, now, "ReclaimVictimStopped", std::string(kReclaimReason), message);
+    e.numbers = {{"gpus", s.gpus}, {"resumeFromSeconds", kept / 1000}, {"recomputeLossGpuHours", gpu_hours(loss)}};
+    e.related = {"BusinessGroup/" + r.lender};
+    event(std::move(e));
+    s.reclaim = s.victim = -1;
+    core_changed_ = true;
+  }
+
+  void requeue(Sim& s, VirtualTime, std::int64_t kept, std::int64_t loss) {
+    s.state = State::Pending;
+    s.base = kept;
+    s.frozen = false;
+    s.checkpoint_saved = false;
+    ++s.version;
+    ++s.outcome.stops;
+    s.outcome.loss_gpu_ms += loss;
+    s.pending_reason.clear();
+    result_.recompute_loss_gpu_ms += loss;
+  }
+
+  // ---- cycles -----------------------------------------------------------------------------------
+
+  Sim& sim_of(WorkloadId id) { return sims_[at(sim_by_id_.at(id))]; }
+
+  void cycles(VirtualTime now) {
+    // As `twin admit` does: until no head is active, or cycles stop changing anything (a
+    // quiet cycle can still rotate a BestEffortFIFO queue, so quiet must outlast the queues).
+    std::int64_t quiet = 0;
+    for (int guard = 0; core_->has_active_heads(); ++guard) {
+      if (guard >= kMaxCyclesPerRound) throw std::logic_error("twin run: admission did not settle");
+      if (quiet > 0) {
+        const auto pending = std::count_if(sims_.begin(), sims_.end(), [](const Sim& s) { return s.state == State::Pending; });
+        if (quiet > pending) break;
+      }
+      const CycleResult r = core_->run_cycle(now);
+      for (const auto& d : r.decisions) decision(d, now);
+      quiet = r.decisions.empty() && r.evicted.empty() ? quiet + 1 : 0;
+    }
+  }
+
+  void decision(const Decision& d, VirtualTime now) {
+    const int index = sim_by_id_.at(d.workload);
+    Sim& s = sims_[at(index)];
+    switch (d.kind) {
+      case Decision::Kind::Admitted: {
+        s.admitted_at = now;
+        s.admission_seq = ++admissions_;
+        ++s.outcome.admissions;
+        if (!s.outcome.first_admitted) s.outcome.first_admitted = now;
+        s.pending_reason.clear();
+        ++s.version;
+        const Quota& q = quotas_[at(s.quota)];
+        const auto figures = core_->figures(q.cq, pools_[at(q.pool)].flavor, pools_[at(q.pool)].resource);
+        Event e = workload_event(s, now, "Admitted", "Admitted", d.message);
+        e.numbers = {{"gpus", s.gpus}, {"guaranteed", q.guaranteed}, {"usedAfter", figures ? figures->usage : 0}};
+        event(std::move(e), false);
+        ledger_usage(s, bank::LedgerKind::UsageStarted, now, "Admitted");
+        if (s.outcome.stops > 0) {
+          Event r = workload_event(s, now, "Resumed", "Resumed",
+                                   s.base > 0 ? "Workload " + s.key + " resumes from its checkpoint at " +
+                                                    std::to_string(s.base / 1000) + " s of progress"
+                                              : "Workload " + s.key + " starts over: it had no checkpoint");
+          r.numbers = {{"resumeFromSeconds", s.base / 1000}};
+          event(std::move(r));
+        }
+        if (s.w->startup_time.milliseconds() > 0) {
+          s.state = State::Starting;
+          schedule(now + s.w->startup_time.milliseconds(), Timer::Kind::Started, index);
+        } else {
+          s.state = State::Running;
+          s.running_since = now;
+          schedule_finish(s, index, now);
+        }
+        break;
+      }
+      case Decision::Kind::Pending:
+      case Decision::Kind::PreemptionIssued: {
+        const std::string reason = d.kind == Decision::Kind::PreemptionIssued ? "WaitingForPreemptedWorkloads" : d.reason;
+        if (s.pending_reason == reason) break;
+        s.pending_reason = reason;
+        Event e = workload_event(s, now, "Pending", reason, d.message);
+        event(std::move(e), false);
+        break;
+      }
+      case Decision::Kind::Preempted: {
+        // Kueue's own preemption: the pods are gone at once and the victim is requeued.
+        const std::int64_t p = progress(s, now);
+        const std::int64_t kept = last_periodic(s, p);
+        const std::int64_t loss = (p - kept) * s.gpus;
+        if (s.reclaim >= 0) {
+          auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
+          v.stopped = now;
+          v.loss_gpu_ms = loss;
+          s.reclaim = s.victim = -1;
+        }
+        core_->release_evicted(s.id, now);
+        requeue(s, now, kept, loss);
+        ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Preempted");
+        pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Preempted";
+        Event e = workload_event(s, now, "Preempted", d.reason, d.message);
+        e.numbers = {{"gpus", s.gpus}, {"recomputeLossGpuHours", gpu_hours(loss)}};
+        for (WorkloadId r : d.related) e.related.push_back("Workload/" + sim_of(r).key);
+        event(std::move(e), false);
+        break;
+      }
+    }
+  }
+
+  // ---- attribution ------------------------------------------------------------------------------
+
+  void attribute(VirtualTime now) {
+    for (auto& pool : pools_) {
+      std::vector<bank::PoolGroupQuota> quotas;
+      for (int qi : pool.quotas) {
+        const Quota& q = quotas_[at(qi)];
+        quotas.push_back(bank::PoolGroupQuota{q.group, q.guaranteed, q.lending_limit, q.lend_only_to});
+      }
+      std::vector<bank::RunningWorkload> running;
+      for (const auto& s : sims_) {
+        if (s.quota < 0 || quotas_[at(s.quota)].pool != &pool - pools_.data()) continue;
+        if (s.state != State::Starting && s.state != State::Running) continue;
+        bank::RunningWorkload r{s.key, s.w->business_group, s.gpus, s.admission_seq, {}};
+        if (s.w->workload_type == policy::WorkloadType::Batch) r.traits.emplace_back("batch");
+        if (s.w->checkpointable) r.traits.emplace_back("checkpointable");
+        if (s.w->workload_type == policy::WorkloadType::Training) r.traits.emplace_back("training");
+        if (s.w->workload_type == policy::WorkloadType::Notebook) r.traits.emplace_back("development");
+        running.push_back(std::move(r));
+      }
+      const auto changes = pool.tracker->update(now, quotas, running, pool.ended);
+      pool.ended.clear();
+      for (const auto& c : changes) {
+        const bool opened = c.kind == bank::BorrowChange::Kind::Opened;
+        bank::LedgerEntry e;
+        e.time_ms = now;
+        e.kind = opened ? bank::LedgerKind::BorrowOpened : bank::LedgerKind::BorrowClosed;
+        e.pool = pool.pool->name;
+        e.flavor = pool.flavor;
+        e.business_group = c.record.borrower;
+        e.lender = c.record.lender;
+        e.workload = c.record.workload;
+        e.record = c.record.id;
+        e.gpus = c.record.gpus;
+        e.reason = opened ? "" : c.close_reason;
+        ledger(std::move(e));
+        Event ev;
+        ev.t = now;
+        ev.kind = opened ? "BorrowStarted" : "BorrowEnded";
+        ev.object = "Workload/" + c.record.workload;
+        ev.business_group = c.record.borrower;
+        ev.pool = pool.pool->name;
+        ev.reason = opened ? "Borrowing" : c.close_reason;
+        ev.message = opened ? c.record.workload + " borrows " + std::to_string(c.record.gpus) + " GPUs of " +
+                                  c.record.lender + "'s unused guarantee in " + pool.pool->name
+                            : c.record.workload + " no longer borrows " + std::to_string(c.record.gpus) +
+                                  " GPUs from " + c.record.lender + " (" + c.close_reason + ")";
+        ev.numbers = {{"gpus", c.record.gpus}, {"record", c.record.id}};
+        if (!opened) ev.numbers["gpuHours"] = gpu_hours((now - c.record.start) * c.record.gpus);
+        ev.related = {"BusinessGroup/" + c.record.lender};
+        event(std::move(ev));
+      }
+    }
+  }
+
+  // ---- reclaim ----------------------------------------------------------------------------------
+
+  [[nodiscard]] std::int64_t used_by(int quota) const {
+    std::int64_t used = 0;
+    for (const auto& s : sims_) {
+      if (s.quota == quota && (s.state == State::Starting || s.state == State::Running)) used += s.gpus;
+    }
+    return used;
+  }
+
+  void reclaim(VirtualTime now) {
+    for (std::size_t qi = 0; qi < quotas_.size(); ++qi) {
+      const Quota& q = quotas_[qi];
+      if (!q.graceful) continue;
+      Pool& pool = pools_[at(q.pool)];
+      const std::int64_t used = used_by(static_cast<int>(qi));
+      // Lender demand: pending workloads that fit within the guarantee, in queue order.
+      std::vector<const Sim*> pending;
+      for (const auto& s : sims_) {
+        if (s.quota == static_cast<int>(qi) && s.state == State::Pending) pending.push_back(&s);
+      }
+      std::sort(pending.begin(), pending.end(), [](const Sim* a, const Sim* b) {
+        if (a->priority != b->priority) return a->priority > b->priority;
+        return a->id < b->id;
+      });
+      std::int64_t demand = 0;
+      for (const Sim* s : pending) {
+        if (used + demand + s->gpus <= q.guaranteed) demand += s->gpus;
+      }
+      const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
+      const std::int64_t available = figures ? figures->available : 0;
+      int active = -1;
+      for (std::size_t r = 0; r < result_.reclaims.size(); ++r) {
+        if (result_.reclaims[r].lender == q.group && result_.reclaims[r].pool == q.pool_name &&
+            result_.reclaims[r].result == "InProgress") {
+          active = static_cast<int>(r);
+        }
+      }
+      if (demand == 0 || demand <= available) {
+        if (active >= 0) end_reclaim(active, now, demand == 0 ? "the lender no longer waits for capacity within its guarantee"
+                                                              : "the lender's demand fits in what is free");
+        continue;
+      }
+      std::int64_t in_flight = 0;
+      if (active >= 0) {
+        for (const auto& v : result_.reclaims[at(active)].victims) {
+          if (!v.stopped && !v.finished && !v.released) in_flight += v.gpus;
+        }
+      }
+      const std::int64_t need = demand - available - in_flight;
+      if (need <= 0) continue;
+      std::vector<bank::VictimCandidate> candidates;
+      std::set<std::string> seen;
+      // What this lender lent, then what nobody's guarantee covers (usage left above the
+      // guarantees when a TemporaryQuota lease expired).
+      auto records = pool.tracker->lent_records(q.group);
+      for (const auto& r : pool.tracker->lent_records(bank::cohort_lender(q.pool_name))) records.push_back(r);
+      for (const auto& record : records) {
+        if (!seen.insert(record.workload).second) continue;
+        const int si = sim_index_.at(record.workload);
+        const Sim& s = sims_[at(si)];
+        if (s.reclaim >= 0 || (s.state != State::Running && s.state != State::Starting)) continue;
+        bank::VictimFacts facts;
+        facts.running = s.state == State::Running;
+        facts.checkpointable = s.w->checkpointable;
+        facts.development = s.w->workload_type == policy::WorkloadType::Notebook;
+        facts.expected_runtime = s.w->run_time.milliseconds();
+        bank::VictimCandidate c;
+        c.workload = s.key;
+        c.gpus = s.gpus;
+        c.klass = bank::classify(facts);
+        c.priority = s.priority;
+        c.checkpoint_age = s.state == State::Running ? progress(s, now) - last_periodic(s, progress(s, now)) : 0;
+        c.admitted_at = s.admission_seq;
+        c.protected_ = s.protected_ || lease_protects(s);
+        candidates.push_back(std::move(c));
+      }
+      const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), need);
+      if (choice.victims.empty()) continue;
+      if (active < 0) {
+        ReclaimTimeline r;
+        r.id = "reclaim-" + std::to_string(result_.reclaims.size() + 1);
+        r.lender = q.group;
+        r.pool = q.pool_name;
+        r.demand = demand;
+        r.started = now;
+        r.result = "InProgress";
+        result_.reclaims.push_back(std::move(r));
+        active = static_cast<int>(result_.reclaims.size()) - 1;
+        Event e;
+        e.t = now;
+        e.kind = "ReclaimStarted";
+        e.object = "BusinessGroup/" + q.group;
+        e.business_group = q.group;
+        e.pool = q.pool_name;
+        e.queue = q.cq;
+        e.reason = "LenderDemand";
+        e.message = q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
+                    std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
+                    " are free and " + std::to_string(pool.tracker->lent_by(q.group)) +
+                    " are lent out: reclaiming, no new borrowing in the pool until it is over";
+        e.numbers = {{"demand", demand}, {"available", available}, {"lent", pool.tracker->lent_by(q.group)},
+                     {"guaranteed", q.guaranteed}, {"used", used}, {"reclaiming", choice.gpus},
+                     {"shortfall", std::max<std::int64_t>(0, need - choice.gpus)}};
+        e.related = {"ReclaimTimeline/" + result_.reclaims[at(active)].id};
+        event(std::move(e));
+      } else {
+        result_.reclaims[at(active)].demand = std::max(result_.reclaims[at(active)].demand, demand);
+      }
+      for (const auto& v : choice.victims) notice(active, sim_index_.at(v.workload), v, now);
+    }
+    sync_quotas();
+  }
+
+  void notice(int reclaim_index, int index, const bank::VictimCandidate& candidate, VirtualTime now) {
+    Sim& s = sims_[at(index)];
+    ReclaimTimeline& r = result_.reclaims[at(reclaim_index)];
+    const Quota& lender = quotas_[at(quota_index_.at({r.lender, r.pool}))];
+    VictimTimeline v;
+    v.workload = s.key;
+    v.gpus = s.gpus;
+    v.victim_class = std::string(bank::victim_class_name(candidate.klass));
+    v.notice = now;
+    r.victims.push_back(v);
+    s.reclaim = reclaim_index;
+    s.victim = static_cast<int>(r.victims.size()) - 1;
+    Event e = workload_event(s, now, "ReclaimNoticeSent", "ReclaimNotice",
+                             "Workload " + s.key + " runs on " + std::to_string(s.gpus) + " GPUs lent by " + r.lender +
+                                 ", who needs them back: " + std::to_string(lender.grace_ms / 1000) +
+                                 " s of grace (class " + v.victim_class + ")");
+    e.numbers = {{"gpus", s.gpus}, {"graceSeconds", lender.grace_ms / 1000}};
+    e.related = {"BusinessGroup/" + r.lender};
+    event(std::move(e));
+    if (s.state == State::Starting || lender.grace_ms == 0) {
+      stop_victim(s, now, s.state == State::Starting ? "not running yet" : "no grace period");
+      return;
+    }
+    if (s.w->checkpointable) {
+      s.frozen_progress = progress(s, now);
+      s.frozen = true;
+      ++s.version;  // its Finish no longer holds: progress stopped while it saves
+      r.victims.back().checkpoint_requested = now;
+      Event c = workload_event(s, now, "CheckpointRequested", "ReclaimNotice",
+                               "Workload " + s.key + " is asked to checkpoint within " +
+                                   std::to_string(lender.grace_ms / 1000) + " s");
+      c.numbers = {{"progressSeconds", s.frozen_progress / 1000},
+                   {"checkpointDurationSeconds", s.w->checkpoint_duration.milliseconds() / 1000}};
+      event(std::move(c));
+      const VirtualTime done = now + s.w->checkpoint_duration.milliseconds();
+      if (done < now + lender.grace_ms) schedule(done, Timer::Kind::CheckpointDone, index);
+    }
+    schedule(now + lender.grace_ms, Timer::Kind::GraceEnd, index);
+  }
+
+  void end_reclaim(int index, VirtualTime now, const std::string& why) {
+    ReclaimTimeline& r = result_.reclaims[at(index)];
+    bool any_stopped = false;  // or finished: either way GPUs came back
+    for (auto& v : r.victims) {
+      if (v.stopped || v.finished) any_stopped = true;
+      if (v.stopped || v.finished || v.released) continue;
+      v.released = now;
+      Sim& s = sims_[at(sim_index_.at(v.workload))];
+      if (s.frozen) {  // back to work from where it paused
+        s.base = s.frozen_progress;
+        s.frozen = false;
+        s.running_since = now;
+        ++s.version;
+        schedule_finish(s, sim_index_.at(v.workload), now);
+      }
+      s.reclaim = s.victim = -1;
+      Event e = workload_event(s, now, "ReclaimNoticeWithdrawn", "NoLongerNeeded",
+                               "Workload " + s.key + " keeps running: " + why);
+      e.related = {"BusinessGroup/" + r.lender};
+      event(std::move(e));
+    }
+    r.ended = now;
+    r.result = any_stopped ? "Completed" : "Cancelled";
+    Event e;
+    e.t = now;
+    e.kind = any_stopped ? "ReclaimCompleted" : "ReclaimCancelled";
+    e.object = "BusinessGroup/" + r.lender;
+    e.business_group = r.lender;
+    e.pool = r.pool;
+    e.reason = any_stopped ? "CapacityReturned" : "DemandGone";
+    e.message = "Reclaim " + r.id + " for " + r.lender + " in " + r.pool + " is over after " +
+                std::to_string((now - r.started) / 1000) + " s: " + why;
+    std::int64_t stopped = 0;
+    for (const auto& v : r.victims) stopped += v.stopped ? v.gpus : 0;
+    e.numbers = {{"durationSeconds", (now - r.started) / 1000}, {"gpusStopped", stopped},
+                 {"victims", static_cast<std::int64_t>(r.victims.size())}};
+    e.related = {"ReclaimTimeline/" + r.id};
+    event(std::move(e));
+  }
+
+  // Pushes each queue's quota to the core when it changed: guarantees move with
+  // TemporaryQuota leases, and while a pool has a reclaim in progress no queue but the
+  // reclaiming lenders' may start new borrowing (borrowingLimit held at 0; running work
+  // is not evicted by it, exactly as a lowered ClusterQueue limit in Kueue).
+  void sync_quotas() {
+    for (auto& pool : pools_) {
+      std::set<std::string> reclaiming;
+      for (const auto& r : result_.reclaims) {
+        if (r.pool == pool.pool->name && r.result == "InProgress") reclaiming.insert(r.lender);
+      }
+      for (int qi : pool.quotas) {
+        Quota& q = quotas_[at(qi)];
+        ResourceQuota rq;
+        rq.resource = pool.resource;
+        rq.nominal = q.guaranteed;
+        rq.lending_limit = q.lending_limit;
+        rq.borrowing_limit =
+            !reclaiming.empty() && !reclaiming.contains(q.group) ? std::optional<Amount>(0) : q.borrowing_limit;
+        if (q.applied && q.applied->nominal == rq.nominal && q.applied->borrowing_limit == rq.borrowing_limit) continue;
+        if (!q.applied && rq.nominal == q.spec->guaranteed && rq.borrowing_limit == q.borrowing_limit) {
+          q.applied = rq;  // what the rendered ClusterQueue already says
+          continue;
+        }
+        auto set = core_->set_quota(q.cq, pool.flavor, rq);
+        if (!set) throw std::logic_error("twin run: " + set.error());
+        q.applied = rq;
+        core_changed_ = true;
+      }
+    }
+  }
+
+  // ---- leases -------------------------------------------------------------------------------
+
+  struct Lease {
+    const policy::PolicyObject* object = nullptr;
+    const policy::CapacityLeaseSpec* spec = nullptr;
+    const ScenarioLease* decision = nullptr;
+    int quota = -1;
+    VirtualTime start = 0, end = 0;
+    bool approved = false, active = false;
+  };
+
+  Event lease_event(const Lease& l, VirtualTime now, std::string kind, std::string reason, std::string message) {
+    Event e;
+    e.t = now;
+    e.kind = std::move(kind);
+    e.object = "CapacityLease/" + l.object->name();
+    e.business_group = l.spec->business_group;
+    e.pool = l.spec->resource_pool;
+    e.queue = quotas_[at(l.quota)].cq;
+    e.reason = std::move(reason);
+    e.message = std::move(message);
+    return e;
+  }
+
+  void lease_requested(int index, VirtualTime now) {
+    const Lease& l = leases_[at(index)];
+    Event e = lease_event(l, now, "LeaseRequested", l.spec->type == policy::LeaseType::Protection ? "Protection" : "TemporaryQuota",
+                          l.decision->requested_by.username + " requests " + l.object->name() + ": " + l.spec->reason);
+    e.numbers = {{"startMs", l.start}, {"endMs", l.end}};
+    if (l.spec->extra_guaranteed) e.numbers["extraGuaranteed"] = *l.spec->extra_guaranteed;
+    actor_ = "user:" + l.decision->requested_by.username;
+    event(std::move(e));
+    actor_.clear();
+  }
+
+  void lease_decided(int index, VirtualTime now) {
+    Lease& l = leases_[at(index)];
+    const auto& d = *l.decision;
+    actor_ = "user:" + d.decided_by.username;
+    auto reject = [&](std::string reason, std::string message, Json numbers = Json::object()) {
+      Event e = lease_event(l, now, "LeaseRejected", std::move(reason), std::move(message));
+      e.numbers = std::move(numbers);
+      event(std::move(e));
+      actor_.clear();
+    };
+    if (d.decision == LeaseDecision::Rejected) {
+      return reject("RejectedByAdministrator", d.decided_by.username + " rejected " + l.object->name() +
+                                                   (d.reason.empty() ? std::string() : ": " + d.reason));
+    }
+    if (!policy::is_platform_admin(policy::UserInfo{d.decided_by.username, d.decided_by.groups}, *guardrails_)) {
+      return reject("NotAPlatformAdministrator",
+                    d.decided_by.username + " is not a platform administrator; only they approve leases");
+    }
+    if (l.end <= now) return reject("AlreadyOver", l.object->name() + " ends before it could be approved");
+    const std::int64_t max_ms = guardrails_->max_lease_duration.milliseconds();
+    if (l.end - l.start > max_ms) {
+      return reject("TooLong", l.object->name() + " lasts longer than the guardrails' maxLeaseDuration",
+                    {{"durationMs", l.end - l.start}, {"maxMs", max_ms}});
+    }
+    if (l.spec->type == policy::LeaseType::TemporaryQuota) {
+      const std::int64_t extra = l.spec->extra_guaranteed.value_or(0);
+      const Quota& q = quotas_[at(l.quota)];
+      const Pool& pool = pools_[at(q.pool)];
+      std::int64_t guaranteed = 0;
+      for (int qi : pool.quotas) guaranteed += quotas_[at(qi)].spec->guaranteed;
+      for (const auto& other : leases_) {
+        if (&other == &l || !other.approved || other.spec->type != policy::LeaseType::TemporaryQuota) continue;
+        if (quotas_[at(other.quota)].pool != q.pool || other.end <= l.start || other.start >= l.end) continue;
+        guaranteed += other.spec->extra_guaranteed.value_or(0);
+      }
+      const std::int64_t capacity = pool.pool->capacity;
+      if (extra <= 0 || guaranteed + extra > capacity) {
+        return reject("ExceedsPoolCapacity",
+                      "guarantees in " + pool.pool->name + " would be " + std::to_string(guaranteed + extra) + " GPUs of " +
+                          std::to_string(capacity) + " with " + l.object->name(),
+                      {{"guaranteed", guaranteed}, {"extra", extra}, {"capacity", capacity}});
+      }
+    }
+    l.approved = true;
+    Event e = lease_event(l, now, "LeaseApproved", "Approved",
+                          d.decided_by.username + " approved " + l.object->name() +
+                              (d.reason.empty() ? std::string() : ": " + d.reason));
+    e.numbers = {{"startMs", std::max(now, l.start)}, {"endMs", l.end}};
+    event(std::move(e));
+    actor_.clear();
+    schedule_lease(std::max(now, l.start), Timer::Kind::LeaseActivate, index);
+    schedule_lease(l.end, Timer::Kind::LeaseExpire, index);
+  }
+
+  void lease_change(int index, VirtualTime now, bool activate) {
+    Lease& l = leases_[at(index)];
+    if (l.active == activate) return;
+    l.active = activate;
+    Quota& q = quotas_[at(l.quota)];
+    const bool temporary = l.spec->type == policy::LeaseType::TemporaryQuota;
+    if (temporary) {
+      const std::int64_t extra = l.spec->extra_guaranteed.value_or(0);
+      q.guaranteed += activate ? extra : -extra;
+      bank::LedgerEntry e;
+      e.time_ms = now;
+      e.kind = bank::LedgerKind::QuotaSet;
+      e.pool = q.pool_name;
+      e.flavor = pools_[at(q.pool)].flavor;
+      e.business_group = q.group;
+      e.gpus = q.guaranteed;
+      e.lending_limit = q.lending_limit.value_or(-1);
+      e.borrowing_limit = q.borrowing_limit.value_or(-1);
+      e.reason = activate ? "LeaseActivated" : "LeaseExpired";
+      ledger(std::move(e));
+    }
+    Event e = lease_event(l, now, activate ? "LeaseActivated" : "LeaseExpired", temporary ? "TemporaryQuota" : "Protection",
+                          temporary ? q.group + "'s guarantee in " + q.pool_name + " is now " + std::to_string(q.guaranteed) +
+                                          " GPUs"
+                                    : std::string(activate ? "Workloads it selects are protected from reclaim"
+                                                           : "Workloads it selected may be reclaimed again"));
+    e.numbers = {{"guaranteed", q.guaranteed}};
+    event(std::move(e));
+    sync_quotas();
+  }
+
+  void schedule_lease(VirtualTime t, Timer::Kind kind, int lease) { timers_.push(Timer{t, next_timer_++, kind, lease, 0}); }
+
+  [[nodiscard]] bool lease_protects(const Sim& s) const {
+    for (const auto& l : leases_) {
+      if (!l.active || l.spec->type != policy::LeaseType::Protection) continue;
+      if (l.spec->business_group != s.w->business_group || l.spec->resource_pool != s.w->resource_pool) continue;
+      bool all = true;
+      if (l.spec->selector) {
+        for (const auto& [k, v] : l.spec->selector->match_labels) {
+          auto it = s.w->labels.find(k);
+          if (it == s.w->labels.end() || it->second != v) all = false;
+        }
+      }
+      if (all) return true;
+    }
+    return false;
+  }
+
+  // ---- one instant ------------------------------------------------------------------------------
+
+  void settle(VirtualTime now) {
+    for (int round = 0; round < kMaxSettleRounds; ++round) {
+      core_changed_ = false;
+      cycles(now);
+      attribute(now);
+      reclaim(now);
+      if (!core_changed_ && !core_->has_active_heads()) return;
+    }
+    throw std::logic_error("twin run: the bank and the admission core did not settle at t=" + std::to_string(now));
+  }
+
+  void finish_result() {
+    const VirtualTime end = result_.end;
+    for (auto& s : sims_) {
+      s.outcome.state = s.deleted ? "Deleted" : std::string(state_name(s.state));
+      result_.workloads.push_back(s.outcome);
+    }
+    for (const auto& pool : pools_) {
+      for (int qi : pool.quotas) {
+        const Quota& q = quotas_[at(qi)];
+        Position p;
+        p.pool = q.pool_name;
+        p.business_group = q.group;
+        p.guaranteed = q.guaranteed;
+        p.used = used_by(qi);
+        for (const auto& r : pool.tracker->open()) {
+          if (r.borrower == q.group) p.borrowed += r.gpus;
+        }
+        p.lent = pool.tracker->lent_by(q.group);
+        p.lending_floor = q.lending_limit ? std::max<std::int64_t>(0, q.guaranteed - *q.lending_limit) : 0;
+        const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
+        const std::int64_t own_free = std::max<std::int64_t>(0, q.guaranteed - p.used);
+        p.borrowable = figures ? std::max<std::int64_t>(0, figures->available - own_free) : 0;
+        result_.positions.push_back(p);
+      }
+    }
+    (void)end;
+  }
+
+  const policy::PolicySet& policies_;
+  const Scenario& scenario_;
+  RunOptions options_;
+  RunResult result_;
+  const policy::PlatformGuardrailsSpec* guardrails_ = nullptr;
+  std::unique_ptr<AdmissionCore> core_;
+  std::vector<Quota> quotas_;
+  std::map<std::pair<std::string, std::string>, int> quota_index_;
+  std::vector<Pool> pools_;
+  std::map<std::string, int> pool_index_;
+  std::map<std::string, std::set<std::string>> held_for_;
+  std::vector<Sim> sims_;
+  std::map<WorkloadId, int> sim_by_id_;
+  std::map<std::string, int> sim_index_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::uint64_t next_timer_ = 0;
+  std::int64_t admissions_ = 0;
+  std::vector<Lease> leases_;
+  std::string actor_;  // who decides, when not the bank (lease requests and decisions)
+  bool core_changed_ = false;
+};
+
+std::string rfc3339_ms(const Timestamp& start, VirtualTime t) {
+  return format_rfc3339(start + std::chrono::milliseconds(t));
+}
+
+}  // namespace
+
+RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {
+  return Engine(policies, scenario, options).run();
+}
+
+Json event_json(const Event& e, const Timestamp& start) {
+  Json j = Json::object();
+  j["t"] = e.t;
+  j["time"] = rfc3339_ms(start, e.t);
+  j["kind"] = e.kind;
+  j["object"] = e.object;
+  if (!e.business_group.empty()) j["businessGroup"] = e.business_group;
+  if (!e.pool.empty()) j["pool"] = e.pool;
+  if (!e.queue.empty()) j["queue"] = e.queue;
+  j["reason"] = e.reason;
+  j["message"] = e.message;
+  j["numbers"] = e.numbers;
+  if (!e.related.empty()) j["related"] = e.related;
+  return j;
+}
+
+Json result_json(const RunResult& r) {
+  Json out = Json::object();
+  out["start"] = format_rfc3339(r.start);
+  out["end"] = r.end;
+  out["policyVersion"] = r.policy_version;
+  Json positions = Json::array();
+  for (const auto& p : r.positions) {
+    positions.push_back({{"pool", p.pool}, {"businessGroup", p.business_group}, {"guaranteed", p.guaranteed},
+                         {"used", p.used}, {"borrowed", p.borrowed}, {"lent", p.lent}, {"borrowable", p.borrowable},
+                         {"lendingFloor", p.lending_floor}});
+  }
+  out["positions"] = std::move(positions);
+  Json reclaims = Json::array();
+  for (const auto& rc : r.reclaims) {
+    Json victims = Json::array();
+    for (const auto& v : rc.victims) {
+      Json j = {{"workload", v.workload}, {"gpus", v.gpus}, {"class", v.victim_class}, {"notice", v.notice}};
+      if (v.checkpoint_requested) j["checkpointRequested"] = *v.checkpoint_requested;
+      if (v.checkpoint_completed) j["checkpointCompleted"] = *v.checkpoint_completed;
+      if (v.checkpoint_failed) j["checkpointFailed"] = *v.checkpoint_failed;
+      if (v.stopped) j["stopped"] = *v.stopped;
+      if (v.finished) j["finished"] = *v.finished;
+      if (v.released) j["released"] = *v.released;
+      j["recomputeLossGpuHours"] = gpu_hours(v.loss_gpu_ms);
+      victims.push_back(std::move(j));
+    }
+    Json j = {{"id", rc.id}, {"lender", rc.lender}, {"pool", rc.pool}, {"demand", rc.demand}, {"started", rc.started}};
+    if (rc.ended) j["ended"] = *rc.ended;
+    j["result"] = rc.result;
+    j["victims"] = std::move(victims);
+    reclaims.push_back(std::move(j));
+  }
+  out["reclaims"] = std::move(reclaims);
+  Json workloads = Json::array();
+  for (const auto& w : r.workloads) {
+    Json j = {{"workload", w.workload}, {"businessGroup", w.business_group}, {"pool", w.pool},
+              {"gpus", w.gpus},         {"state", w.state},                  {"admissions", w.admissions},
+              {"stops", w.stops}};
+    if (w.first_admitted) j["firstAdmitted"] = *w.first_admitted;
+    if (w.finished) j["finished"] = *w.finished;
+    j["recomputeLossGpuHours"] = gpu_hours(w.loss_gpu_ms);
+    workloads.push_back(std::move(j));
+  }
+  out["workloads"] = std::move(workloads);
+  out["recomputeLossGpuHours"] = gpu_hours(r.recompute_loss_gpu_ms);
+  out["checkpoints"] = {{"completed", r.checkpoints_ok}, {"failed", r.checkpoints_failed}};
+  Json ledger = Json::array();
+  static constexpr std::array<std::string_view, 5> kinds{"QuotaSet", "UsageStarted", "UsageEnded", "BorrowOpened",
+                                                         "BorrowClosed"};
+  for (const auto& e : r.ledger) {
+    Json j = {{"seq", e.seq}, {"t", e.time_ms}, {"kind", kinds[static_cast<std::size_t>(e.kind)]}, {"pool", e.pool},
+              {"businessGroup", e.business_group}};
+    if (!e.lender.empty()) j["lender"] = e.lender;
+    if (!e.workload.empty()) j["workload"] = e.workload;
+    if (!e.record.empty()) j["record"] = e.record;
+    j["gpus"] = e.gpus;
+    if (!e.reason.empty()) j["reason"] = e.reason;
+    ledger.push_back(std::move(j));
+  }
+  out["ledger"] = std::move(ledger);
+  return out;
+}
+
+}  // namespace gpubank::twin::run

@@ -1,0 +1,126 @@
+// `gpubank twin run`: a timed scenario on the admission core plus the bank, in virtual time.
+//
+// The policies are rendered to Kueue objects exactly as `gpubank render` does and loaded
+// into the twin's admission core. Workloads arrive, are admitted by Kueue's semantics,
+// start (after startupTime), run, checkpoint periodically and finish. After every instant
+// at which something happened the bank:
+//   - attributes borrowed GPUs to lenders (bank/attribution.hpp) and writes the ledger;
+//   - runs graceful reclaim for the ClusterQueues of policies with a reclaimPolicy (an
+//     opt-in departure from Kueue: the core does not reclaim for them, the bank does):
+//       1. lender demand: a pending workload of the lender that would fit within its
+//          guarantee but cannot be admitted; from then on no queue of the pool may start
+//          new borrowing (their borrowingLimit is held at 0, what a controller would write
+//          to the ClusterQueues) until the reclaims of the pool are over;
+//       2. victims among the workloads running on GPUs this lender lent, in the order of
+//          bank/victims.hpp, never protected workload types;
+//       3. a notice per victim starts the grace period; checkpointable victims are asked to
+//          checkpoint (their progress stops while they save), which takes
+//          checkpointDuration and may fail (checkpointFails);
+//       4. on checkpoint success, or at the end of the grace period, the victim is stopped
+//          and its GPUs released; the lender's workload is admitted by the next cycle;
+//       5. the victim is requeued and resumes from its last checkpoint (the one taken on
+//          notice, else its last periodic one); the work since is recomputation loss.
+//     A reclaim is cancelled when the lender's demand goes away during grace (the victims
+//     keep running); a victim that finishes during grace simply finishes.
+// Kueue's own preemption (queues without a reclaimPolicy) evicts at once: the victim is
+// requeued and loses the work since its last periodic checkpoint.
+//
+// Every decision is an event (../shared/spec/events.md) and an audit entry; usage and
+// borrowing are ledger entries. The run is a pure function of its inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bank/audit.hpp"
+#include "bank/ledger.hpp"
+#include "core/diagnostic.hpp"
+#include "core/timestamp.hpp"
+#include "policy/policy_set.hpp"
+#include "twin/admission/model.hpp"
+#include "twin/run/scenario.hpp"
+
+namespace gpubank::twin::run {
+
+using Json = nlohmann::ordered_json;
+
+struct RunOptions {
+  std::optional<VirtualTime> until;  // stop at this virtual time; unset: when nothing is left to happen
+  // The actor written into audit entries for the bank's own decisions.
+  std::string actor = "gpubank-bank";
+};
+
+// One event of the log, fields as in events.md.
+struct Event {
+  VirtualTime t = 0;
+  std::string kind;
+  std::string object;
+  std::string business_group, pool, queue;
+  std::string reason;
+  std::string message;
+  Json numbers = Json::object();
+  std::vector<std::string> related;
+};
+
+struct VictimTimeline {
+  std::string workload;
+  std::int64_t gpus = 0;
+  std::string victim_class;
+  VirtualTime notice = 0;
+  std::optional<VirtualTime> checkpoint_requested, checkpoint_completed, checkpoint_failed;
+  std::optional<VirtualTime> stopped, finished, released;  // released: notice withdrawn
+  std::int64_t loss_gpu_ms = 0;
+};
+
+struct ReclaimTimeline {
+  std::string id;
+  std::string lender, pool;
+  std::int64_t demand = 0;  // GPUs the lender needed when the reclaim started (or grew)
+  VirtualTime started = 0;
+  std::optional<VirtualTime> ended;
+  std::string result;  // Completed, Cancelled, InProgress
+  std::vector<VictimTimeline> victims;
+};
+
+struct Position {
+  std::string pool, business_group;
+  std::int64_t guaranteed = 0, used = 0, borrowed = 0, lent = 0, borrowable = 0, lending_floor = 0;
+};
+
+struct WorkloadOutcome {
+  std::string workload;  // namespace/name
+  std::string business_group, pool, state;  // state: Waiting, Pending, Starting, Running, Finished
+  std::int64_t gpus = 0;
+  std::optional<VirtualTime> first_admitted, finished;
+  int admissions = 0, stops = 0;
+  std::int64_t loss_gpu_ms = 0;
+};
+
+struct RunResult {
+  Timestamp start{};
+  VirtualTime end = 0;
+  std::string policy_version;  // sha256 over the canonical policies
+  std::vector<Event> events;
+  std::vector<bank::LedgerEntry> ledger;  // seq 1.. in order
+  std::vector<bank::AuditEntry> audit;    // seq set; hashes are the store's to chain
+  std::vector<ReclaimTimeline> reclaims;
+  std::vector<Position> positions;  // at `end`
+  std::vector<WorkloadOutcome> workloads;
+  std::int64_t recompute_loss_gpu_ms = 0;
+  std::int64_t checkpoints_ok = 0, checkpoints_failed = 0;
+  Diagnostics diagnostics;  // errors: nothing ran
+  [[nodiscard]] bool ok() const { return !has_errors(diagnostics); }
+};
+
+[[nodiscard]] RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario,
+                                     const RunOptions& options = {});
+
+// JSON forms (camelCase, times in virtual ms and RFC 3339).
+[[nodiscard]] Json event_json(const Event& e, const Timestamp& start);
+[[nodiscard]] Json result_json(const RunResult& r);
+
+}  // namespace gpubank::twin::run

@@ -1,0 +1,108 @@
+// The input of `gpubank twin run`: timed workloads for the admission core plus the bank.
+//
+//   start: "2026-12-01T00:00:00Z"     # optional: the wall time of virtual time 0
+//   workloads:
+//   - name: ranking-finetune           # unique; a DNS label
+//     namespace: search-training       # optional: the group's first namespace
+//     businessGroup: search
+//     resourcePool: h100-rdma-training
+//     gpus: 8                          # per pod
+//     pods: 2                          # gang size (default 1): 16 GPUs at once
+//     workloadType: training           # training | inference | batch | notebook
+//     checkpointable: true
+//     checkpointInterval: 30m          # periodic checkpoints while running
+//     checkpointDuration: 2m           # how long the checkpoint on a reclaim notice takes
+//     checkpointFails: false           # fault injection: the notice's checkpoint fails
+//     priorityClass: training-high     # one of the guardrails' priorities (optional)
+//     arrivalTime: 10m                 # after virtual time 0
+//     runTime: 4h                      # work to do (progress resumes from checkpoints)
+//     startupTime: 1m                  # optional: admitted -> running (pods starting)
+//     labels: {app: ranking-finetune}  # optional: what Protection leases select on
+//     deleteTime: 2h                   # optional: deleted then (pending or running)
+//
+//   leases:                            # decisions on the policies' CapacityLeases
+//   - name: ads-holiday-retrain
+//     requestedAt: 0s
+//     requestedBy: {username: bob, groups: [ads-admins]}
+//     decision: Approved               # or Rejected
+//     decidedAt: 10m
+//     decidedBy: {username: alice, groups: [gpubank-platform-admins]}
+//
+// Decoding reports every problem with its field path and rule (unknown fields, wrong
+// types, out-of-range numbers, duplicate names, too many workloads); nothing runs then.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/diagnostic.hpp"
+#include "core/duration.hpp"
+#include "core/timestamp.hpp"
+#include "policy/types.hpp"
+
+namespace gpubank::twin::run {
+
+inline constexpr std::string_view kRuleDuplicateWorkload = "scenario.duplicate-workload";
+inline constexpr std::string_view kRuleDuplicateLease = "scenario.duplicate-lease";
+inline constexpr std::string_view kRuleTooManyWorkloads = "scenario.too-many-workloads";
+
+struct ScenarioWorkload {
+  std::string name;
+  std::string namespace_;  // empty: the group's first namespace
+  std::string business_group;
+  std::string resource_pool;
+  std::int64_t gpus = 1;  // per pod
+  std::int64_t pods = 1;
+  policy::WorkloadType workload_type = policy::WorkloadType::Training;
+  bool checkpointable = false;
+  std::optional<Duration> checkpoint_interval;
+  Duration checkpoint_duration{};
+  bool checkpoint_fails = false;
+  std::string priority_class;
+  Duration arrival_time{};
+  Duration run_time{};
+  Duration startup_time{};
+  std::optional<Duration> delete_time;
+  std::map<std::string, std::string> labels;
+
+  [[nodiscard]] std::int64_t total_gpus() const { return gpus * pods; }
+};
+
+struct Requester {
+  std::string username;
+  std::vector<std::string> groups;
+};
+
+enum class LeaseDecision { Approved, Rejected };
+
+struct ScenarioLease {
+  std::string name;  // a CapacityLease among the policies
+  Duration requested_at{};
+  Requester requested_by;
+  LeaseDecision decision = LeaseDecision::Approved;
+  Duration decided_at{};
+  Requester decided_by;
+  std::string reason;  // optional words for the decision
+};
+
+struct Scenario {
+  std::optional<Timestamp> start;
+  std::vector<ScenarioWorkload> workloads;
+  std::vector<ScenarioLease> leases;
+};
+
+struct ScenarioLimits {
+  std::size_t max_workloads = 200'000;
+  std::int64_t max_gpus = 100'000;  // per pod and per gang
+};
+
+// Decodes a scenario file's text; nullopt when any error was reported.
+[[nodiscard]] std::optional<Scenario> parse_scenario(std::string_view text, const std::string& file,
+                                                     Diagnostics& diagnostics, const ScenarioLimits& limits = {});
+[[nodiscard]] std::optional<Scenario> load_scenario(const std::string& path, Diagnostics& diagnostics,
+                                                    const ScenarioLimits& limits = {});
+
+}  // namespace gpubank::twin::run
