@@ -22,7 +22,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
-             kueue_perf_config_fuzzer schema_validate_fuzzer)
+             kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -62,6 +62,7 @@ seeds() {
     kueue_admit_fuzzer) find tests/twin/conformance -name input.yaml; find examples/kueue -type f -name '*.yaml' ;;
     kueue_perf_config_fuzzer) find ../shared/kueue-perf -name '*-generator.yaml'; find tests/twin/kueue_perf/data -type f ;;
     schema_validate_fuzzer) find examples/kueue tests/schema/data tests/kueue/data -type f -name '*.yaml' ;;
+    twin_scenario_fuzzer) find examples/scenarios tests/twin/run/data -type f -name '*.yaml' ;;
   esac
 }
 
@@ -93,7 +94,7 @@ for t in "${targets[@]}"; do
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
   case "$t" in
-    policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+    policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
   esac
 
   log="$build_dir/logs/$t.log"

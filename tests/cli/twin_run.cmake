@@ -16,3 +16,5 @@ cli_test(twin-run-example-text 0 "reclaim-1: search in h100-rdma-training, deman
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml)
 cli_test(twin-run-example-json 0 "\"kind\": \"ReclaimVictimStopped\""
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml -o json)
+cli_test(twin-run-protection-lease 0 "\"reason\": \"BorrowersProtected\""
+         -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/protection-lease.yaml -o json)

@@ -472,12 +472,14 @@ class Engine {
     s.id = core_->submit(std::move(spec), now);
     s.submitted = true;
     sim_by_id_[s.id] = static_cast<int>(&s - sims_.data());
+    live_.insert(static_cast<int>(&s - sims_.data()));
     s.state = State::Pending;
   }
 
   void finish(Sim& s, VirtualTime now) {
     if (s.state != State::Running) return;
     s.state = State::Finished;
+    live_.erase(static_cast<int>(&s - sims_.data()));
     ++s.version;
     s.outcome.finished = now;
     core_->finish(s.id, now);
@@ -502,6 +504,7 @@ class Engine {
     const bool held = s.state == State::Starting || s.state == State::Running;
     if (s.submitted) core_->finish(s.id, now);
     s.state = State::Finished;
+    live_.erase(static_cast<int>(&s - sims_.data()));
     s.deleted = true;
     ++s.version;
     if (held) {
@@ -602,7 +605,7 @@ class Engine {
     for (int guard = 0; core_->has_active_heads(); ++guard) {
       if (guard >= kMaxCyclesPerRound) throw std::logic_error("twin run: admission did not settle");
       if (quiet > 0) {
-        const auto pending = std::count_if(sims_.begin(), sims_.end(), [](const Sim& s) { return s.state == State::Pending; });
+        const auto pending = std::count_if(live_.begin(), live_.end(), [&](int i) { return sims_[at(i)].state == State::Pending; });
         if (quiet > pending) break;
       }
       const CycleResult r = core_->run_cycle(now);
@@ -689,8 +692,9 @@ class Engine {
         quotas.push_back(bank::PoolGroupQuota{q.group, q.guaranteed, q.lending_limit, q.lend_only_to});
       }
       std::vector<bank::RunningWorkload> running;
-      for (const auto& s : sims_) {
-        if (s.quota < 0 || quotas_[at(s.quota)].pool != &pool - pools_.data()) continue;
+      for (int i : live_) {
+        const Sim& s = sims_[at(i)];
+        if (quotas_[at(s.quota)].pool != &pool - pools_.data()) continue;
         if (s.state != State::Starting && s.state != State::Running) continue;
         bank::RunningWorkload r{s.key, s.w->business_group, s.gpus, s.admission_seq, {}};
         if (s.w->workload_type == policy::WorkloadType::Batch) r.traits.emplace_back("batch");
@@ -738,7 +742,8 @@ class Engine {
 
   [[nodiscard]] std::int64_t used_by(int quota) const {
     std::int64_t used = 0;
-    for (const auto& s : sims_) {
+    for (int i : live_) {
+      const Sim& s = sims_[at(i)];
       if (s.quota == quota && (s.state == State::Starting || s.state == State::Running)) used += s.gpus;
     }
     return used;
@@ -752,7 +757,8 @@ class Engine {
       const std::int64_t used = used_by(static_cast<int>(qi));
       // Lender demand: pending workloads that fit within the guarantee, in queue order.
       std::vector<const Sim*> pending;
-      for (const auto& s : sims_) {
+      for (int i : live_) {
+        const Sim& s = sims_[at(i)];
         if (s.quota == static_cast<int>(qi) && s.state == State::Pending) pending.push_back(&s);
       }
       std::sort(pending.begin(), pending.end(), [](const Sim* a, const Sim* b) {
@@ -773,6 +779,7 @@ class Engine {
         }
       }
       if (demand == 0 || demand <= available) {
+        blocked_.erase(qi);
         if (active >= 0) end_reclaim(active, now, demand == 0 ? "the lender no longer waits for capacity within its guarantee"
                                                               : "the lender's demand fits in what is free");
         continue;
@@ -811,8 +818,37 @@ class Engine {
         c.protected_ = s.protected_ || lease_protects(s);
         candidates.push_back(std::move(c));
       }
+      std::vector<std::string> shielded;
+      for (const auto& c : candidates) {
+        if (c.protected_) shielded.push_back(c.workload);
+      }
       const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), need);
-      if (choice.victims.empty()) continue;
+      if (choice.victims.empty()) {
+        // Said once per demand: the lender waits and nothing may be taken back for it.
+        if (active < 0 && blocked_[qi] != demand) {
+          blocked_[qi] = demand;
+          Event e;
+          e.t = now;
+          e.kind = "ReclaimBlocked";
+          e.object = "BusinessGroup/" + q.group;
+          e.business_group = q.group;
+          e.pool = q.pool_name;
+          e.queue = q.cq;
+          e.reason = shielded.empty() ? "NothingLent" : "BorrowersProtected";
+          std::string who;
+          for (const auto& w : shielded) who += (who.empty() ? "" : ", ") + w;
+          e.message = q.group + " needs " + std::to_string(need) + " more GPUs within its guarantee in " + q.pool_name +
+                      (shielded.empty() ? "; none of its GPUs are lent out: they are in use by itself or over-committed"
+                                        : "; what it lent runs protected work (" + who +
+                                              "): it waits until that ends or its protection expires");
+          e.numbers = {{"demand", demand}, {"available", available}, {"need", need},
+                       {"lent", pool.tracker->lent_by(q.group)}};
+          for (const auto& w : shielded) e.related.push_back("Workload/" + w);
+          event(std::move(e));
+        }
+        continue;
+      }
+      blocked_.erase(qi);
       if (active < 0) {
         ReclaimTimeline r;
         r.id = "reclaim-" + std::to_string(result_.reclaims.size() + 1);
@@ -1152,6 +1188,8 @@ class Engine {
   std::vector<Sim> sims_;
   std::map<WorkloadId, int> sim_by_id_;
   std::map<std::string, int> sim_index_;
+  std::set<int> live_;
+  std::map<std::size_t, std::int64_t> blocked_;  // quota -> demand a ReclaimBlocked was said for  // submitted and not finished: what attribution and reclaim look at
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t next_timer_ = 0;
   std::int64_t admissions_ = 0;
