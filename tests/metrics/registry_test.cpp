@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "metrics/text_parser.hpp"
 #include "support/promtool.hpp"
 
 namespace gpubank::metrics {
@@ -128,6 +129,30 @@ TEST(Registry, WritesSpecialValues) {
   EXPECT_EQ(write_text(r),
             "# HELP g A gauge.\n# TYPE g gauge\ng{v=\"large\"} 123456789\ng{v=\"nan\"} NaN\ng{v=\"ninf\"} -Inf\n"
             "g{v=\"pinf\"} +Inf\ng{v=\"small\"} 1e-05\n");
+}
+
+TEST(Registry, ParsingTheTextGivesBackWhatWasCollected) {
+  const Registry bank = bank_registry();
+  const auto bank_parsed = parse_text(write_text(bank));
+  ASSERT_TRUE(bank_parsed.ok()) << bank_parsed.error();
+  EXPECT_EQ(*bank_parsed, bank.collect());
+  EXPECT_EQ(parse_text(write_text(Registry{}))->families.size(), 0U);
+  // Also with escapes, special values and a labelled histogram.
+  Registry r;
+  auto* g = must(r.gauge("g", "Help with \\ and \n.", {"v"}));
+  ok(g->set({"a\"b\\c\nd"}, std::numeric_limits<double>::quiet_NaN()));
+  ok(g->set({"é"}, -std::numeric_limits<double>::infinity()));
+  auto* h = must(r.histogram("h_seconds", "A histogram.", {"pool"}, {0.005, 0.1, 2.5}));
+  ok(h->observe({"b"}, 0.1));
+  ok(h->observe({"a"}, 1e9));
+  ok(h->observe({"a"}, -1));
+  const auto parsed = parse_text(write_text(r));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(*parsed, r.collect());
+  // The comparison can fail: a changed value is seen.
+  Exposition changed = r.collect();
+  changed.families[1].samples[0].value = 2;
+  EXPECT_NE(*parsed, changed);
 }
 
 TEST(Registry, CountersOnlyGoUp) {
