@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "metrics/histogram.hpp"
 #include "support/paths.hpp"
 #include "support/promtool.hpp"
 
@@ -72,6 +73,19 @@ TEST(TextParser, ReadsVllmMetrics) {
   EXPECT_EQ(ttft.type, MetricType::histogram);
   EXPECT_EQ(ttft.samples.size(), 25U);  // 22 buckets, +Inf, _count, _sum
   EXPECT_EQ(label(ttft.samples[11], "le"), "1.0");
+  const auto children = histogram_children(ttft);
+  ASSERT_TRUE(children.ok()) << children.error();
+  ASSERT_EQ(children->size(), 1U);
+  const HistogramChild& child = children->front();
+  EXPECT_EQ(child.labels, waiting.samples[0].labels);
+  ASSERT_EQ(child.buckets.size(), 23U);
+  EXPECT_EQ(child.buckets[12], (Bucket{2.5, 5466}));
+  EXPECT_TRUE(std::isinf(child.buckets.back().upper_bound));
+  EXPECT_EQ(child.count, 5501.0);
+  EXPECT_EQ(child.sum, 1873.2234216928482);
+  // TTFT p95 of the cumulative counts: rank 0.95 * 5501 = 5225.95 lies in (0.75, 1.0],
+  // whose counts are 5198 and 5339: 0.75 + 0.25 * 27.95 / 141.
+  EXPECT_NEAR(bucket_quantile(0.95, child.buckets), 0.7995567375886522, 1e-15);
 }
 
 // dcgm-exporter (internal/pkg/rendermetrics/render_metrics.go): gpu, UUID, pci_bus_id,
@@ -116,6 +130,12 @@ TEST(TextParser, ReadsPrometheusOwnMetrics) {
   EXPECT_EQ(label(gc.samples[1], "quantile"), "0.25");
   EXPECT_EQ(gc.samples[1].value, 4.1327e-05);
   EXPECT_EQ(gc.samples[6].name, "go_gc_duration_seconds_count");
+  const auto children = histogram_children(family(e, "prometheus_http_request_duration_seconds"));
+  ASSERT_TRUE(children.ok()) << children.error();
+  ASSERT_EQ(children->size(), 2U);
+  EXPECT_EQ((*children)[1].labels, (std::vector<Label>{{"handler", "/metrics"}}));
+  EXPECT_EQ((*children)[1].count, 9121.0);
+  EXPECT_EQ((*children)[0].buckets[3], (Bucket{1, 1451}));
   EXPECT_EQ(family(e, "prometheus_tsdb_head_series").samples.at(0).value, 148231);
 }
 
