@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.hpp"
 #include "metrics/histogram.hpp"
-#include "metrics/names.hpp"
 #include "metrics/text_parser.hpp"
 
 namespace {
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto parsed = parse_text(text, limits);
   if (!parsed) {
     const std::string& message = parsed.error();
-    if (!message.starts_with("line ") || message.find('\n') != std::string::npos || !is_valid_utf8(message) ||
+    if (!message.starts_with("line ") || message.find('\n') != std::string::npos || !gpubank::is_utf8(message) ||
         !message.ends_with("]")) {
       fail("malformed error message", message);
     }

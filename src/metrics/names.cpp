@@ -1,6 +1,7 @@
 #include "metrics/names.hpp"
 
 #include "core/quote.hpp"
+#include "core/utf8.hpp"
 
 namespace gpubank::metrics {
 
@@ -23,44 +24,6 @@ bool is_label_name(std::string_view name) {
   if (name.empty() || !is_letter(name[0])) return false;
   for (const char c : name.substr(1)) {
     if (!(is_letter(c) || is_digit(c))) return false;
-  }
-  return true;
-}
-
-// Well-formed UTF-8 as Go's utf8.Valid reads it: no overlong forms, no surrogates, nothing
-// above U+10FFFF.
-bool is_valid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    if (b0 < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t n = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      n = 1;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      n = 2;
-      if (b0 == 0xE0) lo = 0xA0;  // overlong
-      if (b0 == 0xED) hi = 0x9F;  // surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      n = 3;
-      if (b0 == 0xF0) lo = 0x90;  // overlong
-      if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return false;
-    }
-    if (text.size() - i <= n) return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto b = static_cast<unsigned char>(text[i + k]);
-      const unsigned char min = k == 1 ? lo : 0x80;
-      const unsigned char max = k == 1 ? hi : 0xBF;
-      if (b < min || b > max) return false;
-    }
-    i += n + 1;
   }
   return true;
 }
@@ -91,7 +54,7 @@ std::optional<std::string> check_label_name(std::string_view name) {
 }
 
 std::optional<std::string> check_utf8(std::string_view text, std::string_view what) {
-  if (is_valid_utf8(text)) return std::nullopt;
+  if (is_utf8(text)) return std::nullopt;
   return with_rule(std::string(what) + " is not valid UTF-8: " + quote(text), kRuleUtf8);
 }
 

@@ -22,14 +22,13 @@ inline constexpr std::string_view kRuleUtf8 = "metrics.utf8";
 
 [[nodiscard]] bool is_metric_name(std::string_view name);
 [[nodiscard]] bool is_label_name(std::string_view name);  // the pattern only; see check_label_name
-[[nodiscard]] bool is_valid_utf8(std::string_view text);
 
 // Each returns nothing when the name is valid, else a sentence that names it and the rule:
 //   metric name "9lives" is invalid: metric names match [a-zA-Z_:][a-zA-Z0-9_:]* [metrics.metric-name]
 [[nodiscard]] std::optional<std::string> check_metric_name(std::string_view name);
 // Also refuses the reserved "__" prefix.
 [[nodiscard]] std::optional<std::string> check_label_name(std::string_view name);
-// `what` says whose text it is ("label value of \"pool\"", "HELP text of gpubank_x").
+// Well-formed UTF-8 (core/utf8.hpp); `what` says whose text it is ("the HELP text of x").
 [[nodiscard]] std::optional<std::string> check_utf8(std::string_view text, std::string_view what);
 
 // "[rule]" appended to a sentence.
