@@ -6,7 +6,6 @@
 #include <map>
 #include <unordered_map>
 
-#include "core/quote.hpp"
 #include "metrics/names.hpp"
 #include "metrics/number.hpp"
 
@@ -185,7 +184,7 @@ Expected<std::vector<BucketSeries>> bucket_series(std::span<const HistogramSnaps
       return Unexpected{with_rule("histogram snapshot " + std::to_string(i) + " at " + std::to_string(s.t_ms) +
                                       " ms is not after the one before it (" + std::to_string(snapshots[i - 1].t_ms) +
                                       " ms)",
-                                  "metrics.snapshot-order")};
+                                  kRuleSnapshotOrder)};
     }
     for (const Bucket& b : s.buckets) {
       if (std::isnan(b.upper_bound)) {
@@ -210,7 +209,7 @@ Expected<std::vector<BucketSeries>> bucket_series(std::span<const HistogramSnaps
 Expected<std::vector<HistogramChild>> histogram_children(const Family& family) {
   if (family.type != MetricType::histogram) {
     return Unexpected{with_rule(family.name + " is a " + std::string(to_string(family.type)) + ", not a histogram",
-                                "metrics.not-a-histogram")};
+                                kRuleNotAHistogram)};
   }
   std::vector<HistogramChild> children;
   std::unordered_map<std::string, std::size_t> index;  // labels without le -> child

@@ -18,12 +18,17 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/expected.hpp"
 #include "metrics/exposition.hpp"
 
 namespace gpubank::metrics {
+
+// Rule ids of the checks here (and kRuleBucketLabel, kRuleDuplicateSeries of exposition.hpp).
+inline constexpr std::string_view kRuleSnapshotOrder = "metrics.snapshot-order";
+inline constexpr std::string_view kRuleNotAHistogram = "metrics.not-a-histogram";
 
 // One sample of a series: Prometheus' millisecond timestamp and the value.
 struct Point {

@@ -5,7 +5,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/quote.hpp"
 #include "metrics/names.hpp"
 #include "metrics/number.hpp"
 

@@ -7,12 +7,13 @@
 //
 //   metrics::Registry registry;
 //   auto reclaims = registry.counter("gpubank_reclaims_total", "Reclaims by result.", {"result"});
-//   (*reclaims)->inc({"checkpointed"});
+//   if (auto done = (*reclaims)->inc({"checkpointed"}); !done) log(done.error());
 //   std::string text = metrics::write_text(registry);
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
