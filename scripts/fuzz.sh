@@ -4,9 +4,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s and
-# every other target 12 s (about 2 minutes of fuzzing in all: CI's 30-minute budget; long
-# runs are `scripts/fuzz.sh 600`); without targets, all of them run.
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s,
+# metrics_text_fuzzer 10 s and every other target 12 s (about 2 minutes of fuzzing in all:
+# CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`); without targets, all of them run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
 # fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
@@ -22,7 +22,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
-             kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer)
+             kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -48,6 +48,7 @@ default_seconds() {
   case "$1" in
     policy_decoder_fuzzer) echo 30 ;;
     kueue_admit_fuzzer) echo 25 ;;
+    metrics_text_fuzzer) echo 10 ;;
     *) echo 12 ;;
   esac
 }
@@ -63,6 +64,7 @@ seeds() {
     kueue_perf_config_fuzzer) find ../shared/kueue-perf -name '*-generator.yaml'; find tests/twin/kueue_perf/data -type f ;;
     schema_validate_fuzzer) find examples/kueue tests/schema/data tests/kueue/data -type f -name '*.yaml' ;;
     twin_scenario_fuzzer) find examples/scenarios tests/twin/run/data -type f -name '*.yaml' ;;
+    metrics_text_fuzzer) find fuzz/corpus-seeds/metrics -type f ;;
   esac
 }
 
@@ -95,6 +97,7 @@ for t in "${targets[@]}"; do
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
   case "$t" in
     policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+    metrics_text_fuzzer) flags+=(-dict=fuzz/metrics.dict) ;;
   esac
 
   log="$build_dir/logs/$t.log"

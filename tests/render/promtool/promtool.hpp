@@ -1,18 +1,8 @@
-// What the monitoring tests share: the example policy set, and running the real promtool
-// (finding it on PATH, a scratch directory, the rendered PrometheusRule specs written as
-// rule files).
+// What the monitoring tests share: the example policy set, and the rendered PrometheusRule
+// specs written as rule files for the real promtool (support/promtool.hpp runs it).
 #pragma once
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +10,7 @@
 #include "policy/policy_set.hpp"
 #include "render/object.hpp"
 #include "support/paths.hpp"
+#include "support/promtool.hpp"
 
 namespace gpubank::testing {
 
@@ -29,77 +20,6 @@ namespace fs = std::filesystem;
 inline const policy::PolicySet& example_policies() {
   static const policy::PolicySet set = policy::load_policy_set({examples_dir() + "/policies"});
   return set;
-}
-
-// promtool from PATH (scripts/bootstrap.sh installs Debian's prometheus package), or
-// nothing.
-inline std::optional<fs::path> find_promtool() {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return std::nullopt;
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) continue;
-    const fs::path candidate = fs::path(dir) / "promtool";
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return std::nullopt;
-}
-
-inline constexpr const char* kPromtoolMissing =
-    "promtool is not on PATH: install the prometheus package (scripts/bootstrap.sh does) so the rendered rules "
-    "can be checked";
-
-struct RunResult {
-  int status = -1;  // the exit status, or -1 when the command did not exit normally
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command line in a directory.
-inline RunResult run_in(const fs::path& dir, const std::string& command) {
-  RunResult r;
-  const std::string line = "cd '" + dir.string() + "' && " + command + " 2>&1";
-  FILE* pipe = popen(line.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.output.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
-  return r;
-}
-
-// A fresh directory under the system's temporary directory, removed with its contents.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "gpubank-monitoring-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-inline void write_file(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-}
-
-inline std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // The rule file promtool reads for one PrometheusRule: its spec (a "groups:" document),
