@@ -10,7 +10,9 @@
 #include "cli/command.hpp"
 #include "core/duration.hpp"
 #include "policy/validate.hpp"
+#include "metrics/exposition.hpp"
 #include "twin/run/engine.hpp"
+#include "twin/run/metrics.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -20,6 +22,7 @@ struct RunCommandOptions {
   std::string workloads;
   std::string until;
   std::string events;
+  std::string metrics;
   Format format = Format::Text;
 };
 
@@ -108,6 +111,20 @@ int run(const RunCommandOptions& opt) {
       return 1;
     }
   }
+  if (!opt.metrics.empty()) {
+    metrics::Registry registry;
+    if (auto exported = twin::run::export_metrics(result, registry); !exported) {
+      std::cerr << "gpubank twin run: " << exported.error() << '\n';
+      return 1;
+    }
+    std::ofstream out(opt.metrics, std::ios::binary | std::ios::trunc);
+    out << metrics::write_text(registry);
+    out.close();
+    if (!out) {
+      std::cerr << "gpubank twin run: --metrics: cannot write " << opt.metrics << '\n';
+      return 1;
+    }
+  }
   if (opt.format == Format::Text) {
     print_text(std::cout, result);
   } else {
@@ -139,6 +156,8 @@ Command add_twin_run_command(CLI::App& twin) {
   cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML)")->required();
   cmd->add_option("--until", opt->until, "stop at this virtual time (a duration such as 12h); default: when all is done");
   cmd->add_option("--events", opt->events, "also write the event log as JSON lines (../shared/spec/events.md)");
+  cmd->add_option("--metrics", opt->metrics,
+                  "also write the bank's metrics at the end of the run (Prometheus text format 0.0.4)");
   add_output_option(*cmd, opt->format);
   return {cmd, [opt] { return run(*opt); }};
 }
