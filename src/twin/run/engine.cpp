@@ -136,6 +136,7 @@ class Engine {
     }
     VirtualTime now = 0;
     settle(now);
+    if (!flush()) return std::move(result_);
     while (!timers_.empty()) {
       const VirtualTime t = timers_.top().t;
       if (options_.until && t > *options_.until) break;
@@ -146,6 +147,7 @@ class Engine {
         handle(timer, now);
       }
       settle(now);
+      if (!flush()) return std::move(result_);
     }
     result_.end = options_.until ? std::max(now, *options_.until) : now;
     finish_result();
@@ -345,6 +347,24 @@ class Engine {
   }
 
   // ---- records --------------------------------------------------------------------------------
+
+  // Hands the instant's new entries to the shell; false (with the error recorded) stops the run.
+  bool flush() {
+    if (!options_.on_instant) return true;
+    const std::span<const bank::LedgerEntry> ledger(result_.ledger.data() + flushed_ledger_,
+                                                    result_.ledger.size() - flushed_ledger_);
+    const std::span<const bank::AuditEntry> audit(result_.audit.data() + flushed_audit_,
+                                                  result_.audit.size() - flushed_audit_);
+    if (ledger.empty() && audit.empty()) return true;
+    auto done = options_.on_instant(ledger, audit);
+    if (!done) {
+      error("scenario.persist", "", "the run stopped: its entries could not be persisted: " + done.error());
+      return false;
+    }
+    flushed_ledger_ = result_.ledger.size();
+    flushed_audit_ = result_.audit.size();
+    return true;
+  }
 
   void ledger(bank::LedgerEntry e) {
     e.seq = static_cast<std::int64_t>(result_.ledger.size()) + 1;
@@ -1193,6 +1213,7 @@ class Engine {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t next_timer_ = 0;
   std::int64_t admissions_ = 0;
+  std::size_t flushed_ledger_ = 0, flushed_audit_ = 0;
   std::vector<Lease> leases_;
   std::string actor_;  // who decides, when not the bank (lease requests and decisions)
   bool core_changed_ = false;

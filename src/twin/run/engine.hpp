@@ -30,7 +30,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,7 @@
 #include "bank/audit.hpp"
 #include "bank/ledger.hpp"
 #include "core/diagnostic.hpp"
+#include "core/expected.hpp"
 #include "core/timestamp.hpp"
 #include "policy/policy_set.hpp"
 #include "twin/admission/model.hpp"
@@ -52,6 +55,10 @@ struct RunOptions {
   std::optional<VirtualTime> until;  // stop at this virtual time; unset: when nothing is left to happen
   // The actor written into audit entries for the bank's own decisions.
   std::string actor = "gpubank-bank";
+  // Called after every instant with the ledger and audit entries it added, in order (the
+  // shell persists them, e.g. to a store, before the run goes on). An error stops the run
+  // with that error in the result's diagnostics.
+  std::function<Expected<bool>(std::span<const bank::LedgerEntry>, std::span<const bank::AuditEntry>)> on_instant;
 };
 
 // One event of the log, fields as in events.md.

@@ -76,6 +76,12 @@ Fixture run_yaml(std::string_view workloads, RunOptions options = {}, std::strin
   return f;
 }
 
+RunOptions until(VirtualTime t) {
+  RunOptions options;
+  options.until = t;
+  return options;
+}
+
 std::vector<const Event*> events(const RunResult& r, std::string_view kind, std::string_view object = {}) {
   std::vector<const Event*> out;
   for (const auto& e : r.events) {
@@ -426,7 +432,7 @@ leases:
 - {name: c-later, requestedAt: 0s, requestedBy: {username: carol, groups: [c]}, decision: Rejected, decidedAt: 1m,
    decidedBy: {username: pat, groups: [platform]}, reason: not this quarter}
 )",
-                          RunOptions{.until = 6 * 60 * kMinute}, kLeases);
+                          until(6 * 60 * kMinute), kLeases);
   const auto& r = f.result;
   check_ledger(r);
   const auto burst = events(r, "LeaseRejected", "CapacityLease/c-burst");
@@ -572,6 +578,40 @@ TEST(TwinRun, TheSameInputsGiveByteIdenticalOutputs) {
   for (std::size_t i = 0; i < one.result.events.size(); ++i) {
     EXPECT_EQ(event_json(one.result.events[i], one.result.start).dump(), event_json(two.result.events[i], two.result.start).dump());
   }
+}
+
+TEST(TwinRun, EachInstantsEntriesAreHandedToTheShellInOrder) {
+  std::vector<bank::LedgerEntry> ledger;
+  std::vector<bank::AuditEntry> audit;
+  std::size_t calls = 0;
+  RunOptions options;
+  options.on_instant = [&](std::span<const bank::LedgerEntry> l, std::span<const bank::AuditEntry> a) -> Expected<bool> {
+    ++calls;
+    for (const auto& e : l) EXPECT_EQ(e.time_ms, l.front().time_ms) << "one instant per call";
+    ledger.insert(ledger.end(), l.begin(), l.end());
+    audit.insert(audit.end(), a.begin(), a.end());
+    return true;
+  };
+  const auto f = run_yaml(kReclaimOrder, options);
+  EXPECT_GT(calls, 5u);
+  ASSERT_EQ(ledger.size(), f.result.ledger.size());
+  for (std::size_t i = 0; i < ledger.size(); ++i) EXPECT_EQ(ledger[i].seq, f.result.ledger[i].seq);
+  ASSERT_EQ(audit.size(), f.result.audit.size());
+
+  // A shell that cannot persist stops the run: nothing after that instant happens.
+  std::size_t accepted = 0;
+  RunOptions failing;
+  failing.on_instant = [&](std::span<const bank::LedgerEntry> l, std::span<const bank::AuditEntry>) -> Expected<bool> {
+    if (!l.empty() && l.front().time_ms >= 15 * kMinute) return Unexpected{"disk full"};
+    accepted += l.size();
+    return true;
+  };
+  Diagnostics d;
+  const auto scenario = parse_scenario(kReclaimOrder, "s.yaml", d);
+  const auto r = run_scenario(testing::from_yaml(kPolicies), *scenario, failing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.diagnostics.back().message.find("disk full"), std::string::npos);
+  EXPECT_LT(accepted, ledger.size());
 }
 
 TEST(TwinRun, UntilStopsTheClock) {
