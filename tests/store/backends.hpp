@@ -63,7 +63,7 @@ struct PostgresBackend {
   static Expected<std::string> fresh_location() {
     auto server = shared_postgres_server();
     if (!server) return Unexpected{server.error()};
-    return (*server)->create_database();
+    return (*server)->fresh_url();
   }
 
   static Expected<bool> exec_raw(const std::string& location, const std::string& sql) {
