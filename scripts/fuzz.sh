@@ -4,9 +4,10 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s and
-# every other target 12 s (about 2 minutes of fuzzing in all: CI's 30-minute budget; long
-# runs are `scripts/fuzz.sh 600`); without targets, all of them run.
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s,
+# ledger_json_fuzzer 10 s and every other target 12 s (about 2 minutes of fuzzing in all:
+# CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`); without targets, all of them
+# run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
 # fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
@@ -20,7 +21,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
-             kueue_perf_config_fuzzer schema_validate_fuzzer)
+             kueue_perf_config_fuzzer schema_validate_fuzzer ledger_json_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -46,6 +47,7 @@ default_seconds() {
   case "$1" in
     policy_decoder_fuzzer) echo 30 ;;
     kueue_admit_fuzzer) echo 25 ;;
+    ledger_json_fuzzer) echo 10 ;;
     *) echo 12 ;;
   esac
 }
@@ -60,6 +62,7 @@ seeds() {
     kueue_admit_fuzzer) find tests/twin/conformance -name input.yaml; find examples/kueue -type f -name '*.yaml' ;;
     kueue_perf_config_fuzzer) find ../shared/kueue-perf -name '*-generator.yaml'; find tests/twin/kueue_perf/data -type f ;;
     schema_validate_fuzzer) find examples/kueue tests/schema/data tests/kueue/data -type f -name '*.yaml' ;;
+    ledger_json_fuzzer) find fuzz/corpus-seeds/ledger -type f ;;
   esac
 }
 
