@@ -82,16 +82,26 @@ constexpr const char* kLedgerColumns =
 constexpr const char* kAuditColumns =
     "seq, time_ms, actor, action, object, policy_version, decision, reason, numbers, prev_hash, hash";
 
-// The URL without its password, for messages.
+// The URL without its password (user:password@ or a password= parameter), for messages.
 std::string redact(const std::string& url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const auto at = url.find('@', scheme + 3);
-  const auto slash = url.find('/', scheme + 3);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
-  const auto colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
+  std::string out = url;
+  const auto scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const auto at = out.find('@', scheme + 3);
+    const auto slash = out.find('/', scheme + 3);
+    const auto colon = out.find(':', scheme + 3);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash) && colon != std::string::npos &&
+        colon < at) {
+      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+    }
+  }
+  for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
+    if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') continue;
+    const std::size_t value = pos + 9;
+    const std::size_t end = out.find('&', value);
+    out = out.substr(0, value) + "***" + (end == std::string::npos ? std::string() : out.substr(end));
+  }
+  return out;
 }
 
 std::string text(const pqxx::field& f) { return f.is_null() ? std::string() : std::string(f.c_str(), f.size()); }
@@ -149,10 +159,8 @@ Expected<bool> PostgresStore::init(const OpenOptions& options) {
   const auto& migrations = postgres_migrations();
   const int target = target_version(migrations.back().version, options);
   try {
-    {
-      pqxx::nontransaction n(*conn_);
-      n.exec("SET client_min_messages TO warning");  // no NOTICEs on stderr
-    }
+    // No NOTICEs on stderr. (libpqxx restores variables set this way when it reconnects.)
+    conn_->set_variable("client_min_messages", "warning");
     pqxx::work tx(*conn_);
     // Replicas starting together: one migrates, the others wait and then find it done.
     tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");

@@ -431,6 +431,10 @@ TEST(PostgresStore, ConnectionErrorsDoNotShowThePassword) {
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().find("s3cret"), std::string::npos) << store.error();
   EXPECT_NE(store.error().find("postgresql://gpubank:***@/db"), std::string::npos) << store.error();
+  store = Store::open("postgresql:///db?host=/nonexistent-gpubank-dir&password=s3cret&port=5432");
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().find("s3cret"), std::string::npos) << store.error();
+  EXPECT_NE(store.error().find("password=***&port=5432"), std::string::npos) << store.error();
 }
 
 }  // namespace
