@@ -49,6 +49,12 @@ struct SqliteBackend {
     return true;
   }
 
+  // Removes what fresh_location() made.
+  static void remove(const std::string& location) {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::path(location).parent_path(), ec);
+  }
+
   static std::string drop_audit_triggers() { return "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete"; }
   static std::string record_future_schema(int version) {
     return "INSERT INTO schema_migrations (version, description, applied_at_ms) VALUES (" + std::to_string(version) +
@@ -76,6 +82,9 @@ struct PostgresBackend {
     }
     return true;
   }
+
+  // The schema goes with the server when the process ends.
+  static void remove(const std::string& /*location*/) {}
 
   static std::string drop_audit_triggers() {
     return "DROP TRIGGER audit_append_only ON audit; DROP TRIGGER audit_no_truncate ON audit";

@@ -131,6 +131,7 @@ class CrashTest : public ::testing::Test {
     location_ = *location;
     ASSERT_EQ(::access(writer_path().c_str(), X_OK), 0) << writer_path() << " is missing (build crash_writer)";
   }
+  void TearDown() override { Backend::remove(location_); }
 
   // Checks the store against every acknowledgement; returns the stored ledger in `stored`.
   void check_store(const std::vector<Ack>& acks, std::vector<bank::LedgerEntry>& stored) {

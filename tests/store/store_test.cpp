@@ -26,6 +26,7 @@ class StoreTest : public ::testing::Test {
     ASSERT_TRUE(location) << location.error();
     location_ = *location;
   }
+  void TearDown() override { Backend::remove(location_); }
 
   std::unique_ptr<Store> open(const OpenOptions& options = {}) {
     auto s = Store::open(location_, options);
@@ -396,6 +397,10 @@ TYPED_TEST(StoreTest, AnEmptyAppendStoresNothing) {
 TEST(SqliteStore, UsesWalAndFullSync) {
   auto location = testing::SqliteBackend::fresh_location();
   ASSERT_TRUE(location);
+  struct Remove {
+    std::string path;
+    ~Remove() { testing::SqliteBackend::remove(path); }
+  } remove{*location};
   auto store = Store::open(*location);
   ASSERT_TRUE(store) << store.error();
   // journal_mode=WAL is persistent: a fresh connection sees it.
@@ -412,6 +417,10 @@ TEST(SqliteStore, UsesWalAndFullSync) {
 TEST(SqliteStore, RefusesAFileThatIsNotADatabase) {
   auto location = testing::SqliteBackend::fresh_location();
   ASSERT_TRUE(location);
+  struct Remove {
+    std::string path;
+    ~Remove() { testing::SqliteBackend::remove(path); }
+  } remove{*location};
   { std::ofstream(*location) << "just some text, long enough to be read as a header by sqlite............\n"; }
   auto store = Store::open(*location);
   ASSERT_FALSE(store);
