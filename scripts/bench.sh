@@ -5,7 +5,8 @@
 #
 # Installs what is missing (scripts/bootstrap.sh), configures and builds the `release`
 # preset's benchmark targets in build/release, runs bench/validate_bench,
-# bench/render_bench and bench/webhook_load (closed loop, then paced), and writes the
+# bench/render_bench, bench/webhook_load (closed loop, then paced), the admission and
+# Kueue scalability benchmarks and bench/store_bench, and writes the
 # results with a description of the machine. Progress goes to stderr; the raw outputs
 # stay in build/release/bench-results.
 # Benchmarks are not tests: ctest never runs this.
@@ -27,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
-  gpubank >&2
+  store_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -85,6 +86,10 @@ for config in baseline large-scale; do
     > "$out/kueue-perf-$config-cli.txt" 2>/dev/null
 done
 
+log "store_bench (3 repetitions, medians; SQLite files in $work, a private PostgreSQL server)"
+"$build/bench/store_bench" --work-dir="$work/store" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --summary="$out/store.md" | tee "$out/store.txt" >&2
+
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- the machine -------------------------------------------------------------------------
@@ -104,7 +109,7 @@ build_type="$(cache CMAKE_BUILD_TYPE)"
 flags="$(cache CMAKE_CXX_FLAGS) $(cache CMAKE_CXX_FLAGS_RELEASE)"
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench ':!bench/RESULTS.md' && echo '' || echo ' (with uncommitted changes)')"
 libs="$(dpkg-query -W -f='${Package} ${Version}, ' libyaml-cpp-dev libcpp-httplib-dev libssl-dev libbenchmark-dev \
-  nlohmann-json3-dev 2>/dev/null | sed 's/, $//')"
+  nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 2>/dev/null | sed 's/, $//')"
 
 log "write $results"
 {
@@ -143,6 +148,10 @@ log "write $results"
   echo "## Twin admission cycle: bench/admission_cycle_bench"
   echo
   cat "$out/admission-cycle.md"
+  echo
+  echo "## The store and the ledger book: bench/store_bench"
+  echo
+  cat "$out/store.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
   for config in baseline large-scale; do

@@ -10,7 +10,9 @@ packages=(
   clang-14 libclang-rt-14-dev
   # libraries (see ../shared/spec/build-notes.md)
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev tzdata
-  libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev
+  libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev libpqxx-dev
+  # the store's PostgreSQL backend: its tests and benchmark start a private server
+  postgresql
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real Prometheus tooling: promtool checks and unit-tests the rendered rules

@@ -5,8 +5,9 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s,
-# metrics_text_fuzzer 10 s and every other target 12 s (about 2 minutes of fuzzing in all:
-# CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`); without targets, all of them run.
+# metrics_text_fuzzer and ledger_json_fuzzer 10 s and every other target 12 s (about 2.5
+# minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
+# without targets, all of them run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
 # fuzzer finds is kept for the next run); logs in build/fuzz/logs/<target>.log. A crash,
@@ -22,7 +23,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
-             kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer)
+             kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
+             ledger_json_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -49,6 +51,7 @@ default_seconds() {
     policy_decoder_fuzzer) echo 30 ;;
     kueue_admit_fuzzer) echo 25 ;;
     metrics_text_fuzzer) echo 10 ;;
+    ledger_json_fuzzer) echo 10 ;;
     *) echo 12 ;;
   esac
 }
@@ -65,6 +68,7 @@ seeds() {
     schema_validate_fuzzer) find examples/kueue tests/schema/data tests/kueue/data -type f -name '*.yaml' ;;
     twin_scenario_fuzzer) find examples/scenarios tests/twin/run/data -type f -name '*.yaml' ;;
     metrics_text_fuzzer) find fuzz/corpus-seeds/metrics -type f ;;
+    ledger_json_fuzzer) find fuzz/corpus-seeds/ledger -type f ;;
   esac
 }
 

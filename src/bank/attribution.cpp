@@ -55,13 +55,13 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
 
   std::vector<BorrowChange> closed, opened;
   auto open_record = [&](const std::string& lender, const std::string& workload, std::int64_t gpus) {
-    BorrowRecord r{pool_ + "/" + std::to_string(next_++), lender, by_name.at(workload)->group, workload, gpus, now};
+    Loan r{pool_ + "/" + std::to_string(next_++), lender, by_name.at(workload)->group, workload, gpus, now};
     opened.push_back(BorrowChange{BorrowChange::Kind::Opened, r, {}});
     return r;
   };
 
   // Rule 3: keep what stays valid.
-  std::vector<BorrowRecord> kept;
+  std::vector<Loan> kept;
   for (auto& r : open_) {
     auto bit = borrows.find(r.workload);
     if (bit == borrows.end() || ended.contains(r.workload)) {
@@ -134,8 +134,8 @@ std::int64_t BorrowTracker::lent_by(const std::string& lender) const {
   return total;
 }
 
-std::vector<BorrowRecord> BorrowTracker::lent_records(const std::string& lender) const {
-  std::vector<BorrowRecord> out;
+std::vector<Loan> BorrowTracker::lent_records(const std::string& lender) const {
+  std::vector<Loan> out;
   for (const auto& r : open_) {
     if (r.lender == lender) out.push_back(r);
   }

@@ -47,7 +47,8 @@ struct RunningWorkload {
   std::vector<std::string> traits;  // batch, checkpointable, training, development
 };
 
-struct BorrowRecord {
+// An open borrow record as the tracker keeps it (the ledger's BorrowRecord adds its end).
+struct Loan {
   std::string id;  // "<pool>/<sequence>", unique within a tracker
   std::string lender, borrower, workload;
   std::int64_t gpus = 0;
@@ -57,7 +58,7 @@ struct BorrowRecord {
 struct BorrowChange {
   enum class Kind { Opened, Closed };
   Kind kind = Kind::Opened;
-  BorrowRecord record;
+  Loan record;
   std::string close_reason;  // Closed only
 };
 
@@ -76,16 +77,16 @@ class BorrowTracker {
                                    const std::vector<RunningWorkload>& running,
                                    const std::map<std::string, std::string>& ended = {});
 
-  [[nodiscard]] const std::vector<BorrowRecord>& open() const { return open_; }
+  [[nodiscard]] const std::vector<Loan>& open() const { return open_; }
   // GPUs currently lent by `lender` (borrowed from it by others).
   [[nodiscard]] std::int64_t lent_by(const std::string& lender) const;
   // Open records whose lender is `lender`, oldest first.
-  [[nodiscard]] std::vector<BorrowRecord> lent_records(const std::string& lender) const;
+  [[nodiscard]] std::vector<Loan> lent_records(const std::string& lender) const;
   [[nodiscard]] const std::string& pool() const { return pool_; }
 
  private:
   std::string pool_;
-  std::vector<BorrowRecord> open_;  // in opening order
+  std::vector<Loan> open_;  // in opening order
   std::uint64_t next_ = 1;
 };
 

@@ -45,6 +45,10 @@ Command add_twin_kueue_perf_command(CLI::App& twin);
 Command add_twin_run_command(CLI::App& twin);
 // `gpubank schema validate`: objects against CRD and built-in OpenAPI schemas.
 Command add_schema_command(CLI::App& app);
+// `gpubank bank ledger`: positions, borrow records, pair totals and trails from a store.
+Command add_bank_command(CLI::App& app);
+// `gpubank audit verify`: a store's audit hash chain.
+Command add_audit_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);

@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <algorithm>
 #include <memory>
+#include <span>
 
 #include "cli/command.hpp"
 #include "core/duration.hpp"
 #include "policy/validate.hpp"
 #include "metrics/exposition.hpp"
+#include "store/store.hpp"
 #include "twin/run/engine.hpp"
 #include "twin/run/metrics.hpp"
 
@@ -23,6 +26,7 @@ struct RunCommandOptions {
   std::string until;
   std::string events;
   std::string metrics;
+  std::string store;
   Format format = Format::Text;
 };
 
@@ -95,6 +99,39 @@ int run(const RunCommandOptions& opt) {
     }
     options.until = until->milliseconds();
   }
+  std::unique_ptr<store::Store> db;
+  if (!opt.store.empty()) {
+    auto opened = store::Store::open(opt.store);
+    if (!opened) {
+      std::cerr << "gpubank twin run: --store: " << opened.error() << '\n';
+      return 1;
+    }
+    db = std::move(opened.value());
+    auto head = db->head();
+    if (!head) {
+      std::cerr << "gpubank twin run: --store: " << head.error() << '\n';
+      return 1;
+    }
+    if (head->ledger_seq > 0 || head->audit_seq > 0) {
+      // A run's virtual clock starts at 0; the ledger's times never go back.
+      std::cerr << "gpubank twin run: --store: " << opt.store << " already holds " << head->ledger_seq
+                << " ledger and " << head->audit_seq << " audit entries; a run needs an empty store\n";
+      return 1;
+    }
+    // Each instant's entries are durable before the run goes on, as the controller appends them.
+    options.on_instant = [&db](std::span<const bank::LedgerEntry> ledger,
+                               std::span<const bank::AuditEntry> audit) -> Expected<bool> {
+      for (std::size_t l = 0, a = 0; l < ledger.size() || a < audit.size();) {
+        const std::size_t nl = std::min(ledger.size() - l, store::kMaxBatch / 2);
+        const std::size_t na = std::min(audit.size() - a, store::kMaxBatch / 2);
+        auto appended = db->append(ledger.subspan(l, nl), audit.subspan(a, na));
+        if (!appended) return Unexpected{appended.error()};
+        l += nl;
+        a += na;
+      }
+      return true;
+    };
+  }
   std::cerr << "gpubank twin run: " << scenario->workloads.size() << " workloads\n";
   const auto result = twin::run::run_scenario(set, *scenario, options);
   if (!result.ok()) {
@@ -156,6 +193,9 @@ Command add_twin_run_command(CLI::App& twin) {
   cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML)")->required();
   cmd->add_option("--until", opt->until, "stop at this virtual time (a duration such as 12h); default: when all is done");
   cmd->add_option("--events", opt->events, "also write the event log as JSON lines (../shared/spec/events.md)");
+  cmd->add_option("--store", opt->store,
+                  "persist the ledger and the audit log, instant by instant, to a new store: an SQLite file or a "
+                  "postgres:// URL (read it with `gpubank bank ledger` and `gpubank audit verify`)");
   cmd->add_option("--metrics", opt->metrics,
                   "also write the bank's metrics at the end of the run (Prometheus text format 0.0.4)");
   add_output_option(*cmd, opt->format);

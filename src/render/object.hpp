@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::render {
@@ -52,8 +53,8 @@ void stamp_all(std::vector<RenderedObject>& objects);  // one Stamper for all
 
 // The canonical text of a policy object whose sha256 goes into kAnnotationSourceHash.
 [[nodiscard]] std::string canonical_text(const policy::PolicyObject& object);
-// Lowercase hex sha256 of a text.
-[[nodiscard]] std::string sha256_hex(std::string_view text);
+// Lowercase hex sha256 of a text (moved to src/core; the name stays usable here).
+using gpubank::sha256_hex;
 
 // Sorts by path; fails on a duplicate path by throwing std::logic_error (a renderer bug,
 // not an input error).

@@ -18,3 +18,19 @@ cli_test(twin-run-example-json 0 "\"kind\": \"ReclaimVictimStopped\""
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml -o json)
 cli_test(twin-run-protection-lease 0 "\"reason\": \"BorrowersProtected\""
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/protection-lease.yaml -o json)
+
+# --store: a run persists its ledger and audit log; bank ledger and audit verify read them.
+set(RUN_STORE ${CMAKE_CURRENT_BINARY_DIR}/twin-run-store/run.db)
+add_test(NAME cli.twin-run-store-setup
+         COMMAND sh -c "rm -rf \"$(dirname \"$2\")\" && mkdir -p \"$(dirname \"$2\")\" && \"$1\" twin run --policies examples/policies --workloads \"$3\" --store \"$2\" > /dev/null"
+                 sh ${GPUBANK} ${RUN_STORE} ${SCENARIOS}/lend-and-reclaim.yaml
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.twin-run-store-setup PROPERTIES FIXTURES_SETUP twin_run_store)
+function(cli_run_store_test name)
+  cli_test(${name} ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED twin_run_store)
+endfunction()
+cli_run_store_test(twin-run-store-audit-verifies 0 "intact" -- ${GPUBANK} audit verify --store ${RUN_STORE})
+cli_run_store_test(twin-run-store-ledger 0 "search +ads +h100-rdma-training" -- ${GPUBANK} bank ledger --store ${RUN_STORE})
+cli_run_store_test(twin-run-store-not-empty 1 "already holds .* ledger and .* audit entries. a run needs an empty store"
+                   -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml --store ${RUN_STORE})

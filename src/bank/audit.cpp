@@ -1,0 +1,179 @@
+#include "bank/audit.hpp"
+
+#include <limits>
+
+#include "bank/ledger.hpp"
+#include "bank/text_check.hpp"
+#include "core/quote.hpp"
+#include "core/sha256.hpp"
+
+namespace gpubank::bank {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+void add_line(std::string& out, std::string_view name, std::string_view value) {
+  out += name;
+  out += ':';
+  out += std::to_string(value.size());
+  out += ':';
+  out += value;
+  out += '\n';
+}
+
+bool is_json_object(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return false;
+  return nlohmann::json::accept(text);
+}
+
+}  // namespace
+
+std::optional<std::string> validate_audit_entry(const AuditEntry& e) {
+  using detail::check_field;
+  if (e.time_ms < 0 || e.time_ms > kMaxTimeMs) {
+    return "timeMs: must be between 0 and " + std::to_string(kMaxTimeMs) + " (is " + std::to_string(e.time_ms) + ")";
+  }
+  if (auto p = check_field("actor", e.actor, true, kMaxAuditFieldLength)) return p;
+  if (auto p = check_field("action", e.action, true, kMaxAuditFieldLength)) return p;
+  if (auto p = check_field("object", e.object, true, kMaxAuditFieldLength)) return p;
+  if (auto p = check_field("policyVersion", e.policy_version, false, kMaxAuditFieldLength)) return p;
+  if (auto p = check_field("decision", e.decision, true, kMaxAuditFieldLength)) return p;
+  if (auto p = check_field("reason", e.reason, true, kMaxAuditReasonLength, true)) return p;
+  if (auto p = check_field("numbers", e.numbers, true, kMaxAuditNumbersLength, true)) return p;
+  if (!is_json_object(e.numbers)) return "numbers: must be the text of a JSON object (\"{}\" when there are none)";
+  return std::nullopt;
+}
+
+std::string canonical_audit_text(const AuditEntry& e) {
+  std::string out;
+  out.reserve(256 + e.actor.size() + e.action.size() + e.object.size() + e.policy_version.size() + e.decision.size() +
+              e.reason.size() + e.numbers.size() + e.prev_hash.size());
+  out += "gpubank-audit-v1\n";
+  add_line(out, "seq", std::to_string(e.seq));
+  add_line(out, "timeMs", std::to_string(e.time_ms));
+  add_line(out, "actor", e.actor);
+  add_line(out, "action", e.action);
+  add_line(out, "object", e.object);
+  add_line(out, "policyVersion", e.policy_version);
+  add_line(out, "decision", e.decision);
+  add_line(out, "reason", e.reason);
+  add_line(out, "numbers", e.numbers);
+  add_line(out, "prevHash", e.prev_hash);
+  return out;
+}
+
+std::string audit_hash(const AuditEntry& entry) { return sha256_hex(canonical_audit_text(entry)); }
+
+void chain_audit_entry(AuditEntry& entry, std::int64_t prev_seq, const std::string& prev_hash) {
+  entry.seq = prev_seq + 1;
+  entry.prev_hash = prev_hash;
+  entry.hash = audit_hash(entry);
+}
+
+ChainVerifier::ChainVerifier(std::int64_t prev_seq, std::string prev_hash) {
+  report_.last_seq = prev_seq;
+  report_.head = std::move(prev_hash);
+}
+
+bool ChainVerifier::feed(const AuditEntry& e) {
+  if (!report_.ok) return false;
+  const std::int64_t expected = report_.last_seq + 1;
+  std::string problem;
+  if (e.seq != expected) {
+    if (e.seq > expected) {
+      problem = "gap in seq: expected " + std::to_string(expected) + ", found " + std::to_string(e.seq) +
+                " (an entry was removed or moved)";
+    } else {
+      problem = "seq out of order: expected " + std::to_string(expected) + ", found " + std::to_string(e.seq);
+    }
+  } else if (e.prev_hash != report_.head) {
+    problem = "prevHash " + quote(e.prev_hash) + " does not match the hash of " +
+              (expected == 1 ? std::string("nothing (the first entry's prevHash is empty)")
+                             : "seq " + std::to_string(report_.last_seq) + " (" + quote(report_.head) + ")");
+  } else if (const std::string actual = audit_hash(e); actual != e.hash) {
+    problem = "hash mismatch: stored " + quote(e.hash) + ", computed " + quote(actual) +
+              " (a field of this entry was changed)";
+  }
+  if (!problem.empty()) {
+    report_.ok = false;
+    report_.broken_seq = expected;
+    report_.problem = std::move(problem);
+    return false;
+  }
+  ++report_.entries;
+  report_.last_seq = e.seq;
+  report_.head = e.hash;
+  return true;
+}
+
+ChainReport verify_chain(std::span<const AuditEntry> entries) {
+  ChainVerifier verifier;
+  for (const AuditEntry& e : entries) {
+    if (!verifier.feed(e)) break;
+  }
+  return verifier.report();
+}
+
+Json to_json(const AuditEntry& e) {
+  return Json{{"seq", e.seq},
+              {"timeMs", e.time_ms},
+              {"actor", e.actor},
+              {"action", e.action},
+              {"object", e.object},
+              {"policyVersion", e.policy_version},
+              {"decision", e.decision},
+              {"reason", e.reason},
+              {"numbers", e.numbers},
+              {"prevHash", e.prev_hash},
+              {"hash", e.hash}};
+}
+
+Expected<AuditEntry> audit_entry_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) return Unexpected{"audit entry: must be a JSON object"};
+  AuditEntry e;
+  for (const auto& [key, value] : json.items()) {
+    std::int64_t* number = nullptr;
+    std::string* text = nullptr;
+    if (key == "seq") number = &e.seq;
+    else if (key == "timeMs") number = &e.time_ms;
+    else if (key == "actor") text = &e.actor;
+    else if (key == "action") text = &e.action;
+    else if (key == "object") text = &e.object;
+    else if (key == "policyVersion") text = &e.policy_version;
+    else if (key == "decision") text = &e.decision;
+    else if (key == "reason") text = &e.reason;
+    else if (key == "numbers") text = &e.numbers;
+    else if (key == "prevHash") text = &e.prev_hash;
+    else if (key == "hash") text = &e.hash;
+    else return Unexpected{"audit entry: unknown field " + quote(key)};
+    if (number != nullptr) {
+      if (value.is_number_unsigned()) {
+        const auto u = value.get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+          return Unexpected{"audit entry: field " + quote(key) + ": integer out of range"};
+        }
+        *number = static_cast<std::int64_t>(u);
+      } else if (value.is_number_integer()) {
+        *number = value.get<std::int64_t>();
+      } else {
+        return Unexpected{"audit entry: field " + quote(key) + ": must be an integer"};
+      }
+    } else {
+      if (!value.is_string()) return Unexpected{"audit entry: field " + quote(key) + ": must be a string"};
+      *text = value.get<std::string>();
+    }
+  }
+  return e;
+}
+
+Json to_json(const ChainReport& r) {
+  Json out{{"intact", r.ok}, {"entries", r.entries}, {"lastSeq", r.last_seq}, {"head", r.head}};
+  if (!r.ok) {
+    out["brokenSeq"] = r.broken_seq;
+    out["problem"] = r.problem;
+  }
+  return out;
+}
+
+}  // namespace gpubank::bank

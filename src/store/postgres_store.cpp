@@ -1,0 +1,362 @@
+// The PostgreSQL backend (libpqxx 6.4): one connection per Store, appends serialised across
+// processes by a transaction-scoped advisory lock. See store.hpp.
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+#include "store/backends.hpp"
+
+namespace gpubank::store::detail {
+namespace {
+
+// Advisory lock keys (per database): one for migrations, one for appends.
+constexpr std::int64_t kMigrationLock = 0x67707562616e6b01;  // "gpubank" 01
+constexpr std::int64_t kAppendLock = 0x67707562616e6b02;     // "gpubank" 02
+
+// Rows per INSERT statement.
+constexpr std::size_t kRowsPerInsert = 500;
+
+struct Migration {
+  int version;
+  const char* description;
+  std::vector<const char*> statements;
+};
+
+// Append new versions at the end; never edit one that has shipped. The versions match the
+// SQLite backend's.
+const std::vector<Migration>& postgres_migrations() {
+  static const std::vector<Migration> migrations{
+      {1,
+       "ledger and audit tables",
+       {R"sql(CREATE TABLE ledger (
+              seq BIGINT PRIMARY KEY,
+              time_ms BIGINT NOT NULL,
+              kind TEXT NOT NULL,
+              pool TEXT NOT NULL,
+              flavor TEXT NOT NULL,
+              business_group TEXT NOT NULL,
+              lender TEXT NOT NULL,
+              workload TEXT NOT NULL,
+              record TEXT NOT NULL,
+              gpus BIGINT NOT NULL,
+              lending_limit BIGINT NOT NULL,
+              borrowing_limit BIGINT NOT NULL,
+              reason TEXT NOT NULL))sql",
+        R"sql(CREATE TABLE audit (
+              seq BIGINT PRIMARY KEY,
+              time_ms BIGINT NOT NULL,
+              actor TEXT NOT NULL,
+              action TEXT NOT NULL,
+              object TEXT NOT NULL,
+              policy_version TEXT NOT NULL,
+              decision TEXT NOT NULL,
+              reason TEXT NOT NULL,
+              numbers TEXT NOT NULL,
+              prev_hash TEXT NOT NULL,
+              hash TEXT NOT NULL))sql"}},
+      {2,
+       "append-only: UPDATE, DELETE and TRUNCATE of ledger and audit rows are refused",
+       {R"sql(CREATE FUNCTION gpubank_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN
+                RAISE EXCEPTION 'gpubank: table % is append-only: % refused', TG_TABLE_NAME, TG_OP
+                  USING ERRCODE = 'insufficient_privilege';
+              END $$)sql",
+        "CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ledger "
+        "FOR EACH ROW EXECUTE FUNCTION gpubank_append_only()",
+        "CREATE TRIGGER ledger_no_truncate BEFORE TRUNCATE ON ledger "
+        "FOR EACH STATEMENT EXECUTE FUNCTION gpubank_append_only()",
+        "CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit "
+        "FOR EACH ROW EXECUTE FUNCTION gpubank_append_only()",
+        "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit "
+        "FOR EACH STATEMENT EXECUTE FUNCTION gpubank_append_only()"}},
+      {3, "ledger index by workload (per-workload trails)", {"CREATE INDEX ledger_by_workload ON ledger (workload, seq)"}},
+  };
+  return migrations;
+}
+
+constexpr const char* kLedgerColumns =
+    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
+    "borrowing_limit, reason";
+constexpr const char* kAuditColumns =
+    "seq, time_ms, actor, action, object, policy_version, decision, reason, numbers, prev_hash, hash";
+
+// The URL without its password (user:password@ or a password= parameter), for messages.
+std::string redact(const std::string& url) {
+  std::string out = url;
+  const auto scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const auto at = out.find('@', scheme + 3);
+    const auto slash = out.find('/', scheme + 3);
+    const auto colon = out.find(':', scheme + 3);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash) && colon != std::string::npos &&
+        colon < at) {
+      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+    }
+  }
+  for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
+    if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') continue;
+    const std::size_t value = pos + 9;
+    const std::size_t end = out.find('&', value);
+    out = out.substr(0, value) + "***" + (end == std::string::npos ? std::string() : out.substr(end));
+  }
+  return out;
+}
+
+std::string text(const pqxx::field& f) { return f.is_null() ? std::string() : std::string(f.c_str(), f.size()); }
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(const std::string& url, std::unique_ptr<pqxx::connection> conn)
+      : Store(redact(url)), conn_(std::move(conn)) {}
+
+  Expected<bool> init(const OpenOptions& options);
+
+  Expected<AppendResult> append(std::span<const bank::LedgerEntry> ledger,
+                                std::span<const bank::AuditEntry> audit) override;
+  Expected<std::vector<bank::LedgerEntry>> ledger(std::int64_t after_seq, std::size_t limit) override;
+  Expected<std::vector<bank::AuditEntry>> audit(std::int64_t after_seq, std::size_t limit) override;
+  Expected<std::vector<bank::LedgerEntry>> ledger_for_workload(const std::string& workload) override;
+  Expected<int> schema_version() override;
+  Expected<Head> head() override;
+  [[nodiscard]] std::string_view backend() const override { return "postgresql"; }
+
+ private:
+  std::string error(const std::string& what, const std::exception& e) const {
+    std::string message = e.what();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    return "postgresql store " + location() + ": " + what + ": " + message;
+  }
+  static Head read_head(pqxx::transaction_base& tx);
+  static int read_version(pqxx::transaction_base& tx);
+  Expected<std::vector<bank::LedgerEntry>> to_ledger(const pqxx::result& rows) const;
+  static std::vector<bank::AuditEntry> to_audit(const pqxx::result& rows);
+
+  std::mutex mu_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+int PostgresStore::read_version(pqxx::transaction_base& tx) {
+  const pqxx::result exists = tx.exec("SELECT to_regclass('schema_migrations') IS NOT NULL");
+  if (!exists[0][0].as<bool>()) return 0;
+  return tx.exec("SELECT coalesce(max(version), 0) FROM schema_migrations")[0][0].as<int>();
+}
+
+Head PostgresStore::read_head(pqxx::transaction_base& tx) {
+  const pqxx::result r = tx.exec(
+      "SELECT (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), (SELECT time_ms FROM ledger ORDER BY seq DESC LIMIT 1), "
+      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1)");
+  Head h;
+  h.ledger_seq = r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
+  h.ledger_time_ms = r[0][1].is_null() ? 0 : r[0][1].as<std::int64_t>();
+  h.audit_seq = r[0][2].is_null() ? 0 : r[0][2].as<std::int64_t>();
+  h.audit_hash = text(r[0][3]);
+  return h;
+}
+
+Expected<bool> PostgresStore::init(const OpenOptions& options) {
+  const auto& migrations = postgres_migrations();
+  const int target = target_version(migrations.back().version, options);
+  try {
+    // No NOTICEs on stderr. (libpqxx restores variables set this way when it reconnects.)
+    conn_->set_variable("client_min_messages", "warning");
+    pqxx::work tx(*conn_);
+    // Replicas starting together: one migrates, the others wait and then find it done.
+    tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
+    int current = read_version(tx);
+    if (current > kSchemaVersion) return Unexpected{too_new_message(location(), current)};
+    if (current >= target) return true;  // the transaction ends without changes
+    tx.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+        "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+    for (const Migration& m : migrations) {
+      if (m.version <= current || m.version > target) continue;
+      for (const char* sql : m.statements) tx.exec(sql);
+      tx.exec_params("INSERT INTO schema_migrations (version, description) VALUES ($1, $2)", m.version,
+                     std::string(m.description));
+    }
+    tx.commit();
+  } catch (const std::exception& e) {
+    return Unexpected{error("schema migration", e)};
+  }
+  return true;
+}
+
+Expected<AppendResult> PostgresStore::append(std::span<const bank::LedgerEntry> ledger,
+                                             std::span<const bank::AuditEntry> audit) {
+  if (auto problem = validate_batch(ledger, audit)) return Unexpected{"invalid batch, nothing appended: " + *problem};
+  if (ledger.empty() && audit.empty()) return AppendResult{};
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::work tx(*conn_);
+    // Every writer, in any process, queues here; the lock is released by commit or abort.
+    tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kAppendLock) + ")");
+    auto out = sequence(read_head(tx), ledger, audit);
+    if (!out) return out;  // the transaction aborts on destruction
+    for (std::size_t begin = 0; begin < out->ledger.size(); begin += kRowsPerInsert) {
+      std::string sql = std::string("INSERT INTO ledger (") + kLedgerColumns + ") VALUES ";
+      const std::size_t end = std::min(out->ledger.size(), begin + kRowsPerInsert);
+      for (std::size_t i = begin; i < end; ++i) {
+        const bank::LedgerEntry& e = out->ledger[i];
+        if (i > begin) sql += ',';
+        sql += '(' + std::to_string(e.seq) + ',' + std::to_string(e.time_ms) + ',' +
+               tx.quote(std::string(bank::kind_name(e.kind))) + ',' + tx.quote(e.pool) + ',' + tx.quote(e.flavor) + ',' +
+               tx.quote(e.business_group) + ',' + tx.quote(e.lender) + ',' + tx.quote(e.workload) + ',' +
+               tx.quote(e.record) + ',' + std::to_string(e.gpus) + ',' + std::to_string(e.lending_limit) + ',' +
+               std::to_string(e.borrowing_limit) + ',' + tx.quote(e.reason) + ')';
+      }
+      tx.exec(sql);
+    }
+    for (std::size_t begin = 0; begin < out->audit.size(); begin += kRowsPerInsert) {
+      std::string sql = std::string("INSERT INTO audit (") + kAuditColumns + ") VALUES ";
+      const std::size_t end = std::min(out->audit.size(), begin + kRowsPerInsert);
+      for (std::size_t i = begin; i < end; ++i) {
+        const bank::AuditEntry& e = out->audit[i];
+        if (i > begin) sql += ',';
+        sql += '(' + std::to_string(e.seq) + ',' + std::to_string(e.time_ms) + ',' + tx.quote(e.actor) + ',' +
+               tx.quote(e.action) + ',' + tx.quote(e.object) + ',' + tx.quote(e.policy_version) + ',' +
+               tx.quote(e.decision) + ',' + tx.quote(e.reason) + ',' + tx.quote(e.numbers) + ',' +
+               tx.quote(e.prev_hash) + ',' + tx.quote(e.hash) + ')';
+      }
+      tx.exec(sql);
+    }
+    tx.commit();
+    return out;
+  } catch (const pqxx::in_doubt_error& e) {
+    return Unexpected{error("append: the connection broke during COMMIT, so whether the batch was stored is unknown "
+                            "(read the head before appending it again)",
+                            e)};
+  } catch (const std::exception& e) {
+    return Unexpected{error("append", e)};
+  }
+}
+
+Expected<std::vector<bank::LedgerEntry>> PostgresStore::to_ledger(const pqxx::result& rows) const {
+  std::vector<bank::LedgerEntry> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    bank::LedgerEntry e;
+    e.seq = row[0].as<std::int64_t>();
+    e.time_ms = row[1].as<std::int64_t>();
+    const std::string kind = text(row[2]);
+    const auto parsed = bank::parse_kind(kind);
+    if (!parsed) {
+      return Unexpected{"postgresql store " + location() + ": ledger seq " + std::to_string(e.seq) +
+                        " has an unknown kind \"" + kind + "\""};
+    }
+    e.kind = *parsed;
+    e.pool = text(row[3]);
+    e.flavor = text(row[4]);
+    e.business_group = text(row[5]);
+    e.lender = text(row[6]);
+    e.workload = text(row[7]);
+    e.record = text(row[8]);
+    e.gpus = row[9].as<std::int64_t>();
+    e.lending_limit = row[10].as<std::int64_t>();
+    e.borrowing_limit = row[11].as<std::int64_t>();
+    e.reason = text(row[12]);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<bank::AuditEntry> PostgresStore::to_audit(const pqxx::result& rows) {
+  std::vector<bank::AuditEntry> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    bank::AuditEntry e;
+    e.seq = row[0].as<std::int64_t>();
+    e.time_ms = row[1].as<std::int64_t>();
+    e.actor = text(row[2]);
+    e.action = text(row[3]);
+    e.object = text(row[4]);
+    e.policy_version = text(row[5]);
+    e.decision = text(row[6]);
+    e.reason = text(row[7]);
+    e.numbers = text(row[8]);
+    e.prev_hash = text(row[9]);
+    e.hash = text(row[10]);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::int64_t clamp_limit(std::size_t limit) {
+  return limit > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())
+             ? std::numeric_limits<std::int64_t>::max()
+             : static_cast<std::int64_t>(limit);
+}
+
+Expected<std::vector<bank::LedgerEntry>> PostgresStore::ledger(std::int64_t after_seq, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return to_ledger(tx.exec_params(std::string("SELECT ") + kLedgerColumns +
+                                        " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
+                                    after_seq, clamp_limit(limit)));
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the ledger", e)};
+  }
+}
+
+Expected<std::vector<bank::AuditEntry>> PostgresStore::audit(std::int64_t after_seq, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return to_audit(tx.exec_params(std::string("SELECT ") + kAuditColumns +
+                                       " FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2",
+                                   after_seq, clamp_limit(limit)));
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the audit log", e)};
+  }
+}
+
+Expected<std::vector<bank::LedgerEntry>> PostgresStore::ledger_for_workload(const std::string& workload) {
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return to_ledger(tx.exec_params(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE workload = $1 ORDER BY seq",
+                                    workload));
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the ledger", e)};
+  }
+}
+
+Expected<int> PostgresStore::schema_version() {
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return read_version(tx);
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the schema version", e)};
+  }
+}
+
+Expected<Head> PostgresStore::head() {
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return read_head(tx);
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the head", e)};
+  }
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Store>> open_postgres(const std::string& url, const OpenOptions& options) {
+  std::unique_ptr<pqxx::connection> conn;
+  try {
+    conn = std::make_unique<pqxx::connection>(url);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    return Unexpected{"postgresql store " + redact(url) + ": cannot connect: " + message};
+  }
+  auto store = std::make_unique<PostgresStore>(url, std::move(conn));
+  if (auto ok = store->init(options); !ok) return Unexpected{ok.error()};
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpubank::store::detail

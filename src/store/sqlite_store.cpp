@@ -1,0 +1,452 @@
+// The SQLite backend: one file, WAL mode, synchronous=FULL. See store.hpp.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <limits>
+#include <mutex>
+
+#include "store/backends.hpp"
+
+namespace gpubank::store::detail {
+namespace {
+
+struct Migration {
+  int version;
+  const char* description;
+  std::vector<const char*> statements;
+};
+
+// Append new versions at the end; never edit one that has shipped.
+const std::vector<Migration>& sqlite_migrations() {
+  static const std::vector<Migration> migrations{
+      {1,
+       "ledger and audit tables",
+       {R"sql(CREATE TABLE ledger (
+              seq INTEGER PRIMARY KEY,
+              time_ms INTEGER NOT NULL,
+              kind TEXT NOT NULL,
+              pool TEXT NOT NULL,
+              flavor TEXT NOT NULL,
+              business_group TEXT NOT NULL,
+              lender TEXT NOT NULL,
+              workload TEXT NOT NULL,
+              record TEXT NOT NULL,
+              gpus INTEGER NOT NULL,
+              lending_limit INTEGER NOT NULL,
+              borrowing_limit INTEGER NOT NULL,
+              reason TEXT NOT NULL) STRICT)sql",
+        R"sql(CREATE TABLE audit (
+              seq INTEGER PRIMARY KEY,
+              time_ms INTEGER NOT NULL,
+              actor TEXT NOT NULL,
+              action TEXT NOT NULL,
+              object TEXT NOT NULL,
+              policy_version TEXT NOT NULL,
+              decision TEXT NOT NULL,
+              reason TEXT NOT NULL,
+              numbers TEXT NOT NULL,
+              prev_hash TEXT NOT NULL,
+              hash TEXT NOT NULL) STRICT)sql"}},
+      {2,
+       "append-only: UPDATE and DELETE of ledger and audit rows are refused",
+       {"CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger "
+        "BEGIN SELECT RAISE(ABORT, 'gpubank: the ledger is append-only: UPDATE refused'); END",
+        "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger "
+        "BEGIN SELECT RAISE(ABORT, 'gpubank: the ledger is append-only: DELETE refused'); END",
+        "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit "
+        "BEGIN SELECT RAISE(ABORT, 'gpubank: the audit log is append-only: UPDATE refused'); END",
+        "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit "
+        "BEGIN SELECT RAISE(ABORT, 'gpubank: the audit log is append-only: DELETE refused'); END"}},
+      {3, "ledger index by workload (per-workload trails)", {"CREATE INDEX ledger_by_workload ON ledger (workload, seq)"}},
+  };
+  return migrations;
+}
+
+constexpr const char* kLedgerColumns =
+    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
+    "borrowing_limit, reason";
+constexpr const char* kAuditColumns =
+    "seq, time_ms, actor, action, object, policy_version, decision, reason, numbers, prev_hash, hash";
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A prepared statement, reset and unbound when a use ends.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  bool prepare(sqlite3* db, const std::string& sql) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    return sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) == SQLITE_OK;
+  }
+  [[nodiscard]] sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Use {
+ public:
+  explicit Use(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+  ~Use() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  int step() { return sqlite3_step(stmt_); }
+  [[nodiscard]] std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  [[nodiscard]] bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  [[nodiscard]] std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::string path, sqlite3* db) : Store(std::move(path)), db_(db) {}
+  ~SqliteStore() override {
+    // Statements first: sqlite3_close refuses a connection with live statements.
+    statements_.clear();
+    sqlite3_close(db_);
+  }
+
+  Expected<bool> init(const OpenOptions& options);
+
+  Expected<AppendResult> append(std::span<const bank::LedgerEntry> ledger,
+                                std::span<const bank::AuditEntry> audit) override;
+  Expected<std::vector<bank::LedgerEntry>> ledger(std::int64_t after_seq, std::size_t limit) override;
+  Expected<std::vector<bank::AuditEntry>> audit(std::int64_t after_seq, std::size_t limit) override;
+  Expected<std::vector<bank::LedgerEntry>> ledger_for_workload(const std::string& workload) override;
+  Expected<int> schema_version() override;
+  Expected<Head> head() override;
+  [[nodiscard]] std::string_view backend() const override { return "sqlite"; }
+
+ private:
+  std::string error(const std::string& what) const {
+    return "sqlite store " + location() + ": " + what + ": " + sqlite3_errmsg(db_);
+  }
+  Expected<bool> exec(const std::string& sql, const std::string& what) {
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+      std::string text = "sqlite store " + location() + ": " + what + ": " + (message != nullptr ? message : "?");
+      sqlite3_free(message);
+      return Unexpected{text};
+    }
+    return true;
+  }
+  void rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+  Expected<int> read_version();  // 0 without a schema_migrations table
+  Expected<Head> read_head();
+  Expected<bool> prepare_statements();
+  Expected<std::vector<bank::LedgerEntry>> read_ledger(Use& use);
+  Expected<std::vector<bank::AuditEntry>> read_audit(Use& use);
+
+  sqlite3* db_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Statement>> statements_;
+  Statement* insert_ledger_ = nullptr;
+  Statement* insert_audit_ = nullptr;
+  Statement* select_ledger_ = nullptr;
+  Statement* select_audit_ = nullptr;
+  Statement* select_workload_ = nullptr;
+  Statement* select_head_ = nullptr;
+};
+
+Expected<int> SqliteStore::read_version() {
+  Statement exists;
+  if (!exists.prepare(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")) {
+    return Unexpected{error("read the schema version")};
+  }
+  {
+    Use use(exists.get());
+    if (use.step() != SQLITE_ROW) return Unexpected{error("read the schema version")};
+    if (use.integer(0) == 0) return 0;
+  }
+  Statement version;
+  if (!version.prepare(db_, "SELECT coalesce(max(version), 0) FROM schema_migrations")) {
+    return Unexpected{error("read the schema version")};
+  }
+  Use use(version.get());
+  if (use.step() != SQLITE_ROW) return Unexpected{error("read the schema version")};
+  return static_cast<int>(use.integer(0));
+}
+
+Expected<bool> SqliteStore::init(const OpenOptions& options) {
+  sqlite3_busy_timeout(db_, 30'000);
+  sqlite3_extended_result_codes(db_, 1);
+  // WAL: readers never block the writer; FULL: the WAL is fsync'd at every commit.
+  {
+    Statement mode;
+    if (!mode.prepare(db_, "PRAGMA journal_mode=WAL")) return Unexpected{error("set WAL mode")};
+    Use use(mode.get());
+    if (use.step() != SQLITE_ROW || use.text(0) != "wal") {
+      return Unexpected{"sqlite store " + location() + ": cannot switch to WAL mode (journal mode " + use.text(0) + ")"};
+    }
+  }
+  if (auto ok = exec("PRAGMA synchronous=FULL", "set synchronous=FULL"); !ok) return ok;
+
+  const auto& migrations = sqlite_migrations();
+  const int target = target_version(migrations.back().version, options);
+  auto current = read_version();
+  if (!current) return Unexpected{current.error()};
+  if (*current > kSchemaVersion) return Unexpected{too_new_message(location(), *current)};
+  if (*current < target) {
+    // Another process may be migrating too: BEGIN IMMEDIATE waits for it, then re-read.
+    if (auto ok = exec("BEGIN IMMEDIATE", "begin the migration"); !ok) return ok;
+    auto ok = exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                   "description TEXT NOT NULL, applied_at_ms INTEGER NOT NULL) STRICT",
+                   "create schema_migrations");
+    if (ok) current = read_version();
+    if (ok && !current) ok = Unexpected{current.error()};
+    if (ok && *current > kSchemaVersion) ok = Unexpected{too_new_message(location(), *current)};
+    for (const Migration& m : migrations) {
+      if (!ok) break;
+      if (m.version <= *current || m.version > target) continue;
+      for (const char* sql : m.statements) {
+        ok = exec(sql, "migration " + std::to_string(m.version) + " (" + m.description + ")");
+        if (!ok) break;
+      }
+      if (!ok) break;
+      Statement record;
+      if (!record.prepare(db_, "INSERT INTO schema_migrations (version, description, applied_at_ms) VALUES (?1, ?2, ?3)")) {
+        ok = Unexpected{error("record migration " + std::to_string(m.version))};
+        break;
+      }
+      Use use(record.get());
+      use.bind(1, std::int64_t{m.version});
+      const std::string description = m.description;
+      use.bind(2, description);
+      use.bind(3, now_ms());
+      if (use.step() != SQLITE_DONE) ok = Unexpected{error("record migration " + std::to_string(m.version))};
+    }
+    if (ok) ok = exec("COMMIT", "commit the migration");
+    if (!ok) {
+      rollback();
+      return ok;
+    }
+  }
+  return prepare_statements();
+}
+
+Expected<bool> SqliteStore::prepare_statements() {
+  const auto make = [&](const std::string& sql) -> Statement* {
+    auto s = std::make_unique<Statement>();
+    if (!s->prepare(db_, sql)) return nullptr;
+    statements_.push_back(std::move(s));
+    return statements_.back().get();
+  };
+  insert_ledger_ = make(std::string("INSERT INTO ledger (") + kLedgerColumns +
+                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  insert_audit_ = make(std::string("INSERT INTO audit (") + kAuditColumns +
+                       ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  select_ledger_ = make(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+  select_audit_ = make(std::string("SELECT ") + kAuditColumns + " FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+  select_workload_ = make(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE workload = ?1 ORDER BY seq");
+  select_head_ = make(
+      "SELECT (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), (SELECT time_ms FROM ledger ORDER BY seq DESC LIMIT 1), "
+      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1)");
+  if (insert_ledger_ == nullptr || insert_audit_ == nullptr || select_ledger_ == nullptr || select_audit_ == nullptr || select_workload_ == nullptr ||
+      select_head_ == nullptr) {
+    return Unexpected{error("prepare statements")};
+  }
+  return true;
+}
+
+Expected<Head> SqliteStore::read_head() {
+  Use use(select_head_->get());
+  if (use.step() != SQLITE_ROW) return Unexpected{error("read the head")};
+  Head h;
+  h.ledger_seq = use.is_null(0) ? 0 : use.integer(0);
+  h.ledger_time_ms = use.is_null(1) ? 0 : use.integer(1);
+  h.audit_seq = use.is_null(2) ? 0 : use.integer(2);
+  h.audit_hash = use.is_null(3) ? std::string() : use.text(3);
+  return h;
+}
+
+Expected<AppendResult> SqliteStore::append(std::span<const bank::LedgerEntry> ledger,
+                                           std::span<const bank::AuditEntry> audit) {
+  if (auto problem = validate_batch(ledger, audit)) return Unexpected{"invalid batch, nothing appended: " + *problem};
+  if (ledger.empty() && audit.empty()) return AppendResult{};
+  std::lock_guard lock(mu_);
+  // BEGIN IMMEDIATE takes the file's write lock now (waiting up to the busy timeout for
+  // another process), so the head read below is still the head at commit.
+  if (auto ok = exec("BEGIN IMMEDIATE", "begin the append"); !ok) return Unexpected{ok.error()};
+  auto result = [&]() -> Expected<AppendResult> {
+    auto h = read_head();
+    if (!h) return Unexpected{h.error()};
+    auto out = sequence(*h, ledger, audit);
+    if (!out) return out;
+    for (const bank::LedgerEntry& e : out->ledger) {
+      Use use(insert_ledger_->get());
+      use.bind(1, e.seq);
+      use.bind(2, e.time_ms);
+      const std::string kind(bank::kind_name(e.kind));
+      use.bind(3, kind);
+      use.bind(4, e.pool);
+      use.bind(5, e.flavor);
+      use.bind(6, e.business_group);
+      use.bind(7, e.lender);
+      use.bind(8, e.workload);
+      use.bind(9, e.record);
+      use.bind(10, e.gpus);
+      use.bind(11, e.lending_limit);
+      use.bind(12, e.borrowing_limit);
+      use.bind(13, e.reason);
+      if (use.step() != SQLITE_DONE) return Unexpected{error("append ledger seq " + std::to_string(e.seq))};
+    }
+    for (const bank::AuditEntry& e : out->audit) {
+      Use use(insert_audit_->get());
+      use.bind(1, e.seq);
+      use.bind(2, e.time_ms);
+      use.bind(3, e.actor);
+      use.bind(4, e.action);
+      use.bind(5, e.object);
+      use.bind(6, e.policy_version);
+      use.bind(7, e.decision);
+      use.bind(8, e.reason);
+      use.bind(9, e.numbers);
+      use.bind(10, e.prev_hash);
+      use.bind(11, e.hash);
+      if (use.step() != SQLITE_DONE) return Unexpected{error("append audit seq " + std::to_string(e.seq))};
+    }
+    return out;
+  }();
+  if (!result) {
+    rollback();
+    return result;
+  }
+  if (auto ok = exec("COMMIT", "commit the append"); !ok) {
+    rollback();
+    return Unexpected{ok.error()};
+  }
+  return result;
+}
+
+Expected<std::vector<bank::LedgerEntry>> SqliteStore::read_ledger(Use& use) {
+  std::vector<bank::LedgerEntry> out;
+  int rc = 0;
+  while ((rc = use.step()) == SQLITE_ROW) {
+    bank::LedgerEntry e;
+    e.seq = use.integer(0);
+    e.time_ms = use.integer(1);
+    const std::string kind = use.text(2);
+    const auto parsed = bank::parse_kind(kind);
+    if (!parsed) {
+      return Unexpected{"sqlite store " + location() + ": ledger seq " + std::to_string(e.seq) + " has an unknown kind \"" +
+                        kind + "\""};
+    }
+    e.kind = *parsed;
+    e.pool = use.text(3);
+    e.flavor = use.text(4);
+    e.business_group = use.text(5);
+    e.lender = use.text(6);
+    e.workload = use.text(7);
+    e.record = use.text(8);
+    e.gpus = use.integer(9);
+    e.lending_limit = use.integer(10);
+    e.borrowing_limit = use.integer(11);
+    e.reason = use.text(12);
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return Unexpected{error("read the ledger")};
+  return out;
+}
+
+Expected<std::vector<bank::AuditEntry>> SqliteStore::read_audit(Use& use) {
+  std::vector<bank::AuditEntry> out;
+  int rc = 0;
+  while ((rc = use.step()) == SQLITE_ROW) {
+    bank::AuditEntry e;
+    e.seq = use.integer(0);
+    e.time_ms = use.integer(1);
+    e.actor = use.text(2);
+    e.action = use.text(3);
+    e.object = use.text(4);
+    e.policy_version = use.text(5);
+    e.decision = use.text(6);
+    e.reason = use.text(7);
+    e.numbers = use.text(8);
+    e.prev_hash = use.text(9);
+    e.hash = use.text(10);
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return Unexpected{error("read the audit log")};
+  return out;
+}
+
+std::int64_t clamp_limit(std::size_t limit) {
+  return limit > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())
+             ? std::numeric_limits<std::int64_t>::max()
+             : static_cast<std::int64_t>(limit);
+}
+
+Expected<std::vector<bank::LedgerEntry>> SqliteStore::ledger(std::int64_t after_seq, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  Use use(select_ledger_->get());
+  use.bind(1, after_seq);
+  use.bind(2, clamp_limit(limit));
+  return read_ledger(use);
+}
+
+Expected<std::vector<bank::AuditEntry>> SqliteStore::audit(std::int64_t after_seq, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  Use use(select_audit_->get());
+  use.bind(1, after_seq);
+  use.bind(2, clamp_limit(limit));
+  return read_audit(use);
+}
+
+Expected<std::vector<bank::LedgerEntry>> SqliteStore::ledger_for_workload(const std::string& workload) {
+  std::lock_guard lock(mu_);
+  Use use(select_workload_->get());
+  use.bind(1, workload);
+  return read_ledger(use);
+}
+
+Expected<int> SqliteStore::schema_version() {
+  std::lock_guard lock(mu_);
+  return read_version();
+}
+
+Expected<Head> SqliteStore::head() {
+  std::lock_guard lock(mu_);
+  return read_head();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Store>> open_sqlite(const std::string& path, const OpenOptions& options) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!exists && !options.create) return Unexpected{"sqlite store " + path + ": no such file"};
+  if (exists && !S_ISREG(st.st_mode)) return Unexpected{"sqlite store " + path + ": not a regular file"};
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string message = "sqlite store " + path + ": cannot open: " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return Unexpected{message};
+  }
+  auto store = std::make_unique<SqliteStore>(path, db);
+  if (auto ok = store->init(options); !ok) return Unexpected{ok.error()};
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpubank::store::detail
