@@ -330,19 +330,7 @@ class Engine {
     if (has_errors(result_.diagnostics)) return false;
     for (std::size_t i = 0; i < sims_.size(); ++i) sim_index_.emplace(sims_[i].key, static_cast<int>(i));
 
-    for (const auto& q : quotas_) {
-      bank::LedgerEntry e;
-      e.time_ms = 0;
-      e.kind = bank::LedgerKind::QuotaSet;
-      e.pool = q.pool_name;
-      e.flavor = pools_[at(q.pool)].flavor;
-      e.business_group = q.group;
-      e.gpus = q.guaranteed;
-      e.lending_limit = q.lending_limit.value_or(-1);
-      e.borrowing_limit = q.borrowing_limit.value_or(-1);
-      e.reason = "Policy";
-      ledger(std::move(e));
-    }
+    for (const auto& q : quotas_) ledger_quota(q, 0, "Policy");
     return true;
   }
 
@@ -369,6 +357,20 @@ class Engine {
   void ledger(bank::LedgerEntry e) {
     e.seq = static_cast<std::int64_t>(result_.ledger.size()) + 1;
     result_.ledger.push_back(std::move(e));
+  }
+
+  void ledger_quota(const Quota& q, VirtualTime now, std::string reason) {
+    bank::LedgerEntry e;
+    e.time_ms = now;
+    e.kind = bank::LedgerKind::QuotaSet;
+    e.pool = q.pool_name;
+    e.flavor = pools_[at(q.pool)].flavor;
+    e.business_group = q.group;
+    e.gpus = q.guaranteed;
+    e.lending_limit = q.lending_limit.value_or(-1);
+    e.borrowing_limit = q.borrowing_limit.value_or(-1);
+    e.reason = std::move(reason);
+    ledger(std::move(e));
   }
 
   void ledger_usage(const Sim& s, bank::LedgerKind kind, VirtualTime now, std::string reason) {
@@ -1113,17 +1115,7 @@ class Engine {
     if (temporary) {
       const std::int64_t extra = l.spec->extra_guaranteed.value_or(0);
       q.guaranteed += activate ? extra : -extra;
-      bank::LedgerEntry e;
-      e.time_ms = now;
-      e.kind = bank::LedgerKind::QuotaSet;
-      e.pool = q.pool_name;
-      e.flavor = pools_[at(q.pool)].flavor;
-      e.business_group = q.group;
-      e.gpus = q.guaranteed;
-      e.lending_limit = q.lending_limit.value_or(-1);
-      e.borrowing_limit = q.borrowing_limit.value_or(-1);
-      e.reason = activate ? "LeaseActivated" : "LeaseExpired";
-      ledger(std::move(e));
+      ledger_quota(q, now, activate ? "LeaseActivated" : "LeaseExpired");
     }
     Event e = lease_event(l, now, activate ? "LeaseActivated" : "LeaseExpired", temporary ? "TemporaryQuota" : "Protection",
                           temporary ? q.group + "'s guarantee in " + q.pool_name + " is now " + std::to_string(q.guaranteed) +

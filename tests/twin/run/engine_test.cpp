@@ -527,9 +527,10 @@ TEST(TwinRun, MetricsCountEveryDecisionAndPromtoolReadsThem) {
       for (const auto& sample : family.samples) {
         if (sample.name != name) continue;
         bool all = true;
-        for (const auto& [k, v] : labels) {
-          all = all && std::any_of(sample.labels.begin(), sample.labels.end(),
-                                   [&](const metrics::Label& l) { return l.name == k && l.value == v; });
+        for (const auto& want : labels) {  // (clang 14 cannot capture structured bindings)
+          all = all && std::any_of(sample.labels.begin(), sample.labels.end(), [&](const metrics::Label& l) {
+                  return l.name == want.first && l.value == want.second;
+                });
         }
         if (all) return sample.value;
       }
