@@ -165,10 +165,10 @@ class TimedCore final : public AdmissionCore {
   }
   void finish(WorkloadId id, VirtualTime now) override { inner_.finish(id, now); }
   void release_evicted(WorkloadId id, VirtualTime now) override { inner_.release_evicted(id, now); }
-  Expected<bool> set_quota(const std::string& cq, const std::string& flavor, const ResourceQuota& quota) override {
+  gpubank::Expected<bool> set_quota(const std::string& cq, const std::string& flavor, const ResourceQuota& quota) override {
     return inner_.set_quota(cq, flavor, quota);
   }
-  Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
+  gpubank::Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     return inner_.evict(id, reason, message, now);
   }
   CycleResult run_cycle(VirtualTime now) override {

@@ -241,27 +241,12 @@ std::string summary(const SummaryReporter& reporter) {
 }
 
 // Removes --NAME=VALUE from the arguments (Google Benchmark rejects flags it does not know).
-std::string take_flag(int& argc, char** argv, const std::string& name) {
-  const std::string prefix = "--" + name + "=";
-  std::string value;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind(prefix, 0) == 0) {
-      value = arg.substr(prefix.size());
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  return value;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string summary_path = take_flag(argc, argv, "summary");
-  g_config_path = take_flag(argc, argv, "config");
+  const std::string summary_path = gpubank::bench::take_flag(argc, argv, "summary");
+  g_config_path = gpubank::bench::take_flag(argc, argv, "config");
   if (g_config_path.empty()) {
     const char* shared = std::getenv("GPUBANK_SHARED_DIR");
     g_config_path = std::string(shared != nullptr ? shared : GPUBANK_SOURCE_DIR "/../shared") +

@@ -399,26 +399,12 @@ std::string summary(const SummaryReporter& reporter) {
   return s.str();
 }
 
-std::string take_flag(int& argc, char** argv, const std::string& flag) {
-  std::string value;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind(flag + "=", 0) == 0) {
-      value = arg.substr(flag.size() + 1);
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  return value;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string summary_path = gpubank::bench::take_summary_flag(argc, argv);
-  if (auto dir = take_flag(argc, argv, "--work-dir"); !dir.empty()) work_dir = dir;
+  if (auto dir = gpubank::bench::take_flag(argc, argv, "work-dir"); !dir.empty()) work_dir = dir;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   std::filesystem::create_directories(work_dir);

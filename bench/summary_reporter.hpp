@@ -45,22 +45,26 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<std::string, Result> results_;
 };
 
-// Removes --summary=FILE from the arguments and returns FILE (empty when absent): Google
+// Removes --NAME=VALUE from the arguments and returns VALUE (empty when absent): Google
 // Benchmark rejects flags it does not know.
-inline std::string take_summary_flag(int& argc, char** argv) {
-  std::string path;
+inline std::string take_flag(int& argc, char** argv, const std::string& name) {
+  const std::string prefix = "--" + name + "=";
+  std::string value;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--summary=", 0) == 0) {
-      path = arg.substr(10);
+    if (arg.rfind(prefix, 0) == 0) {
+      value = arg.substr(prefix.size());
     } else {
       argv[kept++] = argv[i];
     }
   }
   argc = kept;
-  return path;
+  return value;
 }
+
+// --summary=FILE: where a benchmark writes its summary table.
+inline std::string take_summary_flag(int& argc, char** argv) { return take_flag(argc, argv, "summary"); }
 
 inline std::string fixed(double v, int decimals) {
   char buf[64];
