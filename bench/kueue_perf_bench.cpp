@@ -273,14 +273,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   const std::string text = summary(reporter);
-  std::cout << '\n' << text;
-  if (!summary_path.empty()) {
-    std::ofstream out(summary_path);
-    out << text;
-    if (!out) {
-      std::cerr << "kueue_perf_bench: cannot write " << summary_path << '\n';
-      return 1;
-    }
-  }
+  if (!gpubank::bench::emit_summary(text, summary_path, "kueue_perf_bench")) return 1;
   return 0;
 }

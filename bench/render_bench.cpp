@@ -182,14 +182,6 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
 
   const std::string text = summary(reporter, f);
-  std::cout << '\n' << text;
-  if (!summary_path.empty()) {
-    std::ofstream out(summary_path);
-    out << text;
-    if (!out) {
-      std::cerr << "render_bench: cannot write " << summary_path << '\n';
-      return 1;
-    }
-  }
+  if (!gpubank::bench::emit_summary(text, summary_path, "render_bench")) return 1;
   return 0;
 }

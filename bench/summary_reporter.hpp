@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <ostream>
 #include <map>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,18 @@ inline std::string take_flag(int& argc, char** argv, const std::string& name) {
 
 // --summary=FILE: where a benchmark writes its summary table.
 inline std::string take_summary_flag(int& argc, char** argv) { return take_flag(argc, argv, "summary"); }
+
+// Prints a benchmark's summary and writes it to `path` too (when not empty); false (with
+// a message on stderr) when the file cannot be written.
+inline bool emit_summary(const std::string& text, const std::string& path, const char* program) {
+  std::cout << '\n' << text;
+  if (path.empty()) return true;
+  std::ofstream out(path);
+  out << text;
+  if (out) return true;
+  std::cerr << program << ": cannot write " << path << '\n';
+  return false;
+}
 
 inline std::string fixed(double v, int decimals) {
   char buf[64];

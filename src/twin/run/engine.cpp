@@ -418,6 +418,21 @@ class Engine {
     return e;
   }
 
+  // An event about a lender's reclaim, on the lender's group.
+  Event lender_event(const std::string& group, const std::string& pool, const std::string& queue, VirtualTime now,
+                     std::string kind, std::string reason, std::string message) {
+    Event e;
+    e.t = now;
+    e.kind = std::move(kind);
+    e.object = "BusinessGroup/" + group;
+    e.business_group = group;
+    e.pool = pool;
+    e.queue = queue;
+    e.reason = std::move(reason);
+    e.message = std::move(message);
+    return e;
+  }
+
   void schedule(VirtualTime t, Timer::Kind kind, int sim) {
     timers_.push(Timer{t, next_timer_++, kind, sim, sims_[at(sim)].version});
   }
@@ -469,7 +484,7 @@ class Engine {
         schedule_finish(s, timer.sim, now);
         break;
       case Timer::Kind::Finish: finish(s, now); break;
-      case Timer::Kind::CheckpointDone: checkpoint_done(s, timer.sim, now); break;
+      case Timer::Kind::CheckpointDone: checkpoint_done(s, now); break;
       case Timer::Kind::GraceEnd: grace_end(s, now); break;
     }
   }
@@ -542,7 +557,7 @@ class Engine {
           false);
   }
 
-  void checkpoint_done(Sim& s, int index, VirtualTime now) {
+  void checkpoint_done(Sim& s, VirtualTime now) {
     if (s.reclaim < 0) return;
     auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
     if (s.w->checkpoint_fails) {
@@ -554,7 +569,6 @@ class Engine {
       event(std::move(e));
       return;
     }
-    (void)index;
     v.checkpoint_completed = now;
     ++result_.checkpoints_ok;
     s.checkpoint_saved = true;
@@ -849,20 +863,14 @@ class Engine {
         // Said once per demand: the lender waits and nothing may be taken back for it.
         if (active < 0 && blocked_[qi] != demand) {
           blocked_[qi] = demand;
-          Event e;
-          e.t = now;
-          e.kind = "ReclaimBlocked";
-          e.object = "BusinessGroup/" + q.group;
-          e.business_group = q.group;
-          e.pool = q.pool_name;
-          e.queue = q.cq;
-          e.reason = shielded.empty() ? "NothingLent" : "BorrowersProtected";
           std::string who;
           for (const auto& w : shielded) who += (who.empty() ? "" : ", ") + w;
-          e.message = q.group + " needs " + std::to_string(need) + " more GPUs within its guarantee in " + q.pool_name +
-                      (shielded.empty() ? "; none of its GPUs are lent out: they are in use by itself or over-committed"
-                                        : "; what it lent runs protected work (" + who +
-                                              "): it waits until that ends or its protection expires");
+          Event e = lender_event(
+              q.group, q.pool_name, q.cq, now, "ReclaimBlocked", shielded.empty() ? "NothingLent" : "BorrowersProtected",
+              q.group + " needs " + std::to_string(need) + " more GPUs within its guarantee in " + q.pool_name +
+                  (shielded.empty() ? "; none of its GPUs are lent out: they are in use by itself or over-committed"
+                                    : "; what it lent runs protected work (" + who +
+                                          "): it waits until that ends or its protection expires"));
           e.numbers = {{"demand", demand}, {"available", available}, {"need", need},
                        {"lent", pool.tracker->lent_by(q.group)}};
           for (const auto& w : shielded) e.related.push_back("Workload/" + w);
@@ -881,18 +889,11 @@ class Engine {
         r.result = "InProgress";
         result_.reclaims.push_back(std::move(r));
         active = static_cast<int>(result_.reclaims.size()) - 1;
-        Event e;
-        e.t = now;
-        e.kind = "ReclaimStarted";
-        e.object = "BusinessGroup/" + q.group;
-        e.business_group = q.group;
-        e.pool = q.pool_name;
-        e.queue = q.cq;
-        e.reason = "LenderDemand";
-        e.message = q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
-                    std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
-                    " are free and " + std::to_string(pool.tracker->lent_by(q.group)) +
-                    " are lent out: reclaiming, no new borrowing in the pool until it is over";
+        Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", "LenderDemand",
+                               q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
+                                   std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
+                                   " are free and " + std::to_string(pool.tracker->lent_by(q.group)) +
+                                   " are lent out: reclaiming, no new borrowing in the pool until it is over");
         e.numbers = {{"demand", demand}, {"available", available}, {"lent", pool.tracker->lent_by(q.group)},
                      {"guaranteed", q.guaranteed}, {"used", used}, {"reclaiming", choice.gpus},
                      {"shortfall", std::max<std::int64_t>(0, need - choice.gpus)}};
@@ -969,15 +970,11 @@ class Engine {
     }
     r.ended = now;
     r.result = any_stopped ? "Completed" : "Cancelled";
-    Event e;
-    e.t = now;
-    e.kind = any_stopped ? "ReclaimCompleted" : "ReclaimCancelled";
-    e.object = "BusinessGroup/" + r.lender;
-    e.business_group = r.lender;
-    e.pool = r.pool;
-    e.reason = any_stopped ? "CapacityReturned" : "DemandGone";
-    e.message = "Reclaim " + r.id + " for " + r.lender + " in " + r.pool + " is over after " +
-                std::to_string((now - r.started) / 1000) + " s: " + why;
+    const Quota& lender = quotas_[at(quota_index_.at({r.lender, r.pool}))];
+    Event e = lender_event(r.lender, r.pool, lender.cq, now, any_stopped ? "ReclaimCompleted" : "ReclaimCancelled",
+                           any_stopped ? "CapacityReturned" : "DemandGone",
+                           "Reclaim " + r.id + " for " + r.lender + " in " + r.pool + " is over after " +
+                               std::to_string((now - r.started) / 1000) + " s: " + why);
     std::int64_t stopped = 0;
     for (const auto& v : r.victims) stopped += v.stopped ? v.gpus : 0;
     e.numbers = {{"durationSeconds", (now - r.started) / 1000}, {"gpusStopped", stopped},
@@ -1159,7 +1156,6 @@ class Engine {
   }
 
   void finish_result() {
-    const VirtualTime end = result_.end;
     for (auto& s : sims_) {
       s.outcome.state = s.deleted ? "Deleted" : std::string(state_name(s.state));
       result_.workloads.push_back(s.outcome);
@@ -1183,7 +1179,6 @@ class Engine {
         result_.positions.push_back(p);
       }
     }
-    (void)end;
   }
 
   const policy::PolicySet& policies_;
