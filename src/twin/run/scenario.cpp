@@ -32,6 +32,8 @@ struct Schema<ScenarioWorkload> {
     v.optional("startupTime", s.startup_time, NonNegative{});
     v.optional("labels", s.labels);
     v.optional("deleteTime", s.delete_time, NonNegative{});
+    v.optional("gpuMilli", s.gpu_milli, Between{1, 999});
+    v.optional("gpuModels", s.gpu_models);
   }
 };
 
@@ -148,6 +150,10 @@ std::optional<Scenario> parse_scenario(std::string_view text, const std::string&
     }
     if (w.run_time.milliseconds() <= 0) {
       ctx.report(doc::kRuleOutOfRange, map.find(path + ".runTime"), path + ".runTime", "must be at least 1ms");
+    }
+    if (w.gpu_milli > 0 && w.gpus != 1) {
+      ctx.report(doc::kRuleOutOfRange, map.find(path + ".gpuMilli"), path + ".gpuMilli",
+                 "a shared fraction (gpuMilli) needs gpus: 1, got gpus: " + std::to_string(w.gpus));
     }
     if (!w.checkpointable && (w.checkpoint_interval || w.checkpoint_fails)) {
       ctx.report(doc::kRuleInvalidFormat, map.find(path + ".checkpointable"), path + ".checkpointable",

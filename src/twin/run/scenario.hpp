@@ -19,6 +19,9 @@
 //     startupTime: 1m                  # optional: admitted -> running (pods starting)
 //     labels: {app: ranking-finetune}  # optional: what Protection leases select on
 //     deleteTime: 2h                   # optional: deleted then (pending or running)
+//     gpuMilli: 500                    # optional: a shared fraction of one GPU per pod
+//                                      # (1..999 thousandths; needs gpus: 1)
+//     gpuModels: [V100M32, A100]       # optional: GPU models the pods may run on
 //
 //   leases:                            # decisions on the policies' CapacityLeases
 //   - name: ads-holiday-retrain
@@ -67,6 +70,8 @@ struct ScenarioWorkload {
   Duration startup_time{};
   std::optional<Duration> delete_time;
   std::map<std::string, std::string> labels;
+  std::int64_t gpu_milli = 0;  // 0: whole GPUs; 1..999: one shared fraction per pod
+  std::vector<std::string> gpu_models;  // empty: any model of the pool
 
   [[nodiscard]] std::int64_t total_gpus() const { return gpus * pods; }
 };
