@@ -264,6 +264,11 @@ class Core final : public AdmissionCore {
     // set aside: requeueing them all is one increment of `generation`.
     std::set<OrderKey> pending;
     std::uint64_t generation = 1;
+    // The active part of `pending` (not inadmissible in `generation`), valid while
+    // active_generation == generation; rebuilt lazily after a requeue. Heads come from here,
+    // so a queue of many inadmissible workloads is not walked again for every head.
+    std::set<OrderKey> active;
+    std::uint64_t active_generation = 0;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
     // The admitted (not evicted) part of `holding` in CandidatesOrdering's order within one
@@ -582,7 +587,7 @@ class Core final : public AdmissionCore {
     // do anyway; nothing observable changes.
     auto* self = const_cast<Core*>(this);
     return std::any_of(self->queues_.begin(), self->queues_.end(),
-                       [self](Queue& q) { return self->find_head(q) != q.pending.end(); });
+                       [self](Queue& q) { return self->find_head(q).has_value(); });
   }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return wl_checked(id).spec; }
@@ -667,22 +672,38 @@ class Core final : public AdmissionCore {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
-    if (w.in_pending && key.not_sticky != w.key.not_sticky) {
-      q.pending.erase(w.key);
-      w.in_pending = false;
-    }
+    if (w.in_pending && key.not_sticky != w.key.not_sticky) pending_erase(q, w);
     const bool was_pending = w.in_pending;
     if (!w.in_pending) {
       w.key = key;
-      q.pending.insert(w.key);
-      w.in_pending = true;
+      pending_insert(q, w);
     }
     if (check_shape && !was_pending && options_.scheduling_equivalence_hashing &&
         q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO && q.bulk_moved_shapes.contains(w.shape)) {
-      w.inadmissible_generation = q.generation;
+      set_inadmissible(q, w);
       return;
     }
+    set_active(q, w);
+  }
+
+  // The only ways `pending`, `active` and inadmissible_generation change.
+  void pending_insert(Queue& q, Wl& w) {
+    q.pending.insert(w.key);
+    w.in_pending = true;
+    if (q.active_generation == q.generation && w.inadmissible_generation != q.generation) q.active.insert(w.key);
+  }
+  void pending_erase(Queue& q, Wl& w) {
+    q.pending.erase(w.key);
+    q.active.erase(w.key);
+    w.in_pending = false;
+  }
+  void set_inadmissible(Queue& q, Wl& w) {
+    w.inadmissible_generation = q.generation;
+    q.active.erase(w.key);
+  }
+  void set_active(Queue& q, Wl& w) {
     w.inadmissible_generation = 0;
+    if (w.in_pending && q.active_generation == q.generation) q.active.insert(w.key);
   }
 
   void push_inadmissible(WorkloadId id) {
@@ -690,33 +711,37 @@ class Core final : public AdmissionCore {
     Queue& q = queues_[at(w.queue)];
     if (!w.in_pending) {
       w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
-      q.pending.insert(w.key);
-      w.in_pending = true;
+      pending_insert(q, w);
     }
-    w.inadmissible_generation = q.generation;
+    set_inadmissible(q, w);
   }
 
   // The first active pending workload; members of a bulk-moved equivalence class are set
   // aside on the way.
-  std::set<OrderKey>::iterator find_head(Queue& q) {
-    for (auto it = q.pending.begin(); it != q.pending.end(); ++it) {
-      Wl& w = wl(it->id);
-      if (w.inadmissible_generation == q.generation) continue;
+  std::optional<WorkloadId> find_head(Queue& q) {
+    if (q.active_generation != q.generation) {
+      q.active.clear();
+      for (const auto& key : q.pending) {
+        if (wl(key.id).inadmissible_generation != q.generation) q.active.insert(q.active.end(), key);
+      }
+      q.active_generation = q.generation;
+    }
+    while (!q.active.empty()) {
+      Wl& w = wl(q.active.begin()->id);
       if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
-        w.inadmissible_generation = q.generation;
+        set_inadmissible(q, w);
         continue;
       }
-      return it;
+      return q.active.begin()->id;
     }
-    return q.pending.end();
+    return std::nullopt;
   }
 
   void unqueue(WorkloadId id) {
     Wl& w = wl(id);
     if (w.queue < 0) return;
     Queue& q = queues_[at(w.queue)];
-    if (w.in_pending) q.pending.erase(w.key);
-    w.in_pending = false;
+    if (w.in_pending) pending_erase(q, w);
     if (q.sticky && *q.sticky == id) q.sticky.reset();
   }
 
@@ -2108,10 +2133,9 @@ CycleResult Core::run_cycle(VirtualTime now) {
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
     Queue& q = queues_[qi];
     const auto head = find_head(q);
-    if (head == q.pending.end()) continue;
-    const WorkloadId id = head->id;
-    q.pending.erase(head);
-    wl(id).in_pending = false;
+    if (!head) continue;
+    const WorkloadId id = *head;
+    pending_erase(q, wl(id));
     Entry e;
     e.w = id;
     e.queue = static_cast<int>(qi);

@@ -62,6 +62,10 @@ struct Quota {
   std::optional<Amount> borrowing_limit, lending_limit;  // as rendered
   std::vector<std::string> lend_only_to;
   std::optional<ResourceQuota> applied;  // what the core has now
+  int active_reclaim = -1;  // index into the result's reclaims while one is in progress
+  // Indexes by state (sim indexes, ascending: the order the run has always visited them in).
+  std::set<int> pending;
+  std::int64_t used = 0;  // GPUs held (Starting or Running)
 };
 
 struct Pool {
@@ -70,7 +74,12 @@ struct Pool {
   std::vector<int> quotas;
   std::unique_ptr<bank::BorrowTracker> tracker;
   std::map<std::string, std::string> ended;  // since the last attribution
-  bool held = false;
+  std::set<int> holding;  // sims holding GPUs of the pool (Starting or Running)
+  // Something attribution or reclaim read changed since they last ran on this pool
+  // (a workload's state, a quota, a lease, a reclaim): pools are separate cohorts, so an
+  // unchanged pool gives the same answer again and is skipped.
+  bool attribution_dirty = true, reclaim_dirty = true;
+  void touch() { attribution_dirty = reclaim_dirty = true; }
 };
 
 enum class State { Waiting, Pending, Starting, Running, Finished };
@@ -124,8 +133,10 @@ class Engine {
   Engine(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options)
       : policies_(policies), scenario_(scenario), options_(options) {}
 
-  RunResult run() {
-    if (!setup()) return std::move(result_);
+  bool start() {
+    if (started_) throw std::logic_error("twin run: started twice");
+    started_ = true;
+    if (!setup()) return false;
     for (std::size_t i = 0; i < sims_.size(); ++i) {
       schedule(sims_[i].w->arrival_time.milliseconds(), Timer::Kind::Arrive, static_cast<int>(i));
       if (sims_[i].w->delete_time) schedule(sims_[i].w->delete_time->milliseconds(), Timer::Kind::Delete, static_cast<int>(i));
@@ -134,23 +145,48 @@ class Engine {
       schedule_lease(leases_[i].decision->requested_at.milliseconds(), Timer::Kind::LeaseRequest, static_cast<int>(i));
       schedule_lease(leases_[i].decision->decided_at.milliseconds(), Timer::Kind::LeaseDecide, static_cast<int>(i));
     }
-    VirtualTime now = 0;
-    settle(now);
-    if (!flush()) return std::move(result_);
-    while (!timers_.empty()) {
-      const VirtualTime t = timers_.top().t;
-      if (options_.until && t > *options_.until) break;
-      now = t;
-      while (!timers_.empty() && timers_.top().t == t) {
+    now_ = 0;
+    settle(now_);
+    ok_ = flush();
+    return ok_;
+  }
+
+  bool advance_to(VirtualTime t) {
+    if (!started_ || !ok_) return false;
+    if (options_.until) t = std::min(t, *options_.until);
+    while (!timers_.empty() && timers_.top().t <= t) {
+      now_ = timers_.top().t;
+      while (!timers_.empty() && timers_.top().t == now_) {
         const Timer timer = timers_.top();
         timers_.pop();
-        handle(timer, now);
+        handle(timer, now_);
       }
-      settle(now);
-      if (!flush()) return std::move(result_);
+      settle(now_);
+      if (!flush()) return ok_ = false;
     }
-    result_.end = options_.until ? std::max(now, *options_.until) : now;
-    finish_result();
+    now_ = std::max(now_, t);
+    return true;
+  }
+
+  [[nodiscard]] VirtualTime now() const { return now_; }
+  [[nodiscard]] std::optional<VirtualTime> next_instant() const {
+    if (timers_.empty() || !ok_) return std::nullopt;
+    if (options_.until && timers_.top().t > *options_.until) return std::nullopt;
+    return timers_.top().t;
+  }
+  [[nodiscard]] const RunResult& result() const { return result_; }
+
+  RunResult finish() {
+    if (ok_ && started_) {
+      while (const auto next = next_instant()) {
+        if (!advance_to(*next)) break;
+      }
+    }
+    if (ok_ && started_) {
+      result_.end = options_.until ? std::max(now_, *options_.until) : now_;
+      result_.workloads = workloads();
+      result_.positions = positions();
+    }
     return std::move(result_);
   }
 
@@ -437,6 +473,35 @@ class Engine {
     timers_.push(Timer{t, next_timer_++, kind, sim, sims_[at(sim)].version});
   }
 
+  static bool holds_gpus(State st) { return st == State::Starting || st == State::Running; }
+
+  // Every state change goes through here: it keeps the per-queue and per-pool indexes that
+  // attribution and reclaim read, and marks the pool for them.
+  void set_state(Sim& s, State next) {
+    const int index = static_cast<int>(&s - sims_.data());
+    Quota& q = quotas_[at(s.quota)];
+    Pool& pool = pools_[at(q.pool)];
+    if (s.state == State::Pending) {
+      q.pending.erase(index);
+      --pending_count_;
+    }
+    if (holds_gpus(s.state)) {
+      pool.holding.erase(index);
+      q.used -= s.gpus;
+    }
+    s.state = next;
+    if (next == State::Pending) {
+      q.pending.insert(index);
+      ++pending_count_;
+    }
+    if (holds_gpus(next)) {
+      pool.holding.insert(index);
+      q.used += s.gpus;
+    }
+    pool.touch();
+  }
+  void touch_pool_of(const Sim& s) { pools_[at(quotas_[at(s.quota)].pool)].touch(); }
+
   // ---- progress -------------------------------------------------------------------------------
 
   [[nodiscard]] std::int64_t progress(const Sim& s, VirtualTime now) const {
@@ -479,7 +544,7 @@ class Engine {
       default: break;
       case Timer::Kind::Started:
         if (s.state != State::Starting) return;
-        s.state = State::Running;
+        set_state(s, State::Running);
         s.running_since = now;
         schedule_finish(s, timer.sim, now);
         break;
@@ -509,14 +574,12 @@ class Engine {
     s.id = core_->submit(std::move(spec), now);
     s.submitted = true;
     sim_by_id_[s.id] = static_cast<int>(&s - sims_.data());
-    live_.insert(static_cast<int>(&s - sims_.data()));
-    s.state = State::Pending;
+    set_state(s, State::Pending);
   }
 
   void finish(Sim& s, VirtualTime now) {
     if (s.state != State::Running) return;
-    s.state = State::Finished;
-    live_.erase(static_cast<int>(&s - sims_.data()));
+    set_state(s, State::Finished);
     ++s.version;
     s.outcome.finished = now;
     core_->finish(s.id, now);
@@ -538,10 +601,9 @@ class Engine {
   // ones release their GPUs.
   void remove(Sim& s, VirtualTime now) {
     if (s.state == State::Finished) return;
-    const bool held = s.state == State::Starting || s.state == State::Running;
+    const bool held = holds_gpus(s.state);
     if (s.submitted) core_->finish(s.id, now);
-    s.state = State::Finished;
-    live_.erase(static_cast<int>(&s - sims_.data()));
+    set_state(s, State::Finished);
     s.deleted = true;
     ++s.version;
     if (held) {
@@ -619,7 +681,7 @@ class Engine {
   }
 
   void requeue(Sim& s, VirtualTime, std::int64_t kept, std::int64_t loss) {
-    s.state = State::Pending;
+    set_state(s, State::Pending);
     s.base = kept;
     s.frozen = false;
     s.checkpoint_saved = false;
@@ -641,8 +703,7 @@ class Engine {
     for (int guard = 0; core_->has_active_heads(); ++guard) {
       if (guard >= kMaxCyclesPerRound) throw std::logic_error("twin run: admission did not settle");
       if (quiet > 0) {
-        const auto pending = std::count_if(live_.begin(), live_.end(), [&](int i) { return sims_[at(i)].state == State::Pending; });
-        if (quiet > pending) break;
+        if (quiet > pending_count_) break;
       }
       const CycleResult r = core_->run_cycle(now);
       for (const auto& d : r.decisions) decision(d, now);
@@ -676,10 +737,10 @@ class Engine {
           event(std::move(r));
         }
         if (s.w->startup_time.milliseconds() > 0) {
-          s.state = State::Starting;
+          set_state(s, State::Starting);
           schedule(now + s.w->startup_time.milliseconds(), Timer::Kind::Started, index);
         } else {
-          s.state = State::Running;
+          set_state(s, State::Running);
           s.running_since = now;
           schedule_finish(s, index, now);
         }
@@ -722,16 +783,16 @@ class Engine {
 
   void attribute(VirtualTime now) {
     for (auto& pool : pools_) {
+      if (!pool.attribution_dirty) continue;
+      pool.attribution_dirty = false;
       std::vector<bank::PoolGroupQuota> quotas;
       for (int qi : pool.quotas) {
         const Quota& q = quotas_[at(qi)];
         quotas.push_back(bank::PoolGroupQuota{q.group, q.guaranteed, q.lending_limit, q.lend_only_to});
       }
       std::vector<bank::RunningWorkload> running;
-      for (int i : live_) {
+      for (int i : pool.holding) {
         const Sim& s = sims_[at(i)];
-        if (quotas_[at(s.quota)].pool != &pool - pools_.data()) continue;
-        if (s.state != State::Starting && s.state != State::Running) continue;
         bank::RunningWorkload r{s.key, s.w->business_group, s.gpus, s.admission_seq, {}};
         if (s.w->workload_type == policy::WorkloadType::Batch) r.traits.emplace_back("batch");
         if (s.w->checkpointable) r.traits.emplace_back("checkpointable");
@@ -741,6 +802,7 @@ class Engine {
       }
       const auto changes = pool.tracker->update(now, quotas, running, pool.ended);
       pool.ended.clear();
+      if (!changes.empty()) pool.reclaim_dirty = true;
       for (const auto& c : changes) {
         const bool opened = c.kind == bank::BorrowChange::Kind::Opened;
         bank::LedgerEntry e;
@@ -776,44 +838,34 @@ class Engine {
 
   // ---- reclaim ----------------------------------------------------------------------------------
 
-  [[nodiscard]] std::int64_t used_by(int quota) const {
-    std::int64_t used = 0;
-    for (int i : live_) {
-      const Sim& s = sims_[at(i)];
-      if (s.quota == quota && (s.state == State::Starting || s.state == State::Running)) used += s.gpus;
-    }
-    return used;
-  }
+  [[nodiscard]] std::int64_t used_by(int quota) const { return quotas_[at(quota)].used; }
 
   void reclaim(VirtualTime now) {
+    std::vector<char> changed(pools_.size(), 0);
+    for (std::size_t p = 0; p < pools_.size(); ++p) {
+      changed[p] = pools_[p].reclaim_dirty ? 1 : 0;
+      pools_[p].reclaim_dirty = false;
+    }
     for (std::size_t qi = 0; qi < quotas_.size(); ++qi) {
-      const Quota& q = quotas_[qi];
-      if (!q.graceful) continue;
+      Quota& q = quotas_[qi];
+      if (!q.graceful || !changed[at(q.pool)]) continue;
       Pool& pool = pools_[at(q.pool)];
-      const std::int64_t used = used_by(static_cast<int>(qi));
+      const std::int64_t used = q.used;
       // Lender demand: pending workloads that fit within the guarantee, in queue order.
       std::vector<const Sim*> pending;
-      for (int i : live_) {
-        const Sim& s = sims_[at(i)];
-        if (s.quota == static_cast<int>(qi) && s.state == State::Pending) pending.push_back(&s);
-      }
+      for (int i : q.pending) pending.push_back(&sims_[at(i)]);
       std::sort(pending.begin(), pending.end(), [](const Sim* a, const Sim* b) {
         if (a->priority != b->priority) return a->priority > b->priority;
         return a->id < b->id;
       });
       std::int64_t demand = 0;
       for (const Sim* s : pending) {
+        if (used + demand >= q.guaranteed) break;  // nothing more fits
         if (used + demand + s->gpus <= q.guaranteed) demand += s->gpus;
       }
       const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
       const std::int64_t available = figures ? figures->available : 0;
-      int active = -1;
-      for (std::size_t r = 0; r < result_.reclaims.size(); ++r) {
-        if (result_.reclaims[r].lender == q.group && result_.reclaims[r].pool == q.pool_name &&
-            result_.reclaims[r].result == "InProgress") {
-          active = static_cast<int>(r);
-        }
-      }
+      int active = q.active_reclaim;
       if (demand == 0 || demand <= available) {
         blocked_.erase(qi);
         if (active >= 0) end_reclaim(active, now, demand == 0 ? "the lender no longer waits for capacity within its guarantee"
@@ -889,6 +941,8 @@ class Engine {
         r.result = "InProgress";
         result_.reclaims.push_back(std::move(r));
         active = static_cast<int>(result_.reclaims.size()) - 1;
+        q.active_reclaim = active;
+        pool.touch();
         Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", "LenderDemand",
                                q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
                                    std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
@@ -919,6 +973,7 @@ class Engine {
     r.victims.push_back(v);
     s.reclaim = reclaim_index;
     s.victim = static_cast<int>(r.victims.size()) - 1;
+    touch_pool_of(s);
     Event e = workload_event(s, now, "ReclaimNoticeSent", "ReclaimNotice",
                              "Workload " + s.key + " runs on " + std::to_string(s.gpus) + " GPUs lent by " + r.lender +
                                  ", who needs them back: " + std::to_string(lender.grace_ms / 1000) +
@@ -963,6 +1018,7 @@ class Engine {
         schedule_finish(s, sim_index_.at(v.workload), now);
       }
       s.reclaim = s.victim = -1;
+      touch_pool_of(s);
       Event e = workload_event(s, now, "ReclaimNoticeWithdrawn", "NoLongerNeeded",
                                "Workload " + s.key + " keeps running: " + why);
       e.related = {"BusinessGroup/" + r.lender};
@@ -970,7 +1026,9 @@ class Engine {
     }
     r.ended = now;
     r.result = any_stopped ? "Completed" : "Cancelled";
-    const Quota& lender = quotas_[at(quota_index_.at({r.lender, r.pool}))];
+    Quota& lender = quotas_[at(quota_index_.at({r.lender, r.pool}))];
+    lender.active_reclaim = -1;
+    pools_[at(lender.pool)].touch();
     Event e = lender_event(r.lender, r.pool, lender.cq, now, any_stopped ? "ReclaimCompleted" : "ReclaimCancelled",
                            any_stopped ? "CapacityReturned" : "DemandGone",
                            "Reclaim " + r.id + " for " + r.lender + " in " + r.pool + " is over after " +
@@ -990,8 +1048,8 @@ class Engine {
   void sync_quotas() {
     for (auto& pool : pools_) {
       std::set<std::string> reclaiming;
-      for (const auto& r : result_.reclaims) {
-        if (r.pool == pool.pool->name && r.result == "InProgress") reclaiming.insert(r.lender);
+      for (int qi : pool.quotas) {
+        if (quotas_[at(qi)].active_reclaim >= 0) reclaiming.insert(quotas_[at(qi)].group);
       }
       for (int qi : pool.quotas) {
         Quota& q = quotas_[at(qi)];
@@ -1010,6 +1068,7 @@ class Engine {
         if (!set) throw std::logic_error("twin run: " + set.error());
         q.applied = rq;
         core_changed_ = true;
+        pool.touch();
       }
     }
   }
@@ -1108,6 +1167,7 @@ class Engine {
     if (l.active == activate) return;
     l.active = activate;
     Quota& q = quotas_[at(l.quota)];
+    pools_[at(q.pool)].touch();
     const bool temporary = l.spec->type == policy::LeaseType::TemporaryQuota;
     if (temporary) {
       const std::int64_t extra = l.spec->extra_guaranteed.value_or(0);
@@ -1155,11 +1215,20 @@ class Engine {
     throw std::logic_error("twin run: the bank and the admission core did not settle at t=" + std::to_string(now));
   }
 
-  void finish_result() {
-    for (auto& s : sims_) {
-      s.outcome.state = s.deleted ? "Deleted" : std::string(state_name(s.state));
-      result_.workloads.push_back(s.outcome);
+ public:
+  [[nodiscard]] std::vector<WorkloadOutcome> workloads() const {
+    std::vector<WorkloadOutcome> out;
+    out.reserve(sims_.size());
+    for (const auto& s : sims_) {
+      out.push_back(s.outcome);
+      out.back().state = s.deleted ? "Deleted" : std::string(state_name(s.state));
     }
+    return out;
+  }
+
+ private:
+  [[nodiscard]] std::vector<Position> positions() const {
+    std::vector<Position> out;
     for (const auto& pool : pools_) {
       for (int qi : pool.quotas) {
         const Quota& q = quotas_[at(qi)];
@@ -1176,10 +1245,16 @@ class Engine {
         const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
         const std::int64_t own_free = std::max<std::int64_t>(0, q.guaranteed - p.used);
         p.borrowable = figures ? std::max<std::int64_t>(0, figures->available - own_free) : 0;
-        result_.positions.push_back(p);
+        out.push_back(p);
       }
     }
+    return out;
   }
+
+ public:
+  [[nodiscard]] std::vector<Position> positions_now() const { return positions(); }
+
+ private:
 
   const policy::PolicySet& policies_;
   const Scenario& scenario_;
@@ -1191,12 +1266,11 @@ class Engine {
   std::map<std::pair<std::string, std::string>, int> quota_index_;
   std::vector<Pool> pools_;
   std::map<std::string, int> pool_index_;
-  std::map<std::string, std::set<std::string>> held_for_;
   std::vector<Sim> sims_;
   std::map<WorkloadId, int> sim_by_id_;
   std::map<std::string, int> sim_index_;
-  std::set<int> live_;
-  std::map<std::size_t, std::int64_t> blocked_;  // quota -> demand a ReclaimBlocked was said for  // submitted and not finished: what attribution and reclaim look at
+  std::int64_t pending_count_ = 0;
+  std::map<std::size_t, std::int64_t> blocked_;  // quota -> demand a ReclaimBlocked was said for
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t next_timer_ = 0;
   std::int64_t admissions_ = 0;
@@ -1204,6 +1278,8 @@ class Engine {
   std::vector<Lease> leases_;
   std::string actor_;  // who decides, when not the bank (lease requests and decisions)
   bool core_changed_ = false;
+  VirtualTime now_ = 0;
+  bool started_ = false, ok_ = true;
 };
 
 std::string rfc3339_ms(const Timestamp& start, VirtualTime t) {
@@ -1212,8 +1288,29 @@ std::string rfc3339_ms(const Timestamp& start, VirtualTime t) {
 
 }  // namespace
 
+class Simulation::Impl : public Engine {
+ public:
+  using Engine::Engine;
+};
+
+Simulation::Simulation(const policy::PolicySet& policies, const Scenario& scenario, RunOptions options)
+    : impl_(std::make_unique<Impl>(policies, scenario, std::move(options))) {}
+Simulation::~Simulation() = default;
+Simulation::Simulation(Simulation&&) noexcept = default;
+Simulation& Simulation::operator=(Simulation&&) noexcept = default;
+bool Simulation::start() { return impl_->start(); }
+bool Simulation::advance_to(VirtualTime t) { return impl_->advance_to(t); }
+VirtualTime Simulation::now() const { return impl_->now(); }
+std::optional<VirtualTime> Simulation::next_instant() const { return impl_->next_instant(); }
+const RunResult& Simulation::result() const { return impl_->result(); }
+std::vector<Position> Simulation::positions() const { return impl_->positions_now(); }
+std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
+RunResult Simulation::finish() { return impl_->finish(); }
+
 RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {
-  return Engine(policies, scenario, options).run();
+  Simulation sim(policies, scenario, options);
+  sim.start();
+  return sim.finish();
 }
 
 Json event_json(const Event& e, const Timestamp& start) {

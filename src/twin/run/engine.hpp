@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -121,6 +122,40 @@ struct RunResult {
   std::int64_t checkpoints_ok = 0, checkpoints_failed = 0;
   Diagnostics diagnostics;  // errors: nothing ran
   [[nodiscard]] bool ok() const { return !has_errors(diagnostics); }
+};
+
+// The run one instant at a time, for a shell that owns the clock (`gpubank up`).
+// Instants are handled in order; reading between them sees a settled state.
+class Simulation {
+ public:
+  // The policies and the scenario must outlive the simulation.
+  Simulation(const policy::PolicySet& policies, const Scenario& scenario, RunOptions options = {});
+  ~Simulation();
+  Simulation(Simulation&&) noexcept;
+  Simulation& operator=(Simulation&&) noexcept;
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // Loads policies and scenario and settles virtual time 0. False: nothing runs; the
+  // errors are in result().diagnostics.
+  bool start();
+  // Handles every instant up to and including `t` (never past options.until); the clock
+  // then reads `t`. False: the run stopped on an error (in result().diagnostics).
+  bool advance_to(VirtualTime t);
+  [[nodiscard]] VirtualTime now() const;
+  // The next instant at which something happens; nullopt when nothing is left.
+  [[nodiscard]] std::optional<VirtualTime> next_instant() const;
+  // What happened so far: events, ledger, audit entries, reclaims.
+  [[nodiscard]] const RunResult& result() const;
+  [[nodiscard]] std::vector<Position> positions() const;
+  [[nodiscard]] std::vector<WorkloadOutcome> workloads() const;
+  // Runs what is left (up to options.until) and hands over the result.
+  RunResult finish();
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 [[nodiscard]] RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario,
