@@ -264,11 +264,12 @@ class Core final : public AdmissionCore {
     // set aside: requeueing them all is one increment of `generation`.
     std::set<OrderKey> pending;
     std::uint64_t generation = 1;
-    // The active part of `pending` (not inadmissible in `generation`), valid while
-    // active_generation == generation; rebuilt lazily after a requeue. Heads come from here,
-    // so a queue of many inadmissible workloads is not walked again for every head.
-    std::set<OrderKey> active;
-    std::uint64_t active_generation = 0;
+    // Where the search for a head starts: every pending workload ordered before it is
+    // inadmissible in scan_generation (nullopt: all of them are). Only valid while
+    // scan_generation == generation. It spares a queue of many inadmissible workloads a
+    // walk over all of them for every head, and a requeue (a new generation) costs nothing.
+    std::optional<OrderKey> scan_from;
+    std::uint64_t scan_generation = 0;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
     // The admitted (not evicted) part of `holding` in CandidatesOrdering's order within one
@@ -686,24 +687,24 @@ class Core final : public AdmissionCore {
     set_active(q, w);
   }
 
-  // The only ways `pending`, `active` and inadmissible_generation change.
+  // The only ways `pending` and inadmissible_generation change.
   void pending_insert(Queue& q, Wl& w) {
     q.pending.insert(w.key);
     w.in_pending = true;
-    if (q.active_generation == q.generation && w.inadmissible_generation != q.generation) q.active.insert(w.key);
+    if (w.inadmissible_generation != q.generation) scan_from_here(q, w.key);
   }
   void pending_erase(Queue& q, Wl& w) {
     q.pending.erase(w.key);
-    q.active.erase(w.key);
     w.in_pending = false;
   }
-  void set_inadmissible(Queue& q, Wl& w) {
-    w.inadmissible_generation = q.generation;
-    q.active.erase(w.key);
-  }
+  void set_inadmissible(Queue& q, Wl& w) { w.inadmissible_generation = q.generation; }
   void set_active(Queue& q, Wl& w) {
     w.inadmissible_generation = 0;
-    if (w.in_pending && q.active_generation == q.generation) q.active.insert(w.key);
+    if (w.in_pending) scan_from_here(q, w.key);
+  }
+  // An active workload at `key`: the head search must not start after it.
+  static void scan_from_here(Queue& q, const OrderKey& key) {
+    if (q.scan_generation == q.generation && (!q.scan_from || key < *q.scan_from)) q.scan_from = key;
   }
 
   void push_inadmissible(WorkloadId id) {
@@ -719,22 +720,24 @@ class Core final : public AdmissionCore {
   // The first active pending workload; members of a bulk-moved equivalence class are set
   // aside on the way.
   std::optional<WorkloadId> find_head(Queue& q) {
-    if (q.active_generation != q.generation) {
-      q.active.clear();
-      for (const auto& key : q.pending) {
-        if (wl(key.id).inadmissible_generation != q.generation) q.active.insert(q.active.end(), key);
-      }
-      q.active_generation = q.generation;
-    }
-    while (!q.active.empty()) {
-      Wl& w = wl(q.active.begin()->id);
+    const bool known = q.scan_generation == q.generation;
+    auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
+    for (; it != q.pending.end(); ++it) {
+      Wl& w = wl(it->id);
+      if (w.inadmissible_generation == q.generation) continue;
       if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
         set_inadmissible(q, w);
         continue;
       }
-      return q.active.begin()->id;
+      break;
     }
-    return std::nullopt;
+    q.scan_generation = q.generation;
+    if (it == q.pending.end()) {
+      q.scan_from.reset();
+      return std::nullopt;
+    }
+    q.scan_from = *it;
+    return it->id;
   }
 
   void unqueue(WorkloadId id) {
