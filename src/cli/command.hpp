@@ -50,6 +50,9 @@ Command add_bank_command(CLI::App& app);
 // `gpubank audit verify`: a store's audit hash chain.
 Command add_audit_command(CLI::App& app);
 
+// `gpubank up`: the embedded platform on the twin, served on loopback.
+Command add_up_command(CLI::App& app);
+
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);
 

@@ -26,6 +26,8 @@ constexpr std::string_view kRuleScenario = "scenario.reference";
 constexpr std::string_view kRulePolicies = "scenario.policies";
 constexpr std::string_view kReclaimReason = "GracefulReclaim";  // the twin's own Preempted reason
 constexpr int kMaxSettleRounds = 10'000;
+constexpr std::int64_t kRequeueBackoffMs = 60'000;
+constexpr std::int64_t kRequeueBackoffMaxMs = 3'600'000;
 constexpr int kMaxCyclesPerRound = 100'000;
 
 std::size_t at(int i) { return static_cast<std::size_t>(i); }
@@ -82,7 +84,8 @@ struct Pool {
   void touch() { attribution_dirty = reclaim_dirty = true; }
 };
 
-enum class State { Waiting, Pending, Starting, Running, Finished };
+// Requeuing: a reclaim victim waiting out its requeue backoff before it queues again.
+enum class State { Waiting, Pending, Starting, Running, Finished, Requeuing };
 
 std::string_view state_name(State s) {
   switch (s) {
@@ -91,6 +94,7 @@ std::string_view state_name(State s) {
     case State::Starting: return "Starting";
     case State::Running: return "Running";
     case State::Finished: return "Finished";
+    case State::Requeuing: return "Requeuing";
   }
   return "Waiting";
 }
@@ -119,7 +123,7 @@ struct Sim {
 };
 
 struct Timer {
-  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire };
+  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit };
   VirtualTime t = 0;
   std::uint64_t seq = 0;
   Kind kind = Kind::Arrive;
@@ -550,6 +554,9 @@ class Engine {
         break;
       case Timer::Kind::Finish: finish(s, now); break;
       case Timer::Kind::CheckpointDone: checkpoint_done(s, now); break;
+      case Timer::Kind::Resubmit:
+        if (s.state == State::Requeuing) submit(s, now);
+        break;
       case Timer::Kind::GraceEnd: grace_end(s, now); break;
     }
   }
@@ -602,7 +609,7 @@ class Engine {
   void remove(Sim& s, VirtualTime now) {
     if (s.state == State::Finished) return;
     const bool held = holds_gpus(s.state);
-    if (s.submitted) core_->finish(s.id, now);
+    if (s.submitted && s.state != State::Requeuing) core_->finish(s.id, now);
     set_state(s, State::Finished);
     s.deleted = true;
     ++s.version;
@@ -655,25 +662,35 @@ class Engine {
     stop_victim(s, now, "grace period expired");
   }
 
-  // Stops a reclaim victim: evicted and released at once, requeued as pending.
+  // Stops a reclaim victim: evicted and released at once, then requeued after a backoff.
+  // The backoff is Kueue's requeuingStrategy for evicted workloads (60 s doubling per
+  // eviction, at most an hour, without the jitter): without it a victim requeued at once
+  // can take the capacity back by borrowing from another lender, whose reclaim stops it
+  // again, and two lenders would take turns forever within one instant.
   void stop_victim(Sim& s, VirtualTime now, const std::string& why) {
     ReclaimTimeline& r = result_.reclaims[at(s.reclaim)];
     VictimTimeline& v = r.victims[at(s.victim)];
     const std::int64_t p = progress(s, now);
     const std::int64_t kept = s.checkpoint_saved ? s.frozen_progress : last_periodic(s, p);
     const std::int64_t loss = (p - kept) * s.gpus;
+    const std::int64_t backoff = std::min<std::int64_t>(kRequeueBackoffMs << std::min(s.outcome.stops, 6), kRequeueBackoffMaxMs);
     const std::string message = "Stopped to return " + std::to_string(s.gpus) + " GPUs lent by " + r.lender + " in pool " +
-                                r.pool + " (" + why + "); resumes from " + std::to_string(kept / 1000) + " s of progress";
+                                r.pool + " (" + why + "); resumes from " + std::to_string(kept / 1000) +
+                                " s of progress, requeued in " + std::to_string(backoff / 1000) + " s";
     auto evicted = core_->evict(s.id, std::string(kReclaimReason), message, now);
     if (!evicted) throw std::logic_error("twin run: " + evicted.error());
     core_->release_evicted(s.id, now);
+    core_->finish(s.id, now);  // out of the queue until the backoff ends
     v.stopped = now;
     v.loss_gpu_ms = loss;
     requeue(s, now, kept, loss);
+    set_state(s, State::Requeuing);
+    schedule(now + backoff, Timer::Kind::Resubmit, static_cast<int>(&s - sims_.data()));
     ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Reclaimed");
     pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Reclaimed";
     Event e = workload_event(s, now, "ReclaimVictimStopped", std::string(kReclaimReason), message);
-    e.numbers = {{"gpus", s.gpus}, {"resumeFromSeconds", kept / 1000}, {"recomputeLossGpuHours", gpu_hours(loss)}};
+    e.numbers = {{"gpus", s.gpus}, {"resumeFromSeconds", kept / 1000}, {"recomputeLossGpuHours", gpu_hours(loss)},
+                 {"requeueBackoffSeconds", backoff / 1000}};
     e.related = {"BusinessGroup/" + r.lender};
     event(std::move(e));
     s.reclaim = s.victim = -1;
@@ -1254,6 +1271,31 @@ class Engine {
  public:
   [[nodiscard]] std::vector<Position> positions_now() const { return positions(); }
 
+  [[nodiscard]] std::vector<QueueView> queues() const {
+    std::vector<QueueView> out;
+    for (std::size_t qi = 0; qi < quotas_.size(); ++qi) {
+      const Quota& q = quotas_[qi];
+      const Pool& pool = pools_[at(q.pool)];
+      QueueView v;
+      v.cluster_queue = q.cq;
+      v.business_group = q.group;
+      v.pool = q.pool_name;
+      v.flavor = pool.flavor;
+      v.resource = pool.resource;
+      v.nominal = q.guaranteed;
+      const auto& applied = q.applied;
+      const auto borrowing = applied ? applied->borrowing_limit : q.borrowing_limit;
+      const auto lending = applied ? applied->lending_limit : q.lending_limit;
+      if (borrowing) v.borrowing_limit = *borrowing;
+      if (lending) v.lending_limit = *lending;
+      v.used = q.used;
+      v.pending = static_cast<std::int64_t>(q.pending.size());
+      for (int i : pool.holding) v.admitted += sims_[at(i)].quota == static_cast<int>(qi) ? 1 : 0;
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
  private:
 
   const policy::PolicySet& policies_;
@@ -1305,6 +1347,7 @@ std::optional<VirtualTime> Simulation::next_instant() const { return impl_->next
 const RunResult& Simulation::result() const { return impl_->result(); }
 std::vector<Position> Simulation::positions() const { return impl_->positions_now(); }
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
+std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
 RunResult Simulation::finish() { return impl_->finish(); }
 
 RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {

@@ -108,6 +108,15 @@ struct WorkloadOutcome {
   std::int64_t loss_gpu_ms = 0;
 };
 
+// A ClusterQueue of the run now (one per GPUQuotaPolicy).
+struct QueueView {
+  std::string cluster_queue, business_group, pool, flavor, resource;
+  std::int64_t nominal = 0;  // the guarantee in force (leases included)
+  std::optional<std::int64_t> borrowing_limit, lending_limit;  // as applied now
+  std::int64_t used = 0;                     // GPUs of admitted workloads
+  std::int64_t pending = 0, admitted = 0;    // workloads
+};
+
 struct RunResult {
   Timestamp start{};
   VirtualTime end = 0;
@@ -149,6 +158,7 @@ class Simulation {
   [[nodiscard]] const RunResult& result() const;
   [[nodiscard]] std::vector<Position> positions() const;
   [[nodiscard]] std::vector<WorkloadOutcome> workloads() const;
+  [[nodiscard]] std::vector<QueueView> queues() const;
   // Runs what is left (up to options.until) and hands over the result.
   RunResult finish();
 

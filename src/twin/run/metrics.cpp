@@ -6,6 +6,11 @@
 
 namespace gpubank::twin::run {
 Expected<bool> export_metrics(const RunResult& r, metrics::Registry& registry) {
+  return export_metrics(r, r.positions, r.end, registry);
+}
+
+Expected<bool> export_metrics(const RunResult& r, std::span<const Position> positions, VirtualTime now,
+                              metrics::Registry& registry) {
   auto quota = registry.gauge("gpubank_quota_gpus",
                               "GPUs of a business group in a pool by kind: guaranteed, used, borrowed (use above the "
                               "guarantee), lent (others' use of its unused guarantee), borrowable now, lending floor.",
@@ -35,7 +40,7 @@ Expected<bool> export_metrics(const RunResult& r, metrics::Registry& registry) {
   if (!events) return Unexpected{events.error()};
 
   std::vector<std::pair<metrics::LabelValues, double>> snapshot;
-  for (const auto& p : r.positions) {
+  for (const auto& p : positions) {
     for (const auto& [kind, value] : std::initializer_list<std::pair<const char*, std::int64_t>>{
              {"guaranteed", p.guaranteed}, {"used", p.used}, {"borrowed", p.borrowed}, {"lent", p.lent},
              {"borrowable", p.borrowable}, {"lending_floor", p.lending_floor}}) {
@@ -61,7 +66,7 @@ Expected<bool> export_metrics(const RunResult& r, metrics::Registry& registry) {
   std::map<std::tuple<std::string, std::string, std::string>, std::int64_t> lent_now;
   for (const auto& [id, rec] : open) {
     const auto& [lender, borrower, pool, start, gpus] = rec;
-    gpu_ms[{lender, borrower, pool}] += (std::max(r.end, start) - start) * gpus;
+    gpu_ms[{lender, borrower, pool}] += (std::max(now, start) - start) * gpus;
     lent_now[{pool, lender, borrower}] += gpus;
   }
   std::vector<std::pair<metrics::LabelValues, double>> loan_snapshot;

@@ -11,6 +11,8 @@
 // promtool's linter would prefer seconds as the base unit and says so, exit 3.)
 #pragma once
 
+#include <span>
+
 #include "core/expected.hpp"
 #include "metrics/registry.hpp"
 #include "twin/run/engine.hpp"
@@ -19,5 +21,8 @@ namespace gpubank::twin::run {
 
 // Adds the families to `registry` (which must not hold them yet) and fills them.
 Expected<bool> export_metrics(const RunResult& result, metrics::Registry& registry);
+// The same for a run in progress: `result` so far, the positions and the clock now.
+Expected<bool> export_metrics(const RunResult& result, std::span<const Position> positions, VirtualTime now,
+                              metrics::Registry& registry);
 
 }  // namespace gpubank::twin::run

@@ -1,0 +1,373 @@
+#include "api/platform_server.hpp"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "core/duration.hpp"
+
+namespace gpubank::api {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr std::size_t kMaxParam = 253;
+constexpr std::int64_t kMaxLimit = 1000;
+constexpr std::size_t kMaxBody = 4096;
+
+void send_json(httplib::Response& res, const Json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& field, const std::string& rule,
+                const std::string& message) {
+  Json j = Json::object();
+  j["error"] = message;
+  if (!field.empty()) j["field"] = field;
+  j["rule"] = rule;
+  send_json(res, j, status);
+}
+
+std::optional<QueryError> check_known(const Params& params, std::initializer_list<std::string_view> known) {
+  std::set<std::string> seen;
+  for (const auto& [key, value] : params) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return QueryError{key, "query.unknown-parameter",
+                        "unknown query parameter \"" + key.substr(0, 64) + "\"; known: " + (list.empty() ? "none" : list)};
+    }
+    if (!seen.insert(key).second) return QueryError{key, "query.duplicate-parameter", key + " is given more than once"};
+    if (value.size() > kMaxParam) {
+      return QueryError{key, "query.too-long", key + " is " + std::to_string(value.size()) + " bytes; the limit is 253"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<QueryError> read_int(const Params& params, const std::string& key, std::int64_t lo, std::int64_t hi,
+                                   std::int64_t& out) {
+  const auto it = params.find(key);
+  if (it == params.end()) return std::nullopt;
+  const std::string& v = it->second;
+  std::int64_t value = 0;
+  bool ok = !v.empty() && v.size() <= 18;
+  for (char c : v) ok = ok && c >= '0' && c <= '9';
+  if (ok) value = std::stoll(v);
+  if (!ok || value < lo || value > hi) {
+    return QueryError{key, "query.out-of-range",
+                      key + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" +
+                          v.substr(0, 32) + "\""};
+  }
+  out = value;
+  return std::nullopt;
+}
+
+std::string param(const Params& params, const std::string& key) {
+  const auto it = params.find(key);
+  return it == params.end() ? std::string() : it->second;
+}
+
+// The notable events of the timeline, one readable line each.
+bool notable(const std::string& kind) {
+  static const std::set<std::string> kinds{"Admitted", "Preempted", "BorrowStarted", "BorrowEnded", "ReclaimStarted",
+                                           "ReclaimNoticeSent", "CheckpointCompleted", "CheckpointFailed",
+                                           "ReclaimVictimStopped", "ReclaimCompleted", "ReclaimCancelled",
+                                           "ReclaimBlocked", "Resumed", "LeaseApproved", "LeaseRejected",
+                                           "LeaseActivated", "LeaseExpired", "Deleted"};
+  return kinds.contains(kind);
+}
+
+}  // namespace
+
+QueryResult<twin::live::Page> parse_page(const Params& params) {
+  twin::live::Page page;
+  if (auto e = read_int(params, "after", 0, std::numeric_limits<std::int32_t>::max(), page.after)) return *e;
+  if (auto e = read_int(params, "limit", 1, kMaxLimit, page.limit)) return *e;
+  return page;
+}
+
+QueryResult<twin::live::EventFilter> parse_event_filter(const Params& params) {
+  if (auto e = check_known(params, {"kind", "businessGroup", "pool", "object", "after", "limit"})) return *e;
+  auto page = parse_page(params);
+  if (auto* e = std::get_if<QueryError>(&page)) return *e;
+  twin::live::EventFilter f;
+  f.page = std::get<twin::live::Page>(page);
+  f.kind = param(params, "kind");
+  f.business_group = param(params, "businessGroup");
+  f.pool = param(params, "pool");
+  f.object = param(params, "object");
+  return f;
+}
+
+QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& params) {
+  if (auto e = check_known(params, {"businessGroup", "pool", "state"})) return *e;
+  twin::live::WorkloadFilter f;
+  f.business_group = param(params, "businessGroup");
+  f.pool = param(params, "pool");
+  f.state = param(params, "state");
+  static const std::set<std::string> states{"Pending", "Starting", "Running", "Finished", "Deleted"};
+  if (!f.state.empty() && !states.contains(f.state)) {
+    return QueryError{"state", "query.invalid-enum",
+                      "state must be one of Pending, Starting, Running, Finished, Deleted, got \"" + f.state.substr(0, 32) +
+                          "\""};
+  }
+  return f;
+}
+
+PlatformServer::PlatformServer(std::unique_ptr<twin::live::Platform> platform, PlatformServerOptions options,
+                               std::function<void(const std::string&)> timeline,
+                               std::function<void(const twin::live::Platform&)> after_advance)
+    : platform_(std::move(platform)),
+      options_(std::move(options)),
+      timeline_(std::move(timeline)),
+      after_advance_(std::move(after_advance)),
+      server_(std::make_unique<httplib::Server>()),
+      paused_(options_.paused),
+      speed_(options_.speed) {
+  timeline_seen_ = platform_->result().events.size();
+  install_routes();
+}
+
+PlatformServer::~PlatformServer() {
+  stop();
+  if (clock_.joinable()) clock_.join();
+}
+
+void PlatformServer::with_platform(const std::function<void(twin::live::Platform&)>& f) {
+  std::lock_guard lock(mu_);
+  f(*platform_);
+}
+
+Expected<int> PlatformServer::bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = server_->bind_to_any_port(options_.address);
+    if (port < 0) return Unexpected{"cannot bind " + options_.address + " to any port"};
+  } else if (!server_->bind_to_port(options_.address, port)) {
+    return Unexpected{"cannot bind " + options_.address + ":" + std::to_string(port) + " (in use?)"};
+  }
+  return port;
+}
+
+bool PlatformServer::serve() {
+  clock_ = std::thread([this] { clock_loop(); });
+  ready_ = true;
+  const bool ok = server_->listen_after_bind();
+  stop();
+  if (clock_.joinable()) clock_.join();
+  return ok;
+}
+
+void PlatformServer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  server_->stop();
+}
+
+void PlatformServer::advance_locked(twin::VirtualTime target) {
+  platform_->advance_to(target);
+  const auto& events = platform_->result().events;
+  if (timeline_) {
+    for (; timeline_seen_ < events.size(); ++timeline_seen_) {
+      const auto& e = events[timeline_seen_];
+      if (!notable(e.kind)) continue;
+      const std::string when = format_rfc3339(platform_->start() + std::chrono::milliseconds(e.t));
+      std::string where;
+      if (!e.business_group.empty()) where = e.business_group + (e.pool.empty() ? "" : "@" + e.pool);
+      timeline_(when + "  " + e.kind + "  " + e.object + (where.empty() ? "" : "  [" + where + "]") + "  " + e.message);
+    }
+  } else {
+    timeline_seen_ = events.size();
+  }
+  if (after_advance_) after_advance_(*platform_);
+}
+
+void PlatformServer::clock_loop() {
+  using Clock = std::chrono::steady_clock;
+  auto last = Clock::now();
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    const double wall_ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    if (!paused_ && platform_->now() < platform_->end()) {
+      if (speed_ <= 0) {
+        // As fast as possible, a few instants at a time so requests get the lock in between.
+        const auto slice_end = Clock::now() + std::chrono::milliseconds(20);
+        while (Clock::now() < slice_end && platform_->now() < platform_->end()) {
+          advance_locked(std::min(platform_->end(), platform_->now() + 60'000));
+        }
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+        continue;
+      }
+      const auto step = static_cast<twin::VirtualTime>(std::llround(wall_ms * speed_));
+      if (step > 0) advance_locked(platform_->now() + step);
+    }
+    wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; });
+  }
+}
+
+void PlatformServer::install_routes() {
+  auto& svr = *server_;
+  svr.set_payload_max_length(kMaxBody);
+  svr.set_tcp_nodelay(true);
+  svr.set_read_timeout(10, 0);
+  svr.set_write_timeout(10, 0);
+
+  svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu_);
+    const std::string error = platform_->error();
+    if (error.empty()) {
+      res.set_content("ok\n", "text/plain");
+    } else {
+      res.status = 500;
+      res.set_content("the run stopped: " + error + "\n", "text/plain");
+    }
+  });
+  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = ready_ ? 200 : 503;
+    res.set_content(ready_ ? "ok\n" : "starting\n", "text/plain");
+  });
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu_);
+    auto text = platform_->metrics_text();
+    if (!text) {
+      res.status = 500;
+      res.set_content("metrics: " + text.error() + "\n", "text/plain");
+      return;
+    }
+    res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // Read-only views with no parameters.
+  auto plain = [this](const char* path, Json (twin::live::Platform::*view)() const) {
+    server_->Get(path, [this, view](const httplib::Request& req, httplib::Response& res) {
+      if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+      std::lock_guard lock(mu_);
+      send_json(res, ((*platform_).*view)());
+    });
+  };
+  plain("/api/v1/pools", &twin::live::Platform::pools_json);
+  plain("/api/v1/groups", &twin::live::Platform::groups_json);
+  plain("/api/v1/queues", &twin::live::Platform::queues_json);
+
+  svr.Get("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::lock_guard lock(mu_);
+    Json j = platform_->clock_json();
+    j["paused"] = paused_;
+    j["speed"] = speed_ <= 0 ? Json("max") : Json(speed_);
+    send_json(res, j);
+  });
+  svr.Post("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+    }
+    for (const auto& [key, value] : body.items()) {
+      if (key != "action" && key != "step" && key != "speed") {
+        return send_error(res, 400, key, "request.unknown-field",
+                          "unknown field \"" + key.substr(0, 64) + "\"; known: action, step, speed");
+      }
+    }
+    std::string action;
+    if (body.contains("action")) {
+      if (!body["action"].is_string()) return send_error(res, 400, "action", "request.wrong-type", "action must be a string");
+      action = body["action"].get<std::string>();
+      if (action != "pause" && action != "resume" && action != "step") {
+        return send_error(res, 400, "action", "request.invalid-enum",
+                          "action must be one of pause, resume, step, got \"" + action.substr(0, 32) + "\"");
+      }
+    }
+    std::optional<twin::VirtualTime> step;
+    if (body.contains("step")) {
+      if (action != "step") return send_error(res, 400, "step", "request.invalid-combination", "step needs action: step");
+      if (!body["step"].is_string()) {
+        return send_error(res, 400, "step", "request.wrong-type", "step must be a duration string such as \"10m\"");
+      }
+      auto d = Duration::parse(body["step"].get<std::string>());
+      if (!d || d->milliseconds() <= 0 || d->milliseconds() > 7LL * 24 * 3'600'000) {
+        return send_error(res, 400, "step", "request.out-of-range",
+                          "step must be a positive duration of at most 168h" + (d ? std::string() : ": " + d.error()));
+      }
+      step = d->milliseconds();
+    } else if (action == "step") {
+      return send_error(res, 400, "step", "request.required", "action step needs step (a duration such as \"10m\")");
+    }
+    std::optional<double> speed;
+    if (body.contains("speed")) {
+      const auto& s = body["speed"];
+      if (s.is_string() && s.get<std::string>() == "max") {
+        speed = 0;
+      } else if (s.is_number() && std::isfinite(s.get<double>()) && s.get<double>() > 0 && s.get<double>() <= 1e6) {
+        speed = s.get<double>();
+      } else {
+        return send_error(res, 400, "speed", "request.out-of-range", "speed must be a number in (0, 1000000] or \"max\"");
+      }
+    }
+    std::lock_guard lock(mu_);
+    if (speed) speed_ = *speed;
+    if (action == "pause") paused_ = true;
+    if (action == "resume") paused_ = false;
+    if (step) {
+      paused_ = true;  // stepping is for a paused clock: it stays paused after the step
+      advance_locked(platform_->now() + *step);
+    }
+    Json j = platform_->clock_json();
+    j["paused"] = paused_;
+    j["speed"] = speed_ <= 0 ? Json("max") : Json(speed_);
+    send_json(res, j);
+  });
+
+  svr.Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
+    auto f = parse_workload_filter(req.params);
+    if (auto* e = std::get_if<QueryError>(&f)) return send_error(res, 400, e->field, e->rule, e->message);
+    std::lock_guard lock(mu_);
+    send_json(res, platform_->workloads_json(std::get<twin::live::WorkloadFilter>(f)));
+  });
+  svr.Get(R"(/api/v1/workloads/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const std::string key = std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
+    std::lock_guard lock(mu_);
+    auto j = platform_->workload_json(key);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no workload " + key.substr(0, 300));
+    send_json(res, *j);
+  });
+  svr.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    auto f = parse_event_filter(req.params);
+    if (auto* e = std::get_if<QueryError>(&f)) return send_error(res, 400, e->field, e->rule, e->message);
+    std::lock_guard lock(mu_);
+    send_json(res, platform_->events_json(std::get<twin::live::EventFilter>(f)));
+  });
+  auto paged = [this](const char* path, Json (twin::live::Platform::*view)(const twin::live::Page&) const) {
+    server_->Get(path, [this, view](const httplib::Request& req, httplib::Response& res) {
+      if (auto e = check_known(req.params, {"after", "limit"})) return send_error(res, 400, e->field, e->rule, e->message);
+      auto page = parse_page(req.params);
+      if (auto* e = std::get_if<QueryError>(&page)) return send_error(res, 400, e->field, e->rule, e->message);
+      std::lock_guard lock(mu_);
+      send_json(res, ((*platform_).*view)(std::get<twin::live::Page>(page)));
+    });
+  };
+  paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
+  paged("/api/v1/audit", &twin::live::Platform::audit_json);
+
+  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      send_error(res, 404, "", "api.not-found", "no such path: " + req.path.substr(0, 200));
+    } else if (res.status == 413) {
+      send_error(res, 413, "", "request.too-large", "the body is over 4096 bytes");
+    }
+  });
+}
+
+}  // namespace gpubank::api

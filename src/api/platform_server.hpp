@@ -1,0 +1,95 @@
+// The HTTP shell of `gpubank up`: serves the embedded platform on loopback and drives its
+// clock.
+//   GET  /metrics                      Prometheus text format 0.0.4
+//   GET  /healthz, /readyz
+//   GET  /api/v1/clock                 POST /api/v1/clock {"action": "pause"|"resume"|"step",
+//                                      "step": "10m", "speed": 60 | "max"}
+//   GET  /api/v1/pools, /groups, /queues
+//   GET  /api/v1/workloads?businessGroup=&pool=&state=    /api/v1/workloads/<ns>/<name>
+//   GET  /api/v1/events?kind=&businessGroup=&pool=&object=&after=&limit=
+//   GET  /api/v1/ledger?after=&limit=  /api/v1/audit?after=&limit=
+// Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 404
+// (unknown path or object) or 405. The clock: at speed s, one wall second advances s
+// virtual seconds; "max" advances as fast as the run allows, in slices short enough to keep
+// requests answered. All access to the platform is under one mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <map>
+#include <thread>
+#include <variant>
+
+#include "core/expected.hpp"
+#include "twin/live/platform.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace gpubank::api {
+
+struct PlatformServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 8080;       // 0: any free port
+  double speed = 60;     // virtual seconds per wall second; 0: as fast as possible ("max")
+  bool paused = false;
+};
+
+// Query parameters to typed filters; the error names the parameter and the rule.
+struct QueryError {
+  std::string field, rule, message;
+};
+template <class T>
+using QueryResult = std::variant<T, QueryError>;
+
+using Params = std::multimap<std::string, std::string>;
+[[nodiscard]] QueryResult<twin::live::Page> parse_page(const Params& params);
+[[nodiscard]] QueryResult<twin::live::EventFilter> parse_event_filter(const Params& params);
+[[nodiscard]] QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& params);
+
+class PlatformServer {
+ public:
+  // `timeline` receives one readable line per notable event, in order (stderr in `up`);
+  // `after_advance` runs under the lock after each advance (persisting the clock).
+  PlatformServer(std::unique_ptr<twin::live::Platform> platform, PlatformServerOptions options,
+                 std::function<void(const std::string&)> timeline = {},
+                 std::function<void(const twin::live::Platform&)> after_advance = {});
+  ~PlatformServer();
+  PlatformServer(const PlatformServer&) = delete;
+  PlatformServer& operator=(const PlatformServer&) = delete;
+
+  // Binds the socket; the port (useful with port 0).
+  Expected<int> bind();
+  // Starts the clock and serves until stop(); false when serving failed.
+  bool serve();
+  void stop();
+
+  // Runs `f` on the platform under the lock (tests, shutdown).
+  void with_platform(const std::function<void(twin::live::Platform&)>& f);
+
+ private:
+  void install_routes();
+  void clock_loop();
+  void advance_locked(twin::VirtualTime target);
+
+  std::unique_ptr<twin::live::Platform> platform_;
+  PlatformServerOptions options_;
+  std::function<void(const std::string&)> timeline_;
+  std::function<void(const twin::live::Platform&)> after_advance_;
+  std::unique_ptr<httplib::Server> server_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool paused_ = false;
+  double speed_ = 60;
+  bool stopping_ = false;
+  std::size_t timeline_seen_ = 0;
+  std::thread clock_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace gpubank::api

@@ -1,0 +1,56 @@
+// A seeded day of work for the embedded platform (`gpubank up`): what the policies' groups
+// would plausibly run, so that borrowing, reclaim and tidal serving happen without a
+// cluster or a trace. The rules, all driven by one seed (documented in docs/up.md):
+//   - training: per GPUQuotaPolicy on a training pool, jobs of 8 GPUs per pod (1 or 2
+//     pods), 1-6 h of work, checkpointable every 30 min; arrivals Poisson over the day
+//     with a rate that asks for `load` x max(guaranteed, 8) GPUs on average;
+//   - batch: on the same pools, 1-4 GPUs, 10-90 min, at half that rate;
+//   - night training: groups without a guarantee on an inference pool that a TidalPolicy
+//     lends to them (targets.trainingGroups) submit training there from the night
+//     window's start until 04:00 local time;
+//   - notebooks: per GPUQuotaPolicy on a development pool, guaranteed/2 notebooks of one
+//     device arriving 09:00-11:00 local time for 4-8 h;
+//   - serving: per InferenceScalingPolicy, replica workloads of gpuPerReplica GPUs; replica
+//     i runs while the floor in force is at least i: the TidalPolicy floor of the window
+//     (replicas arrive prewarmBefore ahead of its start and are deleted at its end), else
+//     minReplicas all day.
+// Pure: a function of the policies, the start instant, the seed and the options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/diagnostic.hpp"
+#include "core/timestamp.hpp"
+#include "policy/policy_set.hpp"
+#include "twin/run/scenario.hpp"
+
+namespace gpubank::twin::live {
+
+struct DayOptions {
+  std::uint64_t seed = 1;
+  Timestamp start{};   // virtual time 0
+  std::int64_t hours = 24;
+  double load = 1.1;   // training demand relative to the guarantee
+};
+
+// splitmix64: the generator behind every seeded choice of the twin's generators (its
+// output is the same on every platform, unlike the standard distributions').
+class SeededRandom {
+ public:
+  explicit SeededRandom(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  double uniform();                                     // [0, 1)
+  std::int64_t between(std::int64_t lo, std::int64_t hi);  // [lo, hi]
+  double exponential(double mean);
+
+ private:
+  std::uint64_t state_;
+};
+
+// The day's workloads, sorted by arrival time then name; errors when the policies hold no
+// guardrails.
+[[nodiscard]] run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& options,
+                                     Diagnostics& diagnostics);
+
+}  // namespace gpubank::twin::live

@@ -1,0 +1,248 @@
+#include "twin/live/platform.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "metrics/exposition.hpp"
+#include "metrics/registry.hpp"
+#include "policy/schema.hpp"
+#include "twin/run/metrics.hpp"
+
+namespace gpubank::twin::live {
+
+namespace {
+
+template <class E>
+std::string enum_name(E value) {
+  for (const auto& [v, name] : doc::EnumNames<E>::values) {
+    if (v == value) return std::string(name);
+  }
+  return {};
+}
+
+std::string rfc3339(const Timestamp& start, VirtualTime t) {
+  return format_rfc3339(start + std::chrono::milliseconds(t));
+}
+
+// A page of an append-only vector whose entry i has seq i + 1.
+template <class T, class Keep, class ToJson>
+Json page_of(const std::vector<T>& items, const Page& page, Keep keep, ToJson to_json) {
+  Json list = Json::array();
+  std::int64_t last = page.after;
+  std::int64_t matched = 0;
+  bool more = false;
+  for (std::size_t i = static_cast<std::size_t>(std::max<std::int64_t>(0, page.after)); i < items.size(); ++i) {
+    if (!keep(items[i])) continue;
+    if (matched == page.limit) {
+      more = true;
+      break;
+    }
+    Json j = to_json(items[i]);
+    j["seq"] = static_cast<std::int64_t>(i) + 1;
+    list.push_back(std::move(j));
+    last = static_cast<std::int64_t>(i) + 1;
+    ++matched;
+  }
+  Json out = Json::object();
+  out["items"] = std::move(list);
+  out["next"] = last;  // pass as `after` for the next page
+  out["more"] = more;
+  return out;
+}
+
+}  // namespace
+
+Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options)
+    : policies_(std::move(policies)),
+      day_(day),
+      scenario_(std::move(scenario)),
+      simulation_(policies_, scenario_, [&] {
+        options.until = day.hours * 3'600'000;
+        return options;
+      }()),
+      end_(day.hours * 3'600'000) {}
+
+Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies, const DayOptions& day,
+                                                     run::RunOptions options) {
+  Diagnostics diagnostics;
+  run::Scenario scenario = make_day(policies, day, diagnostics);
+  if (has_errors(diagnostics)) return Unexpected{diagnostics.front().to_string()};
+  std::unique_ptr<Platform> p(new Platform(std::move(policies), day, std::move(scenario), std::move(options)));
+  if (!p->simulation_.start()) return Unexpected{p->error()};
+  return p;
+}
+
+bool Platform::advance_to(VirtualTime t) { return simulation_.advance_to(std::min(t, end_)); }
+
+std::string Platform::error() const {
+  std::string out;
+  for (const auto& d : simulation_.result().diagnostics) out += (out.empty() ? "" : "; ") + d.to_string();
+  return out;
+}
+
+Json Platform::clock_json() const {
+  Json j = Json::object();
+  j["virtualTimeMs"] = now();
+  j["time"] = rfc3339(day_.start, now());
+  j["start"] = format_rfc3339(day_.start);
+  j["endMs"] = end_;
+  j["seed"] = day_.seed;
+  j["finished"] = now() >= end_;
+  return j;
+}
+
+Json Platform::pools_json() const {
+  Json list = Json::array();
+  const auto* g = policies_.guardrails_spec();
+  if (g == nullptr) return list;
+  const auto positions = simulation_.positions();
+  for (const auto& pool : g->pools) {
+    std::int64_t used = 0, guaranteed = 0;
+    for (const auto& p : positions) {
+      if (p.pool != pool.name) continue;
+      used += p.used;
+      guaranteed += p.guaranteed;
+    }
+    Json j = Json::object();
+    j["name"] = pool.name;
+    j["gpuModel"] = pool.gpu_model;
+    j["partition"] = pool.partition;
+    j["role"] = enum_name(pool.role);
+    j["capacity"] = pool.capacity;
+    j["guaranteed"] = guaranteed;
+    j["used"] = used;
+    j["free"] = std::max<std::int64_t>(0, pool.capacity - used);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+Json Platform::groups_json() const {
+  Json list = Json::array();
+  const auto* g = policies_.guardrails_spec();
+  if (g == nullptr) return list;
+  const auto positions = simulation_.positions();
+  for (const auto& group : g->groups) {
+    Json j = Json::object();
+    j["name"] = group.name;
+    j["costCenter"] = group.cost_center;
+    j["namespaces"] = group.effective_namespaces();
+    Json pools = Json::array();
+    for (const auto& p : positions) {
+      if (p.business_group != group.name) continue;
+      pools.push_back({{"pool", p.pool},
+                       {"guaranteed", p.guaranteed},
+                       {"used", p.used},
+                       {"borrowed", p.borrowed},
+                       {"lent", p.lent},
+                       {"borrowable", p.borrowable},
+                       {"lendingFloor", p.lending_floor}});
+    }
+    j["positions"] = std::move(pools);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+Json Platform::queues_json() const {
+  Json list = Json::array();
+  for (const auto& q : simulation_.queues()) {
+    Json j = Json::object();
+    j["clusterQueue"] = q.cluster_queue;
+    j["businessGroup"] = q.business_group;
+    j["pool"] = q.pool;
+    j["flavor"] = q.flavor;
+    j["resource"] = q.resource;
+    j["nominalQuota"] = q.nominal;
+    j["borrowingLimit"] = q.borrowing_limit ? Json(*q.borrowing_limit) : Json(nullptr);
+    j["lendingLimit"] = q.lending_limit ? Json(*q.lending_limit) : Json(nullptr);
+    j["used"] = q.used;
+    j["pendingWorkloads"] = q.pending;
+    j["admittedWorkloads"] = q.admitted;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+namespace {
+Json workload_view(const run::WorkloadOutcome& w, const run::ScenarioWorkload* spec, const Timestamp& start) {
+  Json j = Json::object();
+  j["workload"] = w.workload;
+  j["businessGroup"] = w.business_group;
+  j["pool"] = w.pool;
+  j["state"] = w.state;
+  j["gpus"] = w.gpus;
+  if (spec != nullptr) {
+    j["workloadType"] = enum_name(spec->workload_type);
+    j["priorityClass"] = spec->priority_class;
+    j["arrival"] = rfc3339(start, spec->arrival_time.milliseconds());
+  }
+  j["firstAdmitted"] = w.first_admitted ? Json(rfc3339(start, *w.first_admitted)) : Json(nullptr);
+  j["finished"] = w.finished ? Json(rfc3339(start, *w.finished)) : Json(nullptr);
+  j["admissions"] = w.admissions;
+  j["stops"] = w.stops;
+  j["recomputeLossGpuHours"] = static_cast<double>(w.loss_gpu_ms) / 3.6e6;
+  return j;
+}
+}  // namespace
+
+Json Platform::workloads_json(const WorkloadFilter& filter) const {
+  Json list = Json::array();
+  const auto all = simulation_.workloads();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& w = all[i];
+    if (w.state == "Waiting") continue;  // not arrived yet: the platform does not know it
+    if (!filter.business_group.empty() && w.business_group != filter.business_group) continue;
+    if (!filter.pool.empty() && w.pool != filter.pool) continue;
+    if (!filter.state.empty() && w.state != filter.state) continue;
+    list.push_back(workload_view(w, i < scenario_.workloads.size() ? &scenario_.workloads[i] : nullptr, day_.start));
+  }
+  return list;
+}
+
+std::optional<Json> Platform::workload_json(const std::string& key) const {
+  const auto all = simulation_.workloads();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].workload == key && all[i].state != "Waiting") {
+      return workload_view(all[i], i < scenario_.workloads.size() ? &scenario_.workloads[i] : nullptr, day_.start);
+    }
+  }
+  return std::nullopt;
+}
+
+Json Platform::events_json(const EventFilter& f) const {
+  return page_of(
+      simulation_.result().events, f.page,
+      [&](const run::Event& e) {
+        return (f.kind.empty() || e.kind == f.kind) && (f.business_group.empty() || e.business_group == f.business_group) &&
+               (f.pool.empty() || e.pool == f.pool) && (f.object.empty() || e.object == f.object);
+      },
+      [&](const run::Event& e) { return run::event_json(e, day_.start); });
+}
+
+Json Platform::ledger_json(const Page& page) const {
+  return page_of(
+      simulation_.result().ledger, page, [](const bank::LedgerEntry&) { return true; },
+      [](const bank::LedgerEntry& e) { return Json(bank::to_json(e)); });
+}
+
+Json Platform::audit_json(const Page& page) const {
+  return page_of(
+      simulation_.result().audit, page, [](const bank::AuditEntry&) { return true; },
+      [](const bank::AuditEntry& e) { return Json(bank::to_json(e)); });
+}
+
+Expected<std::string> Platform::metrics_text() const {
+  metrics::Registry registry;
+  const auto positions = simulation_.positions();
+  if (auto done = run::export_metrics(simulation_.result(), positions, now(), registry); !done) {
+    return Unexpected{done.error()};
+  }
+  auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",
+                              "The twin's clock: virtual seconds since the start of the embedded day.");
+  if (!clock) return Unexpected{clock.error()};
+  if (auto s = (*clock)->set({}, static_cast<double>(now()) / 1000.0); !s) return Unexpected{s.error()};
+  return metrics::write_text(registry);
+}
+
+}  // namespace gpubank::twin::live

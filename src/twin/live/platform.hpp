@@ -1,0 +1,79 @@
+// The embedded platform behind `gpubank up`: the policies, a seeded day of work, and the
+// twin's run of it, advanced by whoever owns the clock, with read-only views for the REST
+// API and the metrics. Pure and single-threaded: the HTTP shell serialises access.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.hpp"
+#include "policy/policy_set.hpp"
+#include "twin/live/day.hpp"
+#include "twin/run/engine.hpp"
+
+namespace gpubank::twin::live {
+
+using Json = nlohmann::ordered_json;
+
+// Paging over an append-only log: entries with seq > after, at most limit.
+struct Page {
+  std::int64_t after = 0;
+  std::int64_t limit = 100;
+};
+
+struct EventFilter {
+  std::string kind, business_group, pool, object;
+  Page page;
+};
+
+struct WorkloadFilter {
+  std::string business_group, pool, state;
+};
+
+class Platform {
+ public:
+  // Builds the day from `day` and starts the run (virtual time 0 settled).
+  static Expected<std::unique_ptr<Platform>> create(policy::PolicySet policies, const DayOptions& day,
+                                                    run::RunOptions options = {});
+
+  // Handles everything up to `t` (clamped to the day's end). False: the run stopped on an
+  // error (see error()).
+  bool advance_to(VirtualTime t);
+  [[nodiscard]] VirtualTime now() const { return simulation_.now(); }
+  [[nodiscard]] VirtualTime end() const { return end_; }
+  [[nodiscard]] Timestamp start() const { return day_.start; }
+  [[nodiscard]] const DayOptions& day() const { return day_; }
+  [[nodiscard]] const run::Scenario& scenario() const { return scenario_; }
+  [[nodiscard]] const run::RunResult& result() const { return simulation_.result(); }
+  [[nodiscard]] std::string error() const;
+
+  // REST views (camelCase JSON).
+  [[nodiscard]] Json clock_json() const;
+  [[nodiscard]] Json pools_json() const;
+  [[nodiscard]] Json groups_json() const;
+  [[nodiscard]] Json queues_json() const;
+  [[nodiscard]] Json workloads_json(const WorkloadFilter& filter) const;
+  // nullopt: no such workload ("namespace/name").
+  [[nodiscard]] std::optional<Json> workload_json(const std::string& key) const;
+  [[nodiscard]] Json events_json(const EventFilter& filter) const;
+  [[nodiscard]] Json ledger_json(const Page& page) const;
+  [[nodiscard]] Json audit_json(const Page& page) const;
+
+  // Prometheus text exposition of everything the platform exports now.
+  [[nodiscard]] Expected<std::string> metrics_text() const;
+
+ private:
+  Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
+
+  policy::PolicySet policies_;
+  DayOptions day_;
+  run::Scenario scenario_;
+  run::Simulation simulation_;
+  VirtualTime end_ = 0;
+};
+
+}  // namespace gpubank::twin::live
