@@ -592,7 +592,7 @@ std::optional<Inventory> alibaba_inventory(std::string_view text, const std::str
       }
     }
     const std::string model(fields[4]);
-    if (!is_token(model, 63)) {
+    if (!(model.empty() && numbers[2] == 0) && !is_token(model, 63)) {  // CPU-only rows have no model
       error(doc::kRuleInvalidFormat, line_no, "model", "\"" + doc::to_utf8(model.substr(0, 64)) + "\" is not a model name");
       ok = false;
     }
