@@ -11,6 +11,9 @@
 //   (c) naive_failed       baseline of (d): attempts that cannot fit (8 GPUs on one node
 //                          of a cluster where no node has 8 free), by the scan
 //   (d) cluster_failed     the same attempts through Cluster::find
+//   (e) naive_find         baseline of (f): the scan's find alone (nothing bound) for
+//                          100,000 seeded requests on the state the churn leaves
+//   (f) cluster_find       the same through Cluster::find
 //
 // The sequence (fixed seed): each step releases a random bound workload with probability
 // 0.45, else attempts a pod: 30 % a shared fraction (1..999 milli), else 1 (40 %), 2, 4 or
@@ -272,6 +275,44 @@ void cluster_failed(benchmark::State& state) {
   failed_attempts(state, [&](const PlacementRequest& r) { return c.find(r).has_value(); });
 }
 
+// The state the churn leaves (both implementations), and a seeded set of requests: find()
+// alone, nothing bound, on a busy and fragmented cluster.
+struct Settled {
+  NaiveCluster naive{inventory()};
+  Cluster cluster{inventory()};
+  std::vector<PlacementRequest> requests;
+  Settled() {
+    churn_naive(naive);
+    churn_cluster(cluster);
+    std::mt19937_64 rng(kSeed + 1);
+    for (int i = 0; i < kFailedAttempts; ++i) requests.push_back(next_request(rng, i));
+  }
+};
+
+Settled& settled() {
+  static Settled s;
+  return s;
+}
+
+template <class Find>
+void find_only(benchmark::State& state, Find&& find) {
+  const auto& requests = settled().requests;
+  for (auto _ : state) {
+    std::int64_t fits = 0;
+    for (const auto& r : requests) fits += find(r) ? 1 : 0;
+    benchmark::DoNotOptimize(fits);
+  }
+  state.counters["attempts/s"] = benchmark::Counter(static_cast<double>(requests.size()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void naive_find(benchmark::State& state) {
+  find_only(state, [](const PlacementRequest& r) { return !settled().naive.find(r).empty(); });
+}
+void cluster_find(benchmark::State& state) {
+  find_only(state, [](const PlacementRequest& r) { return settled().cluster.find(r).has_value(); });
+}
+
 using gpubank::bench::Case;
 
 constexpr Case kCases[] = {
@@ -279,6 +320,8 @@ constexpr Case kCases[] = {
     {"cluster_churn", "(b) Cluster::find + bind / release, churn", cluster_churn},
     {"naive_failed", "(c) baseline: failing 8-GPU attempts by the scan", naive_failed},
     {"cluster_failed", "(d) failing 8-GPU attempts through Cluster::find", cluster_failed},
+    {"naive_find", "(e) baseline: the scan's find alone on the churned state", naive_find},
+    {"cluster_find", "(f) Cluster::find alone on the churned state", cluster_find},
 };
 
 std::string summary(const SummaryReporter& reporter) {
@@ -297,7 +340,7 @@ std::string summary(const SummaryReporter& reporter) {
     const Case& c = kCases[i];
     const auto it = results.find(c.name);
     if (it == results.end()) continue;
-    const auto base = results.find(kCases[i - i % 2].name);  // (a) for (b), (c) for (d)
+    const auto base = results.find(kCases[i - i % 2].name);  // (a) for (b), (c) for (d), (e) for (f)
     const auto& r = it->second;
     medians = medians && r.from_median;
     const double rate = r.counter("attempts/s");

@@ -170,6 +170,8 @@ struct Unit {
 
 class Cluster {
  public:
+  // Throws std::invalid_argument for a node with more than 127 units or a name given twice
+  // (inventories from the parsers above never have them).
   explicit Cluster(Inventory inventory);
   ~Cluster();
   Cluster(Cluster&&) noexcept;
