@@ -24,7 +24,7 @@ cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
-             ledger_json_fuzzer)
+             ledger_json_fuzzer twin_inventory_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -69,6 +69,7 @@ seeds() {
     twin_scenario_fuzzer) find examples/scenarios tests/twin/run/data -type f -name '*.yaml' ;;
     metrics_text_fuzzer) find fuzz/corpus-seeds/metrics -type f ;;
     ledger_json_fuzzer) find fuzz/corpus-seeds/ledger -type f ;;
+    twin_inventory_fuzzer) find examples/inventory fuzz/corpus-seeds/inventory -type f; find ../shared/traces/alibaba-gpu-v2023 -name openb_node_list_gpu_node.csv ;;
   esac
 }
 
@@ -100,7 +101,7 @@ for t in "${targets[@]}"; do
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
   case "$t" in
-    policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+    policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
     metrics_text_fuzzer) flags+=(-dict=fuzz/metrics.dict) ;;
   esac
 
