@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 10 s and every other target 12 s (about 2.5
+# metrics_text_fuzzer and ledger_json_fuzzer 10 s and every other target 12 s (about 3
 # minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run.
 #
@@ -24,6 +24,7 @@ cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
+             ledger_json_fuzzer trace_reader_fuzzer)
              ledger_json_fuzzer twin_inventory_fuzzer)
 
 usage() {
@@ -69,6 +70,7 @@ seeds() {
     twin_scenario_fuzzer) find examples/scenarios tests/twin/run/data -type f -name '*.yaml' ;;
     metrics_text_fuzzer) find fuzz/corpus-seeds/metrics -type f ;;
     ledger_json_fuzzer) find fuzz/corpus-seeds/ledger -type f ;;
+    trace_reader_fuzzer) find fuzz/corpus-seeds/trace -type f ;;
     twin_inventory_fuzzer) find examples/inventory fuzz/corpus-seeds/inventory -type f; find ../shared/traces/alibaba-gpu-v2023 -name openb_node_list_gpu_node.csv ;;
   esac
 }
