@@ -208,7 +208,7 @@ struct Field {
   bool counter;
   const char* help;
 };
-constexpr std::array<Field, 12> kFields{{
+constexpr std::array<Field, 15> kFields{{
     {"DCGM_FI_DEV_SM_CLOCK", false, "SM clock frequency (in MHz)."},
     {"DCGM_FI_DEV_GPU_TEMP", false, "GPU temperature (in C)."},
     {"DCGM_FI_DEV_POWER_USAGE", false, "Power draw (in W)."},
@@ -222,6 +222,13 @@ constexpr std::array<Field, 12> kFields{{
     {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", false, "Ratio of cycles the tensor (HMMA) pipe is active."},
     {"DCGM_FI_PROF_DRAM_ACTIVE", false,
      "Ratio of cycles the device memory interface is active sending or receiving data."},
+    // Added to the CSV as docs/metrics-contract.md asks: the ECC and row-remap lines as the
+    // CSV has them (the first commented out), the power limit with DCGM's description of
+    // field 164.
+    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", false,
+     "Effective power limit that the driver enforces after taking into account all limiters (in W)."},
+    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", true, "Total number of double-bit volatile ECC errors."},
+    {"DCGM_FI_DEV_ROW_REMAP_FAILURE", false, "Whether remapping of rows has failed"},
 }};
 
 // Positions in dcgm_label_names(): the Kubernetes attributes come last, sorted.
@@ -287,6 +294,9 @@ Expected<DcgmFamilies> register_dcgm(metrics::Registry& registry, const DcgmOpti
   f.gr_engine_active = gauge(9);
   f.tensor_active = gauge(10);
   f.dram_active = gauge(11);
+  f.enforced_power_limit = gauge(12);
+  f.ecc_dbe_vol_total = static_cast<metrics::CounterFamily*>(made[13]);
+  f.row_remap_failure = gauge(14);
   return f;
 }
 
@@ -299,15 +309,20 @@ metrics::Status update_dcgm(const DcgmFamilies& f, std::span<const GpuState> gpu
                       " mJ is not a finite number >= 0",
                   kRuleEnergy);
     }
+    if (g.ecc_dbe_volatile < 0) {
+      return fail("update_dcgm: device " + g.uuid + ": ECC error count " + std::to_string(g.ecc_dbe_volatile) +
+                      " is negative",
+                  kRuleEccCount);
+    }
   }
   std::size_t series = 0;
   for (const GpuState& g : gpus) series += std::max<std::size_t>(1, g.allocations.size());
-  Snapshot clock, temp, power, util, copy, xid, fb_free, fb_used, gr, tensor, dram;
-  for (Snapshot* s : {&clock, &temp, &power, &util, &copy, &xid, &fb_free, &fb_used, &gr, &tensor, &dram}) {
+  Snapshot clock, temp, power, util, copy, xid, fb_free, fb_used, gr, tensor, dram, limit, remap;
+  Snapshot energy, ecc;  // counters
+  for (Snapshot* s : {&clock, &temp, &power, &util, &copy, &xid, &fb_free, &fb_used, &gr, &tensor, &dram, &limit, &remap,
+                      &energy, &ecc}) {
     s->reserve(series);
   }
-  std::vector<std::pair<metrics::LabelValues, double>> energy;
-  energy.reserve(series);
 
   static const Allocation kNone{};
   for (const GpuState& g : gpus) {
@@ -339,6 +354,9 @@ metrics::Status update_dcgm(const DcgmFamilies& f, std::span<const GpuState> gpu
       temp.emplace_back(labels, s.temperature_c);
       power.emplace_back(labels, s.power_w);
       energy.emplace_back(labels, std::floor(s.energy_mj));
+      ecc.emplace_back(labels, static_cast<double>(g.ecc_dbe_volatile));
+      limit.emplace_back(labels, s.power_limit_w);
+      remap.emplace_back(labels, g.row_remap_failure ? 1.0 : 0.0);
       // NVML has no utilisation for a MIG instance: dcgm-exporter skips the blank value.
       if (!g.mig) {
         util.emplace_back(labels, s.gpu_util_pct);
@@ -356,15 +374,18 @@ metrics::Status update_dcgm(const DcgmFamilies& f, std::span<const GpuState> gpu
   const std::pair<metrics::GaugeFamily*, const Snapshot*> gauges[] = {
       {f.fb_used, &fb_used}, {f.sm_clock, &clock}, {f.gpu_temp, &temp}, {f.power_usage, &power},
       {f.gpu_util, &util},   {f.mem_copy_util, &copy}, {f.xid_errors, &xid}, {f.fb_free, &fb_free},
-      {f.gr_engine_active, &gr}, {f.tensor_active, &tensor}, {f.dram_active, &dram}};
+      {f.gr_engine_active, &gr}, {f.tensor_active, &tensor}, {f.dram_active, &dram},
+      {f.enforced_power_limit, &limit}, {f.row_remap_failure, &remap}};
   for (const auto& entry : gauges) {
     if (auto done = entry.first->set_all(*entry.second); !done) return done;
   }
   // A counter family has no snapshot: start afresh (series of devices gone disappear) and
-  // set each total; the engine's EnergyBase keeps the values monotonic.
-  f.total_energy->clear();
-  for (const auto& entry : energy) {
-    if (auto done = f.total_energy->set_total(entry.first, entry.second); !done) return done;
+  // set each total; the engine keeps the values monotonic (EnergyBase for energy).
+  for (const auto& [family, totals] : {std::pair{f.total_energy, &energy}, std::pair{f.ecc_dbe_vol_total, &ecc}}) {
+    family->clear();
+    for (const auto& entry : *totals) {
+      if (auto done = family->set_total(entry.first, entry.second); !done) return done;
+    }
   }
   return std::monostate{};
 }

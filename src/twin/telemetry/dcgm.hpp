@@ -18,6 +18,7 @@
 //   update_gpu_attribution(*ours, gpus);
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +33,7 @@ namespace gpubank::twin::telemetry {
 
 inline constexpr std::string_view kRuleDuplicateDevice = "telemetry.duplicate-device";
 inline constexpr std::string_view kRuleEnergy = "telemetry.energy";
+inline constexpr std::string_view kRuleEccCount = "telemetry.ecc-count";
 
 // A MIG GPU instance as dcgm-exporter labels it.
 struct MigInstance {
@@ -69,6 +71,8 @@ struct GpuState {
   std::vector<Allocation> allocations;  // containers holding it (several when time-sliced)
   GpuSample sample;
   int xid = 0;                     // the last XID error, 0 = none
+  std::int64_t ecc_dbe_volatile = 0;  // double-bit ECC errors since the driver loaded
+  bool row_remap_failure = false;
   // gpubank's attribution (gpubank_gpu_info): the node's pool, the pool's gpuModel key and
   // partition ("full" or the MIG profile).
   std::string pool;
@@ -96,6 +100,11 @@ struct DcgmFamilies {
   metrics::GaugeFamily* gr_engine_active = nullptr;    // DCGM_FI_PROF_GR_ENGINE_ACTIVE
   metrics::GaugeFamily* tensor_active = nullptr;       // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
   metrics::GaugeFamily* dram_active = nullptr;         // DCGM_FI_PROF_DRAM_ACTIVE
+  // Not in default-counters.csv; docs/metrics-contract.md asks operators to add them, and
+  // the rendered rules read them.
+  metrics::GaugeFamily* enforced_power_limit = nullptr;  // DCGM_FI_DEV_ENFORCED_POWER_LIMIT
+  metrics::CounterFamily* ecc_dbe_vol_total = nullptr;   // DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
+  metrics::GaugeFamily* row_remap_failure = nullptr;     // DCGM_FI_DEV_ROW_REMAP_FAILURE
 };
 
 // The label names of dcgm-exporter's per-device series (without XID's err_code/err_msg).
@@ -104,15 +113,15 @@ struct DcgmFamilies {
 // dcgm-exporter's text for an XID code (its xid_errors.go table), "Unknown Error" outside it.
 [[nodiscard]] std::string_view xid_message(int code);
 
-// Registers the twelve families (the registry must not hold them yet).
+// Registers the fifteen families (the registry must not hold them yet).
 [[nodiscard]] Expected<DcgmFamilies> register_dcgm(metrics::Registry& registry, const DcgmOptions& options = {});
 
 // Replaces every family's series with the devices in `gpus`: a device that is not in the
 // list any more loses its series, as with dcgm-exporter, which only reports the devices it
 // sees. One series per device and allocation (none: one with empty pod labels). MIG
 // instances have no *_UTIL series. Energy is written in whole mJ (DCGM's integer). All or
-// nothing: a repeated device (uuid + GPU_I_ID) or a NaN, infinite or negative energy
-// changes nothing.
+// nothing: a repeated device (uuid + GPU_I_ID), a NaN, infinite or negative energy or a
+// negative ECC count changes nothing.
 metrics::Status update_dcgm(const DcgmFamilies& families, std::span<const GpuState> gpus);
 
 // ---- gpubank's own per-device series (docs/metrics-contract.md) -----------------------------

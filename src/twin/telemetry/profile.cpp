@@ -251,6 +251,7 @@ void fill_device_fields(GpuSample& s, const GpuModelSpec& gpu, int a) {
   s.gpu_util_pct = (a + 50) / 100;
   s.gr_engine_active = a / 10000.0;
   s.power_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * a / 10000.0;
+  s.power_limit_w = gpu.tdp_w;
   s.temperature_c = gpu.idle_temp_c + ((gpu.max_temp_c - gpu.idle_temp_c) * a + 5000) / 10000;
   s.sm_clock_mhz = a == 0 ? gpu.idle_sm_clock_mhz : gpu.max_sm_clock_mhz;
 }
@@ -381,6 +382,7 @@ GpuSample mig_parent_sample(const GpuModelSpec& gpu, std::span<const MigPart> pa
 
 GpuSample with_device_fields_of(GpuSample instance, const GpuSample& parent) {
   instance.power_w = parent.power_w;
+  instance.power_limit_w = parent.power_limit_w;
   instance.temperature_c = parent.temperature_c;
   instance.sm_clock_mhz = parent.sm_clock_mhz;
   instance.energy_mj = parent.energy_mj;

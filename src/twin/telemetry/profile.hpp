@@ -94,6 +94,7 @@ struct GpuSample {
   std::int64_t fb_used_mib = 0;
   std::int64_t fb_free_mib = 0;
   double power_w = 0;
+  double power_limit_w = 0;     // DCGM_FI_DEV_ENFORCED_POWER_LIMIT: the model's TDP (no power capping)
   double gr_engine_active = 0;  // DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0..1
   double tensor_active = 0;     // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, 0..1
   double dram_active = 0;       // DCGM_FI_PROF_DRAM_ACTIVE, 0..1
@@ -144,8 +145,8 @@ struct MigPart {
                                           std::int64_t t_ms, const EnergyBase& energy = {});
 
 // A MIG instance's sample as dcgm-exporter reports it: its own framebuffer, utilisation and
-// profiling fields, the device-level fields (power, temperature, SM clock, energy) of its
-// parent GPU.
+// profiling fields, the device-level fields (power and its limit, temperature, SM clock,
+// energy) of its parent GPU.
 [[nodiscard]] GpuSample with_device_fields_of(GpuSample instance, const GpuSample& parent);
 
 }  // namespace gpubank::twin::telemetry

@@ -57,6 +57,7 @@ std::vector<GpuState> cluster() {
   busy.sample.fb_used_mib = 73454;
   busy.sample.fb_free_mib = 8105;
   busy.sample.power_w = 657.2;
+  busy.sample.power_limit_w = 700;
   busy.sample.gr_engine_active = 0.9321;
   busy.sample.tensor_active = 0.55926;
   busy.sample.dram_active = 0.419445;
@@ -79,6 +80,8 @@ std::vector<GpuState> cluster() {
   idle.sample.sm_clock_mhz = 345;
   idle.sample.energy_mj = 5000;
   idle.xid = 79;
+  idle.ecc_dbe_volatile = 2;
+  idle.row_remap_failure = true;
 
   GpuState mig1 = busy;
   mig1.gpu_index = 2;
@@ -163,6 +166,11 @@ TEST(Dcgm, FamiliesHaveDcgmExportersNamesTypesAndHelp) {
        "Ratio of cycles the tensor (HMMA) pipe is active."},
       {"DCGM_FI_PROF_DRAM_ACTIVE", metrics::MetricType::gauge,
        "Ratio of cycles the device memory interface is active sending or receiving data."},
+      // Not default counters; the metric contract asks for them.
+      {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", metrics::MetricType::gauge,
+       "Effective power limit that the driver enforces after taking into account all limiters (in W)."},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", metrics::MetricType::counter, "Total number of double-bit volatile ECC errors."},
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", metrics::MetricType::gauge, "Whether remapping of rows has failed"},
   };
   for (const auto& [name, type, help] : expected) {
     const metrics::FamilyBase* f = r.find(name);
@@ -173,7 +181,7 @@ TEST(Dcgm, FamiliesHaveDcgmExportersNamesTypesAndHelp) {
     if (name == "DCGM_FI_DEV_XID_ERRORS") labels.insert(labels.begin() + 10, {"err_code", "err_msg"});
     EXPECT_EQ(f->label_names(), labels) << name;
   }
-  EXPECT_EQ(r.collect().families.size(), 12u);
+  EXPECT_EQ(r.collect().families.size(), 15u);
   EXPECT_EQ(dcgm_label_names(), kLabels);
   // dcgm-exporter's main branch spells the host label in lower case.
   EXPECT_EQ(dcgm_label_names({"hostname"})[7], "hostname");
@@ -218,6 +226,9 @@ TEST(Dcgm, SeriesReadBackWithDcgmExportersLabelsAndValues) {
   // Energy in whole mJ, as DCGM's integer field: 123,456,789.9 -> 123,456,789.
   EXPECT_EQ(value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", kH100Uuid), 123456789);
   EXPECT_EQ(value("DCGM_FI_DEV_XID_ERRORS", kH100Uuid), 0);
+  EXPECT_EQ(value("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", kH100Uuid), 700);
+  EXPECT_EQ(value("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", kH100Uuid), 0);
+  EXPECT_EQ(value("DCGM_FI_DEV_ROW_REMAP_FAILURE", kH100Uuid), 0);
 
   // The idle GPU: pod labels empty (Prometheus stores them as absent), XID 79 with its text.
   const auto idle = where(e, "DCGM_FI_DEV_XID_ERRORS", "gpu", "1");
@@ -227,6 +238,8 @@ TEST(Dcgm, SeriesReadBackWithDcgmExportersLabelsAndValues) {
   EXPECT_EQ(label(idle[0], "err_msg"), "GPU has fallen off the bus");
   EXPECT_EQ(label(idle[0], "pod"), "");
   EXPECT_EQ(label(idle[0], "device"), "nvidia1");
+  EXPECT_EQ(where(e, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gpu", "1").at(0).value, 2);
+  EXPECT_EQ(where(e, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gpu", "1").at(0).value, 1);
   const auto busy_xid = where(e, "DCGM_FI_DEV_XID_ERRORS", "gpu", "0");
   ASSERT_EQ(busy_xid.size(), 1u);
   EXPECT_EQ(label(busy_xid[0], "err_msg"), "No Error");
@@ -249,7 +262,7 @@ TEST(Dcgm, MigInstancesCarryTheParentUuidAndNoUtilFields) {
   EXPECT_EQ(where(e, "DCGM_FI_DEV_GPU_UTIL", "UUID", kH100Uuid).size(), 1u);
   // Every other family has both instances.
   for (const char* f : {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-                        "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_DRAM_ACTIVE"}) {
+                        "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"}) {
     EXPECT_EQ(where(e, f, "UUID", kA100Uuid).size(), 2u) << f;
   }
   // 4 devices in all; GPU_UTIL has the 2 whole GPUs.
@@ -315,6 +328,9 @@ TEST(Dcgm, RefusalsChangeNothing) {
   EXPECT_NE(update_dcgm(s->dcgm, nan).error().find("[telemetry.energy]"), std::string::npos);
   nan[2].sample.energy_mj = -1;
   EXPECT_FALSE(update_dcgm(s->dcgm, nan).ok());
+  std::vector<GpuState> ecc = cluster();
+  ecc[1].ecc_dbe_volatile = -1;
+  EXPECT_NE(update_dcgm(s->dcgm, ecc).error().find("[telemetry.ecc-count]"), std::string::npos);
   // A pod listed twice on a device would write one series twice: the first family refuses.
   std::vector<GpuState> pod_twice = cluster();
   pod_twice[0].allocations.push_back(pod_twice[0].allocations[0]);
@@ -383,7 +399,7 @@ TEST(Dcgm, PromtoolParsesTheExposition) {
   const auto checked = testing::run_in(dir.path(), promtool->string() + " check metrics < metrics.prom");
   // Exit 3: it parses, and promlint has remarks, all about what dcgm-exporter itself writes
   // and the twin must keep: the label modelName is camelCase (one remark per series), and
-  // the energy counter's name has no _total suffix. Upper-case metric names pass; gpubank's
+  // the two counters' names have no _total suffix. Upper-case metric names pass; gpubank's
   // families draw no remark.
   EXPECT_EQ(checked.status, 3) << checked.output;
   std::istringstream lines(checked.output);
@@ -393,11 +409,12 @@ TEST(Dcgm, PromtoolParsesTheExposition) {
     ++remarks;
     EXPECT_EQ(line.rfind("DCGM_FI_", 0), 0u) << line;
     const bool known = line.find(" label names should be written in 'snake_case' not 'camelCase'") != std::string::npos ||
-                       line == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter metrics should have \"_total\" suffix";
+                       line == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter metrics should have \"_total\" suffix" ||
+                       line == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter metrics should have \"_total\" suffix";
     EXPECT_TRUE(known) << "unexpected promtool remark: " << line;
   }
-  // 10 families × 4 devices + the 2 *_UTIL families × 2 whole GPUs, + the suffix.
-  EXPECT_EQ(remarks, 10 * 4 + 2 * 2 + 1) << checked.output;
+  // 13 families × 4 devices + the 2 *_UTIL families × 2 whole GPUs, + the two suffixes.
+  EXPECT_EQ(remarks, 13 * 4 + 2 * 2 + 2) << checked.output;
 }
 
 }  // namespace

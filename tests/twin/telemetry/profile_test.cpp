@@ -121,6 +121,7 @@ TEST(Profiles, TrainingIsBusyWithPeriodicDataLoadingDips) {
     EXPECT_DOUBLE_EQ(s.tensor_active, 600 * a / 1e7);
     EXPECT_DOUBLE_EQ(s.dram_active, 450 * a / 1e7);
     EXPECT_DOUBLE_EQ(s.power_w, 70 + 630 * a / 10000.0);
+    EXPECT_EQ(s.power_limit_w, 700);
     EXPECT_EQ(s.temperature_c, 30 + (42 * a + 5000) / 10000);
     EXPECT_EQ(s.sm_clock_mhz, 1980);
   }
