@@ -416,6 +416,9 @@ metrics::Status update_gpu_attribution(const GpuAttributionFamilies& f, std::spa
   info.reserve(gpus.size());
   for (const GpuState& g : gpus) {
     metrics::LabelValues device{g.hostname, g.pool, g.gpu_model, g.partition, g.uuid, instance_id(g)};
+    for (const std::string& value : device) {
+      if (auto bad = metrics::check_utf8(value, "update_gpu_attribution: device " + g.uuid)) return Unexpected{*bad};
+    }
     for (const Allocation& a : g.allocations) {
       metrics::LabelValues labels = device;
       labels.insert(labels.end(), {a.pod_namespace, a.pod, a.container, a.business_group, a.owner_id, a.cost_center,
@@ -424,8 +427,10 @@ metrics::Status update_gpu_attribution(const GpuAttributionFamilies& f, std::spa
     }
     info.emplace_back(std::move(device), 1);
   }
-  if (auto done = f.gpu_info->set_all(info); !done) return done;
-  return f.gpu_allocation_info->set_all(allocations);
+  // Allocations first: if they are refused nothing has changed, and the device labels of
+  // gpubank_gpu_info were checked above.
+  if (auto done = f.gpu_allocation_info->set_all(allocations); !done) return done;
+  return f.gpu_info->set_all(info);
 }
 
 }  // namespace gpubank::twin::telemetry

@@ -339,6 +339,10 @@ TEST(Dcgm, RefusalsChangeNothing) {
   std::vector<GpuState> bad = cluster();
   bad[1].hostname = "node-\xff";
   EXPECT_FALSE(update_dcgm(s->dcgm, bad).ok());
+  EXPECT_FALSE(update_gpu_attribution(s->ours, bad).ok());
+  std::vector<GpuState> bad_group = cluster();
+  bad_group[0].allocations[0].business_group = "\xc3(";
+  EXPECT_NE(update_gpu_attribution(s->ours, bad_group).error().find("[metrics.utf8]"), std::string::npos);
   EXPECT_EQ(metrics::write_text(s->registry), before);
 }
 
