@@ -28,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench gpubank >&2
+  store_bench inference_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -89,6 +89,10 @@ done
 log "store_bench (3 repetitions, medians; SQLite files in $work, a private PostgreSQL server)"
 "$build/bench/store_bench" --work-dir="$work/store" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/store.md" | tee "$out/store.txt" >&2
+
+log "inference_bench (3 repetitions, medians; one day of diurnal load)"
+"$build/bench/inference_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --summary="$out/inference.md" | tee "$out/inference.txt" >&2
 
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -152,6 +156,10 @@ log "write $results"
   echo "## The store and the ledger book: bench/store_bench"
   echo
   cat "$out/store.md"
+  echo
+  echo "## Inference serving in the twin: bench/inference_bench"
+  echo
+  cat "$out/inference.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
   for config in baseline large-scale; do

@@ -182,14 +182,14 @@ Expected<std::monostate> InferenceService::set_weight(ReplicaId id, std::uint32_
 bool InferenceService::is_drained(ReplicaId id) const {
   if (id >= replicas_.size()) return false;
   const Replica& r = replicas_[id];
-  return r.state == ReplicaState::draining && r.running.empty() && r.waiting.empty() && !r.in_flight;
+  return r.state == ReplicaState::draining && r.running.empty() && r.waiting.empty() && !r.in_flight && !r.run;
 }
 
 Expected<std::monostate> InferenceService::remove_replica(ReplicaId id) {
   auto r = find(id);
   if (!r) return Unexpected{r.error()};
   Replica& replica = **r;
-  const bool idle = replica.running.empty() && replica.waiting.empty() && !replica.in_flight;
+  const bool idle = replica.running.empty() && replica.waiting.empty() && !replica.in_flight && !replica.run;
   if (!(replica.state == ReplicaState::loading || (replica.state == ReplicaState::draining && idle))) {
     return Unexpected{"replica " + std::to_string(id) + " is " + std::string(to_string(replica.state)) + " with " +
                       std::to_string(replica.running.size() + replica.waiting.size()) +
@@ -217,7 +217,8 @@ InferenceService::Replica* InferenceService::choose_replica() {
 
 void InferenceService::enqueue(Replica& r, Seq seq, std::int64_t at_us) {
   seq.dispatched_us = at_us;
-  if (!r.in_flight) r.clock_us = std::max(r.clock_us, at_us);
+  if (r.run) cut_run(r, at_us);
+  if (!r.in_flight && !r.run) r.clock_us = std::max(r.clock_us, at_us);
   r.waiting.push_back(std::move(seq));
 }
 
@@ -285,12 +286,20 @@ bool InferenceService::advance_to(std::int64_t t_ms) {
 
 std::int64_t InferenceService::busy_us(const Replica& r, std::int64_t at_us) const {
   std::int64_t busy = r.busy_applied_us;
-  if (r.in_flight) busy += std::clamp(at_us - r.in_flight->start_us, std::int64_t{0}, r.in_flight->end_us - r.in_flight->start_us);
+  if (r.in_flight) {
+    busy += std::clamp(at_us - r.in_flight->start_us, std::int64_t{0}, r.in_flight->end_us - r.in_flight->start_us);
+  }
+  // advance_replica(at_us) applied every step of a run that ended by then.
+  if (r.run) busy += std::max<std::int64_t>(at_us - r.run->start_us, 0);
   return busy;
 }
 
 void InferenceService::advance_replica(Replica& r, std::int64_t until_us) {
   while (true) {
+    if (r.run) {
+      if (!advance_run(r, until_us)) return;
+      continue;
+    }
     if (r.in_flight) {
       if (r.in_flight->end_us > until_us) return;
       Step step = std::move(*r.in_flight);
@@ -306,8 +315,11 @@ void InferenceService::advance_replica(Replica& r, std::int64_t until_us) {
     bool pure_decode = false;
     Step step = schedule(r, r.clock_us, pure_decode);
     if (step.scheduled.empty()) return;  // cannot happen: the oldest request always fits alone
-    if (pure_decode && options_.max_steps_per_run > 1) run_decode_steps(r, step, until_us);
-    r.in_flight = std::move(step);
+    if (pure_decode && options_.max_steps_per_run > 1) {
+      r.run = plan_run(r, step);
+    } else {
+      r.in_flight = std::move(step);
+    }
   }
 }
 
@@ -387,15 +399,16 @@ InferenceService::Step InferenceService::schedule(Replica& r, std::int64_t start
   return step;
 }
 
-void InferenceService::run_decode_steps(Replica& r, Step& first, std::int64_t until_us) {
-  const auto n = static_cast<std::int64_t>(r.running.size());
+InferenceService::DecodeRun InferenceService::plan_run(const Replica& r, const Step& first) const {
+  DecodeRun run;
+  run.start_us = first.start_us;
+  run.batch = static_cast<std::int64_t>(r.running.size());
   std::int64_t steps_to_finish = kNever;
   std::int64_t held = r.free_blocks;  // free blocks plus those of the batch (waiting requests hold none)
-  std::int64_t context0 = 0;          // computed tokens before the first step
   for (const Seq& seq : r.running) {
     steps_to_finish = std::min<std::int64_t>(steps_to_finish, seq.request.output_tokens - seq.generated);
     held += seq.blocks;
-    context0 += seq.computed;
+    run.context0 += seq.computed;
   }
   // k steps fit in the KV cache when every request's computed + k tokens do (monotone in k).
   auto fits = [&](std::int64_t k) {
@@ -405,6 +418,7 @@ void InferenceService::run_decode_steps(Replica& r, Step& first, std::int64_t un
   };
   std::int64_t low = 1;  // the first step's blocks are allocated already
   std::int64_t high = std::min(steps_to_finish, options_.max_steps_per_run);
+  if (fits(high)) low = high;  // the common case: the cache is far from full
   while (low < high) {
     const std::int64_t mid = low + (high - low + 1) / 2;
     if (fits(mid)) {
@@ -413,39 +427,69 @@ void InferenceService::run_decode_steps(Replica& r, Step& first, std::int64_t un
       high = mid - 1;
     }
   }
-  const std::int64_t max_steps = low;
-  // Step m lasts step_us(n, context0 + n (m + 1)) and starts when step m - 1 ends. Step
-  // m + 1 belongs to the run when it exists and starts before until_us (later steps wait
-  // for the arrivals of until_us), and then step m is executed here; the run's last step
-  // stays in flight like any other.
+  run.steps = low;
+  return run;
+}
+
+std::int64_t InferenceService::run_step_us(const DecodeRun& run, std::int64_t m) const {
+  return costs_.step_us(run.batch, run.context0 + run.batch * (m + 1));
+}
+
+bool InferenceService::advance_run(Replica& r, std::int64_t until_us) {
+  DecodeRun& run = *r.run;
   VllmCounters& c = r.counters;
-  std::int64_t last = 0;
-  std::int64_t last_duration = first.end_us - first.start_us;
-  std::int64_t end = first.end_us;  // of step `last`
-  while (last + 1 < max_steps && end < until_us) {
-    if (last == 0) {
-      for (const Seq& seq : r.running) c.inter_token_latency.observe(end - seq.last_token_us);
+  std::int64_t t = run.start_us;
+  std::int64_t m = run.next;
+  while (m < run.steps) {
+    const std::int64_t d = run_step_us(run, m);
+    if (t + d > until_us) break;
+    t += d;
+    if (m == 0) {
+      for (const Seq& seq : r.running) c.inter_token_latency.observe(t - seq.last_token_us);
     } else {
-      c.inter_token_latency.observe(last_duration, n);
+      c.inter_token_latency.observe(d, run.batch);  // every request's previous token ended step m - 1
     }
-    ++last;
-    last_duration = costs_.step_us(n, context0 + n * (last + 1));
-    end += last_duration;
+    ++m;
   }
-  if (last == 0) return;
-  const std::int64_t last_start = end - last_duration;
-  c.generation_tokens += n * last;
+  const std::int64_t applied = m - run.next;
+  const bool over = m == run.steps;
+  // Step `m` has started when it exists and begins before until_us (as a single step would
+  // have been planned); its KV blocks are then allocated.
+  const bool started = !over && t < until_us;
+  if (applied == 0 && (run.next_allocated || !started)) return false;
+  if (applied > 0) {
+    c.generation_tokens += run.batch * applied;
+    r.busy_applied_us += t - run.start_us;
+    run.start_us = t;
+    run.next = m;
+  }
   for (Seq& seq : r.running) {
-    seq.computed += last;
-    seq.generated += last;
-    seq.last_token_us = last_start;
-    const std::int64_t need = costs_.blocks_for(seq.computed + 1) - seq.blocks;  // for step `last`
-    seq.blocks += need;
-    r.free_blocks -= need;
+    seq.computed += applied;
+    seq.generated += applied;
+    if (applied > 0) seq.last_token_us = t;
+    const std::int64_t want = costs_.blocks_for(seq.computed + (started ? 1 : 0));
+    r.free_blocks -= want - seq.blocks;
+    seq.blocks = want;
   }
-  r.busy_applied_us += last_start - first.start_us;
-  first.start_us = last_start;
-  first.end_us = end;  // one token for every running request, as scheduled
+  run.next_allocated = started;
+  if (!over) return false;
+  r.clock_us = t;
+  r.run.reset();
+  finish_done(r, t);
+  return true;
+}
+
+void InferenceService::cut_run(Replica& r, std::int64_t at_us) {
+  DecodeRun& run = *r.run;
+  // Keep the steps that start before at_us; later ones wait for the new request.
+  std::int64_t t = run.start_us;
+  std::int64_t m = run.next;
+  while (m < run.steps && t < at_us) t += run_step_us(run, m++);
+  run.steps = m;
+  if (run.steps > run.next) return;
+  // The run ends at the boundary at_us (advance_replica(at_us) applied everything before).
+  r.clock_us = run.start_us;
+  r.run.reset();
 }
 
 void InferenceService::apply(Replica& r, const Step& step) {
@@ -468,9 +512,15 @@ void InferenceService::apply(Replica& r, const Step& step) {
     seq.last_token_us = end;
     if (seq.generated >= seq.request.output_tokens) any_finished = true;
   }
-  if (!any_finished) return;
+  if (any_finished) finish_done(r, end);
+}
+
+void InferenceService::finish_done(Replica& r, std::int64_t end) {
+  VllmCounters& c = r.counters;
+  bool any_finished = false;
   for (Seq& seq : r.running) {
     if (seq.generated < seq.request.output_tokens) continue;
+    any_finished = true;
     r.free_blocks += seq.blocks;
     seq.blocks = 0;
     ++c.request_success[0];  // "stop": the trace's generated tokens end where the model stopped
@@ -482,7 +532,9 @@ void InferenceService::apply(Replica& r, const Step& step) {
                               seq.preemptions});
     }
   }
-  std::erase_if(r.running, [](const Seq& seq) { return seq.generated >= seq.request.output_tokens; });
+  if (any_finished) {
+    std::erase_if(r.running, [](const Seq& seq) { return seq.generated >= seq.request.output_tokens; });
+  }
 }
 
 ReplicaSnapshot InferenceService::replica_snapshot(ReplicaId id) const {

@@ -185,6 +185,18 @@ class InferenceService {
     std::int64_t end_us = 0;
     std::vector<Scheduled> scheduled;
   };
+  // A run of identical decode steps: every running request takes one token per step, with
+  // no admission, preemption or finish before the last step. Steps are applied lazily as
+  // time passes; a request routed to the replica cuts the run after the step under way.
+  struct DecodeRun {
+    std::int64_t start_us = 0;   // of step `next`
+    std::int64_t next = 0;       // the first step not yet applied
+    std::int64_t steps = 0;      // next < steps
+    std::int64_t batch = 0;      // running requests
+    std::int64_t context0 = 0;   // their computed tokens before step 0
+    bool next_allocated = true;  // step `next` has started: its KV blocks are allocated
+    // Step m lasts costs.step_us(batch, context0 + batch (m + 1)).
+  };
   struct Replica {
     ReplicaId id = 0;
     std::string name;
@@ -196,6 +208,7 @@ class InferenceService {
     std::deque<Seq> waiting;    // FCFS; preempted requests at the front
     std::int64_t free_blocks = 0;
     std::optional<Step> in_flight;
+    std::optional<DecodeRun> run;
     std::int64_t busy_applied_us = 0;
     std::int64_t busy_at_last_advance_us = 0;
     double load_factor = 0;
@@ -207,8 +220,12 @@ class InferenceService {
 
   void advance_replica(Replica& r, std::int64_t until_us);
   Step schedule(Replica& r, std::int64_t start_us, bool& pure_decode);
-  void run_decode_steps(Replica& r, Step& first, std::int64_t until_us);
+  [[nodiscard]] DecodeRun plan_run(const Replica& r, const Step& first) const;
+  [[nodiscard]] std::int64_t run_step_us(const DecodeRun& run, std::int64_t m) const;
+  bool advance_run(Replica& r, std::int64_t until_us);  // true when the run is over
+  void cut_run(Replica& r, std::int64_t at_us);
   void apply(Replica& r, const Step& step);
+  void finish_done(Replica& r, std::int64_t end_us);
   void preempt_newest(Replica& r);
   void route(Seq seq, std::int64_t at_us);
   void enqueue(Replica& r, Seq seq, std::int64_t at_us);
