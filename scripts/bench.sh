@@ -28,6 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
+  store_bench inference_bench gpubank >&2
   store_bench telemetry_bench gpubank >&2
 
 mkdir -p "$out" "$work"
@@ -90,6 +91,9 @@ log "store_bench (3 repetitions, medians; SQLite files in $work, a private Postg
 "$build/bench/store_bench" --work-dir="$work/store" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/store.md" | tee "$out/store.txt" >&2
 
+log "inference_bench (3 repetitions, medians; one day of diurnal load)"
+"$build/bench/inference_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --summary="$out/inference.md" | tee "$out/inference.txt" >&2
 log "telemetry_bench (3 repetitions, medians)"
 "$build/bench/telemetry_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/telemetry.md" | tee "$out/telemetry.txt" >&2
@@ -157,8 +161,10 @@ log "write $results"
   echo
   cat "$out/store.md"
   echo
-  echo "## One scrape of the twin's dcgm-exporter, 6,212 GPUs: bench/telemetry_bench"
+  echo "## Inference serving in the twin: bench/inference_bench"
   echo
+  cat "$out/inference.md"
+  echo "## One scrape of the twin's dcgm-exporter, 6,212 GPUs: bench/telemetry_bench"
   cat "$out/telemetry.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
