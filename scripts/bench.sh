@@ -28,8 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench inference_bench gpubank >&2
-  store_bench telemetry_bench gpubank >&2
+  store_bench inference_bench telemetry_bench placement_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -97,6 +96,9 @@ log "inference_bench (3 repetitions, medians; one day of diurnal load)"
 log "telemetry_bench (3 repetitions, medians)"
 "$build/bench/telemetry_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/telemetry.md" | tee "$out/telemetry.txt" >&2
+log "placement_bench (3 repetitions, medians; the Alibaba v2023 inventory)"
+"$build/bench/placement_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --summary="$out/placement.md" | tee "$out/placement.txt" >&2
 
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -164,8 +166,14 @@ log "write $results"
   echo "## Inference serving in the twin: bench/inference_bench"
   echo
   cat "$out/inference.md"
+  echo
   echo "## One scrape of the twin's dcgm-exporter, 6,212 GPUs: bench/telemetry_bench"
+  echo
   cat "$out/telemetry.md"
+  echo
+  echo "## Placement on the Alibaba v2023 inventory: bench/placement_bench"
+  echo
+  cat "$out/placement.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
   for config in baseline large-scale; do

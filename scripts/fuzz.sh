@@ -24,8 +24,7 @@ cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
-             ledger_json_fuzzer trace_reader_fuzzer)
-             ledger_json_fuzzer twin_inventory_fuzzer)
+             ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
