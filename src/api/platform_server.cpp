@@ -357,6 +357,19 @@ void PlatformServer::install_routes() {
       send_json(res, ((*platform_).*view)(std::get<twin::live::Page>(page)));
     });
   };
+  svr.Get("/api/v1/gpus", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = check_known(req.params, {"pool"})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::lock_guard lock(mu_);
+    send_json(res, platform_->gpus_json(param(req.params, "pool")));
+  });
+  svr.Get(R"(/api/v1/gpus/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const std::string uuid = req.matches[1];
+    std::lock_guard lock(mu_);
+    auto j = platform_->gpu_json(uuid);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
+    send_json(res, *j);
+  });
   paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", &twin::live::Platform::audit_json);
 

@@ -18,6 +18,7 @@
 #include "core/timestamp.hpp"
 #include "policy/validate.hpp"
 #include "store/store.hpp"
+#include "twin/cluster/inventory.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -27,6 +28,7 @@ using Json = nlohmann::ordered_json;
 
 struct UpOptions {
   std::vector<std::string> policies{"examples/policies"};
+  std::string inventory = "examples/inventory/example.yaml";
   std::uint64_t seed = 1;
   std::string start = "2026-11-30T16:00:00Z";  // midnight in Asia/Shanghai, a Tuesday
   int hours = 24;
@@ -172,6 +174,14 @@ int run_up(const UpOptions& opt) {
     return 1;
   }
 
+  Diagnostics inventory_diagnostics;
+  auto inventory = twin::cluster::load_inventory(opt.inventory, inventory_diagnostics);
+  if (!inventory) {
+    for (const auto& d : inventory_diagnostics) std::cerr << d.to_string() << '\n';
+    std::cerr << "gpubank up: the inventory is invalid\n";
+    return 1;
+  }
+
   twin::live::DayOptions day;
   day.seed = opt.seed;
   day.start = *start;
@@ -186,6 +196,7 @@ int run_up(const UpOptions& opt) {
   auto skip = std::make_shared<std::pair<std::int64_t, std::int64_t>>(0, 0);  // stored ledger, audit entries
   auto seen = std::make_shared<std::pair<std::int64_t, std::int64_t>>(0, 0);
   twin::run::RunOptions run_options;
+  run_options.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
   if (!opt.data_dir.empty()) {
     std::error_code ec;
     fs::create_directories(opt.data_dir, ec);
@@ -375,6 +386,8 @@ Command add_up_command(CLI::App& app) {
       "can pause, resume and step. Ctrl-C stops it; with --data-dir a restart resumes where it stopped.");
   cmd->add_option("--policies", opt->policies, "policy files and directories (default: examples/policies)")
       ->expected(1, -1);
+  cmd->add_option("--inventory", opt->inventory,
+                  "the cluster: nodes, GPUs, pools (default: examples/inventory/example.yaml)");
   cmd->add_option("--seed", opt->seed, "seed of the day's workload (default 1)");
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--hours", opt->hours, "length of the generated day in hours (default 24)")

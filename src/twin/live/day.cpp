@@ -217,7 +217,7 @@ run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& opti
       for (const auto& s : spans) most = std::max(most, s.window->training_borrow_limit.value_or(0));
       for (const auto& s : spans) {
         if (s.window->training_borrow_limit.value_or(0) != most || most < per_node) continue;
-        const std::int64_t until = std::min(b.horizon, std::max(s.start, local_hour(options.start, *zone, 28)));
+        const std::int64_t until = std::min({b.horizon, s.end, s.start + 8 * kHour});
         b.training(own, *group, pool->name, std::max<std::int64_t>(0, s.start), until,
                    static_cast<double>(*s.window->training_borrow_limit) / 3.0, std::min(per_node, 8));
       }

@@ -6,8 +6,8 @@
 //     with a rate that asks for `load` x max(guaranteed, 8) GPUs on average;
 //   - batch: on the same pools, 1-4 GPUs, 10-90 min, at half that rate;
 //   - night training: groups without a guarantee on an inference pool that a TidalPolicy
-//     lends to them (targets.trainingGroups) submit training there from the night
-//     window's start until 04:00 local time;
+//     lends to them (targets.trainingGroups) submit training there in the first 8 hours
+//     of the windows with the largest trainingBorrowLimit (the night);
 //   - notebooks: per GPUQuotaPolicy on a development pool, guaranteed/2 notebooks of one
 //     device arriving 09:00-11:00 local time for 4-8 h;
 //   - serving: per InferenceScalingPolicy, replica workloads of gpuPerReplica GPUs; replica

@@ -7,6 +7,8 @@
 #include "metrics/registry.hpp"
 #include "policy/schema.hpp"
 #include "twin/run/metrics.hpp"
+#include "twin/telemetry/dcgm.hpp"
+#include "twin/telemetry/profile.hpp"
 
 namespace gpubank::twin::live {
 
@@ -232,11 +234,182 @@ Json Platform::audit_json(const Page& page) const {
       [](const bank::AuditEntry& e) { return Json(bank::to_json(e)); });
 }
 
-Expected<std::string> Platform::metrics_text() const {
+namespace {
+
+// What the platform knows of a workload holding a device.
+struct Holder {
+  const run::WorkloadOutcome* outcome = nullptr;
+  const run::ScenarioWorkload* spec = nullptr;
+};
+
+std::map<std::string, Holder> holders(const std::vector<run::WorkloadOutcome>& all, const run::Scenario& scenario) {
+  std::map<std::string, Holder> out;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].state == "Starting" || all[i].state == "Running") {
+      out[all[i].workload] = Holder{&all[i], i < scenario.workloads.size() ? &scenario.workloads[i] : nullptr};
+    }
+  }
+  return out;
+}
+
+telemetry::Profile profile_of(const Holder& h) {
+  if (h.outcome->state == "Starting") return telemetry::Profile::loading;
+  if (h.spec == nullptr) return telemetry::Profile::training;
+  switch (h.spec->workload_type) {
+    case policy::WorkloadType::Training: return telemetry::Profile::training;
+    case policy::WorkloadType::Batch: return telemetry::Profile::batch;
+    case policy::WorkloadType::Notebook: return telemetry::Profile::notebook;
+    case policy::WorkloadType::Inference: return telemetry::Profile::inference;
+  }
+  return telemetry::Profile::training;
+}
+
+// NVML's spelling of the product ("NVIDIA-H100-80GB-HBM3" -> "NVIDIA H100 80GB HBM3").
+std::string nvml_name(const cluster::NodeSpec& node) {
+  std::string name = node.product.empty() ? "NVIDIA " + node.gpu_model : node.product;
+  std::replace(name.begin(), name.end(), '-', ' ');
+  return name;
+}
+
+Json gpu_view(const cluster::Cluster& c, cluster::GpuId id, const std::map<std::string, Holder>& held) {
+  const cluster::Gpu& g = c.gpu(id);
+  const cluster::NodeSpec& node = c.node(g.node);
+  Json j = Json::object();
+  j["uuid"] = g.uuid;
+  j["node"] = node.name;
+  j["index"] = g.index;
+  j["pool"] = std::string(node.pool());
+  j["gpuModel"] = node.gpu_model;
+  j["product"] = node.product;
+  j["healthy"] = g.healthy;
+  j["xidErrors"] = g.xid_errors;
+  Json units = Json::array();
+  for (int u = 0; u < g.units; ++u) {
+    const cluster::Unit& unit = c.unit(g.first_unit + static_cast<cluster::UnitId>(u));
+    Json w = Json::array();
+    for (const auto& key : c.workloads_on_unit(g.first_unit + static_cast<cluster::UnitId>(u))) {
+      const auto it = held.find(key);
+      Json x = Json::object();
+      x["workload"] = key;
+      if (it != held.end()) {
+        x["businessGroup"] = it->second.outcome->business_group;
+        x["state"] = it->second.outcome->state;
+      }
+      w.push_back(std::move(x));
+    }
+    if (node.mig) {
+      units.push_back({{"uuid", unit.uuid}, {"slice", unit.slice}, {"profile", node.mig->profile}, {"workloads", w}});
+    } else {
+      j["usedMilli"] = unit.used_milli;
+      j["workloads"] = std::move(w);
+    }
+  }
+  if (node.mig) j["migSlices"] = std::move(units);
+  return j;
+}
+
+}  // namespace
+
+Json Platform::gpus_json(const std::string& pool) const {
+  Json list = Json::array();
+  const cluster::Cluster* c = simulation_.cluster();
+  if (c == nullptr) return list;
+  const auto all = simulation_.workloads();
+  const auto held = holders(all, scenario_);
+  for (cluster::GpuId id = 0; id < c->gpu_count(); ++id) {
+    if (!pool.empty() && c->node(c->gpu(id).node).pool() != pool) continue;
+    list.push_back(gpu_view(*c, id, held));
+  }
+  return list;
+}
+
+std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
+  const cluster::Cluster* c = simulation_.cluster();
+  if (c == nullptr) return std::nullopt;
+  const auto id = c->find_gpu(uuid);
+  if (!id) return std::nullopt;
+  const auto all = simulation_.workloads();
+  return gpu_view(*c, *id, holders(all, scenario_));
+}
+
+Expected<std::string> Platform::metrics_text() {
   metrics::Registry registry;
   const auto positions = simulation_.positions();
   if (auto done = run::export_metrics(simulation_.result(), positions, now(), registry); !done) {
     return Unexpected{done.error()};
+  }
+  if (const cluster::Cluster* c = simulation_.cluster(); c != nullptr) {
+    auto dcgm = telemetry::register_dcgm(registry);
+    if (!dcgm) return Unexpected{dcgm.error()};
+    auto ours = telemetry::register_gpu_attribution(registry);
+    if (!ours) return Unexpected{ours.error()};
+    const auto all = simulation_.workloads();
+    const auto held = holders(all, scenario_);
+    energy_.resize(c->unit_count());
+    std::vector<telemetry::GpuState> devices;
+    devices.reserve(c->unit_count());
+    for (cluster::UnitId u = 0; u < c->unit_count(); ++u) {
+      const cluster::Unit& unit = c->unit(u);
+      const cluster::Gpu& g = c->gpu(unit.gpu);
+      const cluster::NodeSpec& node = c->node(unit.node);
+      telemetry::GpuState d;
+      d.gpu_index = g.index;
+      d.uuid = g.uuid;
+      d.pci_bus_id = g.pci_bus_id;
+      d.device = g.device;
+      d.model_name = nvml_name(node);
+      d.hostname = node.name;
+      d.driver_version = "580.159.04";
+      d.pool = std::string(node.pool());
+      d.gpu_model = node.gpu_model;
+      if (node.mig) {
+        d.mig = telemetry::MigInstance{node.mig->profile, unit.slice + 1};
+        d.partition = node.mig->profile;
+      }
+      telemetry::ActivityInput in;
+      in.seed = day_.seed;
+      in.device_key = telemetry::device_key(node.name, g.index, unit.slice);
+      for (const auto& key : c->workloads_on_unit(u)) {
+        const auto it = held.find(key);
+        if (it == held.end()) continue;
+        const Holder& h = it->second;
+        const auto slash = key.find('/');
+        telemetry::Allocation a;
+        a.pod_namespace = key.substr(0, slash);
+        a.pod = key.substr(slash + 1) + "-0";
+        a.container = "main";
+        a.business_group = h.outcome->business_group;
+        a.workload = key.substr(slash + 1);
+        a.workload_kind = h.spec != nullptr && h.spec->workload_type == policy::WorkloadType::Inference ? "Deployment"
+                                                                                                        : "Job";
+        a.workload_type = h.spec != nullptr ? enum_name(h.spec->workload_type) : "";
+        d.allocations.push_back(std::move(a));
+        if (in.profile == telemetry::Profile::idle) {
+          in.profile = profile_of(h);
+          in.workload_key = telemetry::workload_key(key);
+          in.load = 0.6;  // the serving model is not wired to the day's traffic yet
+        }
+      }
+      // The energy counter continues across changes of the device's work: a new activity
+      // starts a new base at this scrape from the value last exposed (what it used between
+      // the last scrape and the change is not counted: the counter never goes back).
+      DeviceEnergy& e = energy_[u];
+      const std::string signature =
+          std::string(telemetry::to_string(in.profile)) + "/" + std::to_string(in.workload_key);
+      const auto model = telemetry::gpu_model_spec(node.gpu_model);
+      const auto spec = node.mig ? telemetry::mig_instance_spec(model, node.mig->slice_memory_mib) : model;
+      if (e.signature != signature) {
+        e.signature = signature;
+        e.since_ms = now();
+        e.mj = e.last_mj;
+      }
+      in.start_ms = e.since_ms;
+      d.sample = telemetry::sample(spec, in, now(), telemetry::EnergyBase{e.since_ms, e.mj});
+      e.last_mj = std::max(e.last_mj, d.sample.energy_mj);
+      devices.push_back(std::move(d));
+    }
+    if (auto s = telemetry::update_dcgm(*dcgm, devices); !s) return Unexpected{s.error()};
+    if (auto s = telemetry::update_gpu_attribution(*ours, devices); !s) return Unexpected{s.error()};
   }
   auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",
                               "The twin's clock: virtual seconds since the start of the embedded day.");

@@ -62,9 +62,15 @@ class Platform {
   [[nodiscard]] Json events_json(const EventFilter& filter) const;
   [[nodiscard]] Json ledger_json(const Page& page) const;
   [[nodiscard]] Json audit_json(const Page& page) const;
+  // The cluster's GPUs (MIG slices listed under their GPU) with the workloads on them;
+  // empty without an inventory. gpu_json: nullopt for an unknown uuid.
+  [[nodiscard]] Json gpus_json(const std::string& pool) const;
+  [[nodiscard]] std::optional<Json> gpu_json(const std::string& uuid) const;
 
-  // Prometheus text exposition of everything the platform exports now.
-  [[nodiscard]] Expected<std::string> metrics_text() const;
+  // Prometheus text exposition of everything the platform exports now: the bank's
+  // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info.
+  // Not const: the energy counters carry their integral across changes of a device's work.
+  [[nodiscard]] Expected<std::string> metrics_text();
 
  private:
   Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
@@ -74,6 +80,14 @@ class Platform {
   run::Scenario scenario_;
   run::Simulation simulation_;
   VirtualTime end_ = 0;
+  // Per device (unit): the activity it had at the last scrape and its energy base.
+  struct DeviceEnergy {
+    std::string signature;
+    std::int64_t since_ms = 0;
+    double mj = 0;       // the counter at since_ms
+    double last_mj = 0;  // the counter last exposed
+  };
+  std::vector<DeviceEnergy> energy_;
 };
 
 }  // namespace gpubank::twin::live

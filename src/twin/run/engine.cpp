@@ -85,7 +85,8 @@ struct Pool {
 };
 
 // Requeuing: a reclaim victim waiting out its requeue backoff before it queues again.
-enum class State { Waiting, Pending, Starting, Running, Finished, Requeuing };
+// Placing: admitted (quota reserved), its pods not yet on nodes (with a cluster only).
+enum class State { Waiting, Pending, Starting, Running, Finished, Requeuing, Placing };
 
 std::string_view state_name(State s) {
   switch (s) {
@@ -95,6 +96,7 @@ std::string_view state_name(State s) {
     case State::Running: return "Running";
     case State::Finished: return "Finished";
     case State::Requeuing: return "Requeuing";
+    case State::Placing: return "Placing";
   }
   return "Waiting";
 }
@@ -117,6 +119,7 @@ struct Sim {
   bool checkpoint_saved = false;  // the notice's checkpoint succeeded
   std::uint64_t version = 0;
   int reclaim = -1, victim = -1;  // index into reclaims and its victims while under notice
+  bool unschedulable_said = false;  // the Unschedulable event of this admission was written
   std::string pending_reason;
   bool deleted = false;
   WorkloadOutcome outcome;
@@ -270,6 +273,15 @@ class Engine {
       quota_index_[{quota.group, quota.pool_name}] = static_cast<int>(quotas_.size());
       pools_[at(quota.pool)].quotas.push_back(static_cast<int>(quotas_.size()));
       quotas_.push_back(std::move(quota));
+    }
+
+    if (options_.inventory) {
+      try {
+        cluster_ = std::make_unique<cluster::Cluster>(*options_.inventory);
+      } catch (const std::invalid_argument& e) {
+        error(kRulePolicies, "", std::string("the inventory does not load: ") + e.what());
+        return false;
+      }
     }
 
     CoreOptions core_options;
@@ -477,7 +489,8 @@ class Engine {
     timers_.push(Timer{t, next_timer_++, kind, sim, sims_[at(sim)].version});
   }
 
-  static bool holds_gpus(State st) { return st == State::Starting || st == State::Running; }
+  // Holding quota: what attribution, reclaim and the positions count as used.
+  static bool holds_gpus(State st) { return st == State::Placing || st == State::Starting || st == State::Running; }
 
   // Every state change goes through here: it keeps the per-queue and per-pool indexes that
   // attribution and reclaim read, and marks the pool for them.
@@ -492,6 +505,11 @@ class Engine {
     if (holds_gpus(s.state)) {
       pool.holding.erase(index);
       q.used -= s.gpus;
+    }
+    if (s.state == State::Placing) placing_.erase({s.admission_seq, index});
+    if (holds_gpus(s.state) && !holds_gpus(next) && cluster_ && cluster_->placement_of(s.key) != nullptr) {
+      if (auto released = cluster_->release(s.key); !released) throw std::logic_error("twin run: " + released.error());
+      cluster_freed_ = true;
     }
     s.state = next;
     if (next == State::Pending) {
@@ -753,14 +771,9 @@ class Engine {
           r.numbers = {{"resumeFromSeconds", s.base / 1000}};
           event(std::move(r));
         }
-        if (s.w->startup_time.milliseconds() > 0) {
-          set_state(s, State::Starting);
-          schedule(now + s.w->startup_time.milliseconds(), Timer::Kind::Started, index);
-        } else {
-          set_state(s, State::Running);
-          s.running_since = now;
-          schedule_finish(s, index, now);
-        }
+        set_state(s, State::Placing);
+        s.unschedulable_said = false;
+        try_place(s, index, now);
         break;
       }
       case Decision::Kind::Pending:
@@ -793,6 +806,95 @@ class Engine {
         event(std::move(e), false);
         break;
       }
+    }
+  }
+
+  // ---- placement ----------------------------------------------------------------------------
+
+  // The pods go onto nodes: always without a cluster; with one, when the whole shape fits.
+  bool try_place(Sim& s, int index, VirtualTime now) {
+    if (cluster_) {
+      const cluster::PlacementRequest request = placement_request(s);
+      const auto placement = cluster_->find(request);
+      if (!placement) {
+        placing_.insert({s.admission_seq, index});
+        if (!s.unschedulable_said) {
+          s.unschedulable_said = true;
+          const cluster::Explanation why = cluster_->explain(request);
+          const std::string reason = why.nodes_matching == 0                       ? "NoMatchingNodes"
+                                     : why.free_units >= s.w->pods * s.w->gpus ? "FragmentedCapacity"
+                                                                                   : "InsufficientGPUs";
+          Event e = workload_event(s, now, "Unschedulable", reason,
+                                   "Workload " + s.key + " holds its quota but its pods do not fit: " + why.message);
+          e.numbers = {{"gpus", s.gpus},         {"nodesMatching", why.nodes_matching},
+                       {"freeGpus", why.free_units}, {"mostFreeOnOneNode", why.most_free_on_one_node},
+                       {"podsThatFit", why.pods_that_fit}};
+          event(std::move(e), false);
+        }
+        return false;
+      }
+      if (auto bound = cluster_->bind(s.key, *placement); !bound) throw std::logic_error("twin run: " + bound.error());
+      Event e = workload_event(s, now, "Placed", "Scheduled",
+                               "Workload " + s.key + ": " + std::to_string(s.w->pods) + " pod(s) of " +
+                                   std::to_string(s.w->gpus) + " GPU(s) on " + placement_nodes(*placement));
+      e.numbers = {{"gpus", s.gpus}, {"nodes", static_cast<std::int64_t>(placement->pods.size())}};
+      event(std::move(e), false);
+    }
+    if (s.w->startup_time.milliseconds() > 0) {
+      set_state(s, State::Starting);
+      schedule(now + s.w->startup_time.milliseconds(), Timer::Kind::Started, index);
+    } else {
+      set_state(s, State::Running);
+      s.running_since = now;
+      schedule_finish(s, index, now);
+    }
+    return true;
+  }
+
+  std::string placement_nodes(const cluster::Placement& p) const {
+    std::string out;
+    for (const auto& pod : p.pods) {
+      const std::string& name = cluster_->node(pod.node).name;
+      if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
+    }
+    return out;
+  }
+
+  cluster::PlacementRequest placement_request(const Sim& s) const {
+    const Quota& q = quotas_[at(s.quota)];
+    const policy::Pool* pool = pools_[at(q.pool)].pool;
+    cluster::PlacementRequest r;
+    r.workload = s.key;
+    r.pods = static_cast<int>(s.w->pods);
+    r.gpus_per_pod = static_cast<int>(s.w->gpus);
+    r.gpu_milli = static_cast<int>(s.w->gpu_milli);
+    r.node_selector = pool->node_labels;
+    // What Kueue injects from the pool's ResourceFlavor (nodeLabels, tolerations).
+    for (const auto& t : pool->taints) {
+      cluster::Toleration tol;
+      tol.key = t.key;
+      tol.value = t.value;
+      tol.op = cluster::TolerationOperator::Equal;
+      tol.effect = static_cast<cluster::TaintEffect>(static_cast<int>(t.effect));
+      r.tolerations.push_back(std::move(tol));
+    }
+    r.gpu_models = s.w->gpu_models;
+    return r;
+  }
+
+  // GPUs came free: the waiting workloads try again, in admission order.
+  void place_waiting(VirtualTime now) {
+    if (!cluster_freed_ || placing_.empty()) {
+      cluster_freed_ = false;
+      return;
+    }
+    cluster_freed_ = false;
+    const auto waiting = std::vector<std::pair<std::int64_t, int>>(placing_.begin(), placing_.end());
+    for (const auto& [seq, index] : waiting) {
+      Sim& s = sims_[at(index)];
+      if (s.state != State::Placing) continue;
+      placing_.erase({seq, index});
+      try_place(s, index, now);
     }
   }
 
@@ -1225,6 +1327,7 @@ class Engine {
     for (int round = 0; round < kMaxSettleRounds; ++round) {
       core_changed_ = false;
       cycles(now);
+      place_waiting(now);
       attribute(now);
       reclaim(now);
       if (!core_changed_ && !core_->has_active_heads()) return;
@@ -1322,6 +1425,12 @@ class Engine {
   bool core_changed_ = false;
   VirtualTime now_ = 0;
   bool started_ = false, ok_ = true;
+  std::unique_ptr<cluster::Cluster> cluster_;
+  std::set<std::pair<std::int64_t, int>> placing_;  // (admission seq, sim): admitted, not placed
+  bool cluster_freed_ = false;
+
+ public:
+  [[nodiscard]] const cluster::Cluster* cluster() const { return cluster_.get(); }
 };
 
 std::string rfc3339_ms(const Timestamp& start, VirtualTime t) {
@@ -1348,6 +1457,7 @@ const RunResult& Simulation::result() const { return impl_->result(); }
 std::vector<Position> Simulation::positions() const { return impl_->positions_now(); }
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
 std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
+const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
 RunResult Simulation::finish() { return impl_->finish(); }
 
 RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {

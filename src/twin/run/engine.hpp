@@ -46,6 +46,7 @@
 #include "core/timestamp.hpp"
 #include "policy/policy_set.hpp"
 #include "twin/admission/model.hpp"
+#include "twin/cluster/cluster.hpp"
 #include "twin/run/scenario.hpp"
 
 namespace gpubank::twin::run {
@@ -60,6 +61,11 @@ struct RunOptions {
   // shell persists them, e.g. to a store, before the run goes on). An error stops the run
   // with that error in the result's diagnostics.
   std::function<Expected<bool>(std::span<const bank::LedgerEntry>, std::span<const bank::AuditEntry>)> on_instant;
+  // A cluster to place admitted workloads on (pods onto nodes and GPUs, as kube-scheduler
+  // would; twin/cluster/cluster.hpp). Unset: admission alone decides, every admitted
+  // workload starts at once. Set: an admitted workload keeps its quota and waits in state
+  // Placing until its whole shape fits (events Placed / Unschedulable).
+  std::shared_ptr<const cluster::Inventory> inventory;
 };
 
 // One event of the log, fields as in events.md.
@@ -159,6 +165,8 @@ class Simulation {
   [[nodiscard]] std::vector<Position> positions() const;
   [[nodiscard]] std::vector<WorkloadOutcome> workloads() const;
   [[nodiscard]] std::vector<QueueView> queues() const;
+  // The cluster with the placements now; nullptr without RunOptions::inventory.
+  [[nodiscard]] const cluster::Cluster* cluster() const;
   // Runs what is left (up to options.until) and hands over the result.
   RunResult finish();
 

@@ -1,7 +1,10 @@
 // The seeded day behind `gpubank up`: deterministic, shaped by the policies, and it runs.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "policy/policy_set.hpp"
+#include "twin/cluster/inventory.hpp"
 #include "support/paths.hpp"
 #include "twin/live/day.hpp"
 #include "twin/live/platform.hpp"
@@ -26,6 +29,75 @@ TEST(Day, RunsToTheEndOfTheDay) {
   auto& p = *created.value();
   ASSERT_TRUE(p.advance_to(p.end())) << p.error();
   EXPECT_EQ(p.now(), 24 * 3'600'000);
+}
+
+std::string event_log(std::uint64_t seed) {
+  Diagnostics d;
+  auto inventory = cluster::load_inventory(testing::source_dir() + "/examples/inventory/example.yaml", d);
+  run::RunOptions run;
+  run.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
+  auto created = Platform::create(example_policies(), options(seed), run);
+  if (!created) return created.error();
+  auto& p = *created.value();
+  p.advance_to(p.end());
+  std::string out;
+  for (const auto& e : p.result().events) out += run::event_json(e, p.start()).dump() + "\n";
+  return out;
+}
+
+TEST(Day, SameSeedSameEventLogByteForByte) {
+  const std::string a = event_log(7);
+  EXPECT_EQ(a, event_log(7));
+  EXPECT_NE(a, event_log(8));
+  EXPECT_NE(a.find("\"kind\":\"Placed\""), std::string::npos);
+}
+
+TEST(Day, ServingFollowsTheTidalFloorAndTrainingArrives) {
+  Diagnostics d;
+  const auto day = make_day(example_policies(), options(1), d);
+  ASSERT_FALSE(has_errors(d));
+  // customer-service-llm: minReplicas 1 all day; virtual time 0 is 00:00 in Shanghai, so
+  // the daytime window (08:30-20:00 Shanghai) is 8.5 h to 20 h of virtual time and raises
+  // the floor to 6: replicas 2..6 arrive 30 min (prewarmBefore) ahead, at 8 h, and are
+  // deleted at 20 h.
+  int all_day = 0, daytime = 0;
+  for (const auto& w : day.workloads) {
+    if (w.name.rfind("customer-service-llm-r", 0) != 0) continue;
+    EXPECT_EQ(w.gpus, 4);
+    EXPECT_EQ(w.workload_type, policy::WorkloadType::Inference);
+    if (!w.delete_time) {
+      ++all_day;
+    } else {
+      ++daytime;
+      EXPECT_EQ(w.arrival_time.milliseconds(), 8 * 3'600'000);
+      EXPECT_EQ(w.delete_time->milliseconds(), 20 * 3'600'000);
+    }
+  }
+  EXPECT_EQ(all_day, 1);
+  EXPECT_EQ(daytime, 5);
+  int training = 0, night_on_inference = 0, notebooks = 0;
+  for (const auto& w : day.workloads) {
+    if (w.workload_type == policy::WorkloadType::Training && w.resource_pool == "h100-rdma-training") ++training;
+    if (w.workload_type == policy::WorkloadType::Training && w.resource_pool == "h100-inference") {
+      ++night_on_inference;
+      // In the first 8 h of a night window: the one open since 20:00 the evening before
+      // (-4 h of virtual time, so until 4 h) or the one opening at 20 h.
+      const auto t = w.arrival_time.milliseconds();
+      EXPECT_TRUE(t < 4 * 3'600'000 || t >= 20 * 3'600'000) << w.name << " arrives at " << t;
+    }
+    if (w.workload_type == policy::WorkloadType::Notebook) ++notebooks;
+  }
+  EXPECT_GT(training, 0);
+  EXPECT_GT(night_on_inference, 0);
+  EXPECT_EQ(notebooks, 4 + 4 + 8);  // guaranteed/2 per group on the MIG pool: 8, 8, 16
+  // Sorted by arrival, names unique.
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < day.workloads.size(); ++i) {
+    EXPECT_TRUE(names.insert(day.workloads[i].name).second);
+    if (i > 0) {
+      EXPECT_LE(day.workloads[i - 1].arrival_time, day.workloads[i].arrival_time);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+// The REST API of `gpubank up` on loopback, in process: views, paging, the clock, and bad
+// input answered with the field and the rule.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <thread>
+
+#include "api/platform_server.hpp"
+#include "policy/policy_set.hpp"
+#include "support/paths.hpp"
+#include "twin/cluster/inventory.hpp"
+
+namespace gpubank::api {
+namespace {
+
+using nlohmann::json;
+
+class PlatformServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Diagnostics d;
+    auto inventory = twin::cluster::load_inventory(testing::source_dir() + "/examples/inventory/example.yaml", d);
+    ASSERT_TRUE(inventory);
+    twin::run::RunOptions run;
+    run.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
+    twin::live::DayOptions day;
+    day.start = *parse_rfc3339("2026-11-30T16:00:00Z");
+    auto platform = twin::live::Platform::create(
+        policy::load_policy_set({testing::source_dir() + "/examples/policies"}), day, run);
+    ASSERT_TRUE(platform) << platform.error();
+    PlatformServerOptions options;
+    options.port = 0;
+    options.paused = true;  // the test moves the clock itself
+    server_ = std::make_unique<PlatformServer>(std::move(platform.value()), options);
+    auto port = server_->bind();
+    ASSERT_TRUE(port) << port.error();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+    thread_ = std::thread([this] { server_->serve(); });
+    for (int i = 0; i < 100 && !client_->Get("/readyz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  json get(const std::string& path, int expected_status = 200) {
+    auto res = client_->Get(path);
+    EXPECT_TRUE(res);
+    if (!res) return nullptr;
+    EXPECT_EQ(res->status, expected_status) << path << ": " << res->body;
+    return json::parse(res->body, nullptr, false);
+  }
+  json post_clock(const std::string& body, int expected_status = 200) {
+    auto res = client_->Post("/api/v1/clock", body, "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return nullptr;
+    EXPECT_EQ(res->status, expected_status) << body << ": " << res->body;
+    return json::parse(res->body, nullptr, false);
+  }
+
+  std::unique_ptr<PlatformServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+  std::thread thread_;
+};
+
+TEST_F(PlatformServerTest, PausedClockStepsExactlyAndViewsFollow) {
+  EXPECT_EQ(get("/api/v1/clock")["virtualTimeMs"], 0);
+  const json stepped = post_clock(R"({"action": "step", "step": "10h"})");
+  EXPECT_EQ(stepped["virtualTimeMs"], 36'000'000);
+  EXPECT_EQ(stepped["time"], "2026-12-01T02:00:00Z");  // 10:00 in Shanghai, inside the daytime window
+  EXPECT_EQ(stepped["paused"], true);
+  // Daytime: the tidal floor of 6 replicas of 4 GPUs for customer-service-llm is running.
+  const json running = get("/api/v1/workloads?businessGroup=customer-service&state=Running");
+  int llm = 0;
+  for (const auto& w : running) llm += w["workload"].get<std::string>().find("customer-service-llm-r") != std::string::npos;
+  EXPECT_EQ(llm, 6);
+  // The pools' used GPUs are the sum of the groups' positions.
+  std::int64_t used_pools = 0, used_groups = 0;
+  for (const auto& p : get("/api/v1/pools")) used_pools += p["used"].get<std::int64_t>();
+  for (const auto& g : get("/api/v1/groups")) {
+    for (const auto& p : g["positions"]) used_groups += p["used"].get<std::int64_t>();
+  }
+  EXPECT_EQ(used_pools, used_groups);
+  EXPECT_GT(used_pools, 0);
+  // Every GPU of the H100 training pool, each with its UUID.
+  const json gpus = get("/api/v1/gpus?pool=h100-rdma-training");
+  ASSERT_EQ(gpus.size(), 64u);
+  const std::string uuid = gpus[0]["uuid"];
+  EXPECT_EQ(get("/api/v1/gpus/" + uuid)["node"], gpus[0]["node"]);
+  get("/api/v1/gpus/GPU-00000000-0000-0000-0000-000000000000", 404);
+}
+
+TEST_F(PlatformServerTest, EventsAndLedgerPageWithoutGapsOrRepeats) {
+  post_clock(R"({"action": "step", "step": "24h"})");
+  const json all = get("/api/v1/events?limit=1000");
+  json collected = json::array();
+  std::int64_t after = 0;
+  for (int page = 0; page < 10000; ++page) {
+    const json j = get("/api/v1/events?limit=7&after=" + std::to_string(after));
+    for (const auto& e : j["items"]) collected.push_back(e);
+    after = j["next"];
+    if (!j["more"].get<bool>()) break;
+  }
+  ASSERT_FALSE(collected.empty());
+  if (!all["more"].get<bool>()) {
+    EXPECT_EQ(collected, all["items"]);
+  }
+  for (std::size_t i = 0; i < collected.size(); ++i) EXPECT_EQ(collected[i]["seq"], static_cast<int>(i) + 1);
+  const json admitted = get("/api/v1/events?kind=Admitted&limit=3");
+  for (const auto& e : admitted["items"]) EXPECT_EQ(e["kind"], "Admitted");
+  const json ledger = get("/api/v1/ledger?limit=2");
+  ASSERT_EQ(ledger["items"].size(), 2u);
+  EXPECT_EQ(ledger["items"][0]["seq"], 1);
+}
+
+TEST_F(PlatformServerTest, BadInputNamesTheFieldAndTheRule) {
+  json e = get("/api/v1/events?limit=abc", 400);
+  EXPECT_EQ(e["field"], "limit");
+  EXPECT_EQ(e["rule"], "query.out-of-range");
+  e = get("/api/v1/events?limit=1001", 400);
+  EXPECT_EQ(e["field"], "limit");
+  e = get("/api/v1/events?colour=blue", 400);
+  EXPECT_EQ(e["field"], "colour");
+  EXPECT_EQ(e["rule"], "query.unknown-parameter");
+  e = get("/api/v1/workloads?state=Sleeping", 400);
+  EXPECT_EQ(e["field"], "state");
+  EXPECT_EQ(e["rule"], "query.invalid-enum");
+  e = get("/api/v1/nothing", 404);
+  EXPECT_EQ(e["rule"], "api.not-found");
+  e = post_clock("{not json", 400);
+  EXPECT_EQ(e["rule"], "request.invalid-json");
+  e = post_clock(R"({"action": "rewind"})", 400);
+  EXPECT_EQ(e["field"], "action");
+  e = post_clock(R"({"action": "step"})", 400);
+  EXPECT_EQ(e["field"], "step");
+  EXPECT_EQ(e["rule"], "request.required");
+  e = post_clock(R"({"action": "step", "step": "-5m"})", 400);
+  EXPECT_EQ(e["field"], "step");
+  e = post_clock(R"({"speed": "fast"})", 400);
+  EXPECT_EQ(e["field"], "speed");
+  e = post_clock(R"({"when": 1})", 400);
+  EXPECT_EQ(e["rule"], "request.unknown-field");
+  auto res = client_->Post("/api/v1/clock", std::string(5000, ' '), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  // Nothing moved.
+  EXPECT_EQ(get("/api/v1/clock")["virtualTimeMs"], 0);
+}
+
+TEST_F(PlatformServerTest, MetricsCarryDcgmAndBankSeries) {
+  post_clock(R"({"action": "step", "step": "12h"})");
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-"), std::string::npos);
+  EXPECT_NE(res->body.find("gpubank_quota_gpus{business_group=\"search\",pool=\"h100-rdma-training\",kind=\"used\"}"),
+            std::string::npos);
+  EXPECT_NE(res->body.find("gpubank_twin_virtual_time_seconds 43200"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpubank::api

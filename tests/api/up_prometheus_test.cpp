@@ -1,0 +1,140 @@
+// `gpubank up --speed max --with-prometheus`: the binary serves the embedded day, starts a
+// real Prometheus (Debian's prometheus) scraping it, and what Prometheus stored agrees with
+// the REST API: GPU series carry pool and UUID labels, and the GPUs the bank counts as used
+// are the GPUs the REST API reports as used. Timeouts below only bound waiting for real
+// processes; nothing asserts on speed.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/paths.hpp"
+#include "support/promtool.hpp"
+
+namespace gpubank::testing {
+namespace {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+struct Child {
+  pid_t pid = -1;
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+nlohmann::json get_json(httplib::Client& client, const std::string& path) {
+  auto res = client.Get(path);
+  if (!res || res->status != 200) return nullptr;
+  return nlohmann::json::parse(res->body, nullptr, false);
+}
+
+// The value of a one-sample instant query, or nullopt while Prometheus has none.
+std::optional<double> query(httplib::Client& prometheus, const std::string& promql) {
+  const auto j = get_json(prometheus, "/api/v1/query?query=" + httplib::detail::encode_query_param(promql));
+  if (!j.is_object() || j.value("status", "") != "success") return std::nullopt;
+  const auto& result = j["data"]["result"];
+  if (!result.is_array() || result.size() != 1) return std::nullopt;
+  return std::stod(result[0]["value"][1].get<std::string>());
+}
+
+TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) {
+  ASSERT_TRUE(find_promtool()) << "prometheus is not installed (scripts/bootstrap.sh installs it)";
+  const auto dir = std::filesystem::temp_directory_path() / ("gpubank-up-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const int port = free_port();
+  const int prometheus_port = free_port();
+  const std::string binary = binary_dir() + "/cmd/gpubank/gpubank";
+  const std::string port_arg = std::to_string(port), prometheus_arg = std::to_string(prometheus_port);
+  const std::string policies = source_dir() + "/examples/policies";
+  const std::string inventory = source_dir() + "/examples/inventory/example.yaml";
+  const std::string data = (dir / "data").string();
+  const std::string log = (dir / "up.log").string();
+
+  Child up;
+  up.pid = fork();
+  ASSERT_GE(up.pid, 0);
+  if (up.pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stderr);
+    (void)f;
+    execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--port", port_arg.c_str(),
+          "--policies", policies.c_str(), "--inventory", inventory.c_str(), "--data-dir", data.c_str(),
+          "--with-prometheus", "--prometheus-port", prometheus_arg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+
+  httplib::Client api("127.0.0.1", port);
+  httplib::Client prometheus("127.0.0.1", prometheus_port);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  // The whole day runs at max speed; after that the platform's state stays as it is.
+  nlohmann::json clock;
+  while (std::chrono::steady_clock::now() < deadline) {
+    clock = get_json(api, "/api/v1/clock");
+    if (clock.is_object() && clock.value("finished", false)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(clock.is_object() && clock.value("finished", false)) << "see " << log;
+
+  const auto pools = get_json(api, "/api/v1/pools");
+  ASSERT_TRUE(pools.is_array());
+  double used_by_rest = 0;
+  for (const auto& p : pools) used_by_rest += p["used"].get<double>();
+  const auto gpus = get_json(api, "/api/v1/gpus?pool=h100-inference");
+  ASSERT_TRUE(gpus.is_array());
+  EXPECT_EQ(gpus.size(), 48u);  // 6 nodes x 8 H100 in the example inventory
+
+  // Wait for a scrape of the finished state (the platform's clock gauge at the day's end).
+  std::optional<double> clock_seen;
+  while (std::chrono::steady_clock::now() < deadline) {
+    clock_seen = query(prometheus, "gpubank_twin_virtual_time_seconds");
+    if (clock_seen && *clock_seen == 86400) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(clock_seen && *clock_seen == 86400) << "Prometheus never scraped the finished day; see " << dir;
+
+  const auto used = query(prometheus, R"(sum(gpubank_quota_gpus{kind="used"}))");
+  ASSERT_TRUE(used);
+  EXPECT_GT(*used, 0);
+  EXPECT_EQ(*used, used_by_rest);
+
+  // Every device has a dcgm series with a GPU UUID; joined on it, gpubank_gpu_info gives
+  // the pool: 64 + 48 H100, 16 L40S, 8 A100 as 56 MIG instances = 184 devices.
+  EXPECT_EQ(query(prometheus, R"(count(DCGM_FI_DEV_POWER_USAGE{UUID=~"GPU-[0-9a-f-]{36}"}))"), 184);
+  EXPECT_EQ(query(prometheus, R"(count(gpubank_gpu_info{pool="h100-rdma-training",gpu_uuid=~"GPU-.+"}))"), 64);
+  EXPECT_EQ(query(prometheus, R"(count(count by (gpu_uuid) (gpubank_gpu_info{pool="mig-or-shared-development"})))"), 8);
+  const auto joined = query(prometheus,
+                            R"(count(DCGM_FI_DEV_GPU_UTIL * on (UUID) group_left (pool) )"
+                            R"q(label_replace(gpubank_gpu_info{pool="h100-inference"}, "UUID", "$1", "gpu_uuid", "(.*)")))q");
+  EXPECT_EQ(joined, 48);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpubank::testing

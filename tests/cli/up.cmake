@@ -1,0 +1,12 @@
+# gpubank up: help, usage errors, invalid inputs; the server itself is tested in
+# tests/api (platform_server_tests, up_prometheus_tests).
+cli_test(help-up 0 "Usage:.*up \\[OPTIONS\\]" -- ${GPUBANK} up --help)
+cli_test(usage-up-bad-speed 2 "--speed: must be a number in \\(0, 1000000\\] or \"max\", got \"fast\""
+         -- ${GPUBANK} up --speed fast)
+cli_test(usage-up-bad-start 2 "--start" -- ${GPUBANK} up --start yesterday)
+cli_test(up-invalid-policies 1 "the policies are invalid"
+         -- ${GPUBANK} up --policies examples/policies examples/invalid/quota.sum-exceeds-pool.yaml)
+cli_test(up-missing-inventory 1 "the inventory is invalid" -- ${GPUBANK} up --inventory /nonexistent/inventory.yaml)
+# The whole seeded day at max speed, then exit: the timeline names reclaims and placement.
+cli_test(up-runs-the-day 0 "stopped at 2026-12-01T16:00:00Z \\(virtual\\)"
+         -- ${GPUBANK} up --speed max --port 0 --exit-when-done)
