@@ -16,6 +16,12 @@
 #include "store/store.hpp"
 #include "twin/run/engine.hpp"
 #include "twin/run/metrics.hpp"
+#include "twin/run/summary.hpp"
+#include "twin/trace/alibaba_replay.hpp"
+#include "document/loader.hpp"
+#include "document/reader.hpp"
+#include "twin/cluster/inventory.hpp"
+#include <variant>
 
 namespace gpubank::cli {
 namespace {
@@ -23,6 +29,13 @@ namespace {
 struct RunCommandOptions {
   std::vector<std::string> policies;
   std::string workloads;
+  std::string trace;      // alibaba:<pods.csv>
+  std::string inventory;  // a YAML file or alibaba:<nodes.csv>
+  std::int64_t days = 0;
+  std::int64_t replicate = 1;
+  std::uint64_t seed = 1;
+  std::string groups = "team-a=4,team-b=3,team-c=2,team-d=1";
+  std::string shared_model = "T4";
   std::string until;
   std::string events;
   std::string metrics;
@@ -41,8 +54,8 @@ std::string hours(double h) {
 }
 
 void print_text(std::ostream& out, const twin::run::RunResult& r) {
-  out << "Run ended at t=" << r.end / 1000 << " s (" << r.events.size() << " events, " << r.ledger.size()
-      << " ledger entries, " << r.audit.size() << " audit entries)\n\n";
+  out << "Run ended at t=" << r.end / 1000 << " s (" << r.event_count << " events, " << r.ledger_count
+      << " ledger entries, " << r.audit_count << " audit entries)\n\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %-16s %10s %6s %9s %6s %11s %9s\n", "POOL", "GROUP", "GUARANTEED", "USED",
                 "BORROWED", "LENT", "BORROWABLE", "FLOOR");
@@ -74,8 +87,130 @@ void print_text(std::ostream& out, const twin::run::RunResult& r) {
       << " GPU-hours; checkpoints: " << r.checkpoints_ok << " completed, " << r.checkpoints_failed << " failed\n";
 }
 
+// "name=weight,name=weight" (weights 1..1e9).
+std::optional<std::vector<twin::trace::GroupWeight>> parse_groups(const std::string& text, std::string& error) {
+  std::vector<twin::trace::GroupWeight> out;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const std::size_t comma = text.find(',', from);
+    const std::string item = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    const std::size_t eq = item.find('=');
+    twin::trace::GroupWeight g;
+    g.name = item.substr(0, eq);
+    try {
+      std::size_t used = 0;
+      if (eq == std::string::npos) throw std::invalid_argument("no weight");
+      g.weight = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      error = "each group is name=weight with an integer weight, got \"" + item + "\"";
+      return std::nullopt;
+    }
+    out.push_back(std::move(g));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+// A trace replay's inputs: the cluster, the policies (generated unless --policies), the
+// workloads. Returns the exit code on failure.
+struct TraceInputs {
+  std::shared_ptr<const twin::cluster::Inventory> inventory;
+  policy::PolicySet policies;
+  twin::run::Scenario scenario;
+  std::string mapping_text;
+  nlohmann::ordered_json mapping_json;
+};
+
+std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
+  const auto colon = opt.trace.find(':');
+  const std::string kind = colon == std::string::npos ? std::string() : opt.trace.substr(0, colon);
+  const std::string path = colon == std::string::npos ? std::string() : opt.trace.substr(colon + 1);
+  if (kind == "philly" || kind == "azure-llm") {
+    std::cerr << "gpubank twin run: --trace " << kind << ": not supported by twin run yet (the readers exist: "
+              << "src/twin/trace/" << (kind == "philly" ? "philly" : "azure_llm") << ".hpp); use alibaba:<pods.csv>\n";
+    return 1;
+  }
+  if (kind != "alibaba" || path.empty()) {
+    std::cerr << "gpubank twin run: --trace: expected alibaba:<pod list csv>, got \"" << opt.trace << "\"\n";
+    return 2;
+  }
+  if (opt.inventory.rfind("alibaba:", 0) != 0) {
+    std::cerr << "gpubank twin run: --trace alibaba: needs --inventory alibaba:<openb_node_list_gpu_node.csv>\n";
+    return 2;
+  }
+  const std::string nodes_path = opt.inventory.substr(8);
+  constexpr std::size_t kMaxTraceBytes = 256u << 20;
+  auto pods_text = doc::read_file(path, kMaxTraceBytes);
+  if (!pods_text) {
+    std::cerr << "gpubank twin run: --trace: " << pods_text.error() << '\n';
+    return 1;
+  }
+  auto nodes_text = doc::read_file(nodes_path, kMaxTraceBytes);
+  if (!nodes_text) {
+    std::cerr << "gpubank twin run: --inventory: " << nodes_text.error() << '\n';
+    return 1;
+  }
+  std::string error;
+  auto groups = parse_groups(opt.groups, error);
+  if (!groups) {
+    std::cerr << "gpubank twin run: --groups: " << error << '\n';
+    return 2;
+  }
+  twin::trace::AlibabaReplayOptions options;
+  options.mapping.seed = opt.seed;
+  options.mapping.groups = std::move(*groups);
+  options.mapping.replication = opt.replicate;
+  if (opt.days > 0) options.mapping.days = opt.days;
+  options.shared_model = opt.shared_model;
+  Diagnostics diagnostics;
+  auto replay = twin::trace::alibaba_replay(*pods_text, path, *nodes_text, nodes_path, options, diagnostics);
+  if (!replay) {
+    print(diagnostics);
+    std::cerr << "gpubank twin run: the trace cannot be replayed\n";
+    return 1;
+  }
+  TraceInputs in;
+  in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(replay->inventory));
+  if (opt.policies.empty()) {
+    std::vector<doc::Document> docs;
+    doc::read_yaml(replay->policy_yaml, "trace-policies.yaml", docs, in.policies.diagnostics());
+    for (const auto& d : docs) in.policies.add(d.root, d.file, d.index);
+  } else {
+    in.policies = policy::load_policy_set(opt.policies);
+  }
+  in.scenario = std::move(replay->scenario);
+  in.mapping_text = twin::trace::to_text(replay->report);
+  in.mapping_json = {{"podsRead", replay->report.pods_read},
+                     {"podsMapped", replay->report.pods_mapped},
+                     {"workloads", replay->report.workloads},
+                     {"fallbackRunTime", replay->report.fallback_run_time},
+                     {"skipped", replay->report.skipped}};
+  return in;
+}
+
 int run(const RunCommandOptions& opt) {
-  const policy::PolicySet set = policy::load_policy_set(opt.policies);
+  if (opt.trace.empty() == opt.workloads.empty()) {
+    std::cerr << "gpubank twin run: give exactly one of --workloads and --trace\n";
+    return 2;
+  }
+  if (opt.trace.empty() && opt.policies.empty()) {
+    std::cerr << "gpubank twin run: --policies is required with --workloads\n";
+    return 2;
+  }
+  if (!opt.trace.empty() && !opt.metrics.empty()) {
+    std::cerr << "gpubank twin run: --metrics is not available with --trace (the run keeps no event log in memory)\n";
+    return 2;
+  }
+  std::optional<TraceInputs> trace;
+  if (!opt.trace.empty()) {
+    auto loaded = load_trace(opt);
+    if (auto* code = std::get_if<int>(&loaded)) return *code;
+    trace = std::move(std::get<TraceInputs>(loaded));
+    std::cerr << trace->mapping_text;
+  }
+  const policy::PolicySet set = trace ? std::move(trace->policies) : policy::load_policy_set(opt.policies);
   Diagnostics diagnostics = set.diagnostics();
   const Diagnostics checks = policy::validate(set);
   diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
@@ -84,13 +219,55 @@ int run(const RunCommandOptions& opt) {
     std::cerr << "gpubank twin run: the policies are invalid\n";
     return 1;
   }
-  auto scenario = twin::run::load_scenario(opt.workloads, diagnostics);
+  std::optional<twin::run::Scenario> scenario;
+  if (trace) {
+    scenario = std::move(trace->scenario);
+  } else {
+    scenario = twin::run::load_scenario(opt.workloads, diagnostics);
+  }
   if (!scenario) {
     print(diagnostics);
     std::cerr << "gpubank twin run: the scenario is invalid\n";
     return 1;
   }
   twin::run::RunOptions options;
+  if (trace) {
+    options.inventory = trace->inventory;
+    options.retain = false;  // half a million workloads: events go to --events as they happen
+  } else if (!opt.inventory.empty()) {
+    Diagnostics inventory_diagnostics;
+    auto inventory = opt.inventory.rfind("alibaba:", 0) == 0
+                         ? [&]() -> std::optional<twin::cluster::Inventory> {
+                             auto text = doc::read_file(opt.inventory.substr(8), 256u << 20);
+                             if (!text) {
+                               inventory_diagnostics.push_back(Diagnostic{Severity::Error, "inventory.unreadable",
+                                                                          opt.inventory.substr(8), {}, {}, {}, "",
+                                                                          text.error()});
+                               return std::nullopt;
+                             }
+                             return twin::cluster::alibaba_inventory(*text, opt.inventory.substr(8),
+                                                                     inventory_diagnostics);
+                           }()
+                         : twin::cluster::load_inventory(opt.inventory, inventory_diagnostics);
+    if (!inventory) {
+      print(inventory_diagnostics);
+      std::cerr << "gpubank twin run: the inventory is invalid\n";
+      return 1;
+    }
+    options.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
+  }
+  std::ofstream events_out;
+  if (!opt.events.empty()) {
+    events_out.open(opt.events, std::ios::binary | std::ios::trunc);
+    if (!events_out) {
+      std::cerr << "gpubank twin run: --events: cannot write " << opt.events << '\n';
+      return 1;
+    }
+    const Timestamp start = scenario->start.value_or(Timestamp{});
+    options.on_event = [&events_out, start](const twin::run::Event& e) {
+      events_out << twin::run::event_json(e, start).dump() << '\n';
+    };
+  }
   if (!opt.until.empty()) {
     auto until = Duration::parse(opt.until);
     if (!until || until->negative()) {
@@ -140,14 +317,13 @@ int run(const RunCommandOptions& opt) {
     return 1;
   }
   if (!opt.events.empty()) {
-    std::ofstream out(opt.events, std::ios::binary | std::ios::trunc);
-    for (const auto& e : result.events) out << twin::run::event_json(e, result.start).dump() << '\n';
-    out.close();
-    if (!out) {
+    events_out.close();
+    if (!events_out) {
       std::cerr << "gpubank twin run: --events: cannot write " << opt.events << '\n';
       return 1;
     }
   }
+  const auto summary = twin::run::summarize(result);
   if (!opt.metrics.empty()) {
     metrics::Registry registry;
     if (auto exported = twin::run::export_metrics(result, registry); !exported) {
@@ -164,11 +340,24 @@ int run(const RunCommandOptions& opt) {
   }
   if (opt.format == Format::Text) {
     print_text(std::cout, result);
+    std::cout << '\n' << twin::run::summary_text(summary);
+  } else if (trace) {
+    // A trace's run: no per-workload lists (hundreds of thousands), the summary and counts.
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();
+    json["start"] = format_rfc3339(result.start);
+    json["end"] = result.end;
+    json["policyVersion"] = result.policy_version;
+    json["mapping"] = trace->mapping_json;
+    json["counts"] = {{"events", result.event_count}, {"ledger", result.ledger_count}, {"audit", result.audit_count},
+                      {"reclaims", static_cast<std::int64_t>(result.reclaims.size())}};
+    json["summary"] = twin::run::summary_json(summary);
+    print_structured(std::cout, json, opt.format);
   } else {
     auto json = twin::run::result_json(result);
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& e : result.events) list.push_back(twin::run::event_json(e, result.start));
     json["events"] = std::move(list);
+    json["summary"] = twin::run::summary_json(summary);
     print_structured(std::cout, json, opt.format);
   }
   return 0;
@@ -187,10 +376,24 @@ Command add_twin_run_command(CLI::App& twin) {
       "The scenario file lists workloads: name, businessGroup, resourcePool, gpus (per pod), pods, workloadType, "
       "checkpointable, checkpointInterval, checkpointDuration, checkpointFails, priorityClass, arrivalTime, runTime, "
       "startupTime, labels. See src/twin/run/scenario.hpp and examples/scenarios/.");
-  cmd->add_option("--policies", opt->policies, "policy files and directories (PlatformGuardrails, GPUQuotaPolicy, ...)")
-      ->required()
+  cmd->add_option("--policies", opt->policies,
+                  "policy files and directories (PlatformGuardrails, GPUQuotaPolicy, ...); with --trace, default: "
+                  "generated to fit the trace's cluster (src/twin/trace/policies.hpp)")
       ->expected(1, -1);
-  cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML)")->required();
+  cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML); or --trace");
+  cmd->add_option("--trace", opt->trace,
+                  "replay a trace instead: alibaba:<openb_pod_list_*.csv> (with --inventory alibaba:<node list>); "
+                  "mapping rules in src/twin/trace/alibaba_scenario.hpp");
+  cmd->add_option("--inventory", opt->inventory,
+                  "place workloads on a cluster: an inventory YAML (examples/inventory/) or alibaba:<node list csv>");
+  cmd->add_option("--days", opt->days, "with --trace: only pods created in the first N days")->check(CLI::Range(1, 366));
+  cmd->add_option("--replicate", opt->replicate, "with --trace: K seeded copies of the trace (K x the pods)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--seed", opt->seed, "with --trace: the seed of the mapping (groups, checkpointable, copies)");
+  cmd->add_option("--groups", opt->groups,
+                  "with --trace: business groups and weights, name=weight,... (default team-a=4,team-b=3,team-c=2,team-d=1)");
+  cmd->add_option("--shared-model", opt->shared_model,
+                  "with --trace alibaba: the GPU model whose nodes form the shared pool (default T4)");
   cmd->add_option("--until", opt->until, "stop at this virtual time (a duration such as 12h); default: when all is done");
   cmd->add_option("--events", opt->events, "also write the event log as JSON lines (../shared/spec/events.md)");
   cmd->add_option("--store", opt->store,

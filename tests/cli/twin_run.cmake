@@ -2,7 +2,7 @@
 set(SCENARIOS ${PROJECT_SOURCE_DIR}/examples/scenarios)
 set(RUN_DATA ${PROJECT_SOURCE_DIR}/tests/twin/run/data)
 cli_test(help-twin-run 0 "Usage:.*twin run \\[OPTIONS\\]" -- ${GPUBANK} twin run --help)
-cli_test(usage-twin-run-without-workloads 2 "--workloads is required" -- ${GPUBANK} twin run --policies examples/policies)
+cli_test(usage-twin-run-without-workloads 2 "give exactly one of --workloads and --trace" -- ${GPUBANK} twin run --policies examples/policies)
 cli_test(usage-twin-run-bad-until 2 "--until" -- ${GPUBANK} twin run --policies examples/policies
          --workloads ${SCENARIOS}/lend-and-reclaim.yaml --until tomorrow)
 cli_test(twin-run-invalid-scenario 1
@@ -34,3 +34,21 @@ cli_run_store_test(twin-run-store-audit-verifies 0 "intact" -- ${GPUBANK} audit 
 cli_run_store_test(twin-run-store-ledger 0 "search +ads +h100-rdma-training" -- ${GPUBANK} bank ledger --store ${RUN_STORE})
 cli_run_store_test(twin-run-store-not-empty 1 "already holds .* ledger and .* audit entries. a run needs an empty store"
                    -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml --store ${RUN_STORE})
+# twin run on a cluster and on a trace.
+set(ALIBABA ${PROJECT_SOURCE_DIR}/../shared/traces/alibaba-gpu-v2023)
+cli_test(twin-run-inventory 0 "Cluster: 184 GPUs"
+         -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml
+         --inventory examples/inventory/example.yaml)
+cli_test(twin-run-alibaba-trace 0 "\"podsMapped\": 7063"
+         -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv
+         --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv -o json)
+cli_test(usage-twin-run-workloads-and-trace 2 "exactly one of --workloads and --trace"
+         -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml
+         --trace alibaba:${ALIBABA}/openb_pod_list_default.csv)
+cli_test(usage-twin-run-trace-kind 2 "expected alibaba:<pod list csv>" -- ${GPUBANK} twin run --trace helios:x.csv)
+cli_test(usage-twin-run-trace-without-inventory 2 "needs --inventory alibaba:"
+         -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv)
+cli_test(twin-run-trace-philly-not-yet 1 "not supported by twin run yet" -- ${GPUBANK} twin run --trace philly:x.csv)
+cli_test(usage-twin-run-bad-groups 2 "--groups: each group is name=weight"
+         -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv
+         --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv --groups a=1,b)

@@ -67,7 +67,12 @@ struct Quota {
   int active_reclaim = -1;  // index into the result's reclaims while one is in progress
   // Indexes by state (sim indexes, ascending: the order the run has always visited them in).
   std::set<int> pending;
-  std::int64_t used = 0;  // GPUs held (Starting or Running)
+  std::int64_t used = 0;  // GPUs held (Placing, Starting or Running)
+  // The summary's figures (GroupStats).
+  std::int64_t used_gpu_ms = 0;
+  VirtualTime used_since = 0;
+  std::int64_t borrowed_gpu_ms = 0, lent_gpu_ms = 0, reclaims = 0, workloads = 0, admitted = 0;
+  std::vector<std::int64_t> waits_ms;
 };
 
 struct Pool {
@@ -126,7 +131,7 @@ struct Sim {
 };
 
 struct Timer {
-  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit };
+  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit, Sample };
   VirtualTime t = 0;
   std::uint64_t seq = 0;
   Kind kind = Kind::Arrive;
@@ -152,6 +157,9 @@ class Engine {
       schedule_lease(leases_[i].decision->requested_at.milliseconds(), Timer::Kind::LeaseRequest, static_cast<int>(i));
       schedule_lease(leases_[i].decision->decided_at.milliseconds(), Timer::Kind::LeaseDecide, static_cast<int>(i));
     }
+    if (cluster_ && options_.fragmentation_sample_ms > 0) {
+      timers_.push(Timer{options_.fragmentation_sample_ms, next_timer_++, Timer::Kind::Sample, -1, 0});
+    }
     now_ = 0;
     settle(now_);
     ok_ = flush();
@@ -162,6 +170,7 @@ class Engine {
     if (!started_ || !ok_) return false;
     if (options_.until) t = std::min(t, *options_.until);
     while (!timers_.empty() && timers_.top().t <= t) {
+      if (only_samples_left()) break;
       now_ = timers_.top().t;
       while (!timers_.empty() && timers_.top().t == now_) {
         const Timer timer = timers_.top();
@@ -176,8 +185,11 @@ class Engine {
   }
 
   [[nodiscard]] VirtualTime now() const { return now_; }
+  // A fragmentation sample alone does not keep the run going.
+  [[nodiscard]] bool only_samples_left() const { return timers_.size() == 1 && timers_.top().kind == Timer::Kind::Sample; }
+
   [[nodiscard]] std::optional<VirtualTime> next_instant() const {
-    if (timers_.empty() || !ok_) return std::nullopt;
+    if (timers_.empty() || !ok_ || only_samples_left()) return std::nullopt;
     if (options_.until && timers_.top().t > *options_.until) return std::nullopt;
     return timers_.top().t;
   }
@@ -193,6 +205,12 @@ class Engine {
       result_.end = options_.until ? std::max(now_, *options_.until) : now_;
       result_.workloads = workloads();
       result_.positions = positions();
+      result_.groups = group_stats(result_.end);
+      if (cluster_) {
+        now_ = result_.end;
+        allocation_changes(0);
+        result_.cluster.units = static_cast<std::int64_t>(cluster_->unit_count());
+      }
     }
     return std::move(result_);
   }
@@ -390,6 +408,27 @@ class Engine {
 
   // Hands the instant's new entries to the shell; false (with the error recorded) stops the run.
   bool flush() {
+    if (options_.on_event) {
+      for (std::size_t i = flushed_events_; i < result_.events.size(); ++i) options_.on_event(result_.events[i]);
+      flushed_events_ = result_.events.size();
+    }
+    if (!options_.retain) {
+      // Handed over below; nothing of this instant stays behind.
+      struct Drop {
+        Engine& e;
+        ~Drop() {
+          e.result_.events.clear();
+          e.result_.ledger.clear();
+          e.result_.audit.clear();
+          e.flushed_events_ = e.flushed_ledger_ = e.flushed_audit_ = 0;
+        }
+      } drop{*this};
+      return hand_over();
+    }
+    return hand_over();
+  }
+
+  bool hand_over() {
     if (!options_.on_instant) return true;
     const std::span<const bank::LedgerEntry> ledger(result_.ledger.data() + flushed_ledger_,
                                                     result_.ledger.size() - flushed_ledger_);
@@ -407,7 +446,7 @@ class Engine {
   }
 
   void ledger(bank::LedgerEntry e) {
-    e.seq = static_cast<std::int64_t>(result_.ledger.size()) + 1;
+    e.seq = ++result_.ledger_count;
     result_.ledger.push_back(std::move(e));
   }
 
@@ -442,7 +481,7 @@ class Engine {
   void event(Event e, bool bank_decision = true) {
     if (e.kind != "Pending") {
       bank::AuditEntry a;
-      a.seq = static_cast<std::int64_t>(result_.audit.size()) + 1;
+      a.seq = ++result_.audit_count;
       a.time_ms = e.t;
       a.actor = !actor_.empty() ? actor_ : bank_decision ? options_.actor : "kueue-twin";
       a.action = e.kind;
@@ -453,6 +492,7 @@ class Engine {
       a.numbers = e.numbers.dump();
       result_.audit.push_back(std::move(a));
     }
+    ++result_.event_count;
     result_.events.push_back(std::move(e));
   }
 
@@ -502,12 +542,15 @@ class Engine {
       q.pending.erase(index);
       --pending_count_;
     }
+    q.used_gpu_ms += q.used * (now_ - q.used_since);
+    q.used_since = now_;
     if (holds_gpus(s.state)) {
       pool.holding.erase(index);
       q.used -= s.gpus;
     }
     if (s.state == State::Placing) placing_.erase({s.admission_seq, index});
     if (holds_gpus(s.state) && !holds_gpus(next) && cluster_ && cluster_->placement_of(s.key) != nullptr) {
+      allocation_changes(-placed_milli(s));
       if (auto released = cluster_->release(s.key); !released) throw std::logic_error("twin run: " + released.error());
       cluster_freed_ = true;
     }
@@ -550,6 +593,11 @@ class Engine {
       case Timer::Kind::LeaseDecide: return lease_decided(timer.sim, now);
       case Timer::Kind::LeaseActivate: return lease_change(timer.sim, now, true);
       case Timer::Kind::LeaseExpire: return lease_change(timer.sim, now, false);
+      case Timer::Kind::Sample:
+        sample_fragmentation();
+        // The next sample only while something else is still to happen.
+        if (!timers_.empty()) timers_.push(Timer{now + options_.fragmentation_sample_ms, next_timer_++, Timer::Kind::Sample, -1, 0});
+        return;
       default: break;
     }
     Sim& s = sims_[at(timer.sim)];
@@ -597,6 +645,7 @@ class Engine {
     ps.requests = {{pool.resource, s.w->gpus}};
     spec.pod_sets.push_back(std::move(ps));
     s.id = core_->submit(std::move(spec), now);
+    if (!s.submitted) ++quotas_[at(s.quota)].workloads;
     s.submitted = true;
     sim_by_id_[s.id] = static_cast<int>(&s - sims_.data());
     set_state(s, State::Pending);
@@ -754,7 +803,12 @@ class Engine {
         s.admitted_at = now;
         s.admission_seq = ++admissions_;
         ++s.outcome.admissions;
-        if (!s.outcome.first_admitted) s.outcome.first_admitted = now;
+        if (!s.outcome.first_admitted) {
+          s.outcome.first_admitted = now;
+          Quota& wq = quotas_[at(s.quota)];
+          ++wq.admitted;
+          wq.waits_ms.push_back(now - s.w->arrival_time.milliseconds());
+        }
         s.pending_reason.clear();
         ++s.version;
         const Quota& q = quotas_[at(s.quota)];
@@ -834,6 +888,7 @@ class Engine {
         return false;
       }
       if (auto bound = cluster_->bind(s.key, *placement); !bound) throw std::logic_error("twin run: " + bound.error());
+      allocation_changes(placed_milli(s));
       Event e = workload_event(s, now, "Placed", "Scheduled",
                                "Workload " + s.key + ": " + std::to_string(s.w->pods) + " pod(s) of " +
                                    std::to_string(s.w->gpus) + " GPU(s) on " + placement_nodes(*placement));
@@ -849,6 +904,38 @@ class Engine {
       schedule_finish(s, index, now);
     }
     return true;
+  }
+
+  // Thousandths of a unit the workload holds once placed.
+  static std::int64_t placed_milli(const Sim& s) {
+    return s.w->pods * (s.w->gpu_milli > 0 ? s.w->gpu_milli : s.w->gpus * cluster::kMilliPerGpu);
+  }
+  void allocation_changes(std::int64_t delta_milli) {
+    result_.cluster.allocated_milli_ms += allocated_milli_ * (now_ - allocated_since_);
+    allocated_since_ = now_;
+    allocated_milli_ += delta_milli;
+  }
+
+  // Free units against the shapes waiting now (pending in a queue or admitted and not
+  // placed), one request per distinct shape.
+  void sample_fragmentation() {
+    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::vector<std::string>>, cluster::PlacementRequest> shapes;
+    auto add = [&](int index) {
+      const Sim& s = sims_[at(index)];
+      const auto key = std::make_tuple(quotas_[at(s.quota)].pool, s.w->pods, s.w->gpus, s.w->gpu_milli, s.w->gpu_models);
+      if (!shapes.contains(key)) shapes.emplace(key, placement_request(s));
+    };
+    for (const auto& q : quotas_) {
+      for (int i : q.pending) add(i);
+    }
+    for (const auto& [seq, i] : placing_) add(i);
+    std::vector<cluster::PlacementRequest> requests;
+    requests.reserve(shapes.size());
+    for (auto& [key, r] : shapes) requests.push_back(std::move(r));
+    const auto report = cluster_->fragmentation(requests);
+    ++result_.cluster.samples;
+    result_.cluster.stranded_unit_samples += report.total.stranded;
+    result_.cluster.free_unit_samples += report.total.free;
   }
 
   std::string placement_nodes(const cluster::Placement& p) const {
@@ -904,6 +991,14 @@ class Engine {
     for (auto& pool : pools_) {
       if (!pool.attribution_dirty) continue;
       pool.attribution_dirty = false;
+      // Borrow records exist only for usage above a guarantee: with nobody above theirs and
+      // no record open, there is nothing to attribute (and no O(running) walk per instant).
+      bool above = false;
+      for (int qi : pool.quotas) above = above || quotas_[at(qi)].used > quotas_[at(qi)].guaranteed;
+      if (!above && pool.tracker->open().empty()) {
+        pool.ended.clear();
+        continue;
+      }
       std::vector<bank::PoolGroupQuota> quotas;
       for (int qi : pool.quotas) {
         const Quota& q = quotas_[at(qi)];
@@ -924,6 +1019,7 @@ class Engine {
       if (!changes.empty()) pool.reclaim_dirty = true;
       for (const auto& c : changes) {
         const bool opened = c.kind == bank::BorrowChange::Kind::Opened;
+        if (!opened) loan_closed(pool, c.record, now);
         bank::LedgerEntry e;
         e.time_ms = now;
         e.kind = opened ? bank::LedgerKind::BorrowOpened : bank::LedgerKind::BorrowClosed;
@@ -952,6 +1048,15 @@ class Engine {
         ev.related = {"BusinessGroup/" + c.record.lender};
         event(std::move(ev));
       }
+    }
+  }
+
+  void loan_closed(const Pool& pool, const bank::Loan& record, VirtualTime now) {
+    const std::int64_t gpu_ms = record.gpus * (now - record.start);
+    for (int qi : pool.quotas) {
+      Quota& q = quotas_[at(qi)];
+      if (q.group == record.borrower) q.borrowed_gpu_ms += gpu_ms;
+      if (q.group == record.lender) q.lent_gpu_ms += gpu_ms;
     }
   }
 
@@ -1061,6 +1166,7 @@ class Engine {
         result_.reclaims.push_back(std::move(r));
         active = static_cast<int>(result_.reclaims.size()) - 1;
         q.active_reclaim = active;
+        ++q.reclaims;
         pool.touch();
         Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", "LenderDemand",
                                q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
@@ -1374,6 +1480,34 @@ class Engine {
  public:
   [[nodiscard]] std::vector<Position> positions_now() const { return positions(); }
 
+  // The per-queue figures up to `end` (open holdings and loans counted until then).
+  [[nodiscard]] std::vector<GroupStats> group_stats(VirtualTime end) const {
+    std::vector<GroupStats> out;
+    for (const auto& q : quotas_) {
+      GroupStats g;
+      g.business_group = q.group;
+      g.pool = q.pool_name;
+      g.used_gpu_ms = q.used_gpu_ms + q.used * (end - q.used_since);
+      g.borrowed_gpu_ms = q.borrowed_gpu_ms;
+      g.lent_gpu_ms = q.lent_gpu_ms;
+      for (const auto& r : pools_[at(q.pool)].tracker->open()) {
+        if (r.borrower == q.group) g.borrowed_gpu_ms += r.gpus * (end - r.start);
+        if (r.lender == q.group) g.lent_gpu_ms += r.gpus * (end - r.start);
+      }
+      g.workloads = q.workloads;
+      g.admitted = q.admitted;
+      g.waits_ms = q.waits_ms;
+      g.reclaims = q.reclaims;
+      out.push_back(std::move(g));
+    }
+    for (const auto& s : sims_) {
+      if (s.quota < 0) continue;
+      out[at(s.quota)].stops += s.outcome.stops;
+      out[at(s.quota)].loss_gpu_ms += s.outcome.loss_gpu_ms;
+    }
+    return out;
+  }
+
   [[nodiscard]] std::vector<QueueView> queues() const {
     std::vector<QueueView> out;
     for (std::size_t qi = 0; qi < quotas_.size(); ++qi) {
@@ -1419,7 +1553,7 @@ class Engine {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t next_timer_ = 0;
   std::int64_t admissions_ = 0;
-  std::size_t flushed_ledger_ = 0, flushed_audit_ = 0;
+  std::size_t flushed_ledger_ = 0, flushed_audit_ = 0, flushed_events_ = 0;
   std::vector<Lease> leases_;
   std::string actor_;  // who decides, when not the bank (lease requests and decisions)
   bool core_changed_ = false;
@@ -1428,6 +1562,8 @@ class Engine {
   std::unique_ptr<cluster::Cluster> cluster_;
   std::set<std::pair<std::int64_t, int>> placing_;  // (admission seq, sim): admitted, not placed
   bool cluster_freed_ = false;
+  std::int64_t allocated_milli_ = 0;
+  VirtualTime allocated_since_ = 0;
 
  public:
   [[nodiscard]] const cluster::Cluster* cluster() const { return cluster_.get(); }

@@ -53,6 +53,8 @@ namespace gpubank::twin::run {
 
 using Json = nlohmann::ordered_json;
 
+struct Event;
+
 struct RunOptions {
   std::optional<VirtualTime> until;  // stop at this virtual time; unset: when nothing is left to happen
   // The actor written into audit entries for the bank's own decisions.
@@ -66,6 +68,15 @@ struct RunOptions {
   // workload starts at once. Set: an admitted workload keeps its quota and waits in state
   // Placing until its whole shape fits (events Placed / Unschedulable).
   std::shared_ptr<const cluster::Inventory> inventory;
+  // Keep the events, ledger and audit entries in the result (tests, `gpubank up`, small
+  // runs). False: they are handed to on_event / on_instant after each instant and dropped,
+  // so a trace of half a million workloads runs in bounded memory; the summary statistics
+  // (RunResult::groups, cluster) are kept either way.
+  bool retain = true;
+  std::function<void(const Event&)> on_event;
+  // With a cluster: how often the fragmentation of free GPUs against the shapes waiting
+  // (pending or placing) is sampled for the summary (0: never).
+  VirtualTime fragmentation_sample_ms = 3'600'000;
 };
 
 // One event of the log, fields as in events.md.
@@ -123,6 +134,28 @@ struct QueueView {
   std::int64_t pending = 0, admitted = 0;    // workloads
 };
 
+// What a business group got in a pool over the run (the summary of `twin run`).
+struct GroupStats {
+  std::string business_group, pool;
+  std::int64_t used_gpu_ms = 0;      // GPUs held (admitted) x time
+  std::int64_t borrowed_gpu_ms = 0;  // as borrower, from the borrow records
+  std::int64_t lent_gpu_ms = 0;      // as lender
+  std::int64_t workloads = 0, admitted = 0;  // arrived; admitted at least once
+  std::vector<std::int64_t> waits_ms;        // arrival to first admission, in admission order
+  std::int64_t reclaims = 0;         // reclaims it started as lender
+  std::int64_t stops = 0;            // times its workloads were stopped (reclaim or preemption)
+  std::int64_t loss_gpu_ms = 0;      // recompute loss of its workloads
+};
+
+// The cluster over the run (with RunOptions::inventory).
+struct ClusterStats {
+  std::int64_t units = 0;                 // schedulable GPUs (MIG slices)
+  std::int64_t allocated_milli_ms = 0;    // thousandths of a unit held x time (shared fractions count)
+  std::int64_t samples = 0;               // fragmentation samples
+  std::int64_t stranded_unit_samples = 0; // sum over samples of free units no waiting shape can use
+  std::int64_t free_unit_samples = 0;     // sum over samples of free units
+};
+
 struct RunResult {
   Timestamp start{};
   VirtualTime end = 0;
@@ -135,6 +168,9 @@ struct RunResult {
   std::vector<WorkloadOutcome> workloads;
   std::int64_t recompute_loss_gpu_ms = 0;
   std::int64_t checkpoints_ok = 0, checkpoints_failed = 0;
+  std::int64_t event_count = 0, ledger_count = 0, audit_count = 0;  // also when not retained
+  std::vector<GroupStats> groups;  // per GPUQuotaPolicy, at `end`
+  ClusterStats cluster;
   Diagnostics diagnostics;  // errors: nothing ran
   [[nodiscard]] bool ok() const { return !has_errors(diagnostics); }
 };

@@ -1,0 +1,170 @@
+// `twin run` with a cluster: admitted workloads wait (state Placing, event Unschedulable
+// with the fragmentation numbers) until their whole shape fits, the summary's figures, and
+// streaming the records instead of keeping them.
+#include <gtest/gtest.h>
+
+#include "support/policy_fixture.hpp"
+#include "twin/cluster/inventory.hpp"
+#include "twin/run/engine.hpp"
+#include "twin/run/summary.hpp"
+
+namespace gpubank::twin::run {
+namespace {
+
+constexpr std::string_view kPolicies = R"(
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: PlatformGuardrails
+metadata: {name: platform}
+spec:
+  platformAdmins: [group:platform]
+  pools:
+  - name: serve
+    gpuModel: H100
+    capacity: 16
+    role: inference
+    gpusPerNode: 8
+    nodeLabels: {platform.gpubank.dev/pool: serve}
+    taints: [{key: platform.gpubank.dev/pool, value: serve, effect: NoSchedule}]
+  groups:
+  - {name: cs, costCenter: CC-1, admins: [group:cs], namespaces: [cs], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
+  priorities:
+  - {name: standard, value: 1000, workloadTypes: [training, batch, inference]}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: cs-serve}
+spec: {businessGroup: cs, resourcePool: serve, guaranteed: 16, borrowLimit: 0}
+)";
+
+// Two nodes of 8 H100 in the pool, tainted as the pool says (so only the pool's
+// workloads, which Kueue gives the toleration, land there).
+constexpr std::string_view kInventory = R"(
+kind: Inventory
+nodeGroups:
+- namePrefix: serve
+  count: 2
+  gpuModel: H100
+  product: NVIDIA-H100-80GB-HBM3
+  gpusPerNode: 8
+  gpuMemory: 80Gi
+  labels: {platform.gpubank.dev/pool: serve}
+  taints: [{key: platform.gpubank.dev/pool, value: serve, effect: NoSchedule}]
+)";
+
+// w1 and w2 take 5 GPUs each (one per node: 3 + 3 left); w3 wants 4 on one node at 1 min:
+// its quota is there (14 of 16) but no node has 4 free until w1 and w2 finish at 1 h.
+constexpr std::string_view kWorkloads = R"(
+workloads:
+- {name: w1, businessGroup: cs, resourcePool: serve, gpus: 5, runTime: 1h, workloadType: inference}
+- {name: w2, businessGroup: cs, resourcePool: serve, gpus: 5, runTime: 1h, workloadType: inference}
+- {name: w3, businessGroup: cs, resourcePool: serve, gpus: 4, arrivalTime: 1m, runTime: 1h, workloadType: inference}
+)";
+
+constexpr std::int64_t kHour = 3'600'000, kMinute = 60'000;
+
+struct PlacedRun {
+  policy::PolicySet policies = testing::from_yaml(kPolicies);
+  std::optional<Scenario> scenario;
+  RunResult result;
+};
+
+PlacedRun run(RunOptions options = {}) {
+  PlacedRun r;
+  Diagnostics d;
+  r.scenario = parse_scenario(kWorkloads, "scenario.yaml", d);
+  EXPECT_TRUE(r.scenario);
+  auto inventory = cluster::parse_inventory(kInventory, "inventory.yaml", d);
+  EXPECT_TRUE(inventory) << (d.empty() ? "" : d.front().to_string());
+  options.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
+  r.result = run_scenario(r.policies, *r.scenario, options);
+  EXPECT_TRUE(r.result.ok()) << (r.result.diagnostics.empty() ? "" : r.result.diagnostics.front().to_string());
+  return r;
+}
+
+const Event* find(const RunResult& r, std::string_view kind, std::string_view object) {
+  for (const auto& e : r.events) {
+    if (e.kind == kind && e.object == object) return &e;
+  }
+  return nullptr;
+}
+
+TEST(Placement, AShapeThatDoesNotFitWaitsWithItsQuotaThenStartsWhenGpusFree) {
+  const PlacedRun r = run();
+  const Event* admitted = find(r.result, "Admitted", "Workload/cs/w3");
+  ASSERT_NE(admitted, nullptr);
+  EXPECT_EQ(admitted->t, kMinute);  // quota: 10 + 4 <= 16
+  const Event* waiting = find(r.result, "Unschedulable", "Workload/cs/w3");
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->t, kMinute);
+  EXPECT_EQ(waiting->reason, "FragmentedCapacity");  // 6 free in all, at most 3 on a node
+  EXPECT_EQ(waiting->numbers["freeGpus"], 6);
+  EXPECT_EQ(waiting->numbers["mostFreeOnOneNode"], 3);
+  EXPECT_EQ(waiting->numbers["nodesMatching"], 2);
+  const Event* placed = find(r.result, "Placed", "Workload/cs/w3");
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->t, kHour);  // when w1 and w2 finish
+  EXPECT_NE(placed->message.find("serve-00"), std::string::npos) << placed->message;  // best fit, ties by node order
+  // Its work starts when it is placed: finished at 2 h.
+  for (const auto& w : r.result.workloads) {
+    if (w.workload == "cs/w3") {
+      EXPECT_EQ(w.state, "Finished");
+      EXPECT_EQ(w.finished, 2 * kHour);
+    }
+  }
+  EXPECT_EQ(r.result.end, 2 * kHour);  // the hourly fragmentation sample does not prolong the run
+}
+
+TEST(Placement, TheSummaryIntegratesQuotaAndGpusHeld) {
+  const PlacedRun r = run();
+  ASSERT_EQ(r.result.groups.size(), 1u);
+  const GroupStats& g = r.result.groups[0];
+  // Quota held: w1 and w2 5 GPUs for 1 h each; w3 4 GPUs from admission (1 min) to 2 h,
+  // placing included.
+  EXPECT_EQ(g.used_gpu_ms, 5 * kHour + 5 * kHour + 4 * (2 * kHour - kMinute));
+  EXPECT_EQ(g.workloads, 3);
+  EXPECT_EQ(g.admitted, 3);
+  EXPECT_EQ(g.waits_ms, (std::vector<std::int64_t>{0, 0, 0}));
+  // GPUs held on nodes: 5 + 5 for 1 h, 4 for 1 h (w3 placed at 1 h), in thousandths.
+  EXPECT_EQ(r.result.cluster.units, 16);
+  EXPECT_EQ(r.result.cluster.allocated_milli_ms, (5000 + 5000 + 4000) * kHour);
+  // Samples at 1 h (before anything of that instant: 3 + 3 free, w3's 4-GPU shape waits,
+  // so all 6 are stranded) and at 2 h (w3 runs, 12 free, nothing waits: none stranded).
+  EXPECT_EQ(r.result.cluster.samples, 2);
+  EXPECT_EQ(r.result.cluster.stranded_unit_samples, 6);
+  EXPECT_EQ(r.result.cluster.free_unit_samples, 6 + 12);
+  const Summary s = summarize(r.result);
+  ASSERT_TRUE(s.cluster);
+  EXPECT_DOUBLE_EQ(s.cluster->allocation_rate, 14000.0 * kHour / (16000.0 * 2 * kHour));
+  EXPECT_DOUBLE_EQ(s.cluster->fragmentation_rate, 6.0 / 18.0);
+  EXPECT_DOUBLE_EQ(s.cluster->idle_gpu_hours, 32.0 - 14.0);
+}
+
+TEST(Placement, StreamingGivesTheSameEventsAndKeepsNone) {
+  const PlacedRun kept = run();
+  std::vector<Event> streamed;
+  RunOptions options;
+  options.retain = false;
+  options.on_event = [&](const Event& e) { streamed.push_back(e); };
+  const PlacedRun dropped = run(options);
+  EXPECT_TRUE(dropped.result.events.empty());
+  EXPECT_TRUE(dropped.result.ledger.empty());
+  EXPECT_EQ(dropped.result.event_count, static_cast<std::int64_t>(kept.result.events.size()));
+  EXPECT_EQ(dropped.result.ledger_count, static_cast<std::int64_t>(kept.result.ledger.size()));
+  ASSERT_EQ(streamed.size(), kept.result.events.size());
+  for (std::size_t i = 0; i < streamed.size(); ++i) {
+    EXPECT_EQ(event_json(streamed[i], {}), event_json(kept.result.events[i], {}));
+  }
+}
+
+TEST(Summary, PercentilesAreNearestRank) {
+  EXPECT_EQ(percentile({}, 50), 0);
+  EXPECT_EQ(percentile({7}, 99), 7);
+  // 1..10: p50 is the 5th, p90 the 9th, p99 the 10th value.
+  const std::vector<std::int64_t> v{10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+  EXPECT_EQ(percentile(v, 50), 5);
+  EXPECT_EQ(percentile(v, 90), 9);
+  EXPECT_EQ(percentile(v, 99), 10);
+}
+
+}  // namespace
+}  // namespace gpubank::twin::run
