@@ -100,6 +100,42 @@ log "placement_bench (3 repetitions, medians; the Alibaba v2023 inventory)"
 "$build/bench/placement_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/placement.md" | tee "$out/placement.txt" >&2
 
+log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
+alibaba=../shared/traces/alibaba-gpu-v2023
+{
+  echo "| copies | workloads | events | wall (s) | events/s | peak memory (MiB) | wall vs 1x | wall per workload vs 1x |"
+  echo "|---|---|---|---|---|---|---|---|"
+} > "$out/trace.md"
+base_wall=""
+base_per=""
+for k in 1 4 16 64; do
+  "$build/cmd/gpubank/gpubank" twin run --trace "alibaba:$alibaba/openb_pod_list_default.csv" \
+    --inventory "alibaba:$alibaba/openb_node_list_gpu_node.csv" --replicate "$k" -o json \
+    > "$out/trace-$k.json" 2> "$out/trace-$k.err"
+  line="$(grep 'events in' "$out/trace-$k.err")"
+  echo "  x$k: $line" >&2
+  workloads="$(grep -o '"workloads": [0-9]*' "$out/trace-$k.json" | head -1 | grep -o '[0-9]*$')"
+  echo "$k $workloads $line" | awk -v bw="$base_wall" -v bp="$base_per" '
+    { for (i = 1; i <= NF; i++) { if ($i == "events" && $(i+1) == "in") { ev=$(i-1); wall=$(i+2) }
+                                   if ($i == "memory") mem=$(i+1) }
+      per = wall / $2
+      if (bw == "") { bw = wall; bp = per }
+      printf "| %sx | %s | %s | %.2f | %.0f | %s | %.2f | %.2f |\n", $1, $2, ev, wall, ev / wall, mem, wall / bw, per / bp }' \
+    >> "$out/trace.md"
+  if [ -z "$base_wall" ]; then
+    base_wall="$(echo "$line" | awk '{ for (i = 1; i <= NF; i++) if ($i == "in") print $(i+1) }')"
+    base_per="$(awk -v w="$base_wall" -v n="$workloads" 'BEGIN { print w / n }')"
+  fi
+done
+{
+  echo
+  echo "The baseline is the 1x run of the same invocation. The cluster summary of the 1x run:"
+  echo
+  echo '```'
+  grep -A7 '"cluster"' "$out/trace-1.json"
+  echo '```'
+} >> "$out/trace.md"
+
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- the machine -------------------------------------------------------------------------
@@ -174,6 +210,10 @@ log "write $results"
   echo "## Placement on the Alibaba v2023 inventory: bench/placement_bench"
   echo
   cat "$out/placement.md"
+  echo
+  echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
+  echo
+  cat "$out/trace.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
   for config in baseline large-scale; do

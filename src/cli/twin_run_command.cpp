@@ -1,6 +1,9 @@
 // gpubank twin run: a timed scenario (workloads arriving, running, checkpointing) on the
 // admission core plus the bank, in virtual time: borrowing, graceful reclaim, the ledger.
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <fstream>
@@ -191,6 +194,7 @@ std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
 }
 
 int run(const RunCommandOptions& opt) {
+  const auto wall_start = std::chrono::steady_clock::now();  // the whole command: reading, mapping, running
   if (opt.trace.empty() == opt.workloads.empty()) {
     std::cerr << "gpubank twin run: give exactly one of --workloads and --trace\n";
     return 2;
@@ -311,6 +315,15 @@ int run(const RunCommandOptions& opt) {
   }
   std::cerr << "gpubank twin run: " << scenario->workloads.size() << " workloads\n";
   const auto result = twin::run::run_scenario(set, *scenario, options);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  // Progress on stderr (stdout stays a pure function of the inputs); the time includes
+  // reading and mapping the inputs.
+  std::fprintf(stderr, "gpubank twin run: %lld events in %.3f s (%.0f events/s), peak memory %.1f MiB\n",
+               static_cast<long long>(result.event_count), wall_s,
+               wall_s > 0 ? static_cast<double>(result.event_count) / wall_s : 0.0,
+               static_cast<double>(usage.ru_maxrss) / 1024.0);
   if (!result.ok()) {
     print(result.diagnostics);
     std::cerr << "gpubank twin run: the scenario does not fit the policies\n";
