@@ -18,6 +18,7 @@
 #include "render/object.hpp"
 #include "render/scheduling.hpp"
 #include "twin/admission/core.hpp"
+#include "twin/cluster/identity.hpp"
 
 namespace gpubank::twin::run {
 namespace {
@@ -131,7 +132,7 @@ struct Sim {
 };
 
 struct Timer {
-  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit, Sample };
+  enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit, Sample, GpuFault, GpuRecover };
   VirtualTime t = 0;
   std::uint64_t seq = 0;
   Kind kind = Kind::Arrive;
@@ -156,6 +157,11 @@ class Engine {
     for (std::size_t i = 0; i < leases_.size(); ++i) {
       schedule_lease(leases_[i].decision->requested_at.milliseconds(), Timer::Kind::LeaseRequest, static_cast<int>(i));
       schedule_lease(leases_[i].decision->decided_at.milliseconds(), Timer::Kind::LeaseDecide, static_cast<int>(i));
+    }
+    for (std::size_t i = 0; i < scenario_.gpu_faults.size(); ++i) {
+      const auto& f = scenario_.gpu_faults[i];
+      timers_.push(Timer{f.at.milliseconds(), next_timer_++, Timer::Kind::GpuFault, static_cast<int>(i), 0});
+      if (f.recover_at) timers_.push(Timer{f.recover_at->milliseconds(), next_timer_++, Timer::Kind::GpuRecover, static_cast<int>(i), 0});
     }
     if (cluster_ && options_.fragmentation_sample_ms > 0) {
       timers_.push(Timer{options_.fragmentation_sample_ms, next_timer_++, Timer::Kind::Sample, -1, 0});
@@ -397,6 +403,21 @@ class Engine {
       l.end = to_virtual(*l.spec->end);
       leases_.push_back(l);
     }
+    for (std::size_t i = 0; i < scenario_.gpu_faults.size(); ++i) {
+      const auto& f = scenario_.gpu_faults[i];
+      const std::string path = "gpuFaults[" + std::to_string(i) + "]";
+      if (!cluster_) {
+        error(kRuleScenario, path, "GPU faults need a cluster: run with an inventory");
+        continue;
+      }
+      const auto node = cluster_->find_node(f.node);
+      if (!node) {
+        error(kRuleScenario, path + ".node", "no node \"" + f.node + "\" in the inventory");
+      } else if (f.gpu >= cluster_->node(*node).gpus) {
+        error(kRuleScenario, path + ".gpu",
+              "node " + f.node + " has " + std::to_string(cluster_->node(*node).gpus) + " GPUs, no GPU " + std::to_string(f.gpu));
+      }
+    }
     if (has_errors(result_.diagnostics)) return false;
     for (std::size_t i = 0; i < sims_.size(); ++i) sim_index_.emplace(sims_[i].key, static_cast<int>(i));
 
@@ -593,6 +614,13 @@ class Engine {
       case Timer::Kind::LeaseDecide: return lease_decided(timer.sim, now);
       case Timer::Kind::LeaseActivate: return lease_change(timer.sim, now, true);
       case Timer::Kind::LeaseExpire: return lease_change(timer.sim, now, false);
+      case Timer::Kind::GpuFault:
+      case Timer::Kind::GpuRecover: {
+        const ScenarioGpuFault& f = scenario_.gpu_faults[at(timer.sim)];
+        auto done = gpu_health(cluster::gpu_uuid(f.node, f.gpu), timer.kind == Timer::Kind::GpuRecover, f.xid, now, "scenario");
+        if (!done) throw std::logic_error("twin run: " + done.error());  // setup checked the GPU exists
+        return;
+      }
       case Timer::Kind::Sample:
         sample_fragmentation();
         // The next sample only while something else is still to happen.
@@ -969,6 +997,87 @@ class Engine {
     return r;
   }
 
+  // A GPU reports an XID error (or recovers). The workloads on it lose their pods: as a Job
+  // controller would, they get new pods, so they keep their quota (Kueue does not
+  // re-admit), go back to Placing and restart from their last checkpoint. A reclaim victim
+  // under notice is simply stopped.
+  Expected<bool> gpu_health(const std::string& uuid, bool healthy, int xid, VirtualTime now, const std::string& actor) {
+    if (!cluster_) return Unexpected{std::string("no cluster: the run has no inventory")};
+    const auto gpu = cluster_->find_gpu(uuid);
+    if (!gpu) return Unexpected{"no GPU " + uuid};
+    const bool was_healthy = cluster_->gpu(*gpu).healthy;
+    auto affected = cluster_->set_gpu_health(uuid, healthy, healthy ? 0 : xid);
+    if (!affected) return Unexpected{affected.error()};
+    if (was_healthy == healthy && healthy) return true;
+    const cluster::NodeSpec& node = cluster_->node(cluster_->gpu(*gpu).node);
+    Event g;
+    g.t = now;
+    g.kind = healthy ? "GpuHealthy" : "GpuUnhealthy";
+    g.object = "GPU/" + uuid;
+    g.pool = std::string(node.pool());
+    g.reason = healthy ? "Recovered" : "XidError";
+    g.message = healthy ? "GPU " + std::to_string(cluster_->gpu(*gpu).index) + " of " + node.name + " is healthy again"
+                        : "GPU " + std::to_string(cluster_->gpu(*gpu).index) + " of " + node.name + " reported XID " +
+                              std::to_string(xid) + "; " + std::to_string(affected->size()) + " workload(s) on it lose their pods";
+    g.numbers = {{"xid", healthy ? 0 : xid}, {"workloads", static_cast<std::int64_t>(affected->size())}};
+    for (const auto& key : *affected) g.related.push_back("Workload/" + key);
+    actor_ = actor;
+    event(std::move(g));
+    actor_.clear();
+    if (healthy) {
+      cluster_freed_ = true;
+      return true;
+    }
+    for (const auto& key : *affected) {
+      const auto it = sim_index_.find(key);
+      if (it == sim_index_.end()) continue;
+      Sim& s = sims_[at(it->second)];
+      if (!holds_gpus(s.state)) continue;
+      if (s.reclaim >= 0) {
+        stop_victim(s, now, "its GPU failed");
+        continue;
+      }
+      const std::int64_t p = progress(s, now);
+      const std::int64_t kept = last_periodic(s, p);
+      const std::int64_t loss = (p - kept) * s.gpus;
+      if (cluster_->placement_of(s.key) != nullptr) {
+        allocation_changes(-placed_milli(s));
+        if (auto released = cluster_->release(s.key); !released) throw std::logic_error("twin run: " + released.error());
+        cluster_freed_ = true;
+      }
+      s.base = kept;
+      s.frozen = false;
+      ++s.version;  // its Started / Finish timers no longer hold
+      ++s.outcome.stops;
+      s.outcome.loss_gpu_ms += loss;
+      result_.recompute_loss_gpu_ms += loss;
+      Event e = workload_event(s, now, "Failed", "GpuXidError",
+                               "The pods of " + s.key + " failed with XID " + std::to_string(xid) + " on " + node.name +
+                                   ": new pods restart from " + std::to_string(kept / 1000) +
+                                   " s of progress once the shape fits on healthy GPUs");
+      e.numbers = {{"gpus", s.gpus}, {"xid", xid}, {"recomputeLossGpuHours", gpu_hours(loss)}};
+      e.related = {"GPU/" + uuid};
+      event(std::move(e), false);
+      set_state(s, State::Placing);
+      s.unschedulable_said = false;
+      try_place(s, it->second, now);
+    }
+    return true;
+  }
+
+ public:
+  // The same, from outside between instants (`gpubank up`'s API): applied at now(), then
+  // the instant settles as any other.
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    auto done = gpu_health(uuid, healthy, xid, now_, actor);
+    if (!done) return done;
+    settle(now_);
+    if (!flush()) return Unexpected{std::string("the run stopped: its entries could not be persisted")};
+    return true;
+  }
+
+ private:
   // GPUs came free: the waiting workloads try again, in admission order.
   void place_waiting(VirtualTime now) {
     if (!cluster_freed_ || placing_.empty()) {
@@ -1594,6 +1703,9 @@ std::vector<Position> Simulation::positions() const { return impl_->positions_no
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
 std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
 const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
+Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
+  return impl_->set_gpu_health(uuid, healthy, xid, actor);
+}
 RunResult Simulation::finish() { return impl_->finish(); }
 
 RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {

@@ -203,6 +203,10 @@ class Simulation {
   [[nodiscard]] std::vector<QueueView> queues() const;
   // The cluster with the placements now; nullptr without RunOptions::inventory.
   [[nodiscard]] const cluster::Cluster* cluster() const;
+  // Marks a GPU (GPU-... or MIG-... uuid) unhealthy with an XID error, or healthy again,
+  // now, as a scenario's gpuFaults entry would; `actor` goes into the audit entry. Errors:
+  // no inventory, an unknown uuid, a run that stopped.
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor);
   // Runs what is left (up to options.until) and hands over the result.
   RunResult finish();
 

@@ -67,11 +67,23 @@ struct Schema<twin::run::ScenarioLease> {
 };
 
 template <>
+struct Schema<twin::run::ScenarioGpuFault> {
+  static void fields(ObjectReader& v, twin::run::ScenarioGpuFault& s) {
+    v.required("node", s.node);
+    v.required("gpu", s.gpu, Between{0, 127});
+    v.optional("xid", s.xid, Between{1, 1000});
+    v.required("at", s.at, NonNegative{});
+    v.optional("recoverAt", s.recover_at, NonNegative{});
+  }
+};
+
+template <>
 struct Schema<Scenario> {
   static void fields(ObjectReader& v, Scenario& s) {
     v.optional("start", s.start);
     v.required("workloads", s.workloads);
     v.optional("leases", s.leases);
+    v.optional("gpuFaults", s.gpu_faults);
   }
 };
 
@@ -174,6 +186,17 @@ std::optional<Scenario> parse_scenario(std::string_view text, const std::string&
     }
     if (l.decided_at.milliseconds() > kMaxMs) {
       ctx.report(doc::kRuleOutOfRange, map.find(path + ".decidedAt"), path + ".decidedAt", "must be at most 8784h (a year)");
+    }
+  }
+  for (std::size_t i = 0; i < scenario.gpu_faults.size(); ++i) {
+    const auto& f = scenario.gpu_faults[i];
+    const std::string path = "gpuFaults[" + std::to_string(i) + "]";
+    if (f.recover_at && *f.recover_at <= f.at) {
+      ctx.report(doc::kRuleOutOfRange, map.find(path + ".recoverAt"), path + ".recoverAt",
+                 "must be after at (" + f.at.to_string() + "), got " + f.recover_at->to_string());
+    }
+    if (f.at.milliseconds() > kMaxMs || (f.recover_at && f.recover_at->milliseconds() > kMaxMs)) {
+      ctx.report(doc::kRuleOutOfRange, map.find(path + ".at"), path + ".at", "must be at most 8784h (a year)");
     }
   }
   if (ctx.error_count() > 0) return std::nullopt;

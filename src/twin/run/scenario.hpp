@@ -23,6 +23,9 @@
 //                                      # (1..999 thousandths; needs gpus: 1)
 //     gpuModels: [V100M32, A100]       # optional: GPU models the pods may run on
 //
+//   gpuFaults:                         # with an inventory: XID errors on GPUs
+//   - {node: h100-train-00, gpu: 3, xid: 79, at: 2h, recoverAt: 3h}
+//
 //   leases:                            # decisions on the policies' CapacityLeases
 //   - name: ads-holiday-retrain
 //     requestedAt: 0s
@@ -93,10 +96,23 @@ struct ScenarioLease {
   std::string reason;  // optional words for the decision
 };
 
+// A GPU fault injected into the cluster (needs an inventory): the GPU reports an XID error
+// at `at` and is unhealthy until `recoverAt` (never when unset). The workloads on it lose
+// their pods: they keep their quota, restart from their last checkpoint and wait for
+// healthy GPUs.
+struct ScenarioGpuFault {
+  std::string node;
+  int gpu = 0;   // index on the node
+  int xid = 79;  // 79: "GPU has fallen off the bus"
+  Duration at{};
+  std::optional<Duration> recover_at;
+};
+
 struct Scenario {
   std::optional<Timestamp> start;
   std::vector<ScenarioWorkload> workloads;
   std::vector<ScenarioLease> leases;
+  std::vector<ScenarioGpuFault> gpu_faults;
 };
 
 struct ScenarioLimits {

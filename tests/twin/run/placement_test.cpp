@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "support/policy_fixture.hpp"
+#include "twin/cluster/identity.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "twin/run/engine.hpp"
 #include "twin/run/summary.hpp"
@@ -68,10 +69,10 @@ struct PlacedRun {
   RunResult result;
 };
 
-PlacedRun run(RunOptions options = {}) {
+PlacedRun run(RunOptions options = {}, std::string_view workloads = kWorkloads) {
   PlacedRun r;
   Diagnostics d;
-  r.scenario = parse_scenario(kWorkloads, "scenario.yaml", d);
+  r.scenario = parse_scenario(workloads, "scenario.yaml", d);
   EXPECT_TRUE(r.scenario);
   auto inventory = cluster::parse_inventory(kInventory, "inventory.yaml", d);
   EXPECT_TRUE(inventory) << (d.empty() ? "" : d.front().to_string());
@@ -153,6 +154,40 @@ TEST(Placement, StreamingGivesTheSameEventsAndKeepsNone) {
   ASSERT_EQ(streamed.size(), kept.result.events.size());
   for (std::size_t i = 0; i < streamed.size(); ++i) {
     EXPECT_EQ(event_json(streamed[i], {}), event_json(kept.result.events[i], {}));
+  }
+}
+
+// At 30 min GPU 0 of serve-00, under w1, falls off the bus: w1 keeps its quota, gets new
+// pods and restarts from scratch (no checkpoint): 5 GPUs x 30 min lost. serve-00 then has
+// 7 healthy free GPUs (1-7), enough for w1's 5 again; w3 (4 on one node) still waits until
+// w2 frees serve-01 at 1 h.
+TEST(Placement, AnXidErrorRestartsTheWorkloadsOnTheGpuElsewhere) {
+  const std::string workloads = std::string(kWorkloads) + "gpuFaults:\n- {node: serve-00, gpu: 0, xid: 79, at: 30m}\n";
+  const PlacedRun r = run({}, workloads);
+  const Event* fault = find(r.result, "GpuUnhealthy", "GPU/" + cluster::gpu_uuid("serve-00", 0));
+  ASSERT_NE(fault, nullptr);
+  EXPECT_EQ(fault->t, 30 * kMinute);
+  EXPECT_EQ(fault->numbers["xid"], 79);
+  EXPECT_EQ(fault->related, (std::vector<std::string>{"Workload/cs/w1"}));
+  const Event* failed = find(r.result, "Failed", "Workload/cs/w1");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "GpuXidError");
+  EXPECT_DOUBLE_EQ(failed->numbers["recomputeLossGpuHours"].get<double>(), 2.5);  // 5 GPUs x 0.5 h
+  int placed_w1 = 0;
+  for (const auto& e : r.result.events) {
+    if (e.kind == "Placed" && e.object == "Workload/cs/w1") {
+      ++placed_w1;
+      EXPECT_NE(e.message.find("serve-00"), std::string::npos) << e.message;
+    }
+  }
+  EXPECT_EQ(placed_w1, 2);  // at 0 and again at 30 min, on the GPUs left healthy
+  for (const auto& w : r.result.workloads) {
+    if (w.workload == "cs/w1") {
+      EXPECT_EQ(w.finished, 30 * kMinute + kHour);
+    }
+    if (w.workload == "cs/w3") {
+      EXPECT_EQ(w.finished, 2 * kHour);  // placed on serve-01 at 1 h
+    }
   }
 }
 
