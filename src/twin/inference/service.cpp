@@ -200,6 +200,23 @@ Expected<std::monostate> InferenceService::remove_replica(ReplicaId id) {
   return std::monostate{};
 }
 
+Expected<std::int64_t> InferenceService::abort_replica(ReplicaId id) {
+  auto r = find(id);
+  if (!r) return Unexpected{r.error()};
+  Replica& replica = **r;
+  const auto cut = static_cast<std::int64_t>(replica.running.size() + replica.waiting.size());
+  replica.running.clear();
+  replica.waiting.clear();
+  replica.in_flight.reset();
+  replica.run.reset();
+  replica.free_blocks = costs_.kv_blocks;
+  replica.load_factor = 0;
+  replica.state = ReplicaState::removed;
+  replica.weight = 0;
+  aborted_ += cut;
+  return cut;
+}
+
 InferenceService::Replica* InferenceService::choose_replica() {
   Replica* best = nullptr;
   std::int64_t best_out = 0;
@@ -564,6 +581,7 @@ ServiceSnapshot InferenceService::snapshot() const {
   s.arrived = arrived_;
   s.rejected = rejected_;
   s.finished = finished_;
+  s.aborted = aborted_;
   for (const Replica& r : replicas_) s.replicas.push_back(replica_snapshot(r.id));
   return s;
 }

@@ -100,6 +100,7 @@ struct ServiceSnapshot {
   std::int64_t arrived = 0;         // requests whose arrival time has passed
   std::int64_t rejected = 0;        // prompt + output above max_request_tokens (vLLM answers 400)
   std::int64_t finished = 0;
+  std::int64_t aborted = 0;         // in flight on a replica that was aborted (abort_replica)
   std::vector<ReplicaSnapshot> replicas;  // by id, removed ones included
 };
 
@@ -147,6 +148,11 @@ class InferenceService {
   // Only a drained replica, or one still loading, can be removed; its series leave the
   // exposition.
   Expected<std::monostate> remove_replica(ReplicaId replica);
+  // The pod is gone (its workload deleted or stopped without a drain): the replica is
+  // removed at once, in any state, and the requests in flight on it end unanswered
+  // (counted in ServiceSnapshot::aborted; its series leave the exposition with it).
+  // Returns how many were cut.
+  Expected<std::int64_t> abort_replica(ReplicaId replica);
 
   // Runs everything up to and including t_ms: arrivals, replicas becoming ready, engine
   // steps that end by then. False (and nothing done) when t_ms is before now.
@@ -244,6 +250,7 @@ class InferenceService {
   std::int64_t arrived_ = 0;
   std::int64_t rejected_ = 0;
   std::int64_t finished_ = 0;
+  std::int64_t aborted_ = 0;
   std::vector<Completion> completions_;
 };
 

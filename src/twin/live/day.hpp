@@ -32,6 +32,10 @@ struct DayOptions {
   Timestamp start{};   // virtual time 0
   std::int64_t hours = 24;
   double load = 1.1;   // training demand relative to the guarantee
+  // The inference services' load (serving.hpp): empty for the seeded model, else the path
+  // of an Azure LLM inference trace CSV (AzureLLMInferenceTrace_conv.csv) that
+  // Platform::create reads and repeats over the day. make_day does not read it.
+  std::string llm_trace;
 };
 
 // splitmix64: the generator behind every seeded choice of the twin's generators (its

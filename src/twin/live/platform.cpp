@@ -1,7 +1,9 @@
 #include "twin/live/platform.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "metrics/exposition.hpp"
 #include "metrics/registry.hpp"
@@ -9,6 +11,7 @@
 #include "twin/run/metrics.hpp"
 #include "twin/telemetry/dcgm.hpp"
 #include "twin/telemetry/profile.hpp"
+#include "twin/trace/azure_llm.hpp"
 
 namespace gpubank::twin::live {
 
@@ -69,18 +72,58 @@ Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies,
   Diagnostics diagnostics;
   run::Scenario scenario = make_day(policies, day, diagnostics);
   if (has_errors(diagnostics)) return Unexpected{diagnostics.front().to_string()};
+  std::optional<std::vector<trace::AzureRequest>> llm_trace;
+  if (!day.llm_trace.empty()) {
+    std::ifstream in(day.llm_trace, std::ios::binary);
+    if (!in) return Unexpected{"cannot read the LLM trace " + day.llm_trace};
+    std::stringstream text;
+    text << in.rdbuf();
+    llm_trace = trace::read_azure_llm(text.str(), day.llm_trace, diagnostics);
+    if (!llm_trace || has_errors(diagnostics)) {
+      return Unexpected{diagnostics.empty() ? "cannot read the LLM trace " + day.llm_trace
+                                            : diagnostics.front().to_string()};
+    }
+  }
+  const bool placement = options.inventory != nullptr;
   std::unique_ptr<Platform> p(new Platform(std::move(policies), day, std::move(scenario), std::move(options)));
   if (!p->simulation_.start()) return Unexpected{p->error()};
+  auto serving = Serving::create(p->policies_, p->scenario_, p->day_, llm_trace ? &*llm_trace : nullptr, placement);
+  if (!serving) return Unexpected{serving.error()};
+  p->serving_ = std::move(*serving);
+  const auto queues = p->simulation_.queues();
+  auto queue_metrics = QueueMetrics::create(p->scenario_, queues);
+  if (!queue_metrics) return Unexpected{queue_metrics.error()};
+  p->queue_metrics_ = std::move(*queue_metrics);
+  if (!p->follow_run()) return Unexpected{p->error()};
   return p;
 }
 
-bool Platform::advance_to(VirtualTime t) { return simulation_.advance_to(std::min(t, end_)); }
+bool Platform::follow_run() {
+  const auto& events = simulation_.result().events;
+  if (!serving_->advance_to(events, now())) {
+    serving_error_ = "the inference services could not follow the run to " + std::to_string(now()) + " ms";
+    return false;
+  }
+  if (auto s = queue_metrics_->follow(events); !s) {
+    serving_error_ = s.error();
+    return false;
+  }
+  return true;
+}
+
+bool Platform::advance_to(VirtualTime t) {
+  if (!serving_error_.empty()) return false;
+  const bool ran = simulation_.advance_to(std::min(t, end_));
+  return follow_run() && ran;
+}
 
 std::string Platform::error() const {
-  std::string out;
+  std::string out = serving_error_;
   for (const auto& d : simulation_.result().diagnostics) out += (out.empty() ? "" : "; ") + d.to_string();
   return out;
 }
+
+Json Platform::services_json() const { return serving_->json(); }
 
 Json Platform::clock_json() const {
   Json j = Json::object();
@@ -387,12 +430,21 @@ Expected<std::string> Platform::metrics_text() {
         if (in.profile == telemetry::Profile::idle) {
           in.profile = profile_of(h);
           in.workload_key = telemetry::workload_key(key);
-          in.load = 0.6;  // the serving model is not wired to the day's traffic yet
+          if (in.profile == telemetry::Profile::inference) {
+            // The replica's share of its capacity since the last advance and its KV cache
+            // (serving.hpp); a replica the services do not know (none yet) reads as idle.
+            const auto load = serving_->load_of(key);
+            in.load = load ? load->load : 0.0;
+            in.weights_mib = load ? load->weights_mib : 0.0;
+            in.kv_cache_mib = load ? load->kv_cache_mib : 0.0;
+          }
         }
       }
       // The energy counter continues across changes of the device's work: a new activity
       // starts a new base at this scrape from the value last exposed (what it used between
-      // the last scrape and the change is not counted: the counter never goes back).
+      // the last scrape and the change is not counted: the counter never goes back). A new
+      // inference load on the same replica carries the integral over: the interval up to
+      // this scrape counts at the load it had before.
       DeviceEnergy& e = energy_[u];
       const std::string signature =
           std::string(telemetry::to_string(in.profile)) + "/" + std::to_string(in.workload_key);
@@ -400,10 +452,17 @@ Expected<std::string> Platform::metrics_text() {
       const auto spec = node.mig ? telemetry::mig_instance_spec(model, node.mig->slice_memory_mib) : model;
       if (e.signature != signature) {
         e.signature = signature;
+        e.profile_since_ms = now();
         e.since_ms = now();
         e.mj = e.last_mj;
+      } else if (in.load != e.input.load || in.weights_mib != e.input.weights_mib ||
+                 in.kv_cache_mib != e.input.kv_cache_mib) {
+        e.mj = std::max(e.last_mj,
+                        telemetry::sample(spec, e.input, now(), telemetry::EnergyBase{e.since_ms, e.mj}).energy_mj);
+        e.since_ms = now();
       }
-      in.start_ms = e.since_ms;
+      in.start_ms = e.profile_since_ms;
+      e.input = in;
       d.sample = telemetry::sample(spec, in, now(), telemetry::EnergyBase{e.since_ms, e.mj});
       e.last_mj = std::max(e.last_mj, d.sample.energy_mj);
       devices.push_back(std::move(d));
@@ -415,7 +474,17 @@ Expected<std::string> Platform::metrics_text() {
                               "The twin's clock: virtual seconds since the start of the embedded day.");
   if (!clock) return Unexpected{clock.error()};
   if (auto s = (*clock)->set({}, static_cast<double>(now()) / 1000.0); !s) return Unexpected{s.error()};
-  return metrics::write_text(registry);
+  metrics::Exposition all = registry.collect();
+  const auto all_workloads = simulation_.workloads();
+  auto kueue = queue_metrics_->families(simulation_.queues(), all_workloads);
+  if (!kueue) return Unexpected{kueue.error()};
+  for (auto& f : *kueue) all.families.push_back(std::move(f));
+  for (auto& f : serving_->families()) all.families.push_back(std::move(f));
+  // One order for the whole text, as a registry writes it (names are unique: write_text
+  // refuses a family named twice).
+  std::stable_sort(all.families.begin(), all.families.end(),
+                   [](const metrics::Family& a, const metrics::Family& b) { return a.name < b.name; });
+  return metrics::write_text(all);
 }
 
 }  // namespace gpubank::twin::live

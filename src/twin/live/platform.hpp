@@ -1,6 +1,8 @@
-// The embedded platform behind `gpubank up`: the policies, a seeded day of work, and the
-// twin's run of it, advanced by whoever owns the clock, with read-only views for the REST
-// API and the metrics. Pure and single-threaded: the HTTP shell serialises access.
+// The embedded platform behind `gpubank up`: the policies, a seeded day of work, the
+// twin's run of it and the inference services on its replicas (serving.hpp), advanced by
+// whoever owns the clock, with read-only views for the REST API and the metrics. Pure and
+// single-threaded (the HTTP shell serialises access); its one file is the optional LLM
+// trace that create() reads.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,10 @@
 #include "core/expected.hpp"
 #include "policy/policy_set.hpp"
 #include "twin/live/day.hpp"
+#include "twin/live/queue_metrics.hpp"
+#include "twin/live/serving.hpp"
 #include "twin/run/engine.hpp"
+#include "twin/telemetry/profile.hpp"
 
 namespace gpubank::twin::live {
 
@@ -36,12 +41,14 @@ struct WorkloadFilter {
 
 class Platform {
  public:
-  // Builds the day from `day` and starts the run (virtual time 0 settled).
+  // Builds the day from `day` and starts the run (virtual time 0 settled); reads
+  // day.llm_trace when set.
   static Expected<std::unique_ptr<Platform>> create(policy::PolicySet policies, const DayOptions& day,
                                                     run::RunOptions options = {});
 
-  // Handles everything up to `t` (clamped to the day's end). False: the run stopped on an
-  // error (see error()).
+  // Handles everything up to `t` (clamped to the day's end): the run, then the services
+  // (to each replica change, then to `t`). False: the run or a service stopped on an error
+  // (see error()).
   bool advance_to(VirtualTime t);
   [[nodiscard]] VirtualTime now() const { return simulation_.now(); }
   [[nodiscard]] VirtualTime end() const { return end_; }
@@ -66,23 +73,36 @@ class Platform {
   // empty without an inventory. gpu_json: nullopt for an unknown uuid.
   [[nodiscard]] Json gpus_json(const std::string& pool) const;
   [[nodiscard]] std::optional<Json> gpu_json(const std::string& uuid) const;
+  // The inference services: per InferenceScalingPolicy its model, peak, request counts,
+  // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
+  // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
+  [[nodiscard]] Json services_json() const;
+  [[nodiscard]] const Serving& serving() const { return *serving_; }
 
   // Prometheus text exposition of everything the platform exports now: the bank's
-  // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info.
+  // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info,
+  // Kueue's ClusterQueue families (queue_metrics.hpp) and vLLM's per replica.
   // Not const: the energy counters carry their integral across changes of a device's work.
   [[nodiscard]] Expected<std::string> metrics_text();
 
  private:
   Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
+  // Shows the services and the Kueue counters the run's new events, services to now().
+  bool follow_run();
 
   policy::PolicySet policies_;
   DayOptions day_;
   run::Scenario scenario_;
   run::Simulation simulation_;
   VirtualTime end_ = 0;
+  std::unique_ptr<Serving> serving_;
+  std::unique_ptr<QueueMetrics> queue_metrics_;
+  std::string serving_error_;
   // Per device (unit): the activity it had at the last scrape and its energy base.
   struct DeviceEnergy {
-    std::string signature;
+    std::string signature;           // profile and workload
+    std::int64_t profile_since_ms = 0;  // when they began (the profile's phases count from it)
+    telemetry::ActivityInput input;  // at the last scrape
     std::int64_t since_ms = 0;
     double mj = 0;       // the counter at since_ms
     double last_mj = 0;  // the counter last exposed

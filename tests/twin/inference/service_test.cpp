@@ -199,6 +199,33 @@ TEST(InferenceService, DrainLetsTheStreamFinishAndRoutesNothingNew) {
   EXPECT_EQ(running->samples[0].labels.back().value, "new");
 }
 
+TEST(InferenceService, AbortCutsTheRequestsInFlightAtOnce) {
+  auto s = make(llama70b());
+  const ReplicaId gone = s.add_replica({"gone", 1}, 0);
+  const ReplicaId kept = s.add_replica({"kept", 1}, 0);
+  // Four long requests: gone, kept, gone, kept (fewest outstanding, ties to the lower id).
+  add(s, {{0, 100, 1000, 1}, {0, 100, 1000, 2}, {0, 100, 1000, 3}, {0, 100, 1000, 4}});
+  ASSERT_TRUE(s.advance_to(1000));
+  EXPECT_EQ(s.replica_snapshot(gone).in_flight, 2);
+  const auto cut = s.abort_replica(gone);
+  ASSERT_TRUE(cut) << cut.error();
+  EXPECT_EQ(*cut, 2);
+  EXPECT_EQ(s.replica_snapshot(gone).state, ReplicaState::removed);
+  EXPECT_FALSE(s.abort_replica(gone));  // already gone
+  // A new request goes to the replica left; the aborted ones never finish.
+  add(s, {{2000, 100, 10, 5}});
+  ASSERT_TRUE(s.advance_to(120'000));
+  const auto snap = s.snapshot();
+  EXPECT_EQ(snap.aborted, 2);
+  EXPECT_EQ(snap.finished, 3);  // requests 2, 4 and 5
+  EXPECT_EQ(s.replica_snapshot(kept).finished, 3);
+  const auto e = s.exposition();
+  const auto* running = e.find("vllm:num_requests_running");
+  ASSERT_NE(running, nullptr);
+  ASSERT_EQ(running->samples.size(), 1u);
+  EXPECT_EQ(running->samples[0].labels.back().value, "kept");
+}
+
 TEST(InferenceService, RequestsWaitAtTheRouterUntilAReplicaIsReady) {
   ServiceOptions options;
   options.keep_completions = true;

@@ -29,6 +29,20 @@ TEST(Day, RunsToTheEndOfTheDay) {
   auto& p = *created.value();
   ASSERT_TRUE(p.advance_to(p.end())) << p.error();
   EXPECT_EQ(p.now(), 24 * 3'600'000);
+  // The day's requests: the curve's 24 factors sum to 15.7 peak hours, so
+  // customer-service-llm gets 15.7 x 3,600 x 22.46 = 1,269,546 expected (Poisson: sd
+  // 1,127) and the embeddings 15.7 x 3,600 x 2.268 = 128,210 (sd 358).
+  const auto stats = p.serving().stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_NEAR(stats[0].expected_requests, 1'269'546, 1);
+  EXPECT_NEAR(static_cast<double>(stats[0].snapshot.arrived), stats[0].expected_requests, 4 * 1'127);
+  EXPECT_NEAR(stats[1].expected_requests, 128'210, 1);
+  EXPECT_NEAR(static_cast<double>(stats[1].snapshot.arrived), stats[1].expected_requests, 4 * 358);
+  for (const auto& s : stats) {
+    std::cout << s.policy << ": " << s.snapshot.arrived << " requests, " << s.snapshot.finished << " finished, "
+              << s.snapshot.aborted << " cut, " << s.snapshot.rejected << " rejected, TTFT p95 (last 5 min) "
+              << s.ttft_p95_s.value_or(-1) << " s at 24:00\n";
+  }
 }
 
 std::string event_log(std::uint64_t seed) {

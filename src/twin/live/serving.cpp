@@ -1,0 +1,468 @@
+#include "twin/live/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <date/tz.h>
+
+#include "metrics/histogram.hpp"
+#include "twin/inference/vllm_metrics.hpp"
+
+namespace gpubank::twin::live {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr std::int64_t kHourMs = 3'600'000;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// FNV-1a: a name's hash that is the same with every standard library.
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// A standard normal draw (Box-Muller, the cosine half), from two of the generator's
+// uniforms: the same on every platform, unlike std::normal_distribution.
+double standard_normal(SeededRandom& rng) {
+  const double u1 = rng.uniform();
+  const double u2 = rng.uniform();
+  return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(6.283185307179586 * u2);
+}
+
+// A log-normal with the given median and mean: mu = ln(median), sigma^2 = 2 ln(mean/median).
+struct LogNormal {
+  double mu = 0, sigma = 0;
+  LogNormal(double median, double mean) : mu(std::log(median)), sigma(std::sqrt(2.0 * std::log(mean / median))) {}
+  std::int32_t draw(SeededRandom& rng, std::int32_t cap) const {
+    const double x = std::exp(mu + sigma * standard_normal(rng));
+    return static_cast<std::int32_t>(std::clamp<double>(std::round(x), 1.0, static_cast<double>(cap)));
+  }
+};
+
+class SyntheticSource final : public RequestSource {
+ public:
+  SyntheticSource(std::uint64_t seed, std::vector<double> rates_per_hour, std::int64_t horizon_ms)
+      : rng_(seed), horizon_ms_(horizon_ms) {
+    for (double r : rates_per_hour) {
+      per_ms_.push_back(std::isfinite(r) && r > 0 ? r / 1000.0 : 0.0);
+      expected_ += per_ms_.back() * static_cast<double>(kHourMs);
+    }
+    draw_next();
+  }
+
+  std::vector<inference::Request> take_until(std::int64_t t_ms) override {
+    std::vector<inference::Request> out;
+    while (!done_ && static_cast<std::int64_t>(next_) <= t_ms) {
+      inference::Request r;
+      r.arrival_ms = static_cast<std::int64_t>(next_);
+      r.prompt_tokens = prompt_.draw(rng_, kMaxPromptTokens);
+      r.output_tokens = output_.draw(rng_, kMaxOutputTokens);
+      r.id = id_++;
+      out.push_back(r);
+      draw_next();
+    }
+    return out;
+  }
+
+  [[nodiscard]] double expected_total() const override { return expected_; }
+
+ private:
+  // The next arrival: a unit exponential spent across the hours' intensities
+  // (rate x time), so the gaps follow the hourly rates exactly.
+  void draw_next() {
+    double e = rng_.exponential(1.0);
+    double t = next_;
+    while (true) {
+      const auto hour = static_cast<std::size_t>(t / static_cast<double>(kHourMs));
+      if (hour >= per_ms_.size() || t >= static_cast<double>(horizon_ms_)) {
+        done_ = true;
+        return;
+      }
+      const double end = std::min(static_cast<double>(hour + 1) * static_cast<double>(kHourMs),
+                                  static_cast<double>(horizon_ms_));
+      const double rate = per_ms_[hour];
+      if (rate > 0 && e <= rate * (end - t)) {
+        next_ = t + e / rate;
+        if (next_ >= static_cast<double>(horizon_ms_)) done_ = true;
+        return;
+      }
+      if (rate > 0) e -= rate * (end - t);
+      t = end;
+    }
+  }
+
+  SeededRandom rng_;
+  std::vector<double> per_ms_;
+  std::int64_t horizon_ms_ = 0;
+  double expected_ = 0;
+  double next_ = 0;
+  bool done_ = false;
+  std::uint64_t id_ = 0;
+  LogNormal prompt_{kPromptTokensMedian, kPromptTokensMean};
+  LogNormal output_{kOutputTokensMedian, kOutputTokensMean};
+};
+
+class ListSource final : public RequestSource {
+ public:
+  explicit ListSource(std::vector<inference::Request> requests) : requests_(std::move(requests)) {}
+  std::vector<inference::Request> take_until(std::int64_t t_ms) override {
+    const std::size_t from = next_;
+    while (next_ < requests_.size() && requests_[next_].arrival_ms <= t_ms) ++next_;
+    return {requests_.begin() + static_cast<std::ptrdiff_t>(from), requests_.begin() + static_cast<std::ptrdiff_t>(next_)};
+  }
+  [[nodiscard]] double expected_total() const override { return static_cast<double>(requests_.size()); }
+
+ private:
+  std::vector<inference::Request> requests_;
+  std::size_t next_ = 0;
+};
+
+std::string pod_of(const std::string& key) { return key.substr(key.find('/') + 1) + "-0"; }
+
+// The largest replica floor the policy gets over a day: its TidalPolicy floors (if it is a
+// target), within minReplicas..maxReplicas, as make_day starts replicas.
+int peak_replicas_of(const policy::PolicySet& policies, const std::string& name,
+                     const policy::InferenceScalingPolicySpec& spec) {
+  int peak = spec.min_replicas;
+  for (const auto& p : policies.policies()) {
+    if (p.kind != policy::Kind::TidalPolicy) continue;
+    const auto& tidal = p.as<policy::TidalPolicySpec>();
+    const auto& targets = tidal.targets.inference_policies;
+    if (std::find(targets.begin(), targets.end(), name) == targets.end()) continue;
+    for (const auto& w : tidal.windows) {
+      if (!w.inference_replica_floor) continue;
+      if (const auto floor = w.inference_replica_floor->for_policy(name)) {
+        peak = std::max(peak, std::min(*floor, spec.max_replicas));
+      }
+    }
+  }
+  return std::max(peak, 1);
+}
+
+}  // namespace
+
+double replica_capacity_rps(const inference::ReplicaCosts& costs) {
+  const auto prompt = static_cast<std::int64_t>(std::llround(kPromptTokensMean));
+  const double output = kOutputTokensMean;
+  const double prefill_us = static_cast<double>(costs.step_us(prompt, prompt));
+  const auto context = static_cast<std::int64_t>(std::llround(kReferenceBatch * (kPromptTokensMean + output / 2)));
+  const double decode_us = static_cast<double>(costs.step_us(kReferenceBatch, context));
+  return 1e6 / (prefill_us + output * decode_us / kReferenceBatch);
+}
+
+inference::Service service_for(const std::string& policy_name, const policy::InferenceScalingPolicySpec& spec,
+                               const std::string& gpu_model) {
+  inference::Service s;
+  s.name = policy_name;
+  s.model_name = spec.workload_ref.name.empty() ? policy_name : spec.workload_ref.name;
+  s.gpu_model = gpu_model;
+  s.tensor_parallel_size = spec.replica_shape.tensor_parallel_size;
+  const auto gpu = inference::find_gpu(gpu_model);
+  const double weights = static_cast<double>(s.model.parameters) * s.model.bytes_per_parameter;
+  if (gpu && weights > 0.5 * s.tensor_parallel_size * static_cast<double>(gpu->memory_bytes)) {
+    // Llama-3.1-8B's config.json (bf16).
+    s.model.parameters = 8'030'261'248;
+    s.model.num_layers = 32;
+    s.model.num_kv_heads = 8;
+    s.model.head_dim = 128;
+  }
+  return s;
+}
+
+std::vector<double> hourly_rates(double peak_rps, int first_local_hour, std::int64_t hours) {
+  const auto& curve = trace::default_diurnal_curve();
+  std::vector<double> out;
+  for (std::int64_t h = 0; h < hours; ++h) {
+    out.push_back(peak_rps * curve[static_cast<std::size_t>((first_local_hour + h) % 24)]);
+  }
+  return out;
+}
+
+std::unique_ptr<RequestSource> synthetic_requests(std::uint64_t seed, std::vector<double> rates_per_hour,
+                                                  std::int64_t horizon_ms) {
+  return std::make_unique<SyntheticSource>(seed, std::move(rates_per_hour), horizon_ms);
+}
+
+double trace_rps(const std::vector<trace::AzureRequest>& requests) {
+  std::int64_t n = 0;
+  for (const auto& r : requests) n += r.t_ms < kHourMs ? 1 : 0;
+  return static_cast<double>(n) / 3600.0;
+}
+
+Expected<std::unique_ptr<RequestSource>> trace_requests(const std::vector<trace::AzureRequest>& requests,
+                                                        std::uint64_t seed, double scale, int first_local_hour,
+                                                        std::int64_t horizon_ms) {
+  trace::DiurnalCurve curve{};
+  for (std::size_t h = 0; h < curve.size(); ++h) {
+    curve[h] = scale * trace::default_diurnal_curve()[(static_cast<std::size_t>(first_local_hour) + h) % 24];
+  }
+  const std::int64_t days = std::max<std::int64_t>(1, (horizon_ms + 24 * kHourMs - 1) / (24 * kHourMs));
+  auto repeated = trace::diurnal_repeat(requests, days, curve, seed);
+  if (!repeated) return Unexpected{"the LLM trace: " + repeated.error()};
+  std::vector<inference::Request> out;
+  out.reserve(repeated->size());
+  for (const auto& r : *repeated) {
+    if (r.t_ms >= horizon_ms) break;
+    out.push_back({r.t_ms, static_cast<std::int32_t>(std::max<std::int64_t>(1, r.context_tokens)),
+                   static_cast<std::int32_t>(std::max<std::int64_t>(1, r.generated_tokens)),
+                   static_cast<std::uint64_t>(out.size())});
+  }
+  return std::unique_ptr<RequestSource>(std::make_unique<ListSource>(std::move(out)));
+}
+
+int local_hour_at(const policy::PolicySet& policies, const Timestamp& start) {
+  const date::time_zone* zone = nullptr;
+  for (const auto& p : policies.policies()) {
+    if (p.kind == policy::Kind::TidalPolicy) zone = p.as<policy::TidalPolicySpec>().timezone.zone;
+  }
+  if (zone == nullptr) zone = date::locate_zone("Etc/UTC");
+  const auto local = zone->to_local(std::chrono::floor<std::chrono::seconds>(start));
+  const auto since_midnight = local - std::chrono::floor<date::days>(local);
+  return static_cast<int>(std::chrono::floor<std::chrono::hours>(since_midnight).count());
+}
+
+Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& policies, const run::Scenario& scenario,
+                                                   const DayOptions& day, const std::vector<trace::AzureRequest>* trace,
+                                                   bool placement) {
+  std::unique_ptr<Serving> out(new Serving());
+  out->start_kind_ = placement ? "Placed" : "Admitted";
+  const auto* guardrails = policies.guardrails_spec();
+  if (guardrails == nullptr) return out;
+  const int first_hour = local_hour_at(policies, day.start);
+  const std::int64_t horizon = day.hours * kHourMs;
+  std::map<std::string, std::size_t> prefix_length;  // workload key -> the policy name it matched
+  for (const auto& p : policies.policies()) {
+    if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
+    const auto& spec = p.as<policy::InferenceScalingPolicySpec>();
+    const policy::Pool* pool = guardrails->find_pool(spec.resource_pool);
+    if (pool == nullptr || guardrails->find_group(spec.business_group) == nullptr) continue;
+    Live s;
+    s.policy = p.name();
+    s.workload_ref = spec.workload_ref.name;
+    auto service = service_for(p.name(), spec, pool->gpu_model);
+    for (const auto& other : out->services_) {  // two services may serve one name: keep series apart
+      if (other.service->service().model_name == service.model_name) service.model_name = p.name();
+    }
+    Diagnostics findings;
+    auto made = inference::InferenceService::create(std::move(service), findings);
+    if (!made) {
+      return Unexpected{"InferenceScalingPolicy " + p.name() + ": cannot serve it in the twin: " +
+                        (findings.empty() ? std::string("unknown") : findings.front().to_string())};
+    }
+    s.service = std::make_unique<inference::InferenceService>(std::move(*made));
+    s.peak_replicas = peak_replicas_of(policies, p.name(), spec);
+    const double capacity = replica_capacity_rps(s.service->costs());
+    s.peak_rps = capacity * s.peak_replicas;
+    s.capacity_tokens_per_ms = capacity * (kPromptTokensMean + kOutputTokensMean) / 1000.0;
+    const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a(p.name())).next();
+    if (trace != nullptr) {
+      const double recorded = trace_rps(*trace);
+      if (!(recorded > 0)) return Unexpected{"the LLM trace has no request in its first hour"};
+      auto source = trace_requests(*trace, seed, s.peak_rps / recorded, first_hour, horizon);
+      if (!source) return Unexpected{source.error()};
+      s.source = std::move(*source);
+    } else {
+      s.source = synthetic_requests(seed, hourly_rates(s.peak_rps, first_hour, day.hours), horizon);
+    }
+    const std::string prefix = p.name() + "-r";
+    for (const auto& w : scenario.workloads) {
+      if (w.workload_type != policy::WorkloadType::Inference || !w.labels.contains("gpubank.dev/replica")) continue;
+      if (w.name.rfind(prefix, 0) != 0) continue;
+      const std::string key = w.namespace_ + "/" + w.name;
+      auto& longest = prefix_length[key];
+      if (longest > prefix.size()) continue;
+      if (longest > 0) out->services_[out->service_of_[key]].startup_ms.erase(key);
+      longest = prefix.size();
+      out->service_of_[key] = out->services_.size();
+      s.startup_ms[key] = w.startup_time.milliseconds();
+    }
+    out->services_.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool Serving::move_to(Live& s, std::int64_t t) {
+  if (t < s.service->now_ms()) return true;
+  const auto requests = s.source->take_until(t);
+  Diagnostics findings;
+  if (!requests.empty() && !s.service->add_requests(requests, findings)) return false;
+  return s.service->advance_to(t);
+}
+
+bool Serving::advance_to(std::span<const run::Event> events, VirtualTime t) {
+  constexpr std::string_view kWorkload = "Workload/";
+  for (; events_seen_ < events.size(); ++events_seen_) {
+    const run::Event& e = events[events_seen_];
+    if (e.object.rfind(kWorkload, 0) != 0) continue;
+    const std::string key = e.object.substr(kWorkload.size());
+    const auto which = service_of_.find(key);
+    if (which == service_of_.end()) continue;
+    const bool starts = e.kind == start_kind_;
+    const bool gone =
+        e.kind == "Deleted" || e.kind == "Finished" || e.kind == "Preempted" || e.kind == "ReclaimVictimStopped";
+    if (!starts && !gone) continue;
+    Live& s = services_[which->second];
+    if (!move_to(s, e.t)) return false;
+    const auto live = s.replicas.find(key);
+    if (starts && live == s.replicas.end()) {
+      Replica r;
+      r.id = s.service->add_replica({pod_of(key), 1}, e.t + s.startup_ms[key]);
+      r.workload = key;
+      s.replicas.emplace(key, r);
+    } else if (gone && live != s.replicas.end()) {
+      if (!s.service->abort_replica(live->second.id)) return false;
+      s.replicas.erase(live);
+    }
+  }
+  for (Live& s : services_) {
+    if (!move_to(s, t)) return false;
+    const auto& c = s.service->costs();
+    for (auto& [key, r] : s.replicas) {
+      const auto snap = s.service->replica_snapshot(r.id);
+      const std::int64_t tokens = snap.prompt_tokens + snap.generation_tokens;
+      if (t > now_ && s.capacity_tokens_per_ms > 0) {
+        const double share = static_cast<double>(tokens - r.tokens_at_last_advance) /
+                             (static_cast<double>(t - now_) * s.capacity_tokens_per_ms);
+        r.load.load = std::clamp(share, 0.0, 1.0);
+      }
+      r.tokens_at_last_advance = tokens;
+      r.load.weights_mib = c.weight_bytes_per_gpu / kMiB;
+      r.load.kv_cache_mib = snap.kv_cache_usage * static_cast<double>(c.kv_tokens) *
+                            static_cast<double>(c.kv_bytes_per_token) / c.tensor_parallel_size / kMiB;
+    }
+    s.ttft_history.emplace_back(t, ttft_buckets(s));
+    while (s.ttft_history.size() >= 2 && s.ttft_history[1].first <= t - kTtftWindowMs) s.ttft_history.pop_front();
+  }
+  now_ = t;
+  return true;
+}
+
+std::optional<ReplicaLoad> Serving::load_of(const std::string& key) const {
+  const auto which = service_of_.find(key);
+  if (which == service_of_.end()) return std::nullopt;
+  const Live& s = services_[which->second];
+  const auto r = s.replicas.find(key);
+  if (r == s.replicas.end()) return std::nullopt;
+  return r->second.load;
+}
+
+std::vector<std::int64_t> Serving::ttft_buckets(const Live& s) const {
+  std::vector<std::int64_t> sum(inference::kTtftBucketsSeconds.size() + 1, 0);
+  for (const auto& r : s.service->snapshot().replicas) {
+    const auto& counts = s.service->counters(r.id).time_to_first_token.bucket_counts();
+    for (std::size_t i = 0; i < sum.size() && i < counts.size(); ++i) sum[i] += counts[i];
+  }
+  return sum;
+}
+
+std::optional<double> Serving::ttft_p95(const Live& s) const {
+  if (s.ttft_history.empty()) return std::nullopt;
+  const auto& base = s.ttft_history.front().second;
+  const auto& now = s.ttft_history.back().second;
+  std::vector<metrics::Bucket> buckets;
+  double cumulative = 0;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    cumulative += static_cast<double>(now[i] - base[i]);
+    const double bound = i < inference::kTtftBucketsSeconds.size() ? inference::kTtftBucketsSeconds[i]
+                                                                    : std::numeric_limits<double>::infinity();
+    buckets.push_back({bound, cumulative});
+  }
+  if (cumulative <= 0) return std::nullopt;
+  return metrics::bucket_quantile(0.95, std::move(buckets));
+}
+
+std::vector<metrics::Family> Serving::families() const {
+  std::vector<metrics::Family> out;
+  std::map<std::string, std::size_t> index;
+  metrics::Family cut{"gpubank_inference_requests_cut_total", metrics::MetricType::counter,
+                      "Requests of an inference service cut unanswered because their replica's workload was deleted "
+                      "or stopped before they finished (the twin does not drain replicas yet).",
+                      {}};
+  for (const Live& s : services_) {
+    auto e = s.service->exposition();
+    for (auto& f : e.families) {
+      const auto [at, fresh] = index.emplace(f.name, out.size());
+      if (fresh) {
+        out.push_back(std::move(f));
+      } else {
+        auto& into = out[at->second].samples;
+        into.insert(into.end(), std::make_move_iterator(f.samples.begin()), std::make_move_iterator(f.samples.end()));
+      }
+    }
+    cut.samples.push_back({cut.name,
+                           {{"model_name", s.service->service().model_name}},
+                           static_cast<double>(s.service->snapshot().aborted),
+                           {}});
+  }
+  if (!services_.empty()) out.push_back(std::move(cut));
+  return out;
+}
+
+std::vector<Serving::Stats> Serving::stats() const {
+  std::vector<Stats> out;
+  for (const Live& s : services_) {
+    Stats st;
+    st.policy = s.policy;
+    st.model_name = s.service->service().model_name;
+    st.peak_rps = s.peak_rps;
+    st.peak_replicas = s.peak_replicas;
+    st.expected_requests = s.source->expected_total();
+    st.snapshot = s.service->snapshot();
+    st.ttft_p95_s = ttft_p95(s);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+Json Serving::json() const {
+  Json list = Json::array();
+  for (const Live& s : services_) {
+    const auto snap = s.service->snapshot();
+    const auto& svc = s.service->service();
+    Json j = Json::object();
+    j["policy"] = s.policy;
+    j["workloadRef"] = s.workload_ref;
+    j["modelName"] = svc.model_name;
+    j["modelParameters"] = svc.model.parameters;
+    j["gpuModel"] = svc.gpu_model;
+    j["tensorParallelSize"] = svc.tensor_parallel_size;
+    j["peakReplicas"] = s.peak_replicas;
+    j["peakRequestsPerSecond"] = s.peak_rps;
+    std::int64_t running = 0, waiting = 0;
+    Json replicas = Json::array();
+    for (const auto& [key, r] : s.replicas) {
+      const auto rs = s.service->replica_snapshot(r.id);
+      running += rs.running;
+      waiting += rs.waiting;
+      replicas.push_back({{"workload", key},
+                          {"replica", rs.name},
+                          {"state", std::string(inference::to_string(rs.state))},
+                          {"running", rs.running},
+                          {"waiting", rs.waiting},
+                          {"kvCacheUsage", rs.kv_cache_usage},
+                          {"load", r.load.load},
+                          {"finished", rs.finished}});
+    }
+    j["running"] = running;
+    j["waiting"] = waiting;
+    j["routerWaiting"] = snap.router_waiting;
+    j["arrived"] = snap.arrived;
+    j["finished"] = snap.finished;
+    j["rejected"] = snap.rejected;
+    j["cut"] = snap.aborted;
+    const auto p95 = ttft_p95(s);
+    j["ttftP95Seconds"] = p95 ? Json(*p95) : Json(nullptr);
+    j["ttftWindowSeconds"] = kTtftWindowMs / 1000;
+    j["replicas"] = std::move(replicas);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+}  // namespace gpubank::twin::live

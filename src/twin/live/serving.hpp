@@ -1,0 +1,168 @@
+// Inference serving inside the embedded platform (`gpubank up`): one vLLM-like
+// twin::inference::InferenceService per InferenceScalingPolicy, its replicas following
+// the day's replica workloads on the engine, its load a seeded day of requests with a
+// daytime peak. The rules (docs/up.md, "Serving"):
+//   - service: tensorParallelSize from replicaShape, the GPU model of the policy's pool,
+//     Llama-3.1-70B when its weights fit in half the replica's GPU memory, else
+//     Llama-3.1-8B; served model name = workloadRef.name (what KServe passes to vLLM);
+//   - load: Poisson arrivals whose rate follows trace::default_diurnal_curve() by local
+//     hour, prompt and output tokens log-normal with the Azure conversation trace's median
+//     and mean; or, when a trace is given, the trace through trace::diurnal_repeat with
+//     the same curve. Scale: the peak hour needs the policy's largest replica floor, each
+//     replica taking replica_capacity_rps requests per second;
+//   - replicas: a replica workload placed (Starting) becomes a replica that is ready after
+//     its startupTime; one that is deleted, finishes or is stopped is removed at once and
+//     its requests in flight are cut (no drain yet).
+// Pure: a function of the policies, the day, the seed and the events it is shown.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/expected.hpp"
+#include "core/timestamp.hpp"
+#include "metrics/exposition.hpp"
+#include "policy/policy_set.hpp"
+#include "twin/inference/service.hpp"
+#include "twin/live/day.hpp"
+#include "twin/run/engine.hpp"
+#include "twin/trace/azure_llm.hpp"
+
+namespace gpubank::twin::live {
+
+// The token counts of the Azure LLM conversation trace 2023 (19,366 requests; computed
+// from ../shared in tests/twin/live/serving_test.cpp): the synthetic load's log-normal
+// distributions have these medians and means.
+inline constexpr double kPromptTokensMedian = 1020;
+inline constexpr double kPromptTokensMean = 1154.7;
+inline constexpr double kOutputTokensMedian = 129;
+inline constexpr double kOutputTokensMean = 211.1;
+// Caps of the draws (far in the tails: they move the means by less than 0.1 %).
+inline constexpr std::int32_t kMaxPromptTokens = 32'000;
+inline constexpr std::int32_t kMaxOutputTokens = 4'000;
+
+// The batch at which a replica's capacity is taken: vLLM's max_num_seqs / 8, where a 70B
+// model on 4 x H100 still decodes at ~22 ms per token.
+inline constexpr int kReferenceBatch = 32;
+
+// Requests per second one replica serves with a batch of kReferenceBatch mean requests:
+// 1 / (prefill of the mean prompt alone + mean output x one decode step of the batch /
+// kReferenceBatch), with the cost model's step times.
+[[nodiscard]] double replica_capacity_rps(const inference::ReplicaCosts& costs);
+
+// The service the platform runs for an InferenceScalingPolicy on its pool's GPU model.
+[[nodiscard]] inference::Service service_for(const std::string& policy_name,
+                                             const policy::InferenceScalingPolicySpec& spec,
+                                             const std::string& gpu_model);
+
+// One service's request stream over [0, horizon), handed over in time order.
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  // Every request with arrival_ms <= t not handed over yet, in order.
+  virtual std::vector<inference::Request> take_until(std::int64_t t_ms) = 0;
+  // Requests over the whole horizon (known in advance for a trace, expected for a model).
+  [[nodiscard]] virtual double expected_total() const = 0;
+};
+
+// Hourly rates: rates[h] is the requests per second in virtual hour h.
+[[nodiscard]] std::vector<double> hourly_rates(double peak_rps, int first_local_hour, std::int64_t hours);
+
+// The seeded model: an inhomogeneous Poisson process with the hourly rates (exact: one
+// unit exponential per gap spent across the hours' intensities), tokens log-normal.
+[[nodiscard]] std::unique_ptr<RequestSource> synthetic_requests(std::uint64_t seed, std::vector<double> rates_per_hour,
+                                                                std::int64_t horizon_ms);
+
+// The trace repeated over the horizon by trace::diurnal_repeat with the default curve
+// rotated to start at `first_local_hour` and multiplied by `scale`; token counts of 0
+// become 1 (the service needs one of each).
+[[nodiscard]] Expected<std::unique_ptr<RequestSource>> trace_requests(const std::vector<trace::AzureRequest>& trace,
+                                                                      std::uint64_t seed, double scale,
+                                                                      int first_local_hour, std::int64_t horizon_ms);
+
+// Requests per second of the trace's first hour (what diurnal_repeat replays at factor 1).
+[[nodiscard]] double trace_rps(const std::vector<trace::AzureRequest>& trace);
+
+// The local hour (0-23) at `start` in the policies' TidalPolicy time zone (UTC without one).
+[[nodiscard]] int local_hour_at(const policy::PolicySet& policies, const Timestamp& start);
+
+// A replica's share of its GPUs' work, for the telemetry's inference profile.
+struct ReplicaLoad {
+  double load = 0;         // tokens processed over what it processes at capacity, 0..1
+  double weights_mib = 0;  // per GPU
+  double kv_cache_mib = 0; // KV cache in use, per GPU
+};
+
+class Serving {
+ public:
+  // One service per InferenceScalingPolicy whose pool and group exist; `trace` (may be
+  // null) replaces the synthetic model. `placement`: the engine places pods (a Placed event
+  // starts a replica), else admission does (Admitted).
+  static Expected<std::unique_ptr<Serving>> create(const policy::PolicySet& policies, const run::Scenario& scenario,
+                                                   const DayOptions& day, const std::vector<trace::AzureRequest>* trace,
+                                                   bool placement);
+
+  // Follows the engine: the events not seen yet, in order, moving the services to each
+  // replica change; then every service to `t`.
+  bool advance_to(std::span<const run::Event> events, VirtualTime t);
+
+  // The load of the replica running as workload `key` ("namespace/name"), if any.
+  [[nodiscard]] std::optional<ReplicaLoad> load_of(const std::string& key) const;
+  // vLLM's families of every service merged (one family per name, services in policy
+  // order), plus gpubank_inference_requests_cut_total{model_name}.
+  [[nodiscard]] std::vector<metrics::Family> families() const;
+  [[nodiscard]] nlohmann::ordered_json json() const;
+
+  struct Stats {
+    std::string policy, model_name;
+    double peak_rps = 0, expected_requests = 0;
+    int peak_replicas = 0;
+    inference::ServiceSnapshot snapshot;
+    std::optional<double> ttft_p95_s;  // over the last kTtftWindowMs
+  };
+  [[nodiscard]] std::vector<Stats> stats() const;
+
+  static constexpr std::int64_t kTtftWindowMs = 5 * 60'000;
+
+ private:
+  struct Replica {
+    inference::ReplicaId id = 0;
+    std::string workload;  // namespace/name
+    std::int64_t tokens_at_last_advance = 0;
+    ReplicaLoad load;
+  };
+  struct Live {
+    std::string policy;
+    std::string workload_ref;
+    int peak_replicas = 0;
+    double peak_rps = 0;
+    double capacity_tokens_per_ms = 0;
+    std::unique_ptr<inference::InferenceService> service;
+    std::unique_ptr<RequestSource> source;
+    std::map<std::string, Replica> replicas;  // by workload key, live ones
+    std::map<std::string, std::int64_t> startup_ms;  // replica workload -> startupTime
+    // Summed TTFT bucket counts (all replicas ever) at the end of recent advances.
+    std::deque<std::pair<std::int64_t, std::vector<std::int64_t>>> ttft_history;
+  };
+
+  Serving() = default;
+  bool move_to(Live& s, std::int64_t t);
+  [[nodiscard]] std::vector<std::int64_t> ttft_buckets(const Live& s) const;
+  [[nodiscard]] std::optional<double> ttft_p95(const Live& s) const;
+
+  std::vector<Live> services_;
+  std::map<std::string, std::size_t> service_of_;  // replica workload key -> services_ index
+  std::string start_kind_;                          // the event that starts a replica
+  std::size_t events_seen_ = 0;
+  std::int64_t now_ = 0;
+};
+
+}  // namespace gpubank::twin::live
