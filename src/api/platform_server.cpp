@@ -259,6 +259,7 @@ void PlatformServer::install_routes() {
   plain("/api/v1/pools", &twin::live::Platform::pools_json);
   plain("/api/v1/groups", &twin::live::Platform::groups_json);
   plain("/api/v1/queues", &twin::live::Platform::queues_json);
+  plain("/api/v1/services", &twin::live::Platform::services_json);
 
   svr.Get("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
@@ -369,6 +370,37 @@ void PlatformServer::install_routes() {
     auto j = platform_->gpu_json(uuid);
     if (!j) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
     send_json(res, *j);
+  });
+  svr.Post(R"(/api/v1/gpus/([^/]+)/health)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string uuid = req.matches[1];
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+    }
+    for (const auto& [key, value] : body.items()) {
+      if (key != "healthy" && key != "xid") {
+        return send_error(res, 400, key, "request.unknown-field",
+                          "unknown field \"" + key.substr(0, 64) + "\"; known: healthy, xid");
+      }
+    }
+    if (!body.contains("healthy") || !body["healthy"].is_boolean()) {
+      return send_error(res, 400, "healthy", "request.required", "healthy (true or false) is required");
+    }
+    const bool healthy = body["healthy"].get<bool>();
+    int xid = 0;
+    if (body.contains("xid")) {
+      if (!body["xid"].is_number_integer() || body["xid"].get<std::int64_t>() < 1 || body["xid"].get<std::int64_t>() > 1000) {
+        return send_error(res, 400, "xid", "request.out-of-range", "xid must be an integer from 1 to 1000");
+      }
+      xid = static_cast<int>(body["xid"].get<std::int64_t>());
+    }
+    if (!healthy && xid == 0) xid = 79;  // "GPU has fallen off the bus"
+    std::lock_guard lock(mu_);
+    if (!platform_->gpu_json(uuid)) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
+    auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + req.remote_addr);
+    if (!done) return send_error(res, 409, "", "api.conflict", done.error());
+    advance_locked(platform_->now());  // the timeline and the clock file see the change
+    send_json(res, *platform_->gpu_json(uuid));
   });
   paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", &twin::live::Platform::audit_json);

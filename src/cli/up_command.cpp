@@ -29,6 +29,7 @@ using Json = nlohmann::ordered_json;
 struct UpOptions {
   std::vector<std::string> policies{"examples/policies"};
   std::string inventory = "examples/inventory/example.yaml";
+  std::string llm_trace;
   std::uint64_t seed = 1;
   std::string start = "2026-11-30T16:00:00Z";  // midnight in Asia/Shanghai, a Tuesday
   int hours = 24;
@@ -186,6 +187,7 @@ int run_up(const UpOptions& opt) {
   day.seed = opt.seed;
   day.start = *start;
   day.hours = opt.hours;
+  day.llm_trace = opt.llm_trace;
 
   // Persistence: the ledger and the audit log go to the store as the run makes them; the
   // clock to up.json. A restart replays the seeded day to the saved clock (the run is a
@@ -388,6 +390,9 @@ Command add_up_command(CLI::App& app) {
       ->expected(1, -1);
   cmd->add_option("--inventory", opt->inventory,
                   "the cluster: nodes, GPUs, pools (default: examples/inventory/example.yaml)");
+  cmd->add_option("--llm-trace", opt->llm_trace,
+                  "drive the inference services with a real request trace (AzureLLMInferenceTrace_*.csv), repeated "
+                  "over the day on a diurnal curve; default: a seeded synthetic load with the same token statistics");
   cmd->add_option("--seed", opt->seed, "seed of the day's workload (default 1)");
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--hours", opt->hours, "length of the generated day in hours (default 24)")

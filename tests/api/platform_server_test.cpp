@@ -147,6 +147,67 @@ TEST_F(PlatformServerTest, BadInputNamesTheFieldAndTheRule) {
   EXPECT_EQ(get("/api/v1/clock")["virtualTimeMs"], 0);
 }
 
+TEST_F(PlatformServerTest, AnInjectedXidErrorMovesTheWorkloadOffTheGpu) {
+  post_clock(R"({"action": "step", "step": "10h"})");
+  std::string uuid, workload;
+  for (const auto& g : get("/api/v1/gpus?pool=h100-rdma-training")) {
+    if (!g["workloads"].empty()) {
+      uuid = g["uuid"];
+      workload = g["workloads"][0]["workload"];
+      break;
+    }
+  }
+  ASSERT_FALSE(uuid.empty()) << "no training GPU in use at 10:00";
+  auto res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"healthy": false, "xid": 79})", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json gpu = json::parse(res->body);
+  EXPECT_EQ(gpu["healthy"], false);
+  EXPECT_EQ(gpu["xidErrors"], 1);
+  EXPECT_TRUE(gpu["workloads"].empty());  // its workload got new pods elsewhere (or waits)
+  const json unhealthy = get("/api/v1/events?kind=GpuUnhealthy");
+  ASSERT_EQ(unhealthy["items"].size(), 1u);
+  EXPECT_EQ(unhealthy["items"][0]["object"], "GPU/" + uuid);
+  const json failed = get("/api/v1/events?kind=Failed&object=Workload/" + workload);
+  ASSERT_EQ(failed["items"].size(), 1u);
+  EXPECT_EQ(failed["items"][0]["reason"], "GpuXidError");
+  // The audit log names who injected it.
+  bool audited = false;
+  for (std::int64_t after = 0, page = 0; page < 1000; ++page) {
+    const json j = get("/api/v1/audit?limit=1000&after=" + std::to_string(after));
+    for (const auto& a : j["items"]) {
+      if (a["action"] == "GpuUnhealthy") audited = a["actor"].get<std::string>().rfind("api:", 0) == 0;
+    }
+    after = j["next"];
+    if (!j["more"].get<bool>()) break;
+  }
+  EXPECT_TRUE(audited);
+  // Recovery, and bad bodies.
+  res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"healthy": true})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["healthy"], true);
+  res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"xid": 79})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["field"], "healthy");
+  res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"healthy": false, "xid": 5000})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["field"], "xid");
+  res = client_->Post("/api/v1/gpus/GPU-nope/health", R"({"healthy": false})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+}
+
+TEST_F(PlatformServerTest, ServicesShowTheReplicasServing) {
+  post_clock(R"({"action": "step", "step": "10h"})");
+  const json services = get("/api/v1/services");
+  ASSERT_TRUE(services.is_array());
+  ASSERT_EQ(services.size(), 2u);  // customer-service-llm and customer-service-embeddings
+  EXPECT_EQ(services[0]["policy"], "customer-service-llm");
+  EXPECT_EQ(services[0]["replicas"].size(), 6u);  // the daytime floor at 10:00 Shanghai
+  EXPECT_GT(services[0]["finished"].get<std::int64_t>(), 0);
+}
+
 TEST_F(PlatformServerTest, MetricsCarryDcgmAndBankSeries) {
   post_clock(R"({"action": "step", "step": "12h"})");
   auto res = client_->Get("/metrics");

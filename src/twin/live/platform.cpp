@@ -487,4 +487,8 @@ Expected<std::string> Platform::metrics_text() {
   return metrics::write_text(all);
 }
 
+Expected<bool> Platform::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
+  return simulation_.set_gpu_health(uuid, healthy, xid, actor);
+}
+
 }  // namespace gpubank::twin::live

@@ -77,6 +77,9 @@ class Platform {
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
   [[nodiscard]] Json services_json() const;
+  // Fault injection (POST /api/v1/gpus/<uuid>/health): the GPU reports an XID error, or is
+  // healthy again, now; audited with `actor`.
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor);
   [[nodiscard]] const Serving& serving() const { return *serving_; }
 
   // Prometheus text exposition of everything the platform exports now: the bank's
