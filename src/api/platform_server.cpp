@@ -109,11 +109,12 @@ QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& para
   f.business_group = param(params, "businessGroup");
   f.pool = param(params, "pool");
   f.state = param(params, "state");
-  static const std::set<std::string> states{"Pending", "Starting", "Running", "Finished", "Deleted"};
+  static const std::set<std::string> states{"Pending",   "Placing",  "Starting", "Running",
+                                             "Checkpointing", "Requeuing", "Finished", "Deleted"};
   if (!f.state.empty() && !states.contains(f.state)) {
     return QueryError{"state", "query.invalid-enum",
-                      "state must be one of Pending, Starting, Running, Finished, Deleted, got \"" + f.state.substr(0, 32) +
-                          "\""};
+                      "state must be one of Pending, Placing, Starting, Running, Checkpointing, Requeuing, Finished, "
+                      "Deleted, got \"" + f.state.substr(0, 32) + "\""};
   }
   return f;
 }
@@ -154,8 +155,19 @@ Expected<int> PlatformServer::bind() {
 }
 
 bool PlatformServer::serve() {
-  clock_ = std::thread([this] { clock_loop(); });
-  ready_ = true;
+  // The clock starts once the server listens: a day that ends at once may stop the
+  // server from the clock thread, and a stop before listening would be lost.
+  clock_ = std::thread([this] {
+    while (!server_->is_running()) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ready_ = true;
+    clock_loop();
+  });
   const bool ok = server_->listen_after_bind();
   stop();
   if (clock_.joinable()) clock_.join();
@@ -193,6 +205,7 @@ void PlatformServer::clock_loop() {
   using Clock = std::chrono::steady_clock;
   auto last = Clock::now();
   std::unique_lock lock(mu_);
+  if (after_advance_) after_advance_(*platform_);  // a resumed day may be over already
   while (!stopping_) {
     const auto now = Clock::now();
     const double wall_ms = std::chrono::duration<double, std::milli>(now - last).count();

@@ -10,3 +10,6 @@ cli_test(up-missing-inventory 1 "the inventory is invalid" -- ${GPUBANK} up --in
 # The whole seeded day at max speed, then exit: the timeline names reclaims and placement.
 cli_test(up-runs-the-day 0 "stopped at 2026-12-01T16:00:00Z \\(virtual\\)"
          -- ${GPUBANK} up --speed max --port 0 --exit-when-done)
+# --data-dir: resume without duplicating the ledger or breaking the audit chain.
+add_test(NAME cli.up-resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_resume.sh ${GPUBANK}
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -288,7 +288,7 @@ struct Holder {
 std::map<std::string, Holder> holders(const std::vector<run::WorkloadOutcome>& all, const run::Scenario& scenario) {
   std::map<std::string, Holder> out;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i].state == "Starting" || all[i].state == "Running") {
+    if (all[i].state == "Starting" || all[i].state == "Running" || all[i].state == "Checkpointing") {
       out[all[i].workload] = Holder{&all[i], i < scenario.workloads.size() ? &scenario.workloads[i] : nullptr};
     }
   }
@@ -297,6 +297,7 @@ std::map<std::string, Holder> holders(const std::vector<run::WorkloadOutcome>& a
 
 telemetry::Profile profile_of(const Holder& h) {
   if (h.outcome->state == "Starting") return telemetry::Profile::loading;
+  if (h.outcome->state == "Checkpointing") return telemetry::Profile::checkpointing;
   if (h.spec == nullptr) return telemetry::Profile::training;
   switch (h.spec->workload_type) {
     case policy::WorkloadType::Training: return telemetry::Profile::training;

@@ -1556,7 +1556,8 @@ class Engine {
     out.reserve(sims_.size());
     for (const auto& s : sims_) {
       out.push_back(s.outcome);
-      out.back().state = s.deleted ? "Deleted" : std::string(state_name(s.state));
+      out.back().state = s.deleted ? "Deleted" : s.frozen && s.state == State::Running ? "Checkpointing"
+                                                                                        : std::string(state_name(s.state));
     }
     return out;
   }

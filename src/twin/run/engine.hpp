@@ -118,7 +118,8 @@ struct Position {
 
 struct WorkloadOutcome {
   std::string workload;  // namespace/name
-  std::string business_group, pool, state;  // state: Waiting, Pending, Starting, Running, Finished
+  std::string business_group, pool, state;  // state: Waiting, Pending, Placing, Starting, Running,
+                                            // Checkpointing, Requeuing, Finished, Deleted
   std::int64_t gpus = 0;
   std::optional<VirtualTime> first_admitted, finished;
   int admissions = 0, stops = 0;
