@@ -126,17 +126,67 @@ struct TraceInputs {
   nlohmann::ordered_json mapping_json;
 };
 
+void read_policy_text(const std::string& yaml, policy::PolicySet& set) {
+  std::vector<doc::Document> docs;
+  doc::read_yaml(yaml, "trace-policies.yaml", docs, set.diagnostics());
+  for (const auto& d : docs) set.add(d.root, d.file, d.index);
+}
+
+std::variant<TraceInputs, int> load_philly(const RunCommandOptions& opt, const std::string& folder) {
+  constexpr std::size_t kMaxTraceBytes = 256u << 20;
+  const std::string vc_path = folder + "/philly_vc.csv";
+  const std::string sequence_path = folder + "/philly_node_sequence.csv";
+  auto vc_text = doc::read_file(vc_path, kMaxTraceBytes);
+  auto sequence_text = vc_text ? doc::read_file(sequence_path, kMaxTraceBytes) : Expected<std::string>(vc_text);
+  if (!vc_text || !sequence_text) {
+    std::cerr << "gpubank twin run: --trace philly: " << (vc_text ? sequence_text.error() : vc_text.error()) << '\n';
+    return 1;
+  }
+  if (!opt.inventory.empty()) {
+    std::cerr << "gpubank twin run: --trace philly: the cluster is generated from philly_vc.csv; drop --inventory\n";
+    return 2;
+  }
+  twin::trace::PhillyReplayOptions options;
+  options.scenario.seed = opt.seed;
+  if (opt.days > 0) options.scenario.days = opt.days;
+  Diagnostics diagnostics;
+  auto replay = twin::trace::philly_replay(*vc_text, vc_path, *sequence_text, sequence_path, options, diagnostics);
+  if (!replay) {
+    print(diagnostics);
+    std::cerr << "gpubank twin run: the trace cannot be replayed\n";
+    return 1;
+  }
+  TraceInputs in;
+  in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(replay->inventory));
+  if (opt.policies.empty()) {
+    read_policy_text(replay->policy_yaml, in.policies);
+  } else {
+    in.policies = policy::load_policy_set(opt.policies);
+  }
+  in.mapping_text = "virtual clusters: " + std::to_string(replay->vcs) + "\nnodes: " + std::to_string(replay->nodes) +
+                    "\nminutes without a sample: " + std::to_string(replay->missing_minutes) +
+                    "\nworkloads: " + std::to_string(replay->scenario.workloads.size()) + "\n";
+  in.mapping_json = {{"virtualClusters", replay->vcs},
+                     {"nodes", replay->nodes},
+                     {"missingMinutes", replay->missing_minutes},
+                     {"workloads", static_cast<std::int64_t>(replay->scenario.workloads.size())}};
+  in.scenario = std::move(replay->scenario);
+  return in;
+}
+
 std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
   const auto colon = opt.trace.find(':');
   const std::string kind = colon == std::string::npos ? std::string() : opt.trace.substr(0, colon);
   const std::string path = colon == std::string::npos ? std::string() : opt.trace.substr(colon + 1);
-  if (kind == "philly" || kind == "azure-llm") {
-    std::cerr << "gpubank twin run: --trace " << kind << ": not supported by twin run yet (the readers exist: "
-              << "src/twin/trace/" << (kind == "philly" ? "philly" : "azure_llm") << ".hpp); use alibaba:<pods.csv>\n";
+  if (kind == "azure-llm") {
+    std::cerr << "gpubank twin run: --trace azure-llm: inference requests drive `gpubank up --llm-trace`, not twin run "
+                 "(twin run has no serving model yet); use alibaba:<pods.csv> or philly:<folder>\n";
     return 1;
   }
+  if (kind == "philly" && !path.empty()) return load_philly(opt, path);
   if (kind != "alibaba" || path.empty()) {
-    std::cerr << "gpubank twin run: --trace: expected alibaba:<pod list csv>, got \"" << opt.trace << "\"\n";
+    std::cerr << "gpubank twin run: --trace: expected alibaba:<pod list csv> or philly:<folder>, got \"" << opt.trace
+              << "\"\n";
     return 2;
   }
   if (opt.inventory.rfind("alibaba:", 0) != 0) {
@@ -177,9 +227,7 @@ std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
   TraceInputs in;
   in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(replay->inventory));
   if (opt.policies.empty()) {
-    std::vector<doc::Document> docs;
-    doc::read_yaml(replay->policy_yaml, "trace-policies.yaml", docs, in.policies.diagnostics());
-    for (const auto& d : docs) in.policies.add(d.root, d.file, d.index);
+    read_policy_text(replay->policy_yaml, in.policies);
   } else {
     in.policies = policy::load_policy_set(opt.policies);
   }
@@ -302,15 +350,7 @@ int run(const RunCommandOptions& opt) {
     // Each instant's entries are durable before the run goes on, as the controller appends them.
     options.on_instant = [&db](std::span<const bank::LedgerEntry> ledger,
                                std::span<const bank::AuditEntry> audit) -> Expected<bool> {
-      for (std::size_t l = 0, a = 0; l < ledger.size() || a < audit.size();) {
-        const std::size_t nl = std::min(ledger.size() - l, store::kMaxBatch / 2);
-        const std::size_t na = std::min(audit.size() - a, store::kMaxBatch / 2);
-        auto appended = db->append(ledger.subspan(l, nl), audit.subspan(a, na));
-        if (!appended) return Unexpected{appended.error()};
-        l += nl;
-        a += na;
-      }
-      return true;
+      return store::append_in_batches(*db, ledger, audit);
     };
   }
   std::cerr << "gpubank twin run: " << scenario->workloads.size() << " workloads\n";
@@ -395,8 +435,9 @@ Command add_twin_run_command(CLI::App& twin) {
       ->expected(1, -1);
   cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML); or --trace");
   cmd->add_option("--trace", opt->trace,
-                  "replay a trace instead: alibaba:<openb_pod_list_*.csv> (with --inventory alibaba:<node list>); "
-                  "mapping rules in src/twin/trace/alibaba_scenario.hpp");
+                  "replay a trace instead: alibaba:<openb_pod_list_*.csv> (with --inventory alibaba:<node list>) or "
+                  "philly:<folder with philly_vc.csv and philly_node_sequence.csv>; mapping rules in "
+                  "src/twin/trace/alibaba_scenario.hpp, philly.hpp and alibaba_replay.hpp");
   cmd->add_option("--inventory", opt->inventory,
                   "place workloads on a cluster: an inventory YAML (examples/inventory/) or alibaba:<node list csv>");
   cmd->add_option("--days", opt->days, "with --trace: only pods created in the first N days")->check(CLI::Range(1, 366));

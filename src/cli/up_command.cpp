@@ -246,17 +246,7 @@ int run_up(const UpOptions& opt) {
                                                                               static_cast<std::int64_t>(audit.size())));
       seen->first += static_cast<std::int64_t>(ledger.size());
       seen->second += static_cast<std::int64_t>(audit.size());
-      ledger = ledger.subspan(drop_l);
-      audit = audit.subspan(drop_a);
-      for (std::size_t l = 0, a = 0; l < ledger.size() || a < audit.size();) {
-        const std::size_t nl = std::min(ledger.size() - l, store::kMaxBatch / 2);
-        const std::size_t na = std::min(audit.size() - a, store::kMaxBatch / 2);
-        auto appended = raw->append(ledger.subspan(l, nl), audit.subspan(a, na));
-        if (!appended) return Unexpected{appended.error()};
-        l += nl;
-        a += na;
-      }
-      return true;
+      return store::append_in_batches(*raw, ledger.subspan(drop_l), audit.subspan(drop_a));
     };
   }
 

@@ -39,6 +39,19 @@ std::optional<std::string> validate_batch(std::span<const bank::LedgerEntry> led
   return std::nullopt;
 }
 
+Expected<bool> append_in_batches(Store& store, std::span<const bank::LedgerEntry> ledger,
+                                 std::span<const bank::AuditEntry> audit) {
+  for (std::size_t l = 0, a = 0; l < ledger.size() || a < audit.size();) {
+    const std::size_t nl = std::min(ledger.size() - l, kMaxBatch / 2);
+    const std::size_t na = std::min(audit.size() - a, kMaxBatch / 2);
+    auto appended = store.append(ledger.subspan(l, nl), audit.subspan(a, na));
+    if (!appended) return Unexpected{appended.error()};
+    l += nl;
+    a += na;
+  }
+  return true;
+}
+
 Expected<bank::LedgerBook> load_book(Store& store, std::size_t page) {
   bank::LedgerBook book;
   std::int64_t after = 0;

@@ -112,6 +112,12 @@ class Store {
 [[nodiscard]] std::optional<std::string> validate_batch(std::span<const bank::LedgerEntry> ledger,
                                                         std::span<const bank::AuditEntry> audit);
 
+// Appends any number of entries as consecutive batches of at most kMaxBatch (each one
+// transaction, in order): what a run hands over after an instant can exceed one batch.
+// Stops at the first failed batch; the batches before it stay committed.
+Expected<bool> append_in_batches(Store& store, std::span<const bank::LedgerEntry> ledger,
+                                 std::span<const bank::AuditEntry> audit);
+
 // Reads the whole ledger (in pages) into a LedgerBook; fails on a gap in seqs or an entry the
 // book refuses.
 Expected<bank::LedgerBook> load_book(Store& store, std::size_t page = 10'000);

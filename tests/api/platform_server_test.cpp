@@ -36,8 +36,11 @@ class PlatformServerTest : public ::testing::Test {
     auto port = server_->bind();
     ASSERT_TRUE(port) << port.error();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+    // A step of hours runs the day (and its serving) inside the request: seconds under the
+    // sanitizers. Only a bound on waiting, nothing is timed.
+    client_->set_read_timeout(300, 0);
     thread_ = std::thread([this] { server_->serve(); });
-    for (int i = 0; i < 100 && !client_->Get("/readyz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 1000 && !client_->Get("/readyz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   void TearDown() override {
     if (server_) server_->stop();

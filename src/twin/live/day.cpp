@@ -25,6 +25,15 @@ std::int64_t SeededRandom::between(std::int64_t lo, std::int64_t hi) {
 
 double SeededRandom::exponential(double mean) { return -mean * std::log1p(-uniform()); }
 
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
 namespace {
 
 using std::chrono::duration_cast;
@@ -125,16 +134,6 @@ struct Builder {
     }
   }
 };
-
-// FNV-1a: a name's hash that is the same with every standard library.
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // The windows of a tidal policy that overlap [0, horizon), as [start, end) in ms from start.
 struct WindowSpan {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/diagnostic.hpp"
 #include "core/timestamp.hpp"
@@ -51,6 +52,9 @@ class SeededRandom {
  private:
   std::uint64_t state_;
 };
+
+// FNV-1a: a name's hash that is the same with every standard library (seeds per name).
+[[nodiscard]] std::uint64_t fnv1a(std::string_view text);
 
 // The day's workloads, sorted by arrival time then name; errors when the policies hold no
 // guardrails.

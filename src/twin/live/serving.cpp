@@ -17,15 +17,6 @@ using Json = nlohmann::ordered_json;
 constexpr std::int64_t kHourMs = 3'600'000;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// FNV-1a: a name's hash that is the same with every standard library.
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // A standard normal draw (Box-Muller, the cosine half), from two of the generator's
 // uniforms: the same on every platform, unlike std::normal_distribution.

@@ -1,6 +1,7 @@
 #include "twin/trace/alibaba_replay.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace gpubank::twin::trace {
@@ -63,6 +64,56 @@ std::optional<AlibabaReplay> alibaba_replay(std::string_view pods_csv, const std
   out.policy_yaml = std::move(*yaml);
   out.scenario = std::move(mapped->scenario);
   out.report = std::move(mapped->report);
+  return out;
+}
+
+std::optional<PhillyReplay> philly_replay(std::string_view vc_csv, const std::string& vc_file,
+                                          std::string_view sequence_csv, const std::string& sequence_file,
+                                          const PhillyReplayOptions& options, Diagnostics& diagnostics) {
+  auto vcs = read_philly_vcs(vc_csv, vc_file, diagnostics);
+  if (!vcs) return std::nullopt;
+  auto samples = read_philly_node_sequence(sequence_csv, sequence_file, diagnostics);
+  if (!samples) return std::nullopt;
+  auto curve = philly_demand_curve(*vcs, *samples);
+  if (!curve) {
+    fail(diagnostics, sequence_file, "trace.philly", curve.error());
+    return std::nullopt;
+  }
+  auto mapped = philly_scenario(*curve, options.scenario);
+  if (!mapped) {
+    fail(diagnostics, sequence_file, "trace.philly", mapped.error());
+    return std::nullopt;
+  }
+  PhillyReplay out;
+  const std::string pool = options.scenario.resource_pool;
+  std::vector<GroupWeight> groups;
+  for (const auto& vc : *vcs) {
+    out.nodes += vc.nodes;
+    if (vc.nodes > 0) groups.push_back(GroupWeight{options.scenario.group_prefix + vc.name, vc.nodes});
+  }
+  out.vcs = static_cast<std::int64_t>(vcs->size());
+  out.missing_minutes = curve->missing_minutes;
+  for (std::int64_t n = 0; n < out.nodes; ++n) {
+    cluster::NodeSpec node;
+    char name[32];
+    std::snprintf(name, sizeof name, "philly-%04lld", static_cast<long long>(n));
+    node.name = name;
+    node.gpu_model = options.gpu_model;
+    node.product = "NVIDIA-Tesla-" + options.gpu_model;
+    node.gpus = static_cast<int>(options.scenario.gpus_per_node);
+    node.gpu_memory_mib = 16 * 1024;
+    node.labels = {{std::string(cluster::kPoolLabel), pool}, {"nvidia.com/gpu.product", node.product}};
+    out.inventory.nodes.push_back(std::move(node));
+  }
+  auto yaml = trace_policy_yaml({PoolInventory{pool, options.gpu_model, out.nodes * options.scenario.gpus_per_node,
+                                               options.scenario.gpus_per_node, false}},
+                                groups, options.policy);
+  if (!yaml) {
+    fail(diagnostics, vc_file, "trace.policies", yaml.error());
+    return std::nullopt;
+  }
+  out.policy_yaml = std::move(*yaml);
+  out.scenario = std::move(mapped->scenario);
   return out;
 }
 

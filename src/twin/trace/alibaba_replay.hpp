@@ -18,6 +18,7 @@
 #include "core/expected.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "twin/trace/alibaba_scenario.hpp"
+#include "twin/trace/philly.hpp"
 #include "twin/trace/policies.hpp"
 
 namespace gpubank::twin::trace {
@@ -42,5 +43,28 @@ struct AlibabaReplay {
 [[nodiscard]] std::optional<AlibabaReplay> alibaba_replay(std::string_view pods_csv, const std::string& pods_file,
                                                           std::string_view nodes_csv, const std::string& nodes_file,
                                                           const AlibabaReplayOptions& options, Diagnostics& diagnostics);
+
+// The same for the Philly trace (`--trace philly:<folder with philly_vc.csv and
+// philly_node_sequence.csv>`): the cluster is generated, one node of `gpus_per_node` GPUs
+// (model `gpu_model`, default P100: Philly's 2017 GPUs were P100s and P40s) per VC node of
+// philly_vc.csv, all in one pool "philly"; the business groups are the VCs ("vc-<name>"),
+// weighted by their node counts; the workloads follow each VC's share of the active nodes
+// minute by minute (philly.hpp, philly_scenario).
+struct PhillyReplayOptions {
+  PhillyScenarioOptions scenario;
+  std::string gpu_model = "P100";
+  TracePolicyOptions policy;
+};
+
+struct PhillyReplay {
+  cluster::Inventory inventory;
+  std::string policy_yaml;
+  run::Scenario scenario;
+  std::int64_t vcs = 0, nodes = 0, missing_minutes = 0;
+};
+
+[[nodiscard]] std::optional<PhillyReplay> philly_replay(std::string_view vc_csv, const std::string& vc_file,
+                                                        std::string_view sequence_csv, const std::string& sequence_file,
+                                                        const PhillyReplayOptions& options, Diagnostics& diagnostics);
 
 }  // namespace gpubank::twin::trace
