@@ -26,6 +26,7 @@ class PlatformServerTest : public ::testing::Test {
     run.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
     twin::live::DayOptions day;
     day.start = *parse_rfc3339("2026-11-30T16:00:00Z");
+    day.hours = 12;  // 00:00-12:00 in Shanghai: the night and the daytime serving
     auto platform = twin::live::Platform::create(
         policy::load_policy_set({testing::source_dir() + "/examples/policies"}), day, run);
     ASSERT_TRUE(platform) << platform.error();
@@ -94,7 +95,7 @@ TEST_F(PlatformServerTest, PausedClockStepsExactlyAndViewsFollow) {
 }
 
 TEST_F(PlatformServerTest, EventsAndLedgerPageWithoutGapsOrRepeats) {
-  post_clock(R"({"action": "step", "step": "24h"})");
+  post_clock(R"({"action": "step", "step": "12h"})");
   const json all = get("/api/v1/events?limit=1000");
   json collected = json::array();
   std::int64_t after = 0;

@@ -84,7 +84,7 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   if (up.pid == 0) {
     FILE* f = std::freopen(log.c_str(), "w", stderr);
     (void)f;
-    execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--port", port_arg.c_str(),
+    execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--hours", "6", "--port", port_arg.c_str(),
           "--policies", policies.c_str(), "--inventory", inventory.c_str(), "--data-dir", data.c_str(),
           "--with-prometheus", "--prometheus-port", prometheus_arg.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -93,7 +93,7 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   httplib::Client api("127.0.0.1", port);
   httplib::Client prometheus("127.0.0.1", prometheus_port);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
-  // The whole day runs at max speed; after that the platform's state stays as it is.
+  // The (6-hour) day runs at max speed; after that the platform's state stays as it is.
   nlohmann::json clock;
   while (std::chrono::steady_clock::now() < deadline) {
     clock = get_json(api, "/api/v1/clock");
@@ -114,10 +114,10 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   std::optional<double> clock_seen;
   while (std::chrono::steady_clock::now() < deadline) {
     clock_seen = query(prometheus, "gpubank_twin_virtual_time_seconds");
-    if (clock_seen && *clock_seen == 86400) break;
+    if (clock_seen && *clock_seen == 6 * 3600) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  ASSERT_TRUE(clock_seen && *clock_seen == 86400) << "Prometheus never scraped the finished day; see " << dir;
+  ASSERT_TRUE(clock_seen && *clock_seen == 6 * 3600) << "Prometheus never scraped the finished day; see " << dir;
 
   const auto used = query(prometheus, R"(sum(gpubank_quota_gpus{kind="used"}))");
   ASSERT_TRUE(used);

@@ -7,9 +7,9 @@ cli_test(usage-up-bad-start 2 "--start" -- ${GPUBANK} up --start yesterday)
 cli_test(up-invalid-policies 1 "the policies are invalid"
          -- ${GPUBANK} up --policies examples/policies examples/invalid/quota.sum-exceeds-pool.yaml)
 cli_test(up-missing-inventory 1 "the inventory is invalid" -- ${GPUBANK} up --inventory /nonexistent/inventory.yaml)
-# The whole seeded day at max speed, then exit: the timeline names reclaims and placement.
-cli_test(up-runs-the-day 0 "stopped at 2026-12-01T16:00:00Z \\(virtual\\)"
-         -- ${GPUBANK} up --speed max --port 0 --exit-when-done)
+# The seeded day (its first 6 hours) at max speed, then exit.
+cli_test(up-runs-the-day 0 "stopped at 2026-11-30T22:00:00Z \\(virtual\\)"
+         -- ${GPUBANK} up --speed max --port 0 --exit-when-done --hours 6)
 # --data-dir: resume without duplicating the ledger or breaking the audit chain.
 add_test(NAME cli.up-resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_resume.sh ${GPUBANK}
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

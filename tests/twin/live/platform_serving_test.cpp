@@ -244,17 +244,15 @@ TEST_F(PlatformServing, PromtoolParsesTheWholeExposition) {
 }
 
 TEST(PlatformServingDeterminism, SameSeedSameMetricsTextByteForByte) {
+  // (Another seed giving another day is Day.SameSeedSameEventLogByteForByte's.)
   auto a = make_platform(day(5));
   auto b = make_platform(day(5));
-  auto c = make_platform(day(6));
-  ASSERT_TRUE(a && b && c);
-  for (auto* p : {a.get(), b.get(), c.get()}) run_to(*p, 9 * kHour + 30 * 60'000);
+  ASSERT_TRUE(a && b);
+  for (auto* p : {a.get(), b.get()}) run_to(*p, 9 * kHour + 30 * 60'000);
   const auto ta = a->metrics_text();
   const auto tb = b->metrics_text();
-  const auto tc = c->metrics_text();
-  ASSERT_TRUE(ta && tb && tc);
+  ASSERT_TRUE(ta && tb);
   EXPECT_EQ(*ta, *tb);
-  EXPECT_NE(*ta, *tc);
   EXPECT_EQ(a->services_json().dump(), b->services_json().dump());
 }
 
