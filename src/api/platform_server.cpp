@@ -273,6 +273,7 @@ void PlatformServer::install_routes() {
   plain("/api/v1/groups", &twin::live::Platform::groups_json);
   plain("/api/v1/queues", &twin::live::Platform::queues_json);
   plain("/api/v1/services", &twin::live::Platform::services_json);
+  plain("/api/v1/summary", &twin::live::Platform::summary_json);
 
   svr.Get("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
@@ -391,9 +392,9 @@ void PlatformServer::install_routes() {
       return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
     }
     for (const auto& [key, value] : body.items()) {
-      if (key != "healthy" && key != "xid") {
+      if (key != "healthy" && key != "xid" && key != "eccDoubleBit") {
         return send_error(res, 400, key, "request.unknown-field",
-                          "unknown field \"" + key.substr(0, 64) + "\"; known: healthy, xid");
+                          "unknown field \"" + key.substr(0, 64) + "\"; known: healthy, xid, eccDoubleBit");
       }
     }
     if (!body.contains("healthy") || !body["healthy"].is_boolean()) {
@@ -407,10 +408,19 @@ void PlatformServer::install_routes() {
       }
       xid = static_cast<int>(body["xid"].get<std::int64_t>());
     }
-    if (!healthy && xid == 0) xid = 79;  // "GPU has fallen off the bus"
+    std::int64_t ecc = 0;
+    if (body.contains("eccDoubleBit")) {
+      if (!body["eccDoubleBit"].is_number_integer() || body["eccDoubleBit"].get<std::int64_t>() < 0 ||
+          body["eccDoubleBit"].get<std::int64_t>() > 1'000'000 || healthy) {
+        return send_error(res, 400, "eccDoubleBit", "request.out-of-range",
+                          "eccDoubleBit must be an integer from 0 to 1000000, with healthy: false");
+      }
+      ecc = body["eccDoubleBit"].get<std::int64_t>();
+    }
+    if (!healthy && xid == 0) xid = ecc > 0 ? 48 : 79;  // "Double Bit ECC Error" / "GPU has fallen off the bus"
     std::lock_guard lock(mu_);
     if (!platform_->gpu_json(uuid)) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
-    auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + req.remote_addr);
+    auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + req.remote_addr, ecc);
     if (!done) return send_error(res, 409, "", "api.conflict", done.error());
     advance_locked(platform_->now());  // the timeline and the clock file see the change
     send_json(res, *platform_->gpu_json(uuid));

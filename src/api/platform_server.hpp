@@ -11,6 +11,7 @@
 //   GET  /api/v1/gpus?pool=            /api/v1/gpus/<uuid>
 //   POST /api/v1/gpus/<uuid>/health {"healthy": false, "xid": 79}   (fault injection)
 //   GET  /api/v1/services              inference services, replicas, TTFT p95
+//   GET  /api/v1/summary               per group and cluster figures so far (twin run's summary)
 // Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 404
 // (unknown path or object) or 405. The clock: at speed s, one wall second advances s
 // virtual seconds; "max" advances as fast as the run allows, in slices short enough to keep

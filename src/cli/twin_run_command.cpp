@@ -20,6 +20,7 @@
 #include "twin/run/engine.hpp"
 #include "twin/run/metrics.hpp"
 #include "twin/run/summary.hpp"
+#include "twin/live/platform.hpp"
 #include "twin/trace/alibaba_replay.hpp"
 #include "document/loader.hpp"
 #include "document/reader.hpp"
@@ -178,11 +179,6 @@ std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
   const auto colon = opt.trace.find(':');
   const std::string kind = colon == std::string::npos ? std::string() : opt.trace.substr(0, colon);
   const std::string path = colon == std::string::npos ? std::string() : opt.trace.substr(colon + 1);
-  if (kind == "azure-llm") {
-    std::cerr << "gpubank twin run: --trace azure-llm: inference requests drive `gpubank up --llm-trace`, not twin run "
-                 "(twin run has no serving model yet); use alibaba:<pods.csv> or philly:<folder>\n";
-    return 1;
-  }
   if (kind == "philly" && !path.empty()) return load_philly(opt, path);
   if (kind != "alibaba" || path.empty()) {
     std::cerr << "gpubank twin run: --trace: expected alibaba:<pod list csv> or philly:<folder>, got \"" << opt.trace
@@ -241,6 +237,73 @@ std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
   return in;
 }
 
+// --trace azure-llm:<csv>: the embedded platform's days (the policies' seeded work, the
+// inference services' replicas) with the trace's requests, repeated over each day on the
+// diurnal curve, driving the services (src/twin/live, docs/up.md): what `gpubank up
+// --llm-trace` serves, run to the end without a server.
+int run_llm_trace(const RunCommandOptions& opt, const std::string& path) {
+  const std::vector<std::string> paths = opt.policies.empty() ? std::vector<std::string>{"examples/policies"} : opt.policies;
+  policy::PolicySet set = policy::load_policy_set(paths);
+  Diagnostics diagnostics = set.diagnostics();
+  const Diagnostics checks = policy::validate(set);
+  diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
+  if (has_errors(diagnostics)) {
+    print(diagnostics);
+    std::cerr << "gpubank twin run: the policies are invalid\n";
+    return 1;
+  }
+  const std::string inventory_path = opt.inventory.empty() ? "examples/inventory/example.yaml" : opt.inventory;
+  Diagnostics inventory_diagnostics;
+  auto inventory = twin::cluster::load_inventory(inventory_path, inventory_diagnostics);
+  if (!inventory) {
+    print(inventory_diagnostics);
+    std::cerr << "gpubank twin run: the inventory is invalid\n";
+    return 1;
+  }
+  twin::run::RunOptions run_options;
+  run_options.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
+  twin::live::DayOptions day;
+  day.seed = opt.seed;
+  day.start = *parse_rfc3339("2026-11-30T16:00:00Z");  // gpubank up's default: midnight in Asia/Shanghai
+  day.hours = 24 * std::max<std::int64_t>(1, opt.days);
+  day.llm_trace = path;
+  auto platform = twin::live::Platform::create(std::move(set), day, run_options);
+  if (!platform) {
+    std::cerr << "gpubank twin run: " << platform.error() << '\n';
+    return 1;
+  }
+  auto& p = *platform.value();
+  twin::VirtualTime until = p.end();
+  if (!opt.until.empty()) {
+    auto d = Duration::parse(opt.until);
+    if (!d || d->negative()) {
+      std::cerr << "gpubank twin run: --until: " << (d ? "must not be negative" : d.error()) << '\n';
+      return 2;
+    }
+    until = std::min(until, d->milliseconds());
+  }
+  if (!p.advance_to(until)) {
+    std::cerr << "gpubank twin run: the run stopped: " << p.error() << '\n';
+    return 1;
+  }
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  json["start"] = format_rfc3339(p.start());
+  json["end"] = p.now();
+  json["summary"] = p.summary_json();
+  json["services"] = p.services_json();
+  if (opt.format == Format::Text) {
+    for (const auto& s : json["services"]) {
+      std::cout << s["policy"].get<std::string>() << ": " << s["arrived"] << " requests, " << s["finished"]
+                << " finished, " << s["cut"] << " cut, " << s["rejected"] << " rejected, TTFT p95 over the last "
+                << s["ttftWindowSeconds"] << " s: " << s["ttftP95Seconds"] << " s\n";
+    }
+    std::cout << '\n' << json["summary"].dump(2) << '\n';
+  } else {
+    print_structured(std::cout, json, opt.format);
+  }
+  return 0;
+}
+
 int run(const RunCommandOptions& opt) {
   const auto wall_start = std::chrono::steady_clock::now();  // the whole command: reading, mapping, running
   if (opt.trace.empty() == opt.workloads.empty()) {
@@ -255,6 +318,7 @@ int run(const RunCommandOptions& opt) {
     std::cerr << "gpubank twin run: --metrics is not available with --trace (the run keeps no event log in memory)\n";
     return 2;
   }
+  if (opt.trace.rfind("azure-llm:", 0) == 0 && opt.trace.size() > 10) return run_llm_trace(opt, opt.trace.substr(10));
   std::optional<TraceInputs> trace;
   if (!opt.trace.empty()) {
     auto loaded = load_trace(opt);
@@ -436,7 +500,8 @@ Command add_twin_run_command(CLI::App& twin) {
   cmd->add_option("--workloads", opt->workloads, "the scenario file (YAML); or --trace");
   cmd->add_option("--trace", opt->trace,
                   "replay a trace instead: alibaba:<openb_pod_list_*.csv> (with --inventory alibaba:<node list>) or "
-                  "philly:<folder with philly_vc.csv and philly_node_sequence.csv>; mapping rules in "
+                  "philly:<folder with philly_vc.csv and philly_node_sequence.csv>, or azure-llm:<csv> (the policies' "
+                  "inference services serve its requests over --days days of the seeded work of gpubank up); mapping rules in "
                   "src/twin/trace/alibaba_scenario.hpp, philly.hpp and alibaba_replay.hpp");
   cmd->add_option("--inventory", opt->inventory,
                   "place workloads on a cluster: an inventory YAML (examples/inventory/) or alibaba:<node list csv>");

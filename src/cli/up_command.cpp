@@ -30,6 +30,7 @@ struct UpOptions {
   std::vector<std::string> policies{"examples/policies"};
   std::string inventory = "examples/inventory/example.yaml";
   std::string llm_trace;
+  double serving_load = 1.0;
   std::uint64_t seed = 1;
   std::string start = "2026-11-30T16:00:00Z";  // midnight in Asia/Shanghai, a Tuesday
   int hours = 24;
@@ -188,6 +189,7 @@ int run_up(const UpOptions& opt) {
   day.start = *start;
   day.hours = opt.hours;
   day.llm_trace = opt.llm_trace;
+  day.serving_load = opt.serving_load;
 
   // Persistence: the ledger and the audit log go to the store as the run makes them; the
   // clock to up.json. A restart replays the seeded day to the saved clock (the run is a
@@ -383,6 +385,10 @@ Command add_up_command(CLI::App& app) {
   cmd->add_option("--llm-trace", opt->llm_trace,
                   "drive the inference services with a real request trace (AzureLLMInferenceTrace_*.csv), repeated "
                   "over the day on a diurnal curve; default: a seeded synthetic load with the same token statistics");
+  cmd->add_option("--serving-load", opt->serving_load,
+                  "the inference services' request rate relative to their floors' capacity (default 1; 0.1 for a "
+                  "quick, light run)")
+      ->check(CLI::Range(0.001, 10.0));
   cmd->add_option("--seed", opt->seed, "seed of the day's workload (default 1)");
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--hours", opt->hours, "length of the generated day in hours (default 24)")

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <sstream>
 #include <thread>
 
 #include "api/platform_server.hpp"
@@ -27,6 +28,7 @@ class PlatformServerTest : public ::testing::Test {
     twin::live::DayOptions day;
     day.start = *parse_rfc3339("2026-11-30T16:00:00Z");
     day.hours = 12;  // 00:00-12:00 in Shanghai: the night and the daytime serving
+    day.serving_load = 0.05;  // the API is under test, not the serving model
     auto platform = twin::live::Platform::create(
         policy::load_policy_set({testing::source_dir() + "/examples/policies"}), day, run);
     ASSERT_TRUE(platform) << platform.error();
@@ -197,6 +199,23 @@ TEST_F(PlatformServerTest, AnInjectedXidErrorMovesTheWorkloadOffTheGpu) {
   res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"healthy": false, "xid": 5000})", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(json::parse(res->body)["field"], "xid");
+  // A double-bit ECC error: XID 48 and the counter dcgm-exporter reports.
+  res = client_->Post("/api/v1/gpus/" + uuid + "/health", R"({"healthy": false, "eccDoubleBit": 2})", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["lastXid"], 48);
+  EXPECT_EQ(json::parse(res->body)["eccDoubleBit"], 2);
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::string ecc_line;
+  std::istringstream lines(metrics->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{", 0) == 0 && line.find("UUID=\"" + uuid + "\"") != std::string::npos) {
+      ecc_line = line;
+    }
+  }
+  ASSERT_FALSE(ecc_line.empty());
+  EXPECT_EQ(ecc_line.substr(ecc_line.rfind(' ') + 1), "2") << ecc_line;
   res = client_->Post("/api/v1/gpus/GPU-nope/health", R"({"healthy": false})", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);

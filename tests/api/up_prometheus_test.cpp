@@ -84,7 +84,8 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   if (up.pid == 0) {
     FILE* f = std::freopen(log.c_str(), "w", stderr);
     (void)f;
-    execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--hours", "6", "--port", port_arg.c_str(),
+    execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--hours", "6", "--serving-load", "0.05",
+          "--port", port_arg.c_str(),
           "--policies", policies.c_str(), "--inventory", inventory.c_str(), "--data-dir", data.c_str(),
           "--with-prometheus", "--prometheus-port", prometheus_arg.c_str(), static_cast<char*>(nullptr));
     _exit(127);

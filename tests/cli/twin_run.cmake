@@ -48,13 +48,16 @@ cli_test(usage-twin-run-workloads-and-trace 2 "exactly one of --workloads and --
 cli_test(usage-twin-run-trace-kind 2 "expected alibaba:<pod list csv> or philly:<folder>" -- ${GPUBANK} twin run --trace helios:x.csv)
 cli_test(usage-twin-run-trace-without-inventory 2 "needs --inventory alibaba:"
          -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv)
-cli_test(twin-run-trace-azure-llm 1 "drive .gpubank up --llm-trace., not twin run" -- ${GPUBANK} twin run --trace azure-llm:x.csv)
+cli_test(twin-run-trace-azure-llm-missing 1 "x.csv" -- ${GPUBANK} twin run --trace azure-llm:x.csv)
+cli_test(twin-run-azure-llm-trace 0 "customer-service-llm: [0-9]+ requests" -- ${GPUBANK} twin run
+         --trace azure-llm:${PROJECT_SOURCE_DIR}/../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --policies examples/policies
+         --until 2h)
 cli_test(twin-run-trace-philly-missing 1 "--trace philly: .*philly_vc.csv" -- ${GPUBANK} twin run --trace philly:/nonexistent)
 cli_test(twin-run-philly-trace 0 "\"virtualClusters\": 11" -- ${GPUBANK} twin run --trace philly:${PROJECT_SOURCE_DIR}/../shared/traces/philly --days 7 -o json)
 # The same trace and seed: the same output, byte for byte (stdout: the progress line with
 # the wall time goes to stderr).
 add_test(NAME cli.twin-run-trace-deterministic
-         COMMAND sh -c "a=$(\"$1\" twin run --trace alibaba:$2/openb_pod_list_default.csv --inventory alibaba:$2/openb_node_list_gpu_node.csv --replicate 2 -o json 2>/dev/null) && b=$(\"$1\" twin run --trace alibaba:$2/openb_pod_list_default.csv --inventory alibaba:$2/openb_node_list_gpu_node.csv --replicate 2 -o json 2>/dev/null) && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ]" _ ${GPUBANK} ${ALIBABA})
+         COMMAND sh -c "a=$(\"$1\" twin run --trace alibaba:$2/openb_pod_list_default.csv --inventory alibaba:$2/openb_node_list_gpu_node.csv -o json 2>/dev/null) && b=$(\"$1\" twin run --trace alibaba:$2/openb_pod_list_default.csv --inventory alibaba:$2/openb_node_list_gpu_node.csv -o json 2>/dev/null) && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ]" _ ${GPUBANK} ${ALIBABA})
 cli_test(usage-twin-run-bad-groups 2 "--groups: each group is name=weight"
          -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv
          --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv --groups a=1,b)

@@ -705,6 +705,14 @@ Expected<std::vector<std::string>> Cluster::set_gpu_health(std::string_view uuid
   return out;
 }
 
+Expected<bool> Cluster::add_ecc_errors(std::string_view uuid, std::int64_t n) {
+  const auto it = state_->by_uuid.find(std::string(uuid));
+  if (it == state_->by_uuid.end()) return Unexpected{"no GPU or MIG slice with uuid \"" + std::string(uuid) + "\""};
+  if (n < 0) return Unexpected{std::string("a count of ECC errors must not be negative")};
+  gpus_[it->second.first].ecc_dbe += n;
+  return true;
+}
+
 // ---- reading ----------------------------------------------------------------------------
 
 std::optional<NodeId> Cluster::find_node(std::string_view name) const {

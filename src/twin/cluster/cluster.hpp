@@ -156,6 +156,7 @@ struct Gpu {
   bool healthy = true;
   std::int64_t xid_errors = 0;  // XID events reported through set_gpu_health
   int last_xid = 0;
+  std::int64_t ecc_dbe = 0;     // double-bit ECC errors since the driver loaded (volatile)
 };
 
 struct Unit {
@@ -201,6 +202,8 @@ class Cluster {
   // what it marked (sorted, each once), which the engine fails or requeues; unhealthy units
   // are never chosen. Unknown uuid: an error.
   Expected<std::vector<std::string>> set_gpu_health(std::string_view uuid, bool healthy, int xid = 0);
+  // Counts double-bit ECC errors on a GPU (or the parent GPU of a MIG slice); n >= 0.
+  Expected<bool> add_ecc_errors(std::string_view uuid, std::int64_t n);
 
   [[nodiscard]] FragmentationReport fragmentation(std::span<const PlacementRequest> pending) const;
 

@@ -37,6 +37,9 @@ struct DayOptions {
   // of an Azure LLM inference trace CSV (AzureLLMInferenceTrace_conv.csv) that
   // Platform::create reads and repeats over the day. make_day does not read it.
   std::string llm_trace;
+  // The inference load relative to the scale rule (serving.hpp): 0.1 serves a tenth of the
+  // requests (quick looks, and tests that do not measure serving), in (0, 10].
+  double serving_load = 1.0;
 };
 
 // splitmix64: the generator behind every seeded choice of the twin's generators (its

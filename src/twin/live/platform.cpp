@@ -9,6 +9,7 @@
 #include "metrics/registry.hpp"
 #include "policy/schema.hpp"
 #include "twin/run/metrics.hpp"
+#include "twin/run/summary.hpp"
 #include "twin/telemetry/dcgm.hpp"
 #include "twin/telemetry/profile.hpp"
 #include "twin/trace/azure_llm.hpp"
@@ -69,6 +70,9 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
 
 Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies, const DayOptions& day,
                                                      run::RunOptions options) {
+  if (!(day.serving_load > 0 && day.serving_load <= 10)) {
+    return Unexpected{"serving load must be in (0, 10], got " + std::to_string(day.serving_load)};
+  }
   Diagnostics diagnostics;
   run::Scenario scenario = make_day(policies, day, diagnostics);
   if (has_errors(diagnostics)) return Unexpected{diagnostics.front().to_string()};
@@ -124,6 +128,8 @@ std::string Platform::error() const {
 }
 
 Json Platform::services_json() const { return serving_->json(); }
+
+Json Platform::summary_json() const { return run::summary_json(run::summarize(simulation_.stats())); }
 
 Json Platform::clock_json() const {
   Json j = Json::object();
@@ -327,6 +333,8 @@ Json gpu_view(const cluster::Cluster& c, cluster::GpuId id, const std::map<std::
   j["product"] = node.product;
   j["healthy"] = g.healthy;
   j["xidErrors"] = g.xid_errors;
+  j["lastXid"] = g.last_xid;
+  j["eccDoubleBit"] = g.ecc_dbe;
   Json units = Json::array();
   for (int u = 0; u < g.units; ++u) {
     const cluster::Unit& unit = c.unit(g.first_unit + static_cast<cluster::UnitId>(u));
@@ -405,6 +413,8 @@ Expected<std::string> Platform::metrics_text() {
       d.hostname = node.name;
       d.driver_version = "580.159.04";
       d.pool = std::string(node.pool());
+      d.xid = g.last_xid;
+      d.ecc_dbe_volatile = g.ecc_dbe;
       d.gpu_model = node.gpu_model;
       if (node.mig) {
         d.mig = telemetry::MigInstance{node.mig->profile, unit.slice + 1};
@@ -488,8 +498,9 @@ Expected<std::string> Platform::metrics_text() {
   return metrics::write_text(all);
 }
 
-Expected<bool> Platform::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
-  return simulation_.set_gpu_health(uuid, healthy, xid, actor);
+Expected<bool> Platform::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
+                                        std::int64_t ecc_double_bit) {
+  return simulation_.set_gpu_health(uuid, healthy, xid, actor, ecc_double_bit);
 }
 
 }  // namespace gpubank::twin::live

@@ -77,9 +77,12 @@ class Platform {
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
   [[nodiscard]] Json services_json() const;
+  // The run's summary so far (twin/run/summary.hpp): per group and for the cluster.
+  [[nodiscard]] Json summary_json() const;
   // Fault injection (POST /api/v1/gpus/<uuid>/health): the GPU reports an XID error, or is
   // healthy again, now; audited with `actor`.
-  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor);
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
+                                std::int64_t ecc_double_bit = 0);
   [[nodiscard]] const Serving& serving() const { return *serving_; }
 
   // Prometheus text exposition of everything the platform exports now: the bank's

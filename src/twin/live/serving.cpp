@@ -249,7 +249,7 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
     s.service = std::make_unique<inference::InferenceService>(std::move(*made));
     s.peak_replicas = peak_replicas_of(policies, p.name(), spec);
     const double capacity = replica_capacity_rps(s.service->costs());
-    s.peak_rps = capacity * s.peak_replicas;
+    s.peak_rps = capacity * s.peak_replicas * day.serving_load;
     s.capacity_tokens_per_ms = capacity * (kPromptTokensMean + kOutputTokensMean) / 1000.0;
     const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a(p.name())).next();
     if (trace != nullptr) {

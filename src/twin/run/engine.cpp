@@ -617,7 +617,9 @@ class Engine {
       case Timer::Kind::GpuFault:
       case Timer::Kind::GpuRecover: {
         const ScenarioGpuFault& f = scenario_.gpu_faults[at(timer.sim)];
-        auto done = gpu_health(cluster::gpu_uuid(f.node, f.gpu), timer.kind == Timer::Kind::GpuRecover, f.xid, now, "scenario");
+        const bool recover = timer.kind == Timer::Kind::GpuRecover;
+        auto done = gpu_health(cluster::gpu_uuid(f.node, f.gpu), recover, f.effective_xid(), now, "scenario",
+                               recover ? 0 : f.ecc_double_bit);
         if (!done) throw std::logic_error("twin run: " + done.error());  // setup checked the GPU exists
         return;
       }
@@ -1001,10 +1003,14 @@ class Engine {
   // controller would, they get new pods, so they keep their quota (Kueue does not
   // re-admit), go back to Placing and restart from their last checkpoint. A reclaim victim
   // under notice is simply stopped.
-  Expected<bool> gpu_health(const std::string& uuid, bool healthy, int xid, VirtualTime now, const std::string& actor) {
+  Expected<bool> gpu_health(const std::string& uuid, bool healthy, int xid, VirtualTime now, const std::string& actor,
+                            std::int64_t ecc_double_bit = 0) {
     if (!cluster_) return Unexpected{std::string("no cluster: the run has no inventory")};
     const auto gpu = cluster_->find_gpu(uuid);
     if (!gpu) return Unexpected{"no GPU " + uuid};
+    if (ecc_double_bit > 0) {
+      if (auto counted = cluster_->add_ecc_errors(uuid, ecc_double_bit); !counted) return counted;
+    }
     const bool was_healthy = cluster_->gpu(*gpu).healthy;
     auto affected = cluster_->set_gpu_health(uuid, healthy, healthy ? 0 : xid);
     if (!affected) return Unexpected{affected.error()};
@@ -1019,7 +1025,8 @@ class Engine {
     g.message = healthy ? "GPU " + std::to_string(cluster_->gpu(*gpu).index) + " of " + node.name + " is healthy again"
                         : "GPU " + std::to_string(cluster_->gpu(*gpu).index) + " of " + node.name + " reported XID " +
                               std::to_string(xid) + "; " + std::to_string(affected->size()) + " workload(s) on it lose their pods";
-    g.numbers = {{"xid", healthy ? 0 : xid}, {"workloads", static_cast<std::int64_t>(affected->size())}};
+    g.numbers = {{"xid", healthy ? 0 : xid}, {"eccDoubleBit", ecc_double_bit},
+                 {"workloads", static_cast<std::int64_t>(affected->size())}};
     for (const auto& key : *affected) g.related.push_back("Workload/" + key);
     actor_ = actor;
     event(std::move(g));
@@ -1068,9 +1075,10 @@ class Engine {
  public:
   // The same, from outside between instants (`gpubank up`'s API): applied at now(), then
   // the instant settles as any other.
-  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
+                                std::int64_t ecc_double_bit = 0) {
     if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
-    auto done = gpu_health(uuid, healthy, xid, now_, actor);
+    auto done = gpu_health(uuid, healthy, xid, now_, actor, ecc_double_bit);
     if (!done) return done;
     settle(now_);
     if (!flush()) return Unexpected{std::string("the run stopped: its entries could not be persisted")};
@@ -1590,6 +1598,24 @@ class Engine {
  public:
   [[nodiscard]] std::vector<Position> positions_now() const { return positions(); }
 
+  [[nodiscard]] RunResult stats() const {
+    RunResult r;
+    r.start = result_.start;
+    r.end = now_;
+    r.policy_version = result_.policy_version;
+    r.event_count = result_.event_count;
+    r.ledger_count = result_.ledger_count;
+    r.audit_count = result_.audit_count;
+    r.recompute_loss_gpu_ms = result_.recompute_loss_gpu_ms;
+    r.groups = group_stats(now_);
+    r.cluster = result_.cluster;
+    if (cluster_) {
+      r.cluster.allocated_milli_ms += allocated_milli_ * (now_ - allocated_since_);
+      r.cluster.units = static_cast<std::int64_t>(cluster_->unit_count());
+    }
+    return r;
+  }
+
   // The per-queue figures up to `end` (open holdings and loans counted until then).
   [[nodiscard]] std::vector<GroupStats> group_stats(VirtualTime end) const {
     std::vector<GroupStats> out;
@@ -1704,10 +1730,12 @@ std::vector<Position> Simulation::positions() const { return impl_->positions_no
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
 std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
 const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
-Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor) {
-  return impl_->set_gpu_health(uuid, healthy, xid, actor);
+Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
+                                          std::int64_t ecc_double_bit) {
+  return impl_->set_gpu_health(uuid, healthy, xid, actor, ecc_double_bit);
 }
 RunResult Simulation::finish() { return impl_->finish(); }
+RunResult Simulation::stats() const { return impl_->stats(); }
 
 RunResult run_scenario(const policy::PolicySet& policies, const Scenario& scenario, const RunOptions& options) {
   Simulation sim(policies, scenario, options);

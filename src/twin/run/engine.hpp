@@ -204,10 +204,14 @@ class Simulation {
   [[nodiscard]] std::vector<QueueView> queues() const;
   // The cluster with the placements now; nullptr without RunOptions::inventory.
   [[nodiscard]] const cluster::Cluster* cluster() const;
-  // Marks a GPU (GPU-... or MIG-... uuid) unhealthy with an XID error, or healthy again,
+  // Marks a GPU (GPU-... or MIG-... uuid) unhealthy with an XID error (and double-bit ECC
+  // errors counted on it, XID 48's cause), or healthy again,
   // now, as a scenario's gpuFaults entry would; `actor` goes into the audit entry. Errors:
   // no inventory, an unknown uuid, a run that stopped.
-  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor);
+  Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
+                                std::int64_t ecc_double_bit = 0);
+  // The summary's figures so far (groups and cluster up to now; no events or lists).
+  [[nodiscard]] RunResult stats() const;
   // Runs what is left (up to options.until) and hands over the result.
   RunResult finish();
 

@@ -72,6 +72,7 @@ struct Schema<twin::run::ScenarioGpuFault> {
     v.required("node", s.node);
     v.required("gpu", s.gpu, Between{0, 127});
     v.optional("xid", s.xid, Between{1, 1000});
+    v.optional("eccDoubleBit", s.ecc_double_bit, Between{0, 1'000'000});
     v.required("at", s.at, NonNegative{});
     v.optional("recoverAt", s.recover_at, NonNegative{});
   }

@@ -25,6 +25,7 @@
 //
 //   gpuFaults:                         # with an inventory: XID errors on GPUs
 //   - {node: h100-train-00, gpu: 3, xid: 79, at: 2h, recoverAt: 3h}
+//   - {node: h100-train-01, gpu: 0, eccDoubleBit: 2, at: 5h}   # XID 48, ECC counter +2
 //
 //   leases:                            # decisions on the policies' CapacityLeases
 //   - name: ads-holiday-retrain
@@ -103,7 +104,9 @@ struct ScenarioLease {
 struct ScenarioGpuFault {
   std::string node;
   int gpu = 0;   // index on the node
-  int xid = 79;  // 79: "GPU has fallen off the bus"
+  std::optional<int> xid;           // default 79 ("GPU has fallen off the bus"), 48 with eccDoubleBit
+  std::int64_t ecc_double_bit = 0;  // double-bit ECC errors reported with it
+  [[nodiscard]] int effective_xid() const { return xid.value_or(ecc_double_bit > 0 ? 48 : 79); }
   Duration at{};
   std::optional<Duration> recover_at;
 };

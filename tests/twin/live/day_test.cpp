@@ -54,6 +54,7 @@ std::string event_log(std::uint64_t seed) {
   run.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
   DayOptions o = options(seed);
   o.hours = 9;
+  o.serving_load = 0.05;  // the event log is the engine's; serving is measured elsewhere
   auto created = Platform::create(example_policies(), o, run);
   if (!created) return created.error();
   auto& p = *created.value();
