@@ -133,6 +133,18 @@ void read_policy_text(const std::string& yaml, policy::PolicySet& set) {
   for (const auto& d : docs) set.add(d.root, d.file, d.index);
 }
 
+// The replay's cluster, and its generated policies unless --policies names others.
+TraceInputs trace_inputs(const RunCommandOptions& opt, twin::cluster::Inventory inventory, const std::string& generated) {
+  TraceInputs in;
+  in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(inventory));
+  if (opt.policies.empty()) {
+    read_policy_text(generated, in.policies);
+  } else {
+    in.policies = policy::load_policy_set(opt.policies);
+  }
+  return in;
+}
+
 std::variant<TraceInputs, int> load_philly(const RunCommandOptions& opt, const std::string& folder) {
   constexpr std::size_t kMaxTraceBytes = 256u << 20;
   const std::string vc_path = folder + "/philly_vc.csv";
@@ -157,13 +169,7 @@ std::variant<TraceInputs, int> load_philly(const RunCommandOptions& opt, const s
     std::cerr << "gpubank twin run: the trace cannot be replayed\n";
     return 1;
   }
-  TraceInputs in;
-  in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(replay->inventory));
-  if (opt.policies.empty()) {
-    read_policy_text(replay->policy_yaml, in.policies);
-  } else {
-    in.policies = policy::load_policy_set(opt.policies);
-  }
+  TraceInputs in = trace_inputs(opt, std::move(replay->inventory), replay->policy_yaml);
   in.mapping_text = "virtual clusters: " + std::to_string(replay->vcs) + "\nnodes: " + std::to_string(replay->nodes) +
                     "\nminutes without a sample: " + std::to_string(replay->missing_minutes) +
                     "\nworkloads: " + std::to_string(replay->scenario.workloads.size()) + "\n";
@@ -220,13 +226,7 @@ std::variant<TraceInputs, int> load_trace(const RunCommandOptions& opt) {
     std::cerr << "gpubank twin run: the trace cannot be replayed\n";
     return 1;
   }
-  TraceInputs in;
-  in.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(replay->inventory));
-  if (opt.policies.empty()) {
-    read_policy_text(replay->policy_yaml, in.policies);
-  } else {
-    in.policies = policy::load_policy_set(opt.policies);
-  }
+  TraceInputs in = trace_inputs(opt, std::move(replay->inventory), replay->policy_yaml);
   in.scenario = std::move(replay->scenario);
   in.mapping_text = twin::trace::to_text(replay->report);
   in.mapping_json = {{"podsRead", replay->report.pods_read},
