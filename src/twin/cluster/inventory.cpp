@@ -6,6 +6,7 @@
 
 #include "core/quantity.hpp"
 #include "document/decode.hpp"
+#include "document/quantity_field.hpp"
 #include "document/loader.hpp"
 #include "document/reader.hpp"
 
@@ -126,19 +127,7 @@ using twin::cluster::TaintEffect;
 template <>
 struct Codec<QuantityText> {
   static bool decode(const Field& f, QuantityText& out) {
-    if (f.node.type == NodeType::Int && f.node.integer_fits) {
-      out.value = Quantity::from_int(f.node.integer);
-    } else if (f.node.type == NodeType::String) {
-      auto q = Quantity::parse(f.node.text);
-      if (!q) {
-        f.error(kRuleInvalidFormat, q.error());
-        return false;
-      }
-      out.value = *q;
-    } else {
-      f.wrong_type("a quantity (\"80Gi\")");
-      return false;
-    }
+    if (!decode_quantity(f, out.value, "\"80Gi\"")) return false;
     if (out.value.negative() || out.value.is_zero()) {
       f.error(kRuleOutOfRange, "must be greater than 0, got " + out.value.to_string());
       return false;

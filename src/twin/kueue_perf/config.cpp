@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "document/decode.hpp"
+#include "document/quantity_field.hpp"
 #include "document/loader.hpp"
 #include "document/reader.hpp"
 
@@ -45,27 +46,7 @@ using twin::kueue_perf::WorkloadTemplate;
 
 template <>
 struct Codec<QuantityField> {
-  static bool decode(const Field& f, QuantityField& out) {
-    if (f.node.type == NodeType::Int) {
-      if (!f.node.integer_fits) {
-        f.error(kRuleOutOfRange, "integer " + f.node.text + " is out of range");
-        return false;
-      }
-      out.value = Quantity::from_int(f.node.integer);
-      return true;
-    }
-    if (f.node.type != NodeType::String && f.node.type != NodeType::Float) {
-      f.wrong_type("a quantity such as 2 or \"500m\"");
-      return false;
-    }
-    auto parsed = Quantity::parse(f.node.text);
-    if (!parsed) {
-      f.error(kRuleInvalidFormat, parsed.error());
-      return false;
-    }
-    out.value = *parsed;
-    return true;
-  }
+  static bool decode(const Field& f, QuantityField& out) { return decode_quantity(f, out.value); }
 };
 
 template <>

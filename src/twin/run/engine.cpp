@@ -433,20 +433,14 @@ class Engine {
       for (std::size_t i = flushed_events_; i < result_.events.size(); ++i) options_.on_event(result_.events[i]);
       flushed_events_ = result_.events.size();
     }
-    if (!options_.retain) {
-      // Handed over below; nothing of this instant stays behind.
-      struct Drop {
-        Engine& e;
-        ~Drop() {
-          e.result_.events.clear();
-          e.result_.ledger.clear();
-          e.result_.audit.clear();
-          e.flushed_events_ = e.flushed_ledger_ = e.flushed_audit_ = 0;
-        }
-      } drop{*this};
-      return hand_over();
+    const bool handed = hand_over();
+    if (!options_.retain) {  // handed over: nothing of this instant stays behind
+      result_.events.clear();
+      result_.ledger.clear();
+      result_.audit.clear();
+      flushed_events_ = flushed_ledger_ = flushed_audit_ = 0;
     }
-    return hand_over();
+    return handed;
   }
 
   bool hand_over() {
