@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -66,6 +67,14 @@ struct Quota {
   std::vector<std::string> lend_only_to;
   std::optional<ResourceQuota> applied;  // what the core has now
   int active_reclaim = -1;  // index into the result's reclaims while one is in progress
+  // Set from outside (a tidal controller, Simulation::reserve / cap_borrowing): GPUs of the
+  // guarantee the group must have free or in use by itself (planned demand, reclaimed like
+  // a pending workload's), with the grace its notices get; and a cap on its borrowing
+  // below the rendered borrowingLimit (what a controller would write to the ClusterQueue).
+  std::int64_t reserved = 0;
+  std::optional<std::int64_t> reserve_grace_ms;
+  std::string reserve_reason;
+  std::optional<std::int64_t> borrow_cap;
   // Indexes by state (sim indexes, ascending: the order the run has always visited them in).
   std::set<int> pending;
   std::int64_t used = 0;  // GPUs held (Placing, Starting or Running)
@@ -320,57 +329,8 @@ class Engine {
     // Workloads.
     sims_.reserve(scenario_.workloads.size());
     for (std::size_t i = 0; i < scenario_.workloads.size(); ++i) {
-      const ScenarioWorkload& w = scenario_.workloads[i];
-      const std::string path = "workloads[" + std::to_string(i) + "]";
-      Sim s;
-      s.w = &w;
-      const policy::Group* group = guardrails_->find_group(w.business_group);
-      if (group == nullptr) {
-        error(kRuleScenario, path + ".businessGroup", "business group \"" + w.business_group + "\" is not in the guardrails");
-        continue;
-      }
-      auto qit = quota_index_.find({w.business_group, w.resource_pool});
-      if (qit == quota_index_.end()) {
-        error(kRuleScenario, path + ".resourcePool",
-              "no GPUQuotaPolicy gives business group " + w.business_group + " quota in pool \"" + w.resource_pool + "\"");
-        continue;
-      }
-      s.quota = qit->second;
-      s.ns = w.namespace_.empty() ? group->effective_namespaces().front() : w.namespace_;
-      const auto namespaces = group->effective_namespaces();
-      if (std::find(namespaces.begin(), namespaces.end(), s.ns) == namespaces.end()) {
-        error(kRuleScenario, path + ".namespace", "namespace " + s.ns + " does not belong to business group " + w.business_group);
-        continue;
-      }
-      if (!w.priority_class.empty()) {
-        const policy::PriorityRule* rule = guardrails_->find_priority(w.priority_class);
-        if (rule == nullptr) {
-          error(kRuleScenario, path + ".priorityClass", "priority class \"" + w.priority_class + "\" is not in the guardrails");
-          continue;
-        }
-        const auto& types = rule->workload_types;
-        if (!types.empty() && std::find(types.begin(), types.end(), w.workload_type) == types.end()) {
-          error(kRuleScenario, path + ".priorityClass",
-                "priority class " + w.priority_class + " is not allowed for workload type " + type_name(w.workload_type));
-          continue;
-        }
-        if (!rule->groups.empty() &&
-            std::find(rule->groups.begin(), rule->groups.end(), w.business_group) == rule->groups.end()) {
-          error(kRuleScenario, path + ".priorityClass",
-                "priority class " + w.priority_class + " is not allowed for business group " + w.business_group);
-          continue;
-        }
-        s.priority = rule->value;
-      }
-      s.key = s.ns + "/" + w.name;
-      s.gpus = w.total_gpus();
-      const auto& prot = guardrails_->protected_workload_types;
-      s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
-      s.outcome.workload = s.key;
-      s.outcome.business_group = w.business_group;
-      s.outcome.pool = w.resource_pool;
-      s.outcome.gpus = s.gpus;
-      sims_.push_back(std::move(s));
+      auto s = make_sim(scenario_.workloads[i], "workloads[" + std::to_string(i) + "]", result_.diagnostics);
+      if (s) sims_.push_back(std::move(*s));
     }
     for (std::size_t i = 0; i < scenario_.leases.size(); ++i) {
       const ScenarioLease& d = scenario_.leases[i];
@@ -423,6 +383,53 @@ class Engine {
 
     for (const auto& q : quotas_) ledger_quota(q, 0, "Policy");
     return true;
+  }
+
+  // A workload of the scenario (or submitted later) checked against the policies: its
+  // group, quota, namespace and priority class. Nothing (and the errors) when it is wrong.
+  std::optional<Sim> make_sim(const ScenarioWorkload& w, const std::string& path, Diagnostics& diagnostics) {
+    auto fail = [&](const std::string& field, std::string message) {
+      diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleScenario), {}, {}, {}, {}, path + field, std::move(message)});
+      return std::nullopt;
+    };
+    Sim s;
+    s.w = &w;
+    const policy::Group* group = guardrails_->find_group(w.business_group);
+    if (group == nullptr) return fail(".businessGroup", "business group \"" + w.business_group + "\" is not in the guardrails");
+    auto qit = quota_index_.find({w.business_group, w.resource_pool});
+    if (qit == quota_index_.end()) {
+      return fail(".resourcePool", "no GPUQuotaPolicy gives business group " + w.business_group + " quota in pool \"" +
+                                       w.resource_pool + "\"");
+    }
+    s.quota = qit->second;
+    s.ns = w.namespace_.empty() ? group->effective_namespaces().front() : w.namespace_;
+    const auto namespaces = group->effective_namespaces();
+    if (std::find(namespaces.begin(), namespaces.end(), s.ns) == namespaces.end()) {
+      return fail(".namespace", "namespace " + s.ns + " does not belong to business group " + w.business_group);
+    }
+    if (!w.priority_class.empty()) {
+      const policy::PriorityRule* rule = guardrails_->find_priority(w.priority_class);
+      if (rule == nullptr) return fail(".priorityClass", "priority class \"" + w.priority_class + "\" is not in the guardrails");
+      const auto& types = rule->workload_types;
+      if (!types.empty() && std::find(types.begin(), types.end(), w.workload_type) == types.end()) {
+        return fail(".priorityClass",
+                    "priority class " + w.priority_class + " is not allowed for workload type " + type_name(w.workload_type));
+      }
+      if (!rule->groups.empty() && std::find(rule->groups.begin(), rule->groups.end(), w.business_group) == rule->groups.end()) {
+        return fail(".priorityClass",
+                    "priority class " + w.priority_class + " is not allowed for business group " + w.business_group);
+      }
+      s.priority = rule->value;
+    }
+    s.key = s.ns + "/" + w.name;
+    s.gpus = w.total_gpus();
+    const auto& prot = guardrails_->protected_workload_types;
+    s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
+    s.outcome.workload = s.key;
+    s.outcome.business_group = w.business_group;
+    s.outcome.pool = w.resource_pool;
+    s.outcome.gpus = s.gpus;
+    return s;
   }
 
   // ---- records --------------------------------------------------------------------------------
@@ -1079,7 +1086,119 @@ class Engine {
     return true;
   }
 
+ 
+  // A workload that arrives now (a controller creates it: an inference replica). Checked
+  // as a scenario's workloads are; its name must be new. Returns its key.
+  Expected<std::string> submit_now(ScenarioWorkload w, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    added_.push_back(std::move(w));
+    ScenarioWorkload& stored = added_.back();
+    stored.arrival_time = Duration(std::chrono::milliseconds(now_));
+    Diagnostics problems;
+    auto sim = make_sim(stored, "workload", problems);
+    if (!sim) {
+      added_.pop_back();
+      return Unexpected{problems.front().path + ": " + problems.front().message};
+    }
+    if (sim_index_.contains(sim->key)) {
+      added_.pop_back();
+      return Unexpected{"workload " + sim->key + " exists already"};
+    }
+    const int index = static_cast<int>(sims_.size());
+    sim_index_.emplace(sim->key, index);
+    sims_.push_back(std::move(*sim));
+    const std::string key = sims_.back().key;
+    actor_ = actor;
+    submit(sims_.back(), now_);
+    actor_.clear();
+    if (stored.delete_time) schedule(std::max(now_, stored.delete_time->milliseconds()), Timer::Kind::Delete, index);
+    if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+    return key;
+  }
+
+  // Deletes a workload now, as its owner (or a controller scaling in) would.
+  Expected<bool> delete_now(const std::string& key, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    const auto it = sim_index_.find(key);
+    if (it == sim_index_.end()) return Unexpected{"no workload " + key};
+    Sim& s = sims_[at(it->second)];
+    if (s.state == State::Finished) return false;
+    actor_ = actor;
+    if (s.state == State::Waiting) {  // not arrived yet: it never will
+      s.state = State::Finished;
+      s.deleted = true;
+      ++s.version;
+    } else {
+      remove(s, now_);
+    }
+    actor_.clear();
+    if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+    return true;
+  }
+
+  // Planned demand of a lender (see Quota::reserved); 0 withdraws it. The reclaims it
+  // starts give their victims `grace` (unset: the quota's reclaimPolicy grace).
+  Expected<bool> reserve(const std::string& group, const std::string& pool, std::int64_t gpus,
+                         std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    const auto it = quota_index_.find({group, pool});
+    if (it == quota_index_.end()) return Unexpected{"no GPUQuotaPolicy gives " + group + " quota in " + pool};
+    if (gpus < 0) return Unexpected{std::string("a reservation is at least 0 GPUs")};
+    Quota& q = quotas_[at(it->second)];
+    if (q.reserved == gpus && q.reserve_grace_ms == grace_ms) return false;
+    const std::int64_t before = q.reserved;
+    q.reserved = gpus;
+    q.reserve_grace_ms = grace_ms;
+    q.reserve_reason = reason;
+    pools_[at(q.pool)].touch();
+    Event e = lender_event(group, pool, q.cq, now_, "CapacityReserved", gpus > 0 ? "Reserved" : "Released",
+                           group + " reserves " + std::to_string(gpus) + " of its " + std::to_string(q.guaranteed) +
+                               " guaranteed GPUs in " + pool + " (was " + std::to_string(before) + "): " + reason);
+    e.numbers = {{"reserved", gpus}, {"before", before}, {"guaranteed", q.guaranteed}, {"used", q.used}};
+    if (grace_ms) e.numbers["graceSeconds"] = *grace_ms / 1000;
+    actor_ = actor;
+    event(std::move(e));
+    actor_.clear();
+    sync_quotas();
+    if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+    return true;
+  }
+
+  // Caps a group's borrowing in a pool below its rendered borrowingLimit (unset: lifts the
+  // cap). Like a lowered ClusterQueue borrowingLimit in Kueue it stops new borrowing above
+  // the cap and evicts nobody.
+  Expected<bool> cap_borrowing(const std::string& group, const std::string& pool, std::optional<std::int64_t> cap,
+                               const std::string& reason, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    const auto it = quota_index_.find({group, pool});
+    if (it == quota_index_.end()) return Unexpected{"no GPUQuotaPolicy gives " + group + " quota in " + pool};
+    if (cap && *cap < 0) return Unexpected{std::string("a borrowing cap is at least 0 GPUs")};
+    Quota& q = quotas_[at(it->second)];
+    if (q.borrow_cap == cap) return false;
+    q.borrow_cap = cap;
+    const std::int64_t borrowed = std::max<std::int64_t>(0, q.used - q.guaranteed);
+    Event e = lender_event(group, pool, q.cq, now_, "BorrowingCapped", cap ? "Capped" : "Uncapped",
+                           cap ? group + " may borrow at most " + std::to_string(*cap) + " GPUs in " + pool + " (borrows " +
+                                     std::to_string(borrowed) + " now): " + reason
+                               : group + "'s borrowing in " + pool + " is back to its quota's limit: " + reason);
+    e.numbers = {{"borrowed", borrowed}};
+    if (cap) e.numbers["cap"] = *cap;
+    if (q.borrowing_limit) e.numbers["borrowingLimit"] = *q.borrowing_limit;
+    actor_ = actor;
+    event(std::move(e));
+    actor_.clear();
+    sync_quotas();
+    if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+    return true;
+  }
+
  private:
+  Expected<bool> settle_now() {
+    settle(now_);
+    if (!flush()) return Unexpected{std::string("the run stopped: its entries could not be persisted")};
+    return true;
+  }
+
   // GPUs came free: the waiting workloads try again, in admission order.
   void place_waiting(VirtualTime now) {
     if (!cluster_freed_ || placing_.empty()) {
@@ -1183,7 +1302,7 @@ class Engine {
     }
     for (std::size_t qi = 0; qi < quotas_.size(); ++qi) {
       Quota& q = quotas_[qi];
-      if (!q.graceful || !changed[at(q.pool)]) continue;
+      if ((!q.graceful && q.reserved == 0) || !changed[at(q.pool)]) continue;
       Pool& pool = pools_[at(q.pool)];
       const std::int64_t used = q.used;
       // Lender demand: pending workloads that fit within the guarantee, in queue order.
@@ -1198,6 +1317,10 @@ class Engine {
         if (used + demand >= q.guaranteed) break;  // nothing more fits
         if (used + demand + s->gpus <= q.guaranteed) demand += s->gpus;
       }
+      // A reservation is demand too: the part of it not yet in use by the group.
+      const std::int64_t reserve_demand = std::max<std::int64_t>(0, std::min(q.reserved, q.guaranteed) - used);
+      const bool reserving = reserve_demand > demand;
+      demand = std::max(demand, reserve_demand);
       const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
       const std::int64_t available = figures ? figures->available : 0;
       int active = q.active_reclaim;
@@ -1279,11 +1402,12 @@ class Engine {
         q.active_reclaim = active;
         ++q.reclaims;
         pool.touch();
-        Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", "LenderDemand",
+        Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", reserving ? "Reservation" : "LenderDemand",
                                q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
                                    std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
                                    " are free and " + std::to_string(pool.tracker->lent_by(q.group)) +
-                                   " are lent out: reclaiming, no new borrowing in the pool until it is over");
+                                   " are lent out: reclaiming, no new borrowing in the pool until it is over" +
+                                   (reserving ? " (reserved: " + q.reserve_reason + ")" : ""));
         e.numbers = {{"demand", demand}, {"available", available}, {"lent", pool.tracker->lent_by(q.group)},
                      {"guaranteed", q.guaranteed}, {"used", used}, {"reclaiming", choice.gpus},
                      {"shortfall", std::max<std::int64_t>(0, need - choice.gpus)}};
@@ -1301,6 +1425,8 @@ class Engine {
     Sim& s = sims_[at(index)];
     ReclaimTimeline& r = result_.reclaims[at(reclaim_index)];
     const Quota& lender = quotas_[at(quota_index_.at({r.lender, r.pool}))];
+    // A reservation's grace (the tidal policy's) applies while the lender reserves.
+    const std::int64_t grace_ms = lender.reserved > 0 && lender.reserve_grace_ms ? *lender.reserve_grace_ms : lender.grace_ms;
     VictimTimeline v;
     v.workload = s.key;
     v.gpus = s.gpus;
@@ -1312,12 +1438,12 @@ class Engine {
     touch_pool_of(s);
     Event e = workload_event(s, now, "ReclaimNoticeSent", "ReclaimNotice",
                              "Workload " + s.key + " runs on " + std::to_string(s.gpus) + " GPUs lent by " + r.lender +
-                                 ", who needs them back: " + std::to_string(lender.grace_ms / 1000) +
+                                 ", who needs them back: " + std::to_string(grace_ms / 1000) +
                                  " s of grace (class " + v.victim_class + ")");
-    e.numbers = {{"gpus", s.gpus}, {"graceSeconds", lender.grace_ms / 1000}};
+    e.numbers = {{"gpus", s.gpus}, {"graceSeconds", grace_ms / 1000}};
     e.related = {"BusinessGroup/" + r.lender};
     event(std::move(e));
-    if (s.state == State::Starting || lender.grace_ms == 0) {
+    if (s.state == State::Starting || grace_ms == 0) {
       stop_victim(s, now, s.state == State::Starting ? "not running yet" : "no grace period");
       return;
     }
@@ -1328,14 +1454,14 @@ class Engine {
       r.victims.back().checkpoint_requested = now;
       Event c = workload_event(s, now, "CheckpointRequested", "ReclaimNotice",
                                "Workload " + s.key + " is asked to checkpoint within " +
-                                   std::to_string(lender.grace_ms / 1000) + " s");
+                                   std::to_string(grace_ms / 1000) + " s");
       c.numbers = {{"progressSeconds", s.frozen_progress / 1000},
                    {"checkpointDurationSeconds", s.w->checkpoint_duration.milliseconds() / 1000}};
       event(std::move(c));
       const VirtualTime done = now + s.w->checkpoint_duration.milliseconds();
-      if (done < now + lender.grace_ms) schedule(done, Timer::Kind::CheckpointDone, index);
+      if (done < now + grace_ms) schedule(done, Timer::Kind::CheckpointDone, index);
     }
-    schedule(now + lender.grace_ms, Timer::Kind::GraceEnd, index);
+    schedule(now + grace_ms, Timer::Kind::GraceEnd, index);
   }
 
   void end_reclaim(int index, VirtualTime now, const std::string& why) {
@@ -1393,10 +1519,21 @@ class Engine {
         rq.resource = pool.resource;
         rq.nominal = q.guaranteed;
         rq.lending_limit = q.lending_limit;
-        rq.borrowing_limit =
-            !reclaiming.empty() && !reclaiming.contains(q.group) ? std::optional<Amount>(0) : q.borrowing_limit;
-        if (q.applied && q.applied->nominal == rq.nominal && q.applied->borrowing_limit == rq.borrowing_limit) continue;
-        if (!q.applied && rq.nominal == q.spec->guaranteed && rq.borrowing_limit == q.borrowing_limit) {
+        rq.borrowing_limit = q.borrowing_limit;
+        if (q.borrow_cap) rq.borrowing_limit = std::min(rq.borrowing_limit.value_or(*q.borrow_cap), *q.borrow_cap);
+        if (!reclaiming.empty() && !reclaiming.contains(q.group)) rq.borrowing_limit = 0;
+        // A reservation is not lent out (a controller lowers the lender's lendingLimit), or
+        // what a reclaim freed would be borrowed again at once.
+        if (q.reserved > 0) {
+          const Amount lendable = std::max<Amount>(0, q.guaranteed - std::min(q.reserved, q.guaranteed));
+          rq.lending_limit = std::min(rq.lending_limit.value_or(lendable), lendable);
+        }
+        if (q.applied && q.applied->nominal == rq.nominal && q.applied->borrowing_limit == rq.borrowing_limit &&
+            q.applied->lending_limit == rq.lending_limit) {
+          continue;
+        }
+        if (!q.applied && rq.nominal == q.spec->guaranteed && rq.borrowing_limit == q.borrowing_limit &&
+            rq.lending_limit == q.lending_limit) {
           q.applied = rq;  // what the rendered ClusterQueue already says
           continue;
         }
@@ -1676,6 +1813,7 @@ class Engine {
   std::vector<Pool> pools_;
   std::map<std::string, int> pool_index_;
   std::vector<Sim> sims_;
+  std::deque<ScenarioWorkload> added_;  // submitted while running (stable addresses for Sim::w)
   std::map<WorkloadId, int> sim_by_id_;
   std::map<std::string, int> sim_index_;
   std::int64_t pending_count_ = 0;
@@ -1727,6 +1865,19 @@ const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
 Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                           std::int64_t ecc_double_bit) {
   return impl_->set_gpu_health(uuid, healthy, xid, actor, ecc_double_bit);
+}
+Expected<std::string> Simulation::submit(ScenarioWorkload workload, const std::string& actor) {
+  return impl_->submit_now(std::move(workload), actor);
+}
+Expected<bool> Simulation::remove(const std::string& key, const std::string& actor) { return impl_->delete_now(key, actor); }
+Expected<bool> Simulation::reserve(const std::string& business_group, const std::string& pool, std::int64_t gpus,
+                                   std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor) {
+  return impl_->reserve(business_group, pool, gpus, grace, reason, actor);
+}
+Expected<bool> Simulation::cap_borrowing(const std::string& business_group, const std::string& pool,
+                                         std::optional<std::int64_t> cap, const std::string& reason,
+                                         const std::string& actor) {
+  return impl_->cap_borrowing(business_group, pool, cap, reason, actor);
 }
 RunResult Simulation::finish() { return impl_->finish(); }
 RunResult Simulation::stats() const { return impl_->stats(); }

@@ -210,6 +210,25 @@ class Simulation {
   // no inventory, an unknown uuid, a run that stopped.
   Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                 std::int64_t ecc_double_bit = 0);
+  // Controllers acting between instants (the inference autoscaler, the tidal controller),
+  // each applied at now() and settled as any other instant; `actor` goes into the audit
+  // entries. Errors: a run that is not going, unknown names, bad numbers.
+  //
+  // A workload that arrives now (checked like a scenario's; its name must be new).
+  // Returns its key, namespace/name.
+  Expected<std::string> submit(ScenarioWorkload workload, const std::string& actor);
+  // Deletes a workload now (false: it had already ended).
+  Expected<bool> remove(const std::string& key, const std::string& actor);
+  // Planned demand: `gpus` of the group's guarantee in the pool must be free or in its own
+  // use (0 withdraws). What is lent beyond that is reclaimed gracefully, like a pending
+  // workload's demand, with `grace` for the notices (unset: the quota's reclaimPolicy
+  // grace). Event CapacityReserved; reclaims it starts have reason Reservation.
+  Expected<bool> reserve(const std::string& business_group, const std::string& pool, std::int64_t gpus,
+                         std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor);
+  // Caps the group's borrowing in the pool below its rendered borrowingLimit (nullopt
+  // lifts the cap): new borrowing above it stops, nobody is evicted (event BorrowingCapped).
+  Expected<bool> cap_borrowing(const std::string& business_group, const std::string& pool,
+                               std::optional<std::int64_t> cap, const std::string& reason, const std::string& actor);
   // The summary's figures so far (groups and cluster up to now; no events or lists).
   [[nodiscard]] RunResult stats() const;
   // Runs what is left (up to options.until) and hands over the result.
