@@ -210,7 +210,7 @@ std::vector<std::string> TidalController::related() const {
 }
 
 std::vector<TidalAction> TidalController::actions(const std::vector<WindowOccurrence>& occs, sys_seconds from,
-                                                  sys_seconds to) const {
+                                                  sys_seconds to, std::size_t limit) const {
   std::vector<TidalAction> out;
   for (const auto& o : occs) {
     const std::pair<BoundaryKind, sys_seconds> boundaries[] = {{BoundaryKind::Approaching, o.approaching},
@@ -229,14 +229,18 @@ std::vector<TidalAction> TidalController::actions(const std::vector<WindowOccurr
   std::sort(out.begin(), out.end(), [](const TidalAction& a, const TidalAction& b) {
     return std::tie(a.at, a.kind, a.occurrence.start) < std::tie(b.at, b.kind, b.occurrence.start);
   });
+  if (out.size() > limit) out.resize(limit);
 
-  // The hold follows from which occurrences need capacity, known once per occurrence.
-  std::vector<std::optional<ReclaimOrder>> reclaims;
-  reclaims.reserve(occs.size());
-  for (const auto& o : occs) reclaims.push_back(reclaim_of(occs, o));
+  // The hold follows from which occurrences need capacity, worked out once per occurrence
+  // and only for those approaching at some action.
+  std::vector<std::optional<std::optional<ReclaimOrder>>> reclaims(occs.size());
+  auto reclaim_at = [&](std::size_t i) -> const std::optional<ReclaimOrder>& {
+    if (!reclaims[i]) reclaims[i] = reclaim_of(occs, occs[i]);
+    return *reclaims[i];
+  };
   auto hold_at = [&](sys_seconds t) {
     for (std::size_t i = 0; i < occs.size(); ++i) {
-      if (reclaims[i] && occs[i].approaching <= t && t < occs[i].start) return true;
+      if (occs[i].approaching <= t && t < occs[i].start && reclaim_at(i)) return true;
     }
     return false;
   };
@@ -267,7 +271,7 @@ std::vector<TidalAction> TidalController::actions(const std::vector<WindowOccurr
     switch (a.kind) {
       case BoundaryKind::Approaching: {
         const std::size_t i = index_of(o);
-        if (i < occs.size()) a.reclaim = reclaims[i];
+        if (i < occs.size()) a.reclaim = reclaim_at(i);
         if (a.reclaim) {
           const auto& r = *a.reclaim;
           a.reason = "WindowNeedsCapacity";
@@ -349,7 +353,7 @@ TidalState TidalController::state_from(const std::vector<WindowOccurrence>& occs
 TidalState TidalController::state_at(sys_seconds t) const {
   TidalState s = state_from(occurrences(t, t + kMargin), t);
   for (const seconds span : {seconds{kMargin}, seconds{days(730)}}) {
-    auto next = actions(occurrences(t, t + span), t + kSecond, t + span + kSecond);
+    auto next = actions(occurrences(t, t + span), t + kSecond, t + span + kSecond, 1);
     if (!next.empty()) {
       s.next = std::move(next.front());
       break;
@@ -399,7 +403,11 @@ Expected<TidalStep> TidalController::step(sys_seconds now, const Observed& obser
   }
   TidalStep out;
   const sys_seconds from = last_step_ ? *last_step_ + kSecond : now;
-  const auto occs = occurrences(from, now + kMargin);
+  // Steps come often: the occurrences are worked out for four weeks ahead and reused.
+  if (!cache_ || from < cache_->from || now + kMargin > cache_->to) {
+    cache_ = OccurrenceCache{from, now + 4 * kMargin, occurrences(from, now + 4 * kMargin)};
+  }
+  const auto& occs = cache_->occurrences;
   bool window_started = false;
   for (const auto& a : actions(occs, from, now + kSecond)) {
     TidalRecord r = record_of(a);
@@ -409,7 +417,7 @@ Expected<TidalStep> TidalController::step(sys_seconds now, const Observed& obser
   }
   out.state = state_from(occs, now);
   {
-    auto next = actions(occs, now + kSecond, now + kMargin);
+    auto next = actions(occs, now + kSecond, now + kMargin, 1);
     if (!next.empty()) {
       out.state.next = std::move(next.front());
     } else {

@@ -49,6 +49,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -211,8 +212,9 @@ class TidalController {
                                     const WindowOccurrence* excluded) const;
   [[nodiscard]] std::optional<ReclaimOrder> reclaim_of(const std::vector<WindowOccurrence>& occs,
                                                        const WindowOccurrence& occ) const;
+  // The first `limit` boundaries in [from, to), with their state and message.
   [[nodiscard]] std::vector<TidalAction> actions(const std::vector<WindowOccurrence>& occs, sys_seconds from,
-                                                 sys_seconds to) const;
+                                                 sys_seconds to, std::size_t limit = SIZE_MAX) const;
   [[nodiscard]] TidalState state_from(const std::vector<WindowOccurrence>& occs, sys_seconds t) const;
   [[nodiscard]] std::string local(sys_seconds t) const;
   [[nodiscard]] std::vector<std::string> related() const;
@@ -231,6 +233,11 @@ class TidalController {
   std::map<std::string, int> last_effective_;
   std::optional<Freeze> freeze_;
   std::map<std::string, PrewarmFailure> failures_;
+  struct OccurrenceCache {
+    sys_seconds from, to;
+    std::vector<WindowOccurrence> occurrences;  // every occurrence that matters in [from, to)
+  };
+  std::optional<OccurrenceCache> cache_;
 };
 
 }  // namespace gpubank::tidal

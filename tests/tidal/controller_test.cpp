@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/cron.hpp"
 #include "core/timestamp.hpp"
 #include "core/timezone.hpp"
@@ -370,6 +372,23 @@ TEST(TidalWindows, AHigherNextFloorRisesEarlyInsideThePreviousWindowAndALowerOne
   EXPECT_FALSE(actions[7].reclaim);
 }
 
+TEST(TidalWindows, AStartInASpringForwardGapKeepsTheWindowActiveForADayAsKedaDoes) {
+  // "30 2 * * *" never fires on 2026-03-08 in New York (02:00-03:00 does not exist). KEDA's
+  // cron scaler is active while the next end comes before the next start: when Saturday's
+  // window (02:30-05:00 EST = 07:30Z-10:00Z) ends, the next end is Sunday 05:00 EDT (09:00Z)
+  // and the next start Monday 02:30 EDT, so it stays active: one occurrence from Saturday
+  // 07:30Z to Sunday 09:00Z, the floor held for a day. The controller agrees with the
+  // ScaledObject rendered from the same policy. (Worth a validation warning; not the
+  // controller's to change.)
+  const auto c =
+      controller("America/New_York", {window({"gap", "30 2 * * *", "0 5 * * *", 4, mins(30), std::nullopt})}, mins(15));
+  const auto s = c.state_at(at("2026-03-07T12:00:00-05:00"));
+  ASSERT_TRUE(s.active);
+  EXPECT_EQ(s.active->start, at("2026-03-07T07:30:00Z"));
+  EXPECT_EQ(s.active->end, at("2026-03-08T09:00:00Z"));
+  EXPECT_EQ(s.floors.at("svc"), 4);
+}
+
 // The stateful part on the example: one observation per step.
 Observed obs(int ready, int realtime, bool failed = false) { return {{kLlm, {ready, realtime, failed}}}; }
 
@@ -572,6 +591,32 @@ TEST(TidalStep, FreezePinsReadyReplicasAndUnfreezeResumes) {
   EXPECT_EQ(s.decisions[0].floor_in_force, 6);
   EXPECT_FALSE(s.decisions[0].pinned);
   EXPECT_EQ(only(s, "FloorChanged").numbers.dump(), R"({"tidal":6,"realtime":1,"effective":6})");
+}
+
+TEST(TidalStep, StepsEveryFiveMinutesForAWeekRecordEachBoundaryOnce) {
+  auto c = example_controller();
+  // Monday 2026-11-30 00:00 to Monday 2026-12-07 00:00, Shanghai. Boundaries: five daytime
+  // windows (Mon-Fri) x 4 = 20; five night windows starting Mon-Fri 20:00, each with its
+  // approaching, prewarm, start and end (Tue-Sat 07:30) = 20. The floor in force with
+  // real-time demand 1: set at the first step (1), then 1 -> 6 at 08:00 and 6 -> 1 at 20:00
+  // on five days: 11 changes.
+  std::map<std::string, int> count;
+  int ready = 1;
+  const auto begin = at("2026-11-30T00:00:00+08:00");
+  for (auto t = begin; t < begin + std::chrono::days(7); t += minutes(5)) {
+    auto s = c.step(t, obs(ready, 1));
+    ASSERT_TRUE(s) << s.error();
+    for (const auto& r : s->records) ++count[r.kind];
+    ready = s->decisions[0].floor_in_force;  // replicas follow the floor a step later
+  }
+  EXPECT_EQ(count["TidalWindowApproaching"], 10);
+  EXPECT_EQ(count["PrewarmStarted"], 10);
+  EXPECT_EQ(count["TidalWindowStarted"], 10);
+  EXPECT_EQ(count["TidalWindowEnded"], 10);
+  EXPECT_EQ(count["FloorChanged"], 11);
+  // Ready five minutes after each rise, before each 08:30 start: no prewarm failure.
+  EXPECT_EQ(count.size(), 5u);
+  EXPECT_FALSE(count.contains("PrewarmFailed"));
 }
 
 TEST(TidalStep, StepsCheckTimeAndObservations) {
