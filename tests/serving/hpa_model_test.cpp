@@ -322,6 +322,20 @@ TEST(HpaModel, CronFloorRaisesReplicasAtThePrewarmedStart) {
   EXPECT_EQ(changes[0], (std::pair<std::string, int>{"08:00:15", 6}));
 }
 
+TEST(HpaModel, ToleranceAlsoAppliesToACronFloor) {
+  // The cron trigger is an AverageValue metric like any other: a floor of 20 over 19
+  // replicas is 20 / 19 = 1.053, within 10 %: the HPA keeps 19. 6 over 5 (1.2) is enforced.
+  HpaSpec spec;
+  spec.min = 1;
+  spec.max = 30;
+  spec.behavior.scale_up.stabilization_s = 0;
+  spec.metrics.push_back({"cron", HpaMetricKind::CronFloor, 1, HpaSource::Cron, 0, {}});
+  HpaModel hpa(spec);
+  EXPECT_EQ(hpa.step(0, 19, Values{20.0}), 19);
+  HpaModel small(spec);
+  EXPECT_EQ(small.step(0, 5, Values{6.0}), 6);
+}
+
 TEST(HpaModel, KedaScalesFromAndToZero) {
   HpaSpec spec;
   spec.min = 0;
@@ -354,6 +368,67 @@ TEST(HpaModel, SameInputsSameDecisions) {
     return out;
   };
   EXPECT_EQ(run(), run());
+}
+
+}  // namespace
+}  // namespace gpubank::serving
+
+namespace gpubank::serving {
+namespace {
+
+// The worked series of docs/serving.md ("KEDA ScaledObject versus gpubank's autoscaler"):
+// Monday 2 March 2026 in Asia/Shanghai, the example policy, one HPA sync every 15 s,
+// the same measured series for every sync of a phase.
+struct Phase {
+  int from_s;  // seconds after 19:40:00
+  int pods;    // pods Prometheus scrapes (0: none)
+  double queue;
+  std::optional<double> ttft;
+  double kv;
+};
+
+// Each change the HPA makes, as in the table of docs/serving.md (the gpubank column
+// there is worked by hand from the autoscaler's rules).
+TEST(HpaModel, DocsServingSeries) {
+  const std::vector<Phase> phases{
+      {0, -1, 70, 1.4, 0.82},         // 19:40 peak
+      {600, -1, 4, 0.8, 0.40},        // 19:50 evening
+      {1500, 0, 0, std::nullopt, 0},  // 20:05 the pods are not scraped: empty results
+      {2400, -1, 40, 2.6, 0.90},      // 20:20 surge
+      {3000, -1, 4, 0.8, 0.40},       // 20:30 calm
+  };
+  HpaModel hpa(example_spec());
+  int current = 8;
+  std::size_t p = 0;
+  std::vector<std::pair<std::string, int>> changes;
+  for (int s = 0; s < 4800; s += 15) {
+    while (p + 1 < phases.size() && phases[p + 1].from_s <= s) ++p;
+    const auto& ph = phases[p];
+    const auto now = monday(19, 40) + seconds(s);
+    const int pods = ph.pods < 0 ? current : ph.pods;  // -1: every replica reports
+    const int next = hpa.step(s * 1000LL, current, metric_values(hpa.spec(), sample(now, pods, ph.queue, ph.ttft, ph.kv)));
+    if (next != current) changes.emplace_back(date::format("%T", now + std::chrono::hours(8)), next);
+    current = next;
+  }
+  // 19:59:45  600 s after the last peak recommendation (8 at 19:49:45): max(queue 1,
+  //           hold 0, ttft ceil(0.533 x 8) = 5, kv ceil(3200/850) = 4, day cron 6) = 6.
+  // 20:09:45  the day cron ended at 20:00; 600 s after the last 6: ttft ceil(0.533 x 6) = 4.
+  // 20:14:45  no pods scraped since 20:05: every metric 0, night cron 1; 600 s after the
+  //           last 4 (20:04:45): 1.
+  // 20:20:15  surge, 30 s up window: queue ceil(40/8) = 5.
+  // 20:20:45  ttft ceil(1.733 x 5) = 9, limited to +5 per 360 s from 1 (the +4 at 20:20:15 counts): 6.
+  // 20:26:15  the +4 leaves the 360 s period: start 5, limit 10, maxReplicaCount 8.
+  // 20:39:45  calm, 600 s after the last surge recommendation: ttft ceil(0.533 x 8) = 5.
+  // 20:49:45  from 5: ttft ceil(0.533 x 5) = 3, kv 3, hold 4/5 < 1 -> 0: 3; at 3 the
+  //           hold query (4/3 >= 1) keeps 3.
+  EXPECT_EQ(changes, (std::vector<std::pair<std::string, int>>{{"19:59:45", 6},
+                                                               {"20:09:45", 4},
+                                                               {"20:14:45", 1},
+                                                               {"20:20:15", 5},
+                                                               {"20:20:45", 6},
+                                                               {"20:26:15", 8},
+                                                               {"20:39:45", 5},
+                                                               {"20:49:45", 3}}));
 }
 
 }  // namespace
