@@ -199,13 +199,26 @@ class PageReader {
 using doc::Node;
 using doc::NodeType;
 
+// Text from the response, for a message: control characters as spaces, at most 200 bytes
+// (cut at a UTF-8 boundary; the JSON parser has checked the encoding).
+std::string printable(std::string_view text) {
+  std::size_t n = text.size();
+  if (n > 200) {
+    n = 200;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  }
+  std::string out;
+  for (const char c : text.substr(0, n)) out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  if (n < text.size()) out += "...";
+  return out;
+}
+
 std::string quoted(std::string_view text) {
   std::string out = "\"";
-  for (const char c : text.substr(0, 200)) {
+  for (const char c : printable(text)) {
     if (c == '"' || c == '\\') out += '\\';
-    out += c == '\n' ? ' ' : c;
+    out += c;
   }
-  if (text.size() > 200) out += "...";
   return out + "\"";
 }
 
@@ -285,7 +298,8 @@ Expected<std::vector<PromSample>> read_prometheus_query(std::string_view json_bo
   auto root = doc::parse_json(json_body, limits);
   if (!root) {
     const bool limit = root.error().starts_with("more than") || root.error().starts_with("nesting deeper");
-    return Unexpected{with_rule("Prometheus query response: " + root.error(), limit ? kRulePromTooLarge : kRulePromJson)};
+    return Unexpected{with_rule("Prometheus query response: " + printable(root.error()),
+                                limit ? kRulePromTooLarge : kRulePromJson)};
   }
   if (root->type != NodeType::Mapping) return shape_error("the body", "is not a JSON object");
 
@@ -338,7 +352,7 @@ Expected<std::vector<PromSample>> read_prometheus_query(std::string_view json_bo
       if (metric->type != NodeType::Mapping) return shape_error(path + ".metric", "is not an object");
       for (const doc::Entry& e : metric->entries) {
         if (e.value.type != NodeType::String) {
-          return shape_error(path + ".metric." + e.key, "is " + std::string(doc::describe(e.value.type)) +
+          return shape_error(path + ".metric." + printable(e.key), "is " + std::string(doc::describe(e.value.type)) +
                                                             ", not a label value (a string)");
         }
         sample.labels[e.key] = e.value.text;
