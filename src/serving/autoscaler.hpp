@@ -2,7 +2,7 @@
 // and the replicas that count now to the number of replicas the service should have.
 //
 // It follows the Kubernetes HPA (pkg/controller/podautoscaler/horizontal.go and
-// replica_calculator.go, v1.30) wherever the HPA has a rule, so that it and the KEDA
+// replica_calculator.go) wherever the HPA has a rule, so that it and the KEDA
 // ScaledObject gpubank renders for the same policy (docs/render-scaling.md) agree except
 // where noted. One call per sync period, in virtual time:
 //
