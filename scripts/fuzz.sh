@@ -24,7 +24,7 @@ cd "$repo"
 
 all_targets=(policy_decoder_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
-             ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer)
+             ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -70,6 +70,7 @@ seeds() {
     metrics_text_fuzzer) find fuzz/corpus-seeds/metrics -type f ;;
     ledger_json_fuzzer) find fuzz/corpus-seeds/ledger -type f ;;
     trace_reader_fuzzer) find fuzz/corpus-seeds/trace -type f ;;
+    prometheus_query_fuzzer) find fuzz/corpus-seeds/prometheus fuzz/corpus-seeds/metrics -type f ;;
     twin_inventory_fuzzer) find examples/inventory fuzz/corpus-seeds/inventory -type f; find ../shared/traces/alibaba-gpu-v2023 -name openb_node_list_gpu_node.csv ;;
   esac
 }
@@ -104,6 +105,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     policy_decoder_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
     metrics_text_fuzzer) flags+=(-dict=fuzz/metrics.dict) ;;
+    prometheus_query_fuzzer) flags+=(-dict=fuzz/prometheus.dict) ;;
   esac
 
   log="$build_dir/logs/$t.log"

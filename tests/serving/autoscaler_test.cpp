@@ -1,0 +1,339 @@
+// The autoscaler's rules with the example policy customer-service-llm
+// (examples/policies/20-inference.yaml): queue U = 8 and D = 1 per replica, TTFT p95
+// target 1.5 s, KV watermark 85 %, scale-up window 30 s, scale-down window 10 m, replicas
+// 1..8. Every expected count is worked out in a comment.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "serving/autoscaler.hpp"
+#include "support/policy_fixture.hpp"
+
+namespace gpubank::serving {
+namespace {
+
+using std::chrono::seconds;
+
+policy::InferenceScalingPolicySpec example() {
+  const policy::PolicySet set = testing::examples_plus();
+  const policy::PolicyObject* o = set.find(policy::Kind::InferenceScalingPolicy, "customer-service-llm");
+  if (o == nullptr) {
+    ADD_FAILURE() << "examples/policies has no customer-service-llm";
+    return {};
+  }
+  return o->as<policy::InferenceScalingPolicySpec>();
+}
+
+// The example without a scale-down window, so that a scale-down shows at once.
+policy::InferenceScalingPolicySpec example_without_down_window() {
+  auto p = example();
+  p.scale_down.stabilization_window = Duration{};
+  return p;
+}
+
+Observation obs(std::int64_t t_s, std::optional<double> queue, std::optional<double> ttft, std::optional<double> kv,
+                int reporting = 4) {
+  Observation o;
+  o.t_ms = t_s * 1000;
+  o.replicas_reporting = reporting;
+  o.queue_depth = queue;
+  o.ttft_p95_s = ttft;
+  o.kv_cache_usage = kv;
+  return o;
+}
+
+std::optional<int> asks(const Recommendation& r, std::string_view signal) {
+  for (const auto& s : r.signals) {
+    if (s.name == signal) return s.replicas;
+  }
+  ADD_FAILURE() << "no signal " << signal;
+  return std::nullopt;
+}
+
+TEST(Autoscaler, TheExamplePolicysNumbers) {
+  const auto p = example();
+  EXPECT_EQ(p.scale_up.queue_depth_per_replica, 8);
+  EXPECT_EQ(p.scale_down.queue_depth_per_replica, 1);
+  EXPECT_EQ(p.scale_up.ttft_p95, Duration{std::chrono::milliseconds(1500)});
+  EXPECT_EQ(p.scale_up.kv_cache_high_watermark, 85);
+  EXPECT_EQ(p.scale_up.stabilization_window, Duration{seconds(30)});
+  EXPECT_EQ(p.scale_down.stabilization_window, Duration{std::chrono::minutes(10)});
+  EXPECT_EQ(p.min_replicas, 1);
+  EXPECT_EQ(p.max_replicas, 8);
+}
+
+TEST(Autoscaler, QueueDepthAlone) {
+  const auto p = example();
+  // 4 replicas throughout; TTFT 1 s is below target (no demand), KV 0.8 within tolerance
+  // (0.8 / 0.85 = 0.94: holds 4).
+  struct Case {
+    double queue;
+    int want;
+  };
+  // 40: 10 per replica > 8, ratio 1.25: ceil(40 / 8) = 5.
+  // 12: 3 per replica, between 1 and 8: hold 4.
+  // 2: 0.5 per replica < 1, ratio 0.5: ceil(2 / 1) = 2.
+  // 0: no demand, 0.
+  // 34: 8.5 per replica, ratio 1.0625 within the tolerance: 4.
+  // 3.8: 0.95 per replica, ratio 0.95 within the tolerance: 4.
+  for (const Case c : {Case{40, 5}, Case{12, 4}, Case{2, 2}, Case{0, 0}, Case{34, 4}, Case{3.8, 4}}) {
+    Autoscaler a(p);
+    const auto r = a.recommend(obs(0, c.queue, 1.0, 0.8), 4);
+    EXPECT_EQ(asks(r, "queueDepth"), c.want) << "queue " << c.queue;
+    EXPECT_EQ(asks(r, "ttftP95"), std::nullopt);
+    EXPECT_EQ(asks(r, "kvCache"), 4);
+  }
+  // With only U (no scale-down target) the queue is the HPA's AverageValue both ways:
+  // 20 over 4 replicas is 5 per replica, ratio 0.625: ceil(20 / 8) = 3.
+  auto only_up = p;
+  only_up.scale_down.queue_depth_per_replica.reset();
+  Autoscaler a(only_up);
+  EXPECT_EQ(asks(a.recommend(obs(0, 20, 1.0, 0.8), 4), "queueDepth"), 3);
+}
+
+TEST(Autoscaler, TtftAlone) {
+  const auto p = example();
+  struct Case {
+    double ttft;
+    std::optional<int> want;
+  };
+  // 2.25 s: ratio 1.5: ceil(4 * 1.5) = 6.
+  // 6 s: ratio 4, capped at 2: ceil(4 * 2) = 8.
+  // 1.6 s: ratio 1.067, within the tolerance: 4.
+  // 1.5 s and 0.2 s: at or below target: no demand.
+  for (const Case c : {Case{2.25, 6}, Case{6, 8}, Case{1.6, 4}, Case{1.5, std::nullopt}, Case{0.2, std::nullopt}}) {
+    Autoscaler a(p);
+    EXPECT_EQ(asks(a.recommend(obs(0, 12, c.ttft, 0.8), 4), "ttftP95"), c.want) << "ttft " << c.ttft;
+  }
+  // TTFT alone never pushes down: a policy with only TTFT, below target, holds 4.
+  auto only_ttft = example_without_down_window();
+  only_ttft.scale_up.queue_depth_per_replica.reset();
+  only_ttft.scale_down.queue_depth_per_replica.reset();
+  only_ttft.scale_up.kv_cache_high_watermark.reset();
+  Autoscaler a(only_ttft);
+  const auto r = a.recommend(obs(0, std::nullopt, 0.2, std::nullopt), 4);
+  EXPECT_EQ(r.raw, 4);
+  EXPECT_EQ(r.desired, 4);
+  EXPECT_FALSE(r.metrics_missing);
+}
+
+TEST(Autoscaler, KvCacheAlone) {
+  const auto p = example();
+  struct Case {
+    double kv;
+    int want;
+  };
+  // 0.9775: ratio 97.75 / 85 = 1.15: ceil(4 * 1.15) = ceil(4.6) = 5.
+  // 0.34: ratio 0.4: ceil(4 * 0.4) = ceil(1.6) = 2 (it can go down).
+  // 0.8: ratio 0.94, within the tolerance: 4.
+  // 1.0: ratio 1.176: ceil(4.7) = 5.
+  for (const Case c : {Case{0.9775, 5}, Case{0.34, 2}, Case{0.8, 4}, Case{1.0, 5}}) {
+    Autoscaler a(p);
+    EXPECT_EQ(asks(a.recommend(obs(0, 12, 1.0, c.kv), 4), "kvCache"), c.want) << "kv " << c.kv;
+  }
+}
+
+TEST(Autoscaler, TakesTheLargestCountAndSaysWhy) {
+  Autoscaler a(example());
+  // queue 40 asks for 5, TTFT 2.25 s for 6, KV 0.9775 for 5: raw 6. No earlier
+  // recommendation, so stabilization keeps 6; the rate limit from 4 is max(4 + 4, 4 * 2) = 8.
+  const auto r = a.recommend(obs(0, 40, 2.25, 0.9775), 4);
+  EXPECT_EQ(r.raw, 6);
+  EXPECT_EQ(r.stabilized, 6);
+  EXPECT_EQ(r.desired, 6);
+  EXPECT_FALSE(r.metrics_missing);
+  EXPECT_EQ(r.reason,
+            "queueDepth 40 (10 per replica) asks for 5; ttftP95 2.25s (target 1.5s) asks for 6; kvCache 0.9775 "
+            "(watermark 0.85) asks for 5; raw 6, desired 6 from 4.");
+}
+
+TEST(Autoscaler, ToleranceBandKeepsTheCount) {
+  Autoscaler a(example_without_down_window());
+  // Every signal within 10 %: queue 8.5 per replica (1.0625), TTFT 1.6 s (1.067), KV 0.8 (0.94).
+  const auto r = a.recommend(obs(0, 34, 1.6, 0.8), 4);
+  EXPECT_EQ(r.raw, 4);
+  EXPECT_EQ(r.desired, 4);
+  // One outside: KV 0.95 is 1.118 of the watermark: ceil(4 * 1.118) = 5.
+  const auto out = a.recommend(obs(15, 34, 1.6, 0.95), 4);
+  EXPECT_EQ(out.raw, 5);
+}
+
+TEST(Autoscaler, ScaleUpStabilizationTakesTheMinimumOfTheWindow) {
+  Autoscaler a(example());
+  // t=0: neutral (queue 12, TTFT 1 s, KV 0.8): raw 4.
+  // t=15: TTFT 2.25 s: raw 6, but the 30 s window still holds 4 from t=0: min 4.
+  // t=30: raw 6; t=0 is not after the cutoff 30 - 30 = 0, so the window holds only 6: 6.
+  std::vector<int> desired;
+  int current = 4;
+  for (const auto& o : {obs(0, 12, 1.0, 0.8), obs(15, 12, 2.25, 0.8), obs(30, 12, 2.25, 0.8)}) {
+    const auto r = a.recommend(o, current);
+    desired.push_back(r.desired);
+    current = r.desired;
+  }
+  EXPECT_EQ(desired, (std::vector<int>{4, 4, 6}));
+}
+
+TEST(Autoscaler, ScaleDownStabilizationTakesTheMaximumOfTheWindow) {
+  Autoscaler a(example());
+  // t=0, 6 replicas, queue 12 (2 per replica: hold 6): raw 6.
+  // t=15..285: queue 3 (0.5 per replica): ceil(3 / 1) = 3; KV 0.2: ceil(6 * 0.235) = 2; raw 3.
+  // t=300..: queue 2: 2; KV: 2 at 6 replicas (1 at 3); raw 2.
+  // The 10 m window holds the 6 of t=0 until t=600 (t=0 is not after 600 - 600): 6 until 585,
+  // then the largest of 15..600, 3, until the 3 of t=285 leaves the window at t=885: 2.
+  int current = 6;
+  std::vector<std::pair<std::int64_t, int>> changes;
+  for (std::int64_t t = 0; t <= 1200; t += 15) {
+    const double queue = t == 0 ? 12 : t < 300 ? 3 : 2;
+    const auto r = a.recommend(obs(t, queue, 1.0, 0.2), current);
+    if (r.desired != current) changes.emplace_back(t, r.desired);
+    current = r.desired;
+  }
+  EXPECT_EQ(changes, (std::vector<std::pair<std::int64_t, int>>{{600, 3}, {885, 2}}));
+}
+
+TEST(Autoscaler, ScaleUpRateLimit) {
+  Autoscaler a(example());
+  // 1 replica, queue 80: ceil(80 / 8) = 10. From 1 the limit is max(1 + 4, ceil(1 * 2)) = 5.
+  const auto r0 = a.recommend(obs(0, 80, 1.0, 0.8, 1), 1);
+  EXPECT_EQ(r0.raw, 10);
+  EXPECT_EQ(r0.desired, 5);
+  EXPECT_NE(r0.reason.find("scale-up rate limit 5"), std::string::npos) << r0.reason;
+  // t=5: 5 replicas, but 4 of them were added in the last 15 s: the period started at 1,
+  // the limit is still 5.
+  EXPECT_EQ(a.recommend(obs(5, 80, 1.0, 0.8, 5), 5).desired, 5);
+  // t=15: the event of t=0 is not after 15 - 15: the period starts at 5, the limit is
+  // max(9, 10) = 10, then maxReplicas 8.
+  const auto r15 = a.recommend(obs(15, 80, 1.0, 0.8, 5), 5);
+  EXPECT_EQ(r15.desired, 8);
+  EXPECT_NE(r15.reason.find("clamped to [1, 8]"), std::string::npos) << r15.reason;
+}
+
+TEST(Autoscaler, ScaleDownRateLimits) {
+  // The default: 100 % per 15 s, so 6 -> 2 at once. Queue 2 asks for 2, KV 0.2 for 2.
+  {
+    Autoscaler a(example_without_down_window());
+    EXPECT_EQ(a.recommend(obs(0, 2, 1.0, 0.2), 6).desired, 2);
+  }
+  // At most one replica per 15 s.
+  AutoscalerOptions options;
+  options.scale_down_replicas = 1;
+  Autoscaler a(example_without_down_window(), options);
+  // From 6: the larger of 100 % (0) and 6 - 1 = 5 applies: 5.
+  EXPECT_EQ(a.recommend(obs(0, 2, 1.0, 0.2), 6).desired, 5);
+  // t=5: the period started at 5 + 1 = 6: the limit is 5, already there.
+  EXPECT_EQ(a.recommend(obs(5, 2, 1.0, 0.2), 5).desired, 5);
+  // t=15: the removal at t=0 has left the period: 5 - 1 = 4.
+  EXPECT_EQ(a.recommend(obs(15, 2, 1.0, 0.2), 5).desired, 4);
+}
+
+TEST(Autoscaler, MissingMetricsNeverScaleDown) {
+  // Without the scale-down window a scale-down would show at once: with every signal
+  // present, queue 0 (0), TTFT 1 s (no demand) and KV 0.2 (ceil(4 * 0.235) = 1) give 1.
+  {
+    Autoscaler control(example_without_down_window());
+    const auto r = control.recommend(obs(0, 0, 1.0, 0.2), 4);
+    EXPECT_EQ(r.desired, 1);
+    EXPECT_FALSE(r.metrics_missing);
+  }
+  struct Case {
+    std::optional<double> queue, ttft, kv;
+    int reporting;
+  };
+  for (const Case c : {Case{std::nullopt, 1.0, 0.2, 4}, Case{0, std::nullopt, 0.2, 4}, Case{0, 1.0, std::nullopt, 4},
+                       Case{std::nullopt, std::nullopt, std::nullopt, 4}, Case{0, 1.0, 0.2, 0}}) {
+    Autoscaler a(example_without_down_window());
+    const auto r = a.recommend(obs(0, c.queue, c.ttft, c.kv, c.reporting), 4);
+    EXPECT_EQ(r.raw, 4);
+    EXPECT_EQ(r.desired, 4);
+    EXPECT_TRUE(r.metrics_missing);
+    EXPECT_NE(r.reason.find("held at 4"), std::string::npos) << r.reason;
+  }
+  // A missing signal does not stop the others from scaling up: TTFT 2.25 s asks for 6.
+  Autoscaler a(example_without_down_window());
+  const auto up = a.recommend(obs(0, std::nullopt, 2.25, std::nullopt), 4);
+  EXPECT_EQ(up.desired, 6);
+  EXPECT_TRUE(up.metrics_missing);
+  EXPECT_NE(up.reason.find("queueDepth missing"), std::string::npos) << up.reason;
+}
+
+TEST(Autoscaler, ScalesFromZero) {
+  auto p = example();
+  p.min_replicas = 0;
+  struct Case {
+    std::optional<double> queue;
+    int want;
+  };
+  // Queue 3: ceil(3 / 8) = 1. Queue 20: ceil(20 / 8) = 3, within the limit from 0 (max(0 + 4, 0)).
+  // Queue 0: stays at 0. No queue at all: hold 0.
+  for (const Case c : {Case{3, 1}, Case{20, 3}, Case{0, 0}, Case{std::nullopt, 0}}) {
+    Autoscaler a(p);
+    const auto r = a.recommend(obs(0, c.queue, std::nullopt, std::nullopt, 0), 0);
+    EXPECT_EQ(r.desired, c.want) << r.reason;
+  }
+}
+
+TEST(Autoscaler, ClampsToMinAndMax) {
+  {
+    Autoscaler a(example());
+    // 8 replicas, queue 200: ceil(200 / 8) = 25; the rate limit 16; maxReplicas 8.
+    const auto r = a.recommend(obs(0, 200, 1.0, 0.8, 8), 8);
+    EXPECT_EQ(r.raw, 25);
+    EXPECT_EQ(r.desired, 8);
+  }
+  {
+    Autoscaler a(example_without_down_window());
+    // Idle: queue 0, KV 0 asks for 0: raw 0, minReplicas 1.
+    const auto r = a.recommend(obs(0, 0, 0.1, 0, 2), 2);
+    EXPECT_EQ(r.raw, 0);
+    EXPECT_EQ(r.desired, 1);
+  }
+  {
+    Autoscaler a(example());
+    // 10 replicas counted (above maxReplicas 8), all holding: brought down to 8.
+    EXPECT_EQ(a.recommend(obs(0, 30, 1.0, 0.8, 10), 10).desired, 8);
+  }
+}
+
+TEST(Autoscaler, IsDeterministic) {
+  // Six hours of 15 s syncs under a demand of 0.5 to 10 replicas' worth that rises and
+  // falls every two hours, with noise; the signals follow demand per replica, and the
+  // caller follows the desired count. Two autoscalers give the same recommendations,
+  // reasons included.
+  const auto run = [] {
+    Autoscaler a(example());
+    std::vector<Recommendation> out;
+    int current = 1;
+    std::uint64_t x = 42;
+    for (std::int64_t t = 0; t < 6 * 3600; t += 15) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double phase = static_cast<double>(t % 7200) / 7200;
+      const double noise = static_cast<double>((x >> 33) % 11) / 10 - 0.5;  // -0.5 .. 0.5
+      const double demand = 0.5 + 19 * (phase < 0.5 ? phase : 1 - phase) + noise;
+      const double per_replica = demand / current;
+      const auto r = a.recommend(obs(t, std::max(0.0, demand - current) * 10, per_replica,
+                                     std::min(1.0, 0.85 * per_replica), current),
+                                 current);
+      out.push_back(r);
+      current = r.desired;
+    }
+    return out;
+  };
+  const auto first = run();
+  const auto second = run();
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_TRUE(first == second);
+  // The load moves the service: it reaches the maximum and comes back down.
+  int highest = 0, lowest = 8;
+  for (const auto& r : first) {
+    highest = std::max(highest, r.desired);
+    lowest = std::min(lowest, r.desired);
+  }
+  EXPECT_EQ(highest, 8);
+  EXPECT_LT(lowest, 4);
+}
+
+}  // namespace
+}  // namespace gpubank::serving
