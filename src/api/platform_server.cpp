@@ -425,6 +425,37 @@ void PlatformServer::install_routes() {
     advance_locked(platform_->now());  // the timeline and the clock file see the change
     send_json(res, *platform_->gpu_json(uuid));
   });
+  // Manual tidal freeze: pins the replicas of the TidalPolicy's services (`gpubank tidal
+  // freeze|unfreeze`); body {"reason": "..."} optional; audited with the caller.
+  svr.Post(R"(/api/v1/tidal/([^/]+)/(freeze|unfreeze))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string policy = req.matches[1];
+    const bool freeze = req.matches[2] == "freeze";
+    std::string reason;
+    if (!req.body.empty()) {
+      const auto body = nlohmann::json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object()) {
+        return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+      }
+      for (const auto& [key, value] : body.items()) {
+        if (key != "reason") {
+          return send_error(res, 400, key, "request.unknown-field", "unknown field \"" + key.substr(0, 64) + "\"; known: reason");
+        }
+        if (!value.is_string() || value.get<std::string>().size() > 256) {
+          return send_error(res, 400, "reason", "request.out-of-range", "reason must be a string of at most 256 bytes");
+        }
+        reason = value.get<std::string>();
+      }
+    }
+    if (policy.size() > 253) return send_error(res, 400, "", "request.out-of-range", "the policy name is over 253 bytes");
+    std::lock_guard lock(mu_);
+    auto done = platform_->freeze_tidal(policy, freeze, "api:" + req.remote_addr, reason.empty() ? "manual" : reason);
+    if (!done) {
+      const bool unknown = done.error().rfind("no TidalPolicy", 0) == 0;
+      return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
+    }
+    advance_locked(platform_->now());
+    send_json(res, platform_->services_json());
+  });
   paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", &twin::live::Platform::audit_json);
 

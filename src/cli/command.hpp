@@ -43,12 +43,16 @@ Command add_twin_command(CLI::App& app);
 Command add_twin_admit_command(CLI::App& twin);
 Command add_twin_kueue_perf_command(CLI::App& twin);
 Command add_twin_run_command(CLI::App& twin);
+Command add_twin_serving_command(CLI::App& twin);
 // `gpubank schema validate`: objects against CRD and built-in OpenAPI schemas.
 Command add_schema_command(CLI::App& app);
 // `gpubank bank ledger`: positions, borrow records, pair totals and trails from a store.
 Command add_bank_command(CLI::App& app);
 // `gpubank audit verify`: a store's audit hash chain.
 Command add_audit_command(CLI::App& app);
+
+// `gpubank tidal timeline|freeze|unfreeze`.
+Command add_tidal_command(CLI::App& app);
 
 // `gpubank up`: the embedded platform on the twin, served on loopback.
 Command add_up_command(CLI::App& app);

@@ -216,10 +216,24 @@ Expected<std::vector<HistogramChild>> histogram_children(const Family& family) {
   const std::string bucket_name = family.name + "_bucket";
   const std::string sum_name = family.name + "_sum";
   const std::string count_name = family.name + "_count";
+  // The labels other than le of two samples, in order, are the same: the usual case of
+  // one child's series written one after the other, which skips the grouping key.
+  const auto same_child = [](const Sample& a, const Sample& b) {
+    auto x = a.labels.begin(), y = b.labels.begin();
+    while (true) {
+      while (x != a.labels.end() && x->name == "le") ++x;
+      while (y != b.labels.end() && y->name == "le") ++y;
+      if (x == a.labels.end() || y == b.labels.end()) return x == a.labels.end() && y == b.labels.end();
+      if (x->name != y->name || x->value != y->value) return false;
+      ++x;
+      ++y;
+    }
+  };
+  const Sample* previous = nullptr;
+  std::size_t previous_child = 0;
   for (const Sample& s : family.samples) {
     const bool is_bucket = s.name == bucket_name;
     if (!is_bucket && s.name != sum_name && s.name != count_name) continue;  // _created
-    std::vector<Label> labels;
     std::optional<double> le;
     for (const Label& l : s.labels) {
       if (is_bucket && l.name == "le") {
@@ -227,18 +241,28 @@ Expected<std::vector<HistogramChild>> histogram_children(const Family& family) {
         if (!le || std::isnan(*le)) {
           return Unexpected{with_rule(series_text(s.name, s.labels) + ": \"le\" is not a number", kRuleBucketLabel)};
         }
-      } else {
-        labels.push_back(l);
       }
     }
     if (is_bucket && !le) {
       return Unexpected{with_rule(series_text(s.name, s.labels) + " has no \"le\" label", kRuleBucketLabel)};
     }
-    std::vector<Label> sorted = labels;
-    std::sort(sorted.begin(), sorted.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
-    const auto [it, inserted] = index.emplace(series_text("", sorted), children.size());
-    if (inserted) children.push_back({std::move(labels), {}, std::nullopt, std::nullopt});
-    HistogramChild& child = children[it->second];
+    std::size_t at = 0;
+    if (previous != nullptr && same_child(*previous, s)) {
+      at = previous_child;
+    } else {
+      std::vector<Label> labels;
+      for (const Label& l : s.labels) {
+        if (!(is_bucket && l.name == "le")) labels.push_back(l);
+      }
+      std::vector<Label> sorted = labels;
+      std::sort(sorted.begin(), sorted.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+      const auto [it, inserted] = index.emplace(series_text("", sorted), children.size());
+      if (inserted) children.push_back({std::move(labels), {}, std::nullopt, std::nullopt});
+      at = it->second;
+    }
+    previous = &s;
+    previous_child = at;
+    HistogramChild& child = children[at];
     if (is_bucket) {
       child.buckets.push_back({*le, s.value});
     } else if (s.name == sum_name) {

@@ -53,7 +53,10 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
         } else if (u && per_replica > *u) {
           s.replicas = within(per_replica / *u) ? c : ceil_count(queue / *u);
         } else if (d && per_replica < *d) {
-          s.replicas = within(per_replica / *d) ? c : ceil_count(queue / *d);
+          // Spare capacity, but an empty queue says nothing about how much: one replica
+          // fewer, when the queue would still be below D on the replicas left.
+          const bool step = c > 1 && !within(per_replica / *d) && queue / (c - 1) < *d;
+          s.replicas = step ? c - 1 : c;
         } else {
           s.replicas = c;  // between the targets: hold
         }
@@ -69,6 +72,8 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
       const double ratio = target > 0 ? *obs.ttft_p95_s / target : kMaxCount;
       if (ratio > 1) {
         s.replicas = within(ratio) ? c : ceil_count(c * std::min(ratio, options_.ttft_max_ratio));
+      } else if (within(ratio)) {
+        s.replicas = c;  // close below the target: no replica may go
       }
     }
     out.push_back(std::move(s));
@@ -82,7 +87,15 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
         s.replicas = 0;
       } else {
         const double ratio = watermark > 0 ? *obs.kv_cache_usage * 100 / watermark : kMaxCount;
-        s.replicas = within(ratio) ? c : ceil_count(c * ratio);
+        if (ratio > 1 || within(ratio)) {
+          s.replicas = within(ratio) ? c : ceil_count(c * ratio);
+        } else if (c > 1) {
+          // Below the watermark: one replica fewer when the cache would stay below the
+          // band on the replicas left, else hold.
+          const double after = ratio * c / (c - 1);
+          s.replicas = after < 1.0 - tolerance ? c - 1 : c;
+        }
+        // c == 1 below the watermark: no demand (minReplicas decides).
       }
     }
     out.push_back(std::move(s));

@@ -8,16 +8,28 @@
 //
 // 1. A desired count per configured signal, with c = current replicas:
 //    - queueDepth (scaleUp.queueDepthPerReplica U, scaleDown.queueDepthPerReplica D), total
-//      queue Q, per replica q = Q / c: q > U asks for ceil(Q / U); q < D for ceil(Q / D) (0
-//      when the queue is empty: no demand from this signal); between the two, c (hold).
-//      With U only, ceil(Q / U) either way (the HPA's AverageValue, what KEDA's
-//      queue-depth trigger does); with D only, nothing above D asks for more than c.
+//      queue Q, per replica q = Q / c: q > U asks for ceil(Q / U); q < D asks for c - 1
+//      when Q / (c - 1) would still be below D, else c; between the two, c (hold). With U
+//      only, ceil(Q / U) either way (the HPA's AverageValue, what KEDA's queue-depth
+//      trigger does); with D only, nothing above D asks for more than c.
+//      Why one replica at a time on the way down: a queue below D says capacity is spare,
+//      not how much. A served LLM has an empty queue at any replica count that keeps up,
+//      so ceil(Q / D) would ask for zero replicas at every quiet moment and the service
+//      would swing between its maximum and its minimum (measured in the twin: 8 -> 1 -> 8
+//      every 20 minutes). So scale-down walks: one replica fewer per scale-down
+//      stabilization window (step 5 keeps the largest recommendation of the window), each
+//      step taken only while every signal stays below its target at the smaller size.
 //    - ttftP95 (scaleUp.ttftP95 T): above T, ceil(c * min(ttft / T, 2)): capacity in
 //      proportion, at most doubling per sync (a latency is not shared among replicas, so
-//      the HPA's Value metric would otherwise multiply by replicas still loading). At or
-//      below T no demand: it never pushes down by itself.
-//    - kvCache (scaleUp.kvCacheHighWatermark W %): the mean usage u against W / 100,
-//      ceil(c * u / (W / 100)) either way (the HPA's AverageValue: GetMetricReplicas).
+//      the HPA's Value metric would otherwise multiply by replicas still loading). Within
+//      the tolerance below T: c (no replica may go). Further below: no demand: it never
+//      pushes down by itself.
+//    - kvCache (scaleUp.kvCacheHighWatermark W %): the mean usage u against W / 100:
+//      above, ceil(c * u / (W / 100)) (the HPA's AverageValue: GetMetricReplicas); within
+//      the band, c; below, c - 1 when the cache of the replicas left, u * c / (c - 1),
+//      would stay below the band, else c. The watermark is a ceiling, not a target: a
+//      proportional c * u / W below it would size the service to run its cache at 85 %,
+//      far past where its TTFT holds.
 //    Tolerance (replica_calculator.go: `math.Abs(1.0-usageRatio) <= c.tolerance`): a
 //    signal whose ratio (q / U above U, q / D below D, ttft / T, u / (W / 100)) lies
 //    within [1 - tolerance, 1 + tolerance] asks for c, so when every signal is within the

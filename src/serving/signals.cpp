@@ -50,8 +50,10 @@ class PageReader {
     if (auto e = gauge(kKvCacheUsage, &PageReader::add_kv)) return Unexpected{*e};
     if (auto e = gauge(kKvCacheUsageDeprecated, &PageReader::add_kv_deprecated)) return Unexpected{*e};
     if (auto e = histogram(kTtft, &Accumulator::ttft)) return Unexpected{*e};
-    if (auto e = histogram(kItl, &Accumulator::itl)) return Unexpected{*e};
-    if (auto e = histogram(kItlDeprecated, &Accumulator::itl_deprecated)) return Unexpected{*e};
+    if (options_.itl) {
+      if (auto e = histogram(kItl, &Accumulator::itl)) return Unexpected{*e};
+      if (auto e = histogram(kItlDeprecated, &Accumulator::itl_deprecated)) return Unexpected{*e};
+    }
 
     Scrape scrape;
     scrape.t_ms = t_ms;
@@ -282,6 +284,10 @@ Expected<Scrape> read_vllm_text(std::string_view text, std::int64_t t_ms, const 
   auto page = metrics::parse_text(text);
   if (!page) return Unexpected{page.error()};
   return PageReader(*page, options).read(t_ms);
+}
+
+Expected<Scrape> read_vllm(const metrics::Exposition& page, std::int64_t t_ms, const ScrapeOptions& options) {
+  return PageReader(page, options).read(t_ms);
 }
 
 Expected<std::vector<PromSample>> read_prometheus_query(std::string_view json_body) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/expected.hpp"
+#include "metrics/exposition.hpp"
 #include "metrics/histogram.hpp"
 
 namespace gpubank::serving {
@@ -80,6 +81,7 @@ struct ScrapeOptions {
   std::string model_name;                // "": any; else series of other model_names are ignored
   std::string replica_label = "replica";  // "": one replica per page, as a real vLLM pod serves it
   std::string page_replica;               // with replica_label "": that replica's name
+  bool itl = true;                        // read the inter-token latency histogram too
 };
 
 // The replicas of one /metrics page. Per replica (the value of replica_label): waiting and
@@ -93,6 +95,9 @@ struct ScrapeOptions {
 // negative, infinite or NaN count, a KV usage outside [0, 1] (beyond kKvUsageEpsilon), a
 // histogram without a +Inf bucket, a series without replica_label when one is set.
 [[nodiscard]] Expected<Scrape> read_vllm_text(std::string_view text, std::int64_t t_ms, const ScrapeOptions& options);
+// The same for a page already parsed (or built: the twin hands its services' exposition
+// over without a text round trip, which tests/serving/signals_test.cpp checks equal).
+[[nodiscard]] Expected<Scrape> read_vllm(const metrics::Exposition& page, std::int64_t t_ms, const ScrapeOptions& options);
 
 // One sample of a Prometheus instant query result.
 struct PromSample {

@@ -75,11 +75,12 @@ TEST(Autoscaler, QueueDepthAlone) {
   };
   // 40: 10 per replica > 8, ratio 1.25: ceil(40 / 8) = 5.
   // 12: 3 per replica, between 1 and 8: hold 4.
-  // 2: 0.5 per replica < 1, ratio 0.5: ceil(2 / 1) = 2.
-  // 0: no demand, 0.
+  // 2: 0.5 per replica < 1, ratio 0.5; on 3 replicas 0.67 < 1: one fewer, 3.
+  // 0: spare capacity: one fewer, 3 (not 0: an empty queue does not say how much is spare).
+  // 3.5: 0.875 per replica, ratio 0.875 below the band, but on 3 replicas 1.17 >= 1: hold 4.
   // 34: 8.5 per replica, ratio 1.0625 within the tolerance: 4.
   // 3.8: 0.95 per replica, ratio 0.95 within the tolerance: 4.
-  for (const Case c : {Case{40, 5}, Case{12, 4}, Case{2, 2}, Case{0, 0}, Case{34, 4}, Case{3.8, 4}}) {
+  for (const Case c : {Case{40, 5}, Case{12, 4}, Case{2, 3}, Case{0, 3}, Case{3.5, 4}, Case{34, 4}, Case{3.8, 4}}) {
     Autoscaler a(p);
     const auto r = a.recommend(obs(0, c.queue, 1.0, 0.8), 4);
     EXPECT_EQ(asks(r, "queueDepth"), c.want) << "queue " << c.queue;
@@ -103,8 +104,10 @@ TEST(Autoscaler, TtftAlone) {
   // 2.25 s: ratio 1.5: ceil(4 * 1.5) = 6.
   // 6 s: ratio 4, capped at 2: ceil(4 * 2) = 8.
   // 1.6 s: ratio 1.067, within the tolerance: 4.
-  // 1.5 s and 0.2 s: at or below target: no demand.
-  for (const Case c : {Case{2.25, 6}, Case{6, 8}, Case{1.6, 4}, Case{1.5, std::nullopt}, Case{0.2, std::nullopt}}) {
+  // 1.5 s and 1.4 s: at or within the tolerance below the target: 4 (no replica may go).
+  // 0.2 s: far below: no demand.
+  for (const Case c :
+       {Case{2.25, 6}, Case{6, 8}, Case{1.6, 4}, Case{1.5, 4}, Case{1.4, 4}, Case{0.2, std::nullopt}}) {
     Autoscaler a(p);
     EXPECT_EQ(asks(a.recommend(obs(0, 12, c.ttft, 0.8), 4), "ttftP95"), c.want) << "ttft " << c.ttft;
   }
@@ -127,10 +130,11 @@ TEST(Autoscaler, KvCacheAlone) {
     int want;
   };
   // 0.9775: ratio 97.75 / 85 = 1.15: ceil(4 * 1.15) = ceil(4.6) = 5.
-  // 0.34: ratio 0.4: ceil(4 * 0.4) = ceil(1.6) = 2 (it can go down).
+  // 0.34: ratio 0.4; on 3 replicas 0.4 * 4 / 3 = 0.53 < 0.9: one fewer, 3.
+  // 0.6: ratio 0.706; on 3 replicas 0.94, inside the band: hold 4.
   // 0.8: ratio 0.94, within the tolerance: 4.
   // 1.0: ratio 1.176: ceil(4.7) = 5.
-  for (const Case c : {Case{0.9775, 5}, Case{0.34, 2}, Case{0.8, 4}, Case{1.0, 5}}) {
+  for (const Case c : {Case{0.9775, 5}, Case{0.34, 3}, Case{0.6, 4}, Case{0.8, 4}, Case{1.0, 5}}) {
     Autoscaler a(p);
     EXPECT_EQ(asks(a.recommend(obs(0, 12, 1.0, c.kv), 4), "kvCache"), c.want) << "kv " << c.kv;
   }
@@ -179,19 +183,21 @@ TEST(Autoscaler, ScaleUpStabilizationTakesTheMinimumOfTheWindow) {
 TEST(Autoscaler, ScaleDownStabilizationTakesTheMaximumOfTheWindow) {
   Autoscaler a(example());
   // t=0, 6 replicas, queue 12 (2 per replica: hold 6): raw 6.
-  // t=15..285: queue 3 (0.5 per replica): ceil(3 / 1) = 3; KV 0.2: ceil(6 * 0.235) = 2; raw 3.
-  // t=300..: queue 2: 2; KV: 2 at 6 replicas (1 at 3); raw 2.
-  // The 10 m window holds the 6 of t=0 until t=600 (t=0 is not after 600 - 600): 6 until 585,
-  // then the largest of 15..600, 3, until the 3 of t=285 leaves the window at t=885: 2.
+  // From t=15 the queue is 2 and the KV cache 0.2: both ask for one replica fewer (queue
+  // 2 / 5 = 0.4 < 1; KV 0.2 / 0.85 * 6 / 5 = 0.28 < 0.9): raw = current - 1.
+  // The 10 m window keeps the largest raw count of the last 600 s (a sample counts while
+  // it is after now - 600). The 6 of t=0 leaves at t=600: the largest is then 5 (raw at
+  // 6 replicas), so 5. From then raw is 4; the last 5 was recorded at t=600 and leaves at
+  // t=1200: 4. One replica per window, each step taken at the smaller size.
   int current = 6;
   std::vector<std::pair<std::int64_t, int>> changes;
-  for (std::int64_t t = 0; t <= 1200; t += 15) {
-    const double queue = t == 0 ? 12 : t < 300 ? 3 : 2;
+  for (std::int64_t t = 0; t <= 1800; t += 15) {
+    const double queue = t == 0 ? 12 : 2;
     const auto r = a.recommend(obs(t, queue, 1.0, 0.2), current);
     if (r.desired != current) changes.emplace_back(t, r.desired);
     current = r.desired;
   }
-  EXPECT_EQ(changes, (std::vector<std::pair<std::int64_t, int>>{{600, 3}, {885, 2}}));
+  EXPECT_EQ(changes, (std::vector<std::pair<std::int64_t, int>>{{600, 5}, {1200, 4}, {1800, 3}}));
 }
 
 TEST(Autoscaler, ScaleUpRateLimit) {
@@ -212,30 +218,38 @@ TEST(Autoscaler, ScaleUpRateLimit) {
 }
 
 TEST(Autoscaler, ScaleDownRateLimits) {
-  // The default: 100 % per 15 s, so 6 -> 2 at once. Queue 2 asks for 2, KV 0.2 for 2.
+  // The signals step down one replica per sync at most (queue 2 over 6 and KV 0.2 ask for
+  // 5), so the rate limit binds only when a scale-down is asked for on a count that fell
+  // under a maxReplicas it was above: 10 replicas counted, maxReplicas 8, queue 2 asks for 9.
+  // The default 100 % per 15 s lets 10 -> 8 happen at once.
   {
     Autoscaler a(example_without_down_window());
-    EXPECT_EQ(a.recommend(obs(0, 2, 1.0, 0.2), 6).desired, 2);
+    EXPECT_EQ(a.recommend(obs(0, 2, 1.0, 0.2, 10), 10).desired, 8);
   }
-  // At most one replica per 15 s.
+  // At most one replica per 15 s: from 10 the limit is 9 (then within [1, 8]: 8, the clamp
+  // is applied after the rate limit, as the HPA applies min/max last).
   AutoscalerOptions options;
   options.scale_down_replicas = 1;
   Autoscaler a(example_without_down_window(), options);
-  // From 6: the larger of 100 % (0) and 6 - 1 = 5 applies: 5.
-  EXPECT_EQ(a.recommend(obs(0, 2, 1.0, 0.2), 6).desired, 5);
-  // t=5: the period started at 5 + 1 = 6: the limit is 5, already there.
-  EXPECT_EQ(a.recommend(obs(5, 2, 1.0, 0.2), 5).desired, 5);
+  const auto r = a.recommend(obs(0, 2, 1.0, 0.2, 10), 10);
+  EXPECT_EQ(r.stabilized, 9);
+  EXPECT_EQ(r.desired, 8);
+  // From 6 with one removal a period: raw 5, limit 5: 5; at t=5 the removal of t=0 is
+  // still in the period: 5 stays 5 (raw 4 is limited to 6 - 1).
+  Autoscaler b(example_without_down_window(), options);
+  EXPECT_EQ(b.recommend(obs(0, 2, 1.0, 0.2), 6).desired, 5);
+  EXPECT_EQ(b.recommend(obs(5, 2, 1.0, 0.2), 5).desired, 5);
   // t=15: the removal at t=0 has left the period: 5 - 1 = 4.
-  EXPECT_EQ(a.recommend(obs(15, 2, 1.0, 0.2), 5).desired, 4);
+  EXPECT_EQ(b.recommend(obs(15, 2, 1.0, 0.2), 5).desired, 4);
 }
 
 TEST(Autoscaler, MissingMetricsNeverScaleDown) {
   // Without the scale-down window a scale-down would show at once: with every signal
-  // present, queue 0 (0), TTFT 1 s (no demand) and KV 0.2 (ceil(4 * 0.235) = 1) give 1.
+  // present, queue 0 (one fewer), TTFT 1 s (no demand) and KV 0.2 (0.31 on 3: one fewer) give 3.
   {
     Autoscaler control(example_without_down_window());
     const auto r = control.recommend(obs(0, 0, 1.0, 0.2), 4);
-    EXPECT_EQ(r.desired, 1);
+    EXPECT_EQ(r.desired, 3);
     EXPECT_FALSE(r.metrics_missing);
   }
   struct Case {
@@ -285,16 +299,67 @@ TEST(Autoscaler, ClampsToMinAndMax) {
   }
   {
     Autoscaler a(example_without_down_window());
-    // Idle: queue 0, KV 0 asks for 0: raw 0, minReplicas 1.
+    // Idle at 2: queue 0 and KV 0 ask for one fewer: raw 1, minReplicas 1.
     const auto r = a.recommend(obs(0, 0, 0.1, 0, 2), 2);
-    EXPECT_EQ(r.raw, 0);
+    EXPECT_EQ(r.raw, 1);
     EXPECT_EQ(r.desired, 1);
+    // At 1 with minReplicas 1: the queue holds 1 (it never asks for 0 replicas while one
+    // serves), KV has no demand: 1.
+    const auto one = a.recommend(obs(15, 0, 0.1, 0, 1), 1);
+    EXPECT_EQ(one.desired, 1);
   }
   {
     Autoscaler a(example());
     // 10 replicas counted (above maxReplicas 8), all holding: brought down to 8.
     EXPECT_EQ(a.recommend(obs(0, 30, 1.0, 0.8, 10), 10).desired, 8);
   }
+}
+
+// The series of docs/serving.md ("KEDA ScaledObject versus gpubank's autoscaler"), the
+// same phases HpaModel.DocsServingSeries replays, through gpubank's autoscaler: 19:40 is
+// t = 0, a sync every 15 s, 8 replicas at the start, the tidal floor 6 until 20:00 and 1
+// after (floor in force = max(floor, desired), as the shell applies it).
+TEST(Autoscaler, DocsServingSeries) {
+  struct Phase {
+    int from_s;
+    bool scraped;
+    double queue, ttft, kv;
+  };
+  const std::vector<Phase> phases{
+      {0, true, 70, 1.4, 0.82},     // 19:40 peak
+      {600, true, 4, 0.8, 0.40},    // 19:50 evening
+      {1500, false, 0, 0, 0},       // 20:05 the pods are not scraped
+      {2400, true, 40, 2.6, 0.90},  // 20:20 surge
+      {3000, true, 4, 0.8, 0.40},   // 20:30 calm
+  };
+  Autoscaler a(example());
+  int current = 8;
+  std::size_t p = 0;
+  std::vector<std::pair<int, int>> changes;  // (seconds after 19:40, replicas)
+  for (int t = 0; t < 4800; t += 15) {
+    while (p + 1 < phases.size() && phases[p + 1].from_s <= t) ++p;
+    const Phase& ph = phases[p];
+    const auto o = ph.scraped ? obs(t, ph.queue, ph.ttft, ph.kv, current)
+                              : obs(t, std::nullopt, std::nullopt, std::nullopt, 0);
+    const int floor = t < 1200 ? 6 : 1;
+    const int next = std::max(floor, a.recommend(o, current).desired);
+    if (next != current) changes.emplace_back(t, next);
+    current = next;
+  }
+  // 19:40-19:50 (t < 600): every signal within 10 %: hold 8.
+  // 19:50 (t = 600): queue 0.5 per replica < 1 and 4 / 7 < 1, KV 0.40 x 8 / 7 = 0.46 (0.54
+  //   of the 0.85 watermark, under 0.9): both ask for 7; TTFT 0.8 s far below 1.5 s: no
+  //   demand. The 10 m window holds 8 until the last 8 (t = 585) leaves it: 7 at t = 1185
+  //   (19:59:45; the floor 6 does not bind).
+  // 20:00 (t = 1200): the floor is 1; raws of 6 are recorded from here, but the window
+  //   still holds the 7s recorded up to 1185.
+  // 20:05-20:20 (t = 1500-2385): no replica reports: hold at 7, recorded as 7, so the
+  //   window never empties of 7s.
+  // 20:20 (t = 2400): TTFT 2.6 s asks for ceil(7 x 1.733) = 13; the 30 s up window still
+  //   has the 7 of t = 2385: 7. At t = 2415 the window holds 13s only: 8 (maxReplicas).
+  // 20:30 (t = 3000): calm: one replica fewer per 10 m window: 7 at t = 3585 (the last 8,
+  //   recorded at 2985, leaves), 6 at 4185, 5 at 4785.
+  EXPECT_EQ(changes, (std::vector<std::pair<int, int>>{{1185, 7}, {2415, 8}, {3585, 7}, {4185, 6}, {4785, 5}}));
 }
 
 TEST(Autoscaler, IsDeterministic) {

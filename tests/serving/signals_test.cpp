@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "metrics/exposition.hpp"
+#include "metrics/text_parser.hpp"
 #include "serving/signals.hpp"
 #include "twin/inference/vllm_metrics.hpp"
 
@@ -92,6 +93,13 @@ TEST(ReadVllmText, ReadsTheTwinsExposition) {
   EXPECT_EQ(r1.ttft_buckets[6], (Bucket{0.08, 0}));
   EXPECT_EQ(r1.ttft_buckets[7], (Bucket{0.1, 4}));
   EXPECT_EQ(r1.itl_buckets.back(), (Bucket{kInf, 0}));
+
+  // The same page handed over without the text round trip (what the twin does) reads the same.
+  const auto parsed = metrics::parse_text(p.text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const auto direct = read_vllm(*parsed, 15'000, for_model("llm"));
+  ASSERT_TRUE(direct.ok()) << direct.error();
+  EXPECT_EQ(*direct, *scrape);
 
   // Any model: r9 too.
   const auto all = read_vllm_text(p.text, 15'000, {});

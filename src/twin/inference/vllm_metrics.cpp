@@ -52,7 +52,9 @@ Family histogram(std::string_view name, std::string_view help, std::string_view 
     const auto bounds = h.bounds_seconds();
     for (std::size_t i = 0; i <= bounds.size(); ++i) {
       cumulative += h.bucket_counts()[i];
-      auto bucket_labels = labels;
+      std::vector<Label> bucket_labels;
+      bucket_labels.reserve(labels.size() + 1);
+      bucket_labels = labels;
       bucket_labels.push_back({"le", i < bounds.size() ? python_float(bounds[i]) : std::string("+Inf")});
       f.samples.push_back({f.name + "_bucket", std::move(bucket_labels), static_cast<double>(cumulative), {}});
     }
@@ -89,6 +91,17 @@ metrics::Exposition vllm_exposition(std::string_view model_name, std::span<const
                                     const VllmExpositionOptions& options) {
   metrics::Exposition e;
   auto& out = e.families;
+  if (options.autoscaling_signals_only) {  // what an autoscaler scrape reads, in the same order
+    out.push_back(gauge(kKvCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage.", model_name, replicas, options,
+                        [](const VllmReplicaSeries& r) { return r.kv_cache_usage; }));
+    out.push_back(gauge(kNumRequestsRunning, "Number of requests in model execution batches.", model_name, replicas,
+                        options, [](const VllmReplicaSeries& r) { return static_cast<double>(r.running); }));
+    out.push_back(gauge(kNumRequestsWaiting, "Number of requests waiting to be processed.", model_name, replicas,
+                        options, [](const VllmReplicaSeries& r) { return static_cast<double>(r.waiting); }));
+    out.push_back(histogram(kTimeToFirstTokenSeconds, "Histogram of time to first token in seconds.", model_name,
+                            replicas, options, &VllmCounters::time_to_first_token));
+    return e;
+  }
   out.push_back(histogram(kE2eRequestLatencySeconds, "Histogram of e2e request latency in seconds.", model_name,
                           replicas, options, &VllmCounters::e2e_request_latency));
   out.push_back(counter(kGenerationTokensTotal, "Number of generation tokens processed.", model_name, replicas,

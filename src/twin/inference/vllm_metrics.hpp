@@ -84,6 +84,9 @@ struct VllmExpositionOptions {
   // KV gauge's old name only with --show-hidden-metrics-for-version=0.10.
   bool time_per_output_token = true;
   bool gpu_cache_usage = false;
+  // Only the families an autoscaler scrape reads (KV cache, running, waiting, TTFT), same
+  // names, labels and values: the twin's controllers scrape every 15 s.
+  bool autoscaling_signals_only = false;
 };
 
 // Family names as the text format carries them (counters with their _total).

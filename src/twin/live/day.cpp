@@ -44,18 +44,6 @@ constexpr std::int64_t kHour = 60 * kMinute;
 
 // The priority class for a workload type and group: the highest or the lowest value the
 // guardrails allow; empty when none does (the workload then has none).
-std::string pick_priority(const policy::PlatformGuardrailsSpec& g, policy::WorkloadType type, const std::string& group,
-                          bool highest) {
-  const policy::PriorityRule* best = nullptr;
-  for (const auto& p : g.priorities) {
-    const bool type_ok = p.workload_types.empty() ||
-                         std::find(p.workload_types.begin(), p.workload_types.end(), type) != p.workload_types.end();
-    const bool group_ok = p.groups.empty() || std::find(p.groups.begin(), p.groups.end(), group) != p.groups.end();
-    if (!type_ok || !group_ok) continue;
-    if (best == nullptr || (highest ? p.value > best->value : p.value < best->value)) best = &p;
-  }
-  return best != nullptr ? best->name : std::string();
-}
 
 std::string namespace_for(const policy::Group& group, bool training) {
   const auto namespaces = group.effective_namespaces();
@@ -216,7 +204,9 @@ run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& opti
       for (const auto& s : spans) most = std::max(most, s.window->training_borrow_limit.value_or(0));
       for (const auto& s : spans) {
         if (s.window->training_borrow_limit.value_or(0) != most || most < per_node) continue;
-        const std::int64_t until = std::min({b.horizon, s.end, s.start + 8 * kHour});
+        // Arrivals until an hour before the window ends: jobs run into the morning and
+        // are the borrowers the next window's reclaim notifies.
+        const std::int64_t until = std::min(b.horizon, s.end - kHour);
         b.training(own, *group, pool->name, std::max<std::int64_t>(0, s.start), until,
                    static_cast<double>(*s.window->training_borrow_limit) / 3.0, std::min(per_node, 8));
       }
@@ -224,6 +214,7 @@ run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& opti
   }
 
   for (const auto& p : policies.policies()) {
+    if (options.serving_control != DayOptions::ServingControl::Planned) break;
     if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
     const auto& inf = p.as<policy::InferenceScalingPolicySpec>();
     const policy::Group* group = guardrails->find_group(inf.business_group);
@@ -261,6 +252,39 @@ run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& opti
                      return x.name < y.name;
                    });
   return std::move(b.scenario);
+}
+
+std::string pick_priority(const policy::PlatformGuardrailsSpec& g, policy::WorkloadType type, const std::string& group,
+                          bool highest) {
+  const policy::PriorityRule* best = nullptr;
+  for (const auto& p : g.priorities) {
+    const bool type_ok = p.workload_types.empty() ||
+                         std::find(p.workload_types.begin(), p.workload_types.end(), type) != p.workload_types.end();
+    const bool group_ok = p.groups.empty() || std::find(p.groups.begin(), p.groups.end(), group) != p.groups.end();
+    if (!type_ok || !group_ok) continue;
+    if (best == nullptr || (highest ? p.value > best->value : p.value < best->value)) best = &p;
+  }
+  return best != nullptr ? best->name : std::string();
+}
+
+std::string_view to_string(DayOptions::ServingControl control) {
+  switch (control) {
+    case DayOptions::ServingControl::Autoscaler: return "autoscaler";
+    case DayOptions::ServingControl::Planned: return "planned";
+    case DayOptions::ServingControl::Static: return "static";
+    case DayOptions::ServingControl::HpaGpuUtilization: return "hpa-gpu-utilization";
+    case DayOptions::ServingControl::Keda: return "keda";
+  }
+  return "autoscaler";
+}
+
+std::optional<DayOptions::ServingControl> serving_control_from(std::string_view name) {
+  for (auto c : {DayOptions::ServingControl::Autoscaler, DayOptions::ServingControl::Planned,
+                 DayOptions::ServingControl::Static, DayOptions::ServingControl::HpaGpuUtilization,
+                 DayOptions::ServingControl::Keda}) {
+    if (to_string(c) == name) return c;
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpubank::twin::live

@@ -6,11 +6,13 @@
 //     with a rate that asks for `load` x max(guaranteed, 8) GPUs on average;
 //   - batch: on the same pools, 1-4 GPUs, 10-90 min, at half that rate;
 //   - night training: groups without a guarantee on an inference pool that a TidalPolicy
-//     lends to them (targets.trainingGroups) submit training there in the first 8 hours
-//     of the windows with the largest trainingBorrowLimit (the night);
+//     lends to them (targets.trainingGroups) submit training there in the windows with
+//     the largest trainingBorrowLimit (the night), until an hour before they end;
 //   - notebooks: per GPUQuotaPolicy on a development pool, guaranteed/2 notebooks of one
 //     device arriving 09:00-11:00 local time for 4-8 h;
-//   - serving: per InferenceScalingPolicy, replica workloads of gpuPerReplica GPUs; replica
+//   - serving (with ServingControl::Planned only; otherwise the serving controller of
+//     elastic.hpp creates replicas as it goes): per InferenceScalingPolicy, replica
+//     workloads of gpuPerReplica GPUs; replica
 //     i runs while the floor in force is at least i: the TidalPolicy floor of the window
 //     (replicas arrive prewarmBefore ahead of its start and are deleted at its end), else
 //     minReplicas all day.
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,7 +43,23 @@ struct DayOptions {
   // The inference load relative to the scale rule (serving.hpp): 0.1 serves a tenth of the
   // requests (quick looks, and tests that do not measure serving), in (0, 10].
   double serving_load = 1.0;
+  // Who decides the inference replicas (elastic.hpp): the autoscaler with the tidal floors
+  // (default), or replicas planned in advance from the tidal floors alone (the day's own
+  // replica workloads, as before the autoscaler existed), a static count all day, or a
+  // CPU-style HPA on GPU utilisation (the comparisons of `gpubank twin serving`).
+  // Keda: the HPA that the rendered KEDA ScaledObject creates (serving/hpa_model.hpp).
+  enum class ServingControl { Autoscaler, Planned, Static, HpaGpuUtilization, Keda };
+  ServingControl serving_control = ServingControl::Autoscaler;
+  int static_replicas = 0;  // Static: replicas per service (0: its maxReplicas)
 };
+
+[[nodiscard]] std::string_view to_string(DayOptions::ServingControl control);
+[[nodiscard]] std::optional<DayOptions::ServingControl> serving_control_from(std::string_view name);
+
+// The priority class a workload of `type` gets from `group`: the highest (or lowest)
+// class the guardrails allow it; "" when none does.
+[[nodiscard]] std::string pick_priority(const policy::PlatformGuardrailsSpec& guardrails, policy::WorkloadType type,
+                                        const std::string& group, bool highest);
 
 // splitmix64: the generator behind every seeded choice of the twin's generators (its
 // output is the same on every platform, unlike the standard distributions').

@@ -94,11 +94,15 @@ Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies,
   auto serving = Serving::create(p->policies_, p->scenario_, p->day_, llm_trace ? &*llm_trace : nullptr, placement);
   if (!serving) return Unexpected{serving.error()};
   p->serving_ = std::move(*serving);
+  auto control = ElasticControl::create(p->policies_, p->day_, *p->serving_, p->simulation_);
+  if (!control) return Unexpected{control.error()};
+  p->control_ = std::move(*control);
   const auto queues = p->simulation_.queues();
   auto queue_metrics = QueueMetrics::create(p->scenario_, queues);
   if (!queue_metrics) return Unexpected{queue_metrics.error()};
   p->queue_metrics_ = std::move(*queue_metrics);
   if (!p->follow_run()) return Unexpected{p->error()};
+  if (!p->control_step()) return Unexpected{p->error()};
   return p;
 }
 
@@ -115,10 +119,34 @@ bool Platform::follow_run() {
   return true;
 }
 
+bool Platform::control_step() {
+  if (auto stepped = control_->step(now()); !stepped) {
+    serving_error_ = "the serving controllers stopped at " + std::to_string(now()) + " ms: " + stepped.error();
+    return false;
+  }
+  return follow_run();  // the services see the replicas the step removed or drained
+}
+
 bool Platform::advance_to(VirtualTime t) {
   if (!serving_error_.empty()) return false;
-  const bool ran = simulation_.advance_to(std::min(t, end_));
+  t = std::min(t, end_);
+  // The controllers act every sync period: the run and the services go to each step's
+  // instant, the controllers act there, and on.
+  while (control_->next_step() <= t) {
+    const VirtualTime at = control_->next_step();
+    if (!simulation_.advance_to(at) || !follow_run()) return false;
+    if (!control_step()) return false;
+  }
+  const bool ran = simulation_.advance_to(t);
   return follow_run() && ran;
+}
+
+Expected<bool> Platform::freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
+                                      const std::string& reason) {
+  auto done = freeze ? control_->freeze(policy, actor, reason) : control_->unfreeze(policy, actor);
+  if (!done) return done;
+  if (!follow_run()) return Unexpected{error()};
+  return true;
 }
 
 std::string Platform::error() const {
@@ -127,9 +155,19 @@ std::string Platform::error() const {
   return out;
 }
 
-Json Platform::services_json() const { return serving_->json(); }
+Json Platform::services_json() const {
+  Json list = serving_->json();
+  const Json control = control_->json();
+  for (auto& service : list) {
+    for (const auto& c : control) {
+      if (c["policy"] == service["policy"]) service["autoscaling"] = c;
+    }
+  }
+  return list;
+}
 
 Json Platform::summary_json() const { return run::summary_json(run::summarize(simulation_.stats())); }
+run::RunResult Platform::stats() const { return simulation_.stats(); }
 
 Json Platform::clock_json() const {
   Json j = Json::object();

@@ -15,6 +15,7 @@
 #include "core/expected.hpp"
 #include "policy/policy_set.hpp"
 #include "twin/live/day.hpp"
+#include "twin/live/elastic.hpp"
 #include "twin/live/queue_metrics.hpp"
 #include "twin/live/serving.hpp"
 #include "twin/run/engine.hpp"
@@ -79,11 +80,18 @@ class Platform {
   [[nodiscard]] Json services_json() const;
   // The run's summary so far (twin/run/summary.hpp): per group and for the cluster.
   [[nodiscard]] Json summary_json() const;
+  // The run's figures so far (groups' GPU-hours, cluster): run::Simulation::stats().
+  [[nodiscard]] run::RunResult stats() const;
   // Fault injection (POST /api/v1/gpus/<uuid>/health): the GPU reports an XID error, or is
   // healthy again, now; audited with `actor`.
   Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                 std::int64_t ecc_double_bit = 0);
   [[nodiscard]] const Serving& serving() const { return *serving_; }
+  [[nodiscard]] const ElasticControl& control() const { return *control_; }
+  // `gpubank tidal freeze|unfreeze <policy>`: pins (or releases) the replicas of the
+  // TidalPolicy's services now; audited with `actor`.
+  Expected<bool> freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
+                              const std::string& reason);
 
   // Prometheus text exposition of everything the platform exports now: the bank's
   // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info,
@@ -95,6 +103,8 @@ class Platform {
   Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
   // Shows the services and the Kueue counters the run's new events, services to now().
   bool follow_run();
+  // The serving controllers' step at now(), then the services follow what it did.
+  bool control_step();
 
   policy::PolicySet policies_;
   DayOptions day_;
@@ -102,6 +112,7 @@ class Platform {
   run::Simulation simulation_;
   VirtualTime end_ = 0;
   std::unique_ptr<Serving> serving_;
+  std::unique_ptr<ElasticControl> control_;
   std::unique_ptr<QueueMetrics> queue_metrics_;
   std::string serving_error_;
   // Per device (unit): the activity it had at the last scrape and its energy base.

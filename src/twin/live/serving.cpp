@@ -241,15 +241,24 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
       if (other.service->service().model_name == service.model_name) service.model_name = p.name();
     }
     Diagnostics findings;
-    auto made = inference::InferenceService::create(std::move(service), findings);
+    inference::ServiceOptions service_options;
+    service_options.keep_completions = true;  // the SLO report reads every request's TTFT
+    auto made = inference::InferenceService::create(std::move(service), findings, service_options);
     if (!made) {
       return Unexpected{"InferenceScalingPolicy " + p.name() + ": cannot serve it in the twin: " +
                         (findings.empty() ? std::string("unknown") : findings.front().to_string())};
     }
     s.service = std::make_unique<inference::InferenceService>(std::move(*made));
-    s.peak_replicas = peak_replicas_of(policies, p.name(), spec);
+    // Planned replicas follow the tidal floors only: the peak needs the largest floor. The
+    // controllers scale on load: the peak is sized on maxReplicas (serving.hpp), so the
+    // daytime moves between the floor and the maximum.
+    const double sized = day.serving_control == DayOptions::ServingControl::Planned
+                             ? peak_replicas_of(policies, p.name(), spec)
+                             : std::max(static_cast<double>(peak_replicas_of(policies, p.name(), spec)),
+                                        kPeakShareOfMaxReplicas * spec.max_replicas);
+    s.peak_replicas = static_cast<int>(std::ceil(sized));
     const double capacity = replica_capacity_rps(s.service->costs());
-    s.peak_rps = capacity * s.peak_replicas * day.serving_load;
+    s.peak_rps = capacity * sized * day.serving_load;
     s.capacity_tokens_per_ms = capacity * (kPromptTokensMean + kOutputTokensMean) / 1000.0;
     const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a(p.name())).next();
     if (trace != nullptr) {
@@ -281,6 +290,11 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
 bool Serving::move_to(Live& s, std::int64_t t) {
   if (t < s.service->now_ms()) return true;
   const auto requests = s.source->take_until(t);
+  for (const auto& r : requests) {
+    const auto minute = static_cast<std::size_t>(r.arrival_ms / 60'000);
+    if (s.arrivals_per_minute.size() <= minute) s.arrivals_per_minute.resize(minute + 1, 0);
+    ++s.arrivals_per_minute[minute];
+  }
   Diagnostics findings;
   if (!requests.empty() && !s.service->add_requests(requests, findings)) return false;
   return s.service->advance_to(t);
@@ -373,7 +387,7 @@ std::vector<metrics::Family> Serving::families() const {
   std::map<std::string, std::size_t> index;
   metrics::Family cut{"gpubank_inference_requests_cut_total", metrics::MetricType::counter,
                       "Requests of an inference service cut unanswered because their replica's workload was deleted "
-                      "or stopped before they finished (the twin does not drain replicas yet).",
+                      "or stopped before they finished (a drain that reached its drainTimeout, or a replica whose workload ended without a drain).",
                       {}};
   for (const Live& s : services_) {
     auto e = s.service->exposition();
@@ -454,6 +468,88 @@ Json Serving::json() const {
     list.push_back(std::move(j));
   }
   return list;
+}
+
+const Serving::Live* Serving::find_service(const std::string& policy) const {
+  for (const Live& s : services_) {
+    if (s.policy == policy) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Serving::policies() const {
+  std::vector<std::string> out;
+  for (const Live& s : services_) out.push_back(s.policy);
+  return out;
+}
+
+Expected<bool> Serving::adopt(const std::string& key, const std::string& policy, std::int64_t startup_ms) {
+  for (std::size_t i = 0; i < services_.size(); ++i) {
+    if (services_[i].policy != policy) continue;
+    if (service_of_.contains(key)) return Unexpected{"replica workload " + key + " is adopted already"};
+    service_of_[key] = i;
+    services_[i].startup_ms[key] = startup_ms;
+    return true;
+  }
+  return Unexpected{"no inference service for policy " + policy};
+}
+
+std::vector<Serving::ReplicaStatus> Serving::replicas_of(const std::string& policy) const {
+  std::vector<ReplicaStatus> out;
+  const Live* s = find_service(policy);
+  if (s == nullptr) return out;
+  for (const auto& [key, r] : s->replicas) out.push_back({key, s->service->replica_snapshot(r.id)});
+  return out;
+}
+
+Expected<bool> Serving::start_drain(const std::string& key) {
+  const auto which = service_of_.find(key);
+  if (which == service_of_.end()) return Unexpected{"no replica workload " + key};
+  Live& s = services_[which->second];
+  const auto r = s.replicas.find(key);
+  if (r == s.replicas.end()) return Unexpected{"replica workload " + key + " has no pod yet"};
+  if (auto drained = s.service->start_drain(r->second.id); !drained) return Unexpected{drained.error()};
+  return true;
+}
+
+metrics::Exposition Serving::exposition_of(const std::string& policy,
+                                           const inference::VllmExpositionOptions& options) const {
+  const Live* s = find_service(policy);
+  return s == nullptr ? metrics::Exposition{} : s->service->exposition(options);
+}
+
+std::int64_t Serving::router_waiting(const std::string& policy) const {
+  const Live* s = find_service(policy);
+  return s == nullptr ? 0 : s->service->snapshot().router_waiting;
+}
+
+Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std::int64_t from_ms,
+                          std::int64_t until_ms) const {
+  Slo out;
+  const Live* s = find_service(policy);
+  if (s == nullptr) return out;
+  constexpr std::int64_t kMinuteMs = 60'000;
+  std::vector<std::vector<std::int64_t>> ttft(s->arrivals_per_minute.size());
+  for (const auto& c : s->service->completions()) {
+    const auto minute = static_cast<std::size_t>(c.arrival_us / 1000 / kMinuteMs);
+    if (minute < ttft.size() && c.first_token_us / 1000 <= until_ms) ttft[minute].push_back(c.first_token_us - c.arrival_us);
+  }
+  for (std::size_t m = 0; m < ttft.size(); ++m) {
+    const std::int64_t start = static_cast<std::int64_t>(m) * kMinuteMs;
+    const std::int64_t arrived = s->arrivals_per_minute[m];
+    if (arrived == 0 || start < from_ms || start + kMinuteMs > until_ms) continue;
+    auto& values = ttft[m];
+    const auto answered = static_cast<std::int64_t>(values.size());
+    ++out.minutes;
+    out.requests += arrived;
+    out.unanswered += arrived - answered;
+    // Nearest rank: the ceil(0.95 n)-th smallest, the unanswered ones being the largest.
+    const std::int64_t rank = (95 * arrived + 99) / 100;
+    if (rank > answered) continue;
+    std::nth_element(values.begin(), values.begin() + (rank - 1), values.end());
+    if (values[static_cast<std::size_t>(rank - 1)] <= target_ms * 1000) ++out.within;
+  }
+  return out;
 }
 
 }  // namespace gpubank::twin::live

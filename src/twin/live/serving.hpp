@@ -8,11 +8,14 @@
 //   - load: Poisson arrivals whose rate follows trace::default_diurnal_curve() by local
 //     hour, prompt and output tokens log-normal with the Azure conversation trace's median
 //     and mean; or, when a trace is given, the trace through trace::diurnal_repeat with
-//     the same curve. Scale: the peak hour needs the policy's largest replica floor, each
-//     replica taking replica_capacity_rps requests per second;
+//     the same curve. Scale: the peak hour needs the policy's largest replica floor (with
+//     planned replicas; with a controller, kPeakShareOfMaxReplicas x maxReplicas when
+//     that is more), each replica taking replica_capacity_rps requests per second;
 //   - replicas: a replica workload placed (Starting) becomes a replica that is ready after
 //     its startupTime; one that is deleted, finishes or is stopped is removed at once and
-//     its requests in flight are cut (no drain yet).
+//     its requests in flight are cut. The serving controller (elastic.hpp) drains a
+//     replica (start_drain) before it deletes its workload, so only a drain that timed
+//     out cuts anything.
 // Pure: a function of the policies, the day, the seed and the events it is shown.
 #pragma once
 
@@ -52,6 +55,15 @@ inline constexpr std::int32_t kMaxOutputTokens = 4'000;
 // The batch at which a replica's capacity is taken: vLLM's max_num_seqs / 8, where a 70B
 // model on 4 x H100 still decodes at ~22 ms per token.
 inline constexpr int kReferenceBatch = 32;
+
+// With replicas decided by a controller (DayOptions::ServingControl other than Planned),
+// the peak hour's load is this many times maxReplicas x replica_capacity_rps (or the
+// largest floor's, if higher). replica_capacity_rps is a conservative batch-32 figure: a
+// twin replica of the example's 70B TP=4 service holds TTFT p95 under 1.5 s up to about
+// 1.6 times it (measured: 6 replicas at 36 requests/s, p95 0.52 s; 8 at 60/s miss it), so
+// 1.45 x 8 needs about 7 of the 8 replicas at the peak and the day moves between the
+// tidal floor (6) and the maximum.
+inline constexpr double kPeakShareOfMaxReplicas = 1.45;
 
 // Requests per second one replica serves with a batch of kReferenceBatch mean requests:
 // 1 / (prefill of the mean prompt alone + mean output x one decode step of the batch /
@@ -130,6 +142,38 @@ class Serving {
   };
   [[nodiscard]] std::vector<Stats> stats() const;
 
+  // ---- what a serving controller (elastic.hpp) reads and does ----
+  // Replica workloads created while the day runs (by the autoscaler): `key` serves
+  // `policy`'s service and is ready `startup_ms` after its pod starts. Errors: an unknown
+  // policy, a key adopted already.
+  Expected<bool> adopt(const std::string& key, const std::string& policy, std::int64_t startup_ms);
+  struct ReplicaStatus {
+    std::string workload;
+    inference::ReplicaSnapshot snapshot;
+  };
+  // The live replicas of the policy's service (pod started, not gone), by workload key.
+  [[nodiscard]] std::vector<ReplicaStatus> replicas_of(const std::string& policy) const;
+  // Router weight 0, no new requests; the ones in flight finish (drain).
+  Expected<bool> start_drain(const std::string& key);
+  // The vLLM families of the policy's service (what its pods' /metrics would show).
+  [[nodiscard]] metrics::Exposition exposition_of(const std::string& policy,
+                                                  const inference::VllmExpositionOptions& options = {}) const;
+  [[nodiscard]] std::vector<std::string> policies() const;
+  [[nodiscard]] std::int64_t router_waiting(const std::string& policy) const;
+
+  // TTFT SLO attainment by minute of arrival: a minute is within target when the 95th
+  // percentile (nearest rank) of the TTFT of the requests that arrived in it is at most
+  // the target. A request without a first token by `until_ms` (still queued, cut by a
+  // removed replica, rejected) counts as above any target. Minutes without arrivals are
+  // not counted.
+  struct Slo {
+    std::int64_t minutes = 0, within = 0;
+    std::int64_t requests = 0, unanswered = 0;
+    [[nodiscard]] double attainment() const { return minutes == 0 ? 1.0 : static_cast<double>(within) / minutes; }
+  };
+  [[nodiscard]] Slo slo(const std::string& policy, std::int64_t target_ms, std::int64_t from_ms,
+                        std::int64_t until_ms) const;
+
   static constexpr std::int64_t kTtftWindowMs = 5 * 60'000;
 
  private:
@@ -151,7 +195,9 @@ class Serving {
     std::map<std::string, std::int64_t> startup_ms;  // replica workload -> startupTime
     // Summed TTFT bucket counts (all replicas ever) at the end of recent advances.
     std::deque<std::pair<std::int64_t, std::vector<std::int64_t>>> ttft_history;
+    std::vector<std::int64_t> arrivals_per_minute;  // by arrival minute
   };
+  [[nodiscard]] const Live* find_service(const std::string& policy) const;
 
   Serving() = default;
   bool move_to(Live& s, std::int64_t t);

@@ -1192,6 +1192,18 @@ class Engine {
     return true;
   }
 
+  // A controller's own decision, logged (and audited with `actor`) now, in order with the
+  // run's events.
+  Expected<bool> record_now(Event e, const std::string& actor) {
+    if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+    e.t = now_;
+    actor_ = actor;
+    event(std::move(e));
+    actor_.clear();
+    if (!flush()) return Unexpected{std::string("the run stopped: its entries could not be persisted")};
+    return true;
+  }
+
  private:
   Expected<bool> settle_now() {
     settle(now_);
@@ -1879,6 +1891,7 @@ Expected<bool> Simulation::cap_borrowing(const std::string& business_group, cons
                                          const std::string& actor) {
   return impl_->cap_borrowing(business_group, pool, cap, reason, actor);
 }
+Expected<bool> Simulation::record(Event event, const std::string& actor) { return impl_->record_now(std::move(event), actor); }
 RunResult Simulation::finish() { return impl_->finish(); }
 RunResult Simulation::stats() const { return impl_->stats(); }
 

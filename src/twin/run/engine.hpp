@@ -229,6 +229,9 @@ class Simulation {
   // lifts the cap): new borrowing above it stops, nobody is evicted (event BorrowingCapped).
   Expected<bool> cap_borrowing(const std::string& business_group, const std::string& pool,
                                std::optional<std::int64_t> cap, const std::string& reason, const std::string& actor);
+  // A controller's own decision (ScaleUpRequested, TidalWindowStarted, ...) logged now,
+  // in order with the run's events, and audited with `actor`. Its `t` is set to now().
+  Expected<bool> record(Event event, const std::string& actor);
   // The summary's figures so far (groups and cluster up to now; no events or lists).
   [[nodiscard]] RunResult stats() const;
   // Runs what is left (up to options.until) and hands over the result.

@@ -18,9 +18,12 @@ namespace {
 
 constexpr std::int64_t kHour = 3'600'000;
 
+// These tests are of the serving model, its metrics and Kueue's: they run the replicas
+// planned from the tidal floors (elastic_test.cpp has the autoscaler's day).
 DayOptions day(std::uint64_t seed) {
   DayOptions o;
   o.seed = seed;
+  o.serving_control = DayOptions::ServingControl::Planned;
   o.start = *parse_rfc3339("2026-11-30T16:00:00Z");  // 00:00 on Tuesday 1 December in Asia/Shanghai
   return o;
 }
@@ -217,7 +220,7 @@ TEST_F(PlatformServing, InferenceGpuUtilisationFollowsTheLoad) {
   // The LLM's all-day replica carries the night alone: at 03:00 it serves 0.2 x 22.5 = 4.5
   // requests/s, more than one of six replicas at the peak (3.7/s), so its GPUs are busier
   // at night than each of the six at 10:00 (the tidal floor of 1 is below the curve's
-  // trough; the autoscaler is a later issue).
+  // trough; with planned replicas nothing adds one).
   const Json* llm_night = service(*night_, "customer-service-llm");
   ASSERT_NE(llm_night, nullptr);
   ASSERT_EQ((*llm_night)["replicas"].size(), 1u);
