@@ -278,22 +278,24 @@ Json workload_view(const run::WorkloadOutcome& w, const run::ScenarioWorkload* s
 Json Platform::workloads_json(const WorkloadFilter& filter) const {
   Json list = Json::array();
   const auto all = simulation_.workloads();
+  const auto specs = simulation_.workload_specs();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& w = all[i];
     if (w.state == "Waiting") continue;  // not arrived yet: the platform does not know it
     if (!filter.business_group.empty() && w.business_group != filter.business_group) continue;
     if (!filter.pool.empty() && w.pool != filter.pool) continue;
     if (!filter.state.empty() && w.state != filter.state) continue;
-    list.push_back(workload_view(w, i < scenario_.workloads.size() ? &scenario_.workloads[i] : nullptr, day_.start));
+    list.push_back(workload_view(w, i < specs.size() ? specs[i] : nullptr, day_.start));
   }
   return list;
 }
 
 std::optional<Json> Platform::workload_json(const std::string& key) const {
   const auto all = simulation_.workloads();
+  const auto specs = simulation_.workload_specs();
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (all[i].workload == key && all[i].state != "Waiting") {
-      return workload_view(all[i], i < scenario_.workloads.size() ? &scenario_.workloads[i] : nullptr, day_.start);
+      return workload_view(all[i], i < specs.size() ? specs[i] : nullptr, day_.start);
     }
   }
   return std::nullopt;
@@ -329,11 +331,12 @@ struct Holder {
   const run::ScenarioWorkload* spec = nullptr;
 };
 
-std::map<std::string, Holder> holders(const std::vector<run::WorkloadOutcome>& all, const run::Scenario& scenario) {
+std::map<std::string, Holder> holders(const std::vector<run::WorkloadOutcome>& all,
+                                      const std::vector<const run::ScenarioWorkload*>& specs) {
   std::map<std::string, Holder> out;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (all[i].state == "Starting" || all[i].state == "Running" || all[i].state == "Checkpointing") {
-      out[all[i].workload] = Holder{&all[i], i < scenario.workloads.size() ? &scenario.workloads[i] : nullptr};
+      out[all[i].workload] = Holder{&all[i], i < specs.size() ? specs[i] : nullptr};
     }
   }
   return out;
@@ -405,7 +408,7 @@ Json Platform::gpus_json(const std::string& pool) const {
   const cluster::Cluster* c = simulation_.cluster();
   if (c == nullptr) return list;
   const auto all = simulation_.workloads();
-  const auto held = holders(all, scenario_);
+  const auto held = holders(all, simulation_.workload_specs());
   for (cluster::GpuId id = 0; id < c->gpu_count(); ++id) {
     if (!pool.empty() && c->node(c->gpu(id).node).pool() != pool) continue;
     list.push_back(gpu_view(*c, id, held));
@@ -419,7 +422,7 @@ std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
   const auto id = c->find_gpu(uuid);
   if (!id) return std::nullopt;
   const auto all = simulation_.workloads();
-  return gpu_view(*c, *id, holders(all, scenario_));
+  return gpu_view(*c, *id, holders(all, simulation_.workload_specs()));
 }
 
 Expected<std::string> Platform::metrics_text() {
@@ -434,7 +437,7 @@ Expected<std::string> Platform::metrics_text() {
     auto ours = telemetry::register_gpu_attribution(registry);
     if (!ours) return Unexpected{ours.error()};
     const auto all = simulation_.workloads();
-    const auto held = holders(all, scenario_);
+    const auto held = holders(all, simulation_.workload_specs());
     energy_.resize(c->unit_count());
     std::vector<telemetry::GpuState> devices;
     devices.reserve(c->unit_count());

@@ -1702,6 +1702,12 @@ class Engine {
   }
 
  public:
+  [[nodiscard]] std::vector<const ScenarioWorkload*> workload_specs() const {
+    std::vector<const ScenarioWorkload*> out;
+    out.reserve(sims_.size());
+    for (const auto& s : sims_) out.push_back(s.w);
+    return out;
+  }
   [[nodiscard]] std::vector<WorkloadOutcome> workloads() const {
     std::vector<WorkloadOutcome> out;
     out.reserve(sims_.size());
@@ -1872,6 +1878,7 @@ std::optional<VirtualTime> Simulation::next_instant() const { return impl_->next
 const RunResult& Simulation::result() const { return impl_->result(); }
 std::vector<Position> Simulation::positions() const { return impl_->positions_now(); }
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
+std::vector<const ScenarioWorkload*> Simulation::workload_specs() const { return impl_->workload_specs(); }
 std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
 const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
 Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,

@@ -201,6 +201,9 @@ class Simulation {
   [[nodiscard]] const RunResult& result() const;
   [[nodiscard]] std::vector<Position> positions() const;
   [[nodiscard]] std::vector<WorkloadOutcome> workloads() const;
+  // What each of workloads() was submitted as, in the same order: the scenario's, then
+  // those submitted while running (submit()).
+  [[nodiscard]] std::vector<const ScenarioWorkload*> workload_specs() const;
   [[nodiscard]] std::vector<QueueView> queues() const;
   // The cluster with the placements now; nullptr without RunOptions::inventory.
   [[nodiscard]] const cluster::Cluster* cluster() const;

@@ -1,0 +1,20 @@
+# twin serving, tidal timeline / freeze / unfreeze.
+cli_test(help-twin-serving 0 "Usage:.*twin serving \\[OPTIONS\\]" -- ${GPUBANK} twin serving --help)
+cli_test(usage-twin-serving-bad-control 2 "--control: must be all, autoscaler" -- ${GPUBANK} twin serving --control magic)
+cli_test(usage-twin-serving-bad-start 2 "--start" -- ${GPUBANK} twin serving --start tomorrow)
+cli_test(twin-serving-invalid-policies 1 "the policies are invalid"
+         -- ${GPUBANK} twin serving --policies examples/policies examples/invalid/quota.sum-exceeds-pool.yaml)
+# Two light hours from Tuesday 07:30 in Shanghai: the window's prewarm at 08:00 raises the
+# LLM service to its floor of 6, so the autoscaler's run peaks at 6 or more.
+cli_test(twin-serving-autoscaler 0 "customer-service-llm / autoscaler +[0-9.]+ %.* [6-8] +[0-9]+/[0-9]+"
+         -- ${GPUBANK} twin serving --control autoscaler --start 2026-11-30T23:30:00Z --hours 2 --serving-load 0.1 --quiet)
+cli_test(twin-serving-json 0 "\"peakReplicas\": 3,"
+         -- ${GPUBANK} twin serving --control static --static-replicas 3 --hours 1 --serving-load 0.05 --quiet -o json)
+cli_test(help-tidal-timeline 0 "Usage:.*tidal timeline" -- ${GPUBANK} tidal timeline --help)
+cli_test(usage-tidal-timeline-without-from 2 "--from is required" -- ${GPUBANK} tidal timeline weekday-serving-training)
+# The example's weekday: Tuesday 07:30 CST is 23:30 UTC on Monday.
+cli_test(tidal-timeline-example 0 "2026-11-30T23:30:00Z  TidalWindowApproaching  daytime-serving"
+         -- ${GPUBANK} tidal timeline weekday-serving-training --from 2026-11-30T16:00:00Z --days 1)
+cli_test(tidal-timeline-unknown-policy 1 "no TidalPolicy named \"nightly\"" -- ${GPUBANK} tidal timeline nightly --from 2026-11-30T16:00:00Z)
+cli_test(tidal-freeze-no-server 1 "cannot reach http://127.0.0.1:9" -- ${GPUBANK} tidal freeze weekday-serving-training --server http://127.0.0.1:9)
+cli_test(usage-tidal-freeze-bad-server 2 "--server must be an http:// URL" -- ${GPUBANK} tidal freeze x --server ftp://host)
