@@ -35,27 +35,28 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
   std::vector<SignalDesire> out;
 
   if (up.queue_depth_per_replica || down.queue_depth_per_replica) {
-    const std::optional<double> u = up.queue_depth_per_replica ? std::optional<double>(*up.queue_depth_per_replica)
-                                                                : std::nullopt;
-    const std::optional<double> d = down.queue_depth_per_replica
-                                        ? std::optional<double>(*down.queue_depth_per_replica)
-                                        : std::nullopt;
-    SignalDesire s{"queueDepth", obs.queue_depth, u.value_or(d.value_or(0)), std::nullopt};
+    // Plain numbers with flags: GCC 12 at -O3 reports std::optional<double> reads here as
+    // maybe-uninitialized (a false positive that -Werror turns into a failed build).
+    const bool has_u = up.queue_depth_per_replica.has_value();
+    const bool has_d = down.queue_depth_per_replica.has_value();
+    const double u = has_u ? static_cast<double>(*up.queue_depth_per_replica) : 0.0;
+    const double d = has_d ? static_cast<double>(*down.queue_depth_per_replica) : 0.0;
+    SignalDesire s{"queueDepth", obs.queue_depth, has_u ? u : d, std::nullopt};
     if (obs.queue_depth) {
       const double queue = *obs.queue_depth;
       if (c == 0) {
         // Scaling from zero: any queue asks for a replica, more when U says so.
-        s.replicas = queue > 0 ? std::max(1, u ? ceil_count(queue / *u) : 1) : 0;
+        s.replicas = queue > 0 ? std::max(1, has_u ? ceil_count(queue / u) : 1) : 0;
       } else {
         const double per_replica = queue / c;
-        if (u && !d) {
-          s.replicas = within(per_replica / *u) ? c : ceil_count(queue / *u);
-        } else if (u && per_replica > *u) {
-          s.replicas = within(per_replica / *u) ? c : ceil_count(queue / *u);
-        } else if (d && per_replica < *d) {
+        if (has_u && !has_d) {
+          s.replicas = within(per_replica / u) ? c : ceil_count(queue / u);
+        } else if (has_u && per_replica > u) {
+          s.replicas = within(per_replica / u) ? c : ceil_count(queue / u);
+        } else if (has_d && per_replica < d) {
           // Spare capacity, but an empty queue says nothing about how much: one replica
           // fewer, when the queue would still be below D on the replicas left.
-          const bool step = c > 1 && !within(per_replica / *d) && queue / (c - 1) < *d;
+          const bool step = c > 1 && !within(per_replica / d) && queue / (c - 1) < d;
           s.replicas = step ? c - 1 : c;
         } else {
           s.replicas = c;  // between the targets: hold
