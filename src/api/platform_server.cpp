@@ -456,6 +456,35 @@ void PlatformServer::install_routes() {
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());
   });
+  // Fault injection for a service: {"modelLoadFailures": n} makes the next n replicas to
+  // finish loading fail to load their model; audited with the caller.
+  svr.Post(R"(/api/v1/services/([^/]+)/faults)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string policy = req.matches[1];
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+    }
+    for (const auto& [key, value] : body.items()) {
+      if (key != "modelLoadFailures") {
+        return send_error(res, 400, key, "request.unknown-field",
+                          "unknown field \"" + key.substr(0, 64) + "\"; known: modelLoadFailures");
+      }
+    }
+    if (!body.contains("modelLoadFailures") || !body["modelLoadFailures"].is_number_integer() ||
+        body["modelLoadFailures"].get<std::int64_t>() < 1 || body["modelLoadFailures"].get<std::int64_t>() > 1000) {
+      return send_error(res, 400, "modelLoadFailures", "request.out-of-range",
+                        "modelLoadFailures must be an integer from 1 to 1000");
+    }
+    std::lock_guard lock(mu_);
+    auto done = platform_->fail_model_loads(policy, static_cast<int>(body["modelLoadFailures"].get<std::int64_t>()),
+                                            "api:" + req.remote_addr);
+    if (!done) {
+      const bool unknown = done.error().rfind("no inference service", 0) == 0;
+      return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
+    }
+    advance_locked(platform_->now());
+    send_json(res, platform_->services_json());
+  });
   paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", &twin::live::Platform::audit_json);
 

@@ -266,6 +266,28 @@ TEST_F(PlatformServerTest, TidalFreezeIsAuditedWithTheCallerAndRefusesBadRequest
   EXPECT_EQ(get("/api/v1/events?kind=TidalUnfrozen")["items"].size(), 1u);
 }
 
+TEST_F(PlatformServerTest, ModelLoadFaultsAreInjectedAndCheckedLikeAnyInput) {
+  auto res = client_->Post("/api/v1/services/customer-service-llm/faults", R"({"modelLoadFailures": 2})",
+                           "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  const json injected = get("/api/v1/events?kind=FaultInjected");
+  ASSERT_EQ(injected["items"].size(), 1u);
+  EXPECT_EQ(injected["items"][0]["numbers"]["count"], 2);
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"modelLoadFailures": 0})", "modelLoadFailures"},
+           {R"({"modelLoadFailures": "two"})", "modelLoadFailures"},
+           {R"({"gpuFailures": 1})", "gpuFailures"}}) {
+    res = client_->Post("/api/v1/services/customer-service-llm/faults", body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << body;
+    EXPECT_EQ(json::parse(res->body)["field"], field) << body;
+  }
+  res = client_->Post("/api/v1/services/nope/faults", R"({"modelLoadFailures": 1})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+}
+
 TEST_F(PlatformServerTest, ServicesShowTheReplicasServing) {
   post_clock(R"({"action": "step", "step": "10h"})");
   const json services = get("/api/v1/services");

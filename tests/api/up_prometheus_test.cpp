@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serving/signals.hpp"
 #include "support/paths.hpp"
 #include "support/promtool.hpp"
 
@@ -124,6 +125,45 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   ASSERT_TRUE(used);
   EXPECT_GT(*used, 0);
   EXPECT_EQ(*used, used_by_rest);
+
+  // The autoscaler's two ways to its signals agree on the finished (frozen) state: the
+  // service's own /metrics page read directly, and the same series through Prometheus'
+  // query API (raw responses through read_prometheus_query and from_prometheus).
+  {
+    auto page = api.Get("/metrics");
+    ASSERT_TRUE(page && page->status == 200);
+    serving::ScrapeOptions options;
+    options.model_name = "customer-service-llm";
+    auto direct = serving::read_vllm_text(page->body, 6 * 3'600'000, options);
+    ASSERT_TRUE(direct.ok()) << direct.error();
+    ASSERT_FALSE(direct->replicas.empty());
+    serving::SignalWindow window;
+    ASSERT_TRUE(window.add(*direct).ok());
+    const serving::Observation seen = window.observe();
+    auto raw = [&](const std::string& promql) {
+      auto res = prometheus.Get("/api/v1/query?query=" + httplib::detail::encode_query_param(promql));
+      EXPECT_TRUE(res && res->status == 200) << promql;
+      auto samples = serving::read_prometheus_query(res ? res->body : std::string("{}"));
+      EXPECT_TRUE(samples.ok()) << promql << ": " << samples.error();
+      return samples.ok() ? *samples : std::vector<serving::PromSample>{};
+    };
+    const std::string m = R"({model_name="customer-service-llm"})";
+    serving::PrometheusResults results;
+    results.t_ms = 6 * 3'600'000;
+    results.queue_depth = raw("sum(vllm:num_requests_waiting" + m + ")");
+    results.kv_cache = raw("sum(avg by (replica) (vllm:kv_cache_usage_perc" + m + "))");
+    results.pods_reporting = raw("count(count by (replica) (vllm:num_requests_waiting" + m + "))");
+    results.ttft_p95 = raw("histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket" + m + "[2m])))");
+    const auto through = serving::from_prometheus(results);
+    ASSERT_TRUE(through.ok()) << through.error();
+    EXPECT_EQ(through->replicas_reporting, seen.replicas_reporting);
+    EXPECT_EQ(through->queue_depth, seen.queue_depth);
+    ASSERT_TRUE(through->kv_cache_usage && seen.kv_cache_usage);
+    EXPECT_NEAR(*through->kv_cache_usage, *seen.kv_cache_usage, 1e-12);
+    // The clock stopped at the day's end: no first token in the last 2 minutes, so the
+    // quantile has no sample (NaN) either way.
+    EXPECT_FALSE(through->ttft_p95_s.has_value());
+  }
 
   // Every device has a dcgm series with a GPU UUID; joined on it, gpubank_gpu_info gives
   // the pool: 64 + 48 H100, 16 L40S, 8 A100 as 56 MIG instances = 184 devices.

@@ -118,6 +118,25 @@ Expected<bool> ElasticControl::step(VirtualTime now) {
         }
       } else {
         it->placed = true;
+        if (!it->ready && found->second->snapshot.state == inference::ReplicaState::ready && s.load_failures > 0) {
+          // Fault injection: the model fails to load; the pod is deleted, nothing served.
+          --s.load_failures;
+          s.prewarm_failed = true;
+          const std::string key = it->key;
+          it = s.replicas.erase(it);
+          if (auto removed = simulation_.remove(key, kActor); !removed) return Unexpected{removed.error()};
+          run::Event e;
+          e.kind = "ReplicaFailed";
+          e.object = object_of(s.spec, s.namespace_);
+          e.business_group = s.spec.business_group;
+          e.pool = s.spec.resource_pool;
+          e.reason = "ModelLoadFailed";
+          e.message = "Replica " + key + " of " + s.policy + " failed to load its model after " +
+                      std::to_string(s.spec.model_load_time.milliseconds() / 1000) + " s; its workload is deleted";
+          e.related = {"Workload/" + key};
+          if (auto logged = log(std::move(e)); !logged) return logged;
+          continue;
+        }
         if (!it->ready && found->second->snapshot.state == inference::ReplicaState::ready) {
           it->ready = true;
           run::Event e;
@@ -260,6 +279,7 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
       s.tidal_floor = d.tidal_floor;
       s.floor_in_force = d.floor_in_force;
       s.scale_down_allowed = d.scale_down_allowed;
+      s.retry_now = d.retry_prewarm;
       s.target = std::max(s.target, d.floor_in_force);
       if (d.retry_prewarm) s.prewarm_failed = false;  // the next scale-out is the retry
     }
@@ -346,6 +366,11 @@ Expected<bool> ElasticControl::decide(Service& s, VirtualTime now) {
   int target = std::clamp(s.target, s.spec.min_replicas, s.spec.max_replicas);
   const int current = counting(s);
   if (!s.scale_down_allowed) target = std::max(target, current);
+  // A failed prewarm is retried on the tidal controller's backoff, not every sync: until
+  // then only real-time demand adds replicas.
+  if (!s.scale_down_allowed && !s.retry_now && target > current) {
+    target = std::max(current, s.last ? std::min(s.last->desired, s.spec.max_replicas) : current);
+  }
   if (target < current && s.keep_at_least > 0) target = std::max(target, std::min(current, s.keep_at_least));
   s.target = target;
   if (target > current) {
@@ -659,6 +684,24 @@ Expected<bool> ElasticControl::freeze(const std::string& tidal_policy, const std
                     (day_.serving_control == Control::Autoscaler ? std::string()
                                                                  : " (serving control is " +
                                                                        std::string(to_string(day_.serving_control)) + ")")};
+}
+
+Expected<bool> ElasticControl::fail_model_loads(const std::string& policy, int count, const std::string& actor) {
+  if (count < 1 || count > 1000) return Unexpected{std::string("count must be from 1 to 1000")};
+  for (auto& s : services_) {
+    if (s.policy != policy) continue;
+    s.load_failures += count;
+    run::Event e;
+    e.kind = "FaultInjected";
+    e.object = object_of(s.spec, s.namespace_);
+    e.business_group = s.spec.business_group;
+    e.pool = s.spec.resource_pool;
+    e.reason = "ModelLoadFailure";
+    e.message = "The next " + plural(count, "replica") + " of " + policy + " to finish loading will fail to load the model";
+    e.numbers = {{"count", count}, {"pending", s.load_failures}};
+    return log(std::move(e), actor);
+  }
+  return Unexpected{"no inference service for InferenceScalingPolicy " + policy};
 }
 
 Expected<bool> ElasticControl::unfreeze(const std::string& tidal_policy, const std::string& actor) {

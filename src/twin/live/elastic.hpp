@@ -74,6 +74,10 @@ class ElasticControl {
   // Manual freeze of a TidalPolicy (`gpubank tidal freeze`): pins its services' replicas.
   Expected<bool> freeze(const std::string& tidal_policy, const std::string& actor, const std::string& reason);
   Expected<bool> unfreeze(const std::string& tidal_policy, const std::string& actor);
+  // Fault injection: the next `count` replicas of the policy's service to finish loading
+  // fail to load the model (event ReplicaFailed, the workload deleted); a prewarm they
+  // belonged to fails and is retried on the tidal controller's backoff.
+  Expected<bool> fail_model_loads(const std::string& policy, int count, const std::string& actor);
 
   // Per service: replicas by phase, the last recommendation and floor, blocked reason.
   [[nodiscard]] nlohmann::ordered_json json() const;
@@ -112,6 +116,8 @@ class ElasticControl {
     int tidal_floor = 0, floor_in_force = 0, target = 0;
     bool scale_down_allowed = true;
     int keep_at_least = 0;  // a coming window's floor, between its approaching and prewarm
+    bool retry_now = false;  // the tidal controller's backoff says retry the prewarm now
+    int load_failures = 0;   // injected: replicas whose model load will fail
     bool prewarm_failed = false;
     std::string blocked_reason;  // the last ScaleUpBlocked said
     // Report.

@@ -141,6 +141,13 @@ bool Platform::advance_to(VirtualTime t) {
   return follow_run() && ran;
 }
 
+Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, const std::string& actor) {
+  auto done = control_->fail_model_loads(policy, count, actor);
+  if (!done) return done;
+  if (!follow_run()) return Unexpected{error()};
+  return true;
+}
+
 Expected<bool> Platform::freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
                                       const std::string& reason) {
   auto done = freeze ? control_->freeze(policy, actor, reason) : control_->unfreeze(policy, actor);

@@ -92,6 +92,9 @@ class Platform {
   // TidalPolicy's services now; audited with `actor`.
   Expected<bool> freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
                               const std::string& reason);
+  // Fault injection (POST /api/v1/services/<policy>/faults): the next `count` replicas to
+  // finish loading fail to load their model; audited with `actor`.
+  Expected<bool> fail_model_loads(const std::string& policy, int count, const std::string& actor);
 
   // Prometheus text exposition of everything the platform exports now: the bank's
   // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info,

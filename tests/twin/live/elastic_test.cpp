@@ -107,7 +107,7 @@ nodeGroups:
   labels: {platform.gpubank.dev/pool: serve}
 )";
 
-std::unique_ptr<Platform> small_platform(std::int64_t hours) {
+std::unique_ptr<Platform> small_platform(std::int64_t hours, int chat_floor = 3) {
   DayOptions day;
   day.seed = 3;
   day.start = *parse_rfc3339("2026-12-01T00:00:00Z");
@@ -115,7 +115,10 @@ std::unique_ptr<Platform> small_platform(std::int64_t hours) {
   day.serving_load = 0.2;
   run::RunOptions run;
   run.inventory = inventory_from(kSmallInventory);
-  auto created = Platform::create(testing::from_yaml(kSmallPolicies), day, run);
+  std::string policies(kSmallPolicies);
+  const std::string floor = "inferenceReplicaFloor: {chat: 3}";
+  policies.replace(policies.find(floor), floor.size(), "inferenceReplicaFloor: {chat: " + std::to_string(chat_floor) + "}");
+  auto created = Platform::create(testing::from_yaml(policies), day, run);
   EXPECT_TRUE(created) << (created ? "" : created.error());
   return created ? std::move(*created) : nullptr;
 }
@@ -170,6 +173,37 @@ TEST(ElasticControl, PrewarmFailureKeepsTheReplicasAlertsAndRetries) {
     if (s["policy"] == "chat") chat_replicas = static_cast<int>(s["replicas"].size());
   }
   EXPECT_EQ(chat_replicas, 2);
+}
+
+TEST(ElasticControl, AModelThatFailsToLoadFailsThePrewarmWhichIsRetriedOnBackoff) {
+  // Floor 2 for chat: the second TP=2 replica fits on the other node.
+  auto p = small_platform(2, 2);
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->advance_to(45 * kMinute)) << p->error();
+  ASSERT_TRUE(p->fail_model_loads("chat", 1, "user:sre"));
+  EXPECT_FALSE(p->fail_model_loads("nope", 1, "user:sre"));
+  EXPECT_FALSE(p->fail_model_loads("chat", 0, "user:sre"));
+  ASSERT_TRUE(p->advance_to(80 * kMinute)) << p->error();
+  // 00:50 prewarm asks for the second replica; it loads for 2 min and fails at 00:52.
+  const auto failed = events_of(*p, "ReplicaFailed", "/chat");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]->reason, "ModelLoadFailed");
+  EXPECT_EQ(failed[0]->t, 52 * kMinute);
+  // The tidal controller sees the failed attempt: an alert, and a retry after 30 s (not at
+  // once), which loads and resolves the failure.
+  const auto alert = events_of(*p, "PrewarmFailed");
+  ASSERT_FALSE(alert.empty());
+  EXPECT_EQ(alert[0]->t, 52 * kMinute);  // seen in the same step
+  const auto asks = events_of(*p, "ScaleUpRequested", "/chat");
+  ASSERT_GE(asks.size(), 3u);  // 00:00 the first replica, 00:50 the prewarm, then the retry
+  EXPECT_EQ(asks[1]->t, 50 * kMinute);
+  EXPECT_GE(asks[2]->t, alert[0]->t + 30'000);
+  EXPECT_FALSE(events_of(*p, "PrewarmResolved").empty());
+  // The first replica was never touched.
+  EXPECT_TRUE(events_of(*p, "DrainStarted", "/chat").empty());
+  bool audited = false;
+  for (const auto& a : p->result().audit) audited |= a.action == "FaultInjected" && a.actor == "user:sre";
+  EXPECT_TRUE(audited);
 }
 
 TEST(ElasticControl, FreezePinsTheReplicasAndIsAudited) {
@@ -248,7 +282,7 @@ class ElasticWeekday : public ::testing::Test {
 };
 ExampleRun* ElasticWeekday::run_ = nullptr;
 
-TEST_F(ElasticWeekday, AtTheDaytimeFloorAndReadyBeforeHalfPastEight) {
+TEST_F(ElasticWeekday, AtTheFloorBeforeHalfPastEightThenBetweenTheFloorAndTheMaximumUntilEight) {
   ASSERT_TRUE(run_->platform);
   const auto& p = *run_->platform;
   const auto& ready_ = run_->ready;
@@ -261,11 +295,9 @@ TEST_F(ElasticWeekday, AtTheDaytimeFloorAndReadyBeforeHalfPastEight) {
   ASSERT_FALSE(started.empty());
   EXPECT_EQ(started[0]->t, local(0, 8, 30));
   std::cout << "ready replicas at 08:15 " << ready_.at(local(0, 8, 15)) << ", 08:30 " << ready_.at(local(0, 8, 30)) << '\n';
-}
 
-TEST_F(ElasticWeekday, BetweenNineAndEightItMovesBetweenTheFloorAndTheMaximum) {
-  ASSERT_TRUE(run_->platform);
-  const auto& ready_ = run_->ready;
+  // Between nine and eight it moves between the floor and the maximum (one test: each
+  // test of a suite is its own process under ctest, and the day is the cost).
   std::set<int> seen;
   for (std::int64_t t = local(0, 9, 0); t < local(0, 20, 0); t += 15 * kMinute) {
     const int ready = ready_.at(t);
@@ -279,11 +311,10 @@ TEST_F(ElasticWeekday, BetweenNineAndEightItMovesBetweenTheFloorAndTheMaximum) {
   std::cout << "ready replicas every 15 min from 07:15: " << counts << '\n';
   // Every replica that went was drained first (at most the ones draining now are not
   // done), and none of its requests were cut.
-  const auto& p = *run_->platform;
-  const auto started = events_of(p, "DrainStarted", "customer-service-llm").size();
+  const auto drains = events_of(p, "DrainStarted", "customer-service-llm").size();
   const auto completed = events_of(p, "DrainCompleted", "customer-service-llm");
-  EXPECT_LE(completed.size(), started);
-  EXPECT_GE(completed.size() + 8, started);
+  EXPECT_LE(completed.size(), drains);
+  EXPECT_GE(completed.size() + 8, drains);
   for (const auto* e : completed) EXPECT_EQ(e->reason, "Drained") << e->message;
   for (const auto& s : p.services_json()) {
     if (s["policy"] == "customer-service-llm") {
