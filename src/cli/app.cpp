@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/version.hpp"
 #include "document/yaml_writer.hpp"
+#include "policy/validate.hpp"
 
 namespace gpubank::cli {
 
@@ -16,6 +17,26 @@ void add_output_option(CLI::App& command, Format& format, bool allow_text) {
   command.add_option("-o,--output", format, allow_text ? "output format: text, json or yaml" : "output format: json or yaml")
       ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
       ->capture_default_str();
+}
+
+std::optional<policy::PolicySet> load_valid_policies(const std::vector<std::string>& paths, std::string_view command) {
+  policy::PolicySet set = policy::load_policy_set(paths);
+  Diagnostics diagnostics = set.diagnostics();
+  const Diagnostics checks = policy::validate(set);
+  diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
+  if (!has_errors(diagnostics)) return set;
+  for (const auto& d : diagnostics) std::cerr << d.to_string() << '\n';
+  std::cerr << "gpubank " << command << ": the policies are invalid\n";
+  return std::nullopt;
+}
+
+std::optional<twin::cluster::Inventory> load_valid_inventory(const std::string& path, std::string_view command) {
+  Diagnostics diagnostics;
+  auto inventory = twin::cluster::load_inventory(path, diagnostics);
+  if (inventory) return inventory;
+  for (const auto& d : diagnostics) std::cerr << d.to_string() << '\n';
+  std::cerr << "gpubank " << command << ": the inventory is invalid\n";
+  return std::nullopt;
 }
 
 void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Format format) {

@@ -6,9 +6,15 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
+#include <string_view>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "policy/policy_set.hpp"
+#include "twin/cluster/inventory.hpp"
 
 namespace CLI {
 class App;
@@ -30,6 +36,15 @@ enum class Format { Text, Json, Yaml };
 void add_output_option(CLI::App& command, Format& format, bool allow_text = true);
 // Prints a JSON value as JSON (indented) or YAML.
 void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Format format);
+
+// The policies at `paths`, read and validated; nullopt after printing every problem and
+// "<command>: the policies are invalid" on stderr.
+[[nodiscard]] std::optional<policy::PolicySet> load_valid_policies(const std::vector<std::string>& paths,
+                                                                   std::string_view command);
+// An Inventory file; nullopt after printing every problem and "<command>: the inventory is
+// invalid".
+[[nodiscard]] std::optional<twin::cluster::Inventory> load_valid_inventory(const std::string& path,
+                                                                          std::string_view command);
 
 Command add_validate_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);

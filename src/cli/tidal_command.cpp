@@ -31,15 +31,9 @@ struct TidalOptions {
 };
 
 int run_timeline(const TidalOptions& opt) {
-  policy::PolicySet set = policy::load_policy_set(opt.policies);
-  Diagnostics diagnostics = set.diagnostics();
-  const Diagnostics checks = policy::validate(set);
-  diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
-  if (has_errors(diagnostics)) {
-    for (const auto& d : diagnostics) std::cerr << d.to_string() << '\n';
-    std::cerr << "gpubank tidal timeline: the policies are invalid\n";
-    return 1;
-  }
+  auto loaded = load_valid_policies(opt.policies, "tidal timeline");
+  if (!loaded) return 1;
+  policy::PolicySet set = std::move(*loaded);
   const policy::PolicyObject* object = set.find(policy::Kind::TidalPolicy, opt.policy);
   if (object == nullptr) {
     std::cerr << "gpubank tidal timeline: no TidalPolicy named \"" << opt.policy << "\" in the policies\n";

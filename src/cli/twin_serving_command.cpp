@@ -54,22 +54,11 @@ int run_serving(const ServingOptions& opt) {
               << opt.control << "\"\n";
     return 2;
   }
-  policy::PolicySet set = policy::load_policy_set(opt.policies);
-  Diagnostics diagnostics = set.diagnostics();
-  const Diagnostics checks = policy::validate(set);
-  diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
-  if (has_errors(diagnostics)) {
-    for (const auto& d : diagnostics) std::cerr << d.to_string() << '\n';
-    std::cerr << "gpubank twin serving: the policies are invalid\n";
-    return 1;
-  }
-  Diagnostics inventory_diagnostics;
-  auto inventory = twin::cluster::load_inventory(opt.inventory, inventory_diagnostics);
-  if (!inventory) {
-    for (const auto& d : inventory_diagnostics) std::cerr << d.to_string() << '\n';
-    std::cerr << "gpubank twin serving: the inventory is invalid\n";
-    return 1;
-  }
+  auto loaded = load_valid_policies(opt.policies, "twin serving");
+  if (!loaded) return 1;
+  policy::PolicySet set = std::move(*loaded);
+  auto inventory = load_valid_inventory(opt.inventory, "twin serving");
+  if (!inventory) return 1;
   auto shared = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
   std::vector<twin::live::ServingOutcome> outcomes;
   int autoscaler_peak = 0;

@@ -166,23 +166,12 @@ int run_up(const UpOptions& opt) {
     std::cerr << "gpubank up: --start: " << start.error() << '\n';
     return 2;
   }
-  policy::PolicySet set = policy::load_policy_set(opt.policies);
-  Diagnostics diagnostics = set.diagnostics();
-  const Diagnostics checks = policy::validate(set);
-  diagnostics.insert(diagnostics.end(), checks.begin(), checks.end());
-  if (has_errors(diagnostics)) {
-    for (const auto& d : diagnostics) std::cerr << d.to_string() << '\n';
-    std::cerr << "gpubank up: the policies are invalid\n";
-    return 1;
-  }
+  auto loaded = load_valid_policies(opt.policies, "up");
+  if (!loaded) return 1;
+  policy::PolicySet set = std::move(*loaded);
 
-  Diagnostics inventory_diagnostics;
-  auto inventory = twin::cluster::load_inventory(opt.inventory, inventory_diagnostics);
-  if (!inventory) {
-    for (const auto& d : inventory_diagnostics) std::cerr << d.to_string() << '\n';
-    std::cerr << "gpubank up: the inventory is invalid\n";
-    return 1;
-  }
+  auto inventory = load_valid_inventory(opt.inventory, "up");
+  if (!inventory) return 1;
 
   twin::live::DayOptions day;
   day.seed = opt.seed;

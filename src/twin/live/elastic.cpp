@@ -21,6 +21,32 @@ std::string object_of(const policy::InferenceScalingPolicySpec& spec, const std:
   return std::string(k < kinds.size() ? kinds[k] : "InferenceService") + "/" + ns + "/" + spec.workload_ref.name;
 }
 
+// An event about a service (events.md: the object is its workloadRef).
+run::Event service_event(const policy::InferenceScalingPolicySpec& spec, const std::string& ns, std::string kind,
+                         std::string reason, std::string message) {
+  run::Event e;
+  e.kind = std::move(kind);
+  e.object = object_of(spec, ns);
+  e.business_group = spec.business_group;
+  e.pool = spec.resource_pool;
+  e.reason = std::move(reason);
+  e.message = std::move(message);
+  return e;
+}
+
+// A tidal controller's record as an event of the run's log.
+run::Event tidal_event(const tidal::TidalRecord& r) {
+  run::Event e;
+  e.kind = r.kind;
+  e.object = r.object;
+  e.pool = r.pool;
+  e.reason = r.reason;
+  e.message = r.message;
+  e.numbers = r.numbers;
+  e.related = r.related;
+  return e;
+}
+
 std::string plural(std::int64_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }
@@ -125,29 +151,19 @@ Expected<bool> ElasticControl::step(VirtualTime now) {
           const std::string key = it->key;
           it = s.replicas.erase(it);
           if (auto removed = simulation_.remove(key, kActor); !removed) return Unexpected{removed.error()};
-          run::Event e;
-          e.kind = "ReplicaFailed";
-          e.object = object_of(s.spec, s.namespace_);
-          e.business_group = s.spec.business_group;
-          e.pool = s.spec.resource_pool;
-          e.reason = "ModelLoadFailed";
-          e.message = "Replica " + key + " of " + s.policy + " failed to load its model after " +
-                      std::to_string(s.spec.model_load_time.milliseconds() / 1000) + " s; its workload is deleted";
+          run::Event e = service_event(s.spec, s.namespace_, "ReplicaFailed", "ModelLoadFailed",
+                                       "Replica " + key + " of " + s.policy + " failed to load its model after " +
+                      std::to_string(s.spec.model_load_time.milliseconds() / 1000) + " s; its workload is deleted");
           e.related = {"Workload/" + key};
           if (auto logged = log(std::move(e)); !logged) return logged;
           continue;
         }
         if (!it->ready && found->second->snapshot.state == inference::ReplicaState::ready) {
           it->ready = true;
-          run::Event e;
-          e.kind = "ReplicaReady";
-          e.object = object_of(s.spec, s.namespace_);
-          e.business_group = s.spec.business_group;
-          e.pool = s.spec.resource_pool;
-          e.reason = "ModelLoaded";
-          e.message = "Replica " + it->key + " of " + s.policy + " serves after " +
+          run::Event e = service_event(s.spec, s.namespace_, "ReplicaReady", "ModelLoaded",
+                                       "Replica " + it->key + " of " + s.policy + " serves after " +
                       std::to_string((now - it->requested_ms) / 1000) + " s (model load " +
-                      std::to_string(s.spec.model_load_time.milliseconds() / 1000) + " s)";
+                      std::to_string(s.spec.model_load_time.milliseconds() / 1000) + " s)");
           e.numbers = {{"sinceRequestSeconds", (now - it->requested_ms) / 1000}};
           e.related = {"Workload/" + it->key};
           if (auto logged = log(std::move(e)); !logged) return logged;
@@ -251,14 +267,7 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
   auto stepped = t.controller->step(wall(now), observed);
   if (!stepped) return Unexpected{stepped.error()};
   for (const auto& r : stepped->records) {
-    run::Event e;
-    e.kind = r.kind;
-    e.object = r.object;
-    e.pool = r.pool;
-    e.reason = r.reason;
-    e.message = r.message;
-    e.numbers = r.numbers;
-    e.related = r.related;
+    run::Event e = tidal_event(r);
     if (auto logged = log(std::move(e), r.actor.empty() ? kActor : r.actor); !logged) return logged;
   }
   // Between a window's approaching and its prewarm no replica goes below the floor the
@@ -472,13 +481,8 @@ Expected<bool> ElasticControl::scale_out(Service& s, int count, VirtualTime now,
       if (reason != s.blocked_reason) {
         s.blocked_reason = reason;
         ++s.blocked;
-        run::Event e;
-        e.kind = "ScaleUpBlocked";
-        e.object = object_of(s.spec, s.namespace_);
-        e.business_group = s.spec.business_group;
-        e.pool = s.spec.resource_pool;
-        e.reason = reason;
-        e.message = decision.message;
+        run::Event e = service_event(s.spec, s.namespace_, "ScaleUpBlocked", reason,
+                                     decision.message);
         e.numbers = decision.numbers;
         if (auto logged = log(std::move(e)); !logged) return logged;
       }
@@ -560,14 +564,9 @@ Expected<bool> ElasticControl::scale_in(Service& s, int count, VirtualTime now) 
     it = s.replicas.rbegin();
     --count;
     if (auto removed = simulation_.remove(key, kActor); !removed) return Unexpected{removed.error()};
-    run::Event e;
-    e.kind = "ReplicaRemoved";
-    e.object = object_of(s.spec, s.namespace_);
-    e.business_group = s.spec.business_group;
-    e.pool = s.spec.resource_pool;
-    e.reason = "Withdrawn";
-    e.message = "Replica " + key + " of " + s.policy + " is withdrawn before it got GPUs: the service needs " +
-                plural(s.target, "replica");
+    run::Event e = service_event(s.spec, s.namespace_, "ReplicaRemoved", "Withdrawn",
+                                 "Replica " + key + " of " + s.policy + " is withdrawn before it got GPUs: the service needs " +
+                plural(s.target, "replica"));
     e.related = {"Workload/" + key};
     if (auto logged = log(std::move(e)); !logged) return logged;
     ++s.scale_downs;
@@ -609,13 +608,8 @@ Expected<bool> ElasticControl::scale_in(Service& s, int count, VirtualTime now) 
     }
     const auto started = r->drain->start(now, in_flight, streaming);
     if (auto drained = serving_.start_drain(id); !drained) return Unexpected{drained.error()};
-    run::Event e;
-    e.kind = started.event.kind;
-    e.object = object_of(s.spec, s.namespace_);
-    e.business_group = s.spec.business_group;
-    e.pool = s.spec.resource_pool;
-    e.reason = started.event.reason;
-    e.message = started.event.message + (s.last ? " (" + s.last->reason + ")" : "");
+    run::Event e = service_event(s.spec, s.namespace_, started.event.kind, started.event.reason,
+                                 started.event.message + (s.last ? " (" + s.last->reason + ")" : ""));
     e.numbers = started.event.numbers;
     e.numbers["floorInForce"] = s.floor_in_force;
     e.numbers["target"] = s.target;
@@ -648,13 +642,8 @@ Expected<bool> ElasticControl::follow_drains(Service& s, VirtualTime now) {
     ++s.scale_downs;
     if (auto removed = simulation_.remove(key, kActor); !removed) return Unexpected{removed.error()};
     for (const auto& ev : seen.events) {
-      run::Event e;
-      e.kind = ev.kind;
-      e.object = object_of(s.spec, s.namespace_);
-      e.business_group = s.spec.business_group;
-      e.pool = s.spec.resource_pool;
-      e.reason = ev.reason;
-      e.message = ev.message;
+      run::Event e = service_event(s.spec, s.namespace_, ev.kind, ev.reason,
+                                   ev.message);
       e.numbers = ev.numbers;
       e.related = {"Workload/" + key};
       if (auto logged = log(std::move(e)); !logged) return logged;
@@ -665,19 +654,21 @@ Expected<bool> ElasticControl::follow_drains(Service& s, VirtualTime now) {
 
 Expected<bool> ElasticControl::freeze(const std::string& tidal_policy, const std::string& actor,
                                       const std::string& reason) {
+  return pin(tidal_policy, actor, reason, true);
+}
+
+Expected<bool> ElasticControl::unfreeze(const std::string& tidal_policy, const std::string& actor) {
+  return pin(tidal_policy, actor, "", false);
+}
+
+Expected<bool> ElasticControl::pin(const std::string& tidal_policy, const std::string& actor, const std::string& reason,
+                                   bool freeze) {
   for (auto& t : tidal_) {
     if (t.controller->name() != tidal_policy) continue;
-    auto record = t.controller->freeze(actor, wall(simulation_.now()), reason);
+    auto record = freeze ? t.controller->freeze(actor, wall(simulation_.now()), reason)
+                         : t.controller->unfreeze(actor, wall(simulation_.now()));
     if (!record) return Unexpected{record.error()};
-    run::Event e;
-    e.kind = record->kind;
-    e.object = record->object;
-    e.pool = record->pool;
-    e.reason = record->reason;
-    e.message = record->message;
-    e.numbers = record->numbers;
-    e.related = record->related;
-    if (auto logged = log(std::move(e), actor); !logged) return logged;
+    if (auto logged = log(tidal_event(*record), actor); !logged) return logged;
     return true;
   }
   return Unexpected{"no TidalPolicy " + tidal_policy + " is in force" +
@@ -691,36 +682,12 @@ Expected<bool> ElasticControl::fail_model_loads(const std::string& policy, int c
   for (auto& s : services_) {
     if (s.policy != policy) continue;
     s.load_failures += count;
-    run::Event e;
-    e.kind = "FaultInjected";
-    e.object = object_of(s.spec, s.namespace_);
-    e.business_group = s.spec.business_group;
-    e.pool = s.spec.resource_pool;
-    e.reason = "ModelLoadFailure";
-    e.message = "The next " + plural(count, "replica") + " of " + policy + " to finish loading will fail to load the model";
+    run::Event e = service_event(s.spec, s.namespace_, "FaultInjected", "ModelLoadFailure",
+                                 "The next " + plural(count, "replica") + " of " + policy + " to finish loading will fail to load the model");
     e.numbers = {{"count", count}, {"pending", s.load_failures}};
     return log(std::move(e), actor);
   }
   return Unexpected{"no inference service for InferenceScalingPolicy " + policy};
-}
-
-Expected<bool> ElasticControl::unfreeze(const std::string& tidal_policy, const std::string& actor) {
-  for (auto& t : tidal_) {
-    if (t.controller->name() != tidal_policy) continue;
-    auto record = t.controller->unfreeze(actor, wall(simulation_.now()));
-    if (!record) return Unexpected{record.error()};
-    run::Event e;
-    e.kind = record->kind;
-    e.object = record->object;
-    e.pool = record->pool;
-    e.reason = record->reason;
-    e.message = record->message;
-    e.numbers = record->numbers;
-    e.related = record->related;
-    if (auto logged = log(std::move(e), actor); !logged) return logged;
-    return true;
-  }
-  return Unexpected{"no TidalPolicy " + tidal_policy + " is in force"};
 }
 
 Json ElasticControl::json() const {

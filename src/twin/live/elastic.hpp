@@ -146,6 +146,7 @@ class ElasticControl {
   Expected<bool> follow_drains(Service& s, VirtualTime now);
   Expected<bool> tidal_step(Tidal& t, VirtualTime now);
   Expected<bool> log(run::Event e, const std::string& actor = kActor);
+  Expected<bool> pin(const std::string& tidal_policy, const std::string& actor, const std::string& reason, bool freeze);
   [[nodiscard]] serving::PoolCapacity pool_capacity(const Service& s) const;
   [[nodiscard]] std::chrono::sys_seconds wall(VirtualTime t) const;
 
