@@ -126,7 +126,8 @@ Expected<bool> ElasticControl::log(run::Event e, const std::string& actor) { ret
 
 Expected<bool> ElasticControl::step(VirtualTime now) {
   if (now < next_step_) return false;
-  const VirtualTime since = services_.empty() ? now : std::max<VirtualTime>(0, now - (next_step_ - kPeriodMs));
+  const VirtualTime since = last_step_ ? now - *last_step_ : 0;
+  last_step_ = now;
   next_step_ = now + kPeriodMs;
   // What the services have now: pods started, replicas ready, replicas gone.
   for (auto& s : services_) {
@@ -181,7 +182,7 @@ Expected<bool> ElasticControl::step(VirtualTime now) {
   }
   if (day_.serving_control == Control::Planned) return true;
   for (auto& s : services_) {
-    if (auto scraped = scrape(s, now); !scraped) return scraped;
+    if (auto recommended = recommend(s, now); !recommended) return recommended;
   }
   for (auto& t : tidal_) {
     if (auto stepped = tidal_step(t, now); !stepped) return stepped;
@@ -192,7 +193,7 @@ Expected<bool> ElasticControl::step(VirtualTime now) {
   return true;
 }
 
-Expected<bool> ElasticControl::scrape(Service& s, VirtualTime now) {
+Expected<bool> ElasticControl::recommend(Service& s, VirtualTime now) {
   serving::ScrapeOptions options;
   options.replica_label = "replica";
   options.itl = false;  // the autoscaler does not read it
@@ -244,8 +245,9 @@ Expected<bool> ElasticControl::scrape(Service& s, VirtualTime now) {
   }
   s.target = desired;
   s.floor_in_force = desired;
-  // A scale-out episode: the demand asks for more than serves.
-  if (desired > ready) {
+  // A scale-out episode: the demand asks for more than serves (static provisioning has
+  // no demand to react to).
+  if (desired > ready && day_.serving_control != Control::Static) {
     if (!s.short_since) s.short_since = now;
   } else {
     s.short_since.reset();
@@ -270,15 +272,18 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
     run::Event e = tidal_event(r);
     if (auto logged = log(std::move(e), r.actor.empty() ? kActor : r.actor); !logged) return logged;
   }
-  // Between a window's approaching and its prewarm no replica goes below the floor the
-  // window will ask for: it would be removed only to be loaded again minutes later.
+  // The coming window's boundaries, between its approaching and its start: the floors its
+  // prewarm sets and the reclaim its approaching orders.
   std::map<std::string, int> upcoming;
-  if (stepped->state.approaching && !stepped->state.prewarming) {
-    const auto& occ = *stepped->state.approaching;
-    for (const auto& action : t.controller->timeline(occ.prewarm, occ.prewarm + std::chrono::seconds(1))) {
-      if (action.kind == tidal::BoundaryKind::PrewarmStarted) upcoming = action.floors;
+  std::optional<tidal::ReclaimOrder> order;
+  if (const auto& occ = stepped->state.approaching) {
+    for (const auto& action : t.controller->timeline(occ->approaching, occ->prewarm + std::chrono::seconds(1))) {
+      if (action.kind == tidal::BoundaryKind::PrewarmStarted && !stepped->state.prewarming) upcoming = action.floors;
+      if (action.kind == tidal::BoundaryKind::Approaching && action.reclaim) order = action.reclaim;
     }
   }
+  // Between a window's approaching and its prewarm no replica goes below the floor the
+  // window will ask for: it would be removed only to be loaded again minutes later.
   for (const auto& d : stepped->decisions) {
     for (std::size_t i : t.services) {
       Service& s = services_[i];
@@ -315,16 +320,11 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
   }
   std::string pool = services_[t.services.front()].spec.resource_pool;
   std::vector<std::string> training;
-  if (state.approaching) {
-    const auto& occ = *state.approaching;
-    for (const auto& action : t.controller->timeline(occ.approaching, occ.approaching + std::chrono::seconds(1))) {
-      if (action.kind != tidal::BoundaryKind::Approaching || !action.reclaim) continue;
-      pool = action.reclaim->resource_pool;
-      training = action.reclaim->training_groups;
-      if (!state.prewarming) {  // the floors rise at the prewarm: until then reserve the rise
-        const Service& first = services_[t.services.front()];
-        reserve[{first.spec.business_group, pool}] += action.reclaim->gpus_needed;
-      }
+  if (order) {
+    pool = order->resource_pool;
+    training = order->training_groups;
+    if (!state.prewarming) {  // the floors rise at the prewarm: until then reserve the rise
+      reserve[{services_[t.services.front()].spec.business_group, pool}] += order->gpus_needed;
     }
   }
   for (const auto& [where, gpus] : reserve) {
@@ -416,6 +416,9 @@ serving::PoolCapacity ElasticControl::pool_capacity(const Service& s) const {
           ++nc.unhealthy;
           continue;
         }
+        // Another group's workload on this pool holds GPUs of this group's guarantee or
+        // of the cohort: what the bank can reclaim (approximation: protected types of
+        // other groups count too; check_shape only uses it to say where a reclaim helps).
         bool borrower = false;
         for (const auto& key : c->workloads_on_unit(first + static_cast<cluster::UnitId>(u))) {
           const auto slash = key.find('/');

@@ -138,7 +138,8 @@ class ElasticControl {
                  run::Simulation& simulation)
       : policies_(policies), day_(day), serving_(serving), simulation_(simulation) {}
 
-  Expected<bool> scrape(Service& s, VirtualTime now);
+  // Scrapes the service and decides its replicas by the day's ServingControl.
+  Expected<bool> recommend(Service& s, VirtualTime now);
   [[nodiscard]] int counting(const Service& s) const;  // not draining
   Expected<bool> decide(Service& s, VirtualTime now);
   Expected<bool> scale_out(Service& s, int count, VirtualTime now, const std::string& why);
@@ -157,6 +158,7 @@ class ElasticControl {
   std::vector<Service> services_;
   std::vector<Tidal> tidal_;
   VirtualTime next_step_ = 0;
+  std::optional<VirtualTime> last_step_;
 };
 
 }  // namespace gpubank::twin::live

@@ -29,7 +29,7 @@ struct ServingOutcome {
   std::int64_t minutes = 0, minutes_within = 0;
   std::int64_t requests = 0, unanswered = 0, cut = 0;
   double inference_gpu_hours = 0;  // the service's replicas' pods
-  double training_gpu_hours = 0;   // other groups' training and batch on the same pool
+  double training_gpu_hours = 0;   // every other group's workloads on the same pool (the borrowers)
   int peak_replicas = 0;
   std::int64_t scale_ups = 0, scale_downs = 0, blocked = 0;
   std::vector<std::int64_t> reaction_ms;
