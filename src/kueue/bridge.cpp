@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <set>
 
 #include "kueue/amounts.hpp"
@@ -57,11 +58,24 @@ twin::TaintEffect effect_of(const std::string& e) {
 
 }  // namespace
 
+// Timestamps span 1677..2262 in int64 nanoseconds, so the difference of two (a condition's
+// lastTransitionTime of 1726 against a creation in 2026) does not fit: the arithmetic is done
+// in 128 bits and the way back saturates at the ends of what a Timestamp holds.
+__extension__ using Wide = __int128;
+
 twin::VirtualTime Timeline::to_virtual(Timestamp t) const {
-  return std::chrono::floor<std::chrono::milliseconds>(t - start).count();
+  const Wide ns = static_cast<Wide>(t.time_since_epoch().count()) - start.time_since_epoch().count();
+  Wide ms = ns / 1'000'000;
+  if (ns % 1'000'000 < 0) --ms;  // floor, as milliseconds before start round down
+  return static_cast<twin::VirtualTime>(ms);  // |ms| < 2^64 / 1e6: always fits
 }
 
-Timestamp Timeline::to_time(twin::VirtualTime t) const { return start + std::chrono::milliseconds(t); }
+Timestamp Timeline::to_time(twin::VirtualTime t) const {
+  using Rep = Timestamp::rep;
+  const Wide ns = static_cast<Wide>(start.time_since_epoch().count()) + static_cast<Wide>(t) * 1'000'000;
+  const Wide clamped = std::clamp<Wide>(ns, std::numeric_limits<Rep>::min(), std::numeric_limits<Rep>::max());
+  return Timestamp{Timestamp::duration{static_cast<Rep>(clamped)}};
+}
 
 std::string Timeline::format(twin::VirtualTime t) const {
   return format_rfc3339(std::chrono::floor<std::chrono::seconds>(to_time(t)));

@@ -1,5 +1,7 @@
 #include "kueue/bridge.hpp"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,6 +131,22 @@ TEST(KueueBridge, TimelineStartsAtTheEarliestCreation) {
   EXPECT_EQ(t.to_virtual(*parse_rfc3339("2026-11-30T07:00:01.5Z")), 1500);
   EXPECT_EQ(t.format(1999), "2026-11-30T07:00:01Z");  // metav1.Time prints whole seconds
   EXPECT_EQ(format_rfc3339(make_timeline(ObjectSet{}).start), "1970-01-01T00:00:00Z");
+}
+
+TEST(KueueBridge, TimelineHoldsTheWholeTimestampRangeEitherSideOfItsStart) {
+  // Found by kueue_admit_fuzzer: a condition's lastTransitionTime in 1726 against a creation in
+  // 2026 overflowed int64 nanoseconds when subtracted.
+  const Timeline late{*parse_rfc3339("2262-04-11T00:00:00Z")};
+  const Timestamp earliest = *parse_rfc3339("1677-09-21T00:12:44Z");
+  EXPECT_EQ(late.to_virtual(earliest), -18'446'658'436'000);
+  EXPECT_EQ(format_rfc3339(late.to_time(late.to_virtual(earliest))), "1677-09-21T00:12:44Z");
+  const Timeline now{*parse_rfc3339("2026-03-02T08:20:00Z")};
+  EXPECT_EQ(now.to_virtual(*parse_rfc3339("1726-01-01T00:00:00.0005Z")), -9'472'321'200'000);  // rounded down
+  EXPECT_EQ(now.to_virtual(*parse_rfc3339("2026-03-02T08:19:59.9995Z")), -1);
+  EXPECT_EQ(now.format(now.to_virtual(*parse_rfc3339("1726-01-01T00:00:00Z"))), "1726-01-01T00:00:00Z");
+  // Virtual times past what a Timestamp holds print as its last instant instead of wrapping.
+  EXPECT_EQ(late.to_time(std::numeric_limits<twin::VirtualTime>::max()), Timestamp::max());
+  EXPECT_EQ(now.to_time(std::numeric_limits<twin::VirtualTime>::min()), Timestamp::min());
 }
 
 TEST(KueueBridge, CoreInputs) {
