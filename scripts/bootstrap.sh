@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev lld-14
   # libraries (see ../shared/spec/build-notes.md)
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev tzdata
   libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev libpqxx-dev

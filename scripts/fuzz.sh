@@ -4,8 +4,8 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# Without SECONDS_PER_TARGET, policy_decoder_fuzzer runs 30 s, kueue_admit_fuzzer 25 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 10 s and every other target 12 s (about 3
+# Without SECONDS_PER_TARGET, policy_decoder_fuzzer and kueue_admit_fuzzer run 20 s,
+# metrics_text_fuzzer and ledger_json_fuzzer 8 s and every other target 9 s (about 2.3
 # minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run.
 #
@@ -48,11 +48,11 @@ done
 
 default_seconds() {
   case "$1" in
-    policy_decoder_fuzzer) echo 30 ;;
-    kueue_admit_fuzzer) echo 25 ;;
-    metrics_text_fuzzer) echo 10 ;;
-    ledger_json_fuzzer) echo 10 ;;
-    *) echo 12 ;;
+    policy_decoder_fuzzer) echo 20 ;;
+    kueue_admit_fuzzer) echo 20 ;;
+    metrics_text_fuzzer) echo 8 ;;
+    ledger_json_fuzzer) echo 8 ;;
+    *) echo 9 ;;
   esac
 }
 

@@ -215,7 +215,7 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
   std::string out = "\"";
   for (const char c : printable(text)) {
     if (c == '"' || c == '\\') out += '\\';
@@ -257,7 +257,7 @@ Expected<double> sample_value(const Node& node, const std::string& path) {
   if (text == "-Inf") return -std::numeric_limits<double>::infinity();
   const auto v = metrics::parse_value(text);
   if (!v || !std::isfinite(*v)) {
-    return Unexpected{with_rule("Prometheus query response: " + path + " is " + quoted(text) +
+    return Unexpected{with_rule("Prometheus query response: " + path + " is " + in_quotes(text) +
                                     ", not a number as Prometheus writes one (digits, \"NaN\", \"+Inf\", \"-Inf\")",
                                 kRulePromValue)};
   }
@@ -314,11 +314,11 @@ Expected<std::vector<PromSample>> read_prometheus_query(std::string_view json_bo
   if (status->text == "error") {
     const std::string_view type = root->string_at("errorType");
     const std::string_view message = root->string_at("error");
-    return Unexpected{with_rule("Prometheus answered the query with an error: errorType " + quoted(type) + ", error " +
-                                    quoted(message),
+    return Unexpected{with_rule("Prometheus answered the query with an error: errorType " + in_quotes(type) + ", error " +
+                                    in_quotes(message),
                                 kRulePromStatus)};
   }
-  if (status->text != "success") return shape_error("\"status\"", "is " + quoted(status->text) + ", not \"success\" or \"error\"");
+  if (status->text != "success") return shape_error("\"status\"", "is " + in_quotes(status->text) + ", not \"success\" or \"error\"");
 
   const Node* data = field(*root, "data");
   if (data == nullptr || data->type != NodeType::Mapping) return shape_error("\"data\"", "is missing or not an object");
@@ -339,7 +339,7 @@ Expected<std::vector<PromSample>> read_prometheus_query(std::string_view json_bo
     return out;
   }
   if (type->text != "vector") {
-    return shape_error("data.resultType", "is " + quoted(type->text) +
+    return shape_error("data.resultType", "is " + in_quotes(type->text) +
                                               ": an instant query for the autoscaler returns a vector or a scalar");
   }
   if (result->items.size() > kPromMaxSamples) {
