@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
@@ -2063,6 +2064,23 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, Victims& 
   std::vector<std::size_t> order;
   std::map<int, std::size_t> by_queue;  // queue -> entry
   for (std::size_t i = 0; i < entries.size(); ++i) by_queue.emplace(entries[i].queue, i);
+  // computeDRS: per entry, its share at each ancestor cohort with its usage added. Upstream
+  // recomputes every remaining entry's after each pick; the values depend only on the usage
+  // of the nodes on the entry's path below the root, so they are kept while those nodes'
+  // usage versions are unchanged (the pick's admission or preemptions change few of them).
+  struct Shares {
+    std::vector<std::pair<int, std::uint64_t>> path_versions;  // the queue up to the root's child
+    std::vector<std::pair<int, Drs>> at_cohort;                 // ancestor cohort -> DRS below it
+    [[nodiscard]] bool current(const QuotaTree& tree) const {
+      return !path_versions.empty() && std::all_of(path_versions.begin(), path_versions.end(), [&](const auto& nv) {
+               return tree.version(nv.first) == nv.second;
+             });
+    }
+  };
+  std::vector<Shares> shares(entries.size());
+  std::vector<std::vector<std::size_t>> by_root(tree_.size());  // root cohort -> its entries
+  for (std::size_t i = 0; i < entries.size(); ++i) by_root[at(tree_.root(queues_[at(entries[i].queue)].node))].push_back(i);
+  std::vector<char> ordered(entries.size(), 0);
   while (!by_queue.empty()) {
     const int first = by_queue.begin()->first;
     const int n = queues_[at(first)].node;
@@ -2071,22 +2089,32 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, Victims& 
       chosen = by_queue.begin()->second;
     } else {
       const int root = tree_.root(n);
-      // computeDRS: per entry, its share at each ancestor level with its usage added.
-      std::map<std::pair<int, std::size_t>, Drs> values;
-      for (const auto& [qi, idx] : by_queue) {
+      for (const std::size_t idx : by_root[at(root)]) {
+        if (ordered[idx] != 0) continue;
+        const int qi = entries[idx].queue;
         const int qn = queues_[at(qi)].node;
-        if (tree_.root(qn) != root) continue;
+        Shares& s = shares[idx];
+        if (s.current(tree_)) continue;
+        s.at_cohort.clear();
+        s.path_versions.clear();
         add_usage(qi, entries[idx].a.usage);
         Drs d = drs(qn);
         for (int a = tree_.node(qn).parent; a >= 0; a = tree_.node(a).parent) {
-          values[{a, idx}] = d;
-          d = drs(a);
+          s.at_cohort.emplace_back(a, d);
+          if (tree_.has_parent(a)) d = drs(a);
         }
         remove_usage(qi, entries[idx].a.usage);
+        for (int x = qn; tree_.has_parent(x); x = tree_.node(x).parent) s.path_versions.emplace_back(x, tree_.version(x));
       }
+      auto value = [&](std::size_t entry, int cohort) -> const Drs& {
+        for (const auto& [c, d] : shares[entry].at_cohort) {
+          if (c == cohort) return d;
+        }
+        throw std::logic_error("admission core: no fair-sharing value of an entry at its cohort");
+      };
       auto less = [&](std::size_t a, std::size_t b, int cohort) {
-        const Drs& da = values[{cohort, a}];
-        const Drs& db = values[{cohort, b}];
+        const Drs& da = value(a, cohort);
+        const Drs& db = value(b, cohort);
         const bool ba = std::any_of(da.borrowed_frs.begin(), da.borrowed_frs.end(),
                                     [&](int fr) { return usage_of(entries[a].a.usage, fr) > 0; });
         const bool bb = std::any_of(db.borrowed_frs.begin(), db.borrowed_frs.end(),
@@ -2118,6 +2146,7 @@ std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, Victims& 
       chosen = *tournament(root);
     }
     by_queue.erase(entries[chosen].queue);
+    ordered[chosen] = 1;
     order.push_back(chosen);
     process(entries[chosen], preempted, reserved, out, now);
   }

@@ -18,11 +18,13 @@ QuotaTree::QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count)
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].parent < 0) accumulate(static_cast<int>(i));
   }
-}
-
-int QuotaTree::root(int n) const {
-  while (node(n).parent >= 0) n = node(n).parent;
-  return n;
+  // The shape never changes after construction; fair sharing asks for roots in its inner loops.
+  root_.resize(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    int n = static_cast<int>(i);
+    while (nodes_[at(n)].parent >= 0) n = nodes_[at(n)].parent;
+    root_[i] = n;
+  }
 }
 
 void QuotaTree::accumulate(int n) {

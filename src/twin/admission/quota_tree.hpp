@@ -33,7 +33,7 @@ class QuotaTree {
   [[nodiscard]] const QuotaNode& node(int n) const { return nodes_[static_cast<std::size_t>(n)]; }
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
   [[nodiscard]] bool has_parent(int n) const { return node(n).parent >= 0; }
-  [[nodiscard]] int root(int n) const;
+  [[nodiscard]] int root(int n) const { return root_[static_cast<std::size_t>(n)]; }
 
   // max(0, subtreeQuota - lendingLimit) when a lending limit is set, else 0.
   [[nodiscard]] Amount local_quota(int n, int fr) const;
@@ -64,6 +64,7 @@ class QuotaTree {
   void accumulate(int n);
   std::vector<QuotaNode> nodes_;
   std::vector<std::uint64_t> version_;
+  std::vector<int> root_;
   std::size_t fr_count_ = 0;
 };
 
