@@ -13,3 +13,6 @@ cli_test(up-runs-the-day 0 "stopped at 2026-11-30T22:00:00Z \\(virtual\\)"
 # --data-dir: resume without duplicating the ledger or breaking the audit chain.
 add_test(NAME cli.up-resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_resume.sh ${GPUBANK}
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# Both run parts of the day: tens of seconds under the sanitizers, so they start early
+# (see gpubank_test in tests/CMakeLists.txt).
+set_tests_properties(cli.up-runs-the-day cli.up-resume PROPERTIES COST 20)
