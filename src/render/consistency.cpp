@@ -13,6 +13,7 @@
 #include "document/decode.hpp"
 #include "policy/report.hpp"
 #include "policy/schema.hpp"
+#include "policy/prewarm.hpp"
 #include "policy/tidal_windows.hpp"
 #include "render/scaling.hpp"
 
@@ -593,7 +594,7 @@ class Checker {
     if (!fresh) return it->second;
     const auto& spec = t.as<TidalPolicySpec>();
     const TidalWindow& w = spec.windows[i];
-    const auto start_text = prewarm_start(w);
+    const auto start_text = prewarm_start(w, policy::effective_prewarm_before(set_, spec, w));
     const std::string start = start_text ? *start_text : w.start.text();
     auto [id, added] = schedule_ids_.try_emplace(spec.timezone.name + "|" + start + "|" + w.end.text(),
                                                  static_cast<int>(intervals_.size()));
@@ -647,7 +648,7 @@ class Checker {
   void check_tidal(const PolicyObject& o) {
     const auto& t = o.as<TidalPolicySpec>();
     for (std::size_t i = 0; i < t.windows.size(); ++i) {
-      if (auto start = prewarm_start(t.windows[i]); !start) {
+      if (auto start = prewarm_start(t.windows[i], policy::effective_prewarm_before(set_, t, t.windows[i])); !start) {
         report(o, rule::kPrewarmNotExpressible, idx("spec.windows", i) + ".prewarmBefore",
                start.error() + "; the cron trigger starts at the window's start instead, so the floor's replicas " +
                    "are still loading then",

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "policy/prewarm.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::render {
@@ -178,7 +179,7 @@ Json behavior(const InferenceScalingPolicySpec& p, int largest_floor_rise) {
   return b;
 }
 
-RenderedObject scaled_object(const PolicyObject& o, const ScaleTarget& target,
+RenderedObject scaled_object(const policy::PolicySet& set, const PolicyObject& o, const ScaleTarget& target,
                              const std::vector<const PolicyObject*>& tidal, const ScalingOptions& options) {
   const auto& p = o.as<InferenceScalingPolicySpec>();
   const std::string matchers = pod_matchers(p.workload_ref, target);
@@ -213,7 +214,8 @@ RenderedObject scaled_object(const PolicyObject& o, const ScaleTarget& target,
       const auto floor = w.inference_replica_floor->for_policy(o.name());
       if (!floor || *floor < 1) continue;  // KEDA rejects desiredReplicas 0; a 0 floor asks for nothing
       largest_floor = std::max(largest_floor, *floor);
-      const auto start = prewarm_start(w);  // check_consistency warns when it cannot be moved
+      // check_consistency warns when the start cannot be moved
+      const auto start = prewarm_start(w, policy::effective_prewarm_before(set, spec, w));
       Json c = Json::object();
       c["type"] = "cron";
       c["name"] = t->name() + "-" + w.name;
@@ -334,13 +336,13 @@ std::string kv_cache_query(std::string_view matchers) {
          "}))";
 }
 
-Expected<std::string> prewarm_start(const policy::TidalWindow& window) {
+Expected<std::string> prewarm_start(const policy::TidalWindow& window, Duration prewarm_before) {
   const CronSchedule& start = window.start;
-  if (!window.prewarm_before || window.prewarm_before->nanoseconds().count() <= 0) return start.text();
-  const auto lead = std::chrono::ceil<std::chrono::minutes>(window.prewarm_before->nanoseconds()).count();
+  if (prewarm_before.nanoseconds().count() <= 0) return start.text();
+  const auto lead = std::chrono::ceil<std::chrono::minutes>(prewarm_before.nanoseconds()).count();
   const std::string quoted = "cron \"" + start.text() + "\"";
   constexpr int kDay = 24 * 60;
-  if (lead >= kDay) return Unexpected{quoted + ": prewarmBefore " + window.prewarm_before->to_string() + " is a day or more"};
+  if (lead >= kDay) return Unexpected{quoted + ": prewarmBefore " + prewarm_before.to_string() + " is a day or more"};
 
   const auto& f = start.fields();
   std::set<int> shifted;  // minutes of the day
@@ -360,7 +362,7 @@ Expected<std::string> prewarm_start(const policy::TidalWindow& window) {
   const bool month_star = (f.month & kStarBit) != 0;
   std::uint64_t dow = f.day_of_week;
   if (wraps && !(dom_star && dow_star && month_star)) {
-    if (stays) return Unexpected{quoted + ": moved " + window.prewarm_before->to_string() + " earlier, some firings fall on the previous day and some do not"};
+    if (stays) return Unexpected{quoted + ": moved " + prewarm_before.to_string() + " earlier, some firings fall on the previous day and some do not"};
     if (!dom_star || !month_star) return Unexpected{quoted + ": moved before midnight, its day of the month or month would change"};
     dow = previous_weekday(dow);  // robfig ANDs the fields when day-of-month is "*"
   }
@@ -371,7 +373,7 @@ Expected<std::string> prewarm_start(const policy::TidalWindow& window) {
     minutes.insert(t % 60);
   }
   if (hours.size() * minutes.size() != shifted.size()) {
-    return Unexpected{quoted + ": moved " + window.prewarm_before->to_string() + " earlier, its firings are not one minute list at one hour list"};
+    return Unexpected{quoted + ": moved " + prewarm_before.to_string() + " earlier, its firings are not one minute list at one hour list"};
   }
   std::uint64_t hour_bits = 0;
   std::uint64_t minute_bits = 0;
@@ -391,7 +393,7 @@ std::vector<RenderedObject> render_scaling(const policy::PolicySet& set, const S
     const auto target = scale_target_of(p);
     if (!target) continue;  // check_consistency says why (render.autoscaler-unsupported)
     const auto it = tidal.find(o.name());
-    out.push_back(scaled_object(o, *target, it != tidal.end() ? it->second : none, options));
+    out.push_back(scaled_object(set, o, *target, it != tidal.end() ? it->second : none, options));
     if (p.workload_ref.kind == WorkloadRefKind::InferenceService) out.push_back(kserve_annotations(o));
   }
   stamp_all(out);

@@ -69,11 +69,12 @@ struct ScaleTarget {
 // that.
 [[nodiscard]] std::string kv_cache_query(std::string_view matchers);
 
-// The cron expression a window's trigger starts on: `start` moved prewarmBefore earlier
-// (rounded up to whole minutes, in local wall-clock time) so replicas are loaded when
-// the window starts; `start` itself without prewarmBefore. An error (and the caller keeps
-// `start`) when one five-field expression cannot say it, e.g. when some firings would
-// cross midnight and others not, or a firing would leave its day of the month.
-[[nodiscard]] Expected<std::string> prewarm_start(const policy::TidalWindow& window);
+// The cron expression a window's trigger starts on: `start` moved `prewarm_before` earlier
+// (the window's effective prewarmBefore, policy/prewarm.hpp; rounded up to whole minutes,
+// in local wall-clock time) so replicas are loaded when the window starts; `start` itself
+// for a zero lead. An error (and the caller keeps `start`) when one five-field expression
+// cannot say it, e.g. when some firings would cross midnight and others not, or a firing
+// would leave its day of the month.
+[[nodiscard]] Expected<std::string> prewarm_start(const policy::TidalWindow& window, Duration prewarm_before);
 
 }  // namespace gpubank::render

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "policy/prewarm.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::serving {
@@ -342,10 +343,10 @@ Expected<HpaSpec> hpa_spec_for(const policy::PolicySet& set, std::string_view na
       c.end = w.end;
       c.zone = spec.timezone.zone;
       c.desired_replicas = *floor;
-      // render::prewarm_start: prewarmBefore rounded up to whole minutes; a day or more
-      // is not moved.
-      if (w.prewarm_before && w.prewarm_before->nanoseconds().count() > 0) {
-        const auto lead = std::chrono::ceil<std::chrono::minutes>(w.prewarm_before->nanoseconds());
+      // render::prewarm_start: the effective prewarmBefore rounded up to whole minutes; a
+      // day or more is not moved.
+      if (const Duration before = policy::effective_prewarm_before(set, spec, w); before.nanoseconds().count() > 0) {
+        const auto lead = std::chrono::ceil<std::chrono::minutes>(before.nanoseconds());
         if (lead < std::chrono::hours(24)) c.lead = lead;
       }
       h.metrics.push_back({tidal_name + "-" + w.name, HpaMetricKind::CronFloor, 1.0, HpaSource::Cron, 0, c});

@@ -50,9 +50,9 @@ enum class HpaMetricKind {
 // trigger's query would answer.
 enum class HpaSource { QueueDepth, QueueHold, TtftP95, KvCache, GpuUtilization, Cron, Other };
 
-// A KEDA cron trigger: active from a start firing until the next end firing. `lead`
-// is prewarmBefore (whole minutes), by which render::prewarm_start moves the start
-// earlier in the rendered expression.
+// A KEDA cron trigger: active from a start firing until the next end firing. `lead` is
+// the effective prewarmBefore (policy/prewarm.hpp, whole minutes), by which
+// render::prewarm_start moves the start earlier in the rendered expression.
 struct CronWindow {
   CronSchedule start;
   CronSchedule end;

@@ -59,6 +59,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expected.hpp"
+#include "policy/prewarm.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::tidal {
@@ -66,7 +67,7 @@ namespace gpubank::tidal {
 using std::chrono::sys_seconds;
 
 struct TidalOptions {
-  std::chrono::seconds prewarm_margin{std::chrono::minutes(2)};
+  std::chrono::seconds prewarm_margin{policy::kDefaultPrewarmMargin};  // what render and validation use
   std::chrono::seconds retry_initial{30};
   std::chrono::seconds retry_max{std::chrono::minutes(10)};
 };

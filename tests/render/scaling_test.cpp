@@ -15,6 +15,7 @@
 
 #include "core/timezone.hpp"
 #include "document/yaml_writer.hpp"
+#include "policy/prewarm.hpp"
 #include "render/scaling_support.hpp"
 
 namespace gpubank::render {
@@ -131,7 +132,9 @@ TEST(RenderScaling, LlmScaledObjectFieldByField) {
                  "0.85"),
       // daytime-serving starts at 08:30 with prewarmBefore 30m: the floor rises at 08:00.
       cron("weekday-serving-training-daytime-serving", "0 8 * * 1-5", "0 20 * * 1-5", "6"),
-      cron("weekday-serving-training-nighttime-training", "0 20 * * 1-5", "30 7 * * 2-6", "1"),
+      // No prewarmBefore: the default, modelLoadTime 6m + 2m (policy/prewarm.hpp), as the
+      // tidal controller uses it. Harmless before a lower floor: the HPA takes the max.
+      cron("weekday-serving-training-nighttime-training", "52 19 * * 1-5", "30 7 * * 2-6", "1"),
   });
   ASSERT_EQ(spec["triggers"].size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(spec["triggers"][i], expected[i]) << "trigger " << i;
@@ -217,26 +220,56 @@ TEST(RenderScaling, ChangingOnePolicysTargetChangesOnlyItsOwnObjects) {
 }
 
 TEST(RenderScaling, PrewarmMovesTheCronStartEarlierOnlyWhereOneExpressionSaysIt) {
-  auto window = [](const char* start, std::chrono::minutes lead) {
+  auto moved = [](const char* start, std::chrono::minutes lead) {
     policy::TidalWindow w;
     w.name = "w";
     w.start = CronSchedule::parse(start).value();
     w.end = CronSchedule::parse("0 22 * * *").value();
-    if (lead.count() > 0) w.prewarm_before = Duration(lead);
-    return w;
+    return prewarm_start(w, Duration(lead));
   };
   using std::chrono::minutes;
-  EXPECT_EQ(prewarm_start(window("30 8 * * 1-5", minutes(30))).value(), "0 8 * * 1-5");
-  EXPECT_EQ(prewarm_start(window("30 8 * * 1-5", minutes(0))).value(), "30 8 * * 1-5");
-  EXPECT_EQ(prewarm_start(window("0 8,20 * * *", minutes(30))).value(), "30 7,19 * * *");
+  EXPECT_EQ(moved("30 8 * * 1-5", minutes(30)).value(), "0 8 * * 1-5");
+  EXPECT_EQ(moved("30 8 * * 1-5", minutes(0)).value(), "30 8 * * 1-5");
+  EXPECT_EQ(moved("0 8,20 * * *", minutes(30)).value(), "30 7,19 * * *");
   // Across midnight the weekday moves with it (day-of-month "*": robfig ANDs the fields).
-  EXPECT_EQ(prewarm_start(window("15 0 * * MON-FRI", minutes(30))).value(), "45 23 * * 0-4");
-  EXPECT_EQ(prewarm_start(window("15 0 * * *", minutes(30))).value(), "45 23 * * *");
+  EXPECT_EQ(moved("15 0 * * MON-FRI", minutes(30)).value(), "45 23 * * 0-4");
+  EXPECT_EQ(moved("15 0 * * *", minutes(30)).value(), "45 23 * * *");
   // 08:00, 08:15, ... minus 10m: 07:50 and 08:05 are not one minute list at one hour list.
-  EXPECT_FALSE(prewarm_start(window("*/15 8 * * *", minutes(10))).ok());
+  EXPECT_FALSE(moved("*/15 8 * * *", minutes(10)).ok());
   // The 1st of the month moved before midnight is the last day of the previous month.
-  EXPECT_FALSE(prewarm_start(window("15 0 1 * *", minutes(30))).ok());
-  EXPECT_FALSE(prewarm_start(window("15 0,12 * * 1", minutes(30))).ok());
+  EXPECT_FALSE(moved("15 0 1 * *", minutes(30)).ok());
+  EXPECT_FALSE(moved("15 0,12 * * 1", minutes(30)).ok());
+}
+
+TEST(RenderScaling, AnUnsetPrewarmBeforeIsTheSlowestTargetsModelLoadPlusTheMargin) {
+  // The controller and the rendered trigger agree: without prewarmBefore the daytime window
+  // starts loading the slowest targeted model's modelLoadTime plus 2m early.
+  auto set = examples_with();
+  edit<policy::TidalPolicySpec>(set, policy::Kind::TidalPolicy, "weekday-serving-training", [](auto& t) {
+    t.windows[0].prewarm_before.reset();
+    t.targets.inference_policies.push_back("customer-service-embeddings");
+  });
+  edit<policy::InferenceScalingPolicySpec>(set, policy::Kind::InferenceScalingPolicy, "customer-service-embeddings",
+                                           [](auto& p) { p.model_load_time = Duration(std::chrono::minutes(11)); });
+  const auto& tidal = set.find(policy::Kind::TidalPolicy, "weekday-serving-training")->as<policy::TidalPolicySpec>();
+  EXPECT_EQ(policy::effective_prewarm_before(set, tidal, tidal.windows[0]).to_string(), "13m");
+  auto objects = render_scaling(set);
+  const Json& triggers =
+      object_at(objects, "keda/scaledobject-customer-service-customer-service-llm.yaml").manifest["spec"]["triggers"];
+  bool found = false;
+  for (const auto& t : triggers) {
+    if (t["name"] != "weekday-serving-training-daytime-serving") continue;
+    EXPECT_EQ(t["metadata"]["start"], "17 8 * * 1-5");  // 08:30 - 13m
+    found = true;
+  }
+  EXPECT_TRUE(found);
+  // Set explicitly, it is taken as written; with no target held in the set, there is no lead.
+  policy::TidalWindow w = tidal.windows[0];
+  w.prewarm_before = Duration(std::chrono::minutes(1));
+  EXPECT_EQ(policy::effective_prewarm_before(set, tidal, w).to_string(), "1m");
+  policy::TidalPolicySpec orphan = tidal;
+  orphan.targets.inference_policies = {"not-in-the-set"};
+  EXPECT_EQ(policy::effective_prewarm_before(set, orphan, tidal.windows[0]).to_string(), "0s");
 }
 
 TEST(RenderScaling, CronTriggersKeepLocalTimeAcrossDaylightSavingTime) {

@@ -109,7 +109,8 @@ TEST(HpaSpecFor, CronWithLeadIsActiveExactlyWhenTheRenderedPrewarmedStartIs) {
   const auto set = examples();
   const auto* tidal = set.find(policy::Kind::TidalPolicy, "weekday-serving-training");
   ASSERT_NE(tidal, nullptr);
-  const auto rendered_start = render::prewarm_start(tidal->as<policy::TidalPolicySpec>().windows[0]);
+  const auto& window = tidal->as<policy::TidalPolicySpec>().windows[0];
+  const auto rendered_start = render::prewarm_start(window, *window.prewarm_before);
   ASSERT_TRUE(rendered_start.ok());
   EXPECT_EQ(*rendered_start, "0 8 * * 1-5");
   CronWindow rendered = day;
