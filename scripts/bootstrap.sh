@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git
-  clang-14 libclang-rt-14-dev lld-14
+  # lld provides /usr/bin/ld.lld, which clang's -fuse-ld=lld (the asan preset) looks for
+  clang-14 libclang-rt-14-dev lld-14 lld
   # libraries (see ../shared/spec/build-notes.md)
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev tzdata
   libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev libpqxx-dev
