@@ -79,7 +79,7 @@ using Usage = std::vector<std::pair<int, Amount>>;  // by flavor-resource index,
 void add_to(Usage& u, int fr, Amount v) {
   auto it = std::lower_bound(u.begin(), u.end(), fr, [](const auto& p, int f) { return p.first < f; });
   if (it != u.end() && it->first == fr) {
-    it->second += v;
+    it->second = usage_add(it->second, v);
   } else {
     u.insert(it, {fr, v});
   }
@@ -1337,8 +1337,8 @@ class Core final : public AdmissionCore {
     bool ok = true;
     Usage remaining;
     for (const auto& [fr, v] : requests) {
-      if (tree_.subtree_quota(n, fr) < tree_.usage(n, fr) + v) ok = false;
-      remaining.emplace_back(fr, std::max<Amount>(0, v - tree_.local_available(n, fr)));
+      if (tree_.subtree_quota(n, fr) < quota_add(tree_.usage(n, fr), v)) ok = false;
+      remaining.emplace_back(fr, std::max<Amount>(0, quota_sub(v, tree_.local_available(n, fr))));
     }
     return {ok, remaining};
   }
@@ -1529,9 +1529,9 @@ class Core final : public AdmissionCore {
     std::vector<Amount>& borrowed = drs_borrowed_;  // scratch: DRS is recomputed very often
     borrowed.assign(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
-      const Amount b = x.usage[fr] - x.subtree_quota[fr];
+      const Amount b = quota_sub(x.usage[fr], x.subtree_quota[fr]);
       if (b > 0) {
-        borrowed[at(fr_resource_index_[fr])] += b;
+        borrowed[at(fr_resource_index_[fr])] = quota_add(borrowed[at(fr_resource_index_[fr])], b);
         d.borrowed_frs.push_back(static_cast<int>(fr));
       }
     }
@@ -1541,7 +1541,8 @@ class Core final : public AdmissionCore {
     lendable.assign(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
       if (borrowed[at(fr_resource_index_[fr])] > 0) {
-        lendable[at(fr_resource_index_[fr])] += tree_.potential_available(x.parent, static_cast<int>(fr));
+        lendable[at(fr_resource_index_[fr])] =
+            quota_add(lendable[at(fr_resource_index_[fr])], tree_.potential_available(x.parent, static_cast<int>(fr)));
       }
     }
     for (std::size_t r = 0; r < resources; ++r) {
@@ -1859,9 +1860,9 @@ class Core final : public AdmissionCore {
         // amount would not cancel out. Zero has the same effect on every other queue.
         r = x.borrowing_limit[at(fr)] == kNoLimit
                 ? v
-                : std::max<Amount>(0, std::min(v, x.nominal[at(fr)] + x.borrowing_limit[at(fr)] - x.usage[at(fr)]));
+                : std::max<Amount>(0, std::min(v, quota_sub(quota_add(x.nominal[at(fr)], x.borrowing_limit[at(fr)]), x.usage[at(fr)])));
       } else {
-        r = std::max<Amount>(0, std::min(v, x.nominal[at(fr)] - x.usage[at(fr)]));
+        r = std::max<Amount>(0, std::min(v, quota_sub(x.nominal[at(fr)], x.usage[at(fr)])));
       }
       out.emplace_back(fr, r);
     }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,34 @@
 namespace gpubank::twin {
 
 using Amount = std::int64_t;
+
+// Quota arithmetic as Kueue's resources.Amount does it (pkg/resources/amount.go): the
+// largest Amount is Unlimited (a quota too large for int64) and stays Unlimited through
+// sums and differences; other results saturate at the ends of int64 instead of wrapping.
+// Unlimited - Unlimited is 0; a bounded amount minus Unlimited is the smallest Amount.
+inline constexpr Amount kUnlimitedAmount = std::numeric_limits<Amount>::max();
+[[nodiscard]] constexpr Amount quota_add(Amount a, Amount b) {
+  if (a == kUnlimitedAmount || b == kUnlimitedAmount) return kUnlimitedAmount;
+  Amount r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kUnlimitedAmount : std::numeric_limits<Amount>::min();
+  return r;
+}
+// Usage is plain int64 in Kueue, which wraps on overflow (requests clamp to int64, so two
+// huge ones can): wrapping keeps adding and removing a workload exact inverses.
+[[nodiscard]] constexpr Amount usage_add(Amount a, Amount b) {
+  return static_cast<Amount>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+[[nodiscard]] constexpr Amount usage_sub(Amount a, Amount b) {
+  return static_cast<Amount>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+[[nodiscard]] constexpr Amount quota_sub(Amount a, Amount b) {
+  if (a == kUnlimitedAmount && b == kUnlimitedAmount) return 0;
+  if (a == kUnlimitedAmount) return kUnlimitedAmount;
+  if (b == kUnlimitedAmount) return std::numeric_limits<Amount>::min();
+  Amount r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kUnlimitedAmount : std::numeric_limits<Amount>::min();
+  return r;
+}
 using VirtualTime = std::int64_t;  // milliseconds since the run's start
 
 // kueue.x-k8s.io/v1beta2 PreemptionPolicy.

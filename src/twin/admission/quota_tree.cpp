@@ -33,7 +33,8 @@ void QuotaTree::accumulate(int n) {
   auto add_child = [&](int c) {
     accumulate(c);
     for (std::size_t fr = 0; fr < fr_count_; ++fr) {
-      nodes_[at(n)].subtree_quota[fr] += node(c).subtree_quota[fr] - local_quota(c, static_cast<int>(fr));
+      nodes_[at(n)].subtree_quota[fr] =
+          quota_add(nodes_[at(n)].subtree_quota[fr], quota_sub(node(c).subtree_quota[fr], local_quota(c, static_cast<int>(fr))));
     }
   };
   for (int c : x.child_cohorts) add_child(c);
@@ -44,33 +45,33 @@ Amount QuotaTree::local_quota(int n, int fr) const {
   const auto& x = node(n);
   const Amount lending = x.lending_limit[at(fr)];
   if (lending == kNoLimit) return 0;
-  return std::max<Amount>(0, x.subtree_quota[at(fr)] - lending);
+  return std::max<Amount>(0, quota_sub(x.subtree_quota[at(fr)], lending));
 }
 
 Amount QuotaTree::local_available(int n, int fr) const {
-  return std::max<Amount>(0, local_quota(n, fr) - node(n).usage[at(fr)]);
+  return std::max<Amount>(0, quota_sub(local_quota(n, fr), node(n).usage[at(fr)]));
 }
 
 Amount QuotaTree::available(int n, int fr) const {
   const auto& x = node(n);
-  if (x.parent < 0) return x.subtree_quota[at(fr)] - x.usage[at(fr)];
+  if (x.parent < 0) return quota_sub(x.subtree_quota[at(fr)], x.usage[at(fr)]);
   Amount from_parent = available(x.parent, fr);
   const Amount borrowing = x.borrowing_limit[at(fr)];
   if (borrowing != kNoLimit) {
     const Amount lq = local_quota(n, fr);
-    const Amount stored_in_parent = x.subtree_quota[at(fr)] - lq;
-    const Amount used_in_parent = std::max<Amount>(0, x.usage[at(fr)] - lq);
-    from_parent = std::min(from_parent, stored_in_parent - used_in_parent + borrowing);
+    const Amount stored_in_parent = quota_sub(x.subtree_quota[at(fr)], lq);
+    const Amount used_in_parent = std::max<Amount>(0, quota_sub(x.usage[at(fr)], lq));
+    from_parent = std::min(from_parent, quota_add(quota_sub(stored_in_parent, used_in_parent), borrowing));
   }
-  return local_available(n, fr) + from_parent;
+  return quota_add(local_available(n, fr), from_parent);
 }
 
 Amount QuotaTree::potential_available(int n, int fr) const {
   const auto& x = node(n);
   if (x.parent < 0) return x.subtree_quota[at(fr)];
-  Amount a = local_quota(n, fr) + potential_available(x.parent, fr);
+  Amount a = quota_add(local_quota(n, fr), potential_available(x.parent, fr));
   const Amount borrowing = x.borrowing_limit[at(fr)];
-  if (borrowing != kNoLimit) a = std::min(a, x.subtree_quota[at(fr)] + borrowing);
+  if (borrowing != kNoLimit) a = std::min(a, quota_add(x.subtree_quota[at(fr)], borrowing));
   return a;
 }
 
@@ -96,10 +97,10 @@ void QuotaTree::add_usage(int n, int fr, Amount val) {
   while (true) {
     auto& x = nodes_[at(n)];
     const Amount local = local_available(n, fr);
-    x.usage[at(fr)] += val;
+    x.usage[at(fr)] = usage_add(x.usage[at(fr)], val);
     ++version_[at(n)];
     if (x.parent < 0 || val <= local) return;
-    val -= local;
+    val = quota_sub(val, local);
     n = x.parent;
   }
 }
@@ -107,8 +108,8 @@ void QuotaTree::add_usage(int n, int fr, Amount val) {
 void QuotaTree::remove_usage(int n, int fr, Amount val) {
   while (true) {
     auto& x = nodes_[at(n)];
-    const Amount stored_in_parent = x.usage[at(fr)] - local_quota(n, fr);
-    x.usage[at(fr)] -= val;
+    const Amount stored_in_parent = quota_sub(x.usage[at(fr)], local_quota(n, fr));
+    x.usage[at(fr)] = usage_sub(x.usage[at(fr)], val);
     ++version_[at(n)];
     if (stored_in_parent <= 0 || x.parent < 0) return;
     val = std::min(val, stored_in_parent);

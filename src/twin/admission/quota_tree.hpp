@@ -42,7 +42,7 @@ class QuotaTree {
   [[nodiscard]] Amount potential_available(int n, int fr) const;
   [[nodiscard]] bool borrowing_with(int n, int fr, Amount val) const {
     const auto& x = node(n);
-    return x.usage[static_cast<std::size_t>(fr)] + val > x.subtree_quota[static_cast<std::size_t>(fr)];
+    return quota_add(x.usage[static_cast<std::size_t>(fr)], val) > x.subtree_quota[static_cast<std::size_t>(fr)];
   }
   [[nodiscard]] Amount usage(int n, int fr) const { return node(n).usage[static_cast<std::size_t>(fr)]; }
   [[nodiscard]] Amount subtree_quota(int n, int fr) const {
