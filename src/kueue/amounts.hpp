@@ -11,7 +11,7 @@
 namespace gpubank::kueue {
 
 // Kueue's resources.Unlimited: a quota too large for an int64 Amount.
-inline constexpr twin::Amount kUnlimited = INT64_MAX;
+inline constexpr twin::Amount kUnlimited = twin::kUnlimitedAmount;
 
 // A request, as resources.ResourceValue reduces it: "cpu" in millicores, every other
 // resource in its base unit, rounded up (away from zero) like Quantity.MilliValue() and
