@@ -143,13 +143,16 @@ struct Assignment {
     std::string out;
     for (const auto& ps : pod_sets) {
       if (ps.reasons.empty()) continue;
-      auto reasons = ps.reasons;
-      std::sort(reasons.begin(), reasons.end());
+      // Sorted through pointers: the reasons themselves are not copied.
+      std::vector<const std::string*> reasons;
+      reasons.reserve(ps.reasons.size());
+      for (const auto& r : ps.reasons) reasons.push_back(&r);
+      std::sort(reasons.begin(), reasons.end(), [](const std::string* x, const std::string* y) { return *x < *y; });
       if (!out.empty()) out += "; ";
-      out += "couldn't assign flavors to pod set " + ps.name + ": ";
+      out.append("couldn't assign flavors to pod set ").append(ps.name).append(": ");
       for (std::size_t i = 0; i < reasons.size(); ++i) {
         if (i > 0) out += ", ";
-        out += reasons[i];
+        out += *reasons[i];
       }
     }
     return out;
@@ -279,6 +282,7 @@ class Core final : public AdmissionCore {
     std::vector<WorkloadId> ranked;
     std::size_t evicted = 0;  // holding - ranked
     std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
+    std::string reserved_message;             // "Quota reserved in ClusterQueue <name>"
   };
   struct Wl {
     WorkloadSpec spec;
@@ -403,6 +407,7 @@ class Core final : public AdmissionCore {
         queue.groups.push_back(std::move(group));
       }
       queue.spec = std::move(q);
+      queue.reserved_message = "Quota reserved in ClusterQueue " + queue.spec.name;
       queue_index_.emplace(queue.spec.name, static_cast<int>(queues_.size()));
       queues_.push_back(std::move(queue));
       nodes.push_back(std::move(n));
@@ -689,13 +694,23 @@ class Core final : public AdmissionCore {
   }
 
   // The only ways `pending` and inadmissible_generation change.
+  // Every head leaves its queue at the start of a cycle and most come back at the end:
+  // the set's nodes are kept for reuse instead of being freed and allocated again.
   void pending_insert(Queue& q, Wl& w) {
-    q.pending.insert(w.key);
+    if (spare_pending_nodes_.empty()) {
+      q.pending.insert(w.key);
+    } else {
+      auto node = std::move(spare_pending_nodes_.back());
+      spare_pending_nodes_.pop_back();
+      node.value() = w.key;
+      q.pending.insert(std::move(node));
+    }
     w.in_pending = true;
     if (w.inadmissible_generation != q.generation) scan_from_here(q, w.key);
   }
   void pending_erase(Queue& q, Wl& w) {
-    q.pending.erase(w.key);
+    auto node = q.pending.extract(w.key);
+    if (node && spare_pending_nodes_.size() < kSparePendingNodes) spare_pending_nodes_.push_back(std::move(node));
     w.in_pending = false;
   }
   void set_inadmissible(Queue& q, Wl& w) { w.inadmissible_generation = q.generation; }
@@ -860,6 +875,8 @@ class Core final : public AdmissionCore {
       if (c.message != message) c.message = message;
       return;
     }
+    // Room for the usual lifetime (QuotaReserved, Admitted, Finished or Evicted) at once.
+    if (s.conditions.empty()) s.conditions.reserve(4);
     s.conditions.push_back(Condition{std::string(type), status, std::string(reason), std::string(message), now});
   }
 
@@ -926,8 +943,9 @@ class Core final : public AdmissionCore {
   }
 
   // FlavorAssigner.fitsResourceQuota
-  std::tuple<PMode, int, std::vector<std::string>> fits_resource_quota(WorkloadId id, int queue, int fr, Amount assumed,
-                                                                       Amount request, NoFitReason* no_fit) {
+  // Appends why the request does not fit (if it does not) to `reasons`.
+  std::pair<PMode, int> fits_resource_quota(WorkloadId id, int queue, int fr, Amount assumed, Amount request,
+                                            NoFitReason* no_fit, std::vector<std::string>& reasons) {
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
     const std::string& flavor = flavors_[at(fr_flavor_[at(fr)])].name;
@@ -937,22 +955,23 @@ class Core final : public AdmissionCore {
     const Amount val = assumed + request;
     if (val > max_capacity) {
       *no_fit = NoFitReason::ExceedsMaxQuota;
-      return {PMode::NoFit, 0,
-              {"insufficient quota for " + resource + " in flavor " + flavor +
-               ", previously considered podsets requests (" + format_amount(resource, assumed) +
-               ") + current podset request (" + format_amount(resource, request) + ") > maximum capacity (" +
-               format_amount(resource, max_capacity) + ")"}};
+      std::string& why = reasons.emplace_back("insufficient quota for ");
+      why.append(resource).append(" in flavor ").append(flavor).append(", previously considered podsets requests (");
+      why.append(format_amount(resource, assumed)).append(") + current podset request (");
+      why.append(format_amount(resource, request)).append(") > maximum capacity (");
+      why.append(format_amount(resource, max_capacity)).append(")");
+      return {PMode::NoFit, 0};
     }
     const auto [borrow, may_reclaim_in_hierarchy] = lowest_subtree_that_fits(n, fr, val);
-    if (val <= available) return {PMode::Fit, borrow, {}};
-    std::vector<std::string> reasons{"insufficient unused quota for " + resource + " in flavor " + flavor + ", " +
-                                     format_amount(resource, val - available) + " more needed"};
+    if (val <= available) return {PMode::Fit, borrow};
+    std::string& why = reasons.emplace_back("insufficient unused quota for ");
+    why.append(resource).append(" in flavor ").append(flavor).append(", ");
+    why.append(format_amount(resource, val - available)).append(" more needed");
     if (tree_.node(n).nominal[at(fr)] >= val || may_reclaim_in_hierarchy || can_preempt_while_borrowing(q)) {
-      auto [mode, borrow_after] = simulate_preemption(id, queue, fr, val);
-      return {mode, borrow_after, std::move(reasons)};
+      return simulate_preemption(id, queue, fr, val);
     }
     *no_fit = NoFitReason::WaitingForQuota;
-    return {PMode::NoFit, borrow, std::move(reasons)};
+    return {PMode::NoFit, borrow};
   }
 
   // PreemptionOracle.SimulatePreemption
@@ -1031,7 +1050,7 @@ class Core final : public AdmissionCore {
       psa.name = ps.name;
       psa.count = ps.count;
       psa.requests = pod_set_totals(q, ps);
-      std::set<int> done_groups;
+      std::vector<int> done_groups;  // a pod set touches a few resource groups
       bool failed = false;
       for (const auto& [resource, quantity] : psa.requests) {
         auto g = q.group_by_resource.find(resource);
@@ -1042,10 +1061,10 @@ class Core final : public AdmissionCore {
           failed = true;
           break;
         }
-        if (!done_groups.insert(g->second).second) continue;
+        if (std::find(done_groups.begin(), done_groups.end(), g->second) != done_groups.end()) continue;
+        done_groups.push_back(g->second);
         NoFitReason group_no_fit = NoFitReason::None;
-        auto [flavors, reasons] = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage, &group_no_fit);
-        psa.reasons.insert(psa.reasons.end(), reasons.begin(), reasons.end());
+        auto flavors = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage, &group_no_fit, psa.reasons);
         if (flavors.empty()) {
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
@@ -1071,12 +1090,14 @@ class Core final : public AdmissionCore {
     return a;
   }
 
-  // FlavorAssigner.findFlavorForPodSets for one resource group.
-  std::pair<std::vector<ResourceAssign>, std::vector<std::string>> find_flavor(
-      WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
-      const std::vector<std::pair<std::string, Amount>>& requests, const Usage& assumed, NoFitReason* group_no_fit) {
+  // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
+  // is appended to `reasons`, unless one fits.
+  std::vector<ResourceAssign> find_flavor(WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
+                                          const std::vector<std::pair<std::string, Amount>>& requests,
+                                          const Usage& assumed, NoFitReason* group_no_fit,
+                                          std::vector<std::string>& reasons) {
     const Queue& q = queues_[at(queue)];
-    std::vector<std::string> reasons;
+    const std::size_t reasons_before = reasons.size();
     std::vector<ResourceAssign> best;
     Granular best_mode;
     // resolveNoFitReason: the least severe reason among this group's NoFit flavor attempts.
@@ -1099,9 +1120,8 @@ class Core final : public AdmissionCore {
           continue;
         }
         NoFitReason resource_no_fit = NoFitReason::None;
-        auto [pmode, borrow, why] = fits_resource_quota(id, queue, fr, usage_of(assumed, fr), val, &resource_no_fit);
+        auto [pmode, borrow] = fits_resource_quota(id, queue, fr, usage_of(assumed, fr), val, &resource_no_fit, reasons);
         if (pmode == PMode::NoFit) flavor_no_fit = std::max(flavor_no_fit, resource_no_fit);
-        reasons.insert(reasons.end(), why.begin(), why.end());
         const Granular mode{pmode, borrow};
         if (preferred(rep, mode, q.spec.flavor_fungibility)) rep = mode;
         if (rep.p == PMode::NoFit) continue;
@@ -1120,10 +1140,13 @@ class Core final : public AdmissionCore {
         best_mode = rep;
       }
     }
-    if (best_mode.p == PMode::Fit) return {std::move(best), {}};
+    if (best_mode.p == PMode::Fit) {
+      reasons.resize(reasons_before);
+      return best;
+    }
     if (best_mode.p == PMode::NoFit) best.clear();
     *group_no_fit = least.value_or(NoFitReason::NoMatchingFlavor);
-    return {std::move(best), std::move(reasons)};
+    return best;
   }
 
   // ---- preemption (pkg/scheduler/preemption) ---------------------------------------------------
@@ -1894,6 +1917,8 @@ class Core final : public AdmissionCore {
   std::unordered_map<std::string, int> cohort_index_;
   std::vector<std::unique_ptr<Wl>> workloads_;  // stable addresses, no copies on growth
   UidOrder uid_order_;
+  static constexpr std::size_t kSparePendingNodes = 4096;
+  std::vector<std::set<OrderKey>::node_type> spare_pending_nodes_;
   std::uint64_t cycle_ = 0;
   VirtualTime now_ = 0;
   // get_targets memo, valid while epoch_ (bumped by every usage change and status change) holds.
@@ -1936,15 +1961,14 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   w.status.admitted_at = now;
   w.reserved_at = now;
   w.pending_message.clear();
-  set_condition(w.status, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue " + q.spec.name, now);
+  set_condition(w.status, "QuotaReserved", true, "QuotaReserved", q.reserved_message, now);
   reset_active_condition(w.status, "Evicted", "QuotaReserved", now);
   reset_active_condition(w.status, "Preempted", "QuotaReserved", now);
   set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", now);
   if (q.sticky && *q.sticky == e.w) q.sticky.reset();
   hold(e.w);
   e.status = Entry::Status::Assumed;
-  out.decisions.push_back(Decision{Decision::Kind::Admitted, e.w, q.spec.name, "QuotaReserved",
-                                   "Quota reserved in ClusterQueue " + q.spec.name, {}});
+  out.decisions.push_back(Decision{Decision::Kind::Admitted, e.w, q.spec.name, "QuotaReserved", q.reserved_message, {}});
 }
 
 void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
@@ -2163,6 +2187,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
   // 1. One head per ClusterQueue.
   std::vector<Entry> entries;
   std::vector<Entry> inactive;
+  entries.reserve(queues_.size());
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
     Queue& q = queues_[qi];
     const auto head = find_head(q);
