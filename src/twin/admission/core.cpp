@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -100,10 +101,19 @@ struct ResourceAssign {
   int borrow = 0;
 };
 
+// A pod set's totals as the flavor assigner sees them (requests times count, plus `pods`
+// when the queue manages it), with per request the queue's resource group (-1: none) and
+// an interned resource id. A workload's queue is fixed, so this is computed once.
+struct PodSetTotals {
+  std::vector<std::pair<std::string, Amount>> requests;
+  std::vector<int> groups;
+  std::vector<int> rids;
+};
+
 struct PodSetAssign {
   std::string name;
   std::int32_t count = 0;
-  std::vector<std::pair<std::string, Amount>> requests;  // pod set totals (incl. pods)
+  const std::vector<std::pair<std::string, Amount>>* requests = nullptr;  // the workload's PodSetTotals
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
   bool failed = false;
@@ -139,8 +149,8 @@ struct Assignment {
     return m;
   }
   // Assignment.Message(): per pod set that does not fit, its sorted reasons.
-  [[nodiscard]] std::string message() const {
-    std::string out;
+  void message(std::string& out) const {
+    out.clear();
     for (const auto& ps : pod_sets) {
       if (ps.reasons.empty()) continue;
       // Sorted through pointers: the reasons themselves are not copied.
@@ -155,7 +165,6 @@ struct Assignment {
         out += *reasons[i];
       }
     }
-    return out;
   }
 };
 
@@ -298,6 +307,7 @@ class Core final : public AdmissionCore {
     std::uint64_t victim_cycle = 0;            // the cycle that chose it as a victim
     std::string pending_message;
     std::string shape;  // computeSchedulingHash's input, canonical text
+    std::vector<PodSetTotals> totals;  // per pod set, from the first assignment on
   };
 
   // The scheduling shape: priority and, per pod set, name, count, requests and the
@@ -456,12 +466,17 @@ class Core final : public AdmissionCore {
     w.uid_label = uid_order_.insert(w.spec.uid);
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     Wl& x = *workloads_.back();
+    // Status storage for the usual lifetime is taken now rather than during a cycle.
+    x.status.conditions.reserve(4);
     if (it == queue_index_.end()) {
       set_pending(id, options_.unadmitted_workloads_observability ? "Misconfigured" : "Inadmissible",
                   "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
       return id;
     }
     x.queue = it->second;
+    // As Kueue's workload.NewInfo computes TotalRequests when a workload enters the queue
+    // manager, not in the scheduling cycle.
+    totals_of(x);
     push_active(id, true);
     return id;
   }
@@ -911,8 +926,9 @@ class Core final : public AdmissionCore {
 
   // Pod set totals as the assigner sees them: requests times count, plus `pods` when the
   // queue manages it.
-  [[nodiscard]] std::vector<std::pair<std::string, Amount>> pod_set_totals(const Queue& q, const PodSetSpec& ps) const {
-    std::vector<std::pair<std::string, Amount>> out;
+  [[nodiscard]] PodSetTotals pod_set_totals(const Queue& q, const PodSetSpec& ps) const {
+    PodSetTotals t;
+    auto& out = t.requests;
     for (const auto& [r, v] : ps.requests) out.emplace_back(r, v * ps.count);
     if (q.group_by_resource.contains("pods")) {
       auto it = std::find_if(out.begin(), out.end(), [](const auto& p) { return p.first == "pods"; });
@@ -923,7 +939,30 @@ class Core final : public AdmissionCore {
         std::sort(out.begin(), out.end());
       }
     }
-    return out;
+    for (const auto& [r, v] : out) {
+      auto g = q.group_by_resource.find(r);
+      t.groups.push_back(g == q.group_by_resource.end() ? -1 : g->second);
+      t.rids.push_back(resource_id(r));
+    }
+    return t;
+  }
+  const std::vector<PodSetTotals>& totals_of(Wl& w) const {
+    if (w.totals.size() != w.spec.pod_sets.size()) {
+      w.totals.clear();
+      for (const auto& ps : w.spec.pod_sets) w.totals.push_back(pod_set_totals(queues_[at(w.queue)], ps));
+    }
+    return w.totals;
+  }
+  // Resource names interned for the flavor-resource table: fr_by_rid_[rid][flavor] is
+  // fr_of(flavor, name, false). Flavor-resources are all made while building, so the table
+  // stays exact.
+  int resource_id(const std::string& name) const {
+    auto [it, inserted] = rid_index_.try_emplace(name, static_cast<int>(fr_by_rid_.size()));
+    if (inserted) {
+      auto& row = fr_by_rid_.emplace_back(flavors_.size(), -1);
+      for (std::size_t f = 0; f < flavors_.size(); ++f) row[f] = fr_of(static_cast<int>(f), name, false);
+    }
+    return it->second;
   }
 
   // classical.FindHeightOfLowestSubtreeThatFits
@@ -1040,31 +1079,45 @@ class Core final : public AdmissionCore {
   }
 
   // FlavorAssigner.assignFlavors without partial admission or TAS.
-  Assignment assign(WorkloadId id) {
-    const Wl& w = wl(id);
+  // Into `a`, whose containers are reused (entries live in a pool across cycles).
+  void assign(WorkloadId id, Assignment& a) {
+    Wl& w = wl(id);
     const int queue = w.queue;
     const Queue& q = queues_[at(queue)];
-    Assignment a;
-    for (const auto& ps : w.spec.pod_sets) {
-      PodSetAssign psa;
+    const auto& totals = totals_of(w);
+    a.borrowing = 0;
+    a.usage.clear();
+    a.forced.reset();
+    a.pod_sets.resize(w.spec.pod_sets.size());
+    std::size_t used = 0;
+    for (std::size_t p = 0; p < w.spec.pod_sets.size(); ++p) {
+      const auto& ps = w.spec.pod_sets[p];
+      const PodSetTotals& t = totals[p];
+      PodSetAssign& psa = a.pod_sets[used++];
       psa.name = ps.name;
       psa.count = ps.count;
-      psa.requests = pod_set_totals(q, ps);
-      std::vector<int> done_groups;  // a pod set touches a few resource groups
+      psa.requests = &t.requests;
+      psa.flavors.clear();
+      psa.reasons.clear();
+      psa.failed = false;
+      psa.no_fit = NoFitReason::None;
+      std::vector<int>& done_groups = scratch_groups_;  // a pod set touches a few resource groups
+      done_groups.clear();
       bool failed = false;
-      for (const auto& [resource, quantity] : psa.requests) {
-        auto g = q.group_by_resource.find(resource);
-        if (g == q.group_by_resource.end()) {
+      for (std::size_t i = 0; i < t.requests.size(); ++i) {
+        const auto& [resource, quantity] = t.requests[i];
+        const int group = t.groups[i];
+        if (group < 0) {
           if (quantity == 0) continue;
           psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
           psa.no_fit = NoFitReason::NoMatchingFlavor;
           failed = true;
           break;
         }
-        if (std::find(done_groups.begin(), done_groups.end(), g->second) != done_groups.end()) continue;
-        done_groups.push_back(g->second);
+        if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
+        done_groups.push_back(group);
         NoFitReason group_no_fit = NoFitReason::None;
-        auto flavors = find_flavor(id, queue, q.groups[at(g->second)], ps, psa.requests, a.usage, &group_no_fit, psa.reasons);
+        const auto& flavors = find_flavor(id, queue, q.groups[at(group)], ps, t, a.usage, &group_no_fit, psa.reasons);
         if (flavors.empty()) {
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
@@ -1079,26 +1132,27 @@ class Core final : public AdmissionCore {
       for (const auto& f : psa.flavors) {
         a.borrowing = std::max(a.borrowing, f.borrow);
         Amount amount = 0;
-        for (const auto& [r, v] : psa.requests) {
+        for (const auto& [r, v] : t.requests) {
           if (r == f.resource) amount = v;
         }
         add_to(a.usage, f.fr, amount);
       }
-      a.pod_sets.push_back(std::move(psa));
-      if (failed) return a;
+      if (failed) break;
     }
-    return a;
+    a.pod_sets.resize(used);
   }
 
   // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
   // is appended to `reasons`, unless one fits.
-  std::vector<ResourceAssign> find_flavor(WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
-                                          const std::vector<std::pair<std::string, Amount>>& requests,
-                                          const Usage& assumed, NoFitReason* group_no_fit,
-                                          std::vector<std::string>& reasons) {
+  // The result lives in a scratch buffer until the next call.
+  const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
+                                                 const PodSetTotals& totals, const Usage& assumed,
+                                                 NoFitReason* group_no_fit, std::vector<std::string>& reasons) {
     const Queue& q = queues_[at(queue)];
     const std::size_t reasons_before = reasons.size();
-    std::vector<ResourceAssign> best;
+    std::vector<ResourceAssign>& best = scratch_best_;
+    std::vector<ResourceAssign>& assignments = scratch_assignments_;
+    best.clear();
     Granular best_mode;
     // resolveNoFitReason: the least severe reason among this group's NoFit flavor attempts.
     std::optional<NoFitReason> least;
@@ -1109,12 +1163,13 @@ class Core final : public AdmissionCore {
         attempt_failed(NoFitReason::NoMatchingFlavor);
         continue;
       }
-      std::vector<ResourceAssign> assignments;
+      assignments.clear();
       NoFitReason flavor_no_fit = NoFitReason::None;
       Granular rep{PMode::Fit, 0};
-      for (const auto& [resource, val] : requests) {
+      for (std::size_t i = 0; i < totals.requests.size(); ++i) {
+        const auto& [resource, val] = totals.requests[i];
         if (std::find(group.resources.begin(), group.resources.end(), resource) == group.resources.end()) continue;
-        const int fr = fr_of(flavor, resource, false);
+        const int fr = fr_by_rid_[at(totals.rids[i])][at(flavor)];
         if (fr < 0) {
           rep = Granular{};
           continue;
@@ -1131,12 +1186,12 @@ class Core final : public AdmissionCore {
         attempt_failed(flavor_no_fit == NoFitReason::None ? NoFitReason::NoMatchingFlavor : flavor_no_fit);
       }
       if (!should_try_next_flavor(rep, q.spec.flavor_fungibility)) {
-        best = std::move(assignments);
+        std::swap(best, assignments);
         best_mode = rep;
         break;
       }
       if (preferred(rep, best_mode, q.spec.flavor_fungibility)) {
-        best = std::move(assignments);
+        std::swap(best, assignments);
         best_mode = rep;
       }
     }
@@ -1813,8 +1868,8 @@ class Core final : public AdmissionCore {
   // ---- the cycle ---------------------------------------------------------------------------
 
   void nominate(Entry& e) {
-    e.a = assign(e.w);
-    e.message = e.a.message();
+    assign(e.w, e.a);
+    e.a.message(e.message);
     if (e.a.mode() == Mode::Preempt) {
       std::vector<int> frs;
       for (const auto& ps : e.a.pod_sets) {
@@ -1895,8 +1950,8 @@ class Core final : public AdmissionCore {
   void process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
                VirtualTime now);
   void admit(Entry& e, VirtualTime now, CycleResult& out);
-  [[nodiscard]] std::vector<std::size_t> order_classical(const std::vector<Entry>& entries) const;
-  std::vector<std::size_t> order_fair(std::vector<Entry>& entries, Victims& preempted,
+  [[nodiscard]] std::vector<std::size_t> order_classical(std::span<const Entry> entries) const;
+  std::vector<std::size_t> order_fair(std::span<Entry> entries, Victims& preempted,
                                       std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
 
   CoreOptions options_;
@@ -1909,6 +1964,8 @@ class Core final : public AdmissionCore {
   mutable std::vector<Amount> drs_borrowed_, drs_lendable_;       // compute_drs scratch
   mutable std::vector<std::pair<std::uint64_t, Drs>> drs_cache_;  // per node: usage version, DRS
   mutable std::vector<std::string> resource_names_;  // distinct resources, first-seen order
+  mutable std::unordered_map<std::string, int> rid_index_;  // resource_id
+  mutable std::vector<std::vector<int>> fr_by_rid_;
   QuotaTree tree_;
   std::vector<int> heights_;
   std::vector<Queue> queues_;
@@ -1935,6 +1992,11 @@ class Core final : public AdmissionCore {
   std::vector<Source> scratch_work_;
   std::vector<Target> scratch_targets_;
   std::vector<std::uint32_t> scratch_heap_;
+  // Scratch buffers of assign and find_flavor (not reentrant), and the cycle's entries:
+  // kept across cycles so that their containers keep their capacity.
+  std::vector<int> scratch_groups_;
+  std::vector<ResourceAssign> scratch_best_, scratch_assignments_;
+  std::vector<Entry> entry_pool_;
   // Scratch buffers of fair_preemptions (not reentrant).
   std::vector<std::vector<WorkloadId>> fs_lists_;
   std::vector<std::size_t> fs_taken_;
@@ -1943,19 +2005,22 @@ class Core final : public AdmissionCore {
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   Wl& w = wl(e.w);
   Queue& q = queues_[at(e.queue)];
+  // The entry's assignment is not read after this: its parts move into the workload.
   Admission admission;
   admission.cluster_queue = q.spec.name;
-  for (const auto& ps : e.a.pod_sets) {
+  admission.pod_sets.reserve(e.a.pod_sets.size());
+  for (auto& ps : e.a.pod_sets) {
     PodSetAssignment psa;
     psa.name = ps.name;
     psa.count = ps.count;
+    psa.flavors.reserve(ps.flavors.size());
     for (const auto& f : ps.flavors) {
       psa.flavors.emplace_back(f.resource, flavors_[at(f.flavor)].name);
     }
-    psa.resource_usage = ps.requests;
+    psa.resource_usage = *ps.requests;
     admission.pod_sets.push_back(std::move(psa));
   }
-  w.usage = e.a.usage;
+  w.usage = std::move(e.a.usage);
   w.status.phase = WorkloadPhase::Admitted;
   w.status.admission = std::move(admission);
   w.status.admitted_at = now;
@@ -2064,26 +2129,38 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
 }
 
 // classicalIterator's order; sorts positions, not the (large) entries.
-std::vector<std::size_t> Core::order_classical(const std::vector<Entry>& entries) const {
-  std::vector<std::size_t> order(entries.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
-    const Entry& a = entries[i];
-    const Entry& b = entries[j];
-    if (a.a.borrowing != b.a.borrowing) return a.a.borrowing < b.a.borrowing;
-    const auto& x = wl(a.w).spec;
-    const auto& y = wl(b.w).spec;
-    if (x.priority != y.priority) return x.priority > y.priority;
-    if (x.creation != y.creation) return x.creation < y.creation;
-    if (*wl(a.w).uid_label != *wl(b.w).uid_label) return *wl(a.w).uid_label < *wl(b.w).uid_label;
+std::vector<std::size_t> Core::order_classical(std::span<const Entry> entries) const {
+  // The keys are copied out first: the sort then touches no workload.
+  struct Key {
+    int borrowing;
+    std::int32_t priority;
+    VirtualTime creation;
+    std::uint64_t uid;
+    WorkloadId w;
+    std::size_t index;
+  };
+  std::vector<Key> keys;
+  keys.reserve(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Wl& x = wl(entries[i].w);
+    keys.push_back(Key{entries[i].a.borrowing, x.spec.priority, x.spec.creation, *x.uid_label, entries[i].w, i});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.borrowing != b.borrowing) return a.borrowing < b.borrowing;
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.creation != b.creation) return a.creation < b.creation;
+    if (a.uid != b.uid) return a.uid < b.uid;
     return a.w < b.w;
   });
+  std::vector<std::size_t> order;
+  order.reserve(keys.size());
+  for (const Key& k : keys) order.push_back(k.index);
   return order;
 }
 
 // fairSharingIterator: repeatedly run a tournament in the root cohort of the first
 // remaining entry (upstream picks an arbitrary one; the twin picks the lowest queue index).
-std::vector<std::size_t> Core::order_fair(std::vector<Entry>& entries, Victims& preempted,
+std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& preempted,
                                           std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
                                           VirtualTime now) {
   std::vector<std::size_t> order;
@@ -2185,27 +2262,36 @@ CycleResult Core::run_cycle(VirtualTime now) {
   out.cycle = ++cycle_;
   out.time = now;
   // 1. One head per ClusterQueue.
-  std::vector<Entry> entries;
+  // Active heads take entries from the pool; every field is reset here or by nominate().
+  std::size_t live = 0;
   std::vector<Entry> inactive;
-  entries.reserve(queues_.size());
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
     Queue& q = queues_[qi];
     const auto head = find_head(q);
     if (!head) continue;
     const WorkloadId id = *head;
     pending_erase(q, wl(id));
-    Entry e;
-    e.w = id;
-    e.queue = static_cast<int>(qi);
     if (!q.spec.active) {
+      Entry& e = inactive.emplace_back();
+      e.w = id;
+      e.queue = static_cast<int>(qi);
       e.message = "ClusterQueue " + q.spec.name + " is inactive";
       e.granular_reason = "Suspended";
-      inactive.push_back(std::move(e));
       continue;
     }
-    entries.push_back(std::move(e));
+    if (live == entry_pool_.size()) entry_pool_.emplace_back();
+    Entry& e = entry_pool_[live++];
+    e.w = id;
+    e.queue = static_cast<int>(qi);
+    e.targets.clear();
+    e.status = Entry::Status::NotNominated;
+    e.requeue = Requeue::Generic;
+    e.message.clear();
+    e.granular_reason.clear();
   }
+  const std::span<Entry> entries(entry_pool_.data(), live);
   out.heads = entries.size() + inactive.size();
+  out.decisions.reserve(out.heads);
   // 2-3. Nominate against the state at the start of the cycle.
   for (auto& e : entries) nominate(e);
   // 4-5. Order and process.
