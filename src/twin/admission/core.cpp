@@ -1431,12 +1431,20 @@ class Core final : public AdmissionCore {
       collect_sources(preemptor, queue, child, subtree_root, skip, advantage, frs, sources, evicted);
     }
     const PreemptionPolicy policy = queues_[at(queue)].spec.preemption.reclaim_within_cohort;
-    for (int child : node.child_queues) {
+    auto add = [&](int child) {
       const int cq = node_queue_[at(child)];
-      if (cq == queue || within_nominal(child, frs)) continue;
+      if (cq == queue) return;
       const int list = advantage ? 0 : 1;
       sources.push_back(Source{cq, list, subtree_root, advantage, policy, 0, {}});
       add_evicted(preemptor, queue, cq, list, subtree_root, advantage, frs, evicted);
+    };
+    // The order of sources does not matter: the walk merges them by candidate order.
+    if (frs.size() == 1) {
+      for (int child : tree_.queues_above_nominal(current, frs.front())) add(child);
+    } else {
+      for (int child : node.child_queues) {
+        if (!within_nominal(child, frs)) add(child);
+      }
     }
   }
 

@@ -25,6 +25,34 @@ QuotaTree::QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count)
     while (nodes_[at(n)].parent >= 0) n = nodes_[at(n)].parent;
     root_[i] = n;
   }
+  rebuild_above_nominal();
+}
+
+void QuotaTree::rebuild_above_nominal() {
+  above_.assign(nodes_.size() * fr_count_, {});
+  above_pos_.assign(nodes_.size() * fr_count_, -1);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    for (std::size_t fr = 0; fr < fr_count_; ++fr) track_above_nominal(static_cast<int>(i), static_cast<int>(fr));
+  }
+}
+
+void QuotaTree::track_above_nominal(int n, int fr) {
+  const auto& x = nodes_[at(n)];
+  if (!x.is_queue || x.parent < 0) return;
+  const std::size_t slot = at(n) * fr_count_ + at(fr);
+  auto& list = above_[at(x.parent) * fr_count_ + at(fr)];
+  const bool above = x.usage[at(fr)] > x.subtree_quota[at(fr)];
+  int& pos = above_pos_[slot];
+  if (above && pos < 0) {
+    pos = static_cast<int>(list.size());
+    list.push_back(n);
+  } else if (!above && pos >= 0) {
+    const int last = list.back();
+    list[at(pos)] = last;
+    above_pos_[at(last) * fr_count_ + at(fr)] = pos;
+    list.pop_back();
+    pos = -1;
+  }
 }
 
 void QuotaTree::accumulate(int n) {
@@ -91,6 +119,7 @@ void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit,
     if (nodes_[i].parent < 0) accumulate(static_cast<int>(i));
   }
   for (const auto& [q, v] : held) add_usage(q, fr, v);
+  rebuild_above_nominal();  // subtree quotas changed too
 }
 
 void QuotaTree::add_usage(int n, int fr, Amount val) {
@@ -99,6 +128,7 @@ void QuotaTree::add_usage(int n, int fr, Amount val) {
     const Amount local = local_available(n, fr);
     x.usage[at(fr)] = usage_add(x.usage[at(fr)], val);
     ++version_[at(n)];
+    track_above_nominal(n, fr);
     if (x.parent < 0 || val <= local) return;
     val = quota_sub(val, local);
     n = x.parent;
@@ -111,6 +141,7 @@ void QuotaTree::remove_usage(int n, int fr, Amount val) {
     const Amount stored_in_parent = quota_sub(x.usage[at(fr)], local_quota(n, fr));
     x.usage[at(fr)] = usage_sub(x.usage[at(fr)], val);
     ++version_[at(n)];
+    track_above_nominal(n, fr);
     if (stored_in_parent <= 0 || x.parent < 0) return;
     val = std::min(val, stored_in_parent);
     n = x.parent;

@@ -60,12 +60,25 @@ class QuotaTree {
   // dominant resource share) can be cached against it.
   [[nodiscard]] std::uint64_t version(int n) const { return version_[static_cast<std::size_t>(n)]; }
 
+  // The child ClusterQueues of cohort n whose usage of fr is above their subtree quota
+  // (not IsWithinNominalInResources), in no particular order. Kept up to date on every
+  // usage change: preemption looks for candidates only there, and in a large cohort most
+  // queues are within nominal.
+  [[nodiscard]] const std::vector<int>& queues_above_nominal(int n, int fr) const {
+    return above_[static_cast<std::size_t>(n) * fr_count_ + static_cast<std::size_t>(fr)];
+  }
+
  private:
   void accumulate(int n);
+  void track_above_nominal(int n, int fr);  // after node n's usage of fr changed
+  void rebuild_above_nominal();
   std::vector<QuotaNode> nodes_;
   std::vector<std::uint64_t> version_;
   std::vector<int> root_;
   std::size_t fr_count_ = 0;
+  // Per (cohort, fr): queues_above_nominal. Per (queue, fr): its position there, or -1.
+  std::vector<std::vector<int>> above_;
+  std::vector<int> above_pos_;
 };
 
 }  // namespace gpubank::twin
