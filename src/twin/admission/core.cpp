@@ -895,7 +895,7 @@ class Core final : public AdmissionCore {
     s.conditions.push_back(Condition{std::string(type), status, std::string(reason), std::string(message), now});
   }
 
-  static void reset_active_condition(WorkloadStatus& s, const std::string& type, const std::string& reason,
+  static void reset_active_condition(WorkloadStatus& s, std::string_view type, std::string_view reason,
                                      VirtualTime now) {
     for (auto& c : s.conditions) {
       if (c.type == type && c.status) set_condition(s, type, false, reason, "Previously: " + c.message, now);
@@ -994,7 +994,8 @@ class Core final : public AdmissionCore {
     const Amount val = assumed + request;
     if (val > max_capacity) {
       *no_fit = NoFitReason::ExceedsMaxQuota;
-      std::string& why = reasons.emplace_back("insufficient quota for ");
+      std::string& why = reasons.emplace_back(spare_string());
+      why.append("insufficient quota for ");
       why.append(resource).append(" in flavor ").append(flavor).append(", previously considered podsets requests (");
       why.append(format_amount(resource, assumed)).append(") + current podset request (");
       why.append(format_amount(resource, request)).append(") > maximum capacity (");
@@ -1003,7 +1004,8 @@ class Core final : public AdmissionCore {
     }
     const auto [borrow, may_reclaim_in_hierarchy] = lowest_subtree_that_fits(n, fr, val);
     if (val <= available) return {PMode::Fit, borrow};
-    std::string& why = reasons.emplace_back("insufficient unused quota for ");
+    std::string& why = reasons.emplace_back(spare_string());
+    why.append("insufficient unused quota for ");
     why.append(resource).append(" in flavor ").append(flavor).append(", ");
     why.append(format_amount(resource, val - available)).append(" more needed");
     if (tree_.node(n).nominal[at(fr)] >= val || may_reclaim_in_hierarchy || can_preempt_while_borrowing(q)) {
@@ -1015,7 +1017,9 @@ class Core final : public AdmissionCore {
 
   // PreemptionOracle.SimulatePreemption
   std::pair<PMode, int> simulate_preemption(WorkloadId id, int queue, int fr, Amount quantity) {
-    const auto targets = get_targets(id, queue, {fr}, Usage{{fr, quantity}});
+    scratch_frs_.assign(1, fr);
+    scratch_usage_.assign(1, {fr, quantity});
+    const auto targets = get_targets(id, queue, scratch_frs_, scratch_usage_);
     const int n = queues_[at(queue)].node;
     if (targets.empty()) return {PMode::NoCandidates, lowest_subtree_that_fits(n, fr, quantity).first};
     for (const auto& t : targets) remove_workload(t.workload);
@@ -1079,6 +1083,16 @@ class Core final : public AdmissionCore {
   }
 
   // FlavorAssigner.assignFlavors without partial admission or TAS.
+  // An empty string that keeps the buffer of a reason given up earlier: pending heads
+  // are told why they wait in every cycle, mostly in strings of the same length.
+  std::string spare_string() {
+    if (spare_strings_.empty()) return {};
+    std::string s = std::move(spare_strings_.back());
+    spare_strings_.pop_back();
+    s.clear();
+    return s;
+  }
+
   // Into `a`, whose containers are reused (entries live in a pool across cycles).
   void assign(WorkloadId id, Assignment& a) {
     Wl& w = wl(id);
@@ -1098,6 +1112,7 @@ class Core final : public AdmissionCore {
       psa.count = ps.count;
       psa.requests = &t.requests;
       psa.flavors.clear();
+      for (auto& r : psa.reasons) spare_strings_.push_back(std::move(r));
       psa.reasons.clear();
       psa.failed = false;
       psa.no_fit = NoFitReason::None;
@@ -1196,6 +1211,7 @@ class Core final : public AdmissionCore {
       }
     }
     if (best_mode.p == PMode::Fit) {
+      for (std::size_t i = reasons_before; i < reasons.size(); ++i) spare_strings_.push_back(std::move(reasons[i]));
       reasons.resize(reasons_before);
       return best;
     }
@@ -1411,14 +1427,15 @@ class Core final : public AdmissionCore {
   }
 
   // QuantitiesFitInQuota
-  [[nodiscard]] std::pair<bool, Usage> fit_in_quota(int n, const Usage& requests) const {
+  // What does not fit in n's local quota goes to `remaining`.
+  [[nodiscard]] bool fit_in_quota(int n, const Usage& requests, Usage& remaining) const {
     bool ok = true;
-    Usage remaining;
+    remaining.clear();
     for (const auto& [fr, v] : requests) {
       if (tree_.subtree_quota(n, fr) < quota_add(tree_.usage(n, fr), v)) ok = false;
       remaining.emplace_back(fr, std::max<Amount>(0, quota_sub(v, tree_.local_available(n, fr))));
     }
-    return {ok, remaining};
+    return ok;
   }
 
   // The queues (and their evicted candidates) under `current`, skipping the subtree the
@@ -1543,12 +1560,14 @@ class Core final : public AdmissionCore {
       add_evicted(preemptor, queue, queue, 2, -1, false, frs, evicted);
     }
     if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
-      auto [advantage, remaining] = fit_in_quota(n, usage);
+      Usage& remaining = scratch_remaining_;
+      Usage& rest = scratch_rest_;
+      bool advantage = fit_in_quota(n, usage, remaining);
       int previous = -1;
       for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
         collect_sources(preemptor, queue, a, a, previous, advantage, frs, sources, evicted);
-        auto [fits_here, rest] = fit_in_quota(a, remaining);
-        remaining = std::move(rest);
+        const bool fits_here = fit_in_quota(a, remaining, rest);
+        std::swap(remaining, rest);
         advantage = advantage || fits_here;
         previous = a;
       }
@@ -1879,7 +1898,8 @@ class Core final : public AdmissionCore {
     assign(e.w, e.a);
     e.a.message(e.message);
     if (e.a.mode() == Mode::Preempt) {
-      std::vector<int> frs;
+      std::vector<int>& frs = scratch_nominate_frs_;
+      frs.clear();
       for (const auto& ps : e.a.pod_sets) {
         for (const auto& f : ps.flavors) {
           if (f.mode == Mode::Preempt) frs.push_back(f.fr);
@@ -1902,18 +1922,20 @@ class Core final : public AdmissionCore {
       Wl& x = core_.wl(w);
       if (x.victim_cycle == core_.cycle_) return;
       x.victim_cycle = core_.cycle_;
-      by_root_[core_.tree_.root(core_.queues_[at(x.queue)].node)].push_back(w);
+      const int root = core_.tree_.root(core_.queues_[at(x.queue)].node);
+      if (by_root_.empty()) by_root_.resize(core_.tree_.size());
+      by_root_[at(root)].push_back(w);
     }
     // The victims under the root cohort of a queue.
     [[nodiscard]] const std::vector<WorkloadId>& under(int queue) const {
       static const std::vector<WorkloadId> kNone;
-      auto it = by_root_.find(core_.tree_.root(core_.queues_[at(queue)].node));
-      return it == by_root_.end() ? kNone : it->second;
+      if (by_root_.empty()) return kNone;
+      return by_root_[at(core_.tree_.root(core_.queues_[at(queue)].node))];
     }
 
    private:
     Core& core_;
-    std::map<int, std::vector<WorkloadId>> by_root_;
+    std::vector<std::vector<WorkloadId>> by_root_;  // by root node, sized on the first victim
   };
 
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
@@ -2003,6 +2025,9 @@ class Core final : public AdmissionCore {
   // Scratch buffers of assign and find_flavor (not reentrant), and the cycle's entries:
   // kept across cycles so that their containers keep their capacity.
   std::vector<int> scratch_groups_;
+  std::vector<std::string> spare_strings_;
+  std::vector<int> scratch_frs_, scratch_nominate_frs_;
+  Usage scratch_usage_, scratch_remaining_, scratch_rest_;
   std::vector<ResourceAssign> scratch_best_, scratch_assignments_;
   std::vector<Entry> entry_pool_;
   // Scratch buffers of fair_preemptions (not reentrant).
