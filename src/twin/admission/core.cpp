@@ -199,6 +199,8 @@ struct Drs {
   }
 };
 
+const Drs kNegativeDrs = Drs::negative();  // below every real share
+
 int compare_drs(const Drs& a, const Drs& b) {
   auto cmp = [](double x, double y) { return x < y ? -1 : (x > y ? 1 : 0); };
   if (a.zero_weight_borrows() && b.zero_weight_borrows()) return cmp(a.ratio, b.ratio);
@@ -1762,22 +1764,66 @@ class Core final : public AdmissionCore {
     auto on_path = [&](int cohort) {
       return std::find(preemptor_ancestors.begin(), preemptor_ancestors.end(), cohort) != preemptor_ancestors.end();
     };
-    std::function<int(int)> next_target = [&](int cohort) -> int {
-      int best_q = -1;
-      Drs best_q_drs = Drs::negative();
-      for (int child : tree_.node(cohort).child_queues) {
-        const int qi = node_queue_[at(child)];
-        if (pruned_queues.contains(qi)) continue;
-        const Drs& d = drs(child);
-        if ((!d.borrowing && qi != queue) || !has_work(qi)) {
-          pruned_queues.insert(qi);
-        } else if (best_q >= 0 && compare_drs(d, best_q_drs) == 0) {
-          if (candidate_before(front(qi), front(best_q), queue, now)) best_q = qi;
-        } else if (compare_drs(d, best_q_drs) == 1) {
-          best_q_drs = d;
-          best_q = qi;
+    // The queue choice at a cohort is the maximum of a strict order (the larger DRS, then
+    // the earlier front candidate), and between two choices only the queue chosen last
+    // changes (its usage and its front): so each cohort keeps its eligible child queues in a
+    // heap, and the last choice is re-placed before the next, instead of a scan of every
+    // child queue per target. Pruning is permanent within a strategy run, as upstream.
+    auto eligible = [&](int child) {
+      const int qi = node_queue_[at(child)];
+      if (pruned_queues.contains(qi)) return false;
+      const Drs& d = drs(child);
+      if ((!d.borrowing && qi != queue) || !has_work(qi)) {
+        pruned_queues.insert(qi);
+        return false;
+      }
+      return true;
+    };
+    auto ranks_below = [&](int a, int b) {  // heap order: a ranks below b
+      const int c = compare_drs(drs(a), drs(b));
+      if (c != 0) return c < 0;
+      return candidate_before(front(node_queue_[at(b)]), front(node_queue_[at(a)]), queue, now);
+    };
+    std::vector<std::vector<int>>& heaps = fs_heaps_;  // per cohort node: child queue nodes
+    std::vector<char>& heap_built = fs_heap_built_;
+    heaps.resize(tree_.size());
+    heap_built.assign(tree_.size(), 0);
+    int last_choice = -1;  // the queue node chosen last, still at the top of its cohort's heap
+    auto reset_heaps = [&] {
+      std::fill(heap_built.begin(), heap_built.end(), 0);
+      last_choice = -1;
+    };
+    auto replace_last_choice = [&] {
+      if (last_choice < 0) return;
+      const int cohort = tree_.node(last_choice).parent;
+      auto& heap = heaps[at(cohort)];
+      if (heap_built[at(cohort)] != 0) {
+        if (!heap.empty() && heap.front() == last_choice) {
+          std::pop_heap(heap.begin(), heap.end(), ranks_below);
+          heap.pop_back();
+          if (eligible(last_choice)) {
+            heap.push_back(last_choice);
+            std::push_heap(heap.begin(), heap.end(), ranks_below);
+          }
+        } else {
+          heap_built[at(cohort)] = 0;  // not where it was left: rebuild rather than trust it
         }
       }
+      last_choice = -1;
+    };
+    std::function<int(int)> next_target = [&](int cohort) -> int {
+      auto& heap = heaps[at(cohort)];
+      if (heap_built[at(cohort)] == 0) {
+        heap.clear();
+        for (int child : tree_.node(cohort).child_queues) {
+          if (eligible(child)) heap.push_back(child);
+        }
+        std::make_heap(heap.begin(), heap.end(), ranks_below);
+        heap_built[at(cohort)] = 1;
+      }
+      const int best_node = heap.empty() ? -1 : heap.front();
+      const int best_q = best_node < 0 ? -1 : node_queue_[at(best_node)];
+      const Drs& best_q_drs = best_node < 0 ? kNegativeDrs : drs(best_node);
       int best_c = -1;
       Drs best_c_drs = Drs::negative();
       for (int child : tree_.node(cohort).child_cohorts) {
@@ -1795,12 +1841,14 @@ class Core final : public AdmissionCore {
         return -1;
       }
       if (best_c >= 0 && compare_drs(best_c_drs, best_q_drs) >= 0) return next_target(best_c);
+      last_choice = best_node;
       return best_q;
     };
     // Yields the next target queue, or -1 when exhausted.
     const int root = tree_.has_parent(pn) ? tree_.root(pn) : -1;
     auto next_queue = [&]() -> int {
       if (root < 0) return (!pruned_queues.contains(queue) && has_work(queue)) ? queue : -1;
+      replace_last_choice();
       while (!pruned_cohorts.contains(root)) {
         const int t = next_target(root);
         if (t >= 0) return t;
@@ -1871,6 +1919,7 @@ class Core final : public AdmissionCore {
       make_lists(retry);
       pruned_queues.clear();
       pruned_cohorts.clear();
+      reset_heaps();
       for (int t = next_queue(); t >= 0 && !fits_now; t = next_queue()) {
         const auto [preemptor_new, target_old] = shares(t);
         const WorkloadId w = pop(t);
@@ -2032,6 +2081,8 @@ class Core final : public AdmissionCore {
   std::vector<Entry> entry_pool_;
   // Scratch buffers of fair_preemptions (not reentrant).
   std::vector<std::vector<WorkloadId>> fs_lists_;
+  std::vector<std::vector<int>> fs_heaps_;
+  std::vector<char> fs_heap_built_;
   std::vector<std::size_t> fs_taken_;
 };
 
