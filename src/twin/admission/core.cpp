@@ -931,7 +931,7 @@ class Core final : public AdmissionCore {
   [[nodiscard]] PodSetTotals pod_set_totals(const Queue& q, const PodSetSpec& ps) const {
     PodSetTotals t;
     auto& out = t.requests;
-    for (const auto& [r, v] : ps.requests) out.emplace_back(r, v * ps.count);
+    for (const auto& [r, v] : ps.requests) out.emplace_back(r, request_times(v, ps.count));
     if (q.group_by_resource.contains("pods")) {
       auto it = std::find_if(out.begin(), out.end(), [](const auto& p) { return p.first == "pods"; });
       if (it != out.end()) {

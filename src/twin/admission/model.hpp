@@ -46,6 +46,15 @@ inline constexpr Amount kUnlimitedAmount = std::numeric_limits<Amount>::max();
   if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kUnlimitedAmount : std::numeric_limits<Amount>::min();
   return r;
 }
+// A pod's request times the pod count, as Kueue's Requests.ScaledUp does it
+// (utilmath.SaturatingMul): a product beyond int64 is the largest (or smallest) Amount.
+[[nodiscard]] constexpr Amount request_times(Amount request, std::int64_t count) {
+  Amount r = 0;
+  if (__builtin_mul_overflow(request, count, &r)) {
+    return (request < 0) == (count < 0) ? kUnlimitedAmount : std::numeric_limits<Amount>::min();
+  }
+  return r;
+}
 using VirtualTime = std::int64_t;  // milliseconds since the run's start
 
 // kueue.x-k8s.io/v1beta2 PreemptionPolicy.

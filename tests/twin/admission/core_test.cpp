@@ -137,6 +137,25 @@ TEST(Cycle, MaximumCapacityMessage) {
   EXPECT_FALSE(condition(core->status(w), "Admitted")->status);
 }
 
+TEST(Cycle, PodSetTotalsSaturateLikeKueuesScaledUp) {
+  // 2^62 GPUs per pod times 4 pods does not fit in int64: Kueue's SaturatingMul makes it
+  // the largest Amount (no wrap-around to a small or negative request).
+  auto core = make({queue("a", "", {quota("nvidia.com/gpu", 4)})});
+  WorkloadSpec w = workload("huge", "a", Amount{1} << 62);
+  w.pod_sets.front().count = 4;
+  const auto id = core->submit(std::move(w), 0);
+  core->run_cycle(0);
+  EXPECT_FALSE(admitted(*core, id));
+  EXPECT_EQ(condition(core->status(id), "QuotaReserved")->reason, "ExceedsMaxQuota");
+  EXPECT_NE(condition(core->status(id), "QuotaReserved")->message.find("current podset request (9223372036854775807)"),
+            std::string::npos)
+      << condition(core->status(id), "QuotaReserved")->message;
+  static_assert(request_times(3, 4) == 12);
+  static_assert(request_times(kUnlimitedAmount, 2) == kUnlimitedAmount);
+  static_assert(request_times(std::numeric_limits<Amount>::min(), 2) == std::numeric_limits<Amount>::min());
+  static_assert(request_times(5, 0) == 0);
+}
+
 TEST(Preemption, WithinClusterQueueLowerPriorityWaitsForVictim) {
   auto q = queue("a", "", {quota("nvidia.com/gpu", 4)});
   q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
