@@ -157,6 +157,14 @@ class LimitChecker {
     for (std::size_t ci = 0; ci < config.cohorts.size(); ++ci) {
       const CohortSet& cs = config.cohorts[ci];
       const std::string cpath = "cohorts[" + std::to_string(ci) + "]";
+      // Expansion walks every cohort even when it holds no queue: a cohort count beyond the
+      // queue limit is either over that limit or cohorts that generate nothing.
+      if (cs.count > limits_.max_queues) {
+        report(kRuleTooLarge, cpath + ".count",
+               "the config would create " + std::to_string(cs.count) + " cohorts in this set; the limit is " +
+                   std::to_string(limits_.max_queues) + " (each cohort needs a ClusterQueue)");
+        continue;
+      }
       for (std::size_t qi = 0; qi < cs.queues_sets.size(); ++qi) {
         const QueuesSet& qs = cs.queues_sets[qi];
         const std::string qpath = cpath + ".queuesSets[" + std::to_string(qi) + "]";

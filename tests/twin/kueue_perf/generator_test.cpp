@@ -196,6 +196,15 @@ TEST(KueuePerfConfig, TooManyQueuesNamesTheSet) {
                                   "[kueue-perf.too-large]"));
 }
 
+TEST(KueuePerfConfig, TooManyCohortsWithoutQueuesIsAFindingNotALongLoop) {
+  // Found by the fuzzer: a cohort set of 2^63 cohorts and no queues passed every limit and
+  // expansion walked every cohort.
+  const Parsed p = parse("cohorts:\n  - className: c\n    count: 9223372036854775805\n");
+  EXPECT_FALSE(p.config);
+  EXPECT_THAT(p.text(), HasSubstr("cohorts[0].count: the config would create 9223372036854775805 cohorts in this set; "
+                                  "the limit is 100000 (each cohort needs a ClusterQueue) [kueue-perf.too-large]"));
+}
+
 TEST(KueuePerfConfig, LimitsAreConfigurable) {
   ConfigLimits limits;
   limits.max_workloads = 47;
