@@ -588,7 +588,7 @@ class Core final : public AdmissionCore {
     }
     tree_.set_quota(q.node, fr, quota.nominal, quota.borrowing_limit.value_or(kNoLimit),
                     quota.lending_limit.value_or(kNoLimit));
-    ++epoch_;
+    changed();
     requeue_inadmissible(qit->second);
     return true;
   }
@@ -600,7 +600,7 @@ class Core final : public AdmissionCore {
     set_condition(w.status, "Evicted", true, "Preempted", message, now);
     set_condition(w.status, "Preempted", true, reason, message, now);
     mark_evicted(id);
-    ++epoch_;
+    changed();
     return true;
   }
 
@@ -802,12 +802,29 @@ class Core final : public AdmissionCore {
 
   // ---- usage --------------------------------------------------------------------------------
 
+  // Every change of usage or status gives the state a new id; the targets memo is keyed
+  // by it. Code that undoes all of its own changes (a preemption search removes and
+  // re-adds its candidates; add and remove are exact inverses) puts the id back, so that
+  // the unchanged state keeps its id and its memo.
+  void changed() { epoch_ = ++last_epoch_; }
+  class UndoneChanges {
+   public:
+    explicit UndoneChanges(Core& core) : core_(core), saved_(core.epoch_) {}
+    ~UndoneChanges() { core_.epoch_ = saved_; }
+    UndoneChanges(const UndoneChanges&) = delete;
+    UndoneChanges& operator=(const UndoneChanges&) = delete;
+
+   private:
+    Core& core_;
+    std::uint64_t saved_;
+  };
+
   void add_usage(int queue, const Usage& u) {
-    ++epoch_;
+    changed();
     for (const auto& [fr, v] : u) tree_.add_usage(queues_[at(queue)].node, fr, v);
   }
   void remove_usage(int queue, const Usage& u) {
-    ++epoch_;
+    changed();
     for (const auto& [fr, v] : u) tree_.remove_usage(queues_[at(queue)].node, fr, v);
   }
   void remove_workload(WorkloadId id) { remove_usage(wl(id).queue, wl(id).usage); }
@@ -1024,6 +1041,7 @@ class Core final : public AdmissionCore {
     const auto targets = get_targets(id, queue, scratch_frs_, scratch_usage_);
     const int n = queues_[at(queue)].node;
     if (targets.empty()) return {PMode::NoCandidates, lowest_subtree_that_fits(n, fr, quantity).first};
+    const UndoneChanges undone(*this);
     for (const auto& t : targets) remove_workload(t.workload);
     const int borrow = lowest_subtree_that_fits(n, fr, quantity).first;
     for (const auto& t : targets) add_workload(t.workload);
@@ -1538,7 +1556,11 @@ class Core final : public AdmissionCore {
         targets_cache_frs_ == frs && targets_cache_usage_ == usage) {
       return targets_cache_;
     }
-    auto targets = options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+    std::vector<Target> targets;
+    {
+      const UndoneChanges undone(*this);  // both searches put back every workload they remove
+      targets = options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+    }
     targets_cache_valid_ = true;
     targets_cache_epoch_ = epoch_;
     targets_cache_id_ = id;
@@ -1989,6 +2011,7 @@ class Core final : public AdmissionCore {
 
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
   bool fits_after(const Entry& e, const Victims& victims, const std::vector<Target>& targets) {
+    const UndoneChanges undone(*this);
     const auto& under = victims.under(e.queue);
     for (WorkloadId w : under) remove_workload(w);
     for (const auto& t : targets) {
@@ -2057,8 +2080,8 @@ class Core final : public AdmissionCore {
   std::vector<std::set<OrderKey>::node_type> spare_pending_nodes_;
   std::uint64_t cycle_ = 0;
   VirtualTime now_ = 0;
-  // get_targets memo, valid while epoch_ (bumped by every usage change and status change) holds.
-  std::uint64_t epoch_ = 0;
+  // get_targets memo, valid while the state keeps its id (epoch_; see changed()).
+  std::uint64_t epoch_ = 0, last_epoch_ = 0;
   bool targets_cache_valid_ = false;
   std::uint64_t targets_cache_epoch_ = 0;
   WorkloadId targets_cache_id_ = 0;
@@ -2129,9 +2152,12 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   bool ok = fits_after(e, preempted, e.targets);
   if (any_preempted(e.targets)) {
     const auto& under = preempted.under(e.queue);  // the others cannot change this queue's assignment
-    for (WorkloadId w : under) remove_workload(w);
-    nominate(e);
-    for (WorkloadId w : under) add_workload(w);
+    {
+      const UndoneChanges undone(*this);
+      for (WorkloadId w : under) remove_workload(w);
+      nominate(e);
+      for (WorkloadId w : under) add_workload(w);
+    }
     if (e.a.mode() == Mode::Fit) e.a.forced = Mode::DeferredFit;
     ok = fits_after(e, preempted, e.targets);
   }
@@ -2196,7 +2222,7 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
       set_condition(v.status, "Evicted", true, "Preempted", message, now);
       set_condition(v.status, "Preempted", true, t.reason, message, now);
       mark_evicted(t.workload);
-      ++epoch_;  // candidate order puts evicted workloads first
+      changed();  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
       out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, std::string(t.reason),
                                        message, {e.w}});
@@ -2341,7 +2367,7 @@ std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& pre
 
 CycleResult Core::run_cycle(VirtualTime now) {
   now_ = now;
-  ++epoch_;
+  changed();
   CycleResult out;
   out.cycle = ++cycle_;
   out.time = now;
