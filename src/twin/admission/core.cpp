@@ -178,8 +178,7 @@ struct Drs {
   double weight = 1.0;
   double ratio = 0;  // unweighted, per mille of lendable
   int dominant = -1;  // resource index
-  bool borrowing = false;
-  std::vector<int> borrowed_frs;
+  bool borrowing = false;  // some flavor-resource above the subtree quota
 
   [[nodiscard]] bool is_zero() const { return ratio == 0; }
   [[nodiscard]] bool zero_weight_borrows() const { return weight == 0 && !is_zero(); }
@@ -1654,6 +1653,7 @@ class Core final : public AdmissionCore {
     Drs d;
     d.weight = x.fair_weight;
     if (x.parent < 0) return d;
+    bool any_borrowed = false;
     const std::size_t resources = resource_names_.size();
     std::vector<Amount>& borrowed = drs_borrowed_;  // scratch: DRS is recomputed very often
     borrowed.assign(resources, 0);
@@ -1661,10 +1661,10 @@ class Core final : public AdmissionCore {
       const Amount b = quota_sub(x.usage[fr], x.subtree_quota[fr]);
       if (b > 0) {
         borrowed[at(fr_resource_index_[fr])] = quota_add(borrowed[at(fr_resource_index_[fr])], b);
-        d.borrowed_frs.push_back(static_cast<int>(fr));
+        any_borrowed = true;
       }
     }
-    if (d.borrowed_frs.empty()) return d;
+    if (!any_borrowed) return d;
     d.borrowing = true;
     std::vector<Amount>& lendable = drs_lendable_;
     lendable.assign(resources, 0);
@@ -1776,7 +1776,10 @@ class Core final : public AdmissionCore {
     auto has_work = [&](int qi) { return taken[at(qi)] < per_queue[at(qi)].size(); };
     auto front = [&](int qi) { return per_queue[at(qi)][taken[at(qi)]]; };
     auto pop = [&](int qi) { return per_queue[at(qi)][taken[at(qi)]++]; };
-    std::vector<char> pruned_queue_flags(queues_.size(), 0), pruned_cohort_flags(tree_.size(), 0);
+    std::vector<char>& pruned_queue_flags = fs_pruned_queues_;
+    std::vector<char>& pruned_cohort_flags = fs_pruned_cohorts_;
+    pruned_queue_flags.assign(queues_.size(), 0);
+    pruned_cohort_flags.assign(tree_.size(), 0);
     struct Flags {
       std::vector<char>& f;
       [[nodiscard]] bool contains(int i) const { return f[static_cast<std::size_t>(i)] != 0; }
@@ -1878,8 +1881,7 @@ class Core final : public AdmissionCore {
       return -1;
     };
     auto lca_of = [&](int target_queue) {
-      const int tn = queues_[at(target_queue)].node;
-      for (int a : ancestors(tn)) {
+      for (int a = tree_.node(queues_[at(target_queue)].node).parent; a >= 0; a = tree_.node(a).parent) {
         if (on_path(a)) return a;
       }
       return -1;
@@ -2107,6 +2109,7 @@ class Core final : public AdmissionCore {
   std::vector<std::vector<int>> fs_heaps_;
   std::vector<char> fs_heap_built_;
   std::vector<std::size_t> fs_taken_;
+  std::vector<char> fs_pruned_queues_, fs_pruned_cohorts_;
 };
 
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
@@ -2282,7 +2285,15 @@ std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& pre
   // usage versions are unchanged (the pick's admission or preemptions change few of them).
   struct Shares {
     std::vector<std::pair<int, std::uint64_t>> path_versions;  // the queue up to the root's child
-    std::vector<std::pair<int, Drs>> at_cohort;                 // ancestor cohort -> DRS below it
+    // Per ancestor cohort: the DRS of the node below it on the path, and whether that node
+    // borrows a flavor-resource the entry asks for (upstream checks the DRS's borrowed
+    // resources against the workload's usage; the answer is fixed with the DRS).
+    struct AtCohort {
+      int cohort;
+      Drs drs;
+      bool borrows_what_entry_uses;
+    };
+    std::vector<AtCohort> at_cohort;
     [[nodiscard]] bool current(const QuotaTree& tree) const {
       return !path_versions.empty() && std::all_of(path_versions.begin(), path_versions.end(), [&](const auto& nv) {
                return tree.version(nv.first) == nv.second;
@@ -2309,30 +2320,36 @@ std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& pre
         if (s.current(tree_)) continue;
         s.at_cohort.clear();
         s.path_versions.clear();
-        add_usage(qi, entries[idx].a.usage);
+        const Usage& usage = entries[idx].a.usage;
+        add_usage(qi, usage);
+        auto borrows_what_entry_uses = [&](int x) {
+          return std::any_of(usage.begin(), usage.end(), [&](const auto& fv) {
+            return fv.second > 0 && quota_sub(tree_.usage(x, fv.first), tree_.subtree_quota(x, fv.first)) > 0;
+          });
+        };
+        int below = qn;
         Drs d = drs(qn);
         for (int a = tree_.node(qn).parent; a >= 0; a = tree_.node(a).parent) {
-          s.at_cohort.emplace_back(a, d);
-          if (tree_.has_parent(a)) d = drs(a);
+          s.at_cohort.push_back(Shares::AtCohort{a, d, borrows_what_entry_uses(below)});
+          if (tree_.has_parent(a)) {
+            below = a;
+            d = drs(a);
+          }
         }
         remove_usage(qi, entries[idx].a.usage);
         for (int x = qn; tree_.has_parent(x); x = tree_.node(x).parent) s.path_versions.emplace_back(x, tree_.version(x));
       }
-      auto value = [&](std::size_t entry, int cohort) -> const Drs& {
-        for (const auto& [c, d] : shares[entry].at_cohort) {
-          if (c == cohort) return d;
+      auto value = [&](std::size_t entry, int cohort) -> const Shares::AtCohort& {
+        for (const auto& v : shares[entry].at_cohort) {
+          if (v.cohort == cohort) return v;
         }
         throw std::logic_error("admission core: no fair-sharing value of an entry at its cohort");
       };
       auto less = [&](std::size_t a, std::size_t b, int cohort) {
-        const Drs& da = value(a, cohort);
-        const Drs& db = value(b, cohort);
-        const bool ba = std::any_of(da.borrowed_frs.begin(), da.borrowed_frs.end(),
-                                    [&](int fr) { return usage_of(entries[a].a.usage, fr) > 0; });
-        const bool bb = std::any_of(db.borrowed_frs.begin(), db.borrowed_frs.end(),
-                                    [&](int fr) { return usage_of(entries[b].a.usage, fr) > 0; });
-        if (ba != bb) return !ba;
-        if (const int c = compare_drs(da, db); c != 0) return c < 0;
+        const auto& va = value(a, cohort);
+        const auto& vb = value(b, cohort);
+        if (va.borrows_what_entry_uses != vb.borrows_what_entry_uses) return !va.borrows_what_entry_uses;
+        if (const int c = compare_drs(va.drs, vb.drs); c != 0) return c < 0;
         const auto& x = wl(entries[a].w).spec;
         const auto& y = wl(entries[b].w).spec;
         if (x.priority != y.priority) return x.priority > y.priority;
