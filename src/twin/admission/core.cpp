@@ -1840,8 +1840,12 @@ class Core final : public AdmissionCore {
       auto& heap = heaps[at(cohort)];
       if (heap_built[at(cohort)] == 0) {
         heap.clear();
-        for (int child : tree_.node(cohort).child_queues) {
-          if (eligible(child)) heap.push_back(child);
+        // Only a queue with candidates can be eligible, and lists do not grow within a
+        // strategy run: the queues of this cohort among those with candidates, not every
+        // child. The heap's top is the maximum of a strict order, whatever the build order.
+        for (int qi : used_queues) {
+          const int child = queues_[at(qi)].node;
+          if (tree_.node(child).parent == cohort && eligible(child)) heap.push_back(child);
         }
         std::make_heap(heap.begin(), heap.end(), ranks_below);
         heap_built[at(cohort)] = 1;
