@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "twin/admission/core.hpp"
@@ -213,12 +214,13 @@ class TimedCore final : public AdmissionCore {
   AdmissionCore& inner_;
 };
 
-void kueue_large_scale_cycles(benchmark::State& state) {
+void kueue_scenario_cycles(benchmark::State& state, const char* generator) {
   namespace kp = gpubank::twin::kueue_perf;
   gpubank::Diagnostics findings;
-  auto config = kp::load_generator_config(GPUBANK_SHARED_DIR "/kueue-perf/large-scale-generator.yaml", findings);
+  const std::string path = std::string(GPUBANK_SHARED_DIR "/kueue-perf/") + generator;
+  auto config = kp::load_generator_config(path, findings);
   if (!config) {
-    state.SkipWithError("cannot read ../shared/kueue-perf/large-scale-generator.yaml");
+    state.SkipWithError(("cannot read " + path).c_str());
     return;
   }
   const kp::Scenario scenario = kp::expand(std::move(*config));
@@ -251,7 +253,12 @@ void kueue_large_scale_cycles(benchmark::State& state) {
   state.counters["heads_per_cycle"] = static_cast<double>(heads) / static_cast<double>(std::max<std::size_t>(1, all.size()));
   state.counters["max_heads"] = static_cast<double>(max_heads);
 }
+void kueue_large_scale_cycles(benchmark::State& state) { kueue_scenario_cycles(state, "large-scale-generator.yaml"); }
 BENCHMARK(kueue_large_scale_cycles)->Arg(0)->Arg(1)->ArgName("fair_sharing")->Iterations(1)->Unit(benchmark::kMillisecond);
+// Kueue's baseline scenario (30 ClusterQueues, 15,000 workloads): what a cycle costs at the
+// size of a typical shared cluster rather than the 1,000-queue stress.
+void kueue_baseline_cycles(benchmark::State& state) { kueue_scenario_cycles(state, "baseline-generator.yaml"); }
+BENCHMARK(kueue_baseline_cycles)->Arg(0)->Arg(1)->ArgName("fair_sharing")->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

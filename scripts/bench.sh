@@ -66,10 +66,10 @@ awk 'BEGIN {n = 0} /^available_walk/ {base=$2} /^admission_cycle_1000_queues/ {n
     }
     printf "\nBaseline `available_walk` (Available() once per queue, 1,000 queues): %s us.\n", base
   }' "$out/admission-cycle.txt" > "$out/admission-cycle.md"
-# Every cycle of Kueue's own large-scale scenario, timed one by one.
-awk 'BEGIN { print "\n| Kueue large-scale scenario | cycles | heads/cycle (max) | p50 (us) | p99 (us) | max (us) |"
+# Every cycle of Kueue's own large-scale and baseline scenarios, timed one by one.
+awk 'BEGIN { print "\n| Kueue scenario | cycles | heads/cycle (max) | p50 (us) | p99 (us) | max (us) |"
              print "|---|---|---|---|---|---|" }
-  /^kueue_large_scale_cycles/ {
+  /^kueue_(large_scale|baseline)_cycles/ {
     split($0, f, /[ =]+/); c=""; p50=""; p99=""; mx=""; h=""; mh=""
     for (j in f) { if (f[j] == "cycles") c=f[j+1]; if (f[j] == "p50_us") p50=f[j+1]; if (f[j] == "p99_us") p99=f[j+1];
                    if (f[j] == "max_us") mx=f[j+1]; if (f[j] == "heads_per_cycle") h=f[j+1]; if (f[j] == "max_heads") mh=f[j+1] }
