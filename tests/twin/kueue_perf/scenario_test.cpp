@@ -3,6 +3,12 @@
 // kueue-semantics.md; Kueue main at ff69552), and the shipped baseline config.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "support/paths.hpp"
 #include "twin/kueue_perf/runner.hpp"
 
@@ -226,6 +232,56 @@ TEST_P(KueuePerfBaseline, RunsThroughDeterministically) {
     EXPECT_LE(c.p90_time_to_admission_ms, c.max_time_to_admission_ms) << c.name;
   }
 }
+
+// The whole summary of Kueue's baseline and large-scale scenarios, pinned: the admission
+// core's speed work must not change a single decision, and these runs make thousands of
+// admissions and preemptions, over 1,000 queues for large-scale. A deliberate change of
+// semantics updates the files: run with GPUBANK_UPDATE_GOLDEN=1 and review the diff
+// (tests/twin/kueue_perf/golden/).
+struct PinnedRun {
+  const char* generator;
+  bool fair_sharing;
+};
+void PrintTo(const PinnedRun& r, std::ostream* os) { *os << r.generator << (r.fair_sharing ? ", fair sharing" : ""); }
+class KueuePerfPinned : public ::testing::TestWithParam<PinnedRun> {};
+
+TEST_P(KueuePerfPinned, SummaryMatchesTheGoldenFile) {
+  const PinnedRun pinned = GetParam();
+  Diagnostics findings;
+  auto config = load_generator_config(gpubank::testing::shared_dir() + "/kueue-perf/" + pinned.generator + "-generator.yaml",
+                                      findings);
+  ASSERT_TRUE(config);
+  RunOptions options;
+  options.core.fair_sharing = pinned.fair_sharing;
+  auto r = run(expand(std::move(*config)), options);
+  ASSERT_TRUE(r) << r.error();
+  const std::string got = to_json(*r).dump(2) + "\n";
+  const std::filesystem::path file = std::filesystem::path(gpubank::testing::source_dir()) / "tests" / "twin" /
+                                     "kueue_perf" / "golden" /
+                                     (std::string(pinned.generator) + (pinned.fair_sharing ? "-fair-sharing" : "") + ".json");
+  const char* update = std::getenv("GPUBANK_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << got;
+    GTEST_SKIP() << "rewrote " << file.string();
+  }
+  std::ifstream in(file, std::ios::binary);
+  ASSERT_TRUE(in) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
+  std::ostringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(got, want.str()) << "the summary differs from " << file.string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfPinned,
+                         ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
+                                           PinnedRun{"large-scale", false}, PinnedRun{"large-scale", true}),
+                         [](const auto& p) {
+                           std::string name = std::string(p.param.generator) + (p.param.fair_sharing ? "_fair_sharing" : "");
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(FairSharing, KueuePerfBaseline, ::testing::Values(false, true),
                          [](const auto& param_info) { return std::string(param_info.param ? "on" : "off"); });
