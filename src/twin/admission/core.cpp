@@ -1026,7 +1026,7 @@ class Core final : public AdmissionCore {
     why.append("insufficient unused quota for ");
     why.append(resource).append(" in flavor ").append(flavor).append(", ");
     why.append(format_amount(resource, val - available)).append(" more needed");
-    if (tree_.node(n).nominal[at(fr)] >= val || may_reclaim_in_hierarchy || can_preempt_while_borrowing(q)) {
+    if (tree_.nominal(n, fr) >= val || may_reclaim_in_hierarchy || can_preempt_while_borrowing(q)) {
       return simulate_preemption(id, queue, fr, val);
     }
     *no_fit = NoFitReason::WaitingForQuota;
@@ -1601,7 +1601,7 @@ class Core final : public AdmissionCore {
     const bool no_other = !has_hierarchy && !has_priority;
     const bool borrow_forbidden = q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
     auto under_nominal = [&] {
-      return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.node(n).nominal[at(fr)] > tree_.usage(n, fr); });
+      return std::all_of(frs.begin(), frs.end(), [&](int fr) { return tree_.nominal(n, fr) > tree_.usage(n, fr); });
     };
     std::array<bool, 2> attempts{true, false};
     std::size_t attempt_count = 2;
@@ -1658,7 +1658,8 @@ class Core final : public AdmissionCore {
     std::vector<Amount>& borrowed = drs_borrowed_;  // scratch: DRS is recomputed very often
     borrowed.assign(resources, 0);
     for (std::size_t fr = 0; fr < tree_.fr_count(); ++fr) {
-      const Amount b = quota_sub(x.usage[fr], x.subtree_quota[fr]);
+      const QuotaCell& c = tree_.cell(n, static_cast<int>(fr));
+      const Amount b = quota_sub(c.usage, c.subtree_quota);
       if (b > 0) {
         borrowed[at(fr_resource_index_[fr])] = quota_add(borrowed[at(fr_resource_index_[fr])], b);
         any_borrowed = true;
@@ -2036,7 +2037,7 @@ class Core final : public AdmissionCore {
     const int n = queues_[at(e.queue)].node;
     Usage out;
     for (const auto& [fr, v] : e.a.usage) {
-      const auto& x = tree_.node(n);
+      const QuotaCell& x = tree_.cell(n, fr);
       Amount r;
       if (e.a.borrowing > 0) {
         // Upstream can compute a negative amount here when usage is above nominal +
@@ -2044,11 +2045,11 @@ class Core final : public AdmissionCore {
         // every cycle and a negative addUsage never reaches the parent, so nobody else sees
         // it; the twin's tree persists across cycles, where add and remove of a negative
         // amount would not cancel out. Zero has the same effect on every other queue.
-        r = x.borrowing_limit[at(fr)] == kNoLimit
+        r = x.borrowing_limit == kNoLimit
                 ? v
-                : std::max<Amount>(0, std::min(v, quota_sub(quota_add(x.nominal[at(fr)], x.borrowing_limit[at(fr)]), x.usage[at(fr)])));
+                : std::max<Amount>(0, std::min(v, quota_sub(quota_add(x.nominal, x.borrowing_limit), x.usage)));
       } else {
-        r = std::max<Amount>(0, std::min(v, quota_sub(x.nominal[at(fr)], x.usage[at(fr)])));
+        r = std::max<Amount>(0, std::min(v, quota_sub(x.nominal, x.usage)));
       }
       out.emplace_back(fr, r);
     }
@@ -2494,7 +2495,7 @@ ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
       for (const auto& resource : g.resources) {
         const int fr = fr_of(flavor, resource, false);
         if (fr < 0) continue;
-        const Amount nominal = tree_.node(n).nominal[at(fr)];
+        const Amount nominal = tree_.nominal(n, fr);
         const Amount used = tree_.usage(n, fr);
         s.flavors_reservation.push_back(
             FlavorResourceAmount{flavors_[at(flavor)].name, resource, used, std::max<Amount>(0, used - nominal)});

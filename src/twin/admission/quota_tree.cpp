@@ -10,9 +10,21 @@ std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
 QuotaTree::QuotaTree(std::vector<QuotaNode> nodes, std::size_t fr_count)
     : nodes_(std::move(nodes)), version_(nodes_.size(), 1), fr_count_(fr_count) {
-  for (auto& n : nodes_) {
-    n.subtree_quota.assign(fr_count_, 0);
-    n.usage.assign(fr_count_, 0);
+  cells_.resize(nodes_.size() * fr_count_);
+  parent_.resize(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto& n = nodes_[i];
+    parent_[i] = n.parent;
+    for (std::size_t fr = 0; fr < fr_count_; ++fr) {
+      QuotaCell& c = cells_[i * fr_count_ + fr];
+      if (fr < n.nominal.size()) c.nominal = n.nominal[fr];
+      if (fr < n.borrowing_limit.size()) c.borrowing_limit = n.borrowing_limit[fr];
+      if (fr < n.lending_limit.size()) c.lending_limit = n.lending_limit[fr];
+    }
+    // The cells are the only copy from here on: set_quota changes them.
+    n.nominal = {};
+    n.borrowing_limit = {};
+    n.lending_limit = {};
   }
   // Subtree quota bottom-up from every root (the tree is acyclic: create() checked).
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -41,7 +53,8 @@ void QuotaTree::track_above_nominal(int n, int fr) {
   if (!x.is_queue || x.parent < 0) return;
   const std::size_t slot = at(n) * fr_count_ + at(fr);
   auto& list = above_[at(x.parent) * fr_count_ + at(fr)];
-  const bool above = x.usage[at(fr)] > x.subtree_quota[at(fr)];
+  const QuotaCell& c = cells_[slot];
+  const bool above = c.usage > c.subtree_quota;
   int& pos = above_pos_[slot];
   if (above && pos < 0) {
     pos = static_cast<int>(list.size());
@@ -55,64 +68,63 @@ void QuotaTree::track_above_nominal(int n, int fr) {
   }
 }
 
+// Subtree quota and local quota of n and everything below it.
 void QuotaTree::accumulate(int n) {
-  auto& x = nodes_[at(n)];
-  for (std::size_t fr = 0; fr < fr_count_; ++fr) x.subtree_quota[fr] = x.nominal[fr];
+  for (std::size_t fr = 0; fr < fr_count_; ++fr) cell(n, static_cast<int>(fr)).subtree_quota = cell(n, static_cast<int>(fr)).nominal;
   auto add_child = [&](int c) {
     accumulate(c);
     for (std::size_t fr = 0; fr < fr_count_; ++fr) {
-      nodes_[at(n)].subtree_quota[fr] =
-          quota_add(nodes_[at(n)].subtree_quota[fr], quota_sub(node(c).subtree_quota[fr], local_quota(c, static_cast<int>(fr))));
+      QuotaCell& mine = cell(n, static_cast<int>(fr));
+      const QuotaCell& child = cell(c, static_cast<int>(fr));
+      mine.subtree_quota = quota_add(mine.subtree_quota, quota_sub(child.subtree_quota, child.local_quota));
     }
   };
-  for (int c : x.child_cohorts) add_child(c);
+  for (int c : nodes_[at(n)].child_cohorts) add_child(c);
   for (int c : nodes_[at(n)].child_queues) add_child(c);
-}
-
-Amount QuotaTree::local_quota(int n, int fr) const {
-  const auto& x = node(n);
-  const Amount lending = x.lending_limit[at(fr)];
-  if (lending == kNoLimit) return 0;
-  return std::max<Amount>(0, quota_sub(x.subtree_quota[at(fr)], lending));
+  for (std::size_t fr = 0; fr < fr_count_; ++fr) {
+    QuotaCell& x = cell(n, static_cast<int>(fr));
+    x.local_quota = x.lending_limit == kNoLimit ? 0 : std::max<Amount>(0, quota_sub(x.subtree_quota, x.lending_limit));
+  }
 }
 
 Amount QuotaTree::local_available(int n, int fr) const {
-  return std::max<Amount>(0, quota_sub(local_quota(n, fr), node(n).usage[at(fr)]));
+  const QuotaCell& x = cell(n, fr);
+  return std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
 }
 
 Amount QuotaTree::available(int n, int fr) const {
-  const auto& x = node(n);
-  if (x.parent < 0) return quota_sub(x.subtree_quota[at(fr)], x.usage[at(fr)]);
-  Amount from_parent = available(x.parent, fr);
-  const Amount borrowing = x.borrowing_limit[at(fr)];
-  if (borrowing != kNoLimit) {
-    const Amount lq = local_quota(n, fr);
-    const Amount stored_in_parent = quota_sub(x.subtree_quota[at(fr)], lq);
-    const Amount used_in_parent = std::max<Amount>(0, quota_sub(x.usage[at(fr)], lq));
-    from_parent = std::min(from_parent, quota_add(quota_sub(stored_in_parent, used_in_parent), borrowing));
+  const QuotaCell& x = cell(n, fr);
+  const int parent = parent_[at(n)];
+  if (parent < 0) return quota_sub(x.subtree_quota, x.usage);
+  Amount from_parent = available(parent, fr);
+  if (x.borrowing_limit != kNoLimit) {
+    const Amount stored_in_parent = quota_sub(x.subtree_quota, x.local_quota);
+    const Amount used_in_parent = std::max<Amount>(0, quota_sub(x.usage, x.local_quota));
+    from_parent = std::min(from_parent, quota_add(quota_sub(stored_in_parent, used_in_parent), x.borrowing_limit));
   }
-  return quota_add(local_available(n, fr), from_parent);
+  return quota_add(std::max<Amount>(0, quota_sub(x.local_quota, x.usage)), from_parent);
 }
 
 Amount QuotaTree::potential_available(int n, int fr) const {
-  const auto& x = node(n);
-  if (x.parent < 0) return x.subtree_quota[at(fr)];
-  Amount a = quota_add(local_quota(n, fr), potential_available(x.parent, fr));
-  const Amount borrowing = x.borrowing_limit[at(fr)];
-  if (borrowing != kNoLimit) a = std::min(a, quota_add(x.subtree_quota[at(fr)], borrowing));
+  const QuotaCell& x = cell(n, fr);
+  const int parent = parent_[at(n)];
+  if (parent < 0) return x.subtree_quota;
+  Amount a = quota_add(x.local_quota, potential_available(parent, fr));
+  if (x.borrowing_limit != kNoLimit) a = std::min(a, quota_add(x.subtree_quota, x.borrowing_limit));
   return a;
 }
 
 void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit, Amount lending_limit) {
-  auto& x = nodes_[at(n)];
-  x.nominal[at(fr)] = nominal;
-  x.borrowing_limit[at(fr)] = borrowing_limit;
-  x.lending_limit[at(fr)] = lending_limit;
+  QuotaCell& x = cell(n, fr);
+  x.nominal = nominal;
+  x.borrowing_limit = borrowing_limit;
+  x.lending_limit = lending_limit;
   // Queue usage is what the queues hold; cohort usage is only spill-over: rebuild it.
   std::vector<std::pair<int, Amount>> held;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].is_queue && nodes_[i].usage[at(fr)] != 0) held.emplace_back(static_cast<int>(i), nodes_[i].usage[at(fr)]);
-    nodes_[i].usage[at(fr)] = 0;
+    QuotaCell& c = cell(static_cast<int>(i), fr);
+    if (nodes_[i].is_queue && c.usage != 0) held.emplace_back(static_cast<int>(i), c.usage);
+    c.usage = 0;
     ++version_[i];
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -124,27 +136,29 @@ void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit,
 
 void QuotaTree::add_usage(int n, int fr, Amount val) {
   while (true) {
-    auto& x = nodes_[at(n)];
-    const Amount local = local_available(n, fr);
-    x.usage[at(fr)] = usage_add(x.usage[at(fr)], val);
+    QuotaCell& x = cell(n, fr);
+    const Amount local = std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
+    x.usage = usage_add(x.usage, val);
     ++version_[at(n)];
     track_above_nominal(n, fr);
-    if (x.parent < 0 || val <= local) return;
+    const int parent = parent_[at(n)];
+    if (parent < 0 || val <= local) return;
     val = quota_sub(val, local);
-    n = x.parent;
+    n = parent;
   }
 }
 
 void QuotaTree::remove_usage(int n, int fr, Amount val) {
   while (true) {
-    auto& x = nodes_[at(n)];
-    const Amount stored_in_parent = quota_sub(x.usage[at(fr)], local_quota(n, fr));
-    x.usage[at(fr)] = usage_sub(x.usage[at(fr)], val);
+    QuotaCell& x = cell(n, fr);
+    const Amount stored_in_parent = quota_sub(x.usage, x.local_quota);
+    x.usage = usage_sub(x.usage, val);
     ++version_[at(n)];
     track_above_nominal(n, fr);
-    if (stored_in_parent <= 0 || x.parent < 0) return;
+    const int parent = parent_[at(n)];
+    if (stored_in_parent <= 0 || parent < 0) return;
     val = std::min(val, stored_in_parent);
-    n = x.parent;
+    n = parent;
   }
 }
 
