@@ -155,7 +155,8 @@ build_type="$(cache CMAKE_BUILD_TYPE)"
 flags="$(cache CMAKE_CXX_FLAGS) $(cache CMAKE_CXX_FLAGS_RELEASE)"
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench ':!bench/RESULTS.md' && echo '' || echo ' (with uncommitted changes)')"
 libs="$(dpkg-query -W -f='${Package} ${Version}, ' libyaml-cpp-dev libcpp-httplib-dev libssl-dev libbenchmark-dev \
-  nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 2>/dev/null | sed 's/, $//')"
+  nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 libmimalloc-dev 2>/dev/null | sed 's/, $//')"
+allocator="$(test "$(cache GPUBANK_MIMALLOC)" = ON && echo "mimalloc (GPUBANK_MIMALLOC=ON), for gpubank and every benchmark" || echo "glibc malloc")"
 
 log "write $results"
 {
@@ -172,6 +173,7 @@ log "write $results"
   echo "- Compiler: $compiler"
   echo "- Build: CMake preset \`release\`, CMAKE_BUILD_TYPE=$build_type, flags \`$(echo $flags)\`"
   echo "- Libraries: $libs"
+  echo "- Process allocator: $allocator"
   echo "- Load average (1, 5, 15 min) before the run: $load_before; after: $load_after. Anything else running on the"
   echo "  machine competes with the benchmarks for its $(nproc) CPUs."
   echo
