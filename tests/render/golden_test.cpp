@@ -4,14 +4,12 @@
 // with GPUBANK_UPDATE_GOLDEN=1 and review the diff.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "render/engines_fixture.hpp"
+#include "support/golden.hpp"
 
 namespace gpubank::render {
 namespace {
@@ -27,17 +25,9 @@ std::map<std::string, std::string> read_tree(const fs::path& dir) {
   if (!fs::is_directory(dir)) return files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    files[fs::relative(entry.path(), dir).generic_string()] = text.str();
+    files[fs::relative(entry.path(), dir).generic_string()] = gpubank::testing::read_golden_file(entry.path()).value_or("");
   }
   return files;
-}
-
-bool updating() {
-  const char* v = std::getenv("GPUBANK_UPDATE_GOLDEN");
-  return v != nullptr && std::string(v) == "1";
 }
 
 class Golden : public ::testing::TestWithParam<Backend> {};
@@ -46,7 +36,7 @@ TEST_P(Golden, ExamplesMatchTheGoldenFiles) {
   const RenderResult r = render(testing::example_set(), {GetParam()});
   ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
   const fs::path dir = golden_dir(GetParam());
-  if (updating()) {
+  if (gpubank::testing::updating_golden_files()) {
     fs::remove_all(dir);
     testing::write_tree(r, dir);
     GTEST_SKIP() << "rewrote " << dir.string();

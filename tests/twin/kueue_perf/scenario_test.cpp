@@ -3,12 +3,10 @@
 // kueue-semantics.md; Kueue main at ff69552), and the shipped baseline config.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "support/golden.hpp"
 #include "support/paths.hpp"
 #include "twin/kueue_perf/runner.hpp"
 
@@ -259,17 +257,13 @@ TEST_P(KueuePerfPinned, SummaryMatchesTheGoldenFile) {
   const std::filesystem::path file = std::filesystem::path(gpubank::testing::source_dir()) / "tests" / "twin" /
                                      "kueue_perf" / "golden" /
                                      (std::string(pinned.generator) + (pinned.fair_sharing ? "-fair-sharing" : "") + ".json");
-  const char* update = std::getenv("GPUBANK_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << got;
+  if (gpubank::testing::updating_golden_files()) {
+    gpubank::testing::write_golden_file(file, got);
     GTEST_SKIP() << "rewrote " << file.string();
   }
-  std::ifstream in(file, std::ios::binary);
-  ASSERT_TRUE(in) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
-  std::ostringstream want;
-  want << in.rdbuf();
-  EXPECT_EQ(got, want.str()) << "the summary differs from " << file.string();
+  const auto want = gpubank::testing::read_golden_file(file);
+  ASSERT_TRUE(want) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
+  EXPECT_EQ(got, *want) << "the summary differs from " << file.string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfPinned,
