@@ -1,0 +1,300 @@
+// Seeded random runs of the admission core, pinned by a hash of everything they decide.
+//
+// The conformance tests pin Kueue's behaviour case by case; the kueue-perf golden summaries
+// pin aggregates of two large scenarios. Neither sees a change that keeps the totals, such
+// as two equal victims taken in the other order. These runs do: each seed builds a random
+// cluster (flat or two-level cohorts, one or two resources, one or two flavors, lending and
+// borrowing limits, all preemption policies, StrictFIFO, fungibility, fair sharing on or
+// off) and a random stream of arrivals and finishes, runs 600 cycles, and hashes every
+// decision of every cycle (kind, workload, queue, reason, message, related workloads),
+// every workload's final status (phase, conditions with transition times, admission) and
+// every ClusterQueue's status. The hashes are in golden/seeded-runs.txt.
+//
+// Speed work on the core must leave every hash unchanged. A deliberate change of
+// semantics rewrites the file with GPUBANK_UPDATE_GOLDEN=1 (the first shard writes all
+// seeds); review the seeds that changed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/golden.hpp"
+#include "support/paths.hpp"
+#include "twin/admission/core.hpp"
+
+namespace gpubank::twin {
+namespace {
+
+constexpr unsigned kSeeds = 64;
+constexpr unsigned kShards = 8;  // separate CTest cases, so that ctest -j spreads them
+constexpr int kCycles = 600;
+
+// FNV-1a over length-delimited fields: "ab","c" and "a","bc" hash differently.
+class Fnv {
+ public:
+  void text(std::string_view s) {
+    for (const unsigned char c : s) mix(c);
+    mix(0xff);
+  }
+  void number(long long v) { text(std::to_string(v)); }
+  [[nodiscard]] std::uint64_t value() const { return h_; }
+
+ private:
+  void mix(unsigned char c) {
+    h_ ^= c;
+    h_ *= 1099511628211ULL;
+  }
+  std::uint64_t h_ = 1469598103934665603ULL;
+};
+
+// What a seed's bits choose; the rest comes from the seed's random stream.
+struct Shape {
+  explicit Shape(unsigned seed)
+      : hierarchical((seed & 1U) != 0),
+        two_resources((seed & 2U) != 0),
+        fair_sharing((seed & 4U) != 0),
+        preemption((seed & 8U) != 0),
+        finish_one_in((seed & 32U) != 0 ? 40 : (seed & 16U) != 0 ? 3 : 20),
+        load((seed & 32U) != 0 ? 3 : 1) {}
+  bool hierarchical, two_resources, fair_sharing, preemption;
+  int finish_one_in;  // one in N running workloads finishes after each cycle
+  int load;           // arrivals per queue every fifth cycle
+};
+
+struct RunResult {
+  std::uint64_t hash = 0;
+  long long decisions = 0, admitted = 0, preempted = 0;
+};
+
+class SeededRun {
+ public:
+  explicit SeededRun(unsigned seed) : shape_(seed), rng_(seed) {}
+
+  RunResult run() {
+    build_cluster();
+    auto created = AdmissionCore::create(CoreOptions{.fair_sharing = shape_.fair_sharing},
+                                         {ResourceFlavorSpec{"f1", {}, {}, {}}, ResourceFlavorSpec{"f2", {}, {}, {}}},
+                                         cohorts_, queues_);
+    EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
+    if (!created.ok()) return {};
+    core_ = std::move(created).value();
+    submit(queues_per_root_ * roots_ * 6);
+    for (int cycle = 0; cycle < kCycles; ++cycle) {
+      const CycleResult r = core_->run_cycle(now_);
+      for (const auto& d : r.decisions) record(d);
+      for (const WorkloadId v : r.evicted) core_->release_evicted(v, now_);
+      finish_some();
+      if (cycle % 5 == 0) submit(shape_.load * (queues_per_root_ * roots_ + 1));
+      now_ += 1000;
+    }
+    record_final_state();
+    result_.hash = hash_.value();
+    return result_;
+  }
+
+ private:
+  unsigned draw(unsigned n) { return static_cast<unsigned>(rng_() % n); }
+
+  std::vector<ResourceQuota> quotas(bool cohort) {
+    std::vector<ResourceQuota> out;
+    for (const auto& name : resources()) {
+      ResourceQuota q;
+      q.resource = name;
+      q.nominal = cohort ? draw(3) * 2000 : (1 + draw(6)) * 4000;
+      if (draw(3) == 0) q.borrowing_limit = draw(4) * 4000;
+      if (draw(3) == 0) q.lending_limit = q.nominal / (1 + draw(3));
+      out.push_back(q);
+    }
+    return out;
+  }
+  [[nodiscard]] std::vector<std::string> resources() const {
+    return shape_.two_resources ? std::vector<std::string>{"cpu", "gpu"} : std::vector<std::string>{"cpu"};
+  }
+
+  void build_cluster() {
+    roots_ = 2 + static_cast<int>(draw(2));
+    queues_per_root_ = 3 + static_cast<int>(draw(8));
+    for (int c = 0; c < roots_; ++c) {
+      CohortSpec root;
+      root.name = "root" + std::to_string(c);
+      root.fair_weight = 1 + draw(2);
+      if (draw(2) != 0) root.resource_groups.push_back(ResourceGroup{resources(), {FlavorQuotas{"f1", quotas(true)}}});
+      cohorts_.push_back(root);
+      const int subcohorts = shape_.hierarchical ? 2 : 0;
+      for (int s = 0; s < subcohorts; ++s) {
+        CohortSpec sub;
+        sub.name = root.name + "-s" + std::to_string(s);
+        sub.parent = root.name;
+        if (draw(2) != 0) sub.resource_groups.push_back(ResourceGroup{resources(), {FlavorQuotas{"f1", quotas(true)}}});
+        cohorts_.push_back(sub);
+      }
+      for (int i = 0; i < queues_per_root_; ++i) {
+        ClusterQueueSpec q;
+        q.name = "cq" + std::to_string(c) + "-" + std::to_string(i);
+        q.cohort = subcohorts > 0 ? root.name + "-s" + std::to_string(i % subcohorts) : root.name;
+        if (i == queues_per_root_ - 1 && draw(2) != 0) q.cohort = root.name;
+        std::vector<FlavorQuotas> flavors{FlavorQuotas{"f1", quotas(false)}};
+        if (draw(2) != 0) flavors.push_back(FlavorQuotas{"f2", quotas(false)});
+        q.resource_groups.push_back(ResourceGroup{resources(), flavors});
+        if (shape_.preemption) {
+          q.preemption.reclaim_within_cohort = static_cast<PreemptionPolicy>(draw(4));
+          q.preemption.within_cluster_queue = static_cast<PreemptionPolicy>(draw(4));
+          if (draw(2) != 0) q.preemption.borrow_within_cohort = BorrowWithinCohortPolicy::LowerPriority;
+          if (draw(3) == 0) q.preemption.max_priority_threshold = 100;
+        }
+        if (draw(4) == 0) q.queueing_strategy = QueueingStrategy::StrictFIFO;
+        if (draw(3) == 0) q.flavor_fungibility.when_can_borrow = FungibilityPolicy::TryNextFlavor;
+        if (draw(3) == 0) q.flavor_fungibility.when_can_preempt = FungibilityPolicy::MayStopSearch;
+        q.fair_weight = draw(4) == 0 ? 0.0 : 1.0 + draw(3);
+        queues_.push_back(q);
+      }
+    }
+  }
+
+  void submit(int count) {
+    static constexpr std::int32_t kPriorities[] = {0, 50, 100, 200};
+    for (int k = 0; k < count; ++k) {
+      WorkloadSpec w;
+      w.ns = "ns";
+      w.name = "w" + std::to_string(serial_++);
+      w.uid = std::to_string(1000 + draw(100000));  // repeats on purpose: UID ties
+      w.cluster_queue = queues_[draw(static_cast<unsigned>(queues_.size()))].name;
+      w.priority = kPriorities[draw(4)];
+      w.creation = now_;
+      std::vector<std::pair<std::string, Amount>> requests{{"cpu", (1 + draw(8)) * 1000}};
+      if (shape_.two_resources && draw(2) != 0) requests.emplace_back("gpu", (1 + draw(4)) * 1000);
+      w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), requests, {}, {}});
+      if (draw(5) == 0) w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"cpu", 1000}}, {}, {}});
+      core_->submit(std::move(w), now_);
+    }
+  }
+
+  void finish_some() {
+    std::vector<WorkloadId> still_running;
+    for (const WorkloadId w : running_) {
+      if (core_->status(w).phase != WorkloadPhase::Admitted) continue;
+      if (draw(static_cast<unsigned>(shape_.finish_one_in)) == 0) {
+        core_->finish(w, now_);
+      } else {
+        still_running.push_back(w);
+      }
+    }
+    running_.swap(still_running);
+  }
+
+  void record(const Decision& d) {
+    ++result_.decisions;
+    hash_.number(static_cast<int>(d.kind));
+    hash_.number(d.workload);
+    hash_.text(d.cluster_queue);
+    hash_.text(d.reason);
+    hash_.text(d.message);
+    for (const WorkloadId x : d.related) hash_.number(x);
+    if (d.kind == Decision::Kind::Preempted) ++result_.preempted;
+    if (d.kind == Decision::Kind::Admitted) {
+      ++result_.admitted;
+      running_.push_back(d.workload);
+    }
+  }
+
+  void record_final_state() {
+    for (WorkloadId w = 0; w < core_->workload_count(); ++w) {
+      const WorkloadStatus& s = core_->status(w);
+      hash_.number(static_cast<int>(s.phase));
+      hash_.number(s.admitted_at);
+      for (const auto& c : s.conditions) {
+        hash_.text(c.type);
+        hash_.number(c.status ? 1 : 0);
+        hash_.text(c.reason);
+        hash_.text(c.message);
+        hash_.number(c.last_transition);
+      }
+      if (!s.admission) continue;
+      hash_.text(s.admission->cluster_queue);
+      for (const auto& p : s.admission->pod_sets) {
+        hash_.text(p.name);
+        for (const auto& [resource, flavor] : p.flavors) {
+          hash_.text(resource);
+          hash_.text(flavor);
+        }
+        for (const auto& [resource, amount] : p.resource_usage) {
+          hash_.text(resource);
+          hash_.number(amount);
+        }
+      }
+    }
+    for (const auto& name : core_->cluster_queue_names()) {
+      const ClusterQueueStatus s = core_->cluster_queue_status(name);
+      hash_.number(s.pending_workloads);
+      hash_.number(s.admitted_workloads);
+      if (s.weighted_share) hash_.number(*s.weighted_share);
+      for (const auto& f : s.flavors_usage) {
+        hash_.text(f.flavor);
+        hash_.text(f.resource);
+        hash_.number(f.total);
+        hash_.number(f.borrowed);
+      }
+    }
+  }
+
+  Shape shape_;
+  std::mt19937 rng_;  // fully specified by the standard: the same stream everywhere
+  int roots_ = 0, queues_per_root_ = 0;
+  std::vector<CohortSpec> cohorts_;
+  std::vector<ClusterQueueSpec> queues_;
+  std::unique_ptr<AdmissionCore> core_;
+  std::vector<WorkloadId> running_;
+  VirtualTime now_ = 0;
+  int serial_ = 0;
+  Fnv hash_;
+  RunResult result_;
+};
+
+std::string golden_line(unsigned seed) {
+  const Shape shape(seed);
+  const RunResult r = SeededRun(seed).run();
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(r.hash));
+  std::ostringstream line;
+  line << "seed " << seed << (shape.hierarchical ? " two-level" : " flat") << (shape.two_resources ? " 2res" : " 1res")
+       << (shape.fair_sharing ? " fair" : " classic") << (shape.preemption ? " preempt" : " no-preempt") << " finish-1-in-"
+       << shape.finish_one_in << " decisions " << r.decisions << " admitted " << r.admitted << " preempted " << r.preempted
+       << " hash " << hash << "\n";
+  return line.str();
+}
+
+std::filesystem::path golden_file() {
+  return std::filesystem::path(gpubank::testing::source_dir()) / "tests" / "twin" / "admission" / "golden" /
+         "seeded-runs.txt";
+}
+
+class SeededRuns : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(SeededRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
+  const unsigned shard = GetParam();
+  if (gpubank::testing::updating_golden_files()) {
+    if (shard != 0) GTEST_SKIP() << "shard 0 rewrites the golden file";
+    std::string all;
+    for (unsigned seed = 0; seed < kSeeds; ++seed) all += golden_line(seed);
+    gpubank::testing::write_golden_file(golden_file(), all);
+    GTEST_SKIP() << "rewrote " << golden_file().string();
+  }
+  const auto text = gpubank::testing::read_golden_file(golden_file());
+  ASSERT_TRUE(text) << "no golden file " << golden_file().string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
+  std::vector<std::string> want;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) want.push_back(line + "\n");
+  ASSERT_EQ(want.size(), kSeeds) << golden_file().string() << " should have one line per seed";
+  for (unsigned seed = shard; seed < kSeeds; seed += kShards) {
+    EXPECT_EQ(golden_line(seed), want[seed]) << "seed " << seed << " decides differently from " << golden_file().string();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, SeededRuns, ::testing::Range(0U, kShards));
+
+}  // namespace
+}  // namespace gpubank::twin
