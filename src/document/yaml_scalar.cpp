@@ -57,6 +57,12 @@ bool is_float_literal(std::string_view s) {
 }
 
 bool plain_reads_as_string(std::string_view s) {
+  // Control characters: CR and LF are line breaks to a YAML reader (a plain scalar folds or
+  // ends there; yaml-cpp's emitter writes a lone CR plain all the same), and the others are
+  // not printable YAML. Only a double-quoted scalar carries them, escaped.
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  }
   bool ignored = false;
   if (is_null_literal(s) || bool_literal(s, ignored) || is_int_literal(s) || is_float_literal(s)) return false;
   // YAML 1.1 readers (go-yaml v2 behind kubectl and sigs.k8s.io/yaml) also take these

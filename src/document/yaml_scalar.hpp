@@ -15,8 +15,9 @@ bool bool_literal(std::string_view s, bool& value);
 bool is_int_literal(std::string_view s);
 // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? | [-+]?.inf | .nan (three spellings each)
 bool is_float_literal(std::string_view s);
-// Whether a plain scalar with this text reads back as a string in YAML 1.2 and in the
-// YAML 1.1 readers Kubernetes tools use (so "yes" and "on" are not).
+// Whether a plain scalar with this text reads back as the same string in YAML 1.2 and in
+// the YAML 1.1 readers Kubernetes tools use (so "yes" and "on" are not, and neither is
+// text with control characters such as CR).
 bool plain_reads_as_string(std::string_view s);
 
 }  // namespace gpubank::doc

@@ -22,6 +22,27 @@ TEST(YamlWriter, QuotesStringsThatWouldReadBackAsAnotherType) {
   EXPECT_EQ(docs[0].root.find("g")->type, NodeType::Float);
 }
 
+// Found by policy_decoder_fuzzer: a cron field ending in CR was written as a plain scalar
+// (yaml-cpp's emitter allows it) and read back without the CR, since a CR ends a plain
+// line. Control characters now go in double quotes, escaped, in values and in keys.
+TEST(YamlWriter, ControlCharactersSurviveTheRoundTrip) {
+  const std::vector<std::string> texts{"0 20 * * *\r", "a\rb", "line\nbreak", "tab\there", "bell\x07", "del\x7f",
+                                       "\x01leading"};
+  for (const auto& t : texts) {
+    const nlohmann::ordered_json v = {{"value", t}, {t, 1}};
+    const std::string text = to_yaml(v);
+    std::vector<Document> docs;
+    Diagnostics d;
+    read_yaml(text, "x", docs, d);
+    ASSERT_EQ(docs.size(), 1u) << text;
+    ASSERT_FALSE(has_errors(d)) << text << (d.empty() ? "" : d.front().to_string());
+    const Node* value = docs[0].root.find("value");
+    ASSERT_NE(value, nullptr) << text;
+    EXPECT_EQ(value->text, t) << text;
+    EXPECT_NE(docs[0].root.find(t), nullptr) << "the key did not survive: " << text;
+  }
+}
+
 TEST(YamlWriter, WritesNestedBlocksInKeyOrder) {
   nlohmann::ordered_json v = {{"z", {{"b", 1}, {"a", {1, 2}}}}, {"m", "s"}, {"y", 1}};
   // "y" is a boolean to YAML 1.1 readers, so even as a key it is quoted.
