@@ -80,7 +80,7 @@ struct Driver {
     }
     std::vector<WorkloadId> keep;
     for (WorkloadId w : running) {
-      if (core->status(w).phase != WorkloadPhase::Admitted) continue;
+      if (core->phase(w) != WorkloadPhase::Admitted) continue;
       if (rng() % static_cast<unsigned>(finish_one_in) == 0) {
         core->finish(w, now);
       } else {
@@ -199,7 +199,8 @@ class TimedCore final : public AdmissionCore {
   [[nodiscard]] bool has_active_heads() const override { return inner_.has_active_heads(); }
   [[nodiscard]] std::size_t workload_count() const override { return inner_.workload_count(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return inner_.spec(id); }
-  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return inner_.status(id); }
+  [[nodiscard]] WorkloadStatus status(WorkloadId id) const override { return inner_.status(id); }
+  [[nodiscard]] WorkloadPhase phase(WorkloadId id) const override { return inner_.phase(id); }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return inner_.cluster_queue_names(); }
   [[nodiscard]] std::vector<std::string> cohort_names() const override { return inner_.cohort_names(); }
   [[nodiscard]] ClusterQueueStatus cluster_queue_status(const std::string& n) const override {

@@ -79,9 +79,8 @@ class UnlimitedCore final : public twin::AdmissionCore {
   [[nodiscard]] bool has_active_heads() const override { return !pending_.empty(); }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
   [[nodiscard]] const twin::WorkloadSpec& spec(twin::WorkloadId id) const override { return workloads_[id].spec; }
-  [[nodiscard]] const twin::WorkloadStatus& status(twin::WorkloadId id) const override {
-    return workloads_[id].status;
-  }
+  [[nodiscard]] twin::WorkloadStatus status(twin::WorkloadId id) const override { return workloads_[id].status; }
+  [[nodiscard]] twin::WorkloadPhase phase(twin::WorkloadId id) const override { return workloads_[id].status.phase; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return {}; }
   [[nodiscard]] std::vector<std::string> cohort_names() const override { return {}; }
   [[nodiscard]] twin::ClusterQueueStatus cluster_queue_status(const std::string&) const override { return {}; }

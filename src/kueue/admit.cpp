@@ -242,7 +242,7 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
     if (e.drop_admission) status.erase("admission");
     return out;
   }
-  const twin::WorkloadStatus& st = core.status(*ids_[index]);
+  const twin::WorkloadStatus st = core.status(*ids_[index]);
   for (const auto& c : st.conditions) {
     set_condition(conditions, c.type, c.status, c.reason, c.message, timeline_.format(c.last_transition), generation);
   }

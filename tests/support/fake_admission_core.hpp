@@ -93,7 +93,8 @@ class FakeAdmissionCore : public twin::AdmissionCore {
 
   [[nodiscard]] std::size_t workload_count() const override { return specs.size(); }
   [[nodiscard]] const twin::WorkloadSpec& spec(twin::WorkloadId id) const override { return specs[id]; }
-  [[nodiscard]] const twin::WorkloadStatus& status(twin::WorkloadId id) const override { return statuses[id]; }
+  [[nodiscard]] twin::WorkloadStatus status(twin::WorkloadId id) const override { return statuses[id]; }
+  [[nodiscard]] twin::WorkloadPhase phase(twin::WorkloadId id) const override { return statuses[id].phase; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return queues; }
   [[nodiscard]] std::vector<std::string> cohort_names() const override { return {}; }
   [[nodiscard]] twin::ClusterQueueStatus cluster_queue_status(const std::string& name) const override {

@@ -94,7 +94,7 @@ Amount usage_of(const Usage& u, int fr) {
 }
 
 struct ResourceAssign {
-  std::string resource;
+  int rid = -1;  // the resource, interned (Core::resource_id)
   int flavor = -1;
   int fr = -1;
   Mode mode = Mode::NoFit;
@@ -111,8 +111,7 @@ struct PodSetTotals {
 };
 
 struct PodSetAssign {
-  std::string name;
-  std::int32_t count = 0;
+  const std::string* name = nullptr;  // the workload's pod set name
   const std::vector<std::pair<std::string, Amount>>* requests = nullptr;  // the workload's PodSetTotals
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
@@ -159,7 +158,7 @@ struct Assignment {
       for (const auto& r : ps.reasons) reasons.push_back(&r);
       std::sort(reasons.begin(), reasons.end(), [](const std::string* x, const std::string* y) { return *x < *y; });
       if (!out.empty()) out += "; ";
-      out.append("couldn't assign flavors to pod set ").append(ps.name).append(": ");
+      out.append("couldn't assign flavors to pod set ").append(*ps.name).append(": ");
       for (std::size_t i = 0; i < reasons.size(); ++i) {
         if (i > 0) out += ", ";
         out += *reasons[i];
@@ -171,6 +170,51 @@ struct Assignment {
 struct Target {
   WorkloadId workload = 0;
   std::string_view reason;  // a static Kueue reason: InClusterQueue, InCohortReclamation, ...
+};
+
+// ---- statuses, stored compactly ---------------------------------------------------------------
+// A status is written far more often than it is read: each admission, pending head and
+// victim updates one, while status() runs when a driver prints or inspects a workload. So
+// a condition is kept as a small record (type and message kind as enums, reason interned)
+// and an admission as the chosen flavor-resource per pod set; status() renders Kueue's
+// strings from them. The rendered text is the same byte for byte (SeededRuns pins it).
+enum class CondType : std::uint8_t { QuotaReserved, Admitted, Evicted, Preempted, Requeued, Finished };
+
+const char* cond_type_name(CondType t) {
+  switch (t) {
+    case CondType::QuotaReserved: return "QuotaReserved";
+    case CondType::Admitted: return "Admitted";
+    case CondType::Evicted: return "Evicted";
+    case CondType::Preempted: return "Preempted";
+    case CondType::Requeued: return "Requeued";
+    case CondType::Finished: return "Finished";
+  }
+  return "";
+}
+
+// The fixed messages, and Text for the rest.
+enum class MessageKind : std::uint8_t {
+  Text,
+  QuotaReservedIn,   // "Quota reserved in ClusterQueue <the workload's queue>"
+  WorkloadAdmitted,  // "The workload is admitted"
+  NoReservation,     // "The workload has no reservation"
+  JobFinished,       // "Job finished successfully"
+};
+
+struct StoredCondition {
+  CondType type = CondType::QuotaReserved;
+  bool status = false;
+  bool previously = false;  // "Previously: " + the message (an active condition reset)
+  MessageKind kind = MessageKind::Text;
+  const std::string* reason = nullptr;  // interned: see Core::intern
+  VirtualTime last_transition = 0;
+  std::string text;  // kind Text only
+};
+
+// Where an admitted pod set's resource went: the pod set's index and the flavor-resource.
+struct AdmittedFlavor {
+  std::uint32_t pod_set = 0;
+  int fr = -1;
 };
 
 // Dominant resource share (pkg/cache/scheduler/fair_sharing.go DRS).
@@ -296,7 +340,14 @@ class Core final : public AdmissionCore {
   };
   struct Wl {
     WorkloadSpec spec;
-    WorkloadStatus status;
+    WorkloadPhase phase = WorkloadPhase::Pending;
+    VirtualTime admitted_at = -1;             // last admission, -1 if never
+    std::vector<StoredCondition> conditions;  // in the order Kueue first sets them
+    // The admission while it lasts (Admitted, Evicted, and Finished after an admission):
+    // per pod set in order, its resources' flavor-resources in resource-name order.
+    bool has_admission = false;
+    std::vector<AdmittedFlavor> admitted;
+    std::unique_ptr<Admission> restored;  // restore_admitted's admission, rendered verbatim
     int queue = -1;
     Usage usage;  // while holding quota
     bool in_pending = false;
@@ -468,9 +519,9 @@ class Core final : public AdmissionCore {
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     Wl& x = *workloads_.back();
     // Status storage for the usual lifetime is taken now rather than during a cycle.
-    x.status.conditions.reserve(4);
+    x.conditions.reserve(4);
     if (it == queue_index_.end()) {
-      set_pending(id, options_.unadmitted_workloads_observability ? "Misconfigured" : "Inadmissible",
+      set_pending(id, options_.unadmitted_workloads_observability ? r_misconfigured_ : r_inadmissible_,
                   "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
       return id;
     }
@@ -513,13 +564,14 @@ class Core final : public AdmissionCore {
     w.shape = shape_of(w.spec);
     w.queue = it->second;
     w.usage = std::move(usage);
-    w.status.phase = WorkloadPhase::Admitted;
-    w.status.admission = std::move(admission);
-    w.status.admitted_at = admitted_at;
+    w.phase = WorkloadPhase::Admitted;
+    w.has_admission = true;
+    w.restored = std::make_unique<Admission>(std::move(admission));
+    w.admitted_at = admitted_at;
     w.reserved_at = admitted_at;
-    set_condition(w.status, "QuotaReserved", true, "QuotaReserved",
-                  "Quota reserved in ClusterQueue " + w.status.admission->cluster_queue, admitted_at);
-    set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", admitted_at);
+    // The queue is the one named by the admission, so its message is this one's.
+    set_condition(w, CondType::QuotaReserved, true, r_quota_reserved_, MessageKind::QuotaReservedIn, {}, admitted_at);
+    set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, admitted_at);
     w.uid_label = uid_order_.insert(w.spec.uid);
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     hold(id);
@@ -528,32 +580,34 @@ class Core final : public AdmissionCore {
 
   void finish(WorkloadId id, VirtualTime now) override {
     Wl& w = wl_checked(id);
-    if (w.status.phase == WorkloadPhase::Finished) return;
-    const bool held = w.status.phase == WorkloadPhase::Admitted || w.status.phase == WorkloadPhase::Evicted;
+    if (w.phase == WorkloadPhase::Finished) return;
+    const bool held = w.phase == WorkloadPhase::Admitted || w.phase == WorkloadPhase::Evicted;
     if (held) {
       release(id);
     } else {
       unqueue(id);
     }
-    w.status.phase = WorkloadPhase::Finished;
-    set_condition(w.status, "Finished", true, "Succeeded", "Job finished successfully", now);
+    w.phase = WorkloadPhase::Finished;
+    set_condition(w, CondType::Finished, true, r_succeeded_, MessageKind::JobFinished, {}, now);
     if (held) requeue_inadmissible(w.queue);
   }
 
   void release_evicted(WorkloadId id, VirtualTime now) override {
     Wl& w = wl_checked(id);
-    if (w.status.phase != WorkloadPhase::Evicted) return;
+    if (w.phase != WorkloadPhase::Evicted) return;
     release(id);
     std::string message;
-    for (const auto& c : w.status.conditions) {
-      if (c.type == "Evicted") message = c.message;
+    for (const auto& c : w.conditions) {
+      if (c.type == CondType::Evicted) message = render_message(w, c);
     }
     // workload.UnsetQuotaReservationWithCondition + SyncAdmittedCondition, then requeue.
-    set_condition(w.status, "QuotaReserved", false, "Preempted", message, now);
-    set_condition(w.status, "Admitted", false, "NoReservation", "The workload has no reservation", now);
-    set_condition(w.status, "Requeued", true, "Preempted", message, now);
-    w.status.admission.reset();
-    w.status.phase = WorkloadPhase::Pending;
+    set_condition(w, CondType::QuotaReserved, false, r_preempted_, MessageKind::Text, message, now);
+    set_condition(w, CondType::Admitted, false, r_no_reservation_, MessageKind::NoReservation, {}, now);
+    set_condition(w, CondType::Requeued, true, r_preempted_, MessageKind::Text, message, now);
+    w.has_admission = false;
+    w.admitted.clear();
+    w.restored.reset();
+    w.phase = WorkloadPhase::Pending;
     w.pending_message = message;
     push_active(id, true);
     requeue_inadmissible(w.queue);
@@ -595,9 +649,9 @@ class Core final : public AdmissionCore {
   Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
     Wl& w = wl(id);
-    if (w.status.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
-    set_condition(w.status, "Evicted", true, "Preempted", message, now);
-    set_condition(w.status, "Preempted", true, reason, message, now);
+    if (w.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
+    set_condition(w, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
+    set_condition(w, CondType::Preempted, true, intern(reason), MessageKind::Text, message, now);
     mark_evicted(id);
     changed();
     return true;
@@ -614,7 +668,8 @@ class Core final : public AdmissionCore {
   }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return wl_checked(id).spec; }
-  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return wl_checked(id).status; }
+  [[nodiscard]] WorkloadStatus status(WorkloadId id) const override { return render_status(wl_checked(id)); }
+  [[nodiscard]] WorkloadPhase phase(WorkloadId id) const override { return wl_checked(id).phase; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override {
     std::vector<std::string> out;
     for (const auto& q : queues_) out.push_back(q.spec.name);
@@ -651,7 +706,7 @@ class Core final : public AdmissionCore {
     enum class Status { NotNominated, Skipped, Nominated, Assumed } status = Status::NotNominated;
     Requeue requeue = Requeue::Generic;
     std::string message;
-    std::string granular_reason;
+    const std::string* granular_reason = nullptr;  // interned; nullptr: none
   };
 
   Wl& wl(WorkloadId id) { return *workloads_[id]; }
@@ -729,6 +784,12 @@ class Core final : public AdmissionCore {
     if (node && spare_pending_nodes_.size() < kSparePendingNodes) spare_pending_nodes_.push_back(std::move(node));
     w.in_pending = false;
   }
+  // The same, where the caller holds w's position (a head just found): no second search.
+  void pending_erase(Queue& q, Wl& w, std::set<OrderKey>::const_iterator at_w) {
+    auto node = q.pending.extract(at_w);
+    if (spare_pending_nodes_.size() < kSparePendingNodes) spare_pending_nodes_.push_back(std::move(node));
+    w.in_pending = false;
+  }
   void set_inadmissible(Queue& q, Wl& w) { w.inadmissible_generation = q.generation; }
   void set_active(Queue& q, Wl& w) {
     w.inadmissible_generation = 0;
@@ -752,6 +813,12 @@ class Core final : public AdmissionCore {
   // The first active pending workload; members of a bulk-moved equivalence class are set
   // aside on the way.
   std::optional<WorkloadId> find_head(Queue& q) {
+    const auto it = find_head_at(q);
+    if (it == q.pending.end()) return std::nullopt;
+    return it->id;
+  }
+  // The same, as the head's position in `pending` (end(): none).
+  std::set<OrderKey>::const_iterator find_head_at(Queue& q) {
     const bool known = q.scan_generation == q.generation;
     auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
     for (; it != q.pending.end(); ++it) {
@@ -766,10 +833,10 @@ class Core final : public AdmissionCore {
     q.scan_generation = q.generation;
     if (it == q.pending.end()) {
       q.scan_from.reset();
-      return std::nullopt;
+    } else {
+      q.scan_from = *it;
     }
-    q.scan_from = *it;
-    return it->id;
+    return it;
   }
 
   void unqueue(WorkloadId id) {
@@ -865,13 +932,13 @@ class Core final : public AdmissionCore {
     Queue& q = queues_[at(w.queue)];
     unrank(q, id);
     ++q.evicted;
-    w.status.phase = WorkloadPhase::Evicted;
+    w.phase = WorkloadPhase::Evicted;
   }
 
   void release(WorkloadId id) {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
-    if (w.status.phase == WorkloadPhase::Evicted) {
+    if (w.phase == WorkloadPhase::Evicted) {
       --q.evicted;
     } else {
       unrank(q, id);
@@ -895,46 +962,119 @@ class Core final : public AdmissionCore {
 
   // ---- conditions ---------------------------------------------------------------------------
 
-  // apimeta.SetStatusCondition: the transition time moves only when the status flips.
-  // Views, and assignments only where something changed: most pending heads are told
-  // the same thing every cycle.
-  static void set_condition(WorkloadStatus& s, std::string_view type, bool status, std::string_view reason,
-                            std::string_view message, VirtualTime now) {
-    for (auto& c : s.conditions) {
-      if (c.type != type) continue;
-      if (c.status != status) c.last_transition = now;
-      c.status = status;
-      if (c.reason != reason) c.reason = reason;
-      if (c.message != message) c.message = message;
-      return;
-    }
-    // Room for the usual lifetime (QuotaReserved, Admitted, Finished or Evicted) at once.
-    if (s.conditions.empty()) s.conditions.reserve(4);
-    s.conditions.push_back(Condition{std::string(type), status, std::string(reason), std::string(message), now});
+  // Reasons are kept once each; a condition points at its reason. The set only grows by
+  // the reasons callers of evict() pass, which are a handful.
+  const std::string* intern(std::string_view reason) {
+    auto it = reasons_.find(reason);
+    if (it == reasons_.end()) it = reasons_.emplace(reason).first;
+    return &*it;
   }
 
-  static void reset_active_condition(WorkloadStatus& s, std::string_view type, std::string_view reason,
-                                     VirtualTime now) {
-    for (auto& c : s.conditions) {
-      if (c.type == type && c.status) set_condition(s, type, false, reason, "Previously: " + c.message, now);
+  // apimeta.SetStatusCondition: the transition time moves only when the status flips.
+  // A Text message is copied only when it changed: most pending heads are told the same
+  // thing every cycle.
+  static void set_condition(Wl& w, CondType type, bool status, const std::string* reason, MessageKind kind,
+                            std::string_view text, VirtualTime now) {
+    StoredCondition* c = nullptr;
+    for (auto& x : w.conditions) {
+      if (x.type == type) {
+        c = &x;
+        break;
+      }
     }
+    if (c == nullptr) {
+      // Room for the usual lifetime (QuotaReserved, Admitted, Finished or Evicted) at once.
+      if (w.conditions.empty()) w.conditions.reserve(4);
+      c = &w.conditions.emplace_back();
+      c->type = type;
+      c->status = status;
+      c->last_transition = now;
+    }
+    if (c->status != status) c->last_transition = now;
+    c->status = status;
+    c->reason = reason;
+    c->previously = false;
+    c->kind = kind;
+    if (kind != MessageKind::Text) {
+      if (!c->text.empty()) std::string().swap(c->text);  // an admitted workload keeps no pending message
+    } else if (c->text != text) {
+      c->text = text;
+    }
+  }
+
+  // Active Evicted and Preempted conditions become False with "Previously: " + their
+  // message, as a new admission does.
+  void reset_eviction_conditions(Wl& w, const std::string* reason, VirtualTime now) const {
+    for (auto& c : w.conditions) {
+      if ((c.type != CondType::Evicted && c.type != CondType::Preempted) || !c.status) continue;
+      if (c.previously) {  // not reached: a True condition never has a reset message
+        c.text = "Previously: " + render_message(w, c);
+        c.kind = MessageKind::Text;
+      }
+      c.status = false;
+      c.last_transition = now;
+      c.reason = reason;
+      c.previously = true;
+    }
+  }
+
+  [[nodiscard]] std::string render_message(const Wl& w, const StoredCondition& c) const {
+    std::string m = c.previously ? "Previously: " : "";
+    switch (c.kind) {
+      case MessageKind::Text: m += c.text; break;
+      case MessageKind::QuotaReservedIn: m += queues_[at(w.queue)].reserved_message; break;
+      case MessageKind::WorkloadAdmitted: m += "The workload is admitted"; break;
+      case MessageKind::NoReservation: m += "The workload has no reservation"; break;
+      case MessageKind::JobFinished: m += "Job finished successfully"; break;
+    }
+    return m;
+  }
+
+  [[nodiscard]] Admission render_admission(const Wl& w) const {
+    if (w.restored) return *w.restored;
+    const Queue& q = queues_[at(w.queue)];
+    Admission a;
+    a.cluster_queue = q.spec.name;
+    a.pod_sets.reserve(w.spec.pod_sets.size());
+    for (std::size_t p = 0; p < w.spec.pod_sets.size(); ++p) {
+      PodSetAssignment& psa = a.pod_sets.emplace_back();
+      psa.name = w.spec.pod_sets[p].name;
+      psa.count = w.spec.pod_sets[p].count;
+      for (const AdmittedFlavor& f : w.admitted) {
+        if (f.pod_set == p) psa.flavors.emplace_back(fr_resource_[at(f.fr)], flavors_[at(fr_flavor_[at(f.fr)])].name);
+      }
+      psa.resource_usage = w.totals.at(p).requests;
+    }
+    return a;
+  }
+
+  [[nodiscard]] WorkloadStatus render_status(const Wl& w) const {
+    WorkloadStatus s;
+    s.phase = w.phase;
+    s.admitted_at = w.admitted_at;
+    if (w.has_admission) s.admission = render_admission(w);
+    s.conditions.reserve(w.conditions.size());
+    for (const auto& c : w.conditions) {
+      s.conditions.push_back(Condition{cond_type_name(c.type), c.status, *c.reason, render_message(w, c), c.last_transition});
+    }
+    return s;
   }
 
   // Returns true when the pending message changed (a Pending decision is due).
-  bool set_pending(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now,
+  bool set_pending(WorkloadId id, const std::string* reason, const std::string& message, VirtualTime now,
                    CycleResult* out) {
     Wl& w = wl(id);
-    set_condition(w.status, "QuotaReserved", false, reason, message, now);
+    set_condition(w, CondType::QuotaReserved, false, reason, MessageKind::Text, message, now);
     // SyncAdmittedCondition: with UnadmittedWorkloadsObservability a pending Workload
     // says explicitly that it has no reservation.
     if (options_.unadmitted_workloads_observability) {
-      set_condition(w.status, "Admitted", false, "NoReservation", "The workload has no reservation", now);
+      set_condition(w, CondType::Admitted, false, r_no_reservation_, MessageKind::NoReservation, {}, now);
     }
-    if (w.pending_message == message && !w.status.conditions.empty()) return false;
+    if (w.pending_message == message && !w.conditions.empty()) return false;
     w.pending_message = message;
     if (out != nullptr) {
       out->decisions.push_back(Decision{Decision::Kind::Pending, id,
-                                        w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, reason,
+                                        w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, *reason,
                                         message, {}});
     }
     return true;
@@ -1116,7 +1256,6 @@ class Core final : public AdmissionCore {
   void assign(WorkloadId id, Assignment& a) {
     Wl& w = wl(id);
     const int queue = w.queue;
-    const Queue& q = queues_[at(queue)];
     const auto& totals = totals_of(w);
     a.borrowing = 0;
     a.usage.clear();
@@ -1127,8 +1266,7 @@ class Core final : public AdmissionCore {
       const auto& ps = w.spec.pod_sets[p];
       const PodSetTotals& t = totals[p];
       PodSetAssign& psa = a.pod_sets[used++];
-      psa.name = ps.name;
-      psa.count = ps.count;
+      psa.name = &ps.name;
       psa.requests = &t.requests;
       psa.flavors.clear();
       for (auto& r : psa.reasons) spare_strings_.push_back(std::move(r));
@@ -1151,7 +1289,7 @@ class Core final : public AdmissionCore {
         if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
         done_groups.push_back(group);
         NoFitReason group_no_fit = NoFitReason::None;
-        const auto& flavors = find_flavor(id, queue, q.groups[at(group)], ps, t, a.usage, &group_no_fit, psa.reasons);
+        const auto& flavors = find_flavor(id, queue, group, ps, t, a.usage, &group_no_fit, psa.reasons);
         if (flavors.empty()) {
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
@@ -1162,12 +1300,12 @@ class Core final : public AdmissionCore {
       if (failed) psa.flavors.clear();
       psa.failed = failed;
       std::sort(psa.flavors.begin(), psa.flavors.end(),
-                [](const ResourceAssign& x, const ResourceAssign& y) { return x.resource < y.resource; });
+                [this](const ResourceAssign& x, const ResourceAssign& y) { return fr_resource_[at(x.fr)] < fr_resource_[at(y.fr)]; });
       for (const auto& f : psa.flavors) {
         a.borrowing = std::max(a.borrowing, f.borrow);
         Amount amount = 0;
-        for (const auto& [r, v] : t.requests) {
-          if (r == f.resource) amount = v;
+        for (std::size_t i = 0; i < t.requests.size(); ++i) {
+          if (t.rids[i] == f.rid) amount = t.requests[i].second;
         }
         add_to(a.usage, f.fr, amount);
       }
@@ -1179,10 +1317,11 @@ class Core final : public AdmissionCore {
   // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
   // is appended to `reasons`, unless one fits.
   // The result lives in a scratch buffer until the next call.
-  const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, const Group& group, const PodSetSpec& ps,
+  const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, int group_index, const PodSetSpec& ps,
                                                  const PodSetTotals& totals, const Usage& assumed,
                                                  NoFitReason* group_no_fit, std::vector<std::string>& reasons) {
     const Queue& q = queues_[at(queue)];
+    const Group& group = q.groups[at(group_index)];
     const std::size_t reasons_before = reasons.size();
     std::vector<ResourceAssign>& best = scratch_best_;
     std::vector<ResourceAssign>& assignments = scratch_assignments_;
@@ -1201,8 +1340,8 @@ class Core final : public AdmissionCore {
       NoFitReason flavor_no_fit = NoFitReason::None;
       Granular rep{PMode::Fit, 0};
       for (std::size_t i = 0; i < totals.requests.size(); ++i) {
-        const auto& [resource, val] = totals.requests[i];
-        if (std::find(group.resources.begin(), group.resources.end(), resource) == group.resources.end()) continue;
+        if (totals.groups[i] != group_index) continue;  // the group covers another resource
+        const Amount val = totals.requests[i].second;
         const int fr = fr_by_rid_[at(totals.rids[i])][at(flavor)];
         if (fr < 0) {
           rep = Granular{};
@@ -1214,7 +1353,7 @@ class Core final : public AdmissionCore {
         const Granular mode{pmode, borrow};
         if (preferred(rep, mode, q.spec.flavor_fungibility)) rep = mode;
         if (rep.p == PMode::NoFit) continue;
-        assignments.push_back(ResourceAssign{resource, flavor, fr, to_mode(pmode), borrow});
+        assignments.push_back(ResourceAssign{totals.rids[i], flavor, fr, to_mode(pmode), borrow});
       }
       if (rep.p == PMode::NoFit) {
         attempt_failed(flavor_no_fit == NoFitReason::None ? NoFitReason::NoMatchingFlavor : flavor_no_fit);
@@ -1265,16 +1404,16 @@ class Core final : public AdmissionCore {
   [[nodiscard]] bool candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
     const Wl& x = wl(a);
     const Wl& y = wl(b);
-    if (x.status.phase == WorkloadPhase::Evicted) {
-      if (y.status.phase != WorkloadPhase::Evicted) return true;
-    } else if (y.status.phase == WorkloadPhase::Evicted) {
+    if (x.phase == WorkloadPhase::Evicted) {
+      if (y.phase != WorkloadPhase::Evicted) return true;
+    } else if (y.phase == WorkloadPhase::Evicted) {
       return false;
     }
     const bool x_own = x.queue == preemptor_queue, y_own = y.queue == preemptor_queue;
     if (x_own != y_own) return !x_own;
     if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
-    const VirtualTime tx = x.status.phase == WorkloadPhase::Pending ? now : x.reserved_at;
-    const VirtualTime ty = y.status.phase == WorkloadPhase::Pending ? now : y.reserved_at;
+    const VirtualTime tx = x.phase == WorkloadPhase::Pending ? now : x.reserved_at;
+    const VirtualTime ty = y.phase == WorkloadPhase::Pending ? now : y.reserved_at;
     if (tx != ty) return tx > ty;
     if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
     return a < b;
@@ -1293,7 +1432,7 @@ class Core final : public AdmissionCore {
 
   [[nodiscard]] Candidate candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const {
     const Wl& x = wl(w);
-    return Candidate{w, lca, v, x.status.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
+    return Candidate{w, lca, v, x.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
                      x.spec.priority, x.reserved_at, *x.uid_label};
   }
 
@@ -1489,7 +1628,7 @@ class Core final : public AdmissionCore {
     const Queue& q = queues_[at(cq)];
     if (q.evicted == 0) return;
     for (WorkloadId w : q.holding) {
-      if (wl(w).status.phase != WorkloadPhase::Evicted) continue;
+      if (wl(w).phase != WorkloadPhase::Evicted) continue;
       const Variant v = classify(preemptor, queue, w, advantage, frs);
       if (v != Variant::Never) evicted.push_back(Ranked{list, candidate(w, lca, v, queue)});
     }
@@ -2064,6 +2203,17 @@ class Core final : public AdmissionCore {
                                       std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
 
   CoreOptions options_;
+  std::set<std::string, std::less<>> reasons_;  // intern(); node-based, so pointers stay valid
+  const std::string* r_pending_ = intern("Pending");
+  const std::string* r_inadmissible_ = intern("Inadmissible");
+  const std::string* r_misconfigured_ = intern("Misconfigured");
+  const std::string* r_quota_reserved_ = intern("QuotaReserved");
+  const std::string* r_admitted_ = intern("Admitted");
+  const std::string* r_no_reservation_ = intern("NoReservation");
+  const std::string* r_preempted_ = intern("Preempted");
+  const std::string* r_succeeded_ = intern("Succeeded");
+  const std::string* r_waiting_for_quota_ = intern("WaitingForQuota");
+  const std::string* r_waiting_for_preempted_ = intern("WaitingForPreemptedWorkloads");
   std::vector<ResourceFlavorSpec> flavors_;
   std::unordered_map<std::string, int> flavor_index_;
   mutable std::map<std::pair<int, std::string>, int> fr_index_;
@@ -2120,35 +2270,30 @@ class Core final : public AdmissionCore {
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   Wl& w = wl(e.w);
   Queue& q = queues_[at(e.queue)];
-  // The entry's assignment is not read after this: its parts move into the workload.
-  Admission admission;
-  admission.cluster_queue = q.spec.name;
-  admission.pod_sets.reserve(e.a.pod_sets.size());
-  for (auto& ps : e.a.pod_sets) {
-    PodSetAssignment psa;
-    psa.name = ps.name;
-    psa.count = ps.count;
-    psa.flavors.reserve(ps.flavors.size());
-    for (const auto& f : ps.flavors) {
-      psa.flavors.emplace_back(f.resource, flavors_[at(f.flavor)].name);
-    }
-    psa.resource_usage = *ps.requests;
-    admission.pod_sets.push_back(std::move(psa));
+  // The entry's usage is not read after this: it moves into the workload.
+  w.admitted.clear();
+  for (std::size_t p = 0; p < e.a.pod_sets.size(); ++p) {
+    for (const auto& f : e.a.pod_sets[p].flavors) w.admitted.push_back(AdmittedFlavor{static_cast<std::uint32_t>(p), f.fr});
   }
+  w.has_admission = true;
+  w.restored.reset();
   w.usage = std::move(e.a.usage);
-  w.status.phase = WorkloadPhase::Admitted;
-  w.status.admission = std::move(admission);
-  w.status.admitted_at = now;
+  w.phase = WorkloadPhase::Admitted;
+  w.admitted_at = now;
   w.reserved_at = now;
   w.pending_message.clear();
-  set_condition(w.status, "QuotaReserved", true, "QuotaReserved", q.reserved_message, now);
-  reset_active_condition(w.status, "Evicted", "QuotaReserved", now);
-  reset_active_condition(w.status, "Preempted", "QuotaReserved", now);
-  set_condition(w.status, "Admitted", true, "Admitted", "The workload is admitted", now);
+  set_condition(w, CondType::QuotaReserved, true, r_quota_reserved_, MessageKind::QuotaReservedIn, {}, now);
+  reset_eviction_conditions(w, r_quota_reserved_, now);
+  set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, now);
   if (q.sticky && *q.sticky == e.w) q.sticky.reset();
   hold(e.w);
   e.status = Entry::Status::Assumed;
-  out.decisions.push_back(Decision{Decision::Kind::Admitted, e.w, q.spec.name, "QuotaReserved", q.reserved_message, {}});
+  Decision& d = out.decisions.emplace_back();
+  d.kind = Decision::Kind::Admitted;
+  d.workload = e.w;
+  d.cluster_queue = q.spec.name;
+  d.reason = *r_quota_reserved_;
+  d.message = q.reserved_message;
 }
 
 void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
@@ -2172,12 +2317,12 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   const Mode mode = e.a.mode();
   if (mode == Mode::NoFit) {
     e.requeue = Requeue::NoFit;
-    e.granular_reason = no_fit_reason_name(e.a.no_fit_reason());
+    e.granular_reason = intern(no_fit_reason_name(e.a.no_fit_reason()));
     return;
   }
   if (mode == Mode::Preempt && e.targets.empty()) {
     e.requeue = Requeue::NoCandidates;
-    e.granular_reason = "WaitingForQuota";
+    e.granular_reason = r_waiting_for_quota_;
     // reserveCapacityForUnreclaimablePreempt: unless the queue can always reclaim.
     if (queues_[at(e.queue)].spec.preemption.reclaim_within_cohort != PreemptionPolicy::Any) {
       Usage r = reserve_for(e);
@@ -2188,7 +2333,7 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   }
   if (mode == Mode::DeferredFit) {
     e.message = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete";
-    e.granular_reason = "WaitingForPreemptedWorkloads";
+    e.granular_reason = r_waiting_for_preempted_;
     e.requeue = Requeue::PendingPreemption;
     add_usage(e.queue, e.a.usage);
     reserved.emplace_back(e.queue, e.a.usage);
@@ -2197,13 +2342,13 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   if (any_preempted(e.targets)) {
     e.status = Entry::Status::Skipped;
     e.message = "Workload has overlapping preemption targets with another workload";
-    e.granular_reason = "WaitingForQuota";
+    e.granular_reason = r_waiting_for_quota_;
     return;
   }
   if (!ok) {
     e.status = Entry::Status::Skipped;
     e.message = "Workload no longer fits after processing another workload";
-    e.granular_reason = "WaitingForQuota";
+    e.granular_reason = r_waiting_for_quota_;
     return;
   }
   for (const auto& t : e.targets) preempted.insert(t.workload);
@@ -2221,14 +2366,14 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
     for (const auto& t : e.targets) {
       Wl& v = wl(t.workload);
       victims.push_back(t.workload);
-      if (v.status.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
+      if (v.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
       const std::string message = "Preempted to accommodate a workload (UID: " +
                                   (preemptor.spec.uid.empty() ? "UNKNOWN" : preemptor.spec.uid) +
                                   ", JobUID: " + (preemptor.spec.job_uid.empty() ? "UNKNOWN" : preemptor.spec.job_uid) +
                                   ") due to " + human_reason(t.reason) + "; preemptor path: " + path(e.queue) +
                                   "; preemptee path: " + path(v.queue);
-      set_condition(v.status, "Evicted", true, "Preempted", message, now);
-      set_condition(v.status, "Preempted", true, t.reason, message, now);
+      set_condition(v, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
+      set_condition(v, CondType::Preempted, true, intern(t.reason), MessageKind::Text, message, now);
       mark_evicted(t.workload);
       changed();  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
@@ -2236,7 +2381,7 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
                                        message, {e.w}});
     }
     e.message += ". Pending the preemption of " + std::to_string(e.targets.size()) + " workload(s)";
-    e.granular_reason = "WaitingForPreemptedWorkloads";
+    e.granular_reason = r_waiting_for_preempted_;
     e.requeue = Requeue::PendingPreemption;
     e.status = Entry::Status::Nominated;
     out.decisions.push_back(Decision{Decision::Kind::PreemptionIssued, e.w, queues_[at(e.queue)].spec.name, "Pending",
@@ -2248,24 +2393,29 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
 
 // classicalIterator's order; sorts positions, not the (large) entries.
 std::vector<std::size_t> Core::order_classical(std::span<const Entry> entries) const {
-  // The keys are copied out first: the sort then touches no workload.
+  // The keys are copied out first, as unsigned words compared in turn: the sort then
+  // touches no workload. `order` holds borrowing (>= 0) above the priority, inverted so
+  // that a higher priority sorts first; `creation` has its sign bit flipped so that the
+  // unsigned order is the signed one.
   struct Key {
-    int borrowing;
-    std::int32_t priority;
-    VirtualTime creation;
+    std::uint64_t order;
+    std::uint64_t creation;
     std::uint64_t uid;
     WorkloadId w;
-    std::size_t index;
+    std::uint32_t index;
   };
   std::vector<Key> keys;
   keys.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Wl& x = wl(entries[i].w);
-    keys.push_back(Key{entries[i].a.borrowing, x.spec.priority, x.spec.creation, *x.uid_label, entries[i].w, i});
+    const auto borrowing = static_cast<std::uint64_t>(static_cast<std::uint32_t>(entries[i].a.borrowing));
+    const std::uint32_t priority = static_cast<std::uint32_t>(x.spec.priority) ^ 0x80000000U;
+    keys.push_back(Key{(borrowing << 32) | static_cast<std::uint32_t>(~priority),
+                       static_cast<std::uint64_t>(x.spec.creation) ^ (std::uint64_t{1} << 63), *x.uid_label, entries[i].w,
+                       static_cast<std::uint32_t>(i)});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    if (a.borrowing != b.borrowing) return a.borrowing < b.borrowing;
-    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.order != b.order) return a.order < b.order;
     if (a.creation != b.creation) return a.creation < b.creation;
     if (a.uid != b.uid) return a.uid < b.uid;
     return a.w < b.w;
@@ -2399,16 +2549,16 @@ CycleResult Core::run_cycle(VirtualTime now) {
   std::vector<Entry> inactive;
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
     Queue& q = queues_[qi];
-    const auto head = find_head(q);
-    if (!head) continue;
-    const WorkloadId id = *head;
-    pending_erase(q, wl(id));
+    const auto head = find_head_at(q);
+    if (head == q.pending.end()) continue;
+    const WorkloadId id = head->id;
+    pending_erase(q, wl(id), head);
     if (!q.spec.active) {
       Entry& e = inactive.emplace_back();
       e.w = id;
       e.queue = static_cast<int>(qi);
       e.message = "ClusterQueue " + q.spec.name + " is inactive";
-      e.granular_reason = "Suspended";
+      e.granular_reason = intern("Suspended");
       continue;
     }
     if (live == entry_pool_.size()) entry_pool_.emplace_back();
@@ -2419,7 +2569,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
     e.status = Entry::Status::NotNominated;
     e.requeue = Requeue::Generic;
     e.message.clear();
-    e.granular_reason.clear();
+    e.granular_reason = nullptr;
   }
   const std::span<Entry> entries(entry_pool_.data(), live);
   out.heads = entries.size() + inactive.size();
@@ -2464,9 +2614,10 @@ CycleResult Core::run_cycle(VirtualTime now) {
         q.bulk_moved_shapes.insert(wl(e.w).shape);
       }
     }
-    const std::string condition_reason = options_.unadmitted_workloads_observability && !e.granular_reason.empty()
-                                             ? e.granular_reason
-                                             : std::string("Pending");
+    const std::string* condition_reason =
+        options_.unadmitted_workloads_observability && e.granular_reason != nullptr && !e.granular_reason->empty()
+            ? e.granular_reason
+            : r_pending_;
     set_pending(e.w, condition_reason, e.message, now, &out);
   };
   for (auto& e : entries) requeue(e);
@@ -2485,7 +2636,7 @@ ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
   std::vector<Amount> admitted_usage(tree_.fr_count(), 0);
   for (WorkloadId w : q.holding) {
     ++s.reserving_workloads;
-    if (wl(w).status.phase == WorkloadPhase::Admitted) {
+    if (wl(w).phase == WorkloadPhase::Admitted) {
       ++s.admitted_workloads;
     }
     for (const auto& [fr, v] : wl(w).usage) admitted_usage[at(fr)] += v;

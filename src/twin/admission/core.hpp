@@ -137,7 +137,11 @@ class AdmissionCore {
 
   [[nodiscard]] virtual std::size_t workload_count() const = 0;
   [[nodiscard]] virtual const WorkloadSpec& spec(WorkloadId id) const = 0;
-  [[nodiscard]] virtual const WorkloadStatus& status(WorkloadId id) const = 0;
+  // The status as Kueue writes it, built by this call: the core keeps statuses in a compact
+  // form, since a cycle writes many more of them than anyone reads.
+  [[nodiscard]] virtual WorkloadStatus status(WorkloadId id) const = 0;
+  // The phase alone, without building the status.
+  [[nodiscard]] virtual WorkloadPhase phase(WorkloadId id) const = 0;
   [[nodiscard]] virtual std::vector<std::string> cluster_queue_names() const = 0;
   [[nodiscard]] virtual std::vector<std::string> cohort_names() const = 0;
   [[nodiscard]] virtual ClusterQueueStatus cluster_queue_status(const std::string& name) const = 0;

@@ -156,7 +156,8 @@ class Simulation {
     WorkloadRecord* rec = record(id);
     if (rec == nullptr || rec->holds_quota) return;
     Amount usage = 0;
-    if (const auto& admission = core_.status(id).admission) {
+    const WorkloadStatus status = core_.status(id);
+    if (const auto& admission = status.admission) {
       for (const auto& ps : admission->pod_sets) {
         for (const auto& [resource, amount] : ps.resource_usage) {
           if (resource == kResource) usage += amount;

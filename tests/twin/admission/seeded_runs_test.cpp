@@ -176,7 +176,7 @@ class SeededRun {
   void finish_some() {
     std::vector<WorkloadId> still_running;
     for (const WorkloadId w : running_) {
-      if (core_->status(w).phase != WorkloadPhase::Admitted) continue;
+      if (core_->phase(w) != WorkloadPhase::Admitted) continue;
       if (draw(static_cast<unsigned>(shape_.finish_one_in)) == 0) {
         core_->finish(w, now_);
       } else {
@@ -203,7 +203,8 @@ class SeededRun {
 
   void record_final_state() {
     for (WorkloadId w = 0; w < core_->workload_count(); ++w) {
-      const WorkloadStatus& s = core_->status(w);
+      const WorkloadStatus s = core_->status(w);
+      EXPECT_EQ(core_->phase(w), s.phase) << "workload " << w;
       hash_.number(static_cast<int>(s.phase));
       hash_.number(s.admitted_at);
       for (const auto& c : s.conditions) {

@@ -125,7 +125,8 @@ class FakeCore final : public AdmissionCore {
   }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return workloads_.at(id).spec; }
-  [[nodiscard]] const WorkloadStatus& status(WorkloadId id) const override { return workloads_.at(id).status; }
+  [[nodiscard]] WorkloadStatus status(WorkloadId id) const override { return workloads_.at(id).status; }
+  [[nodiscard]] WorkloadPhase phase(WorkloadId id) const override { return workloads_.at(id).status.phase; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override {
     std::vector<std::string> out;
     for (const auto& [name, q] : queues_) out.push_back(name);

@@ -239,7 +239,8 @@ class StuckCore final : public AdmissionCore {
   [[nodiscard]] bool has_active_heads() const override { return true; }
   [[nodiscard]] std::size_t workload_count() const override { return specs_.size(); }
   [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return specs_.at(id); }
-  [[nodiscard]] const WorkloadStatus& status(WorkloadId) const override { return status_; }
+  [[nodiscard]] WorkloadStatus status(WorkloadId) const override { return status_; }
+  [[nodiscard]] WorkloadPhase phase(WorkloadId) const override { return status_.phase; }
   [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return {}; }
   [[nodiscard]] std::vector<std::string> cohort_names() const override { return {}; }
   [[nodiscard]] ClusterQueueStatus cluster_queue_status(const std::string&) const override { return {}; }
