@@ -131,6 +131,7 @@ struct Assignment {
   int borrowing = 0;
   Usage usage;
   std::optional<Mode> forced;  // DeferredFit set by the scheduler
+  Mode assigned = Mode::NoFit;  // the pod sets' mode, set by assign(): read without walking them
 
   // Assignment.resolveNoFitReason: the most severe pod set reason.
   [[nodiscard]] NoFitReason no_fit_reason() const {
@@ -140,8 +141,8 @@ struct Assignment {
     }
     return r;
   }
-  [[nodiscard]] Mode mode() const {
-    if (forced) return *forced;
+  [[nodiscard]] Mode mode() const { return forced ? *forced : assigned; }
+  [[nodiscard]] Mode pod_sets_mode() const {
     if (pod_sets.empty()) return Mode::NoFit;
     Mode m = Mode::Fit;
     for (const auto& ps : pod_sets) m = std::min(m, ps.mode());
@@ -1312,6 +1313,7 @@ class Core final : public AdmissionCore {
       if (failed) break;
     }
     a.pod_sets.resize(used);
+    a.assigned = a.pod_sets_mode();
   }
 
   // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
