@@ -560,5 +560,105 @@ TEST(QuotaUpdate, RaisingAGuaranteeAdmitsWhatWaits) {
   EXPECT_EQ(core->figures("pool", "default", "nvidia.com/gpu")->subtree_quota, 24);
 }
 
+// The core keeps statuses compact and status() renders them: what each stage of a
+// workload's life renders to.
+void expect_condition(const WorkloadStatus& s, const std::string& type, bool status, const std::string& reason,
+                      const std::string& message, VirtualTime at) {
+  const Condition* c = condition(s, type);
+  ASSERT_NE(c, nullptr) << type;
+  EXPECT_EQ(c->status, status) << type;
+  EXPECT_EQ(c->reason, reason) << type;
+  EXPECT_EQ(c->message, message) << type;
+  EXPECT_EQ(c->last_transition, at) << type;
+}
+
+TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
+  auto core = make({queue("cq", "", {quota("cpu", 10000), quota("memory", 1 << 30), quota("nvidia.com/gpu", 8)})});
+  WorkloadSpec w = workload("a", "cq", 0);
+  w.pod_sets[0] = PodSetSpec{"main", 2, {{"cpu", 500}, {"nvidia.com/gpu", 1}}, {}, {}};
+  w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"memory", 1024}}, {}, {}});
+  const WorkloadId id = core->submit(w, 0);
+  core->run_cycle(3);
+
+  const WorkloadStatus s = core->status(id);
+  EXPECT_EQ(core->phase(id), WorkloadPhase::Admitted);
+  EXPECT_EQ(s.admitted_at, 3);
+  ASSERT_TRUE(s.admission.has_value());
+  EXPECT_EQ(s.admission->cluster_queue, "cq");
+  ASSERT_EQ(s.admission->pod_sets.size(), 2u);
+  const auto& main = s.admission->pod_sets[0];
+  EXPECT_EQ(main.name, "main");
+  EXPECT_EQ(main.count, 2);
+  using Flavors = std::vector<std::pair<std::string, std::string>>;
+  using Usage = std::vector<std::pair<std::string, Amount>>;
+  EXPECT_EQ(main.flavors, (Flavors{{"cpu", "default"}, {"nvidia.com/gpu", "default"}}));
+  EXPECT_EQ(main.resource_usage, (Usage{{"cpu", 1000}, {"nvidia.com/gpu", 2}}));  // per pod x count
+  const auto& aux = s.admission->pod_sets[1];
+  EXPECT_EQ(aux.name, "aux");
+  EXPECT_EQ(aux.flavors, (Flavors{{"memory", "default"}}));
+  EXPECT_EQ(aux.resource_usage, (Usage{{"memory", 1024}}));
+  ASSERT_EQ(s.conditions.size(), 2u);
+  expect_condition(s, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue cq", 3);
+  expect_condition(s, "Admitted", true, "Admitted", "The workload is admitted", 3);
+
+  // A finished workload keeps its admission in the status, as the Workload object does.
+  core->finish(id, 9);
+  const WorkloadStatus f = core->status(id);
+  EXPECT_EQ(core->phase(id), WorkloadPhase::Finished);
+  ASSERT_TRUE(f.admission.has_value());
+  EXPECT_EQ(f.admission->pod_sets.size(), 2u);
+  expect_condition(f, "Finished", true, "Succeeded", "Job finished successfully", 9);
+}
+
+TEST(StatusRendering, RestoredAdmissionIsRenderedAsGiven) {
+  auto core = make({queue("cq", "", {quota("nvidia.com/gpu", 8)})});
+  Admission given;
+  given.cluster_queue = "cq";
+  given.pod_sets.push_back(PodSetAssignment{"main", {{"nvidia.com/gpu", "default"}}, {{"nvidia.com/gpu", 3}}, 1});
+  // The spec asks for 1 GPU; the admission read back from the object says 3, and wins.
+  const auto id = core->restore_admitted(workload("r", "cq", 1), given, 7);
+  ASSERT_TRUE(id.ok()) << id.error();
+  const WorkloadStatus s = core->status(*id);
+  ASSERT_TRUE(s.admission.has_value());
+  EXPECT_EQ(s.admission->pod_sets.at(0).resource_usage, given.pod_sets[0].resource_usage);
+  EXPECT_EQ(s.admission->pod_sets.at(0).flavors, given.pod_sets[0].flavors);
+  EXPECT_EQ(s.admitted_at, 7);
+  expect_condition(s, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue cq", 7);
+  expect_condition(s, "Admitted", true, "Admitted", "The workload is admitted", 7);
+  EXPECT_EQ(core->figures("cq", "default", "nvidia.com/gpu")->usage, 3);
+}
+
+TEST(StatusRendering, EvictionRequeueAndReadmissionKeepKueuesConditionHistory) {
+  auto core = make({queue("cq", "", {quota("nvidia.com/gpu", 4)})});
+  const WorkloadId id = core->submit(workload("a", "cq", 4), 0);
+  core->run_cycle(1);
+  ASSERT_TRUE(core->evict(id, "InCohortReclamation", "reclaimed by the bank", 10).ok());
+  WorkloadStatus s = core->status(id);
+  EXPECT_EQ(s.phase, WorkloadPhase::Evicted);
+  EXPECT_TRUE(s.admission.has_value());  // the victim holds its quota until its pods are gone
+  expect_condition(s, "Evicted", true, "Preempted", "reclaimed by the bank", 10);
+  expect_condition(s, "Preempted", true, "InCohortReclamation", "reclaimed by the bank", 10);
+
+  core->release_evicted(id, 11);
+  s = core->status(id);
+  EXPECT_EQ(s.phase, WorkloadPhase::Pending);
+  EXPECT_FALSE(s.admission.has_value());
+  expect_condition(s, "QuotaReserved", false, "Preempted", "reclaimed by the bank", 11);
+  expect_condition(s, "Admitted", false, "NoReservation", "The workload has no reservation", 11);
+  expect_condition(s, "Requeued", true, "Preempted", "reclaimed by the bank", 11);
+
+  core->run_cycle(12);
+  s = core->status(id);
+  EXPECT_EQ(s.phase, WorkloadPhase::Admitted);
+  expect_condition(s, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue cq", 12);
+  expect_condition(s, "Evicted", false, "QuotaReserved", "Previously: reclaimed by the bank", 12);
+  expect_condition(s, "Preempted", false, "QuotaReserved", "Previously: reclaimed by the bank", 12);
+  expect_condition(s, "Admitted", true, "Admitted", "The workload is admitted", 12);
+  // Kueue's order: each condition where it was first set.
+  std::vector<std::string> types;
+  for (const auto& c : s.conditions) types.push_back(c.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued"}));
+}
+
 }  // namespace
 }  // namespace gpubank::twin
