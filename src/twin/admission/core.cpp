@@ -65,16 +65,6 @@ const char* human_reason(std::string_view reason) {
 // flavorassigner reasonSeverity: how a NoFit is reported, least to most severe.
 enum class NoFitReason { None = 0, WaitingForQuota = 2, ExceedsMaxQuota = 3, NoMatchingFlavor = 4 };
 
-const char* no_fit_reason_name(NoFitReason r) {
-  switch (r) {
-    case NoFitReason::WaitingForQuota: return "WaitingForQuota";
-    case NoFitReason::ExceedsMaxQuota: return "ExceedsMaxQuota";
-    case NoFitReason::NoMatchingFlavor: return "NoMatchingFlavor";
-    case NoFitReason::None: break;
-  }
-  return "";
-}
-
 using Usage = std::vector<std::pair<int, Amount>>;  // by flavor-resource index, sorted, merged
 
 void add_to(Usage& u, int fr, Amount v) {
@@ -112,7 +102,6 @@ struct PodSetTotals {
 
 struct PodSetAssign {
   const std::string* name = nullptr;  // the workload's pod set name
-  const std::vector<std::pair<std::string, Amount>>* requests = nullptr;  // the workload's PodSetTotals
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
   bool failed = false;
@@ -781,9 +770,12 @@ class Core final : public AdmissionCore {
     if (w.inadmissible_generation != q.generation) scan_from_here(q, w.key);
   }
   void pending_erase(Queue& q, Wl& w) {
-    auto node = q.pending.extract(w.key);
-    if (node && spare_pending_nodes_.size() < kSparePendingNodes) spare_pending_nodes_.push_back(std::move(node));
-    w.in_pending = false;
+    const auto it = q.pending.find(w.key);
+    if (it != q.pending.end()) {
+      pending_erase(q, w, it);
+    } else {
+      w.in_pending = false;
+    }
   }
   // The same, where the caller holds w's position (a head just found): no second search.
   void pending_erase(Queue& q, Wl& w, std::set<OrderKey>::const_iterator at_w) {
@@ -963,6 +955,17 @@ class Core final : public AdmissionCore {
 
   // ---- conditions ---------------------------------------------------------------------------
 
+  // The condition reason of a NoFit, interned; nullptr for None.
+  [[nodiscard]] const std::string* no_fit_reason(NoFitReason r) const {
+    switch (r) {
+      case NoFitReason::WaitingForQuota: return r_waiting_for_quota_;
+      case NoFitReason::ExceedsMaxQuota: return r_exceeds_max_quota_;
+      case NoFitReason::NoMatchingFlavor: return r_no_matching_flavor_;
+      case NoFitReason::None: break;
+    }
+    return nullptr;
+  }
+
   // Reasons are kept once each; a condition points at its reason. The set only grows by
   // the reasons callers of evict() pass, which are a handful.
   const std::string* intern(std::string_view reason) {
@@ -1004,14 +1007,11 @@ class Core final : public AdmissionCore {
   }
 
   // Active Evicted and Preempted conditions become False with "Previously: " + their
-  // message, as a new admission does.
-  void reset_eviction_conditions(Wl& w, const std::string* reason, VirtualTime now) const {
+  // message, as a new admission does. An active condition was last written by
+  // set_condition, which clears `previously`, so the prefix is never doubled.
+  static void reset_eviction_conditions(Wl& w, const std::string* reason, VirtualTime now) {
     for (auto& c : w.conditions) {
       if ((c.type != CondType::Evicted && c.type != CondType::Preempted) || !c.status) continue;
-      if (c.previously) {  // not reached: a True condition never has a reset message
-        c.text = "Previously: " + render_message(w, c);
-        c.kind = MessageKind::Text;
-      }
       c.status = false;
       c.last_transition = now;
       c.reason = reason;
@@ -1268,7 +1268,6 @@ class Core final : public AdmissionCore {
       const PodSetTotals& t = totals[p];
       PodSetAssign& psa = a.pod_sets[used++];
       psa.name = &ps.name;
-      psa.requests = &t.requests;
       psa.flavors.clear();
       for (auto& r : psa.reasons) spare_strings_.push_back(std::move(r));
       psa.reasons.clear();
@@ -2216,6 +2215,9 @@ class Core final : public AdmissionCore {
   const std::string* r_succeeded_ = intern("Succeeded");
   const std::string* r_waiting_for_quota_ = intern("WaitingForQuota");
   const std::string* r_waiting_for_preempted_ = intern("WaitingForPreemptedWorkloads");
+  const std::string* r_exceeds_max_quota_ = intern("ExceedsMaxQuota");
+  const std::string* r_no_matching_flavor_ = intern("NoMatchingFlavor");
+  const std::string* r_suspended_ = intern("Suspended");
   std::vector<ResourceFlavorSpec> flavors_;
   std::unordered_map<std::string, int> flavor_index_;
   mutable std::map<std::pair<int, std::string>, int> fr_index_;
@@ -2319,7 +2321,7 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   const Mode mode = e.a.mode();
   if (mode == Mode::NoFit) {
     e.requeue = Requeue::NoFit;
-    e.granular_reason = intern(no_fit_reason_name(e.a.no_fit_reason()));
+    e.granular_reason = no_fit_reason(e.a.no_fit_reason());
     return;
   }
   if (mode == Mode::Preempt && e.targets.empty()) {
@@ -2560,7 +2562,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
       e.w = id;
       e.queue = static_cast<int>(qi);
       e.message = "ClusterQueue " + q.spec.name + " is inactive";
-      e.granular_reason = intern("Suspended");
+      e.granular_reason = r_suspended_;
       continue;
     }
     if (live == entry_pool_.size()) entry_pool_.emplace_back();
@@ -2617,9 +2619,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
       }
     }
     const std::string* condition_reason =
-        options_.unadmitted_workloads_observability && e.granular_reason != nullptr && !e.granular_reason->empty()
-            ? e.granular_reason
-            : r_pending_;
+        options_.unadmitted_workloads_observability && e.granular_reason != nullptr ? e.granular_reason : r_pending_;
     set_pending(e.w, condition_reason, e.message, now, &out);
   };
   for (auto& e : entries) requeue(e);
