@@ -59,8 +59,8 @@ class UnlimitedCore final : public twin::AdmissionCore {
   gpubank::Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return gpubank::Unexpected{"no evictions in this benchmark"};
   }
-  twin::CycleResult run_cycle(twin::VirtualTime now) override {
-    twin::CycleResult r;
+  void do_run_cycle(twin::VirtualTime now, twin::CycleResult& r) override {
+    r = twin::CycleResult{};
     r.time = now;
     r.heads = pending_.size();
     for (twin::WorkloadId id : pending_) {
@@ -74,7 +74,6 @@ class UnlimitedCore final : public twin::AdmissionCore {
       r.decisions.push_back({twin::Decision::Kind::Admitted, id, w.spec.cluster_queue, "QuotaReserved", "", {}});
     }
     pending_.clear();
-    return r;
   }
   [[nodiscard]] bool has_active_heads() const override { return !pending_.empty(); }
   [[nodiscard]] std::size_t workload_count() const override { return workloads_.size(); }

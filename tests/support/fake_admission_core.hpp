@@ -70,11 +70,10 @@ class FakeAdmissionCore : public twin::AdmissionCore {
     released.emplace_back(id, now);
   }
 
-  twin::CycleResult run_cycle(twin::VirtualTime now) override {
+  void do_run_cycle(twin::VirtualTime now, twin::CycleResult& r) override {
     ++cycles_run;
-    twin::CycleResult r = script ? script(*this, now) : twin::CycleResult{};
+    r = script ? script(*this, now) : twin::CycleResult{};
     r.time = now;
-    return r;
   }
 
   // Active heads while some workload is pending and not marked inadmissible (or forever,

@@ -508,8 +508,14 @@ class Core final : public AdmissionCore {
     w.uid_label = uid_order_.insert(w.spec.uid);
     workloads_.push_back(std::make_unique<Wl>(std::move(w)));
     Wl& x = *workloads_.back();
-    // Status storage for the usual lifetime is taken now rather than during a cycle.
-    x.conditions.reserve(4);
+    // Storage for the usual lifetime (conditions, one admission's flavors and usage) is
+    // taken now rather than during a cycle, and the conditions' lines are written once: a
+    // cycle that admits a thousand new workloads otherwise pays for first touches of fresh
+    // memory (page faults) inside the cycle.
+    x.conditions.resize(4);
+    x.conditions.clear();
+    x.admitted.reserve(2);
+    x.usage.reserve(2);
     if (it == queue_index_.end()) {
       set_pending(id, options_.unadmitted_workloads_observability ? r_misconfigured_ : r_inadmissible_,
                   "ClusterQueue " + x.spec.cluster_queue + " doesn't exist", now, nullptr);
@@ -647,7 +653,7 @@ class Core final : public AdmissionCore {
     return true;
   }
 
-  CycleResult run_cycle(VirtualTime now) override;
+  void do_run_cycle(VirtualTime now, CycleResult& out) override;
 
   [[nodiscard]] bool has_active_heads() const override {
     // Settling moves bulk-moved class members out of the heap, which the next cycle would
@@ -1074,11 +1080,25 @@ class Core final : public AdmissionCore {
     if (w.pending_message == message && !w.conditions.empty()) return false;
     w.pending_message = message;
     if (out != nullptr) {
-      out->decisions.push_back(Decision{Decision::Kind::Pending, id,
-                                        w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, *reason,
-                                        message, {}});
+      next_decision(*out, Decision::Kind::Pending, id,
+                    w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, *reason, message);
     }
     return true;
+  }
+
+  // The cycle's next decision in `out`. A slot left there by an earlier cycle is
+  // overwritten, so its strings keep their buffers; do_run_cycle trims `out` at its end.
+  Decision& next_decision(CycleResult& out, Decision::Kind kind, WorkloadId id, const std::string& cluster_queue,
+                          std::string_view reason, std::string_view message) {
+    Decision& d = decisions_used_ < out.decisions.size() ? out.decisions[decisions_used_] : out.decisions.emplace_back();
+    ++decisions_used_;
+    d.kind = kind;
+    d.workload = id;
+    d.cluster_queue.assign(cluster_queue);
+    d.reason.assign(reason);
+    d.message.assign(message);
+    d.related.clear();
+    return d;
   }
 
   // ---- flavor assignment (pkg/scheduler/flavorassigner) ---------------------------------------
@@ -2240,6 +2260,7 @@ class Core final : public AdmissionCore {
   static constexpr std::size_t kSparePendingNodes = 4096;
   std::vector<std::set<OrderKey>::node_type> spare_pending_nodes_;
   std::uint64_t cycle_ = 0;
+  std::size_t decisions_used_ = 0;  // decisions written into the cycle's result so far
   VirtualTime now_ = 0;
   // get_targets memo, valid while the state keeps its id (epoch_; see changed()).
   std::uint64_t epoch_ = 0, last_epoch_ = 0;
@@ -2274,14 +2295,13 @@ class Core final : public AdmissionCore {
 void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   Wl& w = wl(e.w);
   Queue& q = queues_[at(e.queue)];
-  // The entry's usage is not read after this: it moves into the workload.
   w.admitted.clear();
   for (std::size_t p = 0; p < e.a.pod_sets.size(); ++p) {
     for (const auto& f : e.a.pod_sets[p].flavors) w.admitted.push_back(AdmittedFlavor{static_cast<std::uint32_t>(p), f.fr});
   }
   w.has_admission = true;
   w.restored.reset();
-  w.usage = std::move(e.a.usage);
+  w.usage.assign(e.a.usage.begin(), e.a.usage.end());  // the pooled entry keeps its buffer
   w.phase = WorkloadPhase::Admitted;
   w.admitted_at = now;
   w.reserved_at = now;
@@ -2292,12 +2312,7 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   if (q.sticky && *q.sticky == e.w) q.sticky.reset();
   hold(e.w);
   e.status = Entry::Status::Assumed;
-  Decision& d = out.decisions.emplace_back();
-  d.kind = Decision::Kind::Admitted;
-  d.workload = e.w;
-  d.cluster_queue = q.spec.name;
-  d.reason = *r_quota_reserved_;
-  d.message = q.reserved_message;
+  next_decision(out, Decision::Kind::Admitted, e.w, q.spec.name, *r_quota_reserved_, q.reserved_message);
 }
 
 void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usage>>& reserved, CycleResult& out,
@@ -2381,15 +2396,15 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
       mark_evicted(t.workload);
       changed();  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
-      out.decisions.push_back(Decision{Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, std::string(t.reason),
-                                       message, {e.w}});
+      next_decision(out, Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, t.reason, message)
+          .related.push_back(e.w);
     }
     e.message += ". Pending the preemption of " + std::to_string(e.targets.size()) + " workload(s)";
     e.granular_reason = r_waiting_for_preempted_;
     e.requeue = Requeue::PendingPreemption;
     e.status = Entry::Status::Nominated;
-    out.decisions.push_back(Decision{Decision::Kind::PreemptionIssued, e.w, queues_[at(e.queue)].spec.name, "Pending",
-                                     e.message, victims});
+    next_decision(out, Decision::Kind::PreemptionIssued, e.w, queues_[at(e.queue)].spec.name, *r_pending_, e.message)
+        .related = victims;
     return;
   }
   admit(e, now, out);
@@ -2541,12 +2556,13 @@ std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& pre
   return order;
 }
 
-CycleResult Core::run_cycle(VirtualTime now) {
+void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
   now_ = now;
   changed();
-  CycleResult out;
   out.cycle = ++cycle_;
   out.time = now;
+  out.evicted.clear();
+  decisions_used_ = 0;
   // 1. One head per ClusterQueue.
   // Active heads take entries from the pool; every field is reset here or by nominate().
   std::size_t live = 0;
@@ -2624,7 +2640,7 @@ CycleResult Core::run_cycle(VirtualTime now) {
   };
   for (auto& e : entries) requeue(e);
   for (auto& e : inactive) requeue(e);
-  return out;
+  out.decisions.resize(decisions_used_);
 }
 
 ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {

@@ -130,8 +130,16 @@ class AdmissionCore {
   virtual Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message,
                                VirtualTime now) = 0;
 
-  // One scheduling cycle at virtual time `now`.
-  virtual CycleResult run_cycle(VirtualTime now) = 0;
+  // One scheduling cycle at virtual time `now`, written into `out` (what it held is
+  // replaced). A caller that runs many cycles passes the same result every time: its
+  // buffers are reused, so a cycle does not allocate fresh memory for its decisions.
+  void run_cycle(VirtualTime now, CycleResult& out) { do_run_cycle(now, out); }
+  // The same into a new result.
+  CycleResult run_cycle(VirtualTime now) {
+    CycleResult out;
+    do_run_cycle(now, out);
+    return out;
+  }
   // True when a cycle could change something: some ClusterQueue has an active head.
   [[nodiscard]] virtual bool has_active_heads() const = 0;
 
@@ -149,6 +157,10 @@ class AdmissionCore {
   [[nodiscard]] virtual std::optional<QuotaFigures> figures(const std::string& node,
                                                             const std::string& flavor,
                                                             const std::string& resource) const = 0;
+
+ protected:
+  // run_cycle's implementation: `out` may hold an earlier cycle's result, to be replaced.
+  virtual void do_run_cycle(VirtualTime now, CycleResult& out) = 0;
 };
 
 }  // namespace gpubank::twin

@@ -186,7 +186,8 @@ class Simulation {
   Expected<bool> cycles(VirtualTime now) {
     std::uint64_t idle = 0;
     while (core_.has_active_heads()) {
-      CycleResult result = core_.run_cycle(now);
+      CycleResult& result = cycle_result_;
+      core_.run_cycle(now, result);
       ++cycles_;
       bool progress = false;
       for (const auto& d : result.decisions) {
@@ -311,6 +312,7 @@ class Simulation {
   std::unordered_map<WorkloadId, std::uint32_t> by_id_;
   std::unordered_map<const WorkloadTemplate*, std::uint32_t> template_class_;
   std::vector<QueueState> queues_;
+  CycleResult cycle_result_;  // every cycle's, its buffers reused
   std::vector<std::int64_t> next_;  // per stream: index of the next workload to create
   std::int64_t admitted_ = 0, finished_ = 0, evictions_ = 0;
   std::uint64_t cycles_ = 0, processed_ = 0;

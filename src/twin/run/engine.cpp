@@ -820,7 +820,8 @@ class Engine {
       if (quiet > 0) {
         if (quiet > pending_count_) break;
       }
-      const CycleResult r = core_->run_cycle(now);
+      const CycleResult& r = cycle_result_;
+      core_->run_cycle(now, cycle_result_);
       for (const auto& d : r.decisions) decision(d, now);
       quiet = r.decisions.empty() && r.evicted.empty() ? quiet + 1 : 0;
     }
@@ -1826,6 +1827,7 @@ class Engine {
   RunResult result_;
   const policy::PlatformGuardrailsSpec* guardrails_ = nullptr;
   std::unique_ptr<AdmissionCore> core_;
+  CycleResult cycle_result_;  // every cycle's, its buffers reused
   std::vector<Quota> quotas_;
   std::map<std::pair<std::string, std::string>, int> quota_index_;
   std::vector<Pool> pools_;

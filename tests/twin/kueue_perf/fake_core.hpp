@@ -64,8 +64,8 @@ class FakeCore final : public AdmissionCore {
     w.status.admission.reset();
   }
 
-  CycleResult run_cycle(VirtualTime now) override {
-    CycleResult r;
+  void do_run_cycle(VirtualTime now, CycleResult& r) override {
+    r = CycleResult{};
     r.cycle = ++cycles_;
     r.time = now;
     for (auto& [name, q] : queues_) {
@@ -116,7 +116,6 @@ class FakeCore final : public AdmissionCore {
       }
       r.decisions.push_back({Decision::Kind::PreemptionIssued, head, name, "Pending", "", victims});
     }
-    return r;
   }
 
   [[nodiscard]] bool has_active_heads() const override {

@@ -230,11 +230,10 @@ class StuckCore final : public AdmissionCore {
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"StuckCore: no evictions"};
   }
-  CycleResult run_cycle(VirtualTime now) override {
-    CycleResult r;
+  void do_run_cycle(VirtualTime now, CycleResult& r) override {
+    r = CycleResult{};
     r.time = now;
     r.heads = 1;
-    return r;
   }
   [[nodiscard]] bool has_active_heads() const override { return true; }
   [[nodiscard]] std::size_t workload_count() const override { return specs_.size(); }
