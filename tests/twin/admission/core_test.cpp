@@ -460,10 +460,12 @@ namespace {
 // Ties in priority and creation time are broken by UID string order (baseCompareFunc).
 // The UIDs here nest ever deeper between "a" and the previous one ("ab", "aab", ...), so
 // the core's UID labels run out of room and are renumbered; one head is
-// admitted per cycle, so the admission order is the queue order.
+// admitted per cycle, so the admission order is the queue order. The core compares UIDs by
+// their first eight bytes before their labels: the deep ones share those bytes, and bytes
+// above 0x7f and embedded NULs must sort as std::string does.
 TEST(Queueing, UidTieBreakFollowsStringOrderThroughRenumbering) {
   auto core = make({queue("q", "", {quota("nvidia.com/gpu", 1000)})});
-  std::vector<std::string> uids{"a", "b"};
+  std::vector<std::string> uids{"a", "b", "\xff", "a\x80", std::string("a\0b", 3), std::string("a\0", 2), "aaaaaaaa"};
   for (int depth = 1; depth <= 70; ++depth) uids.push_back(std::string(static_cast<std::size_t>(depth), 'a') + "b");
   std::vector<std::pair<std::string, WorkloadId>> submitted;
   for (const auto& uid : uids) {
