@@ -53,6 +53,12 @@ class UnlimitedCore final : public twin::AdmissionCore {
     workloads_[id].status.phase = twin::WorkloadPhase::Finished;
   }
   void release_evicted(twin::WorkloadId id, twin::VirtualTime) override { pending_.push_back(id); }
+  gpubank::Expected<bool> forget(twin::WorkloadId id) override {
+    if (workloads_[id].status.phase != twin::WorkloadPhase::Finished) {
+      return gpubank::Unexpected{"only a finished workload is forgotten"};
+    }
+    return true;
+  }
   gpubank::Expected<bool> set_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
     return gpubank::Unexpected{"no quota changes in this benchmark"};
   }

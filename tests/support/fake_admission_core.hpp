@@ -64,6 +64,14 @@ class FakeAdmissionCore : public twin::AdmissionCore {
   Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
   }
+  gpubank::Expected<bool> forget(twin::WorkloadId id) override {
+    if (statuses.at(id).phase != twin::WorkloadPhase::Finished) {
+      return gpubank::Unexpected{"FakeAdmissionCore: only a finished workload is forgotten"};
+    }
+    forgotten.push_back(id);
+    return true;
+  }
+  std::vector<twin::WorkloadId> forgotten;
   void release_evicted(twin::WorkloadId id, twin::VirtualTime now) override {
     statuses[id].phase = twin::WorkloadPhase::Pending;
     statuses[id].admission.reset();

@@ -170,6 +170,16 @@ struct Target {
 // strings from them. The rendered text is the same byte for byte (SeededRuns pins it).
 enum class CondType : std::uint8_t { QuotaReserved, Admitted, Evicted, Preempted, Requeued, Finished };
 
+const char* phase_name(WorkloadPhase p) {
+  switch (p) {
+    case WorkloadPhase::Pending: return "pending";
+    case WorkloadPhase::Admitted: return "admitted";
+    case WorkloadPhase::Evicted: return "evicted";
+    case WorkloadPhase::Finished: return "finished";
+  }
+  return "unknown";
+}
+
 const char* cond_type_name(CondType t) {
   switch (t) {
     case CondType::QuotaReserved: return "QuotaReserved";
@@ -249,20 +259,30 @@ int compare_drs(const Drs& a, const Drs& b) {
 // renumbered in place (order kept, so sorted containers stay sorted).
 class UidOrder {
  public:
-  // The label of `uid`, alive (and updated on renumbering) as long as this object.
+  // The label of `uid`, alive (and updated on renumbering) until every workload that
+  // inserted it has released it.
   const std::uint64_t* insert(std::string_view uid) {
-    auto [it, inserted] = labels_.try_emplace(std::string(uid), 0);
-    if (!inserted) return &it->second;
-    const std::uint64_t low = it == labels_.begin() ? 0 : std::prev(it)->second;
+    auto [it, inserted] = labels_.try_emplace(std::string(uid));
+    ++it->second.users;
+    if (!inserted) return &it->second.label;
+    const std::uint64_t low = it == labels_.begin() ? 0 : std::prev(it)->second.label;
     const auto next = std::next(it);
-    const std::uint64_t high = next == labels_.end() ? kTop : next->second;
+    const std::uint64_t high = next == labels_.end() ? kTop : next->second.label;
     if (high - low < 2) {
       renumber();
     } else {
-      it->second = low + (next == labels_.end() ? std::min<std::uint64_t>(kGap, (high - low) / 2) : (high - low) / 2);
+      it->second.label =
+          low + (next == labels_.end() ? std::min<std::uint64_t>(kGap, (high - low) / 2) : (high - low) / 2);
     }
-    return &it->second;
+    return &it->second.label;
   }
+  // One workload with `uid` is gone; the last one takes the label with it (the others'
+  // labels stay as they are, and still follow the string order).
+  void release(std::string_view uid) {
+    auto it = labels_.find(uid);
+    if (it != labels_.end() && --it->second.users == 0) labels_.erase(it);
+  }
+  [[nodiscard]] std::size_t size() const { return labels_.size(); }
 
  private:
   static constexpr std::uint64_t kGap = std::uint64_t{1} << 24;
@@ -272,9 +292,13 @@ class UidOrder {
     // 2^40 UIDs).
     const std::uint64_t step = kTop / (labels_.size() + 1);
     std::uint64_t label = 0;
-    for (auto& [uid, l] : labels_) l = (label += step);
+    for (auto& [uid, l] : labels_) l.label = (label += step);
   }
-  std::map<std::string, std::uint64_t, std::less<>> labels_;
+  struct Label {
+    std::uint64_t label = 0;
+    std::uint64_t users = 0;  // workloads with this UID
+  };
+  std::map<std::string, Label, std::less<>> labels_;
 };
 
 // A UID's first eight bytes, big-endian and zero-padded: where two prefixes differ they
@@ -636,6 +660,29 @@ class Core final : public AdmissionCore {
     if (held) requeue_inadmissible(w.queue);
   }
 
+  Expected<bool> forget(WorkloadId id) override {
+    if (id >= workloads_.size()) return Unexpected{"workload " + std::to_string(id) + " does not exist"};
+    if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten already"};
+    Wl& w = *workloads_[id];
+    if (w.phase != WorkloadPhase::Finished) {
+      return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is " + phase_name(w.phase) +
+                        ": only a finished workload can be forgotten"};
+    }
+    // A finished workload is in no queue, list or cache of the core (finish() took it out
+    // of them). Its queue's head search may still start from its key: that hint is dropped,
+    // since the key's UID label may go with it.
+    if (w.queue >= 0) {
+      Queue& q = queues_[at(w.queue)];
+      if (q.scan_from && q.scan_from->id == id) {
+        q.scan_from.reset();
+        q.scan_generation = 0;  // never a generation: the next search starts at the front
+      }
+    }
+    uid_order_.release(w.spec.uid);
+    workloads_[id].reset();
+    return true;
+  }
+
   void release_evicted(WorkloadId id, VirtualTime now) override {
     Wl& w = wl_checked(id);
     if (w.phase != WorkloadPhase::Evicted) return;
@@ -692,6 +739,7 @@ class Core final : public AdmissionCore {
 
   Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
+    if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};
     Wl& w = wl(id);
     if (w.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
     set_condition(w, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
@@ -755,8 +803,12 @@ class Core final : public AdmissionCore {
 
   Wl& wl(WorkloadId id) { return *workloads_[id]; }
   [[nodiscard]] const Wl& wl(WorkloadId id) const { return *workloads_[id]; }
-  Wl& wl_checked(WorkloadId id) { return *workloads_.at(id); }
-  [[nodiscard]] const Wl& wl_checked(WorkloadId id) const { return *workloads_.at(id); }
+  Wl& wl_checked(WorkloadId id) { return const_cast<Wl&>(std::as_const(*this).wl_checked(id)); }
+  [[nodiscard]] const Wl& wl_checked(WorkloadId id) const {
+    const auto& w = workloads_.at(id);
+    if (!w) throw std::out_of_range("admission core: workload " + std::to_string(id) + " was forgotten");
+    return *w;
+  }
 
   // ---- indices --------------------------------------------------------------------------
 

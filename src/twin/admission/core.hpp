@@ -114,6 +114,12 @@ class AdmissionCore {
   virtual void finish(WorkloadId id, VirtualTime now) = 0;
   // An evicted victim's pods are gone: release its quota and requeue it as pending.
   virtual void release_evicted(WorkloadId id, VirtualTime now) = 0;
+  // Drops a finished workload: the core keeps nothing of it, and every later call with its
+  // id throws std::out_of_range (ids are not reused). A caller forgets a workload once it
+  // has read its final status, as Kueue's cache drops finished workloads; without this a
+  // long run keeps every workload it ever saw. Fails for an unknown or already forgotten
+  // id and for a workload that has not finished.
+  virtual Expected<bool> forget(WorkloadId id) = 0;
 
   // A ClusterQueue's quota for one flavor and resource changed, as when the ClusterQueue
   // object is updated (the bank lowers borrowing limits while it reclaims, a TemporaryQuota
@@ -143,6 +149,7 @@ class AdmissionCore {
   // True when a cycle could change something: some ClusterQueue has an active head.
   [[nodiscard]] virtual bool has_active_heads() const = 0;
 
+  // Workload ids handed out so far (0 .. count-1), forgotten ones included.
   [[nodiscard]] virtual std::size_t workload_count() const = 0;
   [[nodiscard]] virtual const WorkloadSpec& spec(WorkloadId id) const = 0;
   // The status as Kueue writes it, built by this call: the core keeps statuses in a compact

@@ -484,6 +484,97 @@ TEST(Queueing, UidTieBreakFollowsStringOrderThroughRenumbering) {
   EXPECT_EQ(order, expected);
 }
 
+// ---- forgetting finished workloads -------------------------------------------------------
+
+TEST(Forget, OnlyAFinishedWorkloadIsForgottenAndItsIdStaysInvalid) {
+  auto core = make({queue("q", "", {quota("nvidia.com/gpu", 1000)})});
+  const WorkloadId a = core->submit(workload("a", "q", 1000), 0);
+  const WorkloadId b = core->submit(workload("b", "q", 1000), 0);
+  core->run_cycle(1);
+  ASSERT_TRUE(admitted(*core, a));
+
+  auto refused = core->forget(a);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), "workload default/a is admitted: only a finished workload can be forgotten");
+  EXPECT_TRUE(admitted(*core, a));  // untouched
+  EXPECT_FALSE(core->forget(b));    // pending
+
+  core->finish(a, 2);
+  ASSERT_TRUE(core->forget(a));
+  EXPECT_THROW((void)core->spec(a), std::out_of_range);
+  EXPECT_THROW((void)core->status(a), std::out_of_range);
+  EXPECT_THROW((void)core->phase(a), std::out_of_range);
+  EXPECT_THROW(core->finish(a, 3), std::out_of_range);
+  EXPECT_THROW(core->release_evicted(a, 3), std::out_of_range);
+  auto evicted = core->evict(a, "Reclaim", "gone", 3);
+  ASSERT_FALSE(evicted);
+  EXPECT_EQ(evicted.error(), "workload 0 was forgotten");
+  auto again = core->forget(a);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error(), "workload 0 was forgotten already");
+  auto unknown = core->forget(7);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error(), "workload 7 does not exist");
+
+  // The rest carries on: b takes the freed quota, ids are not reused.
+  core->run_cycle(3);
+  EXPECT_TRUE(admitted(*core, b));
+  EXPECT_EQ(core->submit(workload("c", "q", 1000), 4), 2u);
+  EXPECT_EQ(core->workload_count(), 3u);
+}
+
+// A pending workload that is deleted (finished without running) and forgotten can be where
+// its queue's head search was to start next; that start must not outlive it (under
+// AddressSanitizer a stale start reads its freed UID label).
+TEST(Forget, ADeletedPendingWorkloadIsNoLongerWhereTheHeadSearchStarts) {
+  auto core = make({queue("q", "", {quota("nvidia.com/gpu", 1000)})});
+  const WorkloadId a = core->submit(workload("a", "q", 1000), 0);
+  core->run_cycle(1);
+  ASSERT_TRUE(admitted(*core, a));
+  const WorkloadId b = core->submit(workload("b", "q", 1000), 1);
+  const WorkloadId c = core->submit(workload("c", "q", 1000), 1);
+  core->run_cycle(2);  // b is the head, does not fit, and waits as inadmissible
+  core->finish(b, 3);
+  ASSERT_TRUE(core->forget(b));
+  core->run_cycle(4);  // c's turn: it does not fit either
+  EXPECT_EQ(core->phase(c), WorkloadPhase::Pending);
+  core->finish(a, 5);
+  core->run_cycle(6);
+  EXPECT_TRUE(admitted(*core, c));
+}
+
+// A forgotten workload's UID label goes when no other workload has that UID; the order of
+// the remaining and of new UIDs is still the string order.
+TEST(Forget, UidOrderSurvivesForgottenUids) {
+  auto core = make({queue("q", "", {quota("nvidia.com/gpu", 1000)})});
+  auto submit = [&](const std::string& uid, VirtualTime at) {
+    WorkloadSpec w = workload("w-" + uid, "q", 1000);
+    w.uid = uid;
+    return core->submit(std::move(w), at);
+  };
+  // "m" runs and finishes; "m" (again), "k" and "n" wait with equal priority and creation.
+  const WorkloadId first = submit("m", 0);
+  core->run_cycle(1);
+  ASSERT_TRUE(admitted(*core, first));
+  const WorkloadId twin_uid = submit("m", 0);
+  submit("n", 0);
+  submit("k", 0);
+  core->finish(first, 2);
+  ASSERT_TRUE(core->forget(first));  // "m" keeps its label: twin_uid still has it
+  submit("l", 0);
+  std::vector<std::string> order;
+  for (VirtualTime t = 3; t < 8; ++t) {
+    for (const auto& d : core->run_cycle(t).decisions) {
+      if (d.kind != Decision::Kind::Admitted) continue;
+      order.push_back(core->spec(d.workload).uid);
+      core->finish(d.workload, t);
+      ASSERT_TRUE(core->forget(d.workload));
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"k", "l", "m", "n"}));
+  EXPECT_THROW((void)core->spec(twin_uid), std::out_of_range);
+}
+
 // ---- quota changes and evictions outside a cycle (the bank's hooks) ---------------------
 
 Amount available(const AdmissionCore& core, const std::string& node) {

@@ -53,6 +53,15 @@ class FakeCore final : public AdmissionCore {
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"FakeCore: evictions outside a cycle are not scripted"};
   }
+  Expected<bool> forget(WorkloadId id) override {
+    auto& w = workloads_.at(id);
+    if (w.status.phase != WorkloadPhase::Finished) return Unexpected{"FakeCore: only a finished workload is forgotten"};
+    if (refuse_forget) return Unexpected{"FakeCore: told to refuse"};
+    ++forgotten;
+    return true;
+  }
+  int forgotten = 0;
+  bool refuse_forget = false;
   void release_evicted(WorkloadId id, VirtualTime) override {
     auto& w = workloads_.at(id);
     Queue& q = queues_.at(w.spec.cluster_queue);

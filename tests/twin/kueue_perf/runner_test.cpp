@@ -113,6 +113,23 @@ TEST(KueuePerfRunner, TinyRunWorkedByHand) {
   EXPECT_NEAR(cq.usage_percent, 66.6667, 1e-3);
 }
 
+// The summary needs nothing of a finished workload from the core, so the runner has the
+// core forget each one (50,000 in large-scale); a core that refuses stops the run.
+TEST(KueuePerfRunner, FinishedWorkloadsAreForgotten) {
+  const Scenario s = scenario_of(kTiny);
+  FakeCore core(s.queue_specs, true);
+  auto result = simulate(s, core, {});
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(core.forgotten, 4);
+
+  FakeCore refusing(s.queue_specs, true);
+  refusing.refuse_forget = true;
+  auto failed = simulate(s, refusing, {});
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().find("cannot forget a finished workload: FakeCore: told to refuse"), std::string::npos)
+      << failed.error();
+}
+
 // Without preemption B waits for A: A 100-350; B admitted at 350 (waits 200), runs to 450;
 // C (created 200) admitted at 450, D (300) at 450; both finish at 700.
 TEST(KueuePerfRunner, WithoutPreemptionTheBigOneWaits) {
@@ -224,6 +241,7 @@ class StuckCore final : public AdmissionCore {
   Expected<WorkloadId> restore_admitted(WorkloadSpec, Admission, VirtualTime) override { return Unexpected{""}; }
   void finish(WorkloadId, VirtualTime) override {}
   void release_evicted(WorkloadId, VirtualTime) override {}
+  Expected<bool> forget(WorkloadId) override { return Unexpected{"StuckCore: nothing finishes"}; }
   Expected<bool> set_quota(const std::string&, const std::string&, const ResourceQuota&) override {
     return Unexpected{"StuckCore: no quota changes"};
   }
