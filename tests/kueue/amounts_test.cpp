@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace gpubank::kueue {
 namespace {
 
@@ -44,6 +49,32 @@ TEST(KueueAmounts, FormattedAsKueueWritesStatuses) {
   EXPECT_EQ(format_amount("nvidia.com/gpu", 4), "4");
   EXPECT_EQ(format_amount("pods", 1000), "1k");
   EXPECT_EQ(format_amount("example.com/bytes", 1024), "1024");  // only registered resources print in binary
+}
+
+// format_amount prints decimal SI amounts without the 128-bit Quantity; the text must be
+// the Quantity's for every int64, including the extremes and every power of ten.
+TEST(KueueAmounts, FastDecimalTextIsTheQuantitysText) {
+  using twin::Amount;
+  std::vector<Amount> amounts{0, 1, -1, 999, 1000, 1001, -1000, std::numeric_limits<Amount>::max(),
+                              std::numeric_limits<Amount>::min(), std::numeric_limits<Amount>::min() + 1};
+  for (Amount p = 1; p <= std::numeric_limits<Amount>::max() / 10; p *= 10) {
+    for (const Amount m : {Amount{1}, Amount{3}, Amount{7}, Amount{9}}) {
+      amounts.push_back(p * m);
+      amounts.push_back(-p * m);
+    }
+  }
+  std::mt19937_64 rng(7);  // explicit seed: the same values everywhere
+  for (int i = 0; i < 20000; ++i) {
+    const auto raw = static_cast<Amount>(rng());
+    amounts.push_back(raw);
+    amounts.push_back(raw / 1000 * 1000);
+    amounts.push_back(raw % 100000 * 1000000);
+  }
+  for (const std::string resource : {"cpu", "nvidia.com/gpu", "pods", "memory", "hugepages-1Gi"}) {
+    for (const Amount a : amounts) {
+      EXPECT_EQ(format_amount(resource, a), resource_quantity(resource, a).to_string()) << resource << " " << a;
+    }
+  }
 }
 
 TEST(KueueAmounts, RoundTripThroughText) {
