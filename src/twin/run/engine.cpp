@@ -687,7 +687,7 @@ class Engine {
     set_state(s, State::Finished);
     ++s.version;
     s.outcome.finished = now;
-    core_->finish(s.id, now);
+    end_in_core(s, now);
     ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Finished");
     pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Finished";
     Event e = workload_event(s, now, "Finished", "Succeeded", "Workload " + s.key + " finished after " +
@@ -702,12 +702,20 @@ class Engine {
     }
   }
 
+  // The core's workload is done with: finished, and forgotten, since the engine keeps its
+  // own record of every workload and never reads the core's statuses. A long run would
+  // otherwise keep every workload it ever submitted in the core.
+  void end_in_core(const Sim& s, VirtualTime now) {
+    core_->finish(s.id, now);
+    if (auto forgotten = core_->forget(s.id); !forgotten) throw std::logic_error("twin run: " + forgotten.error());
+  }
+
   // The workload is deleted (its owner cancelled it): pending ones leave the queue, running
   // ones release their GPUs.
   void remove(Sim& s, VirtualTime now) {
     if (s.state == State::Finished) return;
     const bool held = holds_gpus(s.state);
-    if (s.submitted && s.state != State::Requeuing) core_->finish(s.id, now);
+    if (s.submitted && s.state != State::Requeuing) end_in_core(s, now);
     set_state(s, State::Finished);
     s.deleted = true;
     ++s.version;
@@ -778,7 +786,7 @@ class Engine {
     auto evicted = core_->evict(s.id, std::string(kReclaimReason), message, now);
     if (!evicted) throw std::logic_error("twin run: " + evicted.error());
     core_->release_evicted(s.id, now);
-    core_->finish(s.id, now);  // out of the queue until the backoff ends
+    end_in_core(s, now);  // out of the queue until the backoff ends (then submitted anew)
     v.stopped = now;
     v.loss_gpu_ms = loss;
     requeue(s, now, kept, loss);
