@@ -68,10 +68,8 @@ class FakeAdmissionCore : public twin::AdmissionCore {
     if (statuses.at(id).phase != twin::WorkloadPhase::Finished) {
       return gpubank::Unexpected{"FakeAdmissionCore: only a finished workload is forgotten"};
     }
-    forgotten.push_back(id);
     return true;
   }
-  std::vector<twin::WorkloadId> forgotten;
   void release_evicted(twin::WorkloadId id, twin::VirtualTime now) override {
     statuses[id].phase = twin::WorkloadPhase::Pending;
     statuses[id].admission.reset();

@@ -96,8 +96,8 @@ class SeededRun {
     CycleResult reused;
     for (int cycle = 0; cycle < kCycles; ++cycle) {
       CycleResult fresh;
-      const CycleResult& r = reuse_result_ ? reused : fresh;
-      core_->run_cycle(now_, reuse_result_ ? reused : fresh);
+      CycleResult& r = reuse_result_ ? reused : fresh;
+      core_->run_cycle(now_, r);
       for (const auto& d : r.decisions) record(d);
       for (const WorkloadId v : r.evicted) core_->release_evicted(v, now_);
       finish_some();
