@@ -1512,12 +1512,16 @@ class Core final : public AdmissionCore {
   }
 
   // common.SatisfiesPreemptionPolicy
-  [[nodiscard]] bool satisfies(const Wl& preemptor, const Wl& candidate, PreemptionPolicy policy) const {
-    const bool lower = preemptor.spec.priority > candidate.spec.priority;
+  [[nodiscard]] static bool satisfies(const Wl& preemptor, const Wl& candidate, PreemptionPolicy policy) {
+    return satisfies(preemptor, candidate.spec.priority, candidate.spec.creation, policy);
+  }
+  [[nodiscard]] static bool satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTime cand_creation,
+                                      PreemptionPolicy policy) {
+    const bool lower = preemptor.spec.priority > cand_priority;
     switch (policy) {
       case PreemptionPolicy::LowerPriority: return lower;
       case PreemptionPolicy::LowerOrNewerEqualPriority:
-        return lower || (preemptor.spec.priority == candidate.spec.priority && preemptor.spec.creation < candidate.spec.creation);
+        return lower || (preemptor.spec.priority == cand_priority && preemptor.spec.creation < cand_creation);
       case PreemptionPolicy::Any: return true;
       case PreemptionPolicy::Never: return false;
     }
@@ -1689,20 +1693,241 @@ class Core final : public AdmissionCore {
     std::array<std::size_t, 3> counts_{};
   };
 
+  // ---- one candidate order per cohort, shared by the preemptors of a cycle ----------------
+  //
+  // In a cycle every head is nominated against the same state, and in a contended cohort
+  // hundreds of heads search it for victims. Each CandidateWalk merges the same queues'
+  // ranked lists again through a heap. Within one state the merge of one cohort's queues
+  // does not depend on the preemptor: CandidatesOrdering between workloads of other queues
+  // is (priority, newest reservation, UID), and which queues take part (collect_sources)
+  // depends on usage only. So the second search under a cohort in one state merges that
+  // cohort once, into a sorted array, and every later search walks the array, leaving out
+  // per preemptor what collect_sources would not have given it: its own queue or the
+  // subtree it came from, candidates that do not use the resources or that the policy
+  // refuses, and queues whose rest became invalid (drop_source).
+
+  struct OrderEntry {
+    std::int32_t priority = 0;
+    VirtualTime reserved = 0;
+    std::uint64_t uid_prefix = 0;        // see uid_prefix()
+    const std::uint64_t* uid = nullptr;  // UID label
+    WorkloadId w = 0;
+    int queue = -1;
+    int child = -1;  // the child of the cohort the queue is found under
+    VirtualTime creation = 0;
+    bool uses = false;  // uses one of the flavor-resources of the order
+  };
+  static bool order_entry_before(const OrderEntry& x, const OrderEntry& y) {
+    if (x.priority != y.priority) return x.priority < y.priority;
+    if (x.reserved != y.reserved) return x.reserved > y.reserved;
+    if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
+    if (*x.uid != *y.uid) return *x.uid < *y.uid;
+    return x.w < y.w;
+  }
+  struct CandidateOrder {
+    std::uint64_t epoch = 0;  // the state it was built in (epoch_); 0: never built
+    std::vector<int> frs;
+    std::vector<OrderEntry> entries;                  // sorted by order_entry_before
+    std::vector<std::pair<int, int>> evicted_queues;  // (queue, child) of the queues with evicted workloads
+    std::uint64_t requests_epoch = 0;
+    int requests = 0;  // searches under this cohort in requests_epoch
+  };
+
+  // Whether a search under cohort `a` for `frs` should use the shared order: from the
+  // second search in the same state on (a lone search, such as a re-nomination after
+  // victims were taken, would only pay for the sort).
+  bool share_order(int a, const std::vector<int>& frs) {
+    if (candidate_orders_.size() != tree_.size()) candidate_orders_.assign(tree_.size(), CandidateOrder{});
+    CandidateOrder& o = candidate_orders_[at(a)];
+    if (o.epoch == epoch_ && o.frs == frs) return true;
+    if (o.requests_epoch != epoch_) {
+      o.requests_epoch = epoch_;
+      o.requests = 0;
+    }
+    return ++o.requests >= 2;
+  }
+
+  // The order under cohort `a` in the current state, built if needed.
+  const CandidateOrder& candidate_order(int a, const std::vector<int>& frs) {
+    CandidateOrder& o = candidate_orders_[at(a)];
+    if (o.epoch == epoch_ && o.frs == frs) return o;
+    o.epoch = epoch_;
+    o.frs = frs;
+    o.entries.clear();
+    o.evicted_queues.clear();
+    add_order_queues(o, a, a, -1, frs);
+    std::sort(o.entries.begin(), o.entries.end(), order_entry_before);
+    return o;
+  }
+  // collect_sources without a preemptor: every queue it could give under `top`.
+  void add_order_queues(CandidateOrder& o, int top, int current, int child_of_top, const std::vector<int>& frs) const {
+    const auto& node = tree_.node(current);
+    for (int child : node.child_cohorts) {
+      if (within_nominal(child, frs)) continue;
+      add_order_queues(o, top, child, current == top ? child : child_of_top, frs);
+    }
+    auto add = [&](int child) {
+      const int cq = node_queue_[at(child)];
+      const int via = current == top ? child : child_of_top;
+      const Queue& q = queues_[at(cq)];
+      for (const RankEntry& r : q.ranked) {
+        const Wl& x = wl(r.id);
+        o.entries.push_back(OrderEntry{r.priority, r.reserved_at, r.uid_prefix, r.uid_label, r.id, cq, via, x.spec.creation,
+                                       uses_resources(r.id, frs)});
+      }
+      if (q.evicted > 0) o.evicted_queues.emplace_back(cq, via);
+    };
+    if (frs.size() == 1) {
+      for (int child : tree_.queues_above_nominal(current, frs.front())) add(child);
+    } else {
+      for (int child : node.child_queues) {
+        if (!within_nominal(child, frs)) add(child);
+      }
+    }
+  }
+
+  // One level of a preemptor's search: the cohort's shared order, less what is not its.
+  struct Level {
+    const CandidateOrder* order = nullptr;
+    int lca = -1;
+    int skip = -1;  // the child of lca the preemptor is under (its own queue at the first level)
+    int list = 1;   // 0 hierarchy, 1 priority
+    bool advantage = false;
+    std::size_t start = 0, pos = 0;  // first candidate of an attempt; current candidate
+    Candidate current{};
+    int current_queue = -1;
+  };
+
+  // CandidateWalk's order over shared levels: evicted candidates first, then the levels
+  // merged by (list, CandidatesOrdering), then the preemptor's own queue.
+  class SharedWalk {
+   public:
+    SharedWalk(Core& core, const Wl& preemptor, int queue, const std::vector<int>& frs, std::vector<Ranked>& evicted,
+               std::vector<Level>& levels, std::optional<Source> own)
+        : core_(core), preemptor_(preemptor), queue_(queue), frs_(frs), evicted_(evicted), levels_(levels) {
+      const auto& spec = core_.queues_[at(queue)].spec.preemption;
+      cutoff_ = spec.reclaim_within_cohort;
+      std::sort(evicted_.begin(), evicted_.end(), ranked_before);
+      for (const auto& r : evicted_) counts_[at(r.list)] += 1;
+      if (core_.dropped_.size() != core_.queues_.size()) core_.dropped_.assign(core_.queues_.size(), 0);
+      ++core_.drop_stamp_;
+      for (auto& l : levels_) {
+        l.pos = 0;
+        if (settle(l)) counts_[at(l.list)] += 1;
+        l.start = l.pos;
+      }
+      if (own && core_.advance(*own, preemptor_, queue_, frs_)) {
+        counts_[2] += 1;
+        own_primed_ = own;
+      }
+    }
+    [[nodiscard]] bool any_in(int list) const { return counts_[at(list)] > 0; }
+
+    void restart() {
+      ++core_.drop_stamp_;
+      for (auto& l : levels_) {
+        l.pos = l.start;
+        settle(l);  // the same candidate as at the start: nothing is dropped yet
+      }
+      own_ = own_primed_;
+      next_evicted_ = 0;
+      last_ = Last::None;
+    }
+    const Candidate* next() {
+      if (last_ == Last::Level) {
+        Level& l = levels_[last_level_];
+        ++l.pos;
+        settle(l);
+      } else if (last_ == Last::Own) {
+        if (!core_.advance(*own_, preemptor_, queue_, frs_)) own_.reset();
+      }
+      last_ = Last::None;
+      if (next_evicted_ < evicted_.size()) return &evicted_[next_evicted_++].c;
+      std::size_t best = levels_.size();
+      for (std::size_t i = 0; i < levels_.size(); ++i) {
+        const Level& l = levels_[i];
+        if (l.pos == l.order->entries.size()) continue;
+        if (best == levels_.size() || l.list < levels_[best].list ||
+            (l.list == levels_[best].list && candidate_key_before(l.current, levels_[best].current))) {
+          best = i;
+        }
+      }
+      if (best < levels_.size()) {
+        last_ = Last::Level;
+        last_level_ = best;
+        return &levels_[best].current;
+      }
+      if (own_) {
+        last_ = Last::Own;
+        return &own_->current;
+      }
+      return nullptr;
+    }
+    // The rest of the last candidate's queue is left out of this attempt.
+    void drop_source() {
+      if (last_ == Last::Level) {
+        core_.dropped_[at(levels_[last_level_].current_queue)] = core_.drop_stamp_;
+      } else if (last_ == Last::Own) {
+        own_.reset();
+        last_ = Last::None;
+      }
+    }
+
+   private:
+    // Moves l.pos to its next candidate (from l.pos on), or to the end.
+    bool settle(Level& l) {
+      const auto& entries = l.order->entries;
+      for (; l.pos < entries.size(); ++l.pos) {
+        const OrderEntry& e = entries[l.pos];
+        // Sorted by ascending priority: once the policy refuses a priority it refuses the rest.
+        if ((cutoff_ == PreemptionPolicy::LowerPriority && e.priority >= preemptor_.spec.priority) ||
+            (cutoff_ == PreemptionPolicy::LowerOrNewerEqualPriority && e.priority > preemptor_.spec.priority)) {
+          l.pos = entries.size();
+          return false;
+        }
+        if (!e.uses || e.child == l.skip || core_.dropped_[at(e.queue)] == core_.drop_stamp_) continue;
+        const Variant v = core_.classify(preemptor_, queue_, e.queue, e.priority, e.creation, l.advantage);
+        if (v == Variant::Never) continue;
+        l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, *e.uid};
+        l.current_queue = e.queue;
+        return true;
+      }
+      return false;
+    }
+    enum class Last { None, Level, Own };
+    Core& core_;
+    const Wl& preemptor_;
+    int queue_;
+    const std::vector<int>& frs_;
+    PreemptionPolicy cutoff_;
+    std::vector<Ranked>& evicted_;
+    std::size_t next_evicted_ = 0;
+    std::vector<Level>& levels_;
+    std::optional<Source> own_primed_, own_;
+    Last last_ = Last::None;
+    std::size_t last_level_ = 0;
+    std::array<std::size_t, 3> counts_{};
+  };
+
   // classical.classifyPreemptionVariant
   [[nodiscard]] Variant classify(const Wl& preemptor, int queue, WorkloadId cand, bool advantage,
                                  const std::vector<int>& frs) const {
     if (!uses_resources(cand, frs)) return Variant::Never;
-    const Queue& q = queues_[at(queue)];
     const Wl& c = wl(cand);
-    const auto policy = c.queue == queue ? q.spec.preemption.within_cluster_queue : q.spec.preemption.reclaim_within_cohort;
-    if (!satisfies(preemptor, c, policy)) return Variant::Never;
-    if (c.queue == queue) return Variant::WithinCQ;
+    return classify(preemptor, queue, c.queue, c.spec.priority, c.spec.creation, advantage);
+  }
+  // The same for a candidate known to use the resources, from its queue, priority and creation.
+  [[nodiscard]] Variant classify(const Wl& preemptor, int queue, int cand_queue, std::int32_t cand_priority,
+                                 VirtualTime cand_creation, bool advantage) const {
+    const Queue& q = queues_[at(queue)];
+    const auto policy = cand_queue == queue ? q.spec.preemption.within_cluster_queue : q.spec.preemption.reclaim_within_cohort;
+    if (!satisfies(preemptor, cand_priority, cand_creation, policy)) return Variant::Never;
+    if (cand_queue == queue) return Variant::WithinCQ;
     if (advantage) return Variant::Hierarchical;
     if (q.spec.preemption.borrow_within_cohort == BorrowWithinCohortPolicy::Never) return Variant::ReclaimWithoutBorrowing;
     // isAboveBorrowingThreshold
     const auto& threshold = q.spec.preemption.max_priority_threshold;
-    if (c.spec.priority >= preemptor.spec.priority || (threshold && c.spec.priority > *threshold)) {
+    if (cand_priority >= preemptor.spec.priority || (threshold && cand_priority > *threshold)) {
       return Variant::ReclaimWithoutBorrowing;
     }
     return Variant::ReclaimWhileBorrowing;
@@ -1838,27 +2063,60 @@ class Core final : public AdmissionCore {
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
     std::vector<Ranked>& evicted = scratch_ranked_;
-    std::vector<Source>& sources = scratch_sources_;
     evicted.clear();
-    sources.clear();
+    std::optional<Source> own;
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
-      sources.push_back(Source{queue, 2, -1, false, q.spec.preemption.within_cluster_queue, 0, {}});
+      own = Source{queue, 2, -1, false, q.spec.preemption.within_cluster_queue, 0, {}};
       add_evicted(preemptor, queue, queue, 2, -1, false, frs, evicted);
     }
+    // The cohorts above the queue, each with whether the preemptor has the advantage of
+    // reclaiming there (hierarchical candidates) and the subtree it came from.
+    std::vector<Level>& levels = scratch_levels_;
+    levels.clear();
     if (tree_.has_parent(n) && q.spec.preemption.reclaim_within_cohort != PreemptionPolicy::Never) {
       Usage& remaining = scratch_remaining_;
       Usage& rest = scratch_rest_;
       bool advantage = fit_in_quota(n, usage, remaining);
-      int previous = -1;
+      int previous = n;
       for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
-        collect_sources(preemptor, queue, a, a, previous, advantage, frs, sources, evicted);
+        Level& l = levels.emplace_back();
+        l.lca = a;
+        l.skip = previous;
+        l.advantage = advantage;
+        l.list = advantage ? 0 : 1;
         const bool fits_here = fit_in_quota(a, remaining, rest);
         std::swap(remaining, rest);
         advantage = advantage || fits_here;
         previous = a;
       }
     }
-    CandidateWalk all(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
+    if (!levels.empty() && share_order(levels.front().lca, frs)) {
+      for (auto& l : levels) {
+        l.order = &candidate_order(l.lca, frs);
+        for (const auto& [cq, child] : l.order->evicted_queues) {
+          if (child != l.skip) add_evicted(preemptor, queue, cq, l.list, l.lca, l.advantage, frs, evicted);
+        }
+      }
+      SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
+      return minimal_preemptions(walk, queue, frs, usage);
+    }
+    std::vector<Source>& sources = scratch_sources_;
+    sources.clear();
+    if (own) sources.push_back(*own);
+    for (const auto& l : levels) {
+      // At the first level the preemptor's own queue is left out by collect_sources itself.
+      const int skip = l.skip == n ? -1 : l.skip;
+      collect_sources(preemptor, queue, l.lca, l.lca, skip, l.advantage, frs, sources, evicted);
+    }
+    CandidateWalk walk(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
+    return minimal_preemptions(walk, queue, frs, usage);
+  }
+
+  // The attempts of classicalPreemptions over a walk of the candidates (minimalPreemptions).
+  template <class Walk>
+  std::vector<Target> minimal_preemptions(Walk& all, int queue, const std::vector<int>& frs, const Usage& usage) {
+    const int n = queues_[at(queue)].node;
+    const Queue& q = queues_[at(queue)];
     const bool has_hierarchy = all.any_in(0);
     const bool has_priority = all.any_in(1);
     const bool no_other = !has_hierarchy && !has_priority;
@@ -2379,6 +2637,12 @@ class Core final : public AdmissionCore {
   std::vector<Source> scratch_work_;
   std::vector<Target> scratch_targets_;
   std::vector<std::uint32_t> scratch_heap_;
+  std::vector<Level> scratch_levels_;
+  // Shared candidate orders, per cohort node (see SharedWalk), and the queues a SharedWalk
+  // left out of its attempt: dropped_[queue] == drop_stamp_.
+  std::vector<CandidateOrder> candidate_orders_;
+  std::vector<std::uint64_t> dropped_;
+  std::uint64_t drop_stamp_ = 0;
   // Scratch buffers of assign and find_flavor (not reentrant), and the cycle's entries:
   // kept across cycles so that their containers keep their capacity.
   std::vector<int> scratch_groups_;

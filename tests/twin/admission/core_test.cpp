@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 namespace gpubank::twin {
@@ -197,6 +198,47 @@ TEST(Preemption, LenderReclaimsFromBorrower) {
   core->release_evicted(b, 2);
   core->run_cycle(2);
   EXPECT_TRUE(admitted(*core, l));
+}
+
+// Three lenders reclaim in one cycle from two borrowers whose workloads tie on priority
+// and reservation time, so CandidatesOrdering falls to the UID (ascending); the UIDs share
+// their first eight bytes. The first lender's search merges the borrowers' queues itself;
+// the later ones walk the cohort's shared order, which must give the same victim: the
+// lowest UID, a, although the workloads were admitted in the order e a d b c f. The first
+// lender evicts a; the others find their target taken (Kueue then skips them: a, being
+// evicted, is still their first candidate).
+TEST(Preemption, LendersInOneCycleTakeTheSameVictimInUidOrderAcrossQueues) {
+  std::vector<ClusterQueueSpec> queues;
+  for (const std::string name : {"l1", "l2", "l3"}) {
+    auto l = queue(name, "c", {quota("nvidia.com/gpu", 2)});
+    l.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    queues.push_back(l);
+  }
+  queues.push_back(queue("b1", "c", {quota("nvidia.com/gpu", 0)}));
+  queues.push_back(queue("b2", "c", {quota("nvidia.com/gpu", 0)}));
+  auto core = make(queues);
+  std::map<std::string, WorkloadId> by_uid;
+  for (const auto& [letter, cq] : std::vector<std::pair<std::string, std::string>>{
+           {"e", "b1"}, {"a", "b1"}, {"d", "b1"}, {"b", "b2"}, {"c", "b2"}, {"f", "b2"}}) {
+    WorkloadSpec w = workload("victim-" + letter, cq, 1);
+    w.uid = "victim-uid-" + letter;
+    by_uid[letter] = core->submit(std::move(w), 0);
+  }
+  for (int k = 0; k < 3; ++k) core->run_cycle(0);  // one head per queue and cycle, all at time 0
+  for (const auto& [letter, id] : by_uid) ASSERT_TRUE(admitted(*core, id)) << letter;
+
+  const auto p1 = core->submit(workload("p1", "l1", 1, 0, 1), 1);
+  const auto p2 = core->submit(workload("p2", "l2", 1, 0, 2), 1);
+  const auto p3 = core->submit(workload("p3", "l3", 1, 0, 3), 1);
+  const auto r = core->run_cycle(1);
+  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{by_uid["a"]});
+  std::map<WorkloadId, std::string> pending;
+  for (const auto& d : r.decisions) {
+    if (d.kind == Decision::Kind::Pending) pending[d.workload] = d.message;
+  }
+  EXPECT_NE(pending[p1].find("Pending the preemption of 1 workload(s)"), std::string::npos) << pending[p1];
+  EXPECT_EQ(pending[p2], "Workload has overlapping preemption targets with another workload");
+  EXPECT_EQ(pending[p3], "Workload has overlapping preemption targets with another workload");
 }
 
 TEST(Preemption, BorrowingRequestMayNotPreemptWithoutBorrowWithinCohort) {
