@@ -994,6 +994,16 @@ class Core final : public AdmissionCore {
   }
   void remove_workload(WorkloadId id) { remove_usage(wl(id).queue, wl(id).usage); }
   void add_workload(WorkloadId id) { add_usage(wl(id).queue, wl(id).usage); }
+  template <bool Add, bool Quiet>
+  void change_workload(WorkloadId id) {
+    if constexpr (!Quiet) {
+      Add ? add_workload(id) : remove_workload(id);
+    } else {
+      const Wl& w = wl(id);
+      const int n = queues_[at(w.queue)].node;
+      for (const auto& [fr, v] : w.usage) Add ? tree_.add_usage_quietly(n, fr, v) : tree_.remove_usage_quietly(n, fr, v);
+    }
+  }
 
   // CandidatesOrdering within one queue for admitted workloads: lower priority, then the
   // newest reservation, then UID. The key is kept in `ranked` with the id, so a search
@@ -2014,22 +2024,18 @@ class Core final : public AdmissionCore {
     return true;
   }
 
-  void fill_back(std::vector<Target>& targets, int queue, const Usage& usage, bool allow_borrowing, bool fair) {
+  // Puts back what is not needed, latest first. Quiet: without bumping versions or tracking
+  // queues above nominal (see QuotaTree::add_usage_quietly); the caller puts every target
+  // back afterwards.
+  template <bool Quiet>
+  void fill_back(std::vector<Target>& targets, int queue, const Usage& usage, bool allow_borrowing) {
     for (int i = static_cast<int>(targets.size()) - 2; i >= 0; --i) {
-      add_workload(targets[at(i)].workload);
-      bool ok;
-      if (fair) {
-        remove_usage(queue, usage);
-        ok = workload_fits(queue, usage, true);
-        add_usage(queue, usage);
-      } else {
-        ok = workload_fits(queue, usage, allow_borrowing);
-      }
-      if (ok) {
+      change_workload<true, Quiet>(targets[at(i)].workload);
+      if (workload_fits(queue, usage, allow_borrowing)) {
         targets[at(i)] = targets.back();
         targets.pop_back();
       } else {
-        remove_workload(targets[at(i)].workload);
+        change_workload<false, Quiet>(targets[at(i)].workload);
       }
     }
   }
@@ -2136,21 +2142,23 @@ class Core final : public AdmissionCore {
       const bool borrow = attempts[k];
       targets.clear();
       all.restart();
+      // Every removal is put back before returning, and nothing the quiet changes skip
+      // (versions, queues above nominal) is read in between.
       while (const Candidate* next = all.next()) {
         const Candidate& c = *next;
         if (candidate_validity(c, queue, borrow, frs) == Validity::RestInvalid) {
           all.drop_source();
           continue;
         }
-        remove_workload(c.w);
+        change_workload<false, true>(c.w);
         targets.push_back(Target{c.w, variant_reason(c.variant)});
         if (workload_fits(queue, usage, borrow)) {
-          fill_back(targets, queue, usage, borrow, false);
-          for (const auto& t : targets) add_workload(t.workload);
+          fill_back<true>(targets, queue, usage, borrow);
+          for (const auto& t : targets) change_workload<true, true>(t.workload);
           return targets;  // a copy: the scratch buffer stays
         }
       }
-      for (const auto& t : targets) add_workload(t.workload);
+      for (const auto& t : targets) change_workload<true, true>(t.workload);
     }
     return {};
   }
@@ -2486,7 +2494,7 @@ class Core final : public AdmissionCore {
       for (const auto& t : targets) add_workload(t.workload);
       return {};
     }
-    fill_back(targets, queue, usage, true, false);
+    fill_back<false>(targets, queue, usage, true);
     for (const auto& t : targets) add_workload(t.workload);
     return targets;
   }
@@ -2538,18 +2546,18 @@ class Core final : public AdmissionCore {
   };
 
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
+  // Quietly: everything is put back, and fits() reads usage only.
   bool fits_after(const Entry& e, const Victims& victims, const std::vector<Target>& targets) {
-    const UndoneChanges undone(*this);
     const auto& under = victims.under(e.queue);
-    for (WorkloadId w : under) remove_workload(w);
+    for (WorkloadId w : under) change_workload<false, true>(w);
     for (const auto& t : targets) {
-      if (!victims.contains(t.workload)) remove_workload(t.workload);
+      if (!victims.contains(t.workload)) change_workload<false, true>(t.workload);
     }
     const bool ok = fits(e.queue, e.a.usage);
     for (const auto& t : targets) {
-      if (!victims.contains(t.workload)) add_workload(t.workload);
+      if (!victims.contains(t.workload)) change_workload<true, true>(t.workload);
     }
-    for (WorkloadId w : under) add_workload(w);
+    for (WorkloadId w : under) change_workload<true, true>(w);
     return ok;
   }
 

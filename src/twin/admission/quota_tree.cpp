@@ -134,32 +134,37 @@ void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit,
   rebuild_above_nominal();  // subtree quotas changed too
 }
 
-void QuotaTree::add_usage(int n, int fr, Amount val) {
+template <bool Add, bool Quiet>
+void QuotaTree::change_usage(int n, int fr, Amount val) {
   while (true) {
     QuotaCell& x = cell(n, fr);
-    const Amount local = std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
-    x.usage = usage_add(x.usage, val);
-    ++version_[at(n)];
-    track_above_nominal(n, fr);
     const int parent = parent_[at(n)];
-    if (parent < 0 || val <= local) return;
-    val = quota_sub(val, local);
+    if constexpr (Add) {
+      const Amount local = std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
+      x.usage = usage_add(x.usage, val);
+      if constexpr (!Quiet) {
+        ++version_[at(n)];
+        track_above_nominal(n, fr);
+      }
+      if (parent < 0 || val <= local) return;
+      val = quota_sub(val, local);
+    } else {
+      const Amount stored_in_parent = quota_sub(x.usage, x.local_quota);
+      x.usage = usage_sub(x.usage, val);
+      if constexpr (!Quiet) {
+        ++version_[at(n)];
+        track_above_nominal(n, fr);
+      }
+      if (stored_in_parent <= 0 || parent < 0) return;
+      val = std::min(val, stored_in_parent);
+    }
     n = parent;
   }
 }
 
-void QuotaTree::remove_usage(int n, int fr, Amount val) {
-  while (true) {
-    QuotaCell& x = cell(n, fr);
-    const Amount stored_in_parent = quota_sub(x.usage, x.local_quota);
-    x.usage = usage_sub(x.usage, val);
-    ++version_[at(n)];
-    track_above_nominal(n, fr);
-    const int parent = parent_[at(n)];
-    if (stored_in_parent <= 0 || parent < 0) return;
-    val = std::min(val, stored_in_parent);
-    n = parent;
-  }
-}
+template void QuotaTree::change_usage<true, false>(int, int, Amount);
+template void QuotaTree::change_usage<false, false>(int, int, Amount);
+template void QuotaTree::change_usage<true, true>(int, int, Amount);
+template void QuotaTree::change_usage<false, true>(int, int, Amount);
 
 }  // namespace gpubank::twin

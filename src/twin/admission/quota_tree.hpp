@@ -67,8 +67,13 @@ class QuotaTree {
   // since what spills over to a parent depends on the quotas below it.
   void set_quota(int n, int fr, Amount nominal, Amount borrowing_limit, Amount lending_limit);
 
-  void add_usage(int n, int fr, Amount val);
-  void remove_usage(int n, int fr, Amount val);
+  void add_usage(int n, int fr, Amount val) { change_usage<true, false>(n, fr, val); }
+  void remove_usage(int n, int fr, Amount val) { change_usage<false, false>(n, fr, val); }
+  // The same without bumping versions or tracking queues above nominal, for a search that
+  // puts back every change it makes before anything reads those (the tree's usage is a
+  // function of the queues' usage, so what it puts back leaves both as they were).
+  void add_usage_quietly(int n, int fr, Amount val) { change_usage<true, true>(n, fr, val); }
+  void remove_usage_quietly(int n, int fr, Amount val) { change_usage<false, true>(n, fr, val); }
   // Bumped whenever the node's usage changes: what depends only on a node's usage (its
   // dominant resource share) can be cached against it.
   [[nodiscard]] std::uint64_t version(int n) const { return version_[static_cast<std::size_t>(n)]; }
@@ -82,6 +87,8 @@ class QuotaTree {
   }
 
  private:
+  template <bool Add, bool Quiet>
+  void change_usage(int n, int fr, Amount val);
   void accumulate(int n);
   void track_above_nominal(int n, int fr);  // after node n's usage of fr changed
   void rebuild_above_nominal();
