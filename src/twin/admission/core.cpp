@@ -1251,6 +1251,7 @@ class Core final : public AdmissionCore {
   int resource_id(const std::string& name) const {
     auto [it, inserted] = rid_index_.try_emplace(name, static_cast<int>(fr_by_rid_.size()));
     if (inserted) {
+      rid_names_.push_back(name);
       auto& row = fr_by_rid_.emplace_back(flavors_.size(), -1);
       for (std::size_t f = 0; f < flavors_.size(); ++f) row[f] = fr_of(static_cast<int>(f), name, false);
     }
@@ -1422,7 +1423,7 @@ class Core final : public AdmissionCore {
         if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
         done_groups.push_back(group);
         NoFitReason group_no_fit = NoFitReason::None;
-        const auto& flavors = find_flavor(id, queue, group, ps, t, a.usage, &group_no_fit, psa.reasons);
+        const auto& flavors = find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, &group_no_fit, psa.reasons);
         if (flavors.empty()) {
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
@@ -1448,12 +1449,24 @@ class Core final : public AdmissionCore {
     a.assigned = a.pod_sets_mode();
   }
 
+  // NominationMapping: while an assignment is recomputed because its preemption targets
+  // overlap, each pod set's resources keep the flavors they were nominated with
+  // (shouldSkipBasedOnNominationMapping); pinned_ is the nominated assignment then.
+  [[nodiscard]] bool pinned(std::size_t pod_set, int rid, int flavor) const {
+    if (pod_set >= pinned_->pod_sets.size()) return false;
+    const auto& fl = pinned_->pod_sets[pod_set].flavors;
+    return std::any_of(fl.begin(), fl.end(), [&](const ResourceAssign& f) { return f.rid == rid && f.flavor == flavor; });
+  }
+
   // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
   // is appended to `reasons`, unless one fits.
   // The result lives in a scratch buffer until the next call.
+  // pod_set and rid: the pod set's index and the resource the group is searched for, which
+  // the nomination mapping is looked up with.
   const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, int group_index, const PodSetSpec& ps,
-                                                 const PodSetTotals& totals, const Usage& assumed,
-                                                 NoFitReason* group_no_fit, std::vector<std::string>& reasons) {
+                                                 std::size_t pod_set, int rid, const PodSetTotals& totals,
+                                                 const Usage& assumed, NoFitReason* group_no_fit,
+                                                 std::vector<std::string>& reasons) {
     const Queue& q = queues_[at(queue)];
     const Group& group = q.groups[at(group_index)];
     const std::size_t reasons_before = reasons.size();
@@ -1465,6 +1478,12 @@ class Core final : public AdmissionCore {
     std::optional<NoFitReason> least;
     auto attempt_failed = [&](NoFitReason r) { least = least ? std::min(*least, r) : r; };
     for (int flavor : group.flavors) {
+      if (pinned_ != nullptr && !pinned(pod_set, rid, flavor)) {
+        std::string& why = reasons.emplace_back(spare_string());
+        why.append("skipping flavor ").append(flavors_[at(flavor)].name);
+        why.append(" as it is not found in the nomination mapping for resource ").append(rid_names_[at(rid)]);
+        continue;
+      }
       if (auto mismatch = flavor_mismatch(flavor, ps)) {
         reasons.push_back(*mismatch);
         attempt_failed(NoFitReason::NoMatchingFlavor);
@@ -1513,6 +1532,12 @@ class Core final : public AdmissionCore {
   }
 
   // ---- preemption (pkg/scheduler/preemption) ---------------------------------------------------
+
+  // A victim chosen earlier in this cycle. Only a re-nomination during processing can meet
+  // one: Kueue's updateAssignmentIfNeeded runs it on a snapshot where the victims of the
+  // cycle's other preemptions are removed (SimulateWorkloadRemoval), usage and workload
+  // alike, so they are no candidates there.
+  [[nodiscard]] bool victim_this_cycle(WorkloadId w) const { return wl(w).victim_cycle == cycle_; }
 
   [[nodiscard]] bool uses_resources(WorkloadId id, const std::vector<int>& frs) const {
     // WorkloadUsesResources looks at the assigned flavors, whatever the amount.
@@ -1987,7 +2012,7 @@ class Core final : public AdmissionCore {
     const Queue& q = queues_[at(cq)];
     if (q.evicted == 0) return;
     for (WorkloadId w : q.holding) {
-      if (wl(w).phase != WorkloadPhase::Evicted) continue;
+      if (wl(w).phase != WorkloadPhase::Evicted || victim_this_cycle(w)) continue;
       const Variant v = classify(preemptor, queue, w, advantage, frs);
       if (v != Variant::Never) evicted.push_back(Ranked{list, candidate(w, lca, v, queue)});
     }
@@ -2241,6 +2266,7 @@ class Core final : public AdmissionCore {
     auto uses = [&](WorkloadId w) { return uses_resources(w, frs); };
     if (q.spec.preemption.within_cluster_queue != PreemptionPolicy::Never) {
       for (WorkloadId w : q.holding) {
+        if (victim_this_cycle(w)) continue;
         if (satisfies(preemptor, wl(w), q.spec.preemption.within_cluster_queue) && uses(w)) candidates.push_back(w);
       }
     }
@@ -2265,6 +2291,7 @@ class Core final : public AdmissionCore {
         const bool borrowing = std::any_of(frs.begin(), frs.end(), [&](int fr) { return tree_.borrowing_with(on, fr, 0); });
         if (!borrowing) continue;
         for (WorkloadId w : queues_[at(other)].holding) {
+          if (victim_this_cycle(w)) continue;
           if (satisfies(preemptor, wl(w), q.spec.preemption.reclaim_within_cohort) && uses(w)) candidates.push_back(w);
         }
       }
@@ -2617,6 +2644,7 @@ class Core final : public AdmissionCore {
   mutable std::vector<std::pair<std::uint64_t, Drs>> drs_cache_;  // per node: usage version, DRS
   mutable std::vector<std::string> resource_names_;  // distinct resources, first-seen order
   mutable std::unordered_map<std::string, int> rid_index_;  // resource_id
+  mutable std::vector<std::string> rid_names_;              // by resource id
   mutable std::vector<std::vector<int>> fr_by_rid_;
   QuotaTree tree_;
   std::vector<int> heights_;
@@ -2646,6 +2674,7 @@ class Core final : public AdmissionCore {
   std::vector<Target> scratch_targets_;
   std::vector<std::uint32_t> scratch_heap_;
   std::vector<Level> scratch_levels_;
+  const Assignment* pinned_ = nullptr;  // see pinned()
   // Shared candidate orders, per cohort node (see SharedWalk), and the queues a SharedWalk
   // left out of its attempt: dropped_[queue] == drop_stamp_.
   std::vector<CandidateOrder> candidate_orders_;
@@ -2695,14 +2724,19 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   auto any_preempted = [&](const std::vector<Target>& targets) {
     return std::any_of(targets.begin(), targets.end(), [&](const Target& t) { return preempted.contains(t.workload); });
   };
-  // updateAssignmentIfNeeded: overlapping targets -> recompute with the other victims gone.
+  // updateAssignmentIfNeeded (RecomputeAssignmentUponPreemptionTargetsOverlap, on by
+  // default since 0.20): overlapping targets -> recompute with the other victims gone, as
+  // usage and as candidates (victim_this_cycle).
   bool ok = fits_after(e, preempted, e.targets);
   if (any_preempted(e.targets)) {
     const auto& under = preempted.under(e.queue);  // the others cannot change this queue's assignment
     {
       const UndoneChanges undone(*this);
       for (WorkloadId w : under) remove_workload(w);
+      const Assignment nominated = e.a;
+      pinned_ = &nominated;
       nominate(e);
+      pinned_ = nullptr;
       for (WorkloadId w : under) add_workload(w);
     }
     if (e.a.mode() == Mode::Fit) e.a.forced = Mode::DeferredFit;

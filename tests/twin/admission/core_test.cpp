@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -202,12 +203,12 @@ TEST(Preemption, LenderReclaimsFromBorrower) {
 
 // Three lenders reclaim in one cycle from two borrowers whose workloads tie on priority
 // and reservation time, so CandidatesOrdering falls to the UID (ascending); the UIDs share
-// their first eight bytes. The first lender's search merges the borrowers' queues itself;
-// the later ones walk the cohort's shared order, which must give the same victim: the
-// lowest UID, a, although the workloads were admitted in the order e a d b c f. The first
-// lender evicts a; the others find their target taken (Kueue then skips them: a, being
-// evicted, is still their first candidate).
-TEST(Preemption, LendersInOneCycleTakeTheSameVictimInUidOrderAcrossQueues) {
+// their first eight bytes. All three lenders nominate the lowest UID, a (the first search
+// merges the borrowers' queues itself, the later ones walk the cohort's shared order),
+// although the workloads were admitted in the order e a d b c f. l1 evicts a. l2's target
+// overlaps, so it recomputes with a gone (RecomputeAssignmentUponPreemptionTargetsOverlap)
+// and evicts b; l3 then evicts c, all in the same cycle.
+TEST(Preemption, LendersInOneCycleTakeVictimsInUidOrderAcrossQueues) {
   std::vector<ClusterQueueSpec> queues;
   for (const std::string name : {"l1", "l2", "l3"}) {
     auto l = queue(name, "c", {quota("nvidia.com/gpu", 2)});
@@ -231,14 +232,178 @@ TEST(Preemption, LendersInOneCycleTakeTheSameVictimInUidOrderAcrossQueues) {
   const auto p2 = core->submit(workload("p2", "l2", 1, 0, 2), 1);
   const auto p3 = core->submit(workload("p3", "l3", 1, 0, 3), 1);
   const auto r = core->run_cycle(1);
-  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{by_uid["a"]});
-  std::map<WorkloadId, std::string> pending;
+  EXPECT_EQ(r.evicted, (std::vector<WorkloadId>{by_uid["a"], by_uid["b"], by_uid["c"]}));
+  std::map<WorkloadId, std::vector<WorkloadId>> issued;
   for (const auto& d : r.decisions) {
-    if (d.kind == Decision::Kind::Pending) pending[d.workload] = d.message;
+    if (d.kind == Decision::Kind::PreemptionIssued) issued[d.workload] = d.related;
   }
-  EXPECT_NE(pending[p1].find("Pending the preemption of 1 workload(s)"), std::string::npos) << pending[p1];
-  EXPECT_EQ(pending[p2], "Workload has overlapping preemption targets with another workload");
-  EXPECT_EQ(pending[p3], "Workload has overlapping preemption targets with another workload");
+  EXPECT_EQ(issued[p1], std::vector<WorkloadId>{by_uid["a"]});
+  EXPECT_EQ(issued[p2], std::vector<WorkloadId>{by_uid["b"]});
+  EXPECT_EQ(issued[p3], std::vector<WorkloadId>{by_uid["c"]});
+}
+
+// Kueue's integration test "Should preempt all necessary workloads in concurrent scheduling
+// with the same priority (RecomputeAssignmentUponPreemptionTargetsOverlap=true)"
+// (test/integration/singlecluster/scheduler/preemption_test.go at ff69552): alpha, beta
+// and gamma have 2 CPUs each in one cohort; beta runs three 2-CPU workloads, 4 of them
+// borrowed. alpha and gamma (reclaimWithinCohort Any) each ask for 2 and both nominate the
+// same victim. The second recomputes with that victim gone, as usage and as candidate, and
+// preempts another one: two evictions in the first cycle, not one per cycle.
+TEST(Preemption, OverlappingTargetsAreRecomputedWithoutTheOtherVictims) {
+  auto reclaimer = [](const std::string& name) {
+    auto q = queue(name, "all", {quota("cpu", 2000)});
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    q.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    return q;
+  };
+  auto core = make({reclaimer("alpha-cq"), queue("beta-cq", "all", {quota("cpu", 2000)}), reclaimer("gamma-cq")});
+  auto cpu_workload = [](const std::string& name, const std::string& cq, VirtualTime created) {
+    WorkloadSpec w = workload(name, cq, 0, 0, created);
+    w.pod_sets.front().requests = {{"cpu", 2000}};
+    return w;
+  };
+  std::vector<WorkloadId> beta;
+  for (int i = 0; i < 3; ++i) beta.push_back(core->submit(cpu_workload("beta-" + std::to_string(i), "beta-cq", i), i));
+  for (int k = 0; k < 3; ++k) core->run_cycle(k);
+  for (const auto id : beta) ASSERT_TRUE(admitted(*core, id));
+
+  const auto alpha = core->submit(cpu_workload("alpha", "alpha-cq", 10), 10);
+  const auto gamma = core->submit(cpu_workload("gamma", "gamma-cq", 11), 11);
+  const auto r = core->run_cycle(12);
+  ASSERT_EQ(r.evicted.size(), 2u);
+  for (const auto v : r.evicted) EXPECT_EQ(condition(core->status(v), "Preempted")->reason, "InCohortReclamation");
+  for (const auto v : r.evicted) core->release_evicted(v, 13);
+  core->run_cycle(13);
+  EXPECT_TRUE(admitted(*core, alpha));
+  EXPECT_TRUE(admitted(*core, gamma));
+  EXPECT_EQ(std::count_if(beta.begin(), beta.end(), [&](WorkloadId id) { return admitted(*core, id); }), 1);
+}
+
+// Kueue's scheduler_recompute_preemption_test.go (ff69552) "flavor stickiness with
+// RecomputePreemptionTargetsUponOverlap and TAS disabled", fair sharing on. cq-1 and cq-2
+// have 5 CPUs on each of two flavors; cq-1 runs 10 on default and 10 on on-demand. Both
+// pending workloads (10 CPUs) nominate default and the same victim there. cq-2 goes first
+// (lower share) and preempts wl-admitted-default. cq-1's recomputation keeps the nominated
+// flavor: on-demand is skipped with Kueue's message, default no longer fits (cq-2's 10
+// are held), and no candidate is left, so wl-admitted-on-demand is not touched.
+TEST(Preemption, RecomputedAssignmentKeepsTheNominatedFlavors) {
+  auto cq = [](const std::string& name) {
+    ClusterQueueSpec q;
+    q.name = name;
+    q.cohort = "root";
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    q.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    q.resource_groups.push_back(ResourceGroup{
+        {"cpu"}, {FlavorQuotas{"default", {quota("cpu", 5000)}}, FlavorQuotas{"on-demand", {quota("cpu", 5000)}}}});
+    return q;
+  };
+  CoreOptions options;
+  options.fair_sharing = true;
+  auto created = AdmissionCore::create(
+      options, {ResourceFlavorSpec{"default", {}, {}, {}}, ResourceFlavorSpec{"on-demand", {}, {}, {}}}, {},
+      {cq("cq-1"), cq("cq-2")});
+  ASSERT_TRUE(created.ok()) << created.error();
+  auto core = std::move(created).value();
+  auto cpu10 = [](const std::string& name, const std::string& queue, std::int32_t priority, VirtualTime created_at) {
+    WorkloadSpec w = workload(name, queue, 0, priority, created_at);
+    w.uid = name + "-uid";
+    w.pod_sets.front().requests = {{"cpu", 10000}};
+    return w;
+  };
+  auto admission = [](const std::string& flavor) {
+    Admission a;
+    a.cluster_queue = "cq-1";
+    a.pod_sets.push_back(PodSetAssignment{"main", {{"cpu", flavor}}, {{"cpu", 10000}}, 1});
+    return a;
+  };
+  const auto on_default = core->restore_admitted(cpu10("wl-admitted-default", "cq-1", 0, 0), admission("default"), 0);
+  const auto on_demand = core->restore_admitted(cpu10("wl-admitted-on-demand", "cq-1", 0, 0), admission("on-demand"), 0);
+  ASSERT_TRUE(on_default.ok() && on_demand.ok());
+  WorkloadSpec high1 = cpu10("wl-pending-high-prio-1", "cq-1", 11, 1);
+  high1.job_uid = "job-high-prio-1-uid";
+  WorkloadSpec high2 = cpu10("wl-pending-high-prio-2", "cq-2", 10, 2);
+  high2.job_uid = "job-high-prio-2-uid";
+  const auto p1 = core->submit(high1, 2);
+  const auto p2 = core->submit(high2, 2);
+
+  const auto r = core->run_cycle(3);
+  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{*on_default});
+  const auto victim = core->status(*on_default);
+  EXPECT_EQ(condition(victim, "Preempted")->reason, "InCohortFairSharing");
+  EXPECT_EQ(condition(victim, "Preempted")->message,
+            "Preempted to accommodate a workload (UID: wl-pending-high-prio-2-uid, JobUID: job-high-prio-2-uid) due to "
+            "Fair Sharing within the cohort; preemptor path: /root/cq-2; preemptee path: /root/cq-1");
+  EXPECT_TRUE(admitted(*core, *on_demand));
+  const auto s1 = core->status(p1);
+  EXPECT_EQ(condition(s1, "QuotaReserved")->reason, "WaitingForQuota");
+  EXPECT_EQ(condition(s1, "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more "
+            "needed, skipping flavor on-demand as it is not found in the nomination mapping for resource cpu");
+  const auto s2 = core->status(p2);
+  EXPECT_EQ(condition(s2, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
+  EXPECT_EQ(condition(s2, "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more "
+            "needed, insufficient unused quota for cpu in flavor on-demand, 10 more needed. Pending the preemption of 1 "
+            "workload(s)");
+}
+
+// Kueue's scheduler_recompute_preemption_test.go (ff69552) "two workloads reclaim nominal
+// quota; RecomputePreemptionTargetsUponOverlap enabled". Cohorts root (3005 CPUs) over a
+// (0), b and c; cq-hero 3000 and cq-noisy 0 under a, cq-tiny 50 under b, cq-rest 0 under c.
+// cq-rest runs all 6055. wl-tiny-pending (50, older) and wl-hero (2950) both nominate
+// wl-rest-admitted. tiny goes first and preempts it. hero recomputes without that victim:
+// it fits then, so its assignment is DeferredFit, and it waits for the preemption.
+TEST(Preemption, RecomputedAssignmentThatFitsIsDeferred) {
+  auto cq = [](const std::string& name, const std::string& cohort, Amount cpus) {
+    auto q = queue(name, cohort, {quota("cpu", cpus * 1000)});
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    q.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    return q;
+  };
+  std::vector<CohortSpec> cohorts{
+      CohortSpec{"root-cohort", "", {ResourceGroup{{"cpu"}, {FlavorQuotas{"default", {quota("cpu", 3005000)}}}}}, 1.0},
+      CohortSpec{"parent-cohort-a", "root-cohort", {ResourceGroup{{"cpu"}, {FlavorQuotas{"default", {quota("cpu", 0)}}}}}, 1.0},
+      CohortSpec{"parent-cohort-b", "root-cohort", {}, 1.0},
+      CohortSpec{"parent-cohort-c", "root-cohort", {}, 1.0}};
+  auto core = make({cq("cq-hero", "parent-cohort-a", 3000), cq("cq-noisy", "parent-cohort-a", 0),
+                    cq("cq-tiny", "parent-cohort-b", 50), cq("cq-rest", "parent-cohort-c", 0)},
+                   cohorts);
+  auto cpu = [](const std::string& name, const std::string& queue, Amount cpus, VirtualTime created) {
+    WorkloadSpec w = workload(name, queue, 0, 0, created);
+    w.uid = name;
+    w.pod_sets.front().requests = {{"cpu", cpus * 1000}};
+    return w;
+  };
+  Admission all;
+  all.cluster_queue = "cq-rest";
+  all.pod_sets.push_back(PodSetAssignment{"main", {{"cpu", "default"}}, {{"cpu", 6055000}}, 1});
+  const auto rest = core->restore_admitted(cpu("wl-rest-admitted", "cq-rest", 6055, 0), all, 0);
+  ASSERT_TRUE(rest.ok()) << rest.error();
+  WorkloadSpec hero = cpu("wl-hero", "cq-hero", 2950, 1);
+  hero.job_uid = "job-h-uid";
+  WorkloadSpec tiny = cpu("wl-tiny-pending", "cq-tiny", 50, 0);
+  tiny.job_uid = "job-t-uid";
+  const auto h = core->submit(hero, 1);
+  const auto t = core->submit(tiny, 1);
+
+  const auto r = core->run_cycle(2);
+  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{*rest});
+  const auto victim = core->status(*rest);
+  EXPECT_EQ(condition(victim, "Preempted")->reason, "InCohortReclamation");
+  EXPECT_EQ(condition(victim, "Preempted")->message,
+            "Preempted to accommodate a workload (UID: wl-tiny-pending, JobUID: job-t-uid) due to reclamation within "
+            "the cohort; preemptor path: /root-cohort/parent-cohort-b/cq-tiny; preemptee path: "
+            "/root-cohort/parent-cohort-c/cq-rest");
+  const auto st = core->status(t);
+  EXPECT_EQ(condition(st, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
+  EXPECT_EQ(condition(st, "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 50 more "
+            "needed. Pending the preemption of 1 workload(s)");
+  const auto sh = core->status(h);
+  EXPECT_EQ(condition(sh, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
+  EXPECT_EQ(condition(sh, "QuotaReserved")->message,
+            "Workload has overlapping preemption targets with another workload, but will fit after these preemptions "
+            "complete");
 }
 
 TEST(Preemption, BorrowingRequestMayNotPreemptWithoutBorrowWithinCohort) {
