@@ -995,14 +995,17 @@ class Core final : public AdmissionCore {
   void remove_workload(WorkloadId id) { remove_usage(wl(id).queue, wl(id).usage); }
   void add_workload(WorkloadId id) { add_usage(wl(id).queue, wl(id).usage); }
   template <bool Add, bool Quiet>
-  void change_workload(WorkloadId id) {
+  void change_usage(int queue, const Usage& u) {
     if constexpr (!Quiet) {
-      Add ? add_workload(id) : remove_workload(id);
+      Add ? add_usage(queue, u) : remove_usage(queue, u);
     } else {
-      const Wl& w = wl(id);
-      const int n = queues_[at(w.queue)].node;
-      for (const auto& [fr, v] : w.usage) Add ? tree_.add_usage_quietly(n, fr, v) : tree_.remove_usage_quietly(n, fr, v);
+      const int n = queues_[at(queue)].node;
+      for (const auto& [fr, v] : u) Add ? tree_.add_usage_quietly(n, fr, v) : tree_.remove_usage_quietly(n, fr, v);
     }
+  }
+  template <bool Add, bool Quiet>
+  void change_workload(WorkloadId id) {
+    change_usage<Add, Quiet>(wl(id).queue, wl(id).usage);
   }
 
   // CandidatesOrdering within one queue for admitted workloads: lower priority, then the
@@ -2548,35 +2551,77 @@ class Core final : public AdmissionCore {
   // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
   // its root cohort, so victims are also kept per root: simulating their removal for an
   // entry touches its own tree, not every victim of the cycle.
+  // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
+  // its root cohort, so the victims' usage is also summed per queue under each root:
+  // simulating their removal for an entry touches its own tree once per queue that lost a
+  // victim, not once per victim of the cycle. (The tree is a function of the queues'
+  // usage, see QuotaTree::add_usage_quietly, so removing a sum is removing its parts.)
+  //
+  // Kept out (classical cycles): the victims' usage is taken out of the tree as they are
+  // chosen and put back at the end of the processing, instead of for every entry. What
+  // processing reads then wants them out (fits(), a recomputed assignment), except the
+  // reservation for a preemptor without targets, which adds the victims of its own queue
+  // back (usage_in). Fair sharing compares shares that include them, so it keeps them in.
   class Victims {
    public:
-    explicit Victims(Core& core) : core_(core) {}
-    [[nodiscard]] bool contains(WorkloadId w) const { return core_.wl(w).victim_cycle == core_.cycle_; }
+    Victims(Core& core, bool kept_out) : core_(core), kept_out_(kept_out) {}
+    Victims(const Victims&) = delete;
+    Victims& operator=(const Victims&) = delete;
+    ~Victims() { put_back(); }
+    [[nodiscard]] bool kept_out() const { return kept_out_; }
+    [[nodiscard]] bool contains(WorkloadId w) const { return core_.victim_this_cycle(w); }
     void insert(WorkloadId w) {
       Wl& x = core_.wl(w);
       if (x.victim_cycle == core_.cycle_) return;
       x.victim_cycle = core_.cycle_;
+      if (kept_out_) core_.remove_workload(w);
       const int root = core_.tree_.root(core_.queues_[at(x.queue)].node);
-      if (by_root_.empty()) by_root_.resize(core_.tree_.size());
-      by_root_[at(root)].push_back(w);
+      if (by_root_.empty()) {
+        by_root_.resize(core_.tree_.size());
+        slot_.assign(core_.queues_.size(), -1);
+      }
+      auto& queues = by_root_[at(root)];
+      int& slot = slot_[at(x.queue)];
+      if (slot < 0) {
+        slot = static_cast<int>(queues.size());
+        queues.emplace_back(x.queue, Usage{});
+      }
+      for (const auto& [fr, v] : x.usage) add_to(queues[at(slot)].second, fr, v);
     }
-    // The victims under the root cohort of a queue.
-    [[nodiscard]] const std::vector<WorkloadId>& under(int queue) const {
-      static const std::vector<WorkloadId> kNone;
+    // The victims' usage under the root cohort of a queue, per queue.
+    [[nodiscard]] const std::vector<std::pair<int, Usage>>& under(int queue) const {
+      static const std::vector<std::pair<int, Usage>> kNone;
       if (by_root_.empty()) return kNone;
       return by_root_[at(core_.tree_.root(core_.queues_[at(queue)].node))];
+    }
+    // The victims' usage of fr in one queue.
+    [[nodiscard]] Amount usage_in(int queue, int fr) const {
+      if (slot_.empty() || slot_[at(queue)] < 0) return 0;
+      return usage_of(under(queue)[at(slot_[at(queue)])].second, fr);
+    }
+    // The end of processing: the tree holds the victims again (they keep their quota until
+    // released).
+    void put_back() {
+      if (!kept_out_) return;
+      kept_out_ = false;
+      for (const auto& queues : by_root_) {
+        for (const auto& [queue, usage] : queues) core_.add_usage(queue, usage);
+      }
     }
 
    private:
     Core& core_;
-    std::vector<std::vector<WorkloadId>> by_root_;  // by root node, sized on the first victim
+    bool kept_out_;
+    std::vector<std::vector<std::pair<int, Usage>>> by_root_;  // by root node, sized on the first victim
+    std::vector<int> slot_;                                     // by queue: its index in by_root_
   };
 
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
   // Quietly: everything is put back, and fits() reads usage only.
   bool fits_after(const Entry& e, const Victims& victims, const std::vector<Target>& targets) {
-    const auto& under = victims.under(e.queue);
-    for (WorkloadId w : under) change_workload<false, true>(w);
+    static const std::vector<std::pair<int, Usage>> kNone;
+    const auto& under = victims.kept_out() ? kNone : victims.under(e.queue);
+    for (const auto& [queue, usage] : under) change_usage<false, true>(queue, usage);
     for (const auto& t : targets) {
       if (!victims.contains(t.workload)) change_workload<false, true>(t.workload);
     }
@@ -2584,16 +2629,17 @@ class Core final : public AdmissionCore {
     for (const auto& t : targets) {
       if (!victims.contains(t.workload)) change_workload<true, true>(t.workload);
     }
-    for (WorkloadId w : under) change_workload<true, true>(w);
+    for (const auto& [queue, usage] : under) change_usage<true, true>(queue, usage);
     return ok;
   }
 
   // quotaResourcesToReserve
-  Usage reserve_for(const Entry& e) const {
+  Usage reserve_for(const Entry& e, const Victims& victims) const {
     const int n = queues_[at(e.queue)].node;
     Usage out;
     for (const auto& [fr, v] : e.a.usage) {
-      const QuotaCell& x = tree_.cell(n, fr);
+      QuotaCell x = tree_.cell(n, fr);
+      if (victims.kept_out()) x.usage = usage_add(x.usage, victims.usage_in(e.queue, fr));
       Amount r;
       if (e.a.borrowing > 0) {
         // Upstream can compute a negative amount here when usage is above nominal +
@@ -2729,15 +2775,17 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   // usage and as candidates (victim_this_cycle).
   bool ok = fits_after(e, preempted, e.targets);
   if (any_preempted(e.targets)) {
-    const auto& under = preempted.under(e.queue);  // the others cannot change this queue's assignment
+    // The others cannot change this queue's assignment; kept out, they are out already.
+    static const std::vector<std::pair<int, Usage>> kNone;
+    const auto& under = preempted.kept_out() ? kNone : preempted.under(e.queue);
     {
       const UndoneChanges undone(*this);
-      for (WorkloadId w : under) remove_workload(w);
+      for (const auto& [queue, usage] : under) remove_usage(queue, usage);
       const Assignment nominated = e.a;
       pinned_ = &nominated;
       nominate(e);
       pinned_ = nullptr;
-      for (WorkloadId w : under) add_workload(w);
+      for (const auto& [queue, usage] : under) add_usage(queue, usage);
     }
     if (e.a.mode() == Mode::Fit) e.a.forced = Mode::DeferredFit;
     ok = fits_after(e, preempted, e.targets);
@@ -2753,7 +2801,7 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
     e.granular_reason = r_waiting_for_quota_;
     // reserveCapacityForUnreclaimablePreempt: unless the queue can always reclaim.
     if (queues_[at(e.queue)].spec.preemption.reclaim_within_cohort != PreemptionPolicy::Any) {
-      Usage r = reserve_for(e);
+      Usage r = reserve_for(e, preempted);
       add_usage(e.queue, r);
       reserved.emplace_back(e.queue, std::move(r));
     }
@@ -3017,7 +3065,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     nominate(entries[i]);
   }
   // 4-5. Order and process.
-  Victims preempted(*this);
+  Victims preempted(*this, !options_.fair_sharing);
   std::vector<std::pair<int, Usage>> reserved;
   if (options_.fair_sharing) {
     order_fair(entries, preempted, reserved, out, now);
@@ -3029,6 +3077,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
       process(entries[order[k]], preempted, reserved, out, now);
     }
   }
+  preempted.put_back();
   // Capacity held for preemptors only lives within the cycle's snapshot.
   for (auto it = reserved.rbegin(); it != reserved.rend(); ++it) remove_usage(it->first, it->second);
   // 6. Requeue what was not admitted (ClusterQueue.RequeueIfNotPresent).
