@@ -142,13 +142,17 @@ struct Assignment {
     out.clear();
     for (const auto& ps : pod_sets) {
       if (ps.reasons.empty()) continue;
+      if (!out.empty()) out += "; ";
+      out.append("couldn't assign flavors to pod set ").append(*ps.name).append(": ");
+      if (ps.reasons.size() == 1) {
+        out += ps.reasons.front();
+        continue;
+      }
       // Sorted through pointers: the reasons themselves are not copied.
       std::vector<const std::string*> reasons;
       reasons.reserve(ps.reasons.size());
       for (const auto& r : ps.reasons) reasons.push_back(&r);
       std::sort(reasons.begin(), reasons.end(), [](const std::string* x, const std::string* y) { return *x < *y; });
-      if (!out.empty()) out += "; ";
-      out.append("couldn't assign flavors to pod set ").append(*ps.name).append(": ");
       for (std::size_t i = 0; i < reasons.size(); ++i) {
         if (i > 0) out += ", ";
         out += *reasons[i];
@@ -1315,7 +1319,7 @@ class Core final : public AdmissionCore {
   std::pair<PMode, int> simulate_preemption(WorkloadId id, int queue, int fr, Amount quantity) {
     scratch_frs_.assign(1, fr);
     scratch_usage_.assign(1, {fr, quantity});
-    const auto targets = get_targets(id, queue, scratch_frs_, scratch_usage_);
+    const auto& targets = get_targets(id, queue, scratch_frs_, scratch_usage_);
     const int n = queues_[at(queue)].node;
     if (targets.empty()) return {PMode::NoCandidates, lowest_subtree_that_fits(n, fr, quantity).first};
     const UndoneChanges undone(*this);
@@ -2071,28 +2075,34 @@ class Core final : public AdmissionCore {
   // Targets are a pure function of the state and the request. Nomination asks twice with the
   // same request for a single-resource workload (the flavor assigner's oracle, then
   // GetTargets), so the last answer is kept until the state changes.
-  std::vector<Target> get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
-    if (frs.empty()) return {};
+  // The answer stays valid until the next call.
+  const std::vector<Target>& get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
+    static const std::vector<Target> kNone;
+    if (frs.empty()) return kNone;
     if (targets_cache_valid_ && targets_cache_epoch_ == epoch_ && targets_cache_id_ == id &&
         targets_cache_frs_ == frs && targets_cache_usage_ == usage) {
       return targets_cache_;
     }
-    std::vector<Target> targets;
     {
       const UndoneChanges undone(*this);  // both searches put back every workload they remove
-      targets = options_.fair_sharing ? fair_preemptions(id, queue, frs, usage) : classical_preemptions(id, queue, frs, usage);
+      if (options_.fair_sharing) {
+        targets_cache_ = fair_preemptions(id, queue, frs, usage);
+      } else {
+        classical_preemptions(id, queue, frs, usage, targets_cache_);
+      }
     }
     targets_cache_valid_ = true;
     targets_cache_epoch_ = epoch_;
     targets_cache_id_ = id;
     targets_cache_frs_ = frs;
     targets_cache_usage_ = usage;
-    targets_cache_ = targets;
-    return targets;
+    return targets_cache_;
   }
 
   // Preemptor.classicalPreemptions
-  std::vector<Target> classical_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
+  // The targets go to `out` (empty: none).
+  void classical_preemptions(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage,
+                             std::vector<Target>& out) {
     const Wl& preemptor = wl(id);
     const Queue& q = queues_[at(queue)];
     const int n = q.node;
@@ -2132,7 +2142,8 @@ class Core final : public AdmissionCore {
         }
       }
       SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
-      return minimal_preemptions(walk, queue, frs, usage);
+      minimal_preemptions(walk, queue, frs, usage, out);
+      return;
     }
     std::vector<Source>& sources = scratch_sources_;
     sources.clear();
@@ -2143,12 +2154,14 @@ class Core final : public AdmissionCore {
       collect_sources(preemptor, queue, l.lca, l.lca, skip, l.advantage, frs, sources, evicted);
     }
     CandidateWalk walk(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
-    return minimal_preemptions(walk, queue, frs, usage);
+    minimal_preemptions(walk, queue, frs, usage, out);
   }
 
   // The attempts of classicalPreemptions over a walk of the candidates (minimalPreemptions).
   template <class Walk>
-  std::vector<Target> minimal_preemptions(Walk& all, int queue, const std::vector<int>& frs, const Usage& usage) {
+  void minimal_preemptions(Walk& all, int queue, const std::vector<int>& frs, const Usage& usage,
+                           std::vector<Target>& out) {
+    out.clear();
     const int n = queues_[at(queue)].node;
     const Queue& q = queues_[at(queue)];
     const bool has_hierarchy = all.any_in(0);
@@ -2183,12 +2196,12 @@ class Core final : public AdmissionCore {
         if (workload_fits(queue, usage, borrow)) {
           fill_back<true>(targets, queue, usage, borrow);
           for (const auto& t : targets) change_workload<true, true>(t.workload);
-          return targets;  // a copy: the scratch buffer stays
+          out.assign(targets.begin(), targets.end());
+          return;
         }
       }
       for (const auto& t : targets) change_workload<true, true>(t.workload);
     }
-    return {};
   }
 
   // ---- fair sharing (pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/preemption/fairsharing) -
