@@ -92,19 +92,6 @@ Amount QuotaTree::local_available(int n, int fr) const {
   return std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
 }
 
-Amount QuotaTree::available(int n, int fr) const {
-  const QuotaCell& x = cell(n, fr);
-  const int parent = parent_[at(n)];
-  if (parent < 0) return quota_sub(x.subtree_quota, x.usage);
-  Amount from_parent = available(parent, fr);
-  if (x.borrowing_limit != kNoLimit) {
-    const Amount stored_in_parent = quota_sub(x.subtree_quota, x.local_quota);
-    const Amount used_in_parent = std::max<Amount>(0, quota_sub(x.usage, x.local_quota));
-    from_parent = std::min(from_parent, quota_add(quota_sub(stored_in_parent, used_in_parent), x.borrowing_limit));
-  }
-  return quota_add(std::max<Amount>(0, quota_sub(x.local_quota, x.usage)), from_parent);
-}
-
 Amount QuotaTree::potential_available(int n, int fr) const {
   const QuotaCell& x = cell(n, fr);
   const int parent = parent_[at(n)];
@@ -133,38 +120,5 @@ void QuotaTree::set_quota(int n, int fr, Amount nominal, Amount borrowing_limit,
   for (const auto& [q, v] : held) add_usage(q, fr, v);
   rebuild_above_nominal();  // subtree quotas changed too
 }
-
-template <bool Add, bool Quiet>
-void QuotaTree::change_usage(int n, int fr, Amount val) {
-  while (true) {
-    QuotaCell& x = cell(n, fr);
-    const int parent = parent_[at(n)];
-    if constexpr (Add) {
-      const Amount local = std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
-      x.usage = usage_add(x.usage, val);
-      if constexpr (!Quiet) {
-        ++version_[at(n)];
-        track_above_nominal(n, fr);
-      }
-      if (parent < 0 || val <= local) return;
-      val = quota_sub(val, local);
-    } else {
-      const Amount stored_in_parent = quota_sub(x.usage, x.local_quota);
-      x.usage = usage_sub(x.usage, val);
-      if constexpr (!Quiet) {
-        ++version_[at(n)];
-        track_above_nominal(n, fr);
-      }
-      if (stored_in_parent <= 0 || parent < 0) return;
-      val = std::min(val, stored_in_parent);
-    }
-    n = parent;
-  }
-}
-
-template void QuotaTree::change_usage<true, false>(int, int, Amount);
-template void QuotaTree::change_usage<false, false>(int, int, Amount);
-template void QuotaTree::change_usage<true, true>(int, int, Amount);
-template void QuotaTree::change_usage<false, true>(int, int, Amount);
 
 }  // namespace gpubank::twin

@@ -3,6 +3,7 @@
 // (localQuota, available, potentialAvailable, addUsage/removeUsage, accumulateFromChild).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -103,5 +104,47 @@ class QuotaTree {
   std::vector<std::vector<int>> above_;
   std::vector<int> above_pos_;
 };
+
+// Defined here so that the admission core's preemption loops can inline them.
+template <bool Add, bool Quiet>
+inline void QuotaTree::change_usage(int n, int fr, Amount val) {
+  while (true) {
+    QuotaCell& x = cell(n, fr);
+    const int parent = parent_[static_cast<std::size_t>(n)];
+    if constexpr (Add) {
+      const Amount local = std::max<Amount>(0, quota_sub(x.local_quota, x.usage));
+      x.usage = usage_add(x.usage, val);
+      if constexpr (!Quiet) {
+        ++version_[static_cast<std::size_t>(n)];
+        track_above_nominal(n, fr);
+      }
+      if (parent < 0 || val <= local) return;
+      val = quota_sub(val, local);
+    } else {
+      const Amount stored_in_parent = quota_sub(x.usage, x.local_quota);
+      x.usage = usage_sub(x.usage, val);
+      if constexpr (!Quiet) {
+        ++version_[static_cast<std::size_t>(n)];
+        track_above_nominal(n, fr);
+      }
+      if (stored_in_parent <= 0 || parent < 0) return;
+      val = std::min(val, stored_in_parent);
+    }
+    n = parent;
+  }
+}
+
+inline Amount QuotaTree::available(int n, int fr) const {
+  const QuotaCell& x = cell(n, fr);
+  const int parent = parent_[static_cast<std::size_t>(n)];
+  if (parent < 0) return quota_sub(x.subtree_quota, x.usage);
+  Amount from_parent = available(parent, fr);
+  if (x.borrowing_limit != kNoLimit) {
+    const Amount stored_in_parent = quota_sub(x.subtree_quota, x.local_quota);
+    const Amount used_in_parent = std::max<Amount>(0, quota_sub(x.usage, x.local_quota));
+    from_parent = std::min(from_parent, quota_add(quota_sub(stored_in_parent, used_in_parent), x.borrowing_limit));
+  }
+  return quota_add(std::max<Amount>(0, quota_sub(x.local_quota, x.usage)), from_parent);
+}
 
 }  // namespace gpubank::twin
