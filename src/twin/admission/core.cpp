@@ -1749,21 +1749,19 @@ class Core final : public AdmissionCore {
   // refuses, and queues whose rest became invalid (drop_source).
 
   struct OrderEntry {
-    std::int32_t priority = 0;
     VirtualTime reserved = 0;
-    std::uint64_t uid_prefix = 0;        // see uid_prefix()
-    const std::uint64_t* uid = nullptr;  // UID label
+    std::uint64_t uid = 0;  // UID label, read when the order is built: labels change only on submit
+    VirtualTime creation = 0;
+    std::int32_t priority = 0;
     WorkloadId w = 0;
     int queue = -1;
-    int child = -1;  // the child of the cohort the queue is found under
-    VirtualTime creation = 0;
+    int child = -1;     // the child of the cohort the queue is found under
     bool uses = false;  // uses one of the flavor-resources of the order
   };
   static bool order_entry_before(const OrderEntry& x, const OrderEntry& y) {
     if (x.priority != y.priority) return x.priority < y.priority;
     if (x.reserved != y.reserved) return x.reserved > y.reserved;
-    if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
-    if (*x.uid != *y.uid) return *x.uid < *y.uid;
+    if (x.uid != y.uid) return x.uid < y.uid;
     return x.w < y.w;
   }
   struct CandidateOrder {
@@ -1814,7 +1812,7 @@ class Core final : public AdmissionCore {
       const Queue& q = queues_[at(cq)];
       for (const RankEntry& r : q.ranked) {
         const Wl& x = wl(r.id);
-        o.entries.push_back(OrderEntry{r.priority, r.reserved_at, r.uid_prefix, r.uid_label, r.id, cq, via, x.spec.creation,
+        o.entries.push_back(OrderEntry{r.reserved_at, *r.uid_label, x.spec.creation, r.priority, r.id, cq, via,
                                        uses_resources(r.id, frs)});
       }
       if (q.evicted > 0) o.evicted_queues.emplace_back(cq, via);
@@ -1930,7 +1928,7 @@ class Core final : public AdmissionCore {
         if (!e.uses || e.child == l.skip || core_.dropped_[at(e.queue)] == core_.drop_stamp_) continue;
         const Variant v = core_.classify(preemptor_, queue_, e.queue, e.priority, e.creation, l.advantage);
         if (v == Variant::Never) continue;
-        l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, *e.uid};
+        l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, e.uid};
         l.current_queue = e.queue;
         return true;
       }
