@@ -56,6 +56,25 @@ const Condition* condition(const WorkloadStatus& s, const std::string& type) {
 
 bool admitted(const AdmissionCore& core, WorkloadId id) { return core.status(id).phase == WorkloadPhase::Admitted; }
 
+// A workload asking for CPUs (millicores) instead of GPUs.
+WorkloadSpec cpu_workload(std::string name, std::string cq, Amount millicores, std::int32_t priority = 0,
+                          VirtualTime created = 0) {
+  WorkloadSpec w = workload(std::move(name), std::move(cq), 0, priority, created);
+  w.pod_sets.front().requests = {{"cpu", millicores}};
+  return w;
+}
+
+void expect_condition(const WorkloadStatus& s, const std::string& type, bool status, const std::string& reason,
+                      const std::string& message, VirtualTime at) {
+  const Condition* c = condition(s, type);
+  ASSERT_NE(c, nullptr) << type;
+  EXPECT_EQ(c->status, status) << type;
+  EXPECT_EQ(c->reason, reason) << type;
+  EXPECT_EQ(c->message, message) << type;
+  EXPECT_EQ(c->last_transition, at) << type;
+}
+
+
 Amount potential(const AdmissionCore& core, const std::string& node) {
   return core.figures(node, "default", "nvidia.com/gpu")->potential_available;
 }
@@ -257,18 +276,13 @@ TEST(Preemption, OverlappingTargetsAreRecomputedWithoutTheOtherVictims) {
     return q;
   };
   auto core = make({reclaimer("alpha-cq"), queue("beta-cq", "all", {quota("cpu", 2000)}), reclaimer("gamma-cq")});
-  auto cpu_workload = [](const std::string& name, const std::string& cq, VirtualTime created) {
-    WorkloadSpec w = workload(name, cq, 0, 0, created);
-    w.pod_sets.front().requests = {{"cpu", 2000}};
-    return w;
-  };
   std::vector<WorkloadId> beta;
-  for (int i = 0; i < 3; ++i) beta.push_back(core->submit(cpu_workload("beta-" + std::to_string(i), "beta-cq", i), i));
+  for (int i = 0; i < 3; ++i) beta.push_back(core->submit(cpu_workload("beta-" + std::to_string(i), "beta-cq", 2000, 0, i), i));
   for (int k = 0; k < 3; ++k) core->run_cycle(k);
   for (const auto id : beta) ASSERT_TRUE(admitted(*core, id));
 
-  const auto alpha = core->submit(cpu_workload("alpha", "alpha-cq", 10), 10);
-  const auto gamma = core->submit(cpu_workload("gamma", "gamma-cq", 11), 11);
+  const auto alpha = core->submit(cpu_workload("alpha", "alpha-cq", 2000, 0, 10), 10);
+  const auto gamma = core->submit(cpu_workload("gamma", "gamma-cq", 2000, 0, 11), 11);
   const auto r = core->run_cycle(12);
   ASSERT_EQ(r.evicted.size(), 2u);
   for (const auto v : r.evicted) EXPECT_EQ(condition(core->status(v), "Preempted")->reason, "InCohortReclamation");
@@ -305,9 +319,8 @@ TEST(Preemption, RecomputedAssignmentKeepsTheNominatedFlavors) {
   ASSERT_TRUE(created.ok()) << created.error();
   auto core = std::move(created).value();
   auto cpu10 = [](const std::string& name, const std::string& queue, std::int32_t priority, VirtualTime created_at) {
-    WorkloadSpec w = workload(name, queue, 0, priority, created_at);
+    WorkloadSpec w = cpu_workload(name, queue, 10000, priority, created_at);
     w.uid = name + "-uid";
-    w.pod_sets.front().requests = {{"cpu", 10000}};
     return w;
   };
   auto admission = [](const std::string& flavor) {
@@ -328,23 +341,20 @@ TEST(Preemption, RecomputedAssignmentKeepsTheNominatedFlavors) {
 
   const auto r = core->run_cycle(3);
   EXPECT_EQ(r.evicted, std::vector<WorkloadId>{*on_default});
-  const auto victim = core->status(*on_default);
-  EXPECT_EQ(condition(victim, "Preempted")->reason, "InCohortFairSharing");
-  EXPECT_EQ(condition(victim, "Preempted")->message,
-            "Preempted to accommodate a workload (UID: wl-pending-high-prio-2-uid, JobUID: job-high-prio-2-uid) due to "
-            "Fair Sharing within the cohort; preemptor path: /root/cq-2; preemptee path: /root/cq-1");
+  expect_condition(core->status(*on_default), "Preempted", true, "InCohortFairSharing",
+                   "Preempted to accommodate a workload (UID: wl-pending-high-prio-2-uid, JobUID: job-high-prio-2-uid) "
+                   "due to Fair Sharing within the cohort; preemptor path: /root/cq-2; preemptee path: /root/cq-1",
+                   3);
   EXPECT_TRUE(admitted(*core, *on_demand));
-  const auto s1 = core->status(p1);
-  EXPECT_EQ(condition(s1, "QuotaReserved")->reason, "WaitingForQuota");
-  EXPECT_EQ(condition(s1, "QuotaReserved")->message,
-            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more "
-            "needed, skipping flavor on-demand as it is not found in the nomination mapping for resource cpu");
-  const auto s2 = core->status(p2);
-  EXPECT_EQ(condition(s2, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
-  EXPECT_EQ(condition(s2, "QuotaReserved")->message,
-            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more "
-            "needed, insufficient unused quota for cpu in flavor on-demand, 10 more needed. Pending the preemption of 1 "
-            "workload(s)");
+  expect_condition(core->status(p1), "QuotaReserved", false, "WaitingForQuota",
+                   "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 "
+                   "more needed, skipping flavor on-demand as it is not found in the nomination mapping for resource cpu",
+                   3);
+  expect_condition(core->status(p2), "QuotaReserved", false, "WaitingForPreemptedWorkloads",
+                   "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 "
+                   "more needed, insufficient unused quota for cpu in flavor on-demand, 10 more needed. Pending the "
+                   "preemption of 1 workload(s)",
+                   3);
 }
 
 // Kueue's scheduler_recompute_preemption_test.go (ff69552) "two workloads reclaim nominal
@@ -369,9 +379,8 @@ TEST(Preemption, RecomputedAssignmentThatFitsIsDeferred) {
                     cq("cq-tiny", "parent-cohort-b", 50), cq("cq-rest", "parent-cohort-c", 0)},
                    cohorts);
   auto cpu = [](const std::string& name, const std::string& queue, Amount cpus, VirtualTime created) {
-    WorkloadSpec w = workload(name, queue, 0, 0, created);
+    WorkloadSpec w = cpu_workload(name, queue, cpus * 1000, 0, created);
     w.uid = name;
-    w.pod_sets.front().requests = {{"cpu", cpus * 1000}};
     return w;
   };
   Admission all;
@@ -388,22 +397,19 @@ TEST(Preemption, RecomputedAssignmentThatFitsIsDeferred) {
 
   const auto r = core->run_cycle(2);
   EXPECT_EQ(r.evicted, std::vector<WorkloadId>{*rest});
-  const auto victim = core->status(*rest);
-  EXPECT_EQ(condition(victim, "Preempted")->reason, "InCohortReclamation");
-  EXPECT_EQ(condition(victim, "Preempted")->message,
-            "Preempted to accommodate a workload (UID: wl-tiny-pending, JobUID: job-t-uid) due to reclamation within "
-            "the cohort; preemptor path: /root-cohort/parent-cohort-b/cq-tiny; preemptee path: "
-            "/root-cohort/parent-cohort-c/cq-rest");
-  const auto st = core->status(t);
-  EXPECT_EQ(condition(st, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
-  EXPECT_EQ(condition(st, "QuotaReserved")->message,
-            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 50 more "
-            "needed. Pending the preemption of 1 workload(s)");
-  const auto sh = core->status(h);
-  EXPECT_EQ(condition(sh, "QuotaReserved")->reason, "WaitingForPreemptedWorkloads");
-  EXPECT_EQ(condition(sh, "QuotaReserved")->message,
-            "Workload has overlapping preemption targets with another workload, but will fit after these preemptions "
-            "complete");
+  expect_condition(core->status(*rest), "Preempted", true, "InCohortReclamation",
+                   "Preempted to accommodate a workload (UID: wl-tiny-pending, JobUID: job-t-uid) due to reclamation "
+                   "within the cohort; preemptor path: /root-cohort/parent-cohort-b/cq-tiny; preemptee path: "
+                   "/root-cohort/parent-cohort-c/cq-rest",
+                   2);
+  expect_condition(core->status(t), "QuotaReserved", false, "WaitingForPreemptedWorkloads",
+                   "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 50 "
+                   "more needed. Pending the preemption of 1 workload(s)",
+                   2);
+  expect_condition(core->status(h), "QuotaReserved", false, "WaitingForPreemptedWorkloads",
+                   "Workload has overlapping preemption targets with another workload, but will fit after these "
+                   "preemptions complete",
+                   2);
 }
 
 TEST(Preemption, BorrowingRequestMayNotPreemptWithoutBorrowWithinCohort) {
@@ -862,16 +868,6 @@ TEST(QuotaUpdate, RaisingAGuaranteeAdmitsWhatWaits) {
 
 // The core keeps statuses compact and status() renders them: what each stage of a
 // workload's life renders to.
-void expect_condition(const WorkloadStatus& s, const std::string& type, bool status, const std::string& reason,
-                      const std::string& message, VirtualTime at) {
-  const Condition* c = condition(s, type);
-  ASSERT_NE(c, nullptr) << type;
-  EXPECT_EQ(c->status, status) << type;
-  EXPECT_EQ(c->reason, reason) << type;
-  EXPECT_EQ(c->message, message) << type;
-  EXPECT_EQ(c->last_transition, at) << type;
-}
-
 TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
   auto core = make({queue("cq", "", {quota("cpu", 10000), quota("memory", 1 << 30), quota("nvidia.com/gpu", 8)})});
   WorkloadSpec w = workload("a", "cq", 0);
