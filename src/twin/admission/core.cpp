@@ -1831,8 +1831,8 @@ class Core final : public AdmissionCore {
     const CandidateOrder* order = nullptr;
     int lca = -1;
     int skip = -1;  // the child of lca the preemptor is under (its own queue at the first level)
-    int list = 1;   // 0 hierarchy, 1 priority
     bool advantage = false;
+    [[nodiscard]] int list() const { return advantage ? 0 : 1; }  // 0 hierarchy, 1 priority
     std::size_t start = 0, pos = 0;  // first candidate of an attempt; current candidate
     Candidate current{};
     int current_queue = -1;
@@ -1853,7 +1853,7 @@ class Core final : public AdmissionCore {
       ++core_.drop_stamp_;
       for (auto& l : levels_) {
         l.pos = 0;
-        if (settle(l)) counts_[at(l.list)] += 1;
+        if (settle(l)) counts_[at(l.list())] += 1;
         l.start = l.pos;
       }
       if (own && core_.advance(*own, preemptor_, queue_, frs_)) {
@@ -1887,8 +1887,8 @@ class Core final : public AdmissionCore {
       for (std::size_t i = 0; i < levels_.size(); ++i) {
         const Level& l = levels_[i];
         if (l.pos == l.order->entries.size()) continue;
-        if (best == levels_.size() || l.list < levels_[best].list ||
-            (l.list == levels_[best].list && candidate_key_before(l.current, levels_[best].current))) {
+        if (best == levels_.size() || l.list() < levels_[best].list() ||
+            (l.list() == levels_[best].list() && candidate_key_before(l.current, levels_[best].current))) {
           best = i;
         }
       }
@@ -2125,7 +2125,6 @@ class Core final : public AdmissionCore {
         l.lca = a;
         l.skip = previous;
         l.advantage = advantage;
-        l.list = advantage ? 0 : 1;
         const bool fits_here = fit_in_quota(a, remaining, rest);
         std::swap(remaining, rest);
         advantage = advantage || fits_here;
@@ -2136,7 +2135,7 @@ class Core final : public AdmissionCore {
       for (auto& l : levels) {
         l.order = &candidate_order(l.lca, frs);
         for (const auto& [cq, child] : l.order->evicted_queues) {
-          if (child != l.skip) add_evicted(preemptor, queue, cq, l.list, l.lca, l.advantage, frs, evicted);
+          if (child != l.skip) add_evicted(preemptor, queue, cq, l.list(), l.lca, l.advantage, frs, evicted);
         }
       }
       SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
@@ -2605,6 +2604,12 @@ class Core final : public AdmissionCore {
       if (by_root_.empty()) return kNone;
       return by_root_[at(core_.tree_.root(core_.queues_[at(queue)].node))];
     }
+    // What a check that wants the victims gone must still take out of the tree: nothing
+    // when they are kept out already.
+    [[nodiscard]] const std::vector<std::pair<int, Usage>>& in_tree_under(int queue) const {
+      static const std::vector<std::pair<int, Usage>> kNone;
+      return kept_out_ ? kNone : under(queue);
+    }
     // The victims' usage of fr in one queue.
     [[nodiscard]] Amount usage_in(int queue, int fr) const {
       if (slot_.empty() || slot_[at(queue)] < 0) return 0;
@@ -2630,8 +2635,7 @@ class Core final : public AdmissionCore {
   // fits() in scheduler.go: with the victims of this cycle and the entry's own removed.
   // Quietly: everything is put back, and fits() reads usage only.
   bool fits_after(const Entry& e, const Victims& victims, const std::vector<Target>& targets) {
-    static const std::vector<std::pair<int, Usage>> kNone;
-    const auto& under = victims.kept_out() ? kNone : victims.under(e.queue);
+    const auto& under = victims.in_tree_under(e.queue);
     for (const auto& [queue, usage] : under) change_usage<false, true>(queue, usage);
     for (const auto& t : targets) {
       if (!victims.contains(t.workload)) change_workload<false, true>(t.workload);
@@ -2786,9 +2790,8 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
   // usage and as candidates (victim_this_cycle).
   bool ok = fits_after(e, preempted, e.targets);
   if (any_preempted(e.targets)) {
-    // The others cannot change this queue's assignment; kept out, they are out already.
-    static const std::vector<std::pair<int, Usage>> kNone;
-    const auto& under = preempted.kept_out() ? kNone : preempted.under(e.queue);
+    // The others cannot change this queue's assignment.
+    const auto& under = preempted.in_tree_under(e.queue);
     {
       const UndoneChanges undone(*this);
       for (const auto& [queue, usage] : under) remove_usage(queue, usage);
