@@ -321,6 +321,12 @@ struct RankEntry {
   VirtualTime reserved_at = 0;
   std::uint64_t uid_prefix = 0;
   const std::uint64_t* uid_label = nullptr;
+  // What a preemption search asks of a candidate besides its key, so that walking a queue
+  // reads this array, not the records: its creation (the policy's tie-break) and, when it
+  // uses one flavor-resource, which and how much (fr -1: several, read the record).
+  VirtualTime creation = 0;
+  int fr = -1;
+  Amount amount = -1;
 };
 
 // Pending-queue order (pkg/cache/queue baseCompareFunc): the sticky preemptor first, then
@@ -1018,7 +1024,9 @@ class Core final : public AdmissionCore {
   // first eight bytes decide before its label (see uid_prefix).
   [[nodiscard]] RankEntry rank_entry(WorkloadId id) const {
     const Wl& w = wl(id);
-    return RankEntry{w.spec.priority, id, w.reserved_at, w.uid_prefix, w.uid_label};
+    const bool one = w.usage.size() == 1;
+    return RankEntry{w.spec.priority, id, w.reserved_at, w.uid_prefix, w.uid_label, w.spec.creation,
+                     one ? w.usage.front().first : -1, one ? w.usage.front().second : Amount{-1}};
   }
   static bool rank_before(const RankEntry& x, const RankEntry& y) {
     if (x.priority != y.priority) return x.priority < y.priority;
@@ -1597,13 +1605,18 @@ class Core final : public AdmissionCore {
     bool evicted = false, own = false;
     std::int32_t priority = 0;
     VirtualTime reserved = 0;
-    std::uint64_t uid = 0;  // UID label
+    std::uint64_t uid_prefix = 0;  // the UID's first bytes, then its label (see uid_prefix)
+    const std::uint64_t* uid_label = nullptr;
+    // Its queue, and its usage of the search's flavor-resource when the shared order knows
+    // it (-1: read the record), so that a flat search need not read the record at all.
+    int queue = -1;
+    Amount amount = -1;
   };
 
   [[nodiscard]] Candidate candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const {
     const Wl& x = wl(w);
     return Candidate{w, lca, v, x.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
-                     x.spec.priority, x.reserved_at, *x.uid_label};
+                     x.spec.priority, x.reserved_at, x.uid_prefix, x.uid_label, x.queue, -1};
   }
 
   static bool candidate_key_before(const Candidate& x, const Candidate& y) {
@@ -1611,7 +1624,8 @@ class Core final : public AdmissionCore {
     if (x.own != y.own) return !x.own;
     if (x.priority != y.priority) return x.priority < y.priority;
     if (x.reserved != y.reserved) return x.reserved > y.reserved;
-    if (x.uid != y.uid) return x.uid < y.uid;
+    if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
+    if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
     return x.w < y.w;
   }
 
@@ -1644,20 +1658,29 @@ class Core final : public AdmissionCore {
   bool advance(Source& s, const Wl& preemptor, int queue, const std::vector<int>& frs) const {
     const auto& ranked = queues_[at(s.queue)].ranked;
     while (s.pos < ranked.size()) {
-      const WorkloadId w = ranked[s.pos].id;
-      const std::int32_t p = ranked[s.pos++].priority;
+      const RankEntry& r = ranked[s.pos++];
       // Ranked by ascending priority: once the policy refuses a priority it refuses the rest.
-      if ((s.policy == PreemptionPolicy::LowerPriority && p >= preemptor.spec.priority) ||
-          (s.policy == PreemptionPolicy::LowerOrNewerEqualPriority && p > preemptor.spec.priority)) {
+      if ((s.policy == PreemptionPolicy::LowerPriority && r.priority >= preemptor.spec.priority) ||
+          (s.policy == PreemptionPolicy::LowerOrNewerEqualPriority && r.priority > preemptor.spec.priority)) {
         s.pos = ranked.size();
         return false;
       }
-      const Variant v = classify(preemptor, queue, w, s.advantage, frs);
+      // classify(), from the ranked entry: an admitted candidate, not evicted.
+      if (!uses_resources(r, frs)) continue;
+      const Variant v = classify(preemptor, queue, s.queue, r.priority, r.creation, s.advantage);
       if (v == Variant::Never) continue;
-      s.current = candidate(w, s.lca, v, queue);
+      s.current = Candidate{r.id, s.lca, v, false, s.queue == queue, r.priority, r.reserved_at, r.uid_prefix,
+                            r.uid_label, s.queue, amount_of(r, frs)};
       return true;
     }
     return false;
+  }
+  [[nodiscard]] bool uses_resources(const RankEntry& r, const std::vector<int>& frs) const {
+    return r.fr >= 0 ? std::find(frs.begin(), frs.end(), r.fr) != frs.end() : uses_resources(r.id, frs);
+  }
+  // The candidate's usage of a search's only flavor-resource when the entry knows it, else -1.
+  static Amount amount_of(const RankEntry& r, const std::vector<int>& frs) {
+    return frs.size() == 1 && r.fr == frs.front() ? r.amount : Amount{-1};
   }
 
   // NewCandidateIterator's order, produced lazily: the evicted candidates of all lists
@@ -1750,18 +1773,21 @@ class Core final : public AdmissionCore {
 
   struct OrderEntry {
     VirtualTime reserved = 0;
-    std::uint64_t uid = 0;  // UID label, read when the order is built: labels change only on submit
+    std::uint64_t uid_prefix = 0;
+    const std::uint64_t* uid_label = nullptr;
     VirtualTime creation = 0;
     std::int32_t priority = 0;
     WorkloadId w = 0;
     int queue = -1;
     int child = -1;     // the child of the cohort the queue is found under
     bool uses = false;  // uses one of the flavor-resources of the order
+    Amount amount = -1;  // its usage of the order's flavor-resource when there is one, else -1
   };
   static bool order_entry_before(const OrderEntry& x, const OrderEntry& y) {
     if (x.priority != y.priority) return x.priority < y.priority;
     if (x.reserved != y.reserved) return x.reserved > y.reserved;
-    if (x.uid != y.uid) return x.uid < y.uid;
+    if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
+    if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
     return x.w < y.w;
   }
   struct CandidateOrder {
@@ -1811,9 +1837,8 @@ class Core final : public AdmissionCore {
       const int via = current == top ? child : child_of_top;
       const Queue& q = queues_[at(cq)];
       for (const RankEntry& r : q.ranked) {
-        const Wl& x = wl(r.id);
-        o.entries.push_back(OrderEntry{r.reserved_at, *r.uid_label, x.spec.creation, r.priority, r.id, cq, via,
-                                       uses_resources(r.id, frs)});
+        o.entries.push_back(OrderEntry{r.reserved_at, r.uid_prefix, r.uid_label, r.creation, r.priority, r.id, cq, via,
+                                       uses_resources(r, frs), amount_of(r, frs)});
       }
       if (q.evicted > 0) o.evicted_queues.emplace_back(cq, via);
     };
@@ -1928,7 +1953,7 @@ class Core final : public AdmissionCore {
         if (!e.uses || e.child == l.skip || core_.dropped_[at(e.queue)] == core_.drop_stamp_) continue;
         const Variant v = core_.classify(preemptor_, queue_, e.queue, e.priority, e.creation, l.advantage);
         if (v == Variant::Never) continue;
-        l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, e.uid};
+        l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, e.uid_prefix, e.uid_label, e.queue, e.amount};
         l.current_queue = e.queue;
         return true;
       }
@@ -2033,10 +2058,9 @@ class Core final : public AdmissionCore {
   //  - the queue, or a cohort between it and the lca, is within nominal quota: within an
   //    attempt usage only goes down, so it stays within nominal.
   [[nodiscard]] Validity candidate_validity(const Candidate& c, int queue, bool borrow, const std::vector<int>& frs) const {
-    const Wl& w = wl(c.w);
-    if (w.queue == queue) return Validity::Valid;
+    if (c.queue == queue) return Validity::Valid;
     if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return Validity::RestInvalid;
-    const int n = queues_[at(w.queue)].node;
+    const int n = queues_[at(c.queue)].node;
     if (within_nominal(n, frs)) return Validity::RestInvalid;
     for (int a = tree_.node(n).parent; a >= 0; a = tree_.node(a).parent) {
       if (a == c.lca) break;
@@ -2139,7 +2163,7 @@ class Core final : public AdmissionCore {
         }
       }
       SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
-      minimal_preemptions(walk, queue, frs, usage, out);
+      search_with(walk, queue, frs, usage, out);
       return;
     }
     std::vector<Source>& sources = scratch_sources_;
@@ -2151,13 +2175,169 @@ class Core final : public AdmissionCore {
       collect_sources(preemptor, queue, l.lca, l.lca, skip, l.advantage, frs, sources, evicted);
     }
     CandidateWalk walk(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
-    minimal_preemptions(walk, queue, frs, usage, out);
+    search_with(walk, queue, frs, usage, out);
+  }
+
+  // The greedy search on the tree itself: removals and puts-back change it (quietly) and
+  // are undone before the search returns.
+  class TreeSearch {
+   public:
+    TreeSearch(Core& core, int queue, const std::vector<int>& frs, const Usage& usage)
+        : core_(core), queue_(queue), frs_(frs), usage_(usage) {}
+    void start() {}
+    [[nodiscard]] Validity validity(const Candidate& c, bool borrow) const {
+      return core_.candidate_validity(c, queue_, borrow, frs_);
+    }
+    void remove(const Candidate& c) { core_.change_workload<false, true>(c.w); }
+    [[nodiscard]] bool fits(bool borrow) const { return core_.workload_fits(queue_, usage_, borrow); }
+    void fill_back(std::vector<Target>& targets, bool borrow) { core_.fill_back<true>(targets, queue_, usage_, borrow); }
+    void undo(const std::vector<Target>& targets) {
+      for (const auto& t : targets) core_.change_workload<true, true>(t.workload);
+    }
+
+   private:
+    Core& core_;
+    int queue_;
+    const std::vector<int>& frs_;
+    const Usage& usage_;
+  };
+
+  // The same search where the preemptor's queue and every candidate's queue are children of
+  // one root cohort and the request is one flavor-resource (a flat cohort, the common
+  // shape): QuotaTree's formulas (change_usage, available, borrowing_with) restricted to two
+  // levels and one flavor-resource, on copies of the cells the search touches. The tree is
+  // neither changed nor restored, and a candidate from the shared order brings its queue
+  // and amount along, so its record is not read either. FlatSearch tests pin it to the tree.
+  class FlatSearch {
+   public:
+    FlatSearch(Core& core, int queue, int fr, Amount request)
+        : core_(core), tree_(core.tree_), queue_(queue), node_(core.queues_[at(queue)].node), fr_(fr),
+          root_(core.tree_.parent(node_)), request_(request), root_quota_(core.tree_.subtree_quota(root_, fr)),
+          removed_(core.scratch_removed_) {
+      if (core_.flat_stamp_.size() != tree_.size()) {
+        core_.flat_stamp_.assign(tree_.size(), 0);
+        core_.flat_usage_.assign(tree_.size(), 0);
+      }
+    }
+    // Every attempt starts from the tree as it is.
+    void start() {
+      stamp_ = ++core_.flat_stamp_counter_;
+      root_usage_ = tree_.usage(root_, fr_);
+      removed_.clear();
+      own_changed();
+    }
+    [[nodiscard]] Validity validity(const Candidate& c, bool borrow) {
+      // candidate_validity: the cohort between the queue and the lca is the lca itself.
+      if (c.queue == queue_) return Validity::Valid;
+      if (borrow && c.variant == Variant::ReclaimWithoutBorrowing) return Validity::RestInvalid;
+      const int n = core_.queues_[at(c.queue)].node;
+      return usage(n) <= tree_.subtree_quota(n, fr_) ? Validity::RestInvalid : Validity::Valid;
+    }
+    void remove(const Candidate& c) {
+      const int n = core_.queues_[at(c.queue)].node;
+      const Amount v = c.amount >= 0 ? c.amount : usage_of(core_.wl(c.w).usage, fr_);
+      removed_.emplace_back(n, v);
+      take(n, v);
+    }
+    // workload_fits: not borrowing_with, and request <= QuotaTree::available for a queue
+    // whose parent is the root, with what depends on the queue's own usage worked out
+    // when that usage changes (own_changed), since fill-back mostly changes the root's.
+    [[nodiscard]] bool fits(bool borrow) const {
+      if (!borrow && borrowing_) return false;
+      Amount from_parent = quota_sub(root_quota_, root_usage_);
+      if (capped_) from_parent = std::min(from_parent, cap_);
+      return request_ <= quota_add(local_, from_parent);
+    }
+    // Core::fill_back, with the removals kept in step with the targets.
+    void fill_back(std::vector<Target>& targets, bool borrow) {
+      for (int i = static_cast<int>(targets.size()) - 2; i >= 0; --i) {
+        const auto [n, v] = removed_[at(i)];
+        give(n, v);
+        if (fits(borrow)) {
+          targets[at(i)] = targets.back();
+          targets.pop_back();
+          removed_[at(i)] = removed_.back();
+          removed_.pop_back();
+        } else {
+          take(n, v);
+        }
+      }
+    }
+    void undo(const std::vector<Target>&) {}
+
+   private:
+    Amount& usage(int n) {
+      if (core_.flat_stamp_[at(n)] != stamp_) {
+        core_.flat_stamp_[at(n)] = stamp_;
+        core_.flat_usage_[at(n)] = tree_.usage(n, fr_);
+      }
+      return core_.flat_usage_[at(n)];
+    }
+    // QuotaTree::change_usage<false>: what the queue stored in the root goes down with it.
+    void take(int n, Amount v) {
+      Amount& u = usage(n);
+      const Amount stored_in_parent = quota_sub(u, tree_.local_quota(n, fr_));
+      u = usage_sub(u, v);
+      if (stored_in_parent > 0) root_usage_ = usage_sub(root_usage_, std::min(v, stored_in_parent));
+      if (n == node_) own_changed();
+    }
+    // QuotaTree::change_usage<true>: what the queue's local quota does not hold goes to the root.
+    void give(int n, Amount v) {
+      Amount& u = usage(n);
+      const Amount local = std::max<Amount>(0, quota_sub(tree_.local_quota(n, fr_), u));
+      u = usage_add(u, v);
+      if (v > local) root_usage_ = usage_add(root_usage_, quota_sub(v, local));
+      if (n == node_) own_changed();
+    }
+    // The parts of fits() that depend on the preemptor's queue's usage only.
+    void own_changed() {
+      const QuotaCell& x = tree_.cell(node_, fr_);
+      const Amount u = usage(node_);
+      borrowing_ = quota_add(u, request_) > x.subtree_quota;
+      local_ = std::max<Amount>(0, quota_sub(x.local_quota, u));
+      capped_ = x.borrowing_limit != kNoLimit;
+      if (capped_) {
+        const Amount stored_in_parent = quota_sub(x.subtree_quota, x.local_quota);
+        const Amount used_in_parent = std::max<Amount>(0, quota_sub(u, x.local_quota));
+        cap_ = quota_add(quota_sub(stored_in_parent, used_in_parent), x.borrowing_limit);
+      }
+    }
+    Core& core_;
+    const QuotaTree& tree_;
+    int queue_, node_, fr_, root_;
+    Amount request_, root_quota_;
+    std::vector<std::pair<int, Amount>>& removed_;  // per target: its queue's node and amount
+    std::uint64_t stamp_ = 0;
+    Amount root_usage_ = 0;
+    // own_changed()
+    bool borrowing_ = false, capped_ = false;
+    Amount local_ = 0, cap_ = 0;
+  };
+
+  // Whether FlatSearch applies: one flavor-resource, and the queue's cohort is a root whose
+  // children are all queues (every candidate of the search then sits in a child queue).
+  [[nodiscard]] bool flat_search(int queue, const std::vector<int>& frs, const Usage& usage) const {
+    if (frs.size() != 1 || usage.size() != 1 || usage.front().first != frs.front()) return false;
+    const int n = queues_[at(queue)].node;
+    if (!tree_.has_parent(n)) return false;
+    const int root = tree_.parent(n);
+    return !tree_.has_parent(root) && tree_.node(root).child_cohorts.empty();
+  }
+
+  template <class Walk>
+  void search_with(Walk& walk, int queue, const std::vector<int>& frs, const Usage& usage, std::vector<Target>& out) {
+    if (flat_search(queue, frs, usage)) {
+      FlatSearch search(*this, queue, frs.front(), usage.front().second);
+      minimal_preemptions(walk, search, queue, frs, out);
+    } else {
+      TreeSearch search(*this, queue, frs, usage);
+      minimal_preemptions(walk, search, queue, frs, out);
+    }
   }
 
   // The attempts of classicalPreemptions over a walk of the candidates (minimalPreemptions).
-  template <class Walk>
-  void minimal_preemptions(Walk& all, int queue, const std::vector<int>& frs, const Usage& usage,
-                           std::vector<Target>& out) {
+  template <class Walk, class Search>
+  void minimal_preemptions(Walk& all, Search& search, int queue, const std::vector<int>& frs, std::vector<Target>& out) {
     out.clear();
     const int n = queues_[at(queue)].node;
     const Queue& q = queues_[at(queue)];
@@ -2180,24 +2360,25 @@ class Core final : public AdmissionCore {
       const bool borrow = attempts[k];
       targets.clear();
       all.restart();
-      // Every removal is put back before returning, and nothing the quiet changes skip
+      search.start();
+      // Every removal is undone before returning, and nothing the quiet changes skip
       // (versions, queues above nominal) is read in between.
       while (const Candidate* next = all.next()) {
         const Candidate& c = *next;
-        if (candidate_validity(c, queue, borrow, frs) == Validity::RestInvalid) {
+        if (search.validity(c, borrow) == Validity::RestInvalid) {
           all.drop_source();
           continue;
         }
-        change_workload<false, true>(c.w);
+        search.remove(c);
         targets.push_back(Target{c.w, variant_reason(c.variant)});
-        if (workload_fits(queue, usage, borrow)) {
-          fill_back<true>(targets, queue, usage, borrow);
-          for (const auto& t : targets) change_workload<true, true>(t.workload);
+        if (search.fits(borrow)) {
+          search.fill_back(targets, borrow);
+          search.undo(targets);
           out.assign(targets.begin(), targets.end());
           return;
         }
       }
-      for (const auto& t : targets) change_workload<true, true>(t.workload);
+      search.undo(targets);
     }
   }
 
@@ -2733,6 +2914,10 @@ class Core final : public AdmissionCore {
   std::vector<Source> scratch_sources_;
   std::vector<Source> scratch_work_;
   std::vector<Target> scratch_targets_;
+  std::vector<std::pair<int, Amount>> scratch_removed_;  // FlatSearch
+  std::vector<std::uint64_t> flat_stamp_;                // FlatSearch: per node, the search that copied its usage
+  std::vector<Amount> flat_usage_;
+  std::uint64_t flat_stamp_counter_ = 0;
   std::vector<std::uint32_t> scratch_heap_;
   std::vector<Level> scratch_levels_;
   const Assignment* pinned_ = nullptr;  // see pinned()
