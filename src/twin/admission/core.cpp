@@ -809,6 +809,9 @@ class Core final : public AdmissionCore {
     Requeue requeue = Requeue::Generic;
     std::string message;
     const std::string* granular_reason = nullptr;  // interned; nullptr: none
+    // The head's node in its queue's `pending`: a head stays there during the cycle (see
+    // do_run_cycle) and only an admitted one leaves it.
+    std::set<OrderKey>::const_iterator pending_at;
   };
 
   Wl& wl(WorkloadId id) { return *workloads_[id]; }
@@ -912,8 +915,10 @@ class Core final : public AdmissionCore {
   void push_inadmissible(WorkloadId id) {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
+    const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
+    if (w.in_pending && key.not_sticky != w.key.not_sticky) pending_erase(q, w);
     if (!w.in_pending) {
-      w.key = OrderKey{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
+      w.key = key;
       pending_insert(q, w);
     }
     set_inadmissible(q, w);
@@ -2960,6 +2965,7 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   reset_eviction_conditions(w, r_quota_reserved_, now);
   set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, now);
   if (q.sticky && *q.sticky == e.w) q.sticky.reset();
+  pending_erase(q, w, e.pending_at);
   hold(e.w);
   e.status = Entry::Status::Assumed;
   next_decision(out, Decision::Kind::Admitted, e.w, q.spec.name, *r_quota_reserved_, q.reserved_message);
@@ -3232,10 +3238,12 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     if (qi + 1 < queues_.size() && !queues_[qi + 1].pending.empty()) {
       prefetch(&wl(queues_[qi + 1].pending.begin()->id).inadmissible_generation);
     }
+    // Kueue pops the head and pushes it back at the end of the cycle unless admitted. The
+    // twin leaves it in place: requeueing with the same key would put it back where it
+    // was, and push_active/push_inadmissible move it if its key changed (stickiness).
     const auto head = find_head_at(q);
     if (head == q.pending.end()) continue;
     const WorkloadId id = head->id;
-    pending_erase(q, wl(id), head);
     if (!q.spec.active) {
       Entry& e = inactive.emplace_back();
       e.w = id;
@@ -3248,6 +3256,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     Entry& e = entry_pool_[live++];
     e.w = id;
     e.queue = static_cast<int>(qi);
+    e.pending_at = head;
     e.targets.clear();
     e.status = Entry::Status::NotNominated;
     e.requeue = Requeue::Generic;
