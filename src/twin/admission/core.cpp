@@ -400,7 +400,6 @@ class Core final : public AdmissionCore {
     const std::uint64_t* uid_label = nullptr;  // UidOrder
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
     std::uint64_t victim_cycle = 0;            // the cycle that chose it as a victim
-    std::string pending_message;
     std::string shape;  // computeSchedulingHash's input, canonical text
     std::vector<PodSetTotals> totals;  // per pod set, from the first assignment on
   };
@@ -709,7 +708,6 @@ class Core final : public AdmissionCore {
     w.admitted.clear();
     w.restored.reset();
     w.phase = WorkloadPhase::Pending;
-    w.pending_message = message;
     push_active(id, true);
     requeue_inadmissible(w.queue);
   }
@@ -1115,10 +1113,12 @@ class Core final : public AdmissionCore {
 
   // apimeta.SetStatusCondition: the transition time moves only when the status flips.
   // A Text message is copied only when it changed: most pending heads are told the same
-  // thing every cycle.
-  static void set_condition(Wl& w, CondType type, bool status, const std::string* reason, MessageKind kind,
+  // thing every cycle. Returns whether the condition now says something else than a Text
+  // message it already had (new, another kind, or another text).
+  static bool set_condition(Wl& w, CondType type, bool status, const std::string* reason, MessageKind kind,
                             std::string_view text, VirtualTime now) {
     StoredCondition* c = nullptr;
+    bool created = false;
     for (auto& x : w.conditions) {
       if (x.type == type) {
         c = &x;
@@ -1132,7 +1132,9 @@ class Core final : public AdmissionCore {
       c->type = type;
       c->status = status;
       c->last_transition = now;
+      created = true;
     }
+    bool changed = created || c->kind != MessageKind::Text || kind != MessageKind::Text;
     if (c->status != status) c->last_transition = now;
     c->status = status;
     c->reason = reason;
@@ -1142,7 +1144,9 @@ class Core final : public AdmissionCore {
       if (!c->text.empty()) std::string().swap(c->text);  // an admitted workload keeps no pending message
     } else if (c->text != text) {
       c->text = text;
+      changed = true;
     }
+    return changed;
   }
 
   // Active Evicted and Preempted conditions become False with "Previously: " + their
@@ -1200,18 +1204,19 @@ class Core final : public AdmissionCore {
     return s;
   }
 
-  // Returns true when the pending message changed (a Pending decision is due).
+  // Returns true when the pending message changed (a Pending decision is due). The
+  // QuotaReserved condition's text is the last pending message: a pending workload's
+  // condition is a Text one, set here or by release_evicted.
   bool set_pending(WorkloadId id, const std::string* reason, const std::string& message, VirtualTime now,
                    CycleResult* out) {
     Wl& w = wl(id);
-    set_condition(w, CondType::QuotaReserved, false, reason, MessageKind::Text, message, now);
+    const bool changed = set_condition(w, CondType::QuotaReserved, false, reason, MessageKind::Text, message, now);
     // SyncAdmittedCondition: with UnadmittedWorkloadsObservability a pending Workload
     // says explicitly that it has no reservation.
     if (options_.unadmitted_workloads_observability) {
       set_condition(w, CondType::Admitted, false, r_no_reservation_, MessageKind::NoReservation, {}, now);
     }
-    if (w.pending_message == message && !w.conditions.empty()) return false;
-    w.pending_message = message;
+    if (!changed) return false;
     if (out != nullptr) {
       next_decision(*out, Decision::Kind::Pending, id,
                     w.queue >= 0 ? queues_[at(w.queue)].spec.name : w.spec.cluster_queue, *reason, message);
@@ -2960,7 +2965,6 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   w.phase = WorkloadPhase::Admitted;
   w.admitted_at = now;
   w.reserved_at = now;
-  w.pending_message.clear();
   set_condition(w, CondType::QuotaReserved, true, r_quota_reserved_, MessageKind::QuotaReservedIn, {}, now);
   reset_eviction_conditions(w, r_quota_reserved_, now);
   set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, now);
@@ -3324,7 +3328,6 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     if (i + 2 < entries.size() && entries[i + 2].status != Entry::Status::Assumed) {
       const Wl& n = wl(entries[i + 2].w);
       prefetch(&n.in_pending);
-      prefetch(&n.pending_message);
       prefetch(n.conditions.data());
     }
     requeue(entries[i]);
