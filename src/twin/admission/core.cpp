@@ -376,7 +376,9 @@ class Core final : public AdmissionCore {
     // queue (priority, newest reservation, UID): preemption walks it lazily instead of
     // sorting every workload of a cohort for every preemptor.
     std::vector<RankEntry> ranked;
-    std::size_t evicted = 0;  // holding - ranked
+    // The evicted part of `holding` (evicted, not released), in no particular order: the
+    // preemption search looks at these first, without a walk over every holder.
+    std::vector<WorkloadId> evicted;
     std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
     std::string reserved_message;             // "Quota reserved in ClusterQueue <name>"
   };
@@ -396,6 +398,7 @@ class Core final : public AdmissionCore {
     std::uint64_t inadmissible_generation = 0;  // == queue's generation: inadmissible
     OrderKey key;
     std::size_t holding_pos = 0;
+    std::size_t evicted_pos = 0;  // in its queue's `evicted` while Evicted
     VirtualTime reserved_at = 0;
     const std::uint64_t* uid_label = nullptr;  // UidOrder
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
@@ -1061,7 +1064,8 @@ class Core final : public AdmissionCore {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     unrank(q, id);
-    ++q.evicted;
+    w.evicted_pos = q.evicted.size();
+    q.evicted.push_back(id);
     w.phase = WorkloadPhase::Evicted;
   }
 
@@ -1069,7 +1073,10 @@ class Core final : public AdmissionCore {
     Wl& w = wl(id);
     Queue& q = queues_[at(w.queue)];
     if (w.phase == WorkloadPhase::Evicted) {
-      --q.evicted;
+      const WorkloadId last_evicted = q.evicted.back();
+      q.evicted[w.evicted_pos] = last_evicted;
+      wl(last_evicted).evicted_pos = w.evicted_pos;
+      q.evicted.pop_back();
     } else {
       unrank(q, id);
     }
@@ -1850,7 +1857,7 @@ class Core final : public AdmissionCore {
         o.entries.push_back(OrderEntry{r.reserved_at, r.uid_prefix, r.uid_label, r.creation, r.priority, r.id, cq, via,
                                        uses_resources(r, frs), amount_of(r, frs)});
       }
-      if (q.evicted > 0) o.evicted_queues.emplace_back(cq, via);
+      if (!q.evicted.empty()) o.evicted_queues.emplace_back(cq, via);
     };
     if (frs.size() == 1) {
       for (int child : tree_.queues_above_nominal(current, frs.front())) add(child);
@@ -2049,10 +2056,8 @@ class Core final : public AdmissionCore {
 
   void add_evicted(const Wl& preemptor, int queue, int cq, int list, int lca, bool advantage, const std::vector<int>& frs,
                    std::vector<Ranked>& evicted) const {
-    const Queue& q = queues_[at(cq)];
-    if (q.evicted == 0) return;
-    for (WorkloadId w : q.holding) {
-      if (wl(w).phase != WorkloadPhase::Evicted || victim_this_cycle(w)) continue;
+    for (WorkloadId w : queues_[at(cq)].evicted) {
+      if (victim_this_cycle(w)) continue;
       const Variant v = classify(preemptor, queue, w, advantage, frs);
       if (v != Variant::Never) evicted.push_back(Ranked{list, candidate(w, lca, v, queue)});
     }
@@ -3238,7 +3243,10 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     Queue& q = queues_[qi];
     // The first pending node two queues ahead, its workload one queue ahead (the node has
     // arrived by then): find_head_at reads both.
-    if (qi + 2 < queues_.size() && !queues_[qi + 2].pending.empty()) prefetch(&*queues_[qi + 2].pending.begin());
+    if (qi + 3 < queues_.size() && !queues_[qi + 3].pending.empty()) prefetch(&*queues_[qi + 3].pending.begin());
+    if (qi + 2 < queues_.size() && !queues_[qi + 2].pending.empty()) {
+      prefetch(&workloads_[queues_[qi + 2].pending.begin()->id]);
+    }
     if (qi + 1 < queues_.size() && !queues_[qi + 1].pending.empty()) {
       prefetch(&wl(queues_[qi + 1].pending.begin()->id).inadmissible_generation);
     }
@@ -3272,6 +3280,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
   out.decisions.reserve(out.heads);
   // 2-3. Nominate against the state at the start of the cycle.
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i + 4 < entries.size()) prefetch(&workloads_[entries[i + 4].w]);
     if (i + 2 < entries.size()) prefetch_record(entries[i + 2].w);
     if (i + 1 < entries.size()) prefetch_for_assign(entries[i + 1].w);
     nominate(entries[i]);
@@ -3284,6 +3293,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
   } else {
     const auto order = order_classical(entries);
     for (std::size_t k = 0; k < order.size(); ++k) {
+      if (k + 4 < order.size()) prefetch(&workloads_[entries[order[k + 4]].w]);
       if (k + 2 < order.size()) prefetch_record(entries[order[k + 2]].w);
       if (k + 1 < order.size()) prefetch_for_admit(entries[order[k + 1]].w);
       process(entries[order[k]], preempted, reserved, out, now);
