@@ -2755,9 +2755,6 @@ class Core final : public AdmissionCore {
   }
 
   // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
-  // its root cohort, so victims are also kept per root: simulating their removal for an
-  // entry touches its own tree, not every victim of the cycle.
-  // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
   // its root cohort, so the victims' usage is also summed per queue under each root:
   // simulating their removal for an entry touches its own tree once per queue that lost a
   // victim, not once per victim of the cycle. (The tree is a function of the queues'
