@@ -43,7 +43,8 @@ Mode to_mode(PMode p) {
 // classical.preemptionVariant
 enum class Variant { Never, WithinCQ, Hierarchical, ReclaimWithoutBorrowing, ReclaimWhileBorrowing };
 
-const char* variant_reason(Variant v) {
+// A view of static text with its length known here: a search records one per target.
+constexpr std::string_view variant_reason(Variant v) {
   switch (v) {
     case Variant::WithinCQ: return "InClusterQueue";
     case Variant::Hierarchical: return "InCohortReclamation";
