@@ -1059,6 +1059,8 @@ class Core final : public AdmissionCore {
     q.holding.push_back(id);
     rank(q, id);
     add_workload(id);
+    if (admissions_.size() != tree_.size()) admissions_.assign(tree_.size(), 0);
+    for (int a = tree_.parent(q.node); a >= 0; a = tree_.parent(a)) ++admissions_[at(a)];
   }
 
   void mark_evicted(WorkloadId id) {
@@ -1571,6 +1573,10 @@ class Core final : public AdmissionCore {
   // cycle's other preemptions are removed (SimulateWorkloadRemoval), usage and workload
   // alike, so they are no candidates there.
   [[nodiscard]] bool victim_this_cycle(WorkloadId w) const { return wl(w).victim_cycle == cycle_; }
+  // The same without reading the record.
+  [[nodiscard]] bool victim_this_cycle_fast(WorkloadId w) const {
+    return w / 64 < victim_bits_.size() && ((victim_bits_[w / 64] >> (w % 64)) & 1U) != 0;
+  }
 
   [[nodiscard]] bool uses_resources(WorkloadId id, const std::vector<int>& frs) const {
     // WorkloadUsesResources looks at the assigned flavors, whatever the amount.
@@ -1815,6 +1821,10 @@ class Core final : public AdmissionCore {
     std::vector<std::pair<int, int>> evicted_queues;  // (queue, child) of the queues with evicted workloads
     std::uint64_t requests_epoch = 0;
     int requests = 0;  // searches under this cohort in requests_epoch
+    // For reuse later in the same cycle (reusable_order): the cycle and the admissions
+    // under the cohort when it was built, and the queues it holds, sorted.
+    std::uint64_t cycle = 0, admissions = 0;
+    std::vector<int> queues;
   };
 
   // Whether a search under cohort `a` for `frs` should use the shared order: from the
@@ -1839,9 +1849,46 @@ class Core final : public AdmissionCore {
     o.frs = frs;
     o.entries.clear();
     o.evicted_queues.clear();
+    o.queues.clear();
+    o.cycle = cycle_;
+    o.admissions = admissions_under(a);
     add_order_queues(o, a, a, -1, frs);
     std::sort(o.entries.begin(), o.entries.end(), order_entry_before);
+    std::sort(o.queues.begin(), o.queues.end());
     return o;
+  }
+
+  // A search under a flat cohort (a root whose children are all queues) for one
+  // flavor-resource, in a state the cohort's order was not built in, may still walk that
+  // order if it was built earlier in the same cycle and nothing was admitted under the
+  // cohort since: within a cycle nothing else adds candidates. What it holds then differs
+  // from what collect_sources would give only by
+  //  - the cycle's victims chosen since, which the walk skips (victim_this_cycle), and
+  //  - queues no longer above nominal (victims and reservations move usage), which the
+  //    search leaves out (excluded_); a queue above nominal that the order lacks makes it
+  //    unusable.
+  // Re-nominations of heads whose targets overlapped another's are such searches.
+  const CandidateOrder* reusable_order(int a, const std::vector<int>& frs) {
+    if (frs.size() != 1 || tree_.has_parent(a) || !tree_.node(a).child_cohorts.empty()) return nullptr;
+    if (candidate_orders_.size() != tree_.size()) return nullptr;
+    const CandidateOrder& o = candidate_orders_[at(a)];
+    if (o.epoch == 0 || o.cycle != cycle_ || o.frs != frs || o.admissions != admissions_under(a)) return nullptr;
+    if (excluded_.size() != queues_.size()) excluded_.assign(queues_.size(), 0);
+    const std::uint64_t above = ++exclude_stamp_;
+    for (int child : tree_.queues_above_nominal(a, frs.front())) {
+      const int cq = node_queue_[at(child)];
+      if (!std::binary_search(o.queues.begin(), o.queues.end(), cq)) return nullptr;
+      excluded_[at(cq)] = above;
+    }
+    // Everything of the order not above nominal now is left out of this search.
+    const std::uint64_t stamp = ++exclude_stamp_;
+    for (int cq : o.queues) {
+      if (excluded_[at(cq)] != above) excluded_[at(cq)] = stamp;
+    }
+    return &o;
+  }
+  [[nodiscard]] std::uint64_t admissions_under(int a) const {
+    return admissions_.size() == tree_.size() ? admissions_[at(a)] : 0;
   }
   // collect_sources without a preemptor: every queue it could give under `top`.
   void add_order_queues(CandidateOrder& o, int top, int current, int child_of_top, const std::vector<int>& frs) const {
@@ -1854,6 +1901,7 @@ class Core final : public AdmissionCore {
       const int cq = node_queue_[at(child)];
       const int via = current == top ? child : child_of_top;
       const Queue& q = queues_[at(cq)];
+      o.queues.push_back(cq);
       for (const RankEntry& r : q.ranked) {
         o.entries.push_back(OrderEntry{r.reserved_at, r.uid_prefix, r.uid_label, r.creation, r.priority, r.id, cq, via,
                                        uses_resources(r, frs), amount_of(r, frs)});
@@ -1893,6 +1941,7 @@ class Core final : public AdmissionCore {
       std::sort(evicted_.begin(), evicted_.end(), ranked_before);
       for (const auto& r : evicted_) counts_[at(r.list)] += 1;
       if (core_.dropped_.size() != core_.queues_.size()) core_.dropped_.assign(core_.queues_.size(), 0);
+      if (core_.excluded_.size() != core_.queues_.size()) core_.excluded_.assign(core_.queues_.size(), 0);
       ++core_.drop_stamp_;
       for (auto& l : levels_) {
         l.pos = 0;
@@ -1969,6 +2018,8 @@ class Core final : public AdmissionCore {
           return false;
         }
         if (!e.uses || e.child == l.skip || core_.dropped_[at(e.queue)] == core_.drop_stamp_) continue;
+        // A reused order (reusable_order): queues left out, victims chosen since it was built.
+        if (core_.excluded_[at(e.queue)] == core_.exclude_stamp_ || core_.victim_this_cycle_fast(e.w)) continue;
         const Variant v = core_.classify(preemptor_, queue_, e.queue, e.priority, e.creation, l.advantage);
         if (v == Variant::Never) continue;
         l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, e.uid_prefix, e.uid_label, e.queue, e.amount};
@@ -2172,6 +2223,7 @@ class Core final : public AdmissionCore {
       }
     }
     if (!levels.empty() && share_order(levels.front().lca, frs)) {
+      ++exclude_stamp_;  // nothing left out
       for (auto& l : levels) {
         l.order = &candidate_order(l.lca, frs);
         for (const auto& [cq, child] : l.order->evicted_queues) {
@@ -2181,6 +2233,20 @@ class Core final : public AdmissionCore {
       SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
       search_with(walk, queue, frs, usage, out);
       return;
+    }
+    if (levels.size() == 1) {
+      if (const CandidateOrder* o = reusable_order(levels.front().lca, frs)) {
+        Level& l = levels.front();
+        l.order = o;
+        for (const auto& [cq, child] : o->evicted_queues) {
+          if (child != l.skip && excluded_[at(cq)] != exclude_stamp_) {
+            add_evicted(preemptor, queue, cq, l.list(), l.lca, l.advantage, frs, evicted);
+          }
+        }
+        SharedWalk walk(*this, preemptor, queue, frs, evicted, levels, own);
+        search_with(walk, queue, frs, usage, out);
+        return;
+      }
     }
     std::vector<Source>& sources = scratch_sources_;
     sources.clear();
@@ -2778,6 +2844,10 @@ class Core final : public AdmissionCore {
       Wl& x = core_.wl(w);
       if (x.victim_cycle == core_.cycle_) return;
       x.victim_cycle = core_.cycle_;
+      auto& bits = core_.victim_bits_;
+      if (w / 64 >= bits.size()) bits.resize(w / 64 + 1, 0);
+      bits[w / 64] |= std::uint64_t{1} << (w % 64);
+      core_.victim_ids_.push_back(w);
       if (kept_out_) core_.remove_workload(w);
       const int root = core_.tree_.root(core_.queues_[at(x.queue)].node);
       if (by_root_.empty()) {
@@ -2937,6 +3007,11 @@ class Core final : public AdmissionCore {
   // Shared candidate orders, per cohort node (see SharedWalk), and the queues a SharedWalk
   // left out of its attempt: dropped_[queue] == drop_stamp_.
   std::vector<CandidateOrder> candidate_orders_;
+  std::vector<std::uint64_t> excluded_;  // per queue: == exclude_stamp_ while a search leaves it out
+  std::uint64_t exclude_stamp_ = 0;
+  std::vector<std::uint64_t> admissions_;  // per cohort node: workloads admitted under it (hold)
+  std::vector<std::uint64_t> victim_bits_;  // this cycle's victims, by id (victim_ids_ clears them)
+  std::vector<WorkloadId> victim_ids_;
   std::vector<std::uint64_t> dropped_;
   std::uint64_t drop_stamp_ = 0;
   // Scratch buffers of assign and find_flavor (not reentrant), and the cycle's entries:
@@ -3298,6 +3373,8 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     }
   }
   preempted.put_back();
+  for (const WorkloadId v : victim_ids_) victim_bits_[v / 64] = 0;
+  victim_ids_.clear();
   // Capacity held for preemptors only lives within the cycle's snapshot.
   for (auto it = reserved.rbegin(); it != reserved.rend(); ++it) remove_usage(it->first, it->second);
   // 6. Requeue what was not admitted (ClusterQueue.RequeueIfNotPresent).
