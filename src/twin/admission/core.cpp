@@ -403,7 +403,6 @@ class Core final : public AdmissionCore {
     VirtualTime reserved_at = 0;
     const std::uint64_t* uid_label = nullptr;  // UidOrder
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
-    std::uint64_t victim_cycle = 0;            // the cycle that chose it as a victim
     std::string shape;  // computeSchedulingHash's input, canonical text
     std::vector<PodSetTotals> totals;  // per pod set, from the first assignment on
   };
@@ -1572,9 +1571,9 @@ class Core final : public AdmissionCore {
   // one: Kueue's updateAssignmentIfNeeded runs it on a snapshot where the victims of the
   // cycle's other preemptions are removed (SimulateWorkloadRemoval), usage and workload
   // alike, so they are no candidates there.
-  [[nodiscard]] bool victim_this_cycle(WorkloadId w) const { return wl(w).victim_cycle == cycle_; }
-  // The same without reading the record.
-  [[nodiscard]] bool victim_this_cycle_fast(WorkloadId w) const {
+  // A bit per workload id, so that the walks over a cohort's candidates ask without
+  // reading the records; cleared when the next cycle starts.
+  [[nodiscard]] bool victim_this_cycle(WorkloadId w) const {
     return w / 64 < victim_bits_.size() && ((victim_bits_[w / 64] >> (w % 64)) & 1U) != 0;
   }
 
@@ -1869,7 +1868,7 @@ class Core final : public AdmissionCore {
   //    unusable.
   // Re-nominations of heads whose targets overlapped another's are such searches.
   const CandidateOrder* reusable_order(int a, const std::vector<int>& frs) {
-    if (frs.size() != 1 || tree_.has_parent(a) || !tree_.node(a).child_cohorts.empty()) return nullptr;
+    if (frs.size() != 1 || !flat_cohort(a)) return nullptr;
     if (candidate_orders_.size() != tree_.size()) return nullptr;
     const CandidateOrder& o = candidate_orders_[at(a)];
     if (o.epoch == 0 || o.cycle != cycle_ || o.frs != frs || o.admissions != admissions_under(a)) return nullptr;
@@ -2019,7 +2018,7 @@ class Core final : public AdmissionCore {
         }
         if (!e.uses || e.child == l.skip || core_.dropped_[at(e.queue)] == core_.drop_stamp_) continue;
         // A reused order (reusable_order): queues left out, victims chosen since it was built.
-        if (core_.excluded_[at(e.queue)] == core_.exclude_stamp_ || core_.victim_this_cycle_fast(e.w)) continue;
+        if (core_.excluded_[at(e.queue)] == core_.exclude_stamp_ || core_.victim_this_cycle(e.w)) continue;
         const Variant v = core_.classify(preemptor_, queue_, e.queue, e.priority, e.creation, l.advantage);
         if (v == Variant::Never) continue;
         l.current = Candidate{e.w, l.lca, v, false, false, e.priority, e.reserved, e.uid_prefix, e.uid_label, e.queue, e.amount};
@@ -2401,10 +2400,10 @@ class Core final : public AdmissionCore {
   [[nodiscard]] bool flat_search(int queue, const std::vector<int>& frs, const Usage& usage) const {
     if (frs.size() != 1 || usage.size() != 1 || usage.front().first != frs.front()) return false;
     const int n = queues_[at(queue)].node;
-    if (!tree_.has_parent(n)) return false;
-    const int root = tree_.parent(n);
-    return !tree_.has_parent(root) && tree_.node(root).child_cohorts.empty();
+    return tree_.has_parent(n) && flat_cohort(tree_.parent(n));
   }
+  // A root cohort whose children are all ClusterQueues.
+  [[nodiscard]] bool flat_cohort(int a) const { return !tree_.has_parent(a) && tree_.node(a).child_cohorts.empty(); }
 
   template <class Walk>
   void search_with(Walk& walk, int queue, const std::vector<int>& frs, const Usage& usage, std::vector<Target>& out) {
@@ -2841,9 +2840,8 @@ class Core final : public AdmissionCore {
     [[nodiscard]] bool kept_out() const { return kept_out_; }
     [[nodiscard]] bool contains(WorkloadId w) const { return core_.victim_this_cycle(w); }
     void insert(WorkloadId w) {
-      Wl& x = core_.wl(w);
-      if (x.victim_cycle == core_.cycle_) return;
-      x.victim_cycle = core_.cycle_;
+      if (core_.victim_this_cycle(w)) return;
+      const Wl& x = core_.wl(w);
       auto& bits = core_.victim_bits_;
       if (w / 64 >= bits.size()) bits.resize(w / 64 + 1, 0);
       bits[w / 64] |= std::uint64_t{1} << (w % 64);
@@ -3010,7 +3008,7 @@ class Core final : public AdmissionCore {
   std::vector<std::uint64_t> excluded_;  // per queue: == exclude_stamp_ while a search leaves it out
   std::uint64_t exclude_stamp_ = 0;
   std::vector<std::uint64_t> admissions_;  // per cohort node: workloads admitted under it (hold)
-  std::vector<std::uint64_t> victim_bits_;  // this cycle's victims, by id (victim_ids_ clears them)
+  std::vector<std::uint64_t> victim_bits_;  // the current (or last) cycle's victims, by id; see victim_this_cycle
   std::vector<WorkloadId> victim_ids_;
   std::vector<std::uint64_t> dropped_;
   std::uint64_t drop_stamp_ = 0;
@@ -3305,6 +3303,8 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
   now_ = now;
   changed();
   out.cycle = ++cycle_;
+  for (const WorkloadId v : victim_ids_) victim_bits_[v / 64] = 0;  // the last cycle's victims
+  victim_ids_.clear();
   out.time = now;
   out.evicted.clear();
   decisions_used_ = 0;
@@ -3373,8 +3373,6 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     }
   }
   preempted.put_back();
-  for (const WorkloadId v : victim_ids_) victim_bits_[v / 64] = 0;
-  victim_ids_.clear();
   // Capacity held for preemptors only lives within the cycle's snapshot.
   for (auto it = reserved.rbegin(); it != reserved.rend(); ++it) remove_usage(it->first, it->second);
   // 6. Requeue what was not admitted (ClusterQueue.RequeueIfNotPresent).
