@@ -2288,7 +2288,8 @@ class Core final : public AdmissionCore {
   // shape): QuotaTree's formulas (change_usage, available, borrowing_with) restricted to two
   // levels and one flavor-resource, on copies of the cells the search touches. The tree is
   // neither changed nor restored, and a candidate from the shared order brings its queue
-  // and amount along, so its record is not read either. FlatSearch tests pin it to the tree.
+  // and amount along, so its record is not read either. The seeded-run hashes pin it to the
+  // tree's answers (mutations of these formulas fail them).
   class FlatSearch {
    public:
     FlatSearch(Core& core, int queue, int fr, Amount request)
