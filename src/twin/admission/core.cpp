@@ -1953,6 +1953,7 @@ class Core final : public AdmissionCore {
       }
     }
     [[nodiscard]] bool any_in(int list) const { return counts_[at(list)] > 0; }
+    [[nodiscard]] const Wl& preemptor() const { return preemptor_; }
 
     void restart() {
       ++core_.drop_stamp_;
@@ -1993,6 +1994,18 @@ class Core final : public AdmissionCore {
         return &own_->current;
       }
       return nullptr;
+    }
+    // The level an attempt walks first when it is all the walk has before the preemptor's
+    // own queue: no evicted candidates, one level, its order built in this state (so it
+    // is no reused order, which leaves queues out). Else nullptr.
+    [[nodiscard]] const Level* lone_level() const {
+      if (!evicted_.empty() || levels_.size() != 1 || levels_.front().order->epoch != core_.epoch_) return nullptr;
+      return &levels_.front();
+    }
+    // Right after restart(): the levels are walked (RemovalRun did it), the own queue is next.
+    void skip_levels() {
+      for (auto& l : levels_) l.pos = l.order->entries.size();
+      last_ = Last::None;
     }
     // The rest of the last candidate's queue is left out of this attempt.
     void drop_source() {
@@ -2282,6 +2295,37 @@ class Core final : public AdmissionCore {
     const std::vector<int>& frs_;
     const Usage& usage_;
   };
+  // A preemptor class's walk of a flat cohort's level (removal_run, below).
+  struct RemovalRun {
+    // What the run depends on besides the state (epoch_, the cycle's victims): the
+    // preemptor's priority (and creation, where its policy reads it), its queue's policies
+    // and threshold, the level's advantage.
+    std::uint64_t epoch = 0, cycle = 0;
+    std::size_t victims = 0;
+    int lca = -1, fr = -1;
+    std::int32_t priority = 0;
+    VirtualTime creation = 0;
+    PreemptionPolicy reclaim = PreemptionPolicy::Never;
+    BorrowWithinCohortPolicy borrow = BorrowWithinCohortPolicy::Never;
+    std::optional<std::int32_t> threshold;
+    bool advantage = false;
+    struct Removal {
+      WorkloadId w;
+      int queue, node;
+      Amount amount;
+      std::string_view reason;
+    };
+    struct QueueRun {
+      int queue, node;
+      Amount usage;      // after its removals
+      Amount root_drop;  // what its removals took out of the root's usage
+      bool dropped;      // reached nominal: the rest of it is invalid
+    };
+    std::vector<Removal> removals;  // in walk order, all queues
+    std::vector<QueueRun> queues;   // the queues the run met
+    Amount root_drop = 0;           // all queues'
+    bool lending = false;           // one of them has a local quota (a lending limit)
+  };
 
   // The same search where the preemptor's queue and every candidate's queue are children of
   // one root cohort and the request is one flavor-resource (a flat cohort, the common
@@ -2295,7 +2339,7 @@ class Core final : public AdmissionCore {
     FlatSearch(Core& core, int queue, int fr, Amount request)
         : core_(core), tree_(core.tree_), queue_(queue), node_(core.queues_[at(queue)].node), fr_(fr),
           root_(core.tree_.parent(node_)), request_(request), root_quota_(core.tree_.subtree_quota(root_, fr)),
-          removed_(core.scratch_removed_) {
+          removed_(core.scratch_removed_), applied_sum_(core.scratch_applied_sum_) {
       if (core_.flat_stamp_.size() != tree_.size()) {
         core_.flat_stamp_.assign(tree_.size(), 0);
         core_.flat_usage_.assign(tree_.size(), 0);
@@ -2306,6 +2350,8 @@ class Core final : public AdmissionCore {
       stamp_ = ++core_.flat_stamp_counter_;
       root_usage_ = tree_.usage(root_, fr_);
       removed_.clear();
+      applied_ = 0;
+      applied_whole_ = false;
       own_changed();
     }
     [[nodiscard]] Validity validity(const Candidate& c, bool borrow) {
@@ -2333,21 +2379,84 @@ class Core final : public AdmissionCore {
     // Core::fill_back, with the removals kept in step with the targets.
     void fill_back(std::vector<Target>& targets, bool borrow) {
       for (int i = static_cast<int>(targets.size()) - 2; i >= 0; --i) {
+        if (i < static_cast<int>(applied_) && applied_whole_) {
+          fill_back_applied(targets, i, borrow);
+          return;
+        }
         const auto [n, v] = removed_[at(i)];
         give(n, v);
         if (fits(borrow)) {
-          targets[at(i)] = targets.back();
-          targets.pop_back();
-          removed_[at(i)] = removed_.back();
-          removed_.pop_back();
+          put_back(targets, i);
         } else {
           take(n, v);
         }
       }
     }
     void undo(const std::vector<Target>&) {}
+    // Whether the request would make the preemptor's queue borrow: only removals from its
+    // own queue change that.
+    [[nodiscard]] bool borrowing() const { return borrowing_; }
+    // Right after start(): the removals of `run` but its own queue's, as the walk of the
+    // level would have made them one by one.
+    void apply(const RemovalRun& run, std::vector<Target>& targets) {
+      Amount root_drop = run.root_drop;
+      for (const auto& r : run.queues) {
+        if (r.queue == queue_) {
+          root_drop = usage_sub(root_drop, r.root_drop);
+          continue;
+        }
+        core_.flat_stamp_[at(r.node)] = stamp_;
+        core_.flat_usage_[at(r.node)] = r.usage;
+      }
+      root_usage_ = usage_sub(root_usage_, root_drop);
+      applied_whole_ = !run.lending;
+      applied_sum_.assign(1, 0);
+      for (const auto& x : run.removals) {
+        if (x.queue == queue_) continue;
+        removed_.emplace_back(x.node, x.amount);
+        targets.push_back(Target{x.w, x.reason});
+        applied_sum_.push_back(usage_add(applied_sum_.back(), x.amount));
+      }
+      applied_ = targets.size();
+    }
 
    private:
+    // What fill_back does with targets [0, i] when they are all the applied run's and each
+    // gives the root its whole amount back (give() with no local quota): put target k back
+    // when the preemptor still fits with the root's usage up by its amount. fits() only
+    // gets harder as that usage grows, so the targets from i down that go back one after
+    // another are the longest stretch whose sum fits, found by bisection on the prefix
+    // sums; the target below it stays removed. The moves are fill_back's own.
+    void fill_back_applied(std::vector<Target>& targets, int i, bool borrow) {
+      while (i >= 0) {
+        const Amount top = applied_sum_[at(i + 1)];
+        int lo = 0, hi = i + 1;  // the first target of the stretch is in [lo, hi]; hi: none
+        while (lo < hi) {
+          const int mid = lo + (hi - lo) / 2;
+          if (fits_with_root(usage_sub(top, applied_sum_[at(mid)]), borrow)) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        root_usage_ = usage_add(root_usage_, usage_sub(top, applied_sum_[at(lo)]));
+        for (; i >= lo; --i) put_back(targets, i);
+        --i;  // target lo - 1 does not fit: it stays removed
+      }
+    }
+    [[nodiscard]] bool fits_with_root(Amount more, bool borrow) {
+      const Amount before = root_usage_;
+      root_usage_ = usage_add(root_usage_, more);
+      const bool ok = fits(borrow);
+      root_usage_ = before;
+      return ok;
+    }
+    void put_back(std::vector<Target>& targets, int i) {
+      targets[at(i)] = targets.back();
+      targets.pop_back();
+      removed_[at(i)] = removed_.back();
+      removed_.pop_back();
+    }
     Amount& usage(int n) {
       if (core_.flat_stamp_[at(n)] != stamp_) {
         core_.flat_stamp_[at(n)] = stamp_;
@@ -2391,6 +2500,12 @@ class Core final : public AdmissionCore {
     std::vector<std::pair<int, Amount>>& removed_;  // per target: its queue's node and amount
     std::uint64_t stamp_ = 0;
     Amount root_usage_ = 0;
+    std::size_t applied_ = 0;  // targets [0, applied_) are the applied run's (apply)
+    // Whether each of them gives the root its whole amount back (no lending limit in the
+    // run, so no queue holds any of it in its local quota), and the sum of the amounts of
+    // targets [0, k) at k.
+    bool applied_whole_ = false;
+    std::vector<Amount>& applied_sum_;
     // own_changed()
     bool borrowing_ = false, capped_ = false;
     Amount local_ = 0, cap_ = 0;
@@ -2405,6 +2520,94 @@ class Core final : public AdmissionCore {
   }
   // A root cohort whose children are all ClusterQueues.
   [[nodiscard]] bool flat_cohort(int a) const { return !tree_.has_parent(a) && tree_.node(a).child_cohorts.empty(); }
+
+  // ---- the walk of a flat cohort's order while the preemptor's queue would borrow -----------
+  //
+  // In an attempt that may not borrow (minimal_preemptions' borrow == false) and a
+  // preemptor whose queue would borrow with the request, nothing but a removal from its own
+  // queue can make it fit, and that queue comes after the cohort's level in the walk. So the
+  // attempt walks the whole level first and removes every valid candidate of it: each other
+  // queue's candidates in order while that queue is above nominal (FlatSearch::validity),
+  // and fill-back later puts most of them back. In a contended cohort every head of the
+  // same priority walks the same level in the same state, and each queue's run depends on
+  // that queue's usage only. So the run over all queues is worked out once per state and
+  // preemptor class, and each preemptor takes it less its own queue's part.
+  [[nodiscard]] static VirtualTime run_creation(const Wl& preemptor, const ClusterQueuePreemption& p) {
+    return p.reclaim_within_cohort == PreemptionPolicy::LowerOrNewerEqualPriority ? preemptor.spec.creation : 0;
+  }
+
+  const RemovalRun& removal_run(const Wl& preemptor, int queue, const Level& l, int fr) {
+    const auto& p = queues_[at(queue)].spec.preemption;
+    const VirtualTime creation = run_creation(preemptor, p);
+    for (const RemovalRun& r : removal_runs_) {
+      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size() && r.lca == l.lca && r.fr == fr &&
+          r.priority == preemptor.spec.priority && r.creation == creation && r.reclaim == p.reclaim_within_cohort &&
+          r.borrow == p.borrow_within_cohort && r.threshold == p.max_priority_threshold && r.advantage == l.advantage) {
+        return r;
+      }
+    }
+    // Runs of another state are of no use again; their buffers are.
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < removal_runs_.size(); ++i) {
+      const RemovalRun& r = removal_runs_[i];
+      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size()) std::swap(removal_runs_[used++], removal_runs_[i]);
+    }
+    if (used == removal_runs_.size()) removal_runs_.emplace_back();
+    RemovalRun& r = removal_runs_[used];
+    r.epoch = epoch_;
+    r.cycle = cycle_;
+    r.victims = victim_ids_.size();
+    r.lca = l.lca;
+    r.fr = fr;
+    r.priority = preemptor.spec.priority;
+    r.creation = creation;
+    r.reclaim = p.reclaim_within_cohort;
+    r.borrow = p.borrow_within_cohort;
+    r.threshold = p.max_priority_threshold;
+    r.advantage = l.advantage;
+    r.removals.clear();
+    r.queues.clear();
+    r.root_drop = 0;
+    r.lending = false;
+    if (run_slot_.size() != queues_.size()) run_slot_.assign(queues_.size(), {0, 0});
+    const std::uint64_t stamp = ++run_stamp_;
+    constexpr int kOtherQueue = -2;  // classify as a candidate from another queue than the preemptor's
+    for (const OrderEntry& e : l.order->entries) {
+      // SharedWalk::settle, for every queue of the level.
+      if ((r.reclaim == PreemptionPolicy::LowerPriority && e.priority >= r.priority) ||
+          (r.reclaim == PreemptionPolicy::LowerOrNewerEqualPriority && e.priority > r.priority)) {
+        break;
+      }
+      if (!e.uses || victim_this_cycle(e.w)) continue;
+      auto& [slot_stamp, slot] = run_slot_[at(e.queue)];
+      if (slot_stamp != stamp) {
+        slot_stamp = stamp;
+        slot = r.queues.size();
+        const int n = queues_[at(e.queue)].node;
+        r.queues.push_back(RemovalRun::QueueRun{e.queue, n, tree_.usage(n, fr), 0, false});
+        if (tree_.local_quota(n, fr) > 0) r.lending = true;
+      }
+      RemovalRun::QueueRun& q = r.queues[slot];
+      if (q.dropped) continue;
+      const Variant v = classify(preemptor, queue, kOtherQueue, e.priority, e.creation, l.advantage);
+      if (v == Variant::Never) continue;
+      // FlatSearch::validity without borrowing, then FlatSearch::take.
+      if (q.usage <= tree_.subtree_quota(q.node, fr)) {
+        q.dropped = true;
+        continue;
+      }
+      const Amount amount = e.amount >= 0 ? e.amount : usage_of(wl(e.w).usage, fr);
+      const Amount stored_in_parent = quota_sub(q.usage, tree_.local_quota(q.node, fr));
+      q.usage = usage_sub(q.usage, amount);
+      if (stored_in_parent > 0) {
+        const Amount drop = std::min(amount, stored_in_parent);
+        q.root_drop = usage_add(q.root_drop, drop);
+        r.root_drop = usage_add(r.root_drop, drop);
+      }
+      r.removals.push_back(RemovalRun::Removal{e.w, e.queue, q.node, amount, variant_reason(v)});
+    }
+    return r;
+  }
 
   template <class Walk>
   void search_with(Walk& walk, int queue, const std::vector<int>& frs, const Usage& usage, std::vector<Target>& out) {
@@ -2443,6 +2646,14 @@ class Core final : public AdmissionCore {
       targets.clear();
       all.restart();
       search.start();
+      if constexpr (std::is_same_v<Walk, SharedWalk> && std::is_same_v<Search, FlatSearch>) {
+        if (!borrow && search.borrowing()) {
+          if (const Level* l = all.lone_level()) {
+            search.apply(removal_run(all.preemptor(), queue, *l, frs.front()), targets);
+            all.skip_levels();
+          }
+        }
+      }
       // Every removal is undone before returning, and nothing the quiet changes skip
       // (versions, queues above nominal) is read in between.
       while (const Candidate* next = all.next()) {
@@ -2997,6 +3208,7 @@ class Core final : public AdmissionCore {
   std::vector<Source> scratch_work_;
   std::vector<Target> scratch_targets_;
   std::vector<std::pair<int, Amount>> scratch_removed_;  // FlatSearch
+  std::vector<Amount> scratch_applied_sum_;              // FlatSearch
   std::vector<std::uint64_t> flat_stamp_;                // FlatSearch: per node, the search that copied its usage
   std::vector<Amount> flat_usage_;
   std::uint64_t flat_stamp_counter_ = 0;
@@ -3013,6 +3225,9 @@ class Core final : public AdmissionCore {
   std::vector<WorkloadId> victim_ids_;
   std::vector<std::uint64_t> dropped_;
   std::uint64_t drop_stamp_ = 0;
+  std::vector<RemovalRun> removal_runs_;  // of the current state (removal_run)
+  std::vector<std::pair<std::uint64_t, std::size_t>> run_slot_;  // per queue: (run_stamp_, index in RemovalRun::queues)
+  std::uint64_t run_stamp_ = 0;
   // Scratch buffers of assign and find_flavor (not reentrant), and the cycle's entries:
   // kept across cycles so that their containers keep their capacity.
   std::vector<int> scratch_groups_;

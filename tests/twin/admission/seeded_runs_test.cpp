@@ -10,6 +10,14 @@
 // every workload's final status (phase, conditions with transition times, admission) and
 // every ClusterQueue's status. The hashes are in golden/seeded-runs.txt.
 //
+// A second family, the contended runs (golden/contended-runs.txt), is shaped like the
+// preemption storms of bench/admission_cycle_bench: flat cohorts of 24 to 40 queues on one
+// resource, every queue preempting (mixed policies, borrowWithinCohort, thresholds, some
+// lending limits), and bursts that give every queue several heads at once, so that many
+// heads of a few priorities search the same cohort in the same state. Their hashes were
+// written by the core before it shared those searches' walks (RemovalRun), which must
+// decide exactly as the walk did.
+//
 // Speed work on the core must leave every hash unchanged. A deliberate change of
 // semantics rewrites the file with GPUBANK_UPDATE_GOLDEN=1 (the first shard writes all
 // seeds); review the seeds that changed.
@@ -32,6 +40,7 @@ namespace gpubank::twin {
 namespace {
 
 constexpr unsigned kSeeds = 64;
+constexpr unsigned kContendedSeeds = 32;
 constexpr unsigned kShards = 8;  // separate CTest cases, so that ctest -j spreads them
 constexpr int kCycles = 600;
 
@@ -62,9 +71,22 @@ struct Shape {
         preemption((seed & 8U) != 0),
         finish_one_in((seed & 32U) != 0 ? 40 : (seed & 16U) != 0 ? 3 : 20),
         load((seed & 32U) != 0 ? 3 : 1) {}
+  // A contended run's (see the top of the file): its seed's bits choose lending limits and
+  // whether the preemptors may borrow while reclaiming.
+  static Shape contended_run(unsigned seed) {
+    Shape s(0);
+    s.preemption = true;
+    s.contended = true;
+    s.lending = (seed & 1U) != 0;
+    s.borrow_within_cohort = (seed & 2U) != 0;
+    s.finish_one_in = (seed & 4U) != 0 ? 10 : 40;
+    s.load = (seed & 8U) != 0 ? 2 : 1;  // request sizes: up to 4 or 8 CPUs per pod
+    return s;
+  }
   bool hierarchical, two_resources, fair_sharing, preemption;
   int finish_one_in;  // one in N running workloads finishes after each cycle
   int load;           // arrivals per queue every fifth cycle
+  bool contended = false, lending = false, borrow_within_cohort = false;
 };
 
 struct RunResult {
@@ -79,9 +101,12 @@ class SeededRun {
  public:
   // forget_finished: each workload is forgotten as soon as it finishes.
   explicit SeededRun(unsigned seed, bool forget_finished = false)
-      : shape_(seed), rng_(seed), reuse_result_(std::popcount(seed) % 2 == 1), forget_finished_(forget_finished) {}
+      : SeededRun(Shape(seed), seed, forget_finished) {}
+  SeededRun(Shape shape, unsigned seed, bool forget_finished = false)
+      : shape_(shape), rng_(seed), reuse_result_(std::popcount(seed) % 2 == 1), forget_finished_(forget_finished) {}
 
   RunResult run() {
+    if (shape_.contended) return run_contended();
     build_cluster();
     auto created = AdmissionCore::create(CoreOptions{.fair_sharing = shape_.fair_sharing},
                                          {ResourceFlavorSpec{"f1", {}, {}, {}}, ResourceFlavorSpec{"f2", {}, {}, {}}},
@@ -104,6 +129,11 @@ class SeededRun {
       if (cycle % 5 == 0) submit(shape_.load * (queues_per_root_ * roots_ + 1));
       now_ += 1000;
     }
+    return finish_run();
+  }
+
+ private:
+  RunResult finish_run() {
     record_final_state();
     result_.hash = hash_.value();
     result_.decisions_hash = decisions_hash_.value();
@@ -111,7 +141,83 @@ class SeededRun {
     return result_;
   }
 
- private:
+  // 300 cycles; every 25th, and whenever no queue has a head, a burst of 2 to 6 arrivals
+  // per queue. One victim in four stays a cycle longer (an evicted candidate then);
+  // finished workloads are forgotten.
+  RunResult run_contended() {
+    build_contended_cluster();
+    auto created = AdmissionCore::create({}, {ResourceFlavorSpec{"f1", {}, {}, {}}}, {}, queues_);
+    EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
+    if (!created.ok()) return {};
+    core_ = std::move(created).value();
+    forget_finished_ = true;
+    burst(8);
+    CycleResult r;
+    std::vector<WorkloadId> slow_victims;
+    for (int cycle = 0; cycle < 300; ++cycle) {
+      core_->run_cycle(now_, r);
+      for (const auto& d : r.decisions) record(d);
+      for (const WorkloadId v : slow_victims) core_->release_evicted(v, now_);
+      slow_victims.clear();
+      for (const WorkloadId v : r.evicted) {
+        if (draw(4) == 0) {
+          slow_victims.push_back(v);
+        } else {
+          core_->release_evicted(v, now_);
+        }
+      }
+      finish_some();
+      if (cycle % 25 == 24 || !core_->has_active_heads()) burst(2 + static_cast<int>(draw(5)));
+      now_ += 1000;
+    }
+    return finish_run();
+  }
+
+  void build_contended_cluster() {
+    roots_ = 1 + static_cast<int>(draw(2));
+    queues_per_root_ = 24 + static_cast<int>(draw(17));
+    static constexpr PreemptionPolicy kReclaim[] = {PreemptionPolicy::Any, PreemptionPolicy::LowerPriority,
+                                                     PreemptionPolicy::LowerOrNewerEqualPriority};
+    for (int c = 0; c < roots_; ++c) {
+      // One reclaim policy for most of a cohort, so that many heads share their walks.
+      const PreemptionPolicy usual = kReclaim[draw(3)];
+      for (int i = 0; i < queues_per_root_; ++i) {
+        ClusterQueueSpec q;
+        q.name = "cq" + std::to_string(c) + "-" + std::to_string(i);
+        q.cohort = "root" + std::to_string(c);
+        ResourceQuota quota{"cpu", (4 + draw(5)) * 2000, {}, {}};
+        if (draw(3) != 0) quota.borrowing_limit = (2 + draw(10)) * 4000;
+        if (shape_.lending && draw(3) != 0) quota.lending_limit = quota.nominal / (1 + draw(4));
+        q.resource_groups.push_back(ResourceGroup{{"cpu"}, {FlavorQuotas{"f1", {quota}}}});
+        q.preemption.reclaim_within_cohort = draw(3) == 0 ? kReclaim[draw(3)] : usual;
+        q.preemption.within_cluster_queue = draw(4) == 0 ? PreemptionPolicy::Never : kReclaim[1 + draw(2)];
+        if (shape_.borrow_within_cohort && draw(3) != 0) {
+          q.preemption.borrow_within_cohort = BorrowWithinCohortPolicy::LowerPriority;
+          if (draw(2) == 0) q.preemption.max_priority_threshold = 100;
+        }
+        queues_.push_back(q);
+      }
+    }
+  }
+
+  void burst(int per_queue) {
+    static constexpr std::int32_t kPriorities[] = {0, 50, 100, 150, 200};
+    for (const auto& q : queues_) {
+      for (int k = 0; k < per_queue; ++k) {
+        WorkloadSpec w;
+        w.ns = "ns";
+        w.name = "w" + std::to_string(serial_++);
+        w.uid = std::to_string(1000 + draw(100000));
+        w.cluster_queue = q.name;
+        w.priority = kPriorities[draw(5)];
+        w.creation = now_ - static_cast<VirtualTime>(draw(3)) * 1000;
+        const Amount cpu = (1 + draw(8)) * 500 * shape_.load;
+        w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), {{"cpu", cpu}}, {}, {}});
+        core_->submit(std::move(w), now_);
+      }
+    }
+  }
+
   unsigned draw(unsigned n) { return static_cast<unsigned>(rng_() % n); }
 
   std::vector<ResourceQuota> quotas(bool cohort) {
@@ -334,6 +440,40 @@ TEST_P(SeededRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, SeededRuns, ::testing::Range(0U, kShards));
+
+std::string contended_golden_line(unsigned seed) {
+  const Shape shape = Shape::contended_run(seed);
+  const RunResult r = SeededRun(shape, seed).run();
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(r.hash));
+  std::ostringstream line;
+  line << "seed " << seed << (shape.lending ? " lending" : " no-lending")
+       << (shape.borrow_within_cohort ? " borrow-within-cohort" : " no-borrow-within-cohort") << " finish-1-in-"
+       << shape.finish_one_in << " decisions " << r.decisions << " admitted " << r.admitted << " preempted " << r.preempted
+       << " hash " << hash << "\n";
+  return line.str();
+}
+
+TEST(ContendedRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
+  const auto file = golden_file().parent_path() / "contended-runs.txt";
+  if (gpubank::testing::updating_golden_files()) {
+    std::string all;
+    for (unsigned seed = 0; seed < kContendedSeeds; ++seed) all += contended_golden_line(seed);
+    gpubank::testing::write_golden_file(file, all);
+    GTEST_SKIP() << "rewrote " << file.string();
+  }
+  const auto text = gpubank::testing::read_golden_file(file);
+  ASSERT_TRUE(text) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
+  std::vector<std::string> want;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) want.push_back(line + "\n");
+  ASSERT_EQ(want.size(), kContendedSeeds) << file.string() << " should have one line per seed";
+  for (unsigned seed = 0; seed < kContendedSeeds; ++seed) {
+    const std::string got = contended_golden_line(seed);
+    EXPECT_EQ(got, want[seed]) << "seed " << seed << " decides differently from " << file.string();
+    EXPECT_EQ(got.find(" preempted 0 "), std::string::npos) << "seed " << seed << " preempts nothing: no contention";
+  }
+}
 
 // Forgetting each workload as soon as it finishes changes no decision and no status of
 // what has not finished: a finished workload is in none of the core's queues, lists or
