@@ -1996,13 +1996,18 @@ class Core final : public AdmissionCore {
       return nullptr;
     }
     // The level an attempt walks first when it is all the walk has before the preemptor's
-    // own queue: no evicted candidates, one level, its order built in this state (so it
-    // is no reused order, which leaves queues out). Else nullptr.
+    // own queue: no evicted candidates, one level. Else nullptr.
     [[nodiscard]] const Level* lone_level() const {
-      if (!evicted_.empty() || levels_.size() != 1 || levels_.front().order->epoch != core_.epoch_) return nullptr;
+      if (!evicted_.empty() || levels_.size() != 1) return nullptr;
       return &levels_.front();
     }
-    // Right after restart(): the levels are walked (RemovalRun did it), the own queue is next.
+    // Whether no level gives the preemptor the advantage of hierarchical reclaim: its
+    // candidates from other queues are then all ReclaimWithoutBorrowing where its queue
+    // may not borrow while reclaiming (classify).
+    [[nodiscard]] bool no_advantage() const {
+      return std::none_of(levels_.begin(), levels_.end(), [](const Level& l) { return l.advantage; });
+    }
+    // Right after restart(): the levels are walked (or would give nothing), the own queue is next.
     void skip_levels() {
       for (auto& l : levels_) l.pos = l.order->entries.size();
       last_ = Last::None;
@@ -2302,6 +2307,7 @@ class Core final : public AdmissionCore {
     // and threshold, the level's advantage.
     std::uint64_t epoch = 0, cycle = 0;
     std::size_t victims = 0;
+    std::uint64_t exclusion = 0;  // a reused order's exclude_stamp_ (reusable_order), else 0
     int lca = -1, fr = -1;
     std::int32_t priority = 0;
     VirtualTime creation = 0;
@@ -2531,7 +2537,9 @@ class Core final : public AdmissionCore {
   // and fill-back later puts most of them back. In a contended cohort every head of the
   // same priority walks the same level in the same state, and each queue's run depends on
   // that queue's usage only. So the run over all queues is worked out once per state and
-  // preemptor class, and each preemptor takes it less its own queue's part.
+  // preemptor class, and each preemptor takes it less its own queue's part. A re-nomination
+  // walking a reused order (reusable_order) takes a run of its own: it is still cheaper
+  // than the walk, and its fill-back is the bisecting one.
   [[nodiscard]] static VirtualTime run_creation(const Wl& preemptor, const ClusterQueuePreemption& p) {
     return p.reclaim_within_cohort == PreemptionPolicy::LowerOrNewerEqualPriority ? preemptor.spec.creation : 0;
   }
@@ -2539,8 +2547,10 @@ class Core final : public AdmissionCore {
   const RemovalRun& removal_run(const Wl& preemptor, int queue, const Level& l, int fr) {
     const auto& p = queues_[at(queue)].spec.preemption;
     const VirtualTime creation = run_creation(preemptor, p);
+    const std::uint64_t exclusion = l.order->epoch == epoch_ ? 0 : exclude_stamp_;
     for (const RemovalRun& r : removal_runs_) {
-      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size() && r.lca == l.lca && r.fr == fr &&
+      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size() && r.exclusion == exclusion &&
+          r.lca == l.lca && r.fr == fr &&
           r.priority == preemptor.spec.priority && r.creation == creation && r.reclaim == p.reclaim_within_cohort &&
           r.borrow == p.borrow_within_cohort && r.threshold == p.max_priority_threshold && r.advantage == l.advantage) {
         return r;
@@ -2557,6 +2567,7 @@ class Core final : public AdmissionCore {
     r.epoch = epoch_;
     r.cycle = cycle_;
     r.victims = victim_ids_.size();
+    r.exclusion = exclusion;
     r.lca = l.lca;
     r.fr = fr;
     r.priority = preemptor.spec.priority;
@@ -2579,6 +2590,9 @@ class Core final : public AdmissionCore {
         break;
       }
       if (!e.uses || victim_this_cycle(e.w)) continue;
+      // As settle leaves a reused order's excluded queues out (they are within nominal, so
+      // validity would drop them at their first candidate anyway).
+      if (exclusion != 0 && excluded_[at(e.queue)] == exclusion) continue;
       auto& [slot_stamp, slot] = run_slot_[at(e.queue)];
       if (slot_stamp != stamp) {
         slot_stamp = stamp;
@@ -2646,11 +2660,17 @@ class Core final : public AdmissionCore {
       targets.clear();
       all.restart();
       search.start();
-      if constexpr (std::is_same_v<Walk, SharedWalk> && std::is_same_v<Search, FlatSearch>) {
-        if (!borrow && search.borrowing()) {
-          if (const Level* l = all.lone_level()) {
-            search.apply(removal_run(all.preemptor(), queue, *l, frs.front()), targets);
-            all.skip_levels();
+      if constexpr (std::is_same_v<Walk, SharedWalk>) {
+        if (borrow && borrow_forbidden && all.no_advantage()) {
+          // Every candidate of the levels is invalid in this attempt (candidate_validity:
+          // ReclaimWithoutBorrowing while borrowing) and only drops its queue.
+          all.skip_levels();
+        } else if constexpr (std::is_same_v<Search, FlatSearch>) {
+          if (!borrow && search.borrowing()) {
+            if (const Level* l = all.lone_level()) {
+              search.apply(removal_run(all.preemptor(), queue, *l, frs.front()), targets);
+              all.skip_levels();
+            }
           }
         }
       }
