@@ -2028,9 +2028,7 @@ class Core final : public AdmissionCore {
       const auto& entries = l.order->entries;
       for (; l.pos < entries.size(); ++l.pos) {
         const OrderEntry& e = entries[l.pos];
-        // Sorted by ascending priority: once the policy refuses a priority it refuses the rest.
-        if ((cutoff_ == PreemptionPolicy::LowerPriority && e.priority >= preemptor_.spec.priority) ||
-            (cutoff_ == PreemptionPolicy::LowerOrNewerEqualPriority && e.priority > preemptor_.spec.priority)) {
+        if (past_cutoff(cutoff_, e.priority, preemptor_.spec.priority)) {
           l.pos = entries.size();
           return false;
         }
@@ -2059,6 +2057,13 @@ class Core final : public AdmissionCore {
     std::size_t last_level_ = 0;
     std::array<std::size_t, 3> counts_{};
   };
+
+  // A shared order is sorted by ascending priority: once the preemptor's reclaim policy
+  // refuses a candidate's priority it refuses the rest of the order.
+  [[nodiscard]] static bool past_cutoff(PreemptionPolicy reclaim, std::int32_t cand_priority, std::int32_t preemptor_priority) {
+    return (reclaim == PreemptionPolicy::LowerPriority && cand_priority >= preemptor_priority) ||
+           (reclaim == PreemptionPolicy::LowerOrNewerEqualPriority && cand_priority > preemptor_priority);
+  }
 
   // classical.classifyPreemptionVariant
   [[nodiscard]] Variant classify(const Wl& preemptor, int queue, WorkloadId cand, bool advantage,
@@ -2300,12 +2305,20 @@ class Core final : public AdmissionCore {
     const std::vector<int>& frs_;
     const Usage& usage_;
   };
+  // QuotaTree::change_usage<false> for a queue under the root: takes `v` off the queue's
+  // usage `u`; returns what that takes off the root's (the part the root stored).
+  static Amount take_from(Amount& u, Amount local_quota, Amount v) {
+    const Amount stored_in_parent = quota_sub(u, local_quota);
+    u = usage_sub(u, v);
+    return stored_in_parent > 0 ? std::min(v, stored_in_parent) : 0;
+  }
+
   // A preemptor class's walk of a flat cohort's level (removal_run, below).
   struct RemovalRun {
-    // What the run depends on besides the state (epoch_, the cycle's victims): the
-    // preemptor's priority (and creation, where its policy reads it), its queue's policies
-    // and threshold, the level's advantage.
-    std::uint64_t epoch = 0, cycle = 0;
+    // What the run depends on besides the state (epoch_, which each cycle renews, and the
+    // cycle's victims): the preemptor's priority (and creation, where its policy reads it),
+    // its queue's policies and threshold, the level's advantage.
+    std::uint64_t epoch = 0;
     std::size_t victims = 0;
     std::uint64_t exclusion = 0;  // a reused order's exclude_stamp_ (reusable_order), else 0
     int lca = -1, fr = -1;
@@ -2472,10 +2485,7 @@ class Core final : public AdmissionCore {
     }
     // QuotaTree::change_usage<false>: what the queue stored in the root goes down with it.
     void take(int n, Amount v) {
-      Amount& u = usage(n);
-      const Amount stored_in_parent = quota_sub(u, tree_.local_quota(n, fr_));
-      u = usage_sub(u, v);
-      if (stored_in_parent > 0) root_usage_ = usage_sub(root_usage_, std::min(v, stored_in_parent));
+      root_usage_ = usage_sub(root_usage_, take_from(usage(n), tree_.local_quota(n, fr_), v));
       if (n == node_) own_changed();
     }
     // QuotaTree::change_usage<true>: what the queue's local quota does not hold goes to the root.
@@ -2549,7 +2559,7 @@ class Core final : public AdmissionCore {
     const VirtualTime creation = run_creation(preemptor, p);
     const std::uint64_t exclusion = l.order->epoch == epoch_ ? 0 : exclude_stamp_;
     for (const RemovalRun& r : removal_runs_) {
-      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size() && r.exclusion == exclusion &&
+      if (r.epoch == epoch_ && r.victims == victim_ids_.size() && r.exclusion == exclusion &&
           r.lca == l.lca && r.fr == fr &&
           r.priority == preemptor.spec.priority && r.creation == creation && r.reclaim == p.reclaim_within_cohort &&
           r.borrow == p.borrow_within_cohort && r.threshold == p.max_priority_threshold && r.advantage == l.advantage) {
@@ -2560,12 +2570,11 @@ class Core final : public AdmissionCore {
     std::size_t used = 0;
     for (std::size_t i = 0; i < removal_runs_.size(); ++i) {
       const RemovalRun& r = removal_runs_[i];
-      if (r.epoch == epoch_ && r.cycle == cycle_ && r.victims == victim_ids_.size()) std::swap(removal_runs_[used++], removal_runs_[i]);
+      if (r.epoch == epoch_ && r.victims == victim_ids_.size()) std::swap(removal_runs_[used++], removal_runs_[i]);
     }
     if (used == removal_runs_.size()) removal_runs_.emplace_back();
     RemovalRun& r = removal_runs_[used];
     r.epoch = epoch_;
-    r.cycle = cycle_;
     r.victims = victim_ids_.size();
     r.exclusion = exclusion;
     r.lca = l.lca;
@@ -2585,10 +2594,7 @@ class Core final : public AdmissionCore {
     constexpr int kOtherQueue = -2;  // classify as a candidate from another queue than the preemptor's
     for (const OrderEntry& e : l.order->entries) {
       // SharedWalk::settle, for every queue of the level.
-      if ((r.reclaim == PreemptionPolicy::LowerPriority && e.priority >= r.priority) ||
-          (r.reclaim == PreemptionPolicy::LowerOrNewerEqualPriority && e.priority > r.priority)) {
-        break;
-      }
+      if (past_cutoff(r.reclaim, e.priority, r.priority)) break;
       if (!e.uses || victim_this_cycle(e.w)) continue;
       // As settle leaves a reused order's excluded queues out (they are within nominal, so
       // validity would drop them at their first candidate anyway).
@@ -2611,13 +2617,9 @@ class Core final : public AdmissionCore {
         continue;
       }
       const Amount amount = e.amount >= 0 ? e.amount : usage_of(wl(e.w).usage, fr);
-      const Amount stored_in_parent = quota_sub(q.usage, tree_.local_quota(q.node, fr));
-      q.usage = usage_sub(q.usage, amount);
-      if (stored_in_parent > 0) {
-        const Amount drop = std::min(amount, stored_in_parent);
-        q.root_drop = usage_add(q.root_drop, drop);
-        r.root_drop = usage_add(r.root_drop, drop);
-      }
+      const Amount drop = take_from(q.usage, tree_.local_quota(q.node, fr), amount);
+      q.root_drop = usage_add(q.root_drop, drop);
+      r.root_drop = usage_add(r.root_drop, drop);
       r.removals.push_back(RemovalRun::Removal{e.w, e.queue, q.node, amount, variant_reason(v)});
     }
     return r;

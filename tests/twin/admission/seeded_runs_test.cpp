@@ -80,13 +80,14 @@ struct Shape {
     s.lending = (seed & 1U) != 0;
     s.borrow_within_cohort = (seed & 2U) != 0;
     s.finish_one_in = (seed & 4U) != 0 ? 10 : 40;
-    s.load = (seed & 8U) != 0 ? 2 : 1;  // request sizes: up to 4 or 8 CPUs per pod
+    s.size_scale = (seed & 8U) != 0 ? 2 : 1;
     return s;
   }
   bool hierarchical, two_resources, fair_sharing, preemption;
   int finish_one_in;  // one in N running workloads finishes after each cycle
   int load;           // arrivals per queue every fifth cycle
   bool contended = false, lending = false, borrow_within_cohort = false;
+  int size_scale = 1;  // contended runs: requests of up to 4 or 8 CPUs per pod
 };
 
 struct RunResult {
@@ -211,7 +212,7 @@ class SeededRun {
         w.cluster_queue = q.name;
         w.priority = kPriorities[draw(5)];
         w.creation = now_ - static_cast<VirtualTime>(draw(3)) * 1000;
-        const Amount cpu = (1 + draw(8)) * 500 * shape_.load;
+        const Amount cpu = (1 + draw(8)) * 500 * shape_.size_scale;
         w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), {{"cpu", cpu}}, {}, {}});
         core_->submit(std::move(w), now_);
       }
@@ -417,6 +418,24 @@ std::filesystem::path golden_file() {
          "seeded-runs.txt";
 }
 
+// The golden file's lines (each with its newline); a failure, and no lines, unless there
+// is one per seed.
+std::vector<std::string> golden_lines(const std::filesystem::path& file, unsigned seeds) {
+  const auto text = gpubank::testing::read_golden_file(file);
+  if (!text) {
+    ADD_FAILURE() << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
+    return {};
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line + "\n");
+  if (lines.size() != seeds) {
+    ADD_FAILURE() << file.string() << " has " << lines.size() << " lines, one per seed (" << seeds << ") expected";
+    return {};
+  }
+  return lines;
+}
+
 class SeededRuns : public ::testing::TestWithParam<unsigned> {};
 
 TEST_P(SeededRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
@@ -428,12 +447,8 @@ TEST_P(SeededRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
     gpubank::testing::write_golden_file(golden_file(), all);
     GTEST_SKIP() << "rewrote " << golden_file().string();
   }
-  const auto text = gpubank::testing::read_golden_file(golden_file());
-  ASSERT_TRUE(text) << "no golden file " << golden_file().string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
-  std::vector<std::string> want;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) want.push_back(line + "\n");
-  ASSERT_EQ(want.size(), kSeeds) << golden_file().string() << " should have one line per seed";
+  const std::vector<std::string> want = golden_lines(golden_file(), kSeeds);
+  ASSERT_EQ(want.size(), kSeeds);
   for (unsigned seed = shard; seed < kSeeds; seed += kShards) {
     EXPECT_EQ(golden_line(seed), want[seed]) << "seed " << seed << " decides differently from " << golden_file().string();
   }
@@ -462,12 +477,8 @@ TEST(ContendedRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
     gpubank::testing::write_golden_file(file, all);
     GTEST_SKIP() << "rewrote " << file.string();
   }
-  const auto text = gpubank::testing::read_golden_file(file);
-  ASSERT_TRUE(text) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
-  std::vector<std::string> want;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) want.push_back(line + "\n");
-  ASSERT_EQ(want.size(), kContendedSeeds) << file.string() << " should have one line per seed";
+  const std::vector<std::string> want = golden_lines(file, kContendedSeeds);
+  ASSERT_EQ(want.size(), kContendedSeeds);
   for (unsigned seed = 0; seed < kContendedSeeds; ++seed) {
     const std::string got = contended_golden_line(seed);
     EXPECT_EQ(got, want[seed]) << "seed " << seed << " decides differently from " << file.string();
