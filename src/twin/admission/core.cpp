@@ -204,6 +204,7 @@ enum class MessageKind : std::uint8_t {
   WorkloadAdmitted,  // "The workload is admitted"
   NoReservation,     // "The workload has no reservation"
   JobFinished,       // "Job finished successfully"
+  AsEvicted,         // the Evicted condition's message: a Preempted condition's, stored once
 };
 
 struct StoredCondition {
@@ -382,6 +383,7 @@ class Core final : public AdmissionCore {
     std::vector<WorkloadId> evicted;
     std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
     std::string reserved_message;             // "Quota reserved in ClusterQueue <name>"
+    std::string path;  // "/<root cohort>/.../<name>", as preemption messages name it
   };
   struct Wl {
     WorkloadSpec spec;
@@ -576,6 +578,11 @@ class Core final : public AdmissionCore {
     for (std::size_t i = 0; i < tree_.size(); ++i) {
       if (!tree_.node(static_cast<int>(i)).is_queue) heights_[i] = height(static_cast<int>(i));
     }
+    for (auto& queue : queues_) {
+      std::vector<const std::string*> names;
+      for (int n = queue.node; n >= 0; n = tree_.node(n).parent) names.push_back(&tree_.node(n).name);
+      for (auto it = names.rbegin(); it != names.rend(); ++it) queue.path.append("/").append(**it);
+    }
     return std::nullopt;
   }
 
@@ -753,8 +760,7 @@ class Core final : public AdmissionCore {
     if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};
     Wl& w = wl(id);
     if (w.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
-    set_condition(w, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
-    set_condition(w, CondType::Preempted, true, intern(reason), MessageKind::Text, message, now);
+    set_eviction_conditions(w, intern(reason), message, now);
     mark_evicted(id);
     changed();
     return true;
@@ -1158,6 +1164,15 @@ class Core final : public AdmissionCore {
     return changed;
   }
 
+  // Evicted=True and Preempted=True with one message, as Kueue's preemption and the twin's
+  // graceful reclaim write them. The Preempted condition renders the Evicted one's text:
+  // the two are only ever written together, here and by reset_eviction_conditions.
+  void set_eviction_conditions(Wl& w, const std::string* preempted_reason, std::string_view message,
+                               VirtualTime now) const {
+    set_condition(w, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
+    set_condition(w, CondType::Preempted, true, preempted_reason, MessageKind::AsEvicted, {}, now);
+  }
+
   // Active Evicted and Preempted conditions become False with "Previously: " + their
   // message, as a new admission does. An active condition was last written by
   // set_condition, which clears `previously`, so the prefix is never doubled.
@@ -1179,6 +1194,11 @@ class Core final : public AdmissionCore {
       case MessageKind::WorkloadAdmitted: m += "The workload is admitted"; break;
       case MessageKind::NoReservation: m += "The workload has no reservation"; break;
       case MessageKind::JobFinished: m += "Job finished successfully"; break;
+      case MessageKind::AsEvicted:
+        for (const auto& e : w.conditions) {
+          if (e.type == CondType::Evicted) m += e.text;
+        }
+        break;
     }
     return m;
   }
@@ -1234,10 +1254,19 @@ class Core final : public AdmissionCore {
   }
 
   // The cycle's next decision in `out`. A slot left there by an earlier cycle is
-  // overwritten, so its strings keep their buffers; do_run_cycle trims `out` at its end.
+  // overwritten, so its strings keep their buffers; so is one that do_run_cycle trimmed
+  // from a result at the end of an earlier, longer cycle (spare_decisions_).
   Decision& next_decision(CycleResult& out, Decision::Kind kind, WorkloadId id, const std::string& cluster_queue,
                           std::string_view reason, std::string_view message) {
-    Decision& d = decisions_used_ < out.decisions.size() ? out.decisions[decisions_used_] : out.decisions.emplace_back();
+    if (decisions_used_ == out.decisions.size()) {
+      if (spare_decisions_.empty()) {
+        out.decisions.emplace_back();
+      } else {
+        out.decisions.push_back(std::move(spare_decisions_.back()));
+        spare_decisions_.pop_back();
+      }
+    }
+    Decision& d = out.decisions[decisions_used_];
     ++decisions_used_;
     d.kind = kind;
     d.workload = id;
@@ -3191,6 +3220,16 @@ class Core final : public AdmissionCore {
   const std::string* r_exceeds_max_quota_ = intern("ExceedsMaxQuota");
   const std::string* r_no_matching_flavor_ = intern("NoMatchingFlavor");
   const std::string* r_suspended_ = intern("Suspended");
+  // A preemption target's reason (variant_reason, InCohortFairSharing), without a lookup.
+  const std::array<const std::string*, 4> r_preemption_ = {intern("InClusterQueue"), intern("InCohortReclamation"),
+                                                           intern("InCohortReclaimWhileBorrowing"),
+                                                           intern("InCohortFairSharing")};
+  const std::string* preemption_reason(std::string_view reason) {
+    for (const std::string* r : r_preemption_) {
+      if (*r == reason) return r;
+    }
+    return intern(reason);
+  }
   std::vector<ResourceFlavorSpec> flavors_;
   std::unordered_map<std::string, int> flavor_index_;
   mutable std::map<std::pair<int, std::string>, int> fr_index_;
@@ -3215,6 +3254,10 @@ class Core final : public AdmissionCore {
   std::vector<std::set<OrderKey>::node_type> spare_pending_nodes_;
   std::uint64_t cycle_ = 0;
   std::size_t decisions_used_ = 0;  // decisions written into the cycle's result so far
+  // Decisions trimmed from a result, kept for their buffers: a storm cycle writes several
+  // times as many decisions as the cycles around it, which would otherwise allocate each
+  // message afresh.
+  std::vector<Decision> spare_decisions_;
   VirtualTime now_ = 0;
   // get_targets memo, valid while the state keeps its id (epoch_; see changed()).
   std::uint64_t epoch_ = 0, last_epoch_ = 0;
@@ -3254,6 +3297,9 @@ class Core final : public AdmissionCore {
   // kept across cycles so that their containers keep their capacity.
   std::vector<int> scratch_groups_;
   std::vector<std::string> spare_strings_;
+  // A preemption's messages are built here, one victim at a time, and its victims listed.
+  std::string message_buffer_;
+  std::vector<WorkloadId> victims_buffer_;
   std::vector<int> scratch_frs_, scratch_nominate_frs_;
   Usage scratch_usage_, scratch_remaining_, scratch_rest_;
   std::vector<ResourceAssign> scratch_best_, scratch_assignments_;
@@ -3356,35 +3402,38 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
     reserved.emplace_back(e.queue, e.a.usage);
     // Preemptor.IssuePreemptions
     const Wl& preemptor = wl(e.w);
-    auto path = [&](int queue) {
-      std::string p = queues_[at(queue)].spec.name;
-      for (int a = tree_.node(queues_[at(queue)].node).parent; a >= 0; a = tree_.node(a).parent) p = tree_.node(a).name + "/" + p;
-      return "/" + p;
-    };
-    std::vector<WorkloadId> victims;
+    std::string& message = message_buffer_;
+    message.assign("Preempted to accommodate a workload (UID: ")
+        .append(preemptor.spec.uid.empty() ? "UNKNOWN" : preemptor.spec.uid)
+        .append(", JobUID: ")
+        .append(preemptor.spec.job_uid.empty() ? "UNKNOWN" : preemptor.spec.job_uid)
+        .append(") due to ");
+    const std::size_t preemptor_part = message.size();  // the same for every victim
+    std::vector<WorkloadId>& victims = victims_buffer_;
+    victims.clear();
     for (const auto& t : e.targets) {
       Wl& v = wl(t.workload);
       victims.push_back(t.workload);
       if (v.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
-      const std::string message = "Preempted to accommodate a workload (UID: " +
-                                  (preemptor.spec.uid.empty() ? "UNKNOWN" : preemptor.spec.uid) +
-                                  ", JobUID: " + (preemptor.spec.job_uid.empty() ? "UNKNOWN" : preemptor.spec.job_uid) +
-                                  ") due to " + human_reason(t.reason) + "; preemptor path: " + path(e.queue) +
-                                  "; preemptee path: " + path(v.queue);
-      set_condition(v, CondType::Evicted, true, r_preempted_, MessageKind::Text, message, now);
-      set_condition(v, CondType::Preempted, true, intern(t.reason), MessageKind::Text, message, now);
+      message.resize(preemptor_part);
+      message.append(human_reason(t.reason))
+          .append("; preemptor path: ")
+          .append(queues_[at(e.queue)].path)
+          .append("; preemptee path: ")
+          .append(queues_[at(v.queue)].path);
+      set_eviction_conditions(v, preemption_reason(t.reason), message, now);
       mark_evicted(t.workload);
       changed();  // candidate order puts evicted workloads first
       out.evicted.push_back(t.workload);
       next_decision(out, Decision::Kind::Preempted, t.workload, queues_[at(v.queue)].spec.name, t.reason, message)
           .related.push_back(e.w);
     }
-    e.message += ". Pending the preemption of " + std::to_string(e.targets.size()) + " workload(s)";
+    e.message.append(". Pending the preemption of ").append(std::to_string(e.targets.size())).append(" workload(s)");
     e.granular_reason = r_waiting_for_preempted_;
     e.requeue = Requeue::PendingPreemption;
     e.status = Entry::Status::Nominated;
     next_decision(out, Decision::Kind::PreemptionIssued, e.w, queues_[at(e.queue)].spec.name, *r_pending_, e.message)
-        .related = victims;
+        .related.assign(victims.begin(), victims.end());
     return;
   }
   admit(e, now, out);
@@ -3654,7 +3703,10 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     requeue(entries[i]);
   }
   for (auto& e : inactive) requeue(e);
-  out.decisions.resize(decisions_used_);
+  while (out.decisions.size() > decisions_used_) {
+    spare_decisions_.push_back(std::move(out.decisions.back()));
+    out.decisions.pop_back();
+  }
 }
 
 ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
