@@ -1378,6 +1378,22 @@ class Core final : public AdmissionCore {
     const auto& targets = get_targets(id, queue, scratch_frs_, scratch_usage_);
     const int n = queues_[at(queue)].node;
     if (targets.empty()) return {PMode::NoCandidates, lowest_subtree_that_fits(n, fr, quantity).first};
+    const int parent = tree_.parent(n);
+    if (parent < 0 || !tree_.has_parent(parent)) {
+      // Under a root cohort (or none), lowest_subtree_that_fits reads no usage but the
+      // queue's own (see there), and a queue's usage is the sum of its workloads': the
+      // answer after the removals needs only the usage of the targets in this queue.
+      Amount own = 0;
+      bool in_queue = false;
+      for (const auto& t : targets) {
+        const Wl& v = wl(t.workload);
+        if (v.queue != queue) continue;
+        in_queue = true;
+        own = usage_add(own, usage_of(v.usage, fr));
+      }
+      const bool borrows = parent >= 0 && quota_add(usage_sub(tree_.usage(n, fr), own), quantity) > tree_.subtree_quota(n, fr);
+      return {in_queue ? PMode::Preempt : PMode::Reclaim, borrows ? heights_[at(parent)] : 0};
+    }
     const UndoneChanges undone(*this);
     for (const auto& t : targets) remove_workload(t.workload);
     const int borrow = lowest_subtree_that_fits(n, fr, quantity).first;
