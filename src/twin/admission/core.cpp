@@ -1254,19 +1254,10 @@ class Core final : public AdmissionCore {
   }
 
   // The cycle's next decision in `out`. A slot left there by an earlier cycle is
-  // overwritten, so its strings keep their buffers; so is one that do_run_cycle trimmed
-  // from a result at the end of an earlier, longer cycle (spare_decisions_).
+  // overwritten, so its strings keep their buffers; do_run_cycle trims `out` at its end.
   Decision& next_decision(CycleResult& out, Decision::Kind kind, WorkloadId id, const std::string& cluster_queue,
                           std::string_view reason, std::string_view message) {
-    if (decisions_used_ == out.decisions.size()) {
-      if (spare_decisions_.empty()) {
-        out.decisions.emplace_back();
-      } else {
-        out.decisions.push_back(std::move(spare_decisions_.back()));
-        spare_decisions_.pop_back();
-      }
-    }
-    Decision& d = out.decisions[decisions_used_];
+    Decision& d = decisions_used_ < out.decisions.size() ? out.decisions[decisions_used_] : out.decisions.emplace_back();
     ++decisions_used_;
     d.kind = kind;
     d.workload = id;
@@ -3270,10 +3261,6 @@ class Core final : public AdmissionCore {
   std::vector<std::set<OrderKey>::node_type> spare_pending_nodes_;
   std::uint64_t cycle_ = 0;
   std::size_t decisions_used_ = 0;  // decisions written into the cycle's result so far
-  // Decisions trimmed from a result, kept for their buffers: a storm cycle writes several
-  // times as many decisions as the cycles around it, which would otherwise allocate each
-  // message afresh.
-  std::vector<Decision> spare_decisions_;
   VirtualTime now_ = 0;
   // get_targets memo, valid while the state keeps its id (epoch_; see changed()).
   std::uint64_t epoch_ = 0, last_epoch_ = 0;
@@ -3719,10 +3706,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     requeue(entries[i]);
   }
   for (auto& e : inactive) requeue(e);
-  while (out.decisions.size() > decisions_used_) {
-    spare_decisions_.push_back(std::move(out.decisions.back()));
-    out.decisions.pop_back();
-  }
+  out.decisions.resize(decisions_used_);
 }
 
 ClusterQueueStatus Core::cluster_queue_status(const std::string& name) const {
