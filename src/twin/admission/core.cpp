@@ -1259,6 +1259,8 @@ class Core final : public AdmissionCore {
                           std::string_view reason, std::string_view message) {
     Decision& d = decisions_used_ < out.decisions.size() ? out.decisions[decisions_used_] : out.decisions.emplace_back();
     ++decisions_used_;
+    // The next slot's message buffer, which the next decision writes.
+    if (decisions_used_ < out.decisions.size()) prefetch(out.decisions[decisions_used_].message.data());
     d.kind = kind;
     d.workload = id;
     d.cluster_queue.assign(cluster_queue);
@@ -3414,7 +3416,13 @@ void Core::process(Entry& e, Victims& preempted, std::vector<std::pair<int, Usag
     const std::size_t preemptor_part = message.size();  // the same for every victim
     std::vector<WorkloadId>& victims = victims_buffer_;
     victims.clear();
-    for (const auto& t : e.targets) {
+    // The victims' records arrived during the search; their conditions, written below, not.
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, e.targets.size()); ++i) {
+      prefetch(wl(e.targets[i].workload).conditions.data());
+    }
+    for (std::size_t i = 0; i < e.targets.size(); ++i) {
+      if (i + 2 < e.targets.size()) prefetch(wl(e.targets[i + 2].workload).conditions.data());
+      const Target& t = e.targets[i];
       Wl& v = wl(t.workload);
       victims.push_back(t.workload);
       if (v.phase == WorkloadPhase::Evicted) continue;  // preemption ongoing
@@ -3702,6 +3710,12 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
       const Wl& n = wl(entries[i + 2].w);
       prefetch(&n.in_pending);
       prefetch(n.conditions.data());
+    }
+    if (i + 1 < entries.size() && entries[i + 1].status != Entry::Status::Assumed) {
+      // The pending message that set_pending compares with.
+      for (const auto& c : wl(entries[i + 1].w).conditions) {
+        if (c.type == CondType::QuotaReserved) prefetch(c.text.data());
+      }
     }
     requeue(entries[i]);
   }
