@@ -50,36 +50,51 @@ log "webhook_load, paced: 32 connections, 100 requests/s, 2000 requests per phas
 "$build/bench/webhook_load" --connections=32 --requests=2000 --rate=100 --in-process-samples=200 \
   --audit-samples=50 --work-dir="$work" --summary="$out/webhook-paced.md" | tee "$out/webhook-paced.txt" >&2
 
-log "admission_cycle_bench (2000 cycles per case)"
-"$build/bench/admission_cycle_bench" --benchmark_color=false | tee "$out/admission-cycle.txt" >&2
-# Ratios against the baseline in the same run: the mean cycle over the available() walk.
-awk 'BEGIN {n = 0} /^available_walk/ {base=$2} /^admission_cycle_1000_queues/ {name[n]=$1; t[n]=$2; line[n]=$0; n++}
+log "admission_cycle_bench (2000 cycles per case, 3 runs)"
+# Three runs of every case: one p99 is the 20th-slowest of 2,000 cycles, and on a shared VM
+# a few slow minutes move it by a tenth either way. Every run's p99 is reported, and a case
+# meets the target only when all of them are under 1 ms.
+"$build/bench/admission_cycle_bench" --benchmark_color=false --benchmark_repetitions=3 |
+  tee "$out/admission-cycle.txt" >&2
+# Ratios against the baseline in the same run: the median mean cycle over the median
+# available() walk. The aggregate lines (_mean, _median, _stddev, _cv) are left out but for
+# the baseline's median.
+awk 'function counter(line, key,   f, j) { split(line, f, /[ =]+/); for (j in f) if (f[j] == key) return f[j+1]; return "" }
+  function us(v) { if (v ~ /k$/) { sub(/k$/, "", v); return v * 1000 } return v + 0 }
+  function median3(a, b, c) { return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b)) }
+  BEGIN {n = 0}
+  /^available_walk_median/ {base=$2}
+  /^admission_cycle_1000_queues/ && !/_(mean|median|stddev|cv) / {
+    name=$1; sub(/\/iterations:[0-9]+/, "", name)
+    if (!(name in idx)) { idx[name]=n; names[n]=name; n++ }
+    i=idx[name]; r=runs[i]++
+    t[i, r]=$2; p50[i, r]=us(counter($0, "p50_us")); p99[i, r]=us(counter($0, "p99_us"))
+    heads[i]=counter($0, "heads_per_cycle"); dec[i]=counter($0, "decisions_per_cycle")
+  }
   END {
-    print "| case | mean cycle (us) | x available() walk | p50 (us) | p99 (us) | heads/cycle | decisions/cycle |"
+    print "| case | mean cycle (us) | x available() walk | p50 (us) | p99 (us), each run | heads/cycle | decisions/cycle |"
     print "|---|---|---|---|---|---|---|"
     for (i = 0; i < n; i++) {
-      split(line[i], f, /[ =]+/); p50=""; p99=""; heads=""; dec=""
-      for (j in f) { if (f[j] == "p50_us") p50=f[j+1]; if (f[j] == "p99_us") p99=f[j+1];
-                     if (f[j] == "heads_per_cycle") heads=f[j+1]; if (f[j] == "decisions_per_cycle") dec=f[j+1] }
-      sub(/\/iterations:[0-9]+/, "", name[i])
-      printf "| %s | %s | %.1f | %s | %s | %s | %s |\n", name[i], t[i], t[i] / base, p50, p99, heads, dec
-      # Google Benchmark prints large counters as 1.5k: back to microseconds.
-      us = p99; if (us ~ /k$/) { sub(/k$/, "", us); us = us * 1000 }
-      if (us + 0 < 1000) met++; else missed = missed sprintf("%s%s at %.2f ms", missed == "" ? "" : ", ", name[i], us / 1000)
+      k = runs[i]; worst = 0; list = ""
+      for (r = 0; r < k; r++) { list = list sprintf("%s%.0f", r ? ", " : "", p99[i, r]); if (p99[i, r] > worst) worst = p99[i, r] }
+      tm = k == 3 ? median3(t[i, 0], t[i, 1], t[i, 2]) : t[i, 0]
+      pm = k == 3 ? median3(p50[i, 0], p50[i, 1], p50[i, 2]) : p50[i, 0]
+      printf "| %s | %s | %.1f | %.0f | %s | %s | %s |\n", names[i], tm, tm / base, pm, list, heads[i], dec[i]
+      if (worst < 1000) met++; else missed = missed sprintf("%s%s, slowest run %.2f ms", missed == "" ? "" : "; ", names[i], worst / 1000)
     }
-    printf "\nBaseline `available_walk` (Available() once per queue, 1,000 queues): %s us.\n", base
-    printf "\n**Target: an admission cycle over 1,000 queues under 1 ms at p99: %s** (%d of %d cases%s).\n",
+    printf "\nMean cycle and p50: the median of the runs. Baseline `available_walk` (Available() once per queue, 1,000 queues): %s us (median).\n", base
+    printf "\n**Target: an admission cycle over 1,000 queues under 1 ms at p99, in every run: %s** (%d of %d cases%s).\n",
       met == n ? "met" : "NOT met", met, n, missed == "" ? "" : "; not met: " missed
   }' "$out/admission-cycle.txt" > "$out/admission-cycle.md"
-# Every cycle of Kueue's own large-scale and baseline scenarios, timed one by one.
-awk 'BEGIN { print "\n| Kueue scenario | cycles | heads/cycle (max) | p50 (us) | p99 (us) | max (us) |"
-             print "|---|---|---|---|---|---|" }
-  /^kueue_(large_scale|baseline)_cycles/ {
+# Every cycle of Kueue's own large-scale and baseline scenarios, timed one by one, each run.
+awk 'BEGIN { print "\n| Kueue scenario | run | cycles | heads/cycle (max) | p50 (us) | p99 (us) | max (us) |"
+             print "|---|---|---|---|---|---|---|" }
+  /^kueue_(large_scale|baseline)_cycles/ && !/_(mean|median|stddev|cv) / {
     split($0, f, /[ =]+/); c=""; p50=""; p99=""; mx=""; h=""; mh=""
     for (j in f) { if (f[j] == "cycles") c=f[j+1]; if (f[j] == "p50_us") p50=f[j+1]; if (f[j] == "p99_us") p99=f[j+1];
                    if (f[j] == "max_us") mx=f[j+1]; if (f[j] == "heads_per_cycle") h=f[j+1]; if (f[j] == "max_heads") mh=f[j+1] }
     name=$1; sub(/\/iterations:[0-9]+/, "", name)
-    printf "| %s | %s | %s (%s) | %s | %s | %s |\n", name, c, h, mh, p50, p99, mx
+    printf "| %s | %d | %s | %s (%s) | %s | %s | %s |\n", name, ++run[name], c, h, mh, p50, p99, mx
   }' "$out/admission-cycle.txt" >> "$out/admission-cycle.md"
 
 for config in baseline large-scale; do
