@@ -52,8 +52,9 @@ log "webhook_load, paced: 32 connections, 100 requests/s, 2000 requests per phas
 
 log "admission_cycle_bench (2000 cycles per case, 3 runs)"
 # Three runs of every case: one p99 is the 20th-slowest of 2,000 cycles, and on a shared VM
-# a few slow minutes move it by a tenth either way. Every run's p99 is reported, and a case
-# meets the target only when all of them are under 1 ms.
+# it moves by up to a third with the vCPU a run lands on and the minute it runs in (these
+# cycles are bound by memory, which the host shares). Every run's p99 is reported, and a
+# case meets the target only when all of them are under 1 ms.
 "$build/bench/admission_cycle_bench" --benchmark_color=false --benchmark_repetitions=3 |
   tee "$out/admission-cycle.txt" >&2
 # Ratios against the baseline in the same run: the median mean cycle over the median
