@@ -21,6 +21,7 @@ struct AdmitOptions {
   std::uint64_t cycles = 0;  // 0: until stable
   bool until_stable = false;
   bool fair_sharing = false;
+  std::string feature_gates;
   std::string events;
   Format format = Format::Yaml;
 };
@@ -35,13 +36,17 @@ int fail(const Diagnostics& diagnostics, const std::string& message) {
   return 1;
 }
 
-Expected<std::unique_ptr<twin::AdmissionCore>> make_core(const kueue::AdmissionRun& run, bool fair_sharing) {
+Expected<std::unique_ptr<twin::AdmissionCore>> make_core(const kueue::AdmissionRun& run, const twin::CoreOptions& options) {
   kueue::CoreInputs in = run.inputs();
-  return twin::AdmissionCore::create(kueue::AdmissionRun::core_options(fair_sharing), std::move(in.flavors),
-                                     std::move(in.cohorts), std::move(in.queues));
+  return twin::AdmissionCore::create(options, std::move(in.flavors), std::move(in.cohorts), std::move(in.queues));
 }
 
 int run_admit(const AdmitOptions& opt) {
+  const auto core_options = kueue::AdmissionRun::core_options(opt.fair_sharing, opt.feature_gates);
+  if (!core_options) {
+    std::cerr << "gpubank twin admit: " << core_options.error() << '\n';
+    return 2;
+  }
   Diagnostics diagnostics;
   const kueue::ObjectSet set = kueue::load_objects(opt.paths, diagnostics);
   if (has_errors(diagnostics)) {
@@ -49,7 +54,7 @@ int run_admit(const AdmitOptions& opt) {
     return 1;
   }
   kueue::AdmissionRun run(set, diagnostics);
-  auto core = make_core(run, opt.fair_sharing);
+  auto core = make_core(run, *core_options);
   if (!core) return fail(diagnostics, core.error());
   run.load(**core, diagnostics);
   kueue::RunOptions options;
@@ -94,6 +99,10 @@ Command add_twin_admit_command(CLI::App& twin) {
       ->excludes(cycles);
   cmd->add_flag("--fair-sharing", opt->fair_sharing,
                 "admit and preempt with fair sharing, as Kueue's manager setting fairSharing.enable: true");
+  cmd->add_option("--feature-gates", opt->feature_gates,
+                  "Kueue feature gates that change admission, as the manager takes them, e.g. "
+                  "PartialAdmission=false; the twin models PartialAdmission, SchedulingEquivalenceHashing and "
+                  "UnadmittedWorkloadsObservability (all on by default, as in Kueue)");
   cmd->add_option("--events", opt->events,
                   "also write the decisions as JSON lines (Admitted, Pending, Preempted; ../shared/spec/events.md)");
   add_output_option(*cmd, opt->format, false);

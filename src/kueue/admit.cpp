@@ -1,7 +1,9 @@
 #include "kueue/admit.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
+#include <utility>
 
 #include "kueue/amounts.hpp"
 
@@ -122,6 +124,56 @@ AdmissionRun::AdmissionRun(const ObjectSet& set, Diagnostics& diagnostics)
 twin::CoreOptions AdmissionRun::core_options(bool fair_sharing) {
   twin::CoreOptions options;
   options.fair_sharing = fair_sharing;
+  return options;
+}
+
+Expected<twin::CoreOptions> AdmissionRun::core_options(bool fair_sharing, std::string_view feature_gates) {
+  twin::CoreOptions options = core_options(fair_sharing);
+  const std::pair<std::string_view, bool twin::CoreOptions::*> gates[] = {
+      {"PartialAdmission", &twin::CoreOptions::partial_admission},
+      {"SchedulingEquivalenceHashing", &twin::CoreOptions::scheduling_equivalence_hashing},
+      {"UnadmittedWorkloadsObservability", &twin::CoreOptions::unadmitted_workloads_observability},
+  };
+  constexpr std::size_t kMaxLength = 4096;
+  if (feature_gates.size() > kMaxLength) {
+    return Unexpected{"--feature-gates: " + std::to_string(feature_gates.size()) + " bytes, at most " +
+                      std::to_string(kMaxLength) + " allowed"};
+  }
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  std::size_t start = 0;
+  while (start <= feature_gates.size()) {
+    const std::size_t comma = std::min(feature_gates.find(',', start), feature_gates.size());
+    const std::string_view pair = trim(feature_gates.substr(start, comma - start));
+    start = comma + 1;
+    if (pair.empty()) continue;  // "A=true," as the manager's flag parsing allows
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) {
+      return Unexpected{"--feature-gates: missing bool value for " + std::string(pair) + " (want Name=true or Name=false)"};
+    }
+    const std::string_view name = trim(pair.substr(0, eq));
+    const std::string_view value = trim(pair.substr(eq + 1));
+    bool enabled = false;
+    if (value == "true" || value == "True" || value == "TRUE" || value == "t" || value == "T" || value == "1") {
+      enabled = true;
+    } else if (value == "false" || value == "False" || value == "FALSE" || value == "f" || value == "F" || value == "0") {
+      enabled = false;
+    } else {
+      return Unexpected{"--feature-gates: invalid value of " + std::string(name) + "=" + std::string(value) +
+                        ": want a boolean (true or false)"};
+    }
+    const auto* gate = std::find_if(std::begin(gates), std::end(gates), [&](const auto& g) { return g.first == name; });
+    if (gate == std::end(gates)) {
+      std::string known;
+      for (const auto& g : gates) known += (known.empty() ? "" : ", ") + std::string(g.first);
+      return Unexpected{"--feature-gates: unrecognized feature gate: " + std::string(name) +
+                        " (the twin models " + known + ")"};
+    }
+    options.*(gate->second) = enabled;
+  }
   return options;
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/diagnostic.hpp"
@@ -60,6 +61,11 @@ class AdmissionRun {
   [[nodiscard]] const std::vector<WorkloadEntry>& entries() const { return entries_; }
   [[nodiscard]] CoreInputs inputs() const { return core_inputs(set_); }
   [[nodiscard]] static twin::CoreOptions core_options(bool fair_sharing);
+  // The same with Kueue's --feature-gates applied ("Name=true,Name=false", as the manager
+  // takes them) for the gates that change admission: PartialAdmission,
+  // SchedulingEquivalenceHashing, UnadmittedWorkloadsObservability. Any other name, a
+  // value that is not a boolean, or a malformed pair is an error naming it.
+  [[nodiscard]] static Expected<twin::CoreOptions> core_options(bool fair_sharing, std::string_view feature_gates);
   // The cap of a run until stable: 1000 + 10 cycles per Workload.
   [[nodiscard]] std::uint64_t max_cycles() const;
   // Virtual time of the first cycle.

@@ -237,6 +237,8 @@ twin::WorkloadSpec workload_spec(const Workload& wl, const ObjectSet& set, twin:
     twin::PodSetSpec p;
     p.name = ps.name;
     p.count = count_after_reclaim(wl, ps);
+    p.spec_count = ps.count;
+    p.min_count = ps.min_count;
     p.requests = pod_amounts(ps.spec);
     p.node_selector = ps.spec.node_selector;
     for (const auto& t : ps.spec.tolerations) p.tolerations.push_back(to_core(t));

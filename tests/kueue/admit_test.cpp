@@ -128,6 +128,35 @@ struct Fixture {
   }
 };
 
+TEST(KueueAdmit, FeatureGatesSetTheCoreOptionsTheyName) {
+  const auto defaults = AdmissionRun::core_options(true, "");
+  ASSERT_TRUE(defaults.ok()) << defaults.error();
+  EXPECT_TRUE(defaults->fair_sharing);
+  EXPECT_TRUE(defaults->partial_admission);
+  EXPECT_TRUE(defaults->scheduling_equivalence_hashing);
+  EXPECT_TRUE(defaults->unadmitted_workloads_observability);
+
+  const auto set = AdmissionRun::core_options(false, " PartialAdmission=false,SchedulingEquivalenceHashing=0, ,"
+                                                     "UnadmittedWorkloadsObservability=False,PartialAdmission=true");
+  ASSERT_TRUE(set.ok()) << set.error();
+  EXPECT_FALSE(set->fair_sharing);
+  EXPECT_TRUE(set->partial_admission);  // the last one wins, as in the manager's flag
+  EXPECT_FALSE(set->scheduling_equivalence_hashing);
+  EXPECT_FALSE(set->unadmitted_workloads_observability);
+}
+
+TEST(KueueAdmit, FeatureGatesRejectWhatTheyDoNotModel) {
+  auto error = [](std::string_view gates) {
+    const auto r = AdmissionRun::core_options(false, gates);
+    return r.ok() ? std::string("accepted") : r.error();
+  };
+  EXPECT_THAT(error("TopologyAwareScheduling=true"),
+              ::testing::HasSubstr("unrecognized feature gate: TopologyAwareScheduling (the twin models "));
+  EXPECT_THAT(error("PartialAdmission=yes"), ::testing::HasSubstr("invalid value of PartialAdmission=yes"));
+  EXPECT_THAT(error("PartialAdmission"), ::testing::HasSubstr("missing bool value for PartialAdmission"));
+  EXPECT_THAT(error(std::string(5000, 'x')), ::testing::HasSubstr("5000 bytes, at most 4096 allowed"));
+}
+
 TEST(KueueAdmit, LoadsRestoresFirstThenSubmitsInCreationOrder) {
   Fixture r(kObjects);
   ASSERT_TRUE(r.decoded.diagnostics.empty()) << r.decoded.lines()[0];

@@ -265,5 +265,23 @@ TEST(KueueBridge, AdmissionScaledToReclaimablePods) {
             (std::vector<std::pair<std::string, twin::Amount>>{{"cpu", 500}, {"memory", 1073741824}}));
 }
 
+TEST(KueueBridge, MinCountAndTheSpecCountReachTheCore) {
+  // The pods to admit are the spec's less the reclaimable ones; partial admission's reducer
+  // starts from the spec's count (PodSetReducer reads spec.podSets[].count).
+  const std::string spec =
+      "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n"
+      "  queueName: lq\n  podSets: [{count: 4, minCount: 2, template: {spec: {containers: [{name: c, resources: "
+      "{requests: {cpu: 500m}}}]}}}]\nstatus:\n  reclaimablePods: [{name: main, count: 1}]\n";
+  const auto d = decode_yaml(std::string(kQueues) + spec);
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics diagnostics;
+  const twin::WorkloadSpec w = workload_spec(d.set.workloads[0], d.set, 0, diagnostics);
+  EXPECT_TRUE(diagnostics.empty());
+  ASSERT_EQ(w.pod_sets.size(), 1u);
+  EXPECT_EQ(w.pod_sets[0].count, 3);
+  EXPECT_EQ(w.pod_sets[0].spec_count, 4);
+  EXPECT_EQ(w.pod_sets[0].min_count, 2);
+}
+
 }  // namespace
 }  // namespace gpubank::kueue

@@ -52,13 +52,16 @@ TEST_P(Conformance, MatchesExpectedEndState) {
   const fs::path dir = cases_dir() / GetParam();
   const YAML::Node expected = YAML::LoadFile((dir / "expected.yaml").string());
   const bool fair_sharing = expected["fairSharing"] && expected["fairSharing"].as<bool>();
+  const std::string feature_gates = expected["featureGates"] ? expected["featureGates"].as<std::string>() : "";
+  const auto options = kueue::AdmissionRun::core_options(fair_sharing, feature_gates);
+  ASSERT_TRUE(options.ok()) << options.error();
 
   Diagnostics diagnostics;
   const kueue::ObjectSet set = kueue::load_objects({(dir / "input.yaml").string()}, diagnostics);
   ASSERT_FALSE(has_errors(diagnostics)) << (diagnostics.empty() ? std::string() : diagnostics.front().to_string());
   kueue::AdmissionRun run(set, diagnostics);
   kueue::CoreInputs in = run.inputs();
-  auto core = twin::AdmissionCore::create(kueue::AdmissionRun::core_options(fair_sharing), std::move(in.flavors),
+  auto core = twin::AdmissionCore::create(*options, std::move(in.flavors),
                                           std::move(in.cohorts), std::move(in.queues));
   ASSERT_TRUE(core.ok()) << core.error();
   run.load(**core, diagnostics);
@@ -89,6 +92,25 @@ TEST_P(Conformance, MatchesExpectedEndState) {
             EXPECT_EQ(it->at("flavors").value(f.first.as<std::string>(), ""), f.second.as<std::string>())
                 << "pod set " << ps.first.as<std::string>() << " resource " << f.first.as<std::string>();
           }
+        }
+      }
+      const auto& assignments = wl->at("status").at("admission").at("podSetAssignments");
+      auto assignment_of = [&](const std::string& pod_set) -> const Json* {
+        auto it = std::find_if(assignments.begin(), assignments.end(),
+                               [&](const Json& a) { return a.value("name", "") == pod_set; });
+        return it == assignments.end() ? nullptr : &*it;
+      };
+      for (const auto& ps : want["counts"]) {
+        const Json* a = assignment_of(ps.first.as<std::string>());
+        ASSERT_NE(a, nullptr) << "pod set " << ps.first.as<std::string>();
+        EXPECT_EQ(a->value("count", -1), ps.second.as<int>()) << "pod set " << ps.first.as<std::string>();
+      }
+      for (const auto& ps : want["resourceUsage"]) {
+        const Json* a = assignment_of(ps.first.as<std::string>());
+        ASSERT_NE(a, nullptr) << "pod set " << ps.first.as<std::string>();
+        for (const auto& r : ps.second) {
+          EXPECT_EQ(a->at("resourceUsage").value(r.first.as<std::string>(), ""), r.second.as<std::string>())
+              << "pod set " << ps.first.as<std::string>() << " resource " << r.first.as<std::string>();
         }
       }
     } else {

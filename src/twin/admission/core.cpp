@@ -103,6 +103,7 @@ struct PodSetTotals {
 
 struct PodSetAssign {
   const std::string* name = nullptr;  // the workload's pod set name
+  std::int32_t count = 0;             // its pods in this assignment (fewer: partial admission)
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
   bool failed = false;
@@ -407,6 +408,10 @@ class Core final : public AdmissionCore {
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
     std::string shape;  // computeSchedulingHash's input, canonical text
     std::vector<PodSetTotals> totals;  // per pod set, from the first assignment on
+    bool partial = false;  // some pod set may be admitted with fewer pods (CanBePartiallyAdmitted)
+    // The admission's pod counts where partial admission took fewer pods than the spec's,
+    // per pod set; empty when the admission has the spec's counts.
+    std::vector<std::int32_t> admitted_counts;
   };
 
   // ---- prefetching ------------------------------------------------------------------------
@@ -442,6 +447,7 @@ class Core final : public AdmissionCore {
     std::string s = std::to_string(w.priority);
     for (const auto& ps : w.pod_sets) {
       s += '|' + ps.name + '#' + std::to_string(ps.count);
+      if (ps.min_count) s += '~' + std::to_string(*ps.min_count);  // the hash includes minCount
       for (const auto& [r, v] : ps.requests) s += ';' + r + '=' + std::to_string(v);
       for (const auto& [k, v] : ps.node_selector) s += ";ns:" + k + '=' + v;
       for (const auto& t : ps.tolerations) {
@@ -593,6 +599,7 @@ class Core final : public AdmissionCore {
     Wl w;
     w.spec = std::move(spec);
     w.shape = shape_of(w.spec);
+    w.partial = can_be_partially_admitted(w.spec);
     auto it = queue_index_.find(w.spec.cluster_queue);
     w.uid_label = uid_order_.insert(w.spec.uid);
     w.uid_prefix = uid_prefix(w.spec.uid);
@@ -1217,6 +1224,10 @@ class Core final : public AdmissionCore {
         if (f.pod_set == p) psa.flavors.emplace_back(fr_resource_[at(f.fr)], flavors_[at(fr_flavor_[at(f.fr)])].name);
       }
       psa.resource_usage = w.totals.at(p).requests;
+      if (p < w.admitted_counts.size()) {
+        psa.count = w.admitted_counts[p];
+        scale_requests(w.totals.at(p).requests, w.spec.pod_sets[p].count, w.admitted_counts[p], psa.resource_usage);
+      }
     }
     return a;
   }
@@ -1294,6 +1305,29 @@ class Core final : public AdmissionCore {
     }
     return t;
   }
+  // ---- partial admission (PodSetResources.ScaledTo, flavorassigner.PodSetReducer) ------------
+
+  // workload.CanBePartiallyAdmitted: a pod set's spec count is above its minCount.
+  static bool can_be_partially_admitted(const WorkloadSpec& w) {
+    return std::any_of(w.pod_sets.begin(), w.pod_sets.end(), [](const PodSetSpec& ps) {
+      const std::int32_t spec = ps.spec_count >= 0 ? ps.spec_count : ps.count;
+      return spec > ps.min_count.value_or(spec);
+    });
+  }
+  // ScaledTo: a pod set of zero pods keeps zero, any other takes the new count.
+  static std::int32_t scaled_count(std::int32_t count, std::int32_t new_count) { return count == 0 ? 0 : new_count; }
+  // ScaledTo on the totals of `count` pods: each total is divided by the old count and
+  // multiplied (saturating) by the new one, as upstream does, so a total that the first
+  // multiplication clamped scales from the clamp.
+  static void scale_requests(const std::vector<std::pair<std::string, Amount>>& from, std::int32_t count,
+                             std::int32_t new_count, std::vector<std::pair<std::string, Amount>>& to) {
+    to.resize(from.size());
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      to[i].first = from[i].first;
+      to[i].second = count == 0 || count == new_count ? from[i].second : request_times(from[i].second / count, new_count);
+    }
+  }
+
   const std::vector<PodSetTotals>& totals_of(Wl& w) const {
     if (w.totals.size() != w.spec.pod_sets.size()) {
       w.totals.clear();
@@ -1460,10 +1494,23 @@ class Core final : public AdmissionCore {
   }
 
   // Into `a`, whose containers are reused (entries live in a pool across cycles).
-  void assign(WorkloadId id, Assignment& a) {
+  // counts: per pod set, the pods to assign for (partial admission); null: the spec's.
+  void assign(WorkloadId id, Assignment& a, const std::vector<std::int32_t>* counts = nullptr) {
     Wl& w = wl(id);
     const int queue = w.queue;
-    const auto& totals = totals_of(w);
+    const std::vector<PodSetTotals>* all_totals = &totals_of(w);
+    if (counts != nullptr) {
+      std::vector<PodSetTotals>& scaled = scratch_scaled_totals_;
+      scaled.resize(all_totals->size());
+      for (std::size_t p = 0; p < scaled.size(); ++p) {
+        const PodSetTotals& from = (*all_totals)[p];
+        scale_requests(from.requests, w.spec.pod_sets[p].count, (*counts)[p], scaled[p].requests);
+        scaled[p].groups = from.groups;
+        scaled[p].rids = from.rids;
+      }
+      all_totals = &scaled;
+    }
+    const auto& totals = *all_totals;
     a.borrowing = 0;
     a.usage.clear();
     a.forced.reset();
@@ -1474,6 +1521,7 @@ class Core final : public AdmissionCore {
       const PodSetTotals& t = totals[p];
       PodSetAssign& psa = a.pod_sets[used++];
       psa.name = &ps.name;
+      psa.count = counts != nullptr ? scaled_count(ps.count, (*counts)[p]) : ps.count;
       psa.flavors.clear();
       for (auto& r : psa.reasons) spare_strings_.push_back(std::move(r));
       psa.reasons.clear();
@@ -3075,21 +3123,83 @@ class Core final : public AdmissionCore {
 
   // ---- the cycle ---------------------------------------------------------------------------
 
+  // Scheduler.getInitialAssignments: the full assignment when it fits or finds targets to
+  // preempt, else (PartialAdmission) the most pods that do, else the full one without targets.
   void nominate(Entry& e) {
     assign(e.w, e.a);
+    e.targets.clear();
+    if (e.a.mode() == Mode::Preempt) e.targets = targets_of(e.w, e.queue, e.a);
+    if (e.a.mode() != Mode::Fit && e.targets.empty() && options_.partial_admission && wl(e.w).partial) reduce(e);
     e.a.message(e.message);
-    if (e.a.mode() == Mode::Preempt) {
-      std::vector<int>& frs = scratch_nominate_frs_;
-      frs.clear();
-      for (const auto& ps : e.a.pod_sets) {
-        for (const auto& f : ps.flavors) {
-          if (f.mode == Mode::Preempt) frs.push_back(f.fr);
-        }
+  }
+
+  // The preemption targets for an assignment in Preempt mode (GetTargets): over the
+  // flavor-resources it would preempt in. The result lives in the targets cache.
+  const std::vector<Target>& targets_of(WorkloadId id, int queue, const Assignment& a) {
+    std::vector<int>& frs = scratch_nominate_frs_;
+    frs.clear();
+    for (const auto& ps : a.pod_sets) {
+      for (const auto& f : ps.flavors) {
+        if (f.mode == Mode::Preempt) frs.push_back(f.fr);
       }
-      std::sort(frs.begin(), frs.end());
-      frs.erase(std::unique(frs.begin(), frs.end()), frs.end());
-      e.targets = get_targets(e.w, e.queue, frs, e.a.usage);
     }
+    std::sort(frs.begin(), frs.end());
+    frs.erase(std::unique(frs.begin(), frs.end()), frs.end());
+    return get_targets(id, queue, frs, a.usage);
+  }
+
+  // PodSetReducer.Search with getInitialAssignments' test: sort.Search over the indices
+  // [0, totalDelta] for the first whose counts fit, or preempt with targets; index i gives
+  // each pod set full - delta * i / totalDelta pods (full: the spec's count, delta: full -
+  // minCount). The probes are upstream's, in its order, and a test that is not monotone
+  // is taken as it answers. Found: the entry takes that assignment and its targets.
+  void reduce(Entry& e) {
+    const Wl& w = wl(e.w);
+    const std::size_t n = w.spec.pod_sets.size();
+    std::vector<std::int32_t>& full = scratch_full_counts_;
+    std::vector<std::int32_t>& delta = scratch_count_deltas_;
+    std::vector<std::int32_t>& counts = scratch_counts_;
+    full.resize(n);
+    delta.resize(n);
+    counts.resize(n);
+    std::int64_t total = 0;
+    for (std::size_t p = 0; p < n; ++p) {
+      const PodSetSpec& ps = w.spec.pod_sets[p];
+      full[p] = ps.spec_count >= 0 ? ps.spec_count : ps.count;
+      delta[p] = full[p] - ps.min_count.value_or(full[p]);
+      total += delta[p];
+    }
+    if (total <= 0) return;
+    Assignment& trial = scratch_trial_assignment_;
+    Assignment& found = scratch_found_assignment_;
+    std::vector<Target>& found_targets = scratch_found_targets_;
+    std::int64_t last_good = 0;
+    bool any = false;
+    std::int64_t lo = 0, hi = total + 1;
+    while (lo < hi) {
+      const std::int64_t h = lo + (hi - lo) / 2;
+      for (std::size_t p = 0; p < n; ++p) counts[p] = full[p] - static_cast<std::int32_t>(delta[p] * h / total);
+      assign(e.w, trial, &counts);
+      bool fits = trial.mode() == Mode::Fit;
+      if (!fits && trial.mode() == Mode::Preempt) {
+        const auto& targets = targets_of(e.w, e.queue, trial);
+        fits = !targets.empty();
+        if (fits) found_targets.assign(targets.begin(), targets.end());
+      } else if (fits) {
+        found_targets.clear();
+      }
+      if (fits) {
+        last_good = h;
+        any = true;
+        std::swap(found, trial);
+        hi = h;
+      } else {
+        lo = h + 1;
+      }
+    }
+    if (!any || lo != last_good) return;
+    std::swap(e.a, found);
+    e.targets.assign(found_targets.begin(), found_targets.end());
   }
 
   // The victims chosen so far in a cycle. What fits in a queue depends only on usage under
@@ -3306,6 +3416,10 @@ class Core final : public AdmissionCore {
   std::string message_buffer_;
   std::vector<WorkloadId> victims_buffer_;
   std::vector<int> scratch_frs_, scratch_nominate_frs_;
+  std::vector<PodSetTotals> scratch_scaled_totals_;                          // assign() with counts
+  std::vector<std::int32_t> scratch_full_counts_, scratch_count_deltas_, scratch_counts_;  // reduce()
+  Assignment scratch_trial_assignment_, scratch_found_assignment_;
+  std::vector<Target> scratch_found_targets_;
   Usage scratch_usage_, scratch_remaining_, scratch_rest_;
   std::vector<ResourceAssign> scratch_best_, scratch_assignments_;
   std::vector<Entry> entry_pool_;
@@ -3326,6 +3440,14 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   }
   w.has_admission = true;
   w.restored.reset();
+  w.admitted_counts.clear();
+  if (w.partial) {
+    bool reduced = false;
+    for (std::size_t p = 0; p < e.a.pod_sets.size(); ++p) reduced |= e.a.pod_sets[p].count != w.spec.pod_sets[p].count;
+    if (reduced) {
+      for (const auto& ps : e.a.pod_sets) w.admitted_counts.push_back(ps.count);
+    }
+  }
   w.usage.assign(e.a.usage.begin(), e.a.usage.end());  // the pooled entry keeps its buffer
   w.phase = WorkloadPhase::Admitted;
   w.admitted_at = now;

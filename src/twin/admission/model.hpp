@@ -137,11 +137,16 @@ struct CohortSpec {
 
 struct PodSetSpec {
   std::string name;
-  std::int32_t count = 1;
+  std::int32_t count = 1;  // pods to admit: the spec's count less its reclaimable pods
   // Per pod, sorted by resource name; Amounts as described above.
   std::vector<std::pair<std::string, Amount>> requests;
   std::map<std::string, std::string> node_selector;
   std::vector<Toleration> tolerations;
+  // Partial admission (spec.podSets[].minCount): the scheduler may admit fewer pods, down
+  // to min_count. Kueue's PodSetReducer walks from the spec's own count (spec_count, before
+  // reclaimable pods are taken off; -1: the same as count) down to min_count.
+  std::optional<std::int32_t> min_count;
+  std::int32_t spec_count = -1;
 };
 
 struct WorkloadSpec {
@@ -180,6 +185,9 @@ struct CoreOptions {
   // SchedulingEquivalenceHashing (beta, on): when a BestEffortFIFO head fails for lack of
   // quota, pending workloads of the same shape in its queue wait with it.
   bool scheduling_equivalence_hashing = true;
+  // PartialAdmission (beta, on): a head that neither fits nor finds preemption targets with
+  // its full pod counts is retried with fewer pods, down to its pod sets' minCount.
+  bool partial_admission = true;
   std::vector<FairSharingStrategy> fair_sharing_strategies = {
       FairSharingStrategy::LessThanOrEqualToFinalShare, FairSharingStrategy::LessThanInitialShare};
 };

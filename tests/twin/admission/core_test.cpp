@@ -35,7 +35,7 @@ WorkloadSpec workload(std::string name, std::string cq, Amount gpus, std::int32_
   w.cluster_queue = std::move(cq);
   w.priority = priority;
   w.creation = created;
-  w.pod_sets.push_back(PodSetSpec{"main", 1, {{"nvidia.com/gpu", gpus}}, {}, {}});
+  w.pod_sets.push_back(PodSetSpec{"main", 1, {{"nvidia.com/gpu", gpus}}, {}, {}, {}, -1});
   return w;
 }
 
@@ -871,8 +871,8 @@ TEST(QuotaUpdate, RaisingAGuaranteeAdmitsWhatWaits) {
 TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
   auto core = make({queue("cq", "", {quota("cpu", 10000), quota("memory", 1 << 30), quota("nvidia.com/gpu", 8)})});
   WorkloadSpec w = workload("a", "cq", 0);
-  w.pod_sets[0] = PodSetSpec{"main", 2, {{"cpu", 500}, {"nvidia.com/gpu", 1}}, {}, {}};
-  w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"memory", 1024}}, {}, {}});
+  w.pod_sets[0] = PodSetSpec{"main", 2, {{"cpu", 500}, {"nvidia.com/gpu", 1}}, {}, {}, {}, -1};
+  w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"memory", 1024}}, {}, {}, {}, -1});
   const WorkloadId id = core->submit(w, 0);
   core->run_cycle(3);
 
@@ -904,6 +904,82 @@ TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
   ASSERT_TRUE(f.admission.has_value());
   EXPECT_EQ(f.admission->pod_sets.size(), 2u);
   expect_condition(f, "Finished", true, "Succeeded", "Job finished successfully", 9);
+}
+
+// Partial admission (PodSetReducer): scheduler_test.go TestSchedule "partial admission
+// multiple variable pod sets" and "partial admission disabled, multiple variable pod sets".
+// A queue of 50 cpu; pod sets of 1-cpu pods: one 20 (fixed), two 30 (minCount 10), three 15
+// (minCount 5). The full 65 cpu is over the maximum capacity. totalDelta = 20 + 10 = 30,
+// index i gives two 30 - 20i/30 and three 15 - 10i/30 pods. Probes: i=15 (20 + 20 + 10 =
+// 50) fits; i=7 (20 + 26 + 13 = 59) no; i=11 (20 + 23 + 12 = 55) no; i=13 (20 + 22 + 11 =
+// 53) no; i=14 (20 + 21 + 11 = 52) no. First fit: i=15.
+WorkloadSpec variable_pod_sets(const std::string& cq) {
+  WorkloadSpec w = cpu_workload("new", cq, 0);
+  w.pod_sets = {PodSetSpec{"one", 20, {{"cpu", 1000}}, {}, {}, {}, -1},
+                PodSetSpec{"two", 30, {{"cpu", 1000}}, {}, {}, 10, -1},
+                PodSetSpec{"three", 15, {{"cpu", 1000}}, {}, {}, 5, -1}};
+  return w;
+}
+
+TEST(PartialAdmission, VariablePodSetsShrinkTogetherToTheFirstIndexThatFits) {
+  auto core = make({queue("sales", "", {quota("cpu", 50000, 0)})});
+  const WorkloadId id = core->submit(variable_pod_sets("sales"), 0);
+  const CycleResult r = core->run_cycle(1);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].kind, Decision::Kind::Admitted);
+  const WorkloadStatus s = core->status(id);
+  ASSERT_TRUE(s.admission.has_value());
+  ASSERT_EQ(s.admission->pod_sets.size(), 3u);
+  using Usage = std::vector<std::pair<std::string, Amount>>;
+  const std::vector<std::int32_t> counts = {20, 20, 10};
+  for (std::size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(s.admission->pod_sets[p].count, counts[p]) << p;
+    EXPECT_EQ(s.admission->pod_sets[p].resource_usage, (Usage{{"cpu", 1000 * counts[p]}})) << p;
+  }
+  EXPECT_EQ(core->figures("sales", "default", "cpu")->usage, 50000);
+  expect_condition(s, "QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue sales", 1);
+  // The spec keeps its counts; finishing gives back what the admission took.
+  EXPECT_EQ(core->spec(id).pod_sets[1].count, 30);
+  core->finish(id, 2);
+  EXPECT_EQ(core->figures("sales", "default", "cpu")->usage, 0);
+}
+
+TEST(PartialAdmission, OffItWaitsWithTheFullAssignmentsMessage) {
+  CoreOptions options;
+  options.partial_admission = false;
+  auto core = make({queue("sales", "", {quota("cpu", 50000, 0)})}, {}, options);
+  const WorkloadId id = core->submit(variable_pod_sets("sales"), 0);
+  core->run_cycle(1);
+  EXPECT_FALSE(admitted(*core, id));
+  const WorkloadStatus s = core->status(id);
+  const Condition* c = condition(s, "QuotaReserved");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->message,
+            "couldn't assign flavors to pod set three: insufficient quota for cpu in flavor default, previously "
+            "considered podsets requests (50) + current podset request (15) > maximum capacity (50)");
+}
+
+TEST(PartialAdmission, MinCountIsPartOfTheSchedulingShape) {
+  // computeSchedulingHash includes minCount: a workload that differs from a failed head
+  // only in it is not set aside with the head's class. Quota 4 GPUs, 2 in use.
+  auto core = make({queue("a", "", {quota("nvidia.com/gpu", 4)})});
+  core->submit(workload("running", "a", 2, 0, 0), 0);
+  core->run_cycle(0);
+  WorkloadSpec strict = workload("needs-3", "a", 1, 0, 1);
+  strict.pod_sets[0].count = 4;
+  strict.pod_sets[0].min_count = 3;
+  WorkloadSpec flexible = strict;
+  flexible.name = "needs-2";
+  flexible.uid = "uid-needs-2";
+  flexible.creation = 2;
+  flexible.pod_sets[0].min_count = 2;
+  const WorkloadId a = core->submit(strict, 1);
+  const WorkloadId b = core->submit(flexible, 1);
+  core->run_cycle(1);  // head needs-3: even 3 pods are over the 2 unused, NoFit
+  core->run_cycle(2);  // needs-2 is evaluated: 2 pods fit
+  EXPECT_FALSE(admitted(*core, a));
+  ASSERT_TRUE(admitted(*core, b));
+  EXPECT_EQ(core->status(b).admission->pod_sets[0].count, 2);
 }
 
 TEST(StatusRendering, RestoredAdmissionIsRenderedAsGiven) {
