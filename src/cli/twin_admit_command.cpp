@@ -54,6 +54,7 @@ int run_admit(const AdmitOptions& opt) {
     return 1;
   }
   kueue::AdmissionRun run(set, diagnostics);
+  run.use_options(*core_options);
   auto core = make_core(run, *core_options);
   if (!core) return fail(diagnostics, core.error());
   run.load(**core, diagnostics);

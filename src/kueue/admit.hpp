@@ -66,6 +66,10 @@ class AdmissionRun {
   // SchedulingEquivalenceHashing, UnadmittedWorkloadsObservability. Any other name, a
   // value that is not a boolean, or a malformed pair is an error naming it.
   [[nodiscard]] static Expected<twin::CoreOptions> core_options(bool fair_sharing, std::string_view feature_gates);
+  // The gates that change how statuses are written, as the core runs with them (default:
+  // Kueue's). UnadmittedWorkloadsObservability adds Admitted=False/NoReservation to a
+  // Workload that the scheduler's own checks refuse.
+  void use_options(const twin::CoreOptions& options) { unadmitted_workloads_observability_ = options.unadmitted_workloads_observability; }
   // The cap of a run until stable: 1000 + 10 cycles per Workload.
   [[nodiscard]] std::uint64_t max_cycles() const;
   // Virtual time of the first cycle.
@@ -88,6 +92,7 @@ class AdmissionRun {
  private:
   void record(const twin::CycleResult& result);
   [[nodiscard]] std::string object_of(twin::WorkloadId id) const;
+  [[nodiscard]] std::string blocked_reason(const WorkloadEntry& e) const;
 
   const ObjectSet& set_;
   Timeline timeline_;
@@ -97,6 +102,7 @@ class AdmissionRun {
   std::map<twin::WorkloadId, std::size_t> index_of_;
   std::map<twin::WorkloadId, std::string> last_pending_;  // reason of the last Pending event
   std::vector<Event> events_;
+  bool unadmitted_workloads_observability_ = true;
 };
 
 // Sets a condition the way apimeta.SetStatusCondition does: an existing one of that type

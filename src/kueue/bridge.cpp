@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kueue/amounts.hpp"
+#include "kueue/reader.hpp"
 #include "kueue/requests.hpp"
 
 namespace gpubank::kueue {
@@ -272,7 +273,62 @@ twin::Admission admission_of(const Workload& wl) {
   return out;
 }
 
+namespace {
+
+// Every namespace carries kubernetes.io/metadata.name (the API server sets it), which
+// selectors often match on.
+constexpr std::string_view kLabelNamespaceName = "kubernetes.io/metadata.name";
+
+// Whether a selector reads no label but kubernetes.io/metadata.name, which every namespace
+// has: it can be evaluated from the Workload's namespace alone.
+bool reads_only_the_name_label(const LabelSelector& s) {
+  return std::all_of(s.match_labels.begin(), s.match_labels.end(),
+                     [](const auto& l) { return l.first == kLabelNamespaceName; }) &&
+         std::all_of(s.match_expressions.begin(), s.match_expressions.end(),
+                     [](const auto& r) { return r.key == kLabelNamespaceName; });
+}
+
+// The namespace part of workload.ValidateAdmissibility: the Workload's namespace must exist
+// and match the ClusterQueue's namespaceSelector (unset: it matches nothing). Without any
+// Namespace in the input, namespaces are taken to exist with no label but their name's,
+// and a selector that reads other labels is not evaluated (namespace_selector_warnings
+// says so).
+std::optional<std::string> namespace_error(const Workload& wl, const ClusterQueue& cq, const ObjectSet& set) {
+  static const std::string kMismatch = "workload namespace doesn't match ClusterQueue selector";
+  const Namespace* ns = set.find_namespace(wl.metadata.ns);
+  if (ns == nullptr && !set.namespaces.empty()) {
+    return "workload namespace " + detail::go_quote(wl.metadata.ns) + " does not exist: namespaces " +
+           detail::go_quote(wl.metadata.ns) + " not found";
+  }
+  if (!cq.namespace_selector) return kMismatch;
+  std::map<std::string, std::string> labels;
+  if (ns != nullptr) {
+    labels = ns->metadata.labels;
+  } else if (!reads_only_the_name_label(*cq.namespace_selector)) {
+    return std::nullopt;
+  }
+  labels[std::string(kLabelNamespaceName)] = wl.metadata.ns;
+  if (!cq.namespace_selector->matches(labels)) return kMismatch;
+  return std::nullopt;
+}
+
+void namespace_selector_warnings(const ObjectSet& set, Diagnostics& diagnostics) {
+  if (!set.namespaces.empty()) return;
+  for (const auto& cq : set.cluster_queues) {
+    const auto& sel = cq.namespace_selector;
+    if (!sel || reads_only_the_name_label(*sel)) continue;
+    diagnostics.push_back(Diagnostic{Severity::Warning, std::string(kRuleSelectorNotEvaluated), cq.source.file,
+                                     cq.source.pos, "ClusterQueue", cq.metadata.name, "spec.namespaceSelector",
+                                     "not evaluated: the input has no Namespace objects, so every namespace is taken "
+                                     "to match; add them (kubectl get namespaces -o yaml) to see which Workloads "
+                                     "Kueue would refuse"});
+  }
+}
+
+}  // namespace
+
 std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& timeline, Diagnostics& diagnostics) {
+  namespace_selector_warnings(set, diagnostics);
   std::vector<WorkloadEntry> out(set.workloads.size());
   // Creation times: stamped ones as they are, the others after the latest, in input order.
   std::vector<twin::VirtualTime> creation(set.workloads.size(), 0);
@@ -330,8 +386,14 @@ std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& 
       continue;
     }
     if (queue_activity(*cq, set).active) {
+      if (auto error = namespace_error(wl, *cq, set)) {
+        block("Misconfigured", *error, cq->metadata.name);
+        e.by_scheduler = true;
+        continue;
+      }
       if (auto error = resources_validation_error(wl)) {
         block("Misconfigured", *error, cq->metadata.name);
+        e.by_scheduler = true;
         continue;
       }
     }

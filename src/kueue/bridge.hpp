@@ -47,6 +47,8 @@ namespace gpubank::kueue {
 
 inline constexpr std::string_view kRulePriorityClassNotFound = "kueue.priority-class-not-found";  // warning
 inline constexpr std::string_view kRuleRestoreFailed = "kueue.restore-failed";                    // warning
+// A ClusterQueue's namespaceSelector needs namespace labels and the input has no Namespace.
+inline constexpr std::string_view kRuleSelectorNotEvaluated = "kueue.namespace-selector-not-evaluated";  // warning
 
 struct Timeline {
   Timestamp start{};  // virtual time 0
@@ -105,6 +107,9 @@ struct WorkloadEntry {
   std::string reason, message;      // Blocked
   std::string cluster_queue;        // Blocked: the ClusterQueue that counts it as pending, if any
   bool drop_admission = false;      // Blocked: the reservation is released
+  // Blocked by the scheduler's own check (ValidateAdmissibility: namespace, resources),
+  // whose UnsetQuotaReservationWithCondition also syncs the Admitted condition.
+  bool by_scheduler = false;
 };
 
 // The core's view of one Workload (name, queue, priority, creation, pod sets).

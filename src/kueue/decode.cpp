@@ -30,6 +30,16 @@ constexpr std::string_view kLabelMessage =
     "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
+// k8s.io/apimachinery/pkg/util/validation: IsQualifiedName and IsValidLabelValue.
+constexpr std::string_view kQualifiedNameMessage =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+    "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+constexpr std::string_view kLabelValueMessage =
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
 constexpr std::string_view kTaintEffectMessage =
     "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'";
 
@@ -37,7 +47,7 @@ bool is_namespaced(Kind kind) { return kind == Kind::LocalQueue || kind == Kind:
 
 std::optional<Kind> kind_from_name(std::string_view name) {
   for (Kind k : {Kind::ResourceFlavor, Kind::Cohort, Kind::ClusterQueue, Kind::LocalQueue, Kind::WorkloadPriorityClass,
-                 Kind::Workload}) {
+                 Kind::Workload, Kind::Namespace}) {
     if (kind_name(k) == name) return k;
   }
   return std::nullopt;
@@ -57,7 +67,13 @@ void read_metadata(MapReader& top, Kind kind, ObjectMeta& meta) {
   if (const Node* n = m.get("name")) {
     if (auto name = detail::read_string(r, n, "metadata.name")) {
       meta.name = *name;
-      if (name->size() > 253) {
+      if (kind == Kind::Namespace) {  // ValidateNamespaceName: a DNS-1123 label
+        if (name->size() > 63) {
+          r.invalid(n->pos, "metadata.name", detail::go_quote(*name), "must be no more than 63 bytes");
+        } else if (!detail::is_dns_label(*name)) {
+          r.invalid(n->pos, "metadata.name", detail::go_quote(*name), kLabelMessage);
+        }
+      } else if (name->size() > 253) {
         r.invalid(n->pos, "metadata.name", detail::go_quote(*name), "must be no more than 253 bytes");
       } else if (!detail::is_subdomain(*name)) {
         r.invalid(n->pos, "metadata.name", detail::go_quote(*name), kSubdomainMessage);
@@ -91,6 +107,131 @@ void read_metadata(MapReader& top, Kind kind, ObjectMeta& meta) {
 }
 
 // ---- shared parts --------------------------------------------------------------------
+
+// validation.IsQualifiedName: an optional DNS-subdomain prefix and '/', then a name part.
+std::vector<std::string> qualified_name_errors(std::string_view value) {
+  auto name_ok = [](std::string_view s) {
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  };
+  std::vector<std::string> errors;
+  std::string_view name = value;
+  if (const auto slash = value.find('/'); slash != std::string_view::npos) {
+    if (value.find('/', slash + 1) != std::string_view::npos) {
+      return {"a qualified name " + std::string(kQualifiedNameMessage) +
+              " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
+    }
+    const std::string_view prefix = value.substr(0, slash);
+    name = value.substr(slash + 1);
+    if (prefix.empty()) {
+      errors.emplace_back("prefix part must be non-empty");
+    } else if (prefix.size() > 253) {
+      errors.emplace_back("prefix part must be no more than 253 bytes");
+    } else if (!detail::is_subdomain(prefix)) {
+      errors.push_back("prefix part " + std::string(kSubdomainMessage));
+    }
+  }
+  if (name.empty()) {
+    errors.emplace_back("name part must be non-empty");
+  } else if (name.size() > 63) {
+    errors.emplace_back("name part must be no more than 63 bytes");
+  }
+  if (!name.empty() && !name_ok(name)) errors.push_back("name part " + std::string(kQualifiedNameMessage));
+  return errors;
+}
+
+// validation.IsValidLabelValue.
+std::vector<std::string> label_value_errors(std::string_view value) {
+  std::vector<std::string> errors;
+  if (value.size() > 63) errors.emplace_back("must be no more than 63 bytes");
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  const bool ok = value.empty() || (alnum(value.front()) && alnum(value.back()) &&
+                                    std::all_of(value.begin(), value.end(), [&](char c) {
+                                      return alnum(c) || c == '-' || c == '_' || c == '.';
+                                    }));
+  if (!ok) errors.emplace_back(kLabelValueMessage);
+  return errors;
+}
+
+// A metav1.LabelSelector, with the ClusterQueue webhook's ValidateLabelSelector.
+std::optional<LabelSelector> read_label_selector(Reader& r, const Node& node, const std::string& path) {
+  MapReader m(r, node, path);
+  if (!m.ok()) return std::nullopt;
+  const std::size_t errors_before = r.errors();
+  LabelSelector out;
+  const std::string labels_path = m.child("matchLabels");
+  if (const Node* labels = m.get("matchLabels")) {
+    if (auto v = detail::read_string_map(r, labels, labels_path)) {
+      out.match_labels = *v;
+      for (const auto& [key, value] : out.match_labels) {
+        for (const auto& msg : qualified_name_errors(key)) r.invalid(labels->pos, labels_path, detail::go_quote(key), msg);
+        for (const auto& msg : label_value_errors(value)) {
+          r.invalid(labels->pos, labels_path, detail::go_quote(value), msg);
+        }
+      }
+    }
+  }
+  const std::string expressions_path = m.child("matchExpressions");
+  if (const Node* list = detail::list_node(r, m.get("matchExpressions"), expressions_path, 0, -1)) {
+    for (std::size_t i = 0; i < list->items.size(); ++i) {
+      const std::string ipath = detail::index(expressions_path, i);
+      MapReader e(r, list->items[i], ipath);
+      if (!e.ok()) continue;
+      LabelSelectorRequirement req;
+      const Node* key = e.get("key");
+      if (key == nullptr) e.missing("key");
+      if (auto k = detail::read_string(r, key, e.child("key"))) req.key = *k;
+      const Node* op = e.get("operator");
+      if (op == nullptr) e.missing("operator");
+      const auto op_text = detail::read_string(r, op, e.child("operator"));
+      const Node* values = e.get("values");
+      if (values != nullptr) {
+        if (const Node* v = detail::list_node(r, values, e.child("values"), 0, -1)) {
+          for (std::size_t j = 0; j < v->items.size(); ++j) {
+            if (auto s = detail::read_string(r, &v->items[j], detail::index(e.child("values"), j))) {
+              req.values.push_back(*s);
+            }
+          }
+        }
+      }
+      e.finish();
+      if (op_text) {
+        const SourcePos at = op->pos;
+        if (*op_text == "In" || *op_text == "NotIn") {
+          req.op = *op_text == "In" ? LabelSelectorRequirement::Operator::In : LabelSelectorRequirement::Operator::NotIn;
+          if (req.values.empty()) {
+            r.required(values != nullptr ? values->pos : list->items[i].pos, e.child("values"),
+                       "must be specified when `operator` is 'In' or 'NotIn'");
+          }
+        } else if (*op_text == "Exists" || *op_text == "DoesNotExist") {
+          req.op = *op_text == "Exists" ? LabelSelectorRequirement::Operator::Exists
+                                        : LabelSelectorRequirement::Operator::DoesNotExist;
+          if (!req.values.empty()) {
+            r.report(doc::kRuleInvalidFormat, values->pos, e.child("values"),
+                     "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+          }
+        } else {
+          r.invalid(at, e.child("operator"), detail::go_quote(*op_text), "not a valid selector operator");
+        }
+      }
+      if (key != nullptr) {
+        for (const auto& msg : qualified_name_errors(req.key)) {
+          r.invalid(key->pos, e.child("key"), detail::go_quote(req.key), msg);
+        }
+      }
+      for (std::size_t j = 0; j < req.values.size(); ++j) {
+        for (const auto& msg : label_value_errors(req.values[j])) {
+          r.invalid(values->items[j].pos, detail::index(e.child("values"), j), detail::go_quote(req.values[j]), msg);
+        }
+      }
+      out.match_expressions.push_back(std::move(req));
+    }
+  }
+  m.finish();
+  if (r.errors() > errors_before) return std::nullopt;
+  return out;
+}
 
 std::optional<Quantity> read_fair_sharing(Reader& r, const Node* node, const std::string& path) {
   if (node == nullptr) return std::nullopt;
@@ -400,11 +541,7 @@ void read_cluster_queue(MapReader& top, ClusterQueue& cq) {
     cq.stop_policy = stop_policy(*v);
   }
   if (const Node* n = s.get("namespaceSelector")) {
-    if (n->type == NodeType::Mapping) {
-      cq.namespace_selector = *n;
-    } else {
-      r.type_error(*n, "spec.namespaceSelector", "object");
-    }
+    cq.namespace_selector = read_label_selector(r, *n, "spec.namespaceSelector");
   }
   // Admission checks and concurrent admission are not modelled: accepted as written.
   s.accept({"admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy"});
@@ -443,6 +580,10 @@ void read_priority_class(MapReader& top, WorkloadPriorityClass& wpc) {
   }
   if (auto v = detail::read_bounded_string(r, top.get("description"), "description", 0, 2048)) wpc.description = *v;
 }
+
+// core/v1 Namespace: its labels are what ClusterQueue.spec.namespaceSelector reads; spec
+// (finalizers) and status (phase, conditions) are written by the API server.
+void read_namespace(MapReader& top, Namespace&) { top.accept({"spec", "status"}); }
 
 // Pod templates: only what admission reads is checked; the rest passes as written.
 ResourceRequirements read_requirements(Reader& r, const Node& node, const std::string& path) {
@@ -836,14 +977,15 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
   }
   doc::SourceMap positions;
   doc::DecodeContext ctx(source.file, kind_text, message_name(root, *kind), diagnostics, &positions);
-  if (api_version != kApiVersion) {
+  const std::string_view want_version = *kind == Kind::Namespace ? std::string_view("v1") : kApiVersion;
+  if (api_version != want_version) {
     const Node* at = root.find("apiVersion");
     if (at == nullptr || at->type == NodeType::Null) {
       ctx.report(doc::kRuleRequired, root.pos, "apiVersion", "Required value");
     } else {
       ctx.report(kRuleApiVersion, at->pos, "apiVersion",
                  "unsupported apiVersion " + detail::go_quote(api_version) + " for " + kind_text + ": the twin reads " +
-                     std::string(kApiVersion));
+                     std::string(want_version));
     }
     return false;
   }
@@ -881,6 +1023,9 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
     case Kind::Workload:
       return add_object<Workload>(top, *kind, std::move(source), ctx, positions, out.workloads, &read_workload,
                                   &detail::webhook_workload);
+    case Kind::Namespace:
+      return add_object<Namespace>(top, *kind, std::move(source), ctx, positions, out.namespaces, &read_namespace,
+                                   nullptr);
   }
   return false;
 }
@@ -942,6 +1087,7 @@ void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
   check_unique_names(set.local_queues, Kind::LocalQueue, diagnostics);
   check_unique_names(set.priority_classes, Kind::WorkloadPriorityClass, diagnostics);
   check_unique_names(set.workloads, Kind::Workload, diagnostics);
+  check_unique_names(set.namespaces, Kind::Namespace, diagnostics);
 
   // Cohort cycles: walk up from every cohort; a walk that comes back to a cohort already
   // on its path found a cycle. Each cycle is reported once, at its first member in input

@@ -12,11 +12,13 @@ std::string_view kind_name(Kind kind) {
     case Kind::LocalQueue: return "LocalQueue";
     case Kind::WorkloadPriorityClass: return "WorkloadPriorityClass";
     case Kind::Workload: return "Workload";
+    case Kind::Namespace: return "Namespace";
   }
   return "?";
 }
 
 std::string resource_name(Kind kind) {
+  if (kind == Kind::Namespace) return "namespaces";  // core/v1: no group
   std::string plural(kind_name(kind));
   std::transform(plural.begin(), plural.end(), plural.begin(),
                  [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); });
@@ -57,6 +59,40 @@ const ClusterQueue* ObjectSet::find_cluster_queue(std::string_view name) const {
 }
 const WorkloadPriorityClass* ObjectSet::find_priority_class(std::string_view name) const {
   return find_named(priority_classes, name);
+}
+
+const Namespace* ObjectSet::find_namespace(std::string_view name) const {
+  for (const auto& n : namespaces) {
+    if (n.metadata.name == name) return &n;
+  }
+  return nullptr;
+}
+
+bool LabelSelector::matches(const std::map<std::string, std::string>& labels) const {
+  for (const auto& [key, value] : match_labels) {
+    const auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  for (const auto& r : match_expressions) {
+    const auto it = labels.find(r.key);
+    const bool has = it != labels.end();
+    const bool listed = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    switch (r.op) {
+      case LabelSelectorRequirement::Operator::In:
+        if (!listed) return false;
+        break;
+      case LabelSelectorRequirement::Operator::NotIn:
+        if (listed) return false;
+        break;
+      case LabelSelectorRequirement::Operator::Exists:
+        if (!has) return false;
+        break;
+      case LabelSelectorRequirement::Operator::DoesNotExist:
+        if (has) return false;
+        break;
+    }
+  }
+  return true;
 }
 
 const LocalQueue* ObjectSet::find_local_queue(std::string_view ns, std::string_view name) const {

@@ -28,10 +28,12 @@ inline constexpr std::string_view kApiVersion = "kueue.x-k8s.io/v1beta2";
 inline constexpr std::string_view kLabelPriorityClass = "kueue.x-k8s.io/priority-class";
 inline constexpr std::string_view kLabelJobUid = "kueue.x-k8s.io/job-uid";
 
-enum class Kind { ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload };
+// Namespace is core/v1: Kueue reads its labels for ClusterQueue.spec.namespaceSelector.
+enum class Kind { ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, Namespace };
 
 [[nodiscard]] std::string_view kind_name(Kind kind);
-// "clusterqueues.kueue.x-k8s.io", as the API server names the resource in its messages.
+// "clusterqueues.kueue.x-k8s.io" ("namespaces" for the core Namespace), as the API server
+// names the resource in its messages.
 [[nodiscard]] std::string resource_name(Kind kind);
 
 // spec.stopPolicy of ClusterQueues and LocalQueues.
@@ -44,6 +46,22 @@ struct Source {
   int item = -1;        // index within a `kind: List`, -1 when the document is the object
   SourcePos pos;        // of the object's mapping
   doc::Node raw;        // the object as written
+};
+
+// metav1.LabelSelector. An empty one matches every label set.
+struct LabelSelectorRequirement {
+  enum class Operator { In, NotIn, Exists, DoesNotExist };
+  std::string key;
+  Operator op = Operator::In;
+  std::vector<std::string> values;
+};
+struct LabelSelector {
+  std::map<std::string, std::string> match_labels;
+  std::vector<LabelSelectorRequirement> match_expressions;
+  // labels.Selector.Matches of the selector LabelSelectorAsSelector builds: every
+  // matchLabels pair and every requirement must hold (NotIn and DoesNotExist hold when
+  // the key is absent).
+  [[nodiscard]] bool matches(const std::map<std::string, std::string>& labels) const;
 };
 
 struct ObjectMeta {
@@ -113,7 +131,9 @@ struct ClusterQueue {
   twin::FlavorFungibility flavor_fungibility;
   std::optional<Quantity> fair_weight;
   StopPolicy stop_policy = StopPolicy::None;
-  std::optional<doc::Node> namespace_selector;  // kept, not evaluated
+  // spec.namespaceSelector; nullopt when unset, which Kueue reads as a selector that
+  // matches no namespace (metav1.LabelSelectorAsSelector(nil) is labels.Nothing()).
+  std::optional<LabelSelector> namespace_selector;
   Source source;
 };
 
@@ -213,6 +233,12 @@ struct Workload {
 };
 
 // Every object read, per kind, each in input order.
+// core/v1 Namespace: only its name and labels matter to admission.
+struct Namespace {
+  ObjectMeta metadata;
+  Source source;
+};
+
 struct ObjectSet {
   std::vector<ResourceFlavor> resource_flavors;
   std::vector<Cohort> cohorts;
@@ -220,12 +246,14 @@ struct ObjectSet {
   std::vector<LocalQueue> local_queues;
   std::vector<WorkloadPriorityClass> priority_classes;
   std::vector<Workload> workloads;
+  std::vector<Namespace> namespaces;  // core/v1; none given: the selector checks that need labels are skipped
 
   [[nodiscard]] const ResourceFlavor* find_flavor(std::string_view name) const;
   [[nodiscard]] const Cohort* find_cohort(std::string_view name) const;
   [[nodiscard]] const ClusterQueue* find_cluster_queue(std::string_view name) const;
   [[nodiscard]] const LocalQueue* find_local_queue(std::string_view ns, std::string_view name) const;
   [[nodiscard]] const WorkloadPriorityClass* find_priority_class(std::string_view name) const;
+  [[nodiscard]] const Namespace* find_namespace(std::string_view name) const;
 };
 
 }  // namespace gpubank::kueue

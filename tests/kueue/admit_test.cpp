@@ -26,6 +26,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: cq, generation: 3}
 spec:
+  namespaceSelector: {}
   cohortName: all
   resourceGroups:
   - coveredResources: [memory, cpu]
@@ -38,6 +39,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: solo}
 spec:
+  namespaceSelector: {}
   resourceGroups:
   - coveredResources: [cpu]
     flavors: [{name: default, resources: [{name: cpu, nominalQuota: 1}]}]
@@ -198,6 +200,40 @@ TEST(KueueAdmit, RunsUntilStableWithEventsOncePerPendingReason) {
   EXPECT_THAT(lines, ElementsAre("3000 Pending Workload/ns/lost", "3000 Pending Workload/ns/over",
                                  "3000 Admitted Workload/ns/a", "3000 Pending Workload/ns/b",
                                  "3002 Admitted Workload/ns/b"));
+}
+
+TEST(KueueAdmit, TheSchedulersOwnRefusalSyncsTheAdmittedCondition) {
+  // `over` fails ValidateAdmissibility (requests above limits) in the scheduler, whose
+  // UnsetQuotaReservationWithCondition also writes Admitted=False (SyncAdmittedCondition);
+  // `lost` is refused by the workload controller, which writes QuotaReserved alone.
+  // Without UnadmittedWorkloadsObservability the scheduler's reason falls back to Pending.
+  for (const bool observability : {true, false}) {
+    SCOPED_TRACE(observability ? "UnadmittedWorkloadsObservability on" : "off");
+    Fixture r(kObjects);
+    twin::CoreOptions options;
+    options.unadmitted_workloads_observability = observability;
+    r.run->use_options(options);
+    r.run->load(r.core, r.diagnostics);
+    r.core.script = script;
+    ASSERT_TRUE(r.run->run(r.core, {}).ok());
+    const doc::Json list = r.run->encode(r.core);
+    auto conditions_of = [&](const std::string& name) {
+      std::vector<std::string> out;
+      for (const auto& item : list.at("items")) {
+        if (item.at("metadata").value("name", "") != name) continue;
+        for (const auto& c : item.at("status").at("conditions")) {
+          out.push_back(c.value("type", "") + "=" + c.value("status", "") + "/" + c.value("reason", ""));
+        }
+      }
+      return out;
+    };
+    if (observability) {
+      EXPECT_THAT(conditions_of("over"), ElementsAre("QuotaReserved=False/Misconfigured", "Admitted=False/NoReservation"));
+    } else {
+      EXPECT_THAT(conditions_of("over"), ElementsAre("QuotaReserved=False/Pending"));
+    }
+    EXPECT_THAT(conditions_of("lost"), ElementsAre("QuotaReserved=False/Misconfigured"));
+  }
 }
 
 TEST(KueueAdmit, FixedNumberOfCyclesAndTheCap) {

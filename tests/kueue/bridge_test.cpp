@@ -26,6 +26,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: cq}
 spec:
+  namespaceSelector: {}
   cohortName: all
   fairSharing: {weight: 250m}
   resourceGroups:
@@ -40,6 +41,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: broken}
 spec:
+  namespaceSelector: {}
   stopPolicy: Hold
   resourceGroups:
   - coveredResources: [cpu]
@@ -263,6 +265,74 @@ TEST(KueueBridge, AdmissionScaledToReclaimablePods) {
   EXPECT_EQ(a.pod_sets[0].flavors, (std::vector<std::pair<std::string, std::string>>{{"cpu", "default"}, {"memory", "default"}}));
   EXPECT_EQ(a.pod_sets[0].resource_usage,
             (std::vector<std::pair<std::string, twin::Amount>>{{"cpu", 500}, {"memory", 1073741824}}));
+}
+
+// ClusterQueue.spec.namespaceSelector through the scheduler's ValidateAdmissibility.
+std::string selector_cluster(const std::string& namespaces) {
+  std::string out = namespaces + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n";
+  const auto cq = [&](const std::string& name, const std::string& selector) {
+    out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: " + name + "}\nspec:\n" +
+           selector + "  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, "
+           "nominalQuota: 8}]}]}]\n";
+  };
+  cq("unset", "");
+  cq("all", "  namespaceSelector: {}\n");
+  cq("by-name", "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [team-a]}]}\n");
+  cq("by-team", "  namespaceSelector: {matchLabels: {team: a}}\n");
+  for (const std::string q : {"unset", "all", "by-name", "by-team"}) {
+    for (const std::string ns : {"team-a", "team-b"}) {
+      out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: " + q + ", namespace: " + ns +
+             "}\nspec: {clusterQueue: " + q + "}\n";
+      out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: " + q + ", namespace: " + ns +
+             "}\nspec:\n  queueName: " + q +
+             "\n  podSets: [{count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]\n";
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> selector_outcomes(const ObjectSet& set, Diagnostics& warnings) {
+  const auto entries = plan_workloads(set, make_timeline(set), warnings);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& m = set.workloads[i].metadata;
+    out.push_back(m.ns + "/" + m.name + ": " +
+                  (entries[i].route == Route::Submit ? std::string("submit") : entries[i].message));
+  }
+  return out;
+}
+
+TEST(KueueBridge, NamespaceSelectorWithoutNamespaceObjects) {
+  // Namespaces are taken to exist with their kubernetes.io/metadata.name label only: an
+  // unset selector matches nothing, {} everything, a selector on the name label is
+  // evaluated, one on other labels is not (a warning says so) and lets everything in.
+  const auto d = decode_yaml(selector_cluster(""));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics warnings;
+  const std::string mismatch = "workload namespace doesn't match ClusterQueue selector";
+  EXPECT_THAT(selector_outcomes(d.set, warnings),
+              ::testing::ElementsAre("team-a/unset: " + mismatch, "team-b/unset: " + mismatch, "team-a/all: submit",
+                          "team-b/all: submit", "team-a/by-name: submit", "team-b/by-name: " + mismatch,
+                          "team-a/by-team: submit", "team-b/by-team: submit"));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rule, kRuleSelectorNotEvaluated);
+  EXPECT_EQ(warnings[0].name, "by-team");
+  EXPECT_EQ(warnings[0].severity, Severity::Warning);
+}
+
+TEST(KueueBridge, NamespaceSelectorWithNamespaceObjects) {
+  // With Namespaces in the input, their labels decide, the API server's name label
+  // included, and a namespace that is not there does not exist.
+  const auto d = decode_yaml(selector_cluster("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {team: a}}\n"));
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics warnings;
+  const std::string mismatch = "workload namespace doesn't match ClusterQueue selector";
+  const std::string missing = "workload namespace \"team-b\" does not exist: namespaces \"team-b\" not found";
+  EXPECT_THAT(selector_outcomes(d.set, warnings),
+              ::testing::ElementsAre("team-a/unset: " + mismatch, "team-b/unset: " + missing, "team-a/all: submit",
+                          "team-b/all: " + missing, "team-a/by-name: submit", "team-b/by-name: " + missing,
+                          "team-a/by-team: submit", "team-b/by-team: " + missing));
+  EXPECT_TRUE(warnings.empty());
 }
 
 TEST(KueueBridge, MinCountAndTheSpecCountReachTheCore) {

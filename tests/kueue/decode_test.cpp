@@ -556,23 +556,96 @@ metadata: {name: old}
 ---
 apiVersion: v1
 kind: Namespace
-metadata: {name: team-a}
+metadata: {name: team-a, labels: {team: a}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata: {name: prov}
 ---
 metadata: {name: nothing}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: Team.C}
 )");
   EXPECT_THAT(d.lines(),
               ElementsAre("in.yaml:2:13: error: ClusterQueue/old: apiVersion: unsupported apiVersion "
                           "\"kueue.x-k8s.io/v1beta1\" for ClusterQueue: the twin reads kueue.x-k8s.io/v1beta2 "
                           "[kueue.unsupported-version]",
-                          "in.yaml:6:1: warning: Namespace: ignored: v1 Namespace is not an object admission reads "
-                          "[kueue.ignored-kind]",
                           "in.yaml:10:1: warning: AdmissionCheck: ignored: kueue.x-k8s.io/v1beta2 AdmissionCheck is not "
                           "an object admission reads [kueue.ignored-kind]",
-                          "in.yaml:14:1: error: kind: Required value: every object needs a kind [schema.required]"));
+                          "in.yaml:14:1: error: kind: Required value: every object needs a kind [schema.required]",
+                          "in.yaml:16:13: error: Namespace/team-b: apiVersion: unsupported apiVersion "
+                          "\"kueue.x-k8s.io/v1beta2\" for Namespace: the twin reads v1 [kueue.unsupported-version]",
+                          "in.yaml:22:18: error: Namespace/Team.C: metadata.name: Invalid value: \"Team.C\": a lowercase "
+                          "RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+                          "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
+                          "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?') [schema.invalid-format]"));
+  ASSERT_EQ(d.set.namespaces.size(), 1u);  // core/v1 Namespaces are read for their labels
+  EXPECT_EQ(d.set.namespaces[0].metadata.name, "team-a");
+  EXPECT_EQ(d.set.namespaces[0].metadata.labels.at("team"), "a");
+}
+
+TEST(KueueDecode, NamespaceSelectorIsValidatedAsTheWebhookDoes) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: bad}
+spec:
+  namespaceSelector:
+    matchLabels: {"a/b/c": x, team: "-a"}
+    matchExpressions:
+    - {key: team, operator: Equals, values: [a]}
+    - {key: team, operator: In}
+    - {key: tier, operator: Exists, values: [gold]}
+    - {key: "", operator: NotIn, values: ["bad value"]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: good}
+spec:
+  namespaceSelector:
+    matchLabels: {kubernetes.io/metadata.name: team-a}
+    matchExpressions:
+    - {key: example.com/tier, operator: NotIn, values: [bronze, ""]}
+    - {key: team, operator: DoesNotExist}
+)");
+  const std::string name_part =
+      "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  const std::string value_rule =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+      "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  std::vector<std::string> messages;
+  for (const auto& diag : d.diagnostics) messages.push_back(diag.path + ": " + diag.message);
+  EXPECT_THAT(messages,
+              ::testing::UnorderedElementsAre(
+                  "spec.namespaceSelector.matchLabels: Invalid value: \"a/b/c\": a qualified name " + name_part +
+                      " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                  "spec.namespaceSelector.matchLabels: Invalid value: \"-a\": " + value_rule,
+                  "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Equals\": not a valid selector "
+                  "operator",
+                  "spec.namespaceSelector.matchExpressions[1].values: Required value: must be specified when `operator` "
+                  "is 'In' or 'NotIn'",
+                  "spec.namespaceSelector.matchExpressions[2].values: Forbidden: may not be specified when `operator` "
+                  "is 'Exists' or 'DoesNotExist'",
+                  "spec.namespaceSelector.matchExpressions[3].key: Invalid value: \"\": name part must be non-empty",
+                  "spec.namespaceSelector.matchExpressions[3].values[0]: Invalid value: \"bad value\": " + value_rule));
+  ASSERT_EQ(d.set.cluster_queues.size(), 1u);  // the invalid one is refused
+  const auto& sel = d.set.cluster_queues[0].namespace_selector;
+  ASSERT_TRUE(sel.has_value());
+  EXPECT_TRUE(sel->matches({{"kubernetes.io/metadata.name", "team-a"}}));
+  EXPECT_TRUE(sel->matches({{"kubernetes.io/metadata.name", "team-a"}, {"example.com/tier", "gold"}}));
+  EXPECT_FALSE(sel->matches({{"kubernetes.io/metadata.name", "team-a"}, {"example.com/tier", "bronze"}}));
+  EXPECT_FALSE(sel->matches({{"kubernetes.io/metadata.name", "team-a"}, {"example.com/tier", ""}}));
+  EXPECT_FALSE(sel->matches({{"kubernetes.io/metadata.name", "team-a"}, {"team", "a"}}));
+  EXPECT_FALSE(sel->matches({{"kubernetes.io/metadata.name", "team-b"}}));
+  EXPECT_TRUE(LabelSelector{}.matches({}));  // {}: every namespace
 }
 
 TEST(KueueDecode, NamesDefinedTwiceAndCohortCycles) {

@@ -60,6 +60,7 @@ TEST_P(Conformance, MatchesExpectedEndState) {
   const kueue::ObjectSet set = kueue::load_objects({(dir / "input.yaml").string()}, diagnostics);
   ASSERT_FALSE(has_errors(diagnostics)) << (diagnostics.empty() ? std::string() : diagnostics.front().to_string());
   kueue::AdmissionRun run(set, diagnostics);
+  run.use_options(*options);
   kueue::CoreInputs in = run.inputs();
   auto core = twin::AdmissionCore::create(*options, std::move(in.flavors),
                                           std::move(in.cohorts), std::move(in.queues));
