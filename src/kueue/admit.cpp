@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <numeric>
+#include <set>
 #include <utility>
 
 #include "kueue/amounts.hpp"
@@ -70,6 +72,74 @@ doc::Json& status_of(doc::Json& object) {
   doc::Json& status = object["status"];
   if (!status.is_object()) status = doc::Json::object();
   return status;
+}
+
+std::set<std::string> queue_flavors(const ClusterQueue& cq) {
+  std::set<std::string> out;
+  for (const auto& g : cq.resource_groups) {
+    for (const auto& f : g.flavors) out.insert(f.name);
+  }
+  return out;
+}
+
+// workload.AdmissionChecksForWorkload, sorted by name. A check's flavors are its onFlavors,
+// or every flavor of the queue when it lists none (admissioncheck.NewAdmissionChecks).
+// With an admission: the checks whose flavors meet the admission's; without one: the
+// checks that run on every flavor of the queue.
+std::vector<std::string> checks_for(const ClusterQueue& cq, const twin::Admission* admission) {
+  const std::set<std::string> all = queue_flavors(cq);
+  std::set<std::string> assigned;
+  if (admission != nullptr) {
+    for (const auto& ps : admission->pod_sets) {
+      for (const auto& [resource, flavor] : ps.flavors) assigned.insert(flavor);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, on] : cq.admission_checks) {
+    const std::set<std::string> flavors = on.empty() ? all : std::set<std::string>(on.begin(), on.end());
+    const bool applies = admission != nullptr
+                             ? std::any_of(flavors.begin(), flavors.end(), [&](const auto& f) { return assigned.contains(f); })
+                             : std::includes(flavors.begin(), flavors.end(), all.begin(), all.end());
+    if (applies) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// syncAdmissionCheckConditions: the Workload's status.admissionChecks for `names`, keeping
+// the states it already has, Pending for the others (as of `time`), sorted by name.
+doc::Json synced_checks(const doc::Json& current, const std::vector<std::string>& names, const std::string& time) {
+  doc::Json out = doc::Json::array();
+  for (const auto& name : names) {
+    const doc::Json* found = nullptr;
+    if (current.is_array()) {
+      for (const auto& c : current) {
+        if (c.is_object() && c.value("name", "") == name) found = &c;
+      }
+    }
+    if (found != nullptr) {
+      out.push_back(*found);
+      continue;
+    }
+    doc::Json c = doc::Json::object();
+    c["name"] = name;
+    c["state"] = "Pending";
+    c["message"] = "";
+    c["lastTransitionTime"] = time;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+bool all_ready(const doc::Json& checks) {
+  return std::all_of(checks.begin(), checks.end(), [](const doc::Json& c) { return c.value("state", "") == "Ready"; });
+}
+
+// The Workload's status.admissionChecks as the input has them.
+doc::Json input_checks(const Workload& wl) {
+  const doc::Node* status = wl.source.raw.find("status");
+  const doc::Node* checks = status != nullptr ? status->find("admissionChecks") : nullptr;
+  return checks != nullptr ? doc::to_ordered_json(*checks) : doc::Json::array();
 }
 
 }  // namespace
@@ -307,6 +377,30 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
   for (const auto& c : st.conditions) {
     set_condition(conditions, c.type, c.status, c.reason, c.message, timeline_.format(c.last_transition), generation);
   }
+  // Admission checks: the workload controller lists the queue's checks on the Workload, and
+  // SyncAdmittedCondition keeps a reservation from being Admitted until all are Ready.
+  const std::string& queue = st.admission ? st.admission->cluster_queue : e.spec.cluster_queue;
+  if (const ClusterQueue* cq = set_.find_cluster_queue(queue); cq != nullptr && !cq->admission_checks.empty()) {
+    const bool reserved = st.phase == twin::WorkloadPhase::Admitted;
+    const std::string since = reserved ? timeline_.format(st.admitted_at) : timeline_.format(t0_);
+    const doc::Json checks =
+        synced_checks(input_checks(wl), checks_for(*cq, reserved ? &*st.admission : nullptr), since);
+    if (reserved && !all_ready(checks)) {
+      if (unadmitted_workloads_observability_) {
+        set_condition(conditions, "Admitted", false, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready",
+                      since, generation);
+      } else {  // never admitted, so SyncAdmittedCondition writes no Admitted condition
+        conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
+                                        [](const doc::Json& c) { return c.value("type", "") == "Admitted"; }),
+                         conditions.end());
+      }
+    }
+    if (checks.empty()) {
+      status.erase("admissionChecks");
+    } else {
+      status["admissionChecks"] = checks;
+    }
+  }
   if (!conditions.empty()) status["conditions"] = std::move(conditions);
   if (st.admission) {
     status["admission"] = admission_json(*st.admission);
@@ -314,6 +408,13 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
     status.erase("admission");
   }
   return out;
+}
+
+bool AdmissionRun::awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const {
+  if (st.phase != twin::WorkloadPhase::Admitted || !st.admission) return false;
+  const ClusterQueue* cq = set_.find_cluster_queue(st.admission->cluster_queue);
+  if (cq == nullptr || cq->admission_checks.empty()) return false;
+  return !all_ready(synced_checks(input_checks(set_.workloads[index]), checks_for(*cq, &*st.admission), {}));
 }
 
 doc::Json AdmissionRun::encode_cluster_queue(std::size_t index, const twin::AdmissionCore& core) const {
@@ -324,7 +425,31 @@ doc::Json AdmissionRun::encode_cluster_queue(std::size_t index, const twin::Admi
   const QueueActivity activity = queue_activity(cq, set_);
   set_condition(conditions, "Active", activity.active, activity.reason, activity.message, timeline_.format(0),
                 cq.metadata.generation);
-  const twin::ClusterQueueStatus cs = core.cluster_queue_status(cq.metadata.name);
+  twin::ClusterQueueStatus cs = core.cluster_queue_status(cq.metadata.name);
+  // A reservation whose admission checks are not all Ready is not admitted: Kueue counts
+  // it in reservingWorkloads and flavorsReservation only.
+  if (!cq.admission_checks.empty()) {
+    for (std::size_t i = 0; i < set_.workloads.size(); ++i) {
+      if (!ids_[i]) continue;
+      const twin::WorkloadStatus st = core.status(*ids_[i]);
+      if (!awaits_checks(i, st) || st.admission->cluster_queue != cq.metadata.name) continue;
+      --cs.admitted_workloads;
+      for (const auto& ps : st.admission->pod_sets) {
+        for (const auto& [resource, amount] : ps.resource_usage) {
+          for (const auto& [r, flavor] : ps.flavors) {
+            if (r != resource) continue;
+            for (auto& u : cs.flavors_usage) {
+              if (u.flavor != flavor || u.resource != resource) continue;
+              // borrowed = max(0, total - nominal): a positive one gives the nominal back.
+              const twin::Amount nominal = u.borrowed > 0 ? u.total - u.borrowed : std::numeric_limits<twin::Amount>::max();
+              u.total -= amount;
+              u.borrowed = nominal == std::numeric_limits<twin::Amount>::max() ? 0 : std::max<twin::Amount>(0, u.total - nominal);
+            }
+          }
+        }
+      }
+    }
+  }
   std::int64_t blocked = 0;
   for (const auto& e : entries_) {
     if (e.route == Route::Blocked && e.cluster_queue == cq.metadata.name) ++blocked;

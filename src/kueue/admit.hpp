@@ -93,6 +93,8 @@ class AdmissionRun {
   void record(const twin::CycleResult& result);
   [[nodiscard]] std::string object_of(twin::WorkloadId id) const;
   [[nodiscard]] std::string blocked_reason(const WorkloadEntry& e) const;
+  // Holds a reservation whose admission checks are not all Ready.
+  [[nodiscard]] bool awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const;
 
   const ObjectSet& set_;
   Timeline timeline_;

@@ -137,6 +137,31 @@ QueueActivity queue_activity(const ClusterQueue& cq, const ObjectSet& set) {
     reasons.emplace_back("FlavorNotFound");
     messages.push_back("references missing ResourceFlavor(s): " + names);
   }
+  // updateWithAdmissionChecks: a check that does not exist, or that its controller has not
+  // marked Active, keeps the queue from admitting (names sorted, as upstream sorts them).
+  std::vector<std::string> missing_checks, inactive_checks;
+  for (const auto& [name, flavors] : cq.admission_checks) {
+    const AdmissionCheck* ac = set.find_admission_check(name);
+    if (ac == nullptr) {
+      missing_checks.push_back(name);
+    } else if (!ac->active) {
+      inactive_checks.push_back(name);
+    }
+  }
+  auto joined = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+    return out;
+  };
+  if (!missing_checks.empty()) {
+    reasons.emplace_back("AdmissionCheckNotFound");
+    messages.push_back("references missing AdmissionCheck(s): " + joined(missing_checks));
+  }
+  if (!inactive_checks.empty()) {
+    reasons.emplace_back("AdmissionCheckInactive");
+    messages.push_back("references inactive AdmissionCheck(s): " + joined(inactive_checks));
+  }
   QueueActivity out;
   if (reasons.empty()) return out;
   out.active = false;

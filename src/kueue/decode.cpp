@@ -4,6 +4,7 @@
 #include "kueue/decode.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <functional>
 #include <set>
@@ -47,7 +48,7 @@ bool is_namespaced(Kind kind) { return kind == Kind::LocalQueue || kind == Kind:
 
 std::optional<Kind> kind_from_name(std::string_view name) {
   for (Kind k : {Kind::ResourceFlavor, Kind::Cohort, Kind::ClusterQueue, Kind::LocalQueue, Kind::WorkloadPriorityClass,
-                 Kind::Workload, Kind::Namespace}) {
+                 Kind::Workload, Kind::Namespace, Kind::AdmissionCheck}) {
     if (kind_name(k) == name) return k;
   }
   return std::nullopt;
@@ -543,8 +544,49 @@ void read_cluster_queue(MapReader& top, ClusterQueue& cq) {
   if (const Node* n = s.get("namespaceSelector")) {
     cq.namespace_selector = read_label_selector(r, *n, "spec.namespaceSelector");
   }
-  // Admission checks and concurrent admission are not modelled: accepted as written.
-  s.accept({"admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy"});
+  if (const Node* n = s.get("admissionChecksStrategy")) {
+    MapReader st(r, *n, "spec.admissionChecksStrategy");
+    if (st.ok()) {
+      const std::string lpath = st.child("admissionChecks");
+      if (const Node* list = st.get("admissionChecks")) {
+        if (const Node* items = detail::list_node(r, list, lpath, 1, 64)) {
+          std::vector<std::string> names;
+          for (std::size_t i = 0; i < items->items.size(); ++i) {
+            MapReader c(r, items->items[i], detail::index(lpath, i));
+            std::pair<std::string, std::vector<std::string>> rule;
+            if (c.ok()) {
+              if (const Node* name = c.get("name")) {
+                if (auto v = detail::read_bounded_string(r, name, c.child("name"), 1, 316)) rule.first = *v;
+              } else {
+                c.missing("name");
+              }
+              const std::string fpath = c.child("onFlavors");
+              if (const Node* flavors = detail::list_node(r, c.get("onFlavors"), fpath, 0, 64)) {
+                for (std::size_t j = 0; j < flavors->items.size(); ++j) {
+                  if (auto f = detail::read_reference(r, &flavors->items[j], detail::index(fpath, j))) {
+                    if (std::find(rule.second.begin(), rule.second.end(), *f) != rule.second.end()) {
+                      r.report(doc::kRuleInvalidFormat, flavors->items[j].pos, detail::index(fpath, j),
+                               "Duplicate value: " + detail::go_quote(*f));
+                    }
+                    rule.second.push_back(*f);
+                  }
+                }
+              }
+              c.finish();
+            }
+            names.push_back(rule.first);
+            cq.admission_checks.push_back(std::move(rule));
+          }
+          detail::check_unique_keys(r, *items, lpath, names, "name");
+        }
+      } else {
+        st.missing("admissionChecks");
+      }
+      st.finish();
+    }
+  }
+  // Concurrent admission is not modelled: accepted as written.
+  s.accept({"admissionScope", "concurrentAdmissionPolicy"});
   s.finish();
   if (cq.cohort_name.empty() && groups != nullptr) {
     const bool any_borrowing_limit = std::any_of(cq.resource_groups.begin(), cq.resource_groups.end(), [](const auto& g) {
@@ -579,6 +621,70 @@ void read_priority_class(MapReader& top, WorkloadPriorityClass& wpc) {
     top.missing("value");
   }
   if (auto v = detail::read_bounded_string(r, top.get("description"), "description", 0, 2048)) wpc.description = *v;
+}
+
+std::vector<Condition> read_conditions(Reader& r, const Node* node, const std::string& path);
+
+// AdmissionCheck: spec.controllerName and parameters as the CRD checks them; status tells
+// whether the check's controller marked it Active.
+void read_admission_check(MapReader& top, AdmissionCheck& ac) {
+  Reader& r = top.reader;
+  if (const Node* spec = top.get("spec")) {
+    MapReader s(r, *spec, "spec");
+    if (s.ok()) {
+      if (const Node* n = s.get("controllerName")) {
+        if (auto v = detail::read_bounded_string(r, n, "spec.controllerName", 1, 253)) ac.controller_name = *v;
+      } else {
+        s.missing("controllerName");
+      }
+      if (const Node* n = s.get("parameters")) {
+        MapReader p(r, *n, "spec.parameters");
+        if (p.ok()) {
+          if (const Node* g = p.get("apiGroup")) {
+            (void)detail::read_reference(r, g, p.child("apiGroup"));
+          } else {
+            p.missing("apiGroup");
+          }
+          if (const Node* k = p.get("kind")) {
+            if (auto v = detail::read_bounded_string(r, k, p.child("kind"), 1, 63)) {
+              const bool ok = std::isalpha(static_cast<unsigned char>(v->front())) &&
+                              std::isalnum(static_cast<unsigned char>(v->back())) &&
+                              std::all_of(v->begin(), v->end(), [](char c) {
+                                return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+                              });
+              if (!ok) {
+                r.invalid(k->pos, p.child("kind"), detail::go_quote(*v),
+                          p.child("kind") + " in body should match '^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$'");
+              }
+            }
+          } else {
+            p.missing("kind");
+          }
+          if (const Node* nm = p.get("name")) {
+            if (auto v = detail::read_bounded_string(r, nm, p.child("name"), 1, 63); v && !detail::is_dns_label(*v)) {
+              r.invalid(nm->pos, p.child("name"), detail::go_quote(*v),
+                        p.child("name") + " in body should match '" + std::string(detail::kLabelPattern) + "'");
+            }
+          } else {
+            p.missing("name");
+          }
+          p.finish();
+        }
+      }
+      s.finish();
+    }
+  } else {
+    top.missing("spec");
+  }
+  if (const Node* status = top.get("status")) {
+    MapReader st(r, *status, "status");
+    if (st.ok()) {
+      for (const auto& c : read_conditions(r, st.get("conditions"), "status.conditions")) {
+        if (c.type == "Active") ac.active = c.status == "True";
+      }
+      st.finish();
+    }
+  }
 }
 
 // core/v1 Namespace: its labels are what ClusterQueue.spec.namespaceSelector reads; spec
@@ -1026,6 +1132,9 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
     case Kind::Namespace:
       return add_object<Namespace>(top, *kind, std::move(source), ctx, positions, out.namespaces, &read_namespace,
                                    nullptr);
+    case Kind::AdmissionCheck:
+      return add_object<AdmissionCheck>(top, *kind, std::move(source), ctx, positions, out.admission_checks,
+                                        &read_admission_check, nullptr);
   }
   return false;
 }
@@ -1088,6 +1197,7 @@ void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
   check_unique_names(set.priority_classes, Kind::WorkloadPriorityClass, diagnostics);
   check_unique_names(set.workloads, Kind::Workload, diagnostics);
   check_unique_names(set.namespaces, Kind::Namespace, diagnostics);
+  check_unique_names(set.admission_checks, Kind::AdmissionCheck, diagnostics);
 
   // Cohort cycles: walk up from every cohort; a walk that comes back to a cohort already
   // on its path found a cycle. Each cycle is reported once, at its first member in input

@@ -13,6 +13,7 @@ std::string_view kind_name(Kind kind) {
     case Kind::WorkloadPriorityClass: return "WorkloadPriorityClass";
     case Kind::Workload: return "Workload";
     case Kind::Namespace: return "Namespace";
+    case Kind::AdmissionCheck: return "AdmissionCheck";
   }
   return "?";
 }
@@ -59,6 +60,13 @@ const ClusterQueue* ObjectSet::find_cluster_queue(std::string_view name) const {
 }
 const WorkloadPriorityClass* ObjectSet::find_priority_class(std::string_view name) const {
   return find_named(priority_classes, name);
+}
+
+const AdmissionCheck* ObjectSet::find_admission_check(std::string_view name) const {
+  for (const auto& c : admission_checks) {
+    if (c.metadata.name == name) return &c;
+  }
+  return nullptr;
 }
 
 const Namespace* ObjectSet::find_namespace(std::string_view name) const {

@@ -29,7 +29,16 @@ inline constexpr std::string_view kLabelPriorityClass = "kueue.x-k8s.io/priority
 inline constexpr std::string_view kLabelJobUid = "kueue.x-k8s.io/job-uid";
 
 // Namespace is core/v1: Kueue reads its labels for ClusterQueue.spec.namespaceSelector.
-enum class Kind { ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, Namespace };
+enum class Kind {
+  ResourceFlavor,
+  Cohort,
+  ClusterQueue,
+  LocalQueue,
+  WorkloadPriorityClass,
+  Workload,
+  Namespace,
+  AdmissionCheck
+};
 
 [[nodiscard]] std::string_view kind_name(Kind kind);
 // "clusterqueues.kueue.x-k8s.io" ("namespaces" for the core Namespace), as the API server
@@ -134,6 +143,9 @@ struct ClusterQueue {
   // spec.namespaceSelector; nullopt when unset, which Kueue reads as a selector that
   // matches no namespace (metav1.LabelSelectorAsSelector(nil) is labels.Nothing()).
   std::optional<LabelSelector> namespace_selector;
+  // spec.admissionChecksStrategy.admissionChecks: a check and the flavors it runs for
+  // (empty: all of them).
+  std::vector<std::pair<std::string, std::vector<std::string>>> admission_checks;
   Source source;
 };
 
@@ -233,6 +245,15 @@ struct Workload {
 };
 
 // Every object read, per kind, each in input order.
+// An AdmissionCheck: its controller, and whether that controller marked it Active (Kueue's
+// cache reads status.conditions[Active] == True; without it the check is inactive).
+struct AdmissionCheck {
+  ObjectMeta metadata;
+  std::string controller_name;
+  bool active = false;
+  Source source;
+};
+
 // core/v1 Namespace: only its name and labels matter to admission.
 struct Namespace {
   ObjectMeta metadata;
@@ -247,6 +268,7 @@ struct ObjectSet {
   std::vector<WorkloadPriorityClass> priority_classes;
   std::vector<Workload> workloads;
   std::vector<Namespace> namespaces;  // core/v1; none given: the selector checks that need labels are skipped
+  std::vector<AdmissionCheck> admission_checks;
 
   [[nodiscard]] const ResourceFlavor* find_flavor(std::string_view name) const;
   [[nodiscard]] const Cohort* find_cohort(std::string_view name) const;
@@ -254,6 +276,7 @@ struct ObjectSet {
   [[nodiscard]] const LocalQueue* find_local_queue(std::string_view ns, std::string_view name) const;
   [[nodiscard]] const WorkloadPriorityClass* find_priority_class(std::string_view name) const;
   [[nodiscard]] const Namespace* find_namespace(std::string_view name) const;
+  [[nodiscard]] const AdmissionCheck* find_admission_check(std::string_view name) const;
 };
 
 }  // namespace gpubank::kueue

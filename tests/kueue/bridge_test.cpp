@@ -186,6 +186,51 @@ TEST(KueueBridge, CoreInputs) {
   EXPECT_EQ(queue_activity(d.set.cluster_queues[0], d.set).message, "Can admit new workloads");
 }
 
+TEST(KueueBridge, MissingAndInactiveAdmissionChecksStopTheQueue) {
+  // clusterqueue.go inactiveReason: the reasons in order, each message's names sorted.
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: ready}
+spec: {controllerName: example.com/check}
+status: {conditions: [{type: Active, status: "True", reason: Active, message: ok, lastTransitionTime: "2026-11-30T08:00:00Z"}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: idle}
+spec: {controllerName: example.com/check}
+status: {conditions: [{type: Active, status: "False", reason: Inactive, message: no controller, lastTransitionTime: "2026-11-30T08:00:00Z"}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: blocked}
+spec:
+  admissionChecksStrategy:
+    admissionChecks: [{name: zeta}, {name: idle}, {name: ready}, {name: alpha}]
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: checked}
+spec:
+  admissionChecksStrategy:
+    admissionChecks: [{name: ready, onFlavors: [default]}]
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 1}]}]}]
+)");
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  const QueueActivity blocked = queue_activity(d.set.cluster_queues[0], d.set);
+  EXPECT_FALSE(blocked.active);
+  EXPECT_EQ(blocked.reason, "AdmissionCheckNotFound");
+  EXPECT_EQ(blocked.message,
+            "Can't admit new workloads: references missing AdmissionCheck(s): alpha,zeta, references inactive "
+            "AdmissionCheck(s): idle.");
+  EXPECT_TRUE(queue_activity(d.set.cluster_queues[1], d.set).active);
+}
+
 TEST(KueueBridge, HowEachWorkloadEntersTheCore) {
   const std::string over_limit =
       "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: %s, namespace: ns}\nspec:\n"

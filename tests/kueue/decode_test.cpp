@@ -559,7 +559,7 @@ kind: Namespace
 metadata: {name: team-a, labels: {team: a}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
-kind: AdmissionCheck
+kind: Topology
 metadata: {name: prov}
 ---
 metadata: {name: nothing}
@@ -576,7 +576,7 @@ metadata: {name: Team.C}
               ElementsAre("in.yaml:2:13: error: ClusterQueue/old: apiVersion: unsupported apiVersion "
                           "\"kueue.x-k8s.io/v1beta1\" for ClusterQueue: the twin reads kueue.x-k8s.io/v1beta2 "
                           "[kueue.unsupported-version]",
-                          "in.yaml:10:1: warning: AdmissionCheck: ignored: kueue.x-k8s.io/v1beta2 AdmissionCheck is not "
+                          "in.yaml:10:1: warning: Topology: ignored: kueue.x-k8s.io/v1beta2 Topology is not "
                           "an object admission reads [kueue.ignored-kind]",
                           "in.yaml:14:1: error: kind: Required value: every object needs a kind [schema.required]",
                           "in.yaml:16:13: error: Namespace/team-b: apiVersion: unsupported apiVersion "
@@ -588,6 +588,68 @@ metadata: {name: Team.C}
   ASSERT_EQ(d.set.namespaces.size(), 1u);  // core/v1 Namespaces are read for their labels
   EXPECT_EQ(d.set.namespaces[0].metadata.name, "team-a");
   EXPECT_EQ(d.set.namespaces[0].metadata.labels.at("team"), "a");
+}
+
+TEST(KueueDecode, AdmissionChecksAndTheStrategyThatNamesThem) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: prov}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prov-config}
+status:
+  conditions:
+  - {type: Active, status: "True", reason: Active, message: The admission check is active, lastTransitionTime: "2026-11-30T08:00:00Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: idle}
+spec: {controllerName: example.com/check}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: bad}
+spec:
+  parameters: {apiGroup: Example.com, kind: 9Config, name: x}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: prov, onFlavors: [h100]}
+    - {name: idle}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: dup}
+spec:
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: prov, onFlavors: [h100, h100]}
+    - {name: prov}
+)");
+  std::vector<std::string> messages;
+  for (const auto& diag : d.diagnostics) messages.push_back(diag.name + " " + diag.path + ": " + diag.message);
+  EXPECT_THAT(messages,
+              ::testing::UnorderedElementsAre(
+                  "bad spec.controllerName: Required value",
+                  "bad spec.parameters.apiGroup: Invalid value: \"Example.com\": spec.parameters.apiGroup in body should "
+                  "match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
+                  "bad spec.parameters.kind: Invalid value: \"9Config\": spec.parameters.kind in body should match "
+                  "'^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$'",
+                  "dup spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]: Duplicate value: \"h100\"",
+                  "dup spec.admissionChecksStrategy.admissionChecks[1]: Duplicate value: "
+                  "map[string]interface {}{\"name\":\"prov\"}"));
+  ASSERT_EQ(d.set.admission_checks.size(), 2u);
+  EXPECT_EQ(d.set.admission_checks[0].controller_name, "kueue.x-k8s.io/provisioning-request");
+  EXPECT_TRUE(d.set.admission_checks[0].active);
+  EXPECT_FALSE(d.set.admission_checks[1].active);  // no Active=True condition yet
+  ASSERT_EQ(d.set.cluster_queues.size(), 1u);
+  using Rules = std::vector<std::pair<std::string, std::vector<std::string>>>;
+  EXPECT_EQ(d.set.cluster_queues[0].admission_checks, (Rules{{"prov", {"h100"}}, {"idle", {}}}));
 }
 
 TEST(KueueDecode, NamespaceSelectorIsValidatedAsTheWebhookDoes) {

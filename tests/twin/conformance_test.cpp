@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,19 @@ TEST_P(Conformance, MatchesExpectedEndState) {
         EXPECT_EQ(reserved->value("message", ""), want["message"].as<std::string>());
       }
     }
+    if (want["admittedCondition"]) {
+      const Json* a = find_condition(*wl, "Admitted");
+      ASSERT_NE(a, nullptr);
+      EXPECT_EQ(a->value("status", "") + "/" + a->value("reason", ""), want["admittedCondition"].as<std::string>());
+    }
+    if (want["admissionChecks"]) {
+      std::map<std::string, std::string> got, expected_checks;
+      if (wl->contains("status") && wl->at("status").contains("admissionChecks")) {
+        for (const auto& c : wl->at("status").at("admissionChecks")) got[c.value("name", "")] = c.value("state", "");
+      }
+      for (const auto& c : want["admissionChecks"]) expected_checks[c.first.as<std::string>()] = c.second.as<std::string>();
+      EXPECT_EQ(got, expected_checks);
+    }
     const Json* evicted = find_condition(*wl, "Evicted");
     const Json* preempted = find_condition(*wl, "Preempted");
     if (want["evicted"] && want["evicted"].as<bool>()) {
@@ -152,6 +166,22 @@ TEST_P(Conformance, MatchesExpectedEndState) {
     SCOPED_TRACE("ClusterQueue " + name);
     const Json* cq = find_item(out, "ClusterQueue", name);
     ASSERT_NE(cq, nullptr);
+    for (const char* count : {"admittedWorkloads", "reservingWorkloads", "pendingWorkloads"}) {
+      if (q.second[count]) {
+        EXPECT_EQ(cq->at("status").value(count, -1), q.second[count].as<int>()) << count;
+      }
+    }
+    if (q.second["flavorsUsage"]) {
+      for (const auto& flavor : cq->at("status").value("flavorsUsage", Json::array())) {
+        for (const auto& resource : flavor.at("resources")) {
+          const std::string f = flavor.value("name", ""), r = resource.value("name", "");
+          std::string want = "0";
+          const YAML::Node flavors = q.second["flavorsUsage"];
+          if (flavors.IsMap() && flavors[f] && flavors[f][r]) want = flavors[f][r].as<std::string>();
+          EXPECT_EQ(resource.value("total", ""), want) << "flavorsUsage " << f << "/" << r;
+        }
+      }
+    }
     const Json reservation = cq->at("status").value("flavorsReservation", Json::array());
     for (const auto& flavor : reservation) {
       for (const auto& resource : flavor.at("resources")) {
