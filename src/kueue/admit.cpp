@@ -280,14 +280,9 @@ void AdmissionRun::load(twin::AdmissionCore& core, Diagnostics& diagnostics) {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const WorkloadEntry& e = entries_[i];
     if (e.route != Route::Blocked) continue;
-    events_.push_back(Event{t0_, "Pending", workload_object(set_.workloads[i].metadata), e.cluster_queue,
-                            blocked_reason(e), e.message, {}});
+    events_.push_back(Event{t0_, "Pending", workload_object(set_.workloads[i].metadata), e.cluster_queue, e.reason,
+                            e.message, {}});
   }
-}
-
-std::string AdmissionRun::blocked_reason(const WorkloadEntry& e) const {
-  // requeueAndUpdate: UnadmittedWorkloadReasonWithFallback(reason, "Pending").
-  return e.by_scheduler && !unadmitted_workloads_observability_ ? "Pending" : e.reason;
 }
 
 std::string AdmissionRun::object_of(twin::WorkloadId id) const {
@@ -364,11 +359,7 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
   doc::Json conditions = status.contains("conditions") ? status["conditions"] : doc::Json::array();
   const auto generation = wl.metadata.generation;
   if (e.route == Route::Blocked) {
-    set_condition(conditions, "QuotaReserved", false, blocked_reason(e), e.message, timeline_.format(t0_), generation);
-    if (e.by_scheduler && unadmitted_workloads_observability_) {  // SyncAdmittedCondition
-      set_condition(conditions, "Admitted", false, "NoReservation", "The workload has no reservation",
-                    timeline_.format(t0_), generation);
-    }
+    set_condition(conditions, "QuotaReserved", false, e.reason, e.message, timeline_.format(t0_), generation);
     status["conditions"] = std::move(conditions);
     if (e.drop_admission) status.erase("admission");
     return out;

@@ -67,8 +67,8 @@ class AdmissionRun {
   // value that is not a boolean, or a malformed pair is an error naming it.
   [[nodiscard]] static Expected<twin::CoreOptions> core_options(bool fair_sharing, std::string_view feature_gates);
   // The gates that change how statuses are written, as the core runs with them (default:
-  // Kueue's). UnadmittedWorkloadsObservability adds Admitted=False/NoReservation to a
-  // Workload that the scheduler's own checks refuse.
+  // Kueue's). UnadmittedWorkloadsObservability decides how a reservation that waits for
+  // its admission checks shows in the Admitted condition.
   void use_options(const twin::CoreOptions& options) { unadmitted_workloads_observability_ = options.unadmitted_workloads_observability; }
   // The cap of a run until stable: 1000 + 10 cycles per Workload.
   [[nodiscard]] std::uint64_t max_cycles() const;
@@ -92,7 +92,6 @@ class AdmissionRun {
  private:
   void record(const twin::CycleResult& result);
   [[nodiscard]] std::string object_of(twin::WorkloadId id) const;
-  [[nodiscard]] std::string blocked_reason(const WorkloadEntry& e) const;
   // Holds a reservation whose admission checks are not all Ready.
   [[nodiscard]] bool awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const;
 

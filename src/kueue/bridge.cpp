@@ -410,21 +410,19 @@ std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& 
       block("Misconfigured", "ClusterQueue " + lq->cluster_queue + " doesn't exist");
       continue;
     }
-    if (queue_activity(*cq, set).active) {
-      if (auto error = namespace_error(wl, *cq, set)) {
-        block("Misconfigured", *error, cq->metadata.name);
-        e.by_scheduler = true;
-        continue;
-      }
-      if (auto error = resources_validation_error(wl)) {
-        block("Misconfigured", *error, cq->metadata.name);
-        e.by_scheduler = true;
-        continue;
-      }
-    }
     e.route = Route::Submit;
     e.spec = workload_spec(wl, set, creation[i], diagnostics);
     e.spec.cluster_queue = cq->metadata.name;
+    // The scheduler's own refusal (ValidateAdmissibility, after the inactive-queue check):
+    // the Workload still queues, and its refusal is the core's to apply at each turn.
+    if (queue_activity(*cq, set).active) {
+      auto error = namespace_error(wl, *cq, set);
+      if (!error) error = resources_validation_error(wl);
+      if (error) {
+        e.spec.refusal_reason = "Misconfigured";
+        e.spec.refusal_message = *error;
+      }
+    }
   }
   return out;
 }

@@ -107,9 +107,6 @@ struct WorkloadEntry {
   std::string reason, message;      // Blocked
   std::string cluster_queue;        // Blocked: the ClusterQueue that counts it as pending, if any
   bool drop_admission = false;      // Blocked: the reservation is released
-  // Blocked by the scheduler's own check (ValidateAdmissibility: namespace, resources),
-  // whose UnsetQuotaReservationWithCondition also syncs the Admitted condition.
-  bool by_scheduler = false;
 };
 
 // The core's view of one Workload (name, queue, priority, creation, pod sets).

@@ -94,13 +94,6 @@ metadata: {name: lost, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
 spec:
   queueName: absent
   podSets: [{template: {spec: {containers: [{name: c}]}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {name: over, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
-spec:
-  queueName: solo
-  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 2}, limits: {cpu: 1}}}]}}}]
 )";
 
 // Cycle 0 admits a and leaves b pending; cycle 1 changes nothing; cycle 2 admits b.
@@ -171,12 +164,11 @@ TEST(KueueAdmit, LoadsRestoresFirstThenSubmitsInCreationOrder) {
   EXPECT_EQ(r.core.specs[2].name, "b");
   EXPECT_EQ(r.core.submitted, (std::vector<std::pair<twin::WorkloadId, twin::VirtualTime>>{{1, 2000}, {2, 3000}}));
   EXPECT_EQ(r.run->first_cycle_time(), 3000);
-  // Blocked before the scheduler: one Pending event each, at the first cycle's time.
-  EXPECT_THAT(r.run->events().size(), 2u);
+  // Blocked before the scheduler: one Pending event, at the first cycle's time.
+  EXPECT_THAT(r.run->events().size(), 1u);
   EXPECT_EQ(to_json_line(r.run->events()[0], r.run->timeline()),
             R"({"t":3000,"time":"2026-11-30T08:00:03Z","kind":"Pending","object":"Workload/ns/lost",)"
             R"("reason":"Misconfigured","message":"LocalQueue absent doesn't exist"})");
-  EXPECT_EQ(r.run->events()[1].queue, "solo");
 }
 
 TEST(KueueAdmit, CyclesStartAfterEveryWorkloadExists) {
@@ -197,42 +189,79 @@ TEST(KueueAdmit, RunsUntilStableWithEventsOncePerPendingReason) {
   EXPECT_EQ(*cycles, 3u);
   std::vector<std::string> lines;
   for (const auto& e : r.run->events()) lines.push_back(std::to_string(e.t) + " " + e.kind + " " + e.object);
-  EXPECT_THAT(lines, ElementsAre("3000 Pending Workload/ns/lost", "3000 Pending Workload/ns/over",
+  EXPECT_THAT(lines, ElementsAre("3000 Pending Workload/ns/lost",
                                  "3000 Admitted Workload/ns/a", "3000 Pending Workload/ns/b",
                                  "3002 Admitted Workload/ns/b"));
 }
 
-TEST(KueueAdmit, TheSchedulersOwnRefusalSyncsTheAdmittedCondition) {
-  // `over` fails ValidateAdmissibility (requests above limits) in the scheduler, whose
-  // UnsetQuotaReservationWithCondition also writes Admitted=False (SyncAdmittedCondition);
-  // `lost` is refused by the workload controller, which writes QuotaReserved alone.
-  // Without UnadmittedWorkloadsObservability the scheduler's reason falls back to Pending.
-  for (const bool observability : {true, false}) {
-    SCOPED_TRACE(observability ? "UnadmittedWorkloadsObservability on" : "off");
-    Fixture r(kObjects);
-    twin::CoreOptions options;
-    options.unadmitted_workloads_observability = observability;
-    r.run->use_options(options);
-    r.run->load(r.core, r.diagnostics);
-    r.core.script = script;
-    ASSERT_TRUE(r.run->run(r.core, {}).ok());
-    const doc::Json list = r.run->encode(r.core);
+TEST(KueueAdmit, TheSchedulersRefusalQueuesAndBlocksAStrictFifoQueue) {
+  // `over` fails ValidateAdmissibility (requests above limits): Kueue requeues it as a
+  // head that is not admissible, with reason Misconfigured and Admitted=False (the
+  // scheduler's UnsetQuotaReservationWithCondition syncs it). In a StrictFIFO queue it
+  // stays at the front, so `later` waits behind it; in BestEffortFIFO `later` goes ahead.
+  for (const std::string strategy : {"StrictFIFO", "BestEffortFIFO"}) {
+    SCOPED_TRACE(strategy);
+    const std::string yaml = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: solo}
+spec:
+  namespaceSelector: {}
+  queueingStrategy: )" + strategy + R"(
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: solo, namespace: ns}
+spec: {clusterQueue: solo}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: over, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
+spec:
+  queueName: solo
+  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 2}, limits: {cpu: 1}}}]}}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: later, namespace: ns, creationTimestamp: "2026-11-30T08:00:02Z"}
+spec:
+  queueName: solo
+  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
+)";
+    const auto d = decode_yaml(yaml);
+    ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+    Diagnostics diagnostics;
+    AdmissionRun run(d.set, diagnostics);
+    CoreInputs in = run.inputs();
+    auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors),
+                                            std::move(in.cohorts), std::move(in.queues));
+    ASSERT_TRUE(core.ok()) << core.error();
+    run.load(**core, diagnostics);
+    ASSERT_TRUE(run.run(**core, {.cycles = 5}).ok());
+    const doc::Json list = run.encode(**core);
     auto conditions_of = [&](const std::string& name) {
       std::vector<std::string> out;
       for (const auto& item : list.at("items")) {
-        if (item.at("metadata").value("name", "") != name) continue;
-        for (const auto& c : item.at("status").at("conditions")) {
+        if (item.at("metadata").value("name", "") != name || !item.contains("status")) continue;
+        for (const auto& c : item.at("status").value("conditions", doc::Json::array())) {
           out.push_back(c.value("type", "") + "=" + c.value("status", "") + "/" + c.value("reason", ""));
         }
       }
       return out;
     };
-    if (observability) {
-      EXPECT_THAT(conditions_of("over"), ElementsAre("QuotaReserved=False/Misconfigured", "Admitted=False/NoReservation"));
+    EXPECT_THAT(conditions_of("over"), ElementsAre("QuotaReserved=False/Misconfigured", "Admitted=False/NoReservation"));
+    if (strategy == "StrictFIFO") {
+      EXPECT_THAT(conditions_of("later"), ::testing::IsEmpty());  // never a head
     } else {
-      EXPECT_THAT(conditions_of("over"), ElementsAre("QuotaReserved=False/Pending"));
+      EXPECT_THAT(conditions_of("later"), ElementsAre("QuotaReserved=True/QuotaReserved", "Admitted=True/Admitted"));
     }
-    EXPECT_THAT(conditions_of("lost"), ElementsAre("QuotaReserved=False/Misconfigured"));
+    const doc::Json& solo = list.at("items").back();
+    EXPECT_EQ(solo.at("status").value("pendingWorkloads", -1), strategy == "StrictFIFO" ? 2 : 1);
   }
 }
 
@@ -253,10 +282,10 @@ TEST(KueueAdmit, FixedNumberOfCyclesAndTheCap) {
   };
   const auto result = forever.run->run(forever.core, {});
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(forever.run->max_cycles(), 1050u);  // 1000 + 10 per Workload
-  EXPECT_EQ(forever.core.cycles_run, 1050u);
+  EXPECT_EQ(forever.run->max_cycles(), 1040u);  // 1000 + 10 per Workload
+  EXPECT_EQ(forever.core.cycles_run, 1040u);
   EXPECT_EQ(result.error(),
-            "admission did not settle within 1050 cycles (the cap is 1000 plus 10 per Workload); run a fixed number "
+            "admission did not settle within 1040 cycles (the cap is 1000 plus 10 per Workload); run a fixed number "
             "with --cycles");
 }
 
@@ -294,15 +323,15 @@ TEST(KueueAdmit, VictimsAreReleasedAfterTheCycleThatEvictedThem) {
   EXPECT_EQ(*r.run->run(r.core, {}), 2u);
   EXPECT_EQ(r.core.released, (std::vector<std::pair<twin::WorkloadId, twin::VirtualTime>>{{running, 3000}}));
   const auto& events = r.run->events();
-  ASSERT_EQ(events.size(), 5u);
-  EXPECT_EQ(to_json_line(events[2], r.run->timeline()),
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(to_json_line(events[1], r.run->timeline()),
             R"({"t":3000,"time":"2026-11-30T08:00:03Z","kind":"Pending","object":"Workload/ns/a","queue":"cq",)"
             R"x("reason":"Pending","message":"Pending the preemption of 1 workload(s)","related":["Workload/ns/running"]})x");
-  EXPECT_EQ(events[3].kind, "Preempted");
-  EXPECT_EQ(events[3].object, "Workload/ns/running");
-  EXPECT_EQ(events[3].related, std::vector<std::string>{"Workload/ns/a"});
-  EXPECT_EQ(events[4].kind, "Admitted");
-  EXPECT_EQ(events[4].t, 3001);
+  EXPECT_EQ(events[2].kind, "Preempted");
+  EXPECT_EQ(events[2].object, "Workload/ns/running");
+  EXPECT_EQ(events[2].related, std::vector<std::string>{"Workload/ns/a"});
+  EXPECT_EQ(events[3].kind, "Admitted");
+  EXPECT_EQ(events[3].t, 3001);
   (void)b;
 }
 
@@ -326,7 +355,7 @@ TEST(KueueAdmit, EncodesStatusesAsKueueWritesThem) {
   const doc::Json list = r.run->encode(r.core);
   EXPECT_EQ(list["apiVersion"], "v1");
   EXPECT_EQ(list["kind"], "List");
-  ASSERT_EQ(list["items"].size(), 7u);  // 5 Workloads, then 2 ClusterQueues
+  ASSERT_EQ(list["items"].size(), 6u);  // 4 Workloads, then 2 ClusterQueues
 
   // Restored: other fields and key order kept; a condition whose status does not change
   // keeps its lastTransitionTime.
@@ -351,7 +380,7 @@ TEST(KueueAdmit, EncodesStatusesAsKueueWritesThem) {
             R"({"conditions":[{"type":"QuotaReserved","status":"False","lastTransitionTime":"2026-11-30T08:00:03Z",)"
             R"("reason":"Misconfigured","message":"LocalQueue absent doesn't exist"}]})");
 
-  EXPECT_EQ(list["items"][5]["status"].dump(),
+  EXPECT_EQ(list["items"][4]["status"].dump(),
             R"({"pendingWorkloads":0,"custom":"kept","conditions":[{"type":"Active","status":"True",)"
             R"("observedGeneration":3,"lastTransitionTime":"2026-11-30T08:00:00Z","reason":"Ready","message":)"
             R"("Can admit new workloads"}],"flavorsReservation":[{"name":"default","resources":[{"name":"cpu",)"
@@ -359,12 +388,12 @@ TEST(KueueAdmit, EncodesStatusesAsKueueWritesThem) {
             R"("flavorsUsage":[{"name":"default","resources":[{"name":"cpu","total":"1","borrowed":"0"},)"
             R"({"name":"memory","total":"0","borrowed":"0"}]}],"reservingWorkloads":3,"admittedWorkloads":3,)"
             R"("fairSharing":{"weightedShare":150}})");
-  // Outside a cohort nothing is borrowed; the Workload blocked on its limits is pending there.
-  EXPECT_EQ(list["items"][6]["status"].dump(),
+  // Outside a cohort nothing is borrowed.
+  EXPECT_EQ(list["items"][5]["status"].dump(),
             R"({"conditions":[{"type":"Active","status":"True","lastTransitionTime":"2026-11-30T08:00:00Z",)"
             R"("reason":"Ready","message":"Can admit new workloads"}],"flavorsReservation":[{"name":"default",)"
             R"("resources":[{"name":"cpu","total":"500m","borrowed":"0"}]}],"flavorsUsage":[{"name":"default",)"
-            R"("resources":[{"name":"cpu","total":"0","borrowed":"0"}]}],"pendingWorkloads":1,)"
+            R"("resources":[{"name":"cpu","total":"0","borrowed":"0"}]}],"pendingWorkloads":0,)"
             R"("reservingWorkloads":0,"admittedWorkloads":0})");
 }
 
@@ -375,7 +404,7 @@ TEST(KueueAdmit, EncodedObjectsDecodeAgain) {
   ASSERT_TRUE(r.run->run(r.core, {}).ok());
   const auto again = decode_yaml(doc::to_yaml(r.run->encode(r.core)));
   ASSERT_TRUE(again.diagnostics.empty()) << again.lines()[0];
-  ASSERT_EQ(again.set.workloads.size(), 5u);
+  ASSERT_EQ(again.set.workloads.size(), 4u);
   ASSERT_EQ(again.set.cluster_queues.size(), 2u);
   const Workload& b = again.set.workloads[2];
   EXPECT_TRUE(b.has_quota_reservation());

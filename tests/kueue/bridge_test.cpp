@@ -277,13 +277,15 @@ TEST(KueueBridge, HowEachWorkloadEntersTheCore) {
   EXPECT_EQ(blocked(1), "Misconfigured: LocalQueue absent doesn't exist");
   EXPECT_EQ(blocked(2), "Suspended: LocalQueue held is inactive");
   EXPECT_EQ(blocked(3), "Misconfigured: ClusterQueue gone doesn't exist");
-  EXPECT_EQ(entries[4].route, Route::Blocked);
-  EXPECT_EQ(entries[4].cluster_queue, "cq");  // counted as pending there
-  EXPECT_EQ(blocked(4),
+  // The scheduler's own refusal (ValidateAdmissibility): queued, refused at each turn.
+  EXPECT_EQ(entries[4].route, Route::Submit);
+  EXPECT_EQ(entries[4].spec.cluster_queue, "cq");
+  EXPECT_EQ(entries[4].spec.refusal_reason + ": " + entries[4].spec.refusal_message,
             "Misconfigured: resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
             "[]v1.ResourceName{\"cpu\"}: requests must not exceed its limits");
   EXPECT_EQ(entries[5].route, Route::Submit);  // an inactive ClusterQueue says so first
   EXPECT_EQ(entries[5].spec.cluster_queue, "broken");
+  EXPECT_TRUE(entries[5].spec.refusal_message.empty());
   EXPECT_EQ(entries[6].route, Route::Untouched);
   EXPECT_EQ(blocked(7), "Deactivated: The workload is deactivated");
   EXPECT_EQ(entries[8].route, Route::Restore);
@@ -341,8 +343,11 @@ std::vector<std::string> selector_outcomes(const ObjectSet& set, Diagnostics& wa
   std::vector<std::string> out;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& m = set.workloads[i].metadata;
+    const auto& e = entries[i];
     out.push_back(m.ns + "/" + m.name + ": " +
-                  (entries[i].route == Route::Submit ? std::string("submit") : entries[i].message));
+                  (e.route != Route::Submit ? "blocked " + e.message
+                                            : e.spec.refusal_message.empty() ? std::string("submit")
+                                                                             : "refused " + e.spec.refusal_message));
   }
   return out;
 }
@@ -354,7 +359,7 @@ TEST(KueueBridge, NamespaceSelectorWithoutNamespaceObjects) {
   const auto d = decode_yaml(selector_cluster(""));
   ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
   Diagnostics warnings;
-  const std::string mismatch = "workload namespace doesn't match ClusterQueue selector";
+  const std::string mismatch = "refused workload namespace doesn't match ClusterQueue selector";
   EXPECT_THAT(selector_outcomes(d.set, warnings),
               ::testing::ElementsAre("team-a/unset: " + mismatch, "team-b/unset: " + mismatch, "team-a/all: submit",
                           "team-b/all: submit", "team-a/by-name: submit", "team-b/by-name: " + mismatch,
@@ -371,8 +376,8 @@ TEST(KueueBridge, NamespaceSelectorWithNamespaceObjects) {
   const auto d = decode_yaml(selector_cluster("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {team: a}}\n"));
   ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
   Diagnostics warnings;
-  const std::string mismatch = "workload namespace doesn't match ClusterQueue selector";
-  const std::string missing = "workload namespace \"team-b\" does not exist: namespaces \"team-b\" not found";
+  const std::string mismatch = "refused workload namespace doesn't match ClusterQueue selector";
+  const std::string missing = "refused workload namespace \"team-b\" does not exist: namespaces \"team-b\" not found";
   EXPECT_THAT(selector_outcomes(d.set, warnings),
               ::testing::ElementsAre("team-a/unset: " + mismatch, "team-b/unset: " + missing, "team-a/all: submit",
                           "team-b/all: " + missing, "team-a/by-name: submit", "team-b/by-name: " + missing,

@@ -400,6 +400,7 @@ class Core final : public AdmissionCore {
     Usage usage;  // while holding quota
     bool in_pending = false;
     std::uint64_t inadmissible_generation = 0;  // == queue's generation: inadmissible
+    const std::string* refusal = nullptr;  // interned spec.refusal_reason; next to the head loop's reads
     OrderKey key;
     std::size_t holding_pos = 0;
     std::size_t evicted_pos = 0;  // in its queue's `evicted` while Evicted
@@ -600,6 +601,7 @@ class Core final : public AdmissionCore {
     w.spec = std::move(spec);
     w.shape = shape_of(w.spec);
     w.partial = can_be_partially_admitted(w.spec);
+    if (!w.spec.refusal_message.empty()) w.refusal = intern(w.spec.refusal_reason);
     auto it = queue_index_.find(w.spec.cluster_queue);
     w.uid_label = uid_order_.insert(w.spec.uid);
     w.uid_prefix = uid_prefix(w.spec.uid);
@@ -3755,6 +3757,16 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
       e.queue = static_cast<int>(qi);
       e.message = "ClusterQueue " + q.spec.name + " is inactive";
       e.granular_reason = r_suspended_;
+      continue;
+    }
+    if (const Wl& h = wl(id); h.refusal != nullptr) {
+      // Refused before nomination (ValidateAdmissibility): requeued like the inactive
+      // queue's heads, so StrictFIFO keeps it at the front and BestEffortFIFO sets it aside.
+      Entry& e = inactive.emplace_back();
+      e.w = id;
+      e.queue = static_cast<int>(qi);
+      e.message = h.spec.refusal_message;
+      e.granular_reason = h.refusal;
       continue;
     }
     if (live == entry_pool_.size()) entry_pool_.emplace_back();

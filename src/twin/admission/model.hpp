@@ -157,6 +157,11 @@ struct WorkloadSpec {
   std::int32_t priority = 0;
   VirtualTime creation = 0;  // the queue-order timestamp
   std::vector<PodSetSpec> pod_sets;
+  // Set when the scheduler refuses the Workload before nominating it
+  // (workload.ValidateAdmissibility: namespace, resources): each time it is a head it is
+  // requeued as not admissible with this condition reason and message (a StrictFIFO queue
+  // stays blocked behind it, as in Kueue).
+  std::string refusal_reason, refusal_message;
 };
 
 // Which flavor serves each resource of a pod set, and how much it counts against quota.
