@@ -4,7 +4,6 @@
 #include "kueue/decode.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
 #include <functional>
 #include <set>
@@ -109,13 +108,18 @@ void read_metadata(MapReader& top, Kind kind, ObjectMeta& meta) {
 
 // ---- shared parts --------------------------------------------------------------------
 
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// The name part of a qualified name (label keys, condition types) and a non-empty label
+// value: ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
+bool is_name_part(std::string_view s) {
+  if (s.empty() || !is_ascii_alnum(s.front()) || !is_ascii_alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_ascii_alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
 // validation.IsQualifiedName: an optional DNS-subdomain prefix and '/', then a name part.
 std::vector<std::string> qualified_name_errors(std::string_view value) {
-  auto name_ok = [](std::string_view s) {
-    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-    if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
-    return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-  };
   std::vector<std::string> errors;
   std::string_view name = value;
   if (const auto slash = value.find('/'); slash != std::string_view::npos) {
@@ -138,7 +142,7 @@ std::vector<std::string> qualified_name_errors(std::string_view value) {
   } else if (name.size() > 63) {
     errors.emplace_back("name part must be no more than 63 bytes");
   }
-  if (!name.empty() && !name_ok(name)) errors.push_back("name part " + std::string(kQualifiedNameMessage));
+  if (!name.empty() && !is_name_part(name)) errors.push_back("name part " + std::string(kQualifiedNameMessage));
   return errors;
 }
 
@@ -146,12 +150,7 @@ std::vector<std::string> qualified_name_errors(std::string_view value) {
 std::vector<std::string> label_value_errors(std::string_view value) {
   std::vector<std::string> errors;
   if (value.size() > 63) errors.emplace_back("must be no more than 63 bytes");
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-  const bool ok = value.empty() || (alnum(value.front()) && alnum(value.back()) &&
-                                    std::all_of(value.begin(), value.end(), [&](char c) {
-                                      return alnum(c) || c == '-' || c == '_' || c == '.';
-                                    }));
-  if (!ok) errors.emplace_back(kLabelValueMessage);
+  if (!value.empty() && !is_name_part(value)) errors.emplace_back(kLabelValueMessage);
   return errors;
 }
 
@@ -647,11 +646,8 @@ void read_admission_check(MapReader& top, AdmissionCheck& ac) {
           }
           if (const Node* k = p.get("kind")) {
             if (auto v = detail::read_bounded_string(r, k, p.child("kind"), 1, 63)) {
-              const bool ok = std::isalpha(static_cast<unsigned char>(v->front())) &&
-                              std::isalnum(static_cast<unsigned char>(v->back())) &&
-                              std::all_of(v->begin(), v->end(), [](char c) {
-                                return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
-                              });
+              const bool ok = !is_ascii_digit(v->front()) && is_ascii_alnum(v->front()) && is_ascii_alnum(v->back()) &&
+                              std::all_of(v->begin(), v->end(), [](char c) { return is_ascii_alnum(c) || c == '-'; });
               if (!ok) {
                 r.invalid(k->pos, p.child("kind"), detail::go_quote(*v),
                           p.child("kind") + " in body should match '^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$'");
@@ -764,11 +760,7 @@ bool is_condition_type(std::string_view s) {
     if (!detail::is_subdomain(s.substr(0, slash))) return false;
     s = s.substr(slash + 1);
   }
-  const auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  return is_name_part(s);
 }
 
 std::vector<Condition> read_conditions(Reader& r, const Node* node, const std::string& path) {
