@@ -2278,6 +2278,9 @@ class Core final : public AdmissionCore {
   const std::vector<Target>& get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
     static const std::vector<Target> kNone;
     if (frs.empty()) return kNone;
+    if (!options_.fair_sharing && usage.size() == 1 && no_candidate_can_exist(wl(id), queue, usage.front().first, usage.front().second)) {
+      return kNone;
+    }
     if (targets_cache_valid_ && targets_cache_epoch_ == epoch_ && targets_cache_id_ == id &&
         targets_cache_frs_ == frs && targets_cache_usage_ == usage) {
       return targets_cache_;
@@ -2296,6 +2299,68 @@ class Core final : public AdmissionCore {
     targets_cache_frs_ = frs;
     targets_cache_usage_ = usage;
     return targets_cache_;
+  }
+
+  // Whether the policy can accept some candidate of `min_priority` or above.
+  [[nodiscard]] static bool policy_may_take(PreemptionPolicy policy, std::int32_t min_priority, std::int32_t preemptor_priority) {
+    switch (policy) {
+      case PreemptionPolicy::Never: return false;
+      case PreemptionPolicy::LowerPriority: return min_priority < preemptor_priority;
+      case PreemptionPolicy::LowerOrNewerEqualPriority: return min_priority <= preemptor_priority;
+      case PreemptionPolicy::Any: return true;
+    }
+    return true;
+  }
+
+  // A sound shortcut for classical_preemptions with one flavor-resource: true only when its
+  // walk can give no valid candidate, so the search would return no targets. In a busy
+  // cohort most heads that do not fit are such (a queue at nominal whose head has nothing of
+  // lower priority below it), and the search's set-up (levels, orders, walks, attempts)
+  // costs far more than these reads. It mirrors where candidates come from:
+  //  - the preemptor's own queue: its evicted workloads, and its ranked admitted workloads
+  //    (ascending priority, so the first decides whether withinClusterQueue accepts any);
+  //  - the cohorts above (reclaimWithinCohort): queues above nominal, and subtrees not within
+  //    nominal, under each ancestor but the subtree the preemptor came from; their evicted
+  //    workloads come from the same queues (collect_sources, add_order_queues).
+  // With no candidate in its own queue, the other queues' give nothing either when
+  // borrowWithinCohort is Never and no level gives the advantage of hierarchical reclaim
+  // (the request fits in no subtree below the cohorts searched): they are all
+  // ReclaimWithoutBorrowing (classify), invalid in the attempt that allows borrowing
+  // (candidate_validity, SharedWalk::skip_levels), and in the attempt that does not, the
+  // request keeps the queue borrowing, since only removals from the queue itself lower its
+  // usage. Everything else is answered "maybe", which only costs the full search.
+  [[nodiscard]] bool no_candidate_can_exist(const Wl& preemptor, int queue, int fr, Amount request) const {
+    const Queue& q = queues_[at(queue)];
+    const auto& policy = q.spec.preemption;
+    if (policy.within_cluster_queue != PreemptionPolicy::Never) {
+      if (!q.evicted.empty()) return false;
+      if (!q.ranked.empty() && policy_may_take(policy.within_cluster_queue, q.ranked.front().priority, preemptor.spec.priority)) {
+        return false;
+      }
+    }
+    const int n = q.node;
+    if (!tree_.has_parent(n) || policy.reclaim_within_cohort == PreemptionPolicy::Never) return true;
+    if (policy.borrow_within_cohort == BorrowWithinCohortPolicy::Never) {
+      // classical_preemptions' levels: level k has the advantage when the request fits
+      // below it, in the queue or a cohort under level k.
+      bool advantage = quota_add(tree_.usage(n, fr), request) <= tree_.subtree_quota(n, fr);
+      Amount remaining = std::max<Amount>(0, quota_sub(request, tree_.local_available(n, fr)));
+      for (int a = tree_.node(n).parent; !advantage && tree_.node(a).parent >= 0; a = tree_.node(a).parent) {
+        advantage = quota_add(tree_.usage(a, fr), remaining) <= tree_.subtree_quota(a, fr);
+        remaining = std::max<Amount>(0, quota_sub(remaining, tree_.local_available(a, fr)));
+      }
+      if (!advantage) return true;
+    }
+    int skip = n;
+    for (int a = tree_.node(n).parent; a >= 0; skip = a, a = tree_.node(a).parent) {
+      for (int child : tree_.node(a).child_cohorts) {
+        if (child != skip && tree_.usage(child, fr) > tree_.subtree_quota(child, fr)) return false;
+      }
+      for (int child : tree_.queues_above_nominal(a, fr)) {
+        if (child != n) return false;
+      }
+    }
+    return true;
   }
 
   // Preemptor.classicalPreemptions
