@@ -291,15 +291,30 @@ std::string AdmissionRun::object_of(twin::WorkloadId id) const {
   return workload_object(set_.workloads[it->second].metadata);
 }
 
-void AdmissionRun::record(const twin::CycleResult& result) {
+void AdmissionRun::record(const twin::CycleResult& result, const twin::AdmissionCore& core) {
   for (const auto& d : result.decisions) {
     Event e{result.time, {}, object_of(d.workload), d.cluster_queue, d.reason, d.message, {}};
     for (const auto id : d.related) e.related.push_back(object_of(id));
     switch (d.kind) {
-      case twin::Decision::Kind::Admitted:
+      case twin::Decision::Kind::Admitted: {
+        // As the scheduler's events: QuotaReserved, and Admitted only once every admission
+        // check is Ready (recordWorkloadAdmissionEvents). The twin runs no check
+        // controller, so a reservation that waits for checks stays QuotaReserved.
         e.kind = "Admitted";
+        const auto it = index_of_.find(d.workload);
+        const ClusterQueue* cq = set_.find_cluster_queue(d.cluster_queue);
+        if (it != index_of_.end() && cq != nullptr && !cq->admission_checks.empty()) {
+          const std::vector<std::string> unready = unready_checks(it->second, core.status(d.workload));
+          if (!unready.empty()) {
+            e.kind = "QuotaReserved";
+            e.message += "; not admitted until admission check" + std::string(unready.size() > 1 ? "s " : " ");
+            for (std::size_t k = 0; k < unready.size(); ++k) e.message += (k > 0 ? ", " : "") + unready[k];
+            e.message += unready.size() > 1 ? " are Ready" : " is Ready";
+          }
+        }
         last_pending_.erase(d.workload);
         break;
+      }
       case twin::Decision::Kind::Pending: {
         auto [it, inserted] = last_pending_.emplace(d.workload, d.reason);
         if (!inserted && it->second == d.reason) continue;  // Pending: first time and on a new reason only
@@ -343,7 +358,7 @@ Expected<std::uint64_t> AdmissionRun::run(twin::AdmissionCore& core, const RunOp
     }
     const twin::VirtualTime now = t0_ + static_cast<twin::VirtualTime>(k);
     const twin::CycleResult result = core.run_cycle(now);
-    record(result);
+    record(result, core);
     quiet = result.decisions.empty() && result.evicted.empty() ? quiet + 1 : 0;
     for (const auto id : result.evicted) core.release_evicted(id, now);
   }
@@ -401,11 +416,19 @@ doc::Json AdmissionRun::encode_workload(std::size_t index, const twin::Admission
   return out;
 }
 
-bool AdmissionRun::awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const {
-  if (st.phase != twin::WorkloadPhase::Admitted || !st.admission) return false;
+std::vector<std::string> AdmissionRun::unready_checks(std::size_t index, const twin::WorkloadStatus& st) const {
+  std::vector<std::string> out;
+  if (st.phase != twin::WorkloadPhase::Admitted || !st.admission) return out;
   const ClusterQueue* cq = set_.find_cluster_queue(st.admission->cluster_queue);
-  if (cq == nullptr || cq->admission_checks.empty()) return false;
-  return !all_ready(synced_checks(input_checks(set_.workloads[index]), checks_for(*cq, &*st.admission), {}));
+  if (cq == nullptr || cq->admission_checks.empty()) return out;
+  for (const auto& c : synced_checks(input_checks(set_.workloads[index]), checks_for(*cq, &*st.admission), {})) {
+    if (c.value("state", "") != "Ready") out.push_back(c.value("name", ""));
+  }
+  return out;
+}
+
+bool AdmissionRun::awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const {
+  return !unready_checks(index, st).empty();
 }
 
 doc::Json AdmissionRun::encode_cluster_queue(std::size_t index, const twin::AdmissionCore& core) const {

@@ -90,8 +90,10 @@ class AdmissionRun {
   [[nodiscard]] doc::Json encode(const twin::AdmissionCore& core) const;
 
  private:
-  void record(const twin::CycleResult& result);
+  void record(const twin::CycleResult& result, const twin::AdmissionCore& core);
   [[nodiscard]] std::string object_of(twin::WorkloadId id) const;
+  // The admission checks, by name, that keep a reservation from being admitted (not Ready).
+  [[nodiscard]] std::vector<std::string> unready_checks(std::size_t index, const twin::WorkloadStatus& st) const;
   // Holds a reservation whose admission checks are not all Ready.
   [[nodiscard]] bool awaits_checks(std::size_t index, const twin::WorkloadStatus& st) const;
 

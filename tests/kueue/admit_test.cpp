@@ -194,6 +194,86 @@ TEST(KueueAdmit, RunsUntilStableWithEventsOncePerPendingReason) {
                                  "3002 Admitted Workload/ns/b"));
 }
 
+TEST(KueueAdmit, AReservationThatWaitsForAdmissionChecksIsRecordedAsQuotaReservedNotAdmitted) {
+  // recordWorkloadAdmissionEvents: the scheduler reports Admitted only when the reservation
+  // admits, i.e. every admission check is Ready. `waits` has `gate` still Pending; `passes`
+  // brings gate Ready in its input; both get quota in the same queue.
+  const std::string yaml = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: gate}
+spec: {controllerName: example.com/gate}
+status: {conditions: [{type: Active, status: "True", reason: Active, message: ok, lastTransitionTime: "2026-11-30T08:00:00Z"}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: budget}
+spec: {controllerName: example.com/budget}
+status: {conditions: [{type: Active, status: "True", reason: Active, message: ok, lastTransitionTime: "2026-11-30T08:00:00Z"}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: checked}
+spec:
+  namespaceSelector: {}
+  admissionChecksStrategy: {admissionChecks: [{name: gate}, {name: budget}]}
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: checked, namespace: ns}
+spec: {clusterQueue: checked}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: waits, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
+spec:
+  queueName: checked
+  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
+status:
+  admissionChecks: [{name: budget, state: Ready, message: "", lastTransitionTime: "2026-11-30T08:00:00Z"}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: passes, namespace: ns, creationTimestamp: "2026-11-30T08:00:02Z"}
+spec:
+  queueName: checked
+  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
+status:
+  admissionChecks:
+  - {name: budget, state: Ready, message: "", lastTransitionTime: "2026-11-30T08:00:00Z"}
+  - {name: gate, state: Ready, message: "", lastTransitionTime: "2026-11-30T08:00:00Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: neither, namespace: ns, creationTimestamp: "2026-11-30T08:00:03Z"}
+spec:
+  queueName: checked
+  podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
+)";
+  const auto d = decode_yaml(yaml);
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics diagnostics;
+  AdmissionRun run(d.set, diagnostics);
+  CoreInputs in = run.inputs();
+  auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors), std::move(in.cohorts),
+                                          std::move(in.queues));
+  ASSERT_TRUE(core.ok()) << core.error();
+  run.load(**core, diagnostics);
+  ASSERT_TRUE(run.run(**core, {.cycles = 5}).ok());
+  std::vector<std::string> lines;
+  for (const auto& e : run.events()) lines.push_back(e.kind + " " + e.object + ": " + e.message);
+  EXPECT_THAT(lines, ElementsAre("QuotaReserved Workload/ns/waits: Quota reserved in ClusterQueue checked; not admitted "
+                                 "until admission check gate is Ready",
+                                 "Admitted Workload/ns/passes: Quota reserved in ClusterQueue checked",
+                                 "QuotaReserved Workload/ns/neither: Quota reserved in ClusterQueue checked; not admitted "
+                                 "until admission checks budget, gate are Ready"));
+}
+
 TEST(KueueAdmit, TheSchedulersRefusalQueuesAndBlocksAStrictFifoQueue) {
   // `over` fails ValidateAdmissibility (requests above limits): Kueue requeues it as a
   // head that is not admissible, with reason Misconfigured and Admitted=False (the
