@@ -289,6 +289,23 @@ Quantity& Quantity::operator+=(const Quantity& other) {
   return *this;
 }
 
+Quantity Quantity::multiplied_by(const Quantity& factor) const {
+  auto magnitude = [](I128 v) { return v < 0 ? static_cast<U128>(-v) : static_cast<U128>(v); };  // |v| < 2^127
+  const U128 a = magnitude(nano_), b = magnitude(factor.nano_);
+  // (whole * 10^9 + frac) * b / 10^9 = whole * b + ceil(frac * b / 10^9), in nano units.
+  U128 product = kMaxMagnitude;
+  const auto high = times(a / kNano, b);
+  const auto low = times(a % kNano, b);
+  if (high && low) {
+    const U128 rounded = *low / kNano + (*low % kNano != 0 ? 1 : 0);
+    if (*high <= kMaxMagnitude - rounded) product = *high + rounded;
+  }
+  Quantity out;
+  out.format_ = format_;
+  out.nano_ = (nano_ < 0) != (factor.nano_ < 0) ? -static_cast<I128>(product) : static_cast<I128>(product);
+  return out;
+}
+
 Quantity& Quantity::operator-=(const Quantity& other) {
   if (nano_ == 0) format_ = other.format_;
   nano_ = saturating_add(nano_, -other.nano_);  // -other.nano_ cannot overflow: |nano_| < 2^127

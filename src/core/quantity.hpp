@@ -49,6 +49,11 @@ class Quantity {
   friend Quantity operator+(Quantity a, const Quantity& b) { return a += b; }
   friend Quantity operator-(Quantity a, const Quantity& b) { return a -= b; }
 
+  // The exact product, as inf.Dec multiplies two quantities' values, rounded away from
+  // zero to 1n (every Amount read from it rounds up further, so the result is the same);
+  // saturates like the sum. The result keeps this quantity's format.
+  [[nodiscard]] Quantity multiplied_by(const Quantity& factor) const;
+
   // Compares values; the format does not take part.
   friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) {
     return a.nano_ <=> b.nano_;

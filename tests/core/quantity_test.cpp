@@ -299,6 +299,25 @@ TEST(Quantity, ComparesValuesNotFormats) {
   EXPECT_TRUE(q("-0").is_zero());
 }
 
+TEST(Quantity, MultipliesExactlyAndRoundsAwayFromZeroAt1n) {
+  auto q = [](const char* text) { return *Quantity::parse(text); };
+  EXPECT_EQ(q("3").multiplied_by(q("250m")), q("750m"));
+  EXPECT_EQ(q("4").multiplied_by(q("5Gi")).to_string(), "21474836480");  // the left side's format: DecimalSI
+  EXPECT_EQ(q("2Gi").multiplied_by(q("3")).to_string(), "6Gi");
+  EXPECT_EQ(q("1.5").multiplied_by(q("-2")), q("-3"));
+  EXPECT_EQ(q("-1.5").multiplied_by(q("-2")), q("3"));
+  EXPECT_EQ(q("0").multiplied_by(q("-2")), q("0"));
+  // 1n * 1n is 1e-18: below 1n, so 1n (away from zero), as Kubernetes rounds a parsed value.
+  EXPECT_EQ(q("1n").multiplied_by(q("1n")), q("1n"));
+  EXPECT_EQ(q("-1n").multiplied_by(q("1n")), q("-1n"));
+  EXPECT_EQ(q("1.000000001").multiplied_by(q("1.000000001")), q("1.000000003"));  // 1.000000002000000001 up
+  // Saturation instead of overflow.
+  const Quantity huge = q("1e28");
+  EXPECT_EQ(huge.multiplied_by(huge), huge.multiplied_by(huge).multiplied_by(q("2")));
+  EXPECT_GT(huge.multiplied_by(huge), huge);
+  EXPECT_LT(huge.multiplied_by(q("-1e28")), q("-1e28"));
+}
+
 TEST(Quantity, RoundTripsThroughText) {
   constexpr std::array<const char*, 21> kSuffixes{
       "",   "n",  "u",  "m",  "k",  "M",   "G",  "T",   "P",   "E",   "Ki",
