@@ -30,9 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (has_errors(diagnostics)) return 0;
   kueue::AdmissionRun run(set, diagnostics);
   for (const bool fair_sharing : {false, true}) {
+    // With the input's manager Configuration, when it has one.
+    const auto options = kueue::AdmissionRun::core_options(set, fair_sharing, "", diagnostics);
+    if (!options) __builtin_trap();  // without --feature-gates nothing can conflict
     kueue::CoreInputs in = run.inputs();
-    auto core = twin::AdmissionCore::create(kueue::AdmissionRun::core_options(fair_sharing), std::move(in.flavors),
-                                            std::move(in.cohorts), std::move(in.queues));
+    auto core = twin::AdmissionCore::create(*options, std::move(in.flavors), std::move(in.cohorts), std::move(in.queues));
     if (!core) continue;  // e.g. a cohort cycle: reported, not looped on
     Diagnostics load;
     run.load(**core, load);

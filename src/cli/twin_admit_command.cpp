@@ -42,9 +42,9 @@ Expected<std::unique_ptr<twin::AdmissionCore>> make_core(const kueue::AdmissionR
 }
 
 int run_admit(const AdmitOptions& opt) {
-  const auto core_options = kueue::AdmissionRun::core_options(opt.fair_sharing, opt.feature_gates);
-  if (!core_options) {
-    std::cerr << "gpubank twin admit: " << core_options.error() << '\n';
+  // The flags alone first: a malformed --feature-gates is a usage error before any input is read.
+  if (const auto flags = kueue::AdmissionRun::core_options(opt.fair_sharing, opt.feature_gates); !flags) {
+    std::cerr << "gpubank twin admit: " << flags.error() << '\n';
     return 2;
   }
   Diagnostics diagnostics;
@@ -52,6 +52,13 @@ int run_admit(const AdmitOptions& opt) {
   if (has_errors(diagnostics)) {
     print(diagnostics);
     return 1;
+  }
+  // With the input's manager Configuration, if there is one.
+  const auto core_options = kueue::AdmissionRun::core_options(set, opt.fair_sharing, opt.feature_gates, diagnostics);
+  if (!core_options) {
+    print(diagnostics);
+    std::cerr << "gpubank twin admit: " << core_options.error() << '\n';
+    return 2;
   }
   kueue::AdmissionRun run(set, diagnostics);
   run.use_options(*core_options);
@@ -80,7 +87,9 @@ Command add_twin_admit_command(CLI::App& twin) {
   CLI::App* cmd = twin.add_subcommand(
       "admit",
       "Run Kueue's admission over kueue.x-k8s.io/v1beta2 objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, "
-      "WorkloadPriorityClass, Workload; files, directories, kubectl -o yaml/json output) and print the Workloads and "
+      "WorkloadPriorityClass, Workload, AdmissionCheck, v1 Namespace, and the manager's config.kueue.x-k8s.io "
+      "Configuration or its kueue-manager-config ConfigMap; files, directories, kubectl -o yaml/json output) and print "
+      "the Workloads and "
       "ClusterQueues with the status Kueue would write, as a v1 List. Exits 1 on invalid input (errors on stderr, "
       "nothing on stdout), 2 on usage errors.");
   cmd->footer(

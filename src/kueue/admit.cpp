@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kueue/amounts.hpp"
+#include "kueue/decode.hpp"
 
 namespace gpubank::kueue {
 namespace {
@@ -197,13 +198,61 @@ twin::CoreOptions AdmissionRun::core_options(bool fair_sharing) {
   return options;
 }
 
+namespace {
+
+// The Kueue feature gates that change admission, as the core's options.
+constexpr std::pair<std::string_view, bool twin::CoreOptions::*> kGates[] = {
+    {"PartialAdmission", &twin::CoreOptions::partial_admission},
+    {"SchedulingEquivalenceHashing", &twin::CoreOptions::scheduling_equivalence_hashing},
+    {"UnadmittedWorkloadsObservability", &twin::CoreOptions::unadmitted_workloads_observability},
+};
+
+// Sets a gate the twin models; false for any other name.
+bool set_gate(twin::CoreOptions& options, std::string_view name, bool enabled) {
+  const auto* gate = std::find_if(std::begin(kGates), std::end(kGates), [&](const auto& g) { return g.first == name; });
+  if (gate == std::end(kGates)) return false;
+  options.*(gate->second) = enabled;
+  return true;
+}
+
+std::string modelled_gates() {
+  std::string known;
+  for (const auto& g : kGates) known += (known.empty() ? "" : ", ") + std::string(g.first);
+  return known;
+}
+
+}  // namespace
+
+Expected<twin::CoreOptions> AdmissionRun::core_options(const ObjectSet& set, bool fair_sharing,
+                                                       std::string_view feature_gates, Diagnostics& diagnostics) {
+  const ManagerConfiguration* config = set.configuration();
+  if (config == nullptr) return core_options(fair_sharing, feature_gates);
+  if (config->feature_gates && !feature_gates.empty()) {
+    // LoadAndValidateFeatureGates
+    const doc::Node* gates = config->source.raw.find("featureGates");
+    return Unexpected{"--feature-gates: feature gates for CLI and configuration cannot both specified (featureGates at " +
+                      config->source.file + ":" + std::to_string(gates->pos.line) + ")"};
+  }
+  auto options = core_options(fair_sharing || config->fair_sharing.has_value(), feature_gates);
+  if (!options) return options;
+  if (config->fair_sharing) options->fair_sharing_strategies = *config->fair_sharing;
+  if (config->feature_gates) {
+    std::string ignored;
+    for (const auto& [name, enabled] : *config->feature_gates) {
+      if (!set_gate(*options, name, enabled)) ignored += (ignored.empty() ? "" : ", ") + name;
+    }
+    if (!ignored.empty()) {
+      diagnostics.push_back(Diagnostic{Severity::Warning, std::string(kRuleConfigNotModelled), config->source.file,
+                                       config->source.raw.find("featureGates")->pos, "Configuration",
+                                       config->object_name(), "featureGates",
+                                       "not modelled: " + ignored + " (the twin models " + modelled_gates() + ")"});
+    }
+  }
+  return options;
+}
+
 Expected<twin::CoreOptions> AdmissionRun::core_options(bool fair_sharing, std::string_view feature_gates) {
   twin::CoreOptions options = core_options(fair_sharing);
-  const std::pair<std::string_view, bool twin::CoreOptions::*> gates[] = {
-      {"PartialAdmission", &twin::CoreOptions::partial_admission},
-      {"SchedulingEquivalenceHashing", &twin::CoreOptions::scheduling_equivalence_hashing},
-      {"UnadmittedWorkloadsObservability", &twin::CoreOptions::unadmitted_workloads_observability},
-  };
   constexpr std::size_t kMaxLength = 4096;
   if (feature_gates.size() > kMaxLength) {
     return Unexpected{"--feature-gates: " + std::to_string(feature_gates.size()) + " bytes, at most " +
@@ -235,14 +284,10 @@ Expected<twin::CoreOptions> AdmissionRun::core_options(bool fair_sharing, std::s
       return Unexpected{"--feature-gates: invalid value of " + std::string(name) + "=" + std::string(value) +
                         ": want a boolean (true or false)"};
     }
-    const auto* gate = std::find_if(std::begin(gates), std::end(gates), [&](const auto& g) { return g.first == name; });
-    if (gate == std::end(gates)) {
-      std::string known;
-      for (const auto& g : gates) known += (known.empty() ? "" : ", ") + std::string(g.first);
-      return Unexpected{"--feature-gates: unrecognized feature gate: " + std::string(name) +
-                        " (the twin models " + known + ")"};
+    if (!set_gate(options, name, enabled)) {
+      return Unexpected{"--feature-gates: unrecognized feature gate: " + std::string(name) + " (the twin models " +
+                        modelled_gates() + ")"};
     }
-    options.*(gate->second) = enabled;
   }
   return options;
 }

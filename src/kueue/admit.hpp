@@ -66,6 +66,13 @@ class AdmissionRun {
   // SchedulingEquivalenceHashing, UnadmittedWorkloadsObservability. Any other name, a
   // value that is not a boolean, or a malformed pair is an error naming it.
   [[nodiscard]] static Expected<twin::CoreOptions> core_options(bool fair_sharing, std::string_view feature_gates);
+  // The manager's options: the input's Configuration (fairSharing with its strategies,
+  // featureGates), then the command line's. --fair-sharing turns fair sharing on (with
+  // Kueue's default strategies unless the Configuration sets them); --feature-gates is
+  // refused when the Configuration sets featureGates, as the manager refuses both. Gates of
+  // the Configuration the twin does not model are a warning in diagnostics.
+  [[nodiscard]] static Expected<twin::CoreOptions> core_options(const ObjectSet& set, bool fair_sharing,
+                                                                std::string_view feature_gates, Diagnostics& diagnostics);
   // The gates that change how statuses are written, as the core runs with them (default:
   // Kueue's). UnadmittedWorkloadsObservability decides how a reservation that waits for
   // its admission checks shows in the Admitted condition.

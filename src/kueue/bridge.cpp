@@ -265,7 +265,7 @@ twin::WorkloadSpec workload_spec(const Workload& wl, const ObjectSet& set, twin:
     p.count = count_after_reclaim(wl, ps);
     p.spec_count = ps.count;
     p.min_count = ps.min_count;
-    p.requests = pod_amounts(ps.spec);
+    p.requests = pod_amounts(ps.spec, set.configuration());
     p.node_selector = ps.spec.node_selector;
     for (const auto& t : ps.spec.tolerations) p.tolerations.push_back(to_core(t));
     spec.pod_sets.push_back(std::move(p));

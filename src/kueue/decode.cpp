@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "document/loader.hpp"
+#include "kueue/manager_config.hpp"
 #include "kueue/reader.hpp"
 #include "kueue/webhook.hpp"
 
@@ -1062,6 +1063,7 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
   const std::string api_version(root.string_at("apiVersion"));
   const auto kind = kind_from_name(kind_text);
   if (!kind) {
+    if (auto read = detail::decode_manager_configuration(root, source, out, diagnostics)) return *read;
     doc::DecodeContext ctx(source.file, kind_text, {}, diagnostics);
     if (kind_text.empty()) {
       ctx.report(doc::kRuleRequired, root.pos, "kind", "Required value: every object needs a kind");
@@ -1190,6 +1192,15 @@ void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
   check_unique_names(set.workloads, Kind::Workload, diagnostics);
   check_unique_names(set.namespaces, Kind::Namespace, diagnostics);
   check_unique_names(set.admission_checks, Kind::AdmissionCheck, diagnostics);
+  // One manager runs with one Configuration.
+  for (std::size_t i = 1; i < set.configurations.size(); ++i) {
+    const auto& c = set.configurations[i];
+    const Source& first = set.configurations.front().source;
+    diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleConfigTwice), c.source.file, c.source.pos,
+                                     "Configuration", c.object_name(), {},
+                                     "a second Kueue manager Configuration (the first is at " + first.file + ":" +
+                                         std::to_string(first.pos.line) + "): Kueue runs with one"});
+  }
 
   // Cohort cycles: walk up from every cohort; a walk that comes back to a cohort already
   // on its path found a cycle. Each cycle is reported once, at its first member in input

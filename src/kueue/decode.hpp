@@ -38,6 +38,10 @@ inline constexpr std::string_view kRuleDuplicateValue = "schema.duplicate-value"
 inline constexpr std::string_view kRuleWebhook = "kueue.webhook";                  // Kueue's webhooks
 inline constexpr std::string_view kRuleApiVersion = "kueue.unsupported-version";
 inline constexpr std::string_view kRuleIgnoredKind = "kueue.ignored-kind";        // warning
+// The manager Configuration: a part that changes admission but is not modelled (warning),
+// and a second Configuration in the input.
+inline constexpr std::string_view kRuleConfigNotModelled = "kueue.configuration-not-modelled";
+inline constexpr std::string_view kRuleConfigTwice = "kueue.configuration-twice";
 inline constexpr std::string_view kRuleAlreadyExists = "kueue.already-exists";
 inline constexpr std::string_view kRuleCohortCycle = "kueue.cohort-cycle";
 

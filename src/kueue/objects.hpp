@@ -254,6 +254,33 @@ struct AdmissionCheck {
   Source source;
 };
 
+// One entry of Configuration.resources.transformations (config.kueue.x-k8s.io).
+struct ResourceTransformation {
+  std::string input;
+  bool replace = false;     // strategy Replace: the input no longer counts; Retain (default) keeps it
+  std::string multiply_by;  // empty: none
+  ResourceList outputs;     // per unit of input
+};
+
+// Kueue's manager Configuration (config.kueue.x-k8s.io v1beta1 or v1beta2, as an object or
+// in the ConfigMap that carries it): the parts that change admission.
+struct ManagerConfiguration {
+  std::string api_version;
+  std::string origin;  // "Configuration", or "ConfigMap <ns>/<name>" that held it
+  // Set when fair sharing is on: its preemption strategies, validated.
+  std::optional<std::vector<twin::FairSharingStrategy>> fair_sharing;
+  std::optional<std::map<std::string, bool>> feature_gates;
+  std::vector<std::string> exclude_resource_prefixes;
+  std::vector<ResourceTransformation> transformations;
+  Source source;  // of the Configuration itself (in a ConfigMap: file names both, lines count in the key's text)
+
+  // The ConfigMap's <namespace>/<name>, or empty for a Configuration object.
+  [[nodiscard]] std::string object_name() const {
+    constexpr std::string_view kPrefix = "ConfigMap ";
+    return origin.starts_with(kPrefix) ? origin.substr(kPrefix.size()) : std::string();
+  }
+};
+
 // core/v1 Namespace: only its name and labels matter to admission.
 struct Namespace {
   ObjectMeta metadata;
@@ -269,6 +296,12 @@ struct ObjectSet {
   std::vector<Workload> workloads;
   std::vector<Namespace> namespaces;  // core/v1; none given: the selector checks that need labels are skipped
   std::vector<AdmissionCheck> admission_checks;
+  std::vector<ManagerConfiguration> configurations;  // at most one is valid (check_object_set)
+
+  // The manager's Configuration when the input has one.
+  [[nodiscard]] const ManagerConfiguration* configuration() const {
+    return configurations.empty() ? nullptr : &configurations.front();
+  }
 
   [[nodiscard]] const ResourceFlavor* find_flavor(std::string_view name) const;
   [[nodiscard]] const Cohort* find_cohort(std::string_view name) const;

@@ -92,9 +92,52 @@ ResourceList pod_requests(const PodSpec& spec) {
   return result;
 }
 
-std::vector<std::pair<std::string, twin::Amount>> pod_amounts(const PodSpec& spec) {
+ResourceList counted_requests(ResourceList requests, const ManagerConfiguration& config) {
+  std::erase_if(requests, [&](const auto& entry) {
+    return std::any_of(config.exclude_resource_prefixes.begin(), config.exclude_resource_prefixes.end(),
+                       [&](const std::string& prefix) { return entry.first.starts_with(prefix); });
+  });
+  auto mapping_of = [&](const std::string& name) -> const ResourceTransformation* {
+    for (const auto& t : config.transformations) {
+      if (t.input == name) return &t;
+    }
+    return nullptr;
+  };
+  if (std::none_of(requests.begin(), requests.end(), [&](const auto& e) { return mapping_of(e.first) != nullptr; })) {
+    return requests;
+  }
+  // What the transformations generate stays apart until the end, so that a negative factor
+  // (an allowance) cancels other outputs but never the pod's own requests.
+  ResourceList retained, generated;
+  for (const auto& [name, quantity] : requests) {
+    const ResourceTransformation* t = mapping_of(name);
+    if (t == nullptr) {
+      retained.emplace(name, quantity);
+      continue;
+    }
+    Quantity base = quantity;
+    if (!t->multiply_by.empty()) {
+      if (const auto by = requests.find(t->multiply_by); by != requests.end()) base = quantity.multiplied_by(by->second);
+    }
+    for (const auto& [output, factor] : t->outputs) {
+      const Quantity amount = base.multiplied_by(factor);
+      auto [it, inserted] = generated.emplace(output, amount);
+      if (!inserted) it->second += amount;
+    }
+    if (!t->replace) retained.emplace(name, quantity);
+  }
+  for (auto& [name, quantity] : generated) {
+    if (quantity.negative()) quantity = Quantity{};
+  }
+  add(retained, generated);
+  return retained;
+}
+
+std::vector<std::pair<std::string, twin::Amount>> pod_amounts(const PodSpec& spec, const ManagerConfiguration* config) {
   std::vector<std::pair<std::string, twin::Amount>> out;
-  for (const auto& [name, q] : pod_requests(with_limits_as_requests(spec))) {
+  ResourceList requests = pod_requests(with_limits_as_requests(spec));
+  if (config != nullptr) requests = counted_requests(std::move(requests), *config);
+  for (const auto& [name, q] : requests) {
     out.emplace_back(name, std::max<twin::Amount>(0, resource_value(name, q)));
   }
   return out;  // ResourceList is a sorted map

@@ -24,10 +24,19 @@ namespace gpubank::kueue {
 // two; pod-level requests replace cpu, memory and hugepages-*; overhead is added.
 [[nodiscard]] ResourceList pod_requests(const PodSpec& spec);
 
+// The manager Configuration's resources section on a pod's requests, as
+// totalRequestsFromPodSets applies it: resources whose name starts with one of
+// excludeResourcePrefixes are dropped (dropExcludedResources), then the transformations run
+// (applyResourceTransformations): an input resource yields its outputs, each the input's
+// quantity (times the quantity of multiplyBy, when the pod requests that) times the
+// output's factor, summed per name and floored at 0; Replace drops the input itself.
+[[nodiscard]] ResourceList counted_requests(ResourceList requests, const ManagerConfiguration& config);
+
 // What one pod of the set counts against quota, sorted by resource: Kueue's
-// ResourceValue of pod_requests(with_limits_as_requests(spec)), negative values floored
-// at 0 (Requests.FloorToZero).
-[[nodiscard]] std::vector<std::pair<std::string, twin::Amount>> pod_amounts(const PodSpec& spec);
+// ResourceValue of pod_requests(with_limits_as_requests(spec)), through the Configuration's
+// resources section when there is one, negative values floored at 0 (Requests.FloorToZero).
+[[nodiscard]] std::vector<std::pair<std::string, twin::Amount>> pod_amounts(const PodSpec& spec,
+                                                                            const ManagerConfiguration* config = nullptr);
 
 // The pod set's count less its status.reclaimablePods entry (floored at 0), as Kueue
 // counts pods with the ReclaimablePods feature gate (on by default).

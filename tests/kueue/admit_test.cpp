@@ -152,6 +152,41 @@ TEST(KueueAdmit, FeatureGatesRejectWhatTheyDoNotModel) {
   EXPECT_THAT(error(std::string(5000, 'x')), ::testing::HasSubstr("5000 bytes, at most 4096 allowed"));
 }
 
+TEST(KueueAdmit, TheInputsManagerConfigurationSetsTheOptionsBeforeTheFlags) {
+  const auto d = decode_yaml(R"(
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing: {preemptionStrategies: [LessThanInitialShare]}
+featureGates: {PartialAdmission: false, TopologyAwareScheduling: true}
+)");
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics diagnostics;
+  const auto options = AdmissionRun::core_options(d.set, false, "", diagnostics);
+  ASSERT_TRUE(options.ok()) << options.error();
+  EXPECT_TRUE(options->fair_sharing);
+  EXPECT_EQ(options->fair_sharing_strategies, std::vector<twin::FairSharingStrategy>{twin::FairSharingStrategy::LessThanInitialShare});
+  EXPECT_FALSE(options->partial_admission);
+  EXPECT_TRUE(options->scheduling_equivalence_hashing);
+  ASSERT_EQ(diagnostics.size(), 1u);  // a gate Kueue knows but the twin does not model
+  EXPECT_EQ(diagnostics[0].severity, Severity::Warning);
+  EXPECT_EQ(diagnostics[0].path, "featureGates");
+  EXPECT_THAT(diagnostics[0].message, ::testing::HasSubstr("not modelled: TopologyAwareScheduling"));
+  EXPECT_EQ(diagnostics[0].pos.line, 5);
+
+  // The manager refuses gates on its command line and in its Configuration at once.
+  const auto both = AdmissionRun::core_options(d.set, false, "PartialAdmission=true", diagnostics);
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.error(), ::testing::HasSubstr("feature gates for CLI and configuration cannot both specified"));
+
+  // Without gates in the Configuration the flag applies; --fair-sharing alone keeps Kueue's strategies.
+  const auto plain = decode_yaml("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+  const auto flagged = AdmissionRun::core_options(plain.set, true, "PartialAdmission=false", diagnostics);
+  ASSERT_TRUE(flagged.ok()) << flagged.error();
+  EXPECT_TRUE(flagged->fair_sharing);
+  EXPECT_EQ(flagged->fair_sharing_strategies, twin::CoreOptions{}.fair_sharing_strategies);
+  EXPECT_FALSE(flagged->partial_admission);
+}
+
 TEST(KueueAdmit, LoadsRestoresFirstThenSubmitsInCreationOrder) {
   Fixture r(kObjects);
   ASSERT_TRUE(r.decoded.diagnostics.empty()) << r.decoded.lines()[0];

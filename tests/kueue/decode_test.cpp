@@ -652,6 +652,138 @@ spec:
   EXPECT_EQ(d.set.cluster_queues[0].admission_checks, (Rules{{"prov", {"h100"}}, {"idle", {}}}));
 }
 
+TEST(KueueDecode, TheManagerConfigurationAsAnObjectOrInItsConfigMap) {
+  // v1beta2 in Kueue's ConfigMap: the rest of the Configuration is accepted unread.
+  const auto cm = decode_yaml(R"(
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kueue-manager-config, namespace: kueue-system}
+data:
+  controller_manager_config.yaml: |
+    apiVersion: config.kueue.x-k8s.io/v1beta2
+    kind: Configuration
+    leaderElection: {leaderElect: true}
+    fairSharing:
+      preemptionStrategies: [LessThanInitialShare]
+    featureGates: {PartialAdmission: false}
+    resources:
+      excludeResourcePrefixes: [ephemeral-storage]
+      transformations:
+      - input: nvidia.com/mig-1g.5gb
+        strategy: Replace
+        multiplyBy: example.com/x
+        outputs: {example.com/accel-memory: 5Gi}
+      - input: nvidia.com/gpu
+        outputs: {example.com/credits: "10"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unrelated, namespace: default}
+data: {other.yaml: "a: b"}
+)");
+  ASSERT_EQ(cm.set.configurations.size(), 1u);
+  const ManagerConfiguration& c = cm.set.configurations[0];
+  EXPECT_EQ(c.origin, "ConfigMap kueue-system/kueue-manager-config");
+  EXPECT_EQ(c.fair_sharing, std::vector<twin::FairSharingStrategy>{twin::FairSharingStrategy::LessThanInitialShare});
+  EXPECT_EQ(c.feature_gates, (std::map<std::string, bool>{{"PartialAdmission", false}}));
+  EXPECT_EQ(c.exclude_resource_prefixes, std::vector<std::string>{"ephemeral-storage"});
+  ASSERT_EQ(c.transformations.size(), 2u);
+  EXPECT_TRUE(c.transformations[0].replace);
+  EXPECT_EQ(c.transformations[0].multiply_by, "example.com/x");
+  EXPECT_EQ(c.transformations[0].outputs.at("example.com/accel-memory"), *Quantity::parse("5Gi"));
+  EXPECT_FALSE(c.transformations[1].replace);  // Retain, the default
+  ASSERT_EQ(cm.diagnostics.size(), 1u);  // the other ConfigMap is skipped
+  EXPECT_EQ(cm.diagnostics[0].rule, kRuleIgnoredKind);
+
+  // v1beta1: fairSharing.enable, with both strategies by default; off without enable.
+  const auto v1 = decode_yaml(R"(
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+fairSharing: {enable: true}
+)");
+  ASSERT_TRUE(v1.diagnostics.empty()) << v1.lines()[0];
+  EXPECT_EQ(v1.set.configurations.at(0).fair_sharing,
+            (std::vector<twin::FairSharingStrategy>{twin::FairSharingStrategy::LessThanOrEqualToFinalShare,
+                                                    twin::FairSharingStrategy::LessThanInitialShare}));
+  EXPECT_FALSE(decode_yaml("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing: {enable: false}\n")
+                   .set.configurations.at(0)
+                   .fair_sharing);
+}
+
+TEST(KueueDecode, TheManagerConfigurationIsValidatedAsTheManagerDoes) {
+  const auto d = decode_yaml(R"(
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]
+featureGates: {PartialAdmission: maybe}
+waitForPodsReady: {timeout: 5m}
+admissionFairSharing: {usageHalfLifeTime: 168h}
+resources:
+  quotaCheckStrategy: IgnoreUndeclared
+  transformations:
+  - input: nvidia.com/gpu
+    strategy: Sometimes
+  - input: nvidia.com/gpu
+    outputs: {example.com/credits: ten}
+  - outputs: {}
+    extra: 1
+---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing: {}
+---
+apiVersion: config.kueue.x-k8s.io/v1alpha1
+kind: Configuration
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kueue-manager-config, namespace: kueue-system}
+data:
+  controller_manager_config.yaml: "a: [unclosed"
+)");
+  std::vector<std::string> messages;
+  for (const auto& diag : d.diagnostics) messages.push_back(diag.path + ": " + diag.message);
+  EXPECT_THAT(messages,
+              ::testing::IsSupersetOf({
+                  "fairSharing.preemptionStrategies: Unsupported value: []v1beta2.PreemptionStrategy{"
+                  "\"LessThanInitialShare\", \"LessThanOrEqualToFinalShare\"}: supported values: "
+                  "\"LessThanOrEqualToFinalShare\", \"LessThanInitialShare\", "
+                  "\"LessThanOrEqualToFinalShare,LessThanInitialShare\"",
+                  "featureGates[PartialAdmission]: Invalid value: \"string\": featureGates[PartialAdmission] in body "
+                  "must be of type boolean: \"string\"",
+                  "resources.transformations[1].input: Duplicate value: \"nvidia.com/gpu\"",
+                  "resources.transformations[0].strategy: Unsupported value: \"Sometimes\": supported values: "
+                  "\"Retain\", \"Replace\"",
+                  "resources.transformations[2].input: Required value",
+                  "resources.transformations[2].extra: unknown field \"resources.transformations[2].extra\"",
+                  ": YAML syntax error: end of sequence flow not found",
+                  "fairSharing.preemptionStrategies: Required value: must be specified",
+              }));
+  auto has = [&](std::string_view rule, std::string_view path) {
+    return std::any_of(d.diagnostics.begin(), d.diagnostics.end(),
+                       [&](const Diagnostic& x) { return x.rule == rule && x.path == path; });
+  };
+  EXPECT_TRUE(has(kRuleConfigNotModelled, "waitForPodsReady"));
+  EXPECT_TRUE(has(kRuleConfigNotModelled, "admissionFairSharing"));
+  EXPECT_TRUE(has(kRuleConfigNotModelled, "resources.quotaCheckStrategy"));
+  EXPECT_TRUE(has(kRuleApiVersion, "apiVersion"));                      // v1alpha1
+  EXPECT_TRUE(std::any_of(d.diagnostics.begin(), d.diagnostics.end(), [](const Diagnostic& x) {
+    return x.path == "resources.transformations[1].outputs[example.com/credits]" && x.severity == Severity::Error;
+  }));
+  EXPECT_TRUE(std::any_of(d.diagnostics.begin(), d.diagnostics.end(),
+                          [](const Diagnostic& x) { return x.file.find("kueue-manager-config") != std::string::npos; }));
+  EXPECT_TRUE(d.set.configurations.empty());  // nothing with an error is kept
+
+  // Two valid ones: Kueue runs with one.
+  const auto two = decode_yaml(
+      "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n---\n"
+      "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n");
+  ASSERT_EQ(two.diagnostics.size(), 1u);
+  EXPECT_EQ(two.diagnostics[0].rule, kRuleConfigTwice);
+  EXPECT_THAT(two.diagnostics[0].message, ::testing::HasSubstr("a second Kueue manager Configuration (the first is at "));
+}
+
 TEST(KueueDecode, NamespaceSelectorIsValidatedAsTheWebhookDoes) {
   const auto d = decode_yaml(R"(
 apiVersion: kueue.x-k8s.io/v1beta2

@@ -20,6 +20,44 @@ Container container(std::string name, ResourceList requests, ResourceList limits
   return c;
 }
 
+// The Configuration's resources section, with the cases of Kueue's
+// TestApplyResourceTransformations and the allowance rule of applyResourceTransformations.
+TEST(KueueRequests, TheConfigurationExcludesThenTransforms) {
+  ManagerConfiguration config;
+  config.exclude_resource_prefixes = {"ephemeral-storage", "example.com/ignored"};
+  config.transformations = {
+      ResourceTransformation{"nvidia.com/mig-1g.5gb", true, {}, {{"example.com/accel-memory", q("5Gi")}, {"example.com/credits", q("10")}}},
+      ResourceTransformation{"nvidia.com/mig-2g.10gb", false, {}, {{"example.com/accel-memory", q("10Gi")}, {"example.com/credits", q("15")}}},
+      ResourceTransformation{"example.com/cores", false, "example.com/threads", {{"example.com/vcpu", q("1")}}},
+      ResourceTransformation{"example.com/discount", true, {}, {{"example.com/credits", q("-30")}}},
+  };
+  using L = ResourceList;
+  // Nothing to transform: only the exclusions.
+  EXPECT_EQ(counted_requests(L{{"cpu", q("1")}, {"ephemeral-storage", q("1Gi")}, {"example.com/ignored-too", q("1")}}, config),
+            (L{{"cpu", q("1")}}));
+  // Replace drops the input; Retain keeps it; outputs of several inputs add up.
+  EXPECT_EQ(counted_requests(L{{"cpu", q("1")}, {"nvidia.com/mig-1g.5gb", q("2")}, {"nvidia.com/mig-2g.10gb", q("1")}}, config),
+            (L{{"cpu", q("1")},
+               {"example.com/accel-memory", q("20Gi")},
+               {"example.com/credits", q("35")},
+               {"nvidia.com/mig-2g.10gb", q("1")}}));
+  // multiplyBy scales the outputs, not the retained input; without it in the pod, no scaling.
+  EXPECT_EQ(counted_requests(L{{"example.com/cores", q("4")}, {"example.com/threads", q("2")}}, config),
+            (L{{"example.com/cores", q("4")}, {"example.com/threads", q("2")}, {"example.com/vcpu", q("8")}}));
+  EXPECT_EQ(counted_requests(L{{"example.com/cores", q("4")}}, config), (L{{"example.com/cores", q("4")}, {"example.com/vcpu", q("4")}}));
+  // A negative factor is an allowance against generated outputs only, floored at 0; the
+  // pod's own request of the same name is never reduced by it.
+  EXPECT_EQ(counted_requests(L{{"nvidia.com/mig-1g.5gb", q("1")}, {"example.com/discount", q("1")}}, config),
+            (L{{"example.com/accel-memory", q("5Gi")}, {"example.com/credits", q("0")}}));
+  EXPECT_EQ(counted_requests(L{{"example.com/credits", q("7")}, {"example.com/discount", q("1")}}, config),
+            (L{{"example.com/credits", q("7")}}));
+  // pod_amounts applies it per pod, before ResourceValue rounds each resource up.
+  PodSpec spec;
+  spec.containers = {container("a", {{"nvidia.com/mig-1g.5gb", q("1")}, {"ephemeral-storage", q("10Gi")}})};
+  EXPECT_EQ(pod_amounts(spec, &config), (Amounts{{"example.com/accel-memory", 5368709120}, {"example.com/credits", 10}}));
+  EXPECT_EQ(pod_amounts(spec), (Amounts{{"ephemeral-storage", 10737418240}, {"nvidia.com/mig-1g.5gb", 1}}));
+}
+
 TEST(KueueRequests, ContainersAddUp) {
   PodSpec spec;
   spec.containers = {container("a", {{"cpu", q("500m")}, {"memory", q("1Gi")}}), container("b", {{"cpu", q("250m")}})};

@@ -54,12 +54,12 @@ TEST_P(Conformance, MatchesExpectedEndState) {
   const YAML::Node expected = YAML::LoadFile((dir / "expected.yaml").string());
   const bool fair_sharing = expected["fairSharing"] && expected["fairSharing"].as<bool>();
   const std::string feature_gates = expected["featureGates"] ? expected["featureGates"].as<std::string>() : "";
-  const auto options = kueue::AdmissionRun::core_options(fair_sharing, feature_gates);
-  ASSERT_TRUE(options.ok()) << options.error();
-
   Diagnostics diagnostics;
   const kueue::ObjectSet set = kueue::load_objects({(dir / "input.yaml").string()}, diagnostics);
   ASSERT_FALSE(has_errors(diagnostics)) << (diagnostics.empty() ? std::string() : diagnostics.front().to_string());
+  // As `twin admit`: the input's manager Configuration, then the case's flags.
+  const auto options = kueue::AdmissionRun::core_options(set, fair_sharing, feature_gates, diagnostics);
+  ASSERT_TRUE(options.ok()) << options.error();
   kueue::AdmissionRun run(set, diagnostics);
   run.use_options(*options);
   kueue::CoreInputs in = run.inputs();
