@@ -1095,15 +1095,7 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
   source.pos = root.pos;
   source.raw = root;
   // The object's findings in document order (the reads above follow the schema's order).
-  struct InFileOrder {
-    Diagnostics& all;
-    std::size_t first;
-    ~InFileOrder() {
-      std::stable_sort(all.begin() + static_cast<long>(first), all.end(), [](const Diagnostic& a, const Diagnostic& b) {
-        return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
-      });
-    }
-  } in_file_order{diagnostics, diagnostics.size()};
+  const detail::InFileOrder in_file_order(diagnostics);
   switch (*kind) {
     case Kind::ResourceFlavor:
       return add_object<ResourceFlavor>(top, *kind, std::move(source), ctx, positions, out.resource_flavors,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "document/reader.hpp"
@@ -154,16 +153,7 @@ bool read_configuration(const doc::Node& root, const Source& source, std::string
   config.origin = std::move(origin);
   doc::DecodeContext ctx(source.file, "Configuration", config.object_name(), diagnostics);
   Reader r(ctx);
-  // The findings in document order, as for the other objects.
-  struct InFileOrder {
-    Diagnostics& all;
-    std::size_t first;
-    ~InFileOrder() {
-      std::stable_sort(all.begin() + static_cast<long>(first), all.end(), [](const Diagnostic& a, const Diagnostic& b) {
-        return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
-      });
-    }
-  } in_file_order{diagnostics, diagnostics.size()};
+  const InFileOrder in_file_order(diagnostics);  // as for the other objects
   if (api_version != std::string(kGroup) + "v1beta1" && api_version != std::string(kGroup) + "v1beta2") {
     r.report(kRuleApiVersion, root.pos, "apiVersion",
              "unsupported apiVersion " + go_quote(api_version) +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "kueue/decode.hpp"
 
@@ -392,6 +393,12 @@ void check_unique_keys(Reader& r, const doc::Node& list, const std::string& path
     r.report(kRuleDuplicateValue, list.items[i].pos, index(path, i),
              "Duplicate value: map[string]interface {}{" + go_quote(key) + ":" + go_quote(keys[i]) + "}");
   }
+}
+
+InFileOrder::~InFileOrder() {
+  std::stable_sort(all_.begin() + static_cast<long>(first_), all_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
 }
 
 bool check_minimum(Reader& r, const doc::Node& n, const std::string& path, std::int64_t value, std::int64_t minimum) {

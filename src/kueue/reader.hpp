@@ -48,6 +48,21 @@ bool is_subdomain(std::string_view s);
 bool is_dns_label(std::string_view s);
 bool matches_quantity_pattern(std::string_view s);
 
+// While it lives, the findings added to `all` are kept; at its end they are put in
+// document order (line, then column), so that an object's findings read top to bottom
+// whatever order its fields were checked in.
+class InFileOrder {
+ public:
+  explicit InFileOrder(Diagnostics& all) : all_(all), first_(all.size()) {}
+  ~InFileOrder();
+  InFileOrder(const InFileOrder&) = delete;
+  InFileOrder& operator=(const InFileOrder&) = delete;
+
+ private:
+  Diagnostics& all_;
+  std::size_t first_;
+};
+
 class Reader {
  public:
   explicit Reader(doc::DecodeContext& ctx) : ctx_(ctx) {}
