@@ -111,8 +111,8 @@ Command add_twin_admit_command(CLI::App& twin) {
                 "admit and preempt with fair sharing, as Kueue's manager setting fairSharing.enable: true");
   cmd->add_option("--feature-gates", opt->feature_gates,
                   "Kueue feature gates that change admission, as the manager takes them, e.g. "
-                  "PartialAdmission=false; the twin models PartialAdmission, SchedulingEquivalenceHashing and "
-                  "UnadmittedWorkloadsObservability (all on by default, as in Kueue)");
+                  "PartialAdmission=false; the twin models PartialAdmission, SchedulingEquivalenceHashing, "
+                  "UnadmittedWorkloadsObservability and QuotaCheckStrategy (all on by default, as in Kueue)");
   cmd->add_option("--events", opt->events,
                   "also write the decisions as JSON lines (Admitted, Pending, Preempted; ../shared/spec/events.md)");
   add_output_option(*cmd, opt->format, false);

@@ -22,12 +22,13 @@ doc::Json admission_json(const twin::Admission& a) {
   for (const auto& ps : a.pod_sets) {
     doc::Json p = doc::Json::object();
     p["name"] = ps.name;
+    // Both omitempty: a pod set that counts nothing the queue checks has neither.
     doc::Json flavors = doc::Json::object();
     for (const auto& [res, flavor] : ps.flavors) flavors[res] = flavor;
-    p["flavors"] = std::move(flavors);
+    if (!flavors.empty()) p["flavors"] = std::move(flavors);
     doc::Json usage = doc::Json::object();
     for (const auto& [res, amount] : ps.resource_usage) usage[res] = format_amount(res, amount);
-    p["resourceUsage"] = std::move(usage);
+    if (!usage.empty()) p["resourceUsage"] = std::move(usage);
     p["count"] = ps.count;
     assignments.push_back(std::move(p));
   }
@@ -205,6 +206,7 @@ constexpr std::pair<std::string_view, bool twin::CoreOptions::*> kGates[] = {
     {"PartialAdmission", &twin::CoreOptions::partial_admission},
     {"SchedulingEquivalenceHashing", &twin::CoreOptions::scheduling_equivalence_hashing},
     {"UnadmittedWorkloadsObservability", &twin::CoreOptions::unadmitted_workloads_observability},
+    {"QuotaCheckStrategy", &twin::CoreOptions::quota_check_strategy},
 };
 
 // Sets a gate the twin models; false for any other name.
@@ -236,6 +238,7 @@ Expected<twin::CoreOptions> AdmissionRun::core_options(const ObjectSet& set, boo
   auto options = core_options(fair_sharing || config->fair_sharing.has_value(), feature_gates);
   if (!options) return options;
   if (config->fair_sharing) options->fair_sharing_strategies = *config->fair_sharing;
+  options->ignore_undeclared_resources = config->ignore_undeclared;
   if (config->feature_gates) {
     std::string ignored;
     for (const auto& [name, enabled] : *config->feature_gates) {

@@ -63,7 +63,7 @@ class AdmissionRun {
   [[nodiscard]] static twin::CoreOptions core_options(bool fair_sharing);
   // The same with Kueue's --feature-gates applied ("Name=true,Name=false", as the manager
   // takes them) for the gates that change admission: PartialAdmission,
-  // SchedulingEquivalenceHashing, UnadmittedWorkloadsObservability. Any other name, a
+  // SchedulingEquivalenceHashing, UnadmittedWorkloadsObservability, QuotaCheckStrategy. Any other name, a
   // value that is not a boolean, or a malformed pair is an error naming it.
   [[nodiscard]] static Expected<twin::CoreOptions> core_options(bool fair_sharing, std::string_view feature_gates);
   // The manager's options: the input's Configuration (fairSharing with its strategies,

@@ -124,7 +124,7 @@ void read_transformation(Reader& r, const doc::Node& node, const std::string& pa
   config.transformations.push_back(std::move(out));
 }
 
-void read_resources(Reader& r, const doc::Node& node, ManagerConfiguration& config) {
+void read_resources(Reader& r, const doc::Node& node, bool v1beta1, ManagerConfiguration& config) {
   MapReader res(r, node, "resources");
   if (!res.ok()) return;
   config.exclude_resource_prefixes =
@@ -134,9 +134,19 @@ void read_resources(Reader& r, const doc::Node& node, ManagerConfiguration& conf
       read_transformation(r, list->items[i], index(res.child("transformations"), i), config);
     }
   }
-  if (const doc::Node* n = res.get("quotaCheckStrategy")) {
-    not_modelled(r, *n, res.child("quotaCheckStrategy"),
-                 "not modelled: the twin checks every requested resource against quota (BlockUndeclared)");
+  // validateQuotaCheckStrategy, which runs only while the QuotaCheckStrategy gate is on
+  // (the default; the Configuration's own featureGates are read before resources).
+  const bool gate_on = !config.feature_gates || !config.feature_gates->contains("QuotaCheckStrategy") ||
+                       config.feature_gates->at("QuotaCheckStrategy");
+  if (const doc::Node* n = v1beta1 ? nullptr : res.get("quotaCheckStrategy")) {  // v1beta2 only
+    const std::string path = res.child("quotaCheckStrategy");
+    auto v = gate_on ? read_enum(r, n, path, {"IgnoreUndeclared", "BlockUndeclared"}) : read_string(r, n, path);
+    if (v && *v == "IgnoreUndeclared") {
+      config.ignore_undeclared = true;
+      if (gate_on && !config.exclude_resource_prefixes.empty()) {
+        r.invalid(n->pos, path, go_quote(*v), "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared");
+      }
+    }
   }
   if (const doc::Node* n = res.get("deviceClassMappings")) {
     not_modelled(r, *n, res.child("deviceClassMappings"),
@@ -161,12 +171,21 @@ bool read_configuration(const doc::Node& root, const Source& source, std::string
     return false;
   }
   const bool v1beta1 = api_version.ends_with("v1beta1");
-  // Lenient at the top: the Configuration has many fields that do not touch admission.
-  MapReader top(r, root, "", false);
+  // Strict, as the manager decodes its Configuration (serializer.EnableStrict): the fields
+  // that do not touch admission are accepted unread, anything else is an unknown field.
+  MapReader top(r, root, "");
   if (!top.ok()) return false;
+  top.accept({"apiVersion", "kind", "namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector",
+              "internalCertManagement", "clientConnection", "integrations", "multiKueue", "objectRetentionPolicies",
+              "webhook", "leaderElection", "metrics", "health", "pprofBindAddress", "controller", "tls"});
+  if (v1beta1) {
+    top.accept({"queueVisibility"});
+  } else {
+    top.accept({"visibilityServer"});
+  }
   if (const doc::Node* n = top.get("fairSharing")) read_fair_sharing(r, *n, v1beta1, config);
   if (const doc::Node* n = top.get("featureGates")) read_feature_gates(r, *n, config);
-  if (const doc::Node* n = top.get("resources")) read_resources(r, *n, config);
+  if (const doc::Node* n = top.get("resources")) read_resources(r, *n, v1beta1, config);
   if (const doc::Node* n = top.get("waitForPodsReady")) {
     // v1beta1 has an enable switch; in v1beta2 the section's presence turns it on.
     const doc::Node* enable = n->type == doc::NodeType::Mapping ? n->find("enable") : nullptr;

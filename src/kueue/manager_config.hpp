@@ -2,11 +2,11 @@
 // input of `twin admit` as an object or from the ConfigMap the Kueue deployment mounts it
 // from (key controller_manager_config.yaml). Only what changes admission is kept: fair
 // sharing and its strategies, feature gates, and the resources section
-// (excludeResourcePrefixes, transformations). Those parts are validated as the manager's
+// (excludeResourcePrefixes, transformations, quotaCheckStrategy). Those parts are validated as the manager's
 // pkg/config validation does; the rest of the Configuration (webhook, metrics, leader
-// election, integrations, ...) is accepted unread. Parts that change admission but are not
-// modelled (waitForPodsReady, admissionFairSharing, quotaCheckStrategy,
-// deviceClassMappings) are warnings. Internal to src/kueue.
+// election, integrations, ...) is accepted unread, and an unknown field is an error, as the
+// manager decodes strictly. Parts that change admission but are not
+// modelled (waitForPodsReady, admissionFairSharing, deviceClassMappings) are warnings. Internal to src/kueue.
 #pragma once
 
 #include <optional>

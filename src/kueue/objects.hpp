@@ -272,6 +272,7 @@ struct ManagerConfiguration {
   std::optional<std::map<std::string, bool>> feature_gates;
   std::vector<std::string> exclude_resource_prefixes;
   std::vector<ResourceTransformation> transformations;
+  bool ignore_undeclared = false;  // resources.quotaCheckStrategy: IgnoreUndeclared (default BlockUndeclared)
   Source source;  // of the Configuration itself (in a ConfigMap: file names both, lines count in the key's text)
 
   // The ConfigMap's <namespace>/<name>, or empty for a Configuration object.

@@ -185,6 +185,54 @@ featureGates: {PartialAdmission: false, TopologyAwareScheduling: true}
   EXPECT_TRUE(flagged->fair_sharing);
   EXPECT_EQ(flagged->fair_sharing_strategies, twin::CoreOptions{}.fair_sharing_strategies);
   EXPECT_FALSE(flagged->partial_admission);
+  EXPECT_FALSE(flagged->ignore_undeclared_resources);
+
+  const auto ignoring = decode_yaml(
+      "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nresources: {quotaCheckStrategy: IgnoreUndeclared}\n");
+  const auto gate_off = AdmissionRun::core_options(ignoring.set, false, "QuotaCheckStrategy=false", diagnostics);
+  ASSERT_TRUE(gate_off.ok()) << gate_off.error();
+  EXPECT_TRUE(gate_off->ignore_undeclared_resources);
+  EXPECT_FALSE(gate_off->quota_check_strategy);  // the core then checks every resource
+}
+
+TEST(KueueAdmit, APodSetThatRequestsNothingIsAdmittedWithNoFlavors) {
+  // Status.IsFit: a pod set with no reasons fits, flavors or not; toAPI writes neither
+  // flavors nor resourceUsage for it (both omitempty).
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: ns}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: idle, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
+spec:
+  queueName: lq
+  podSets: [{count: 3, template: {spec: {containers: [{name: c}]}}}]
+)");
+  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
+  Diagnostics diagnostics;
+  AdmissionRun run(d.set, diagnostics);
+  CoreInputs in = run.inputs();
+  auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors), std::move(in.cohorts),
+                                          std::move(in.queues));
+  ASSERT_TRUE(core.ok()) << core.error();
+  run.load(**core, diagnostics);
+  ASSERT_TRUE(run.run(**core, {.cycles = 2}).ok());
+  const doc::Json wl = run.encode(**core).at("items").at(0);
+  EXPECT_EQ(wl.at("status").at("admission").at("podSetAssignments").dump(), R"([{"name":"main","count":3}])");
 }
 
 TEST(KueueAdmit, LoadsRestoresFirstThenSubmitsInCreationOrder) {

@@ -721,6 +721,7 @@ waitForPodsReady: {timeout: 5m}
 admissionFairSharing: {usageHalfLifeTime: 168h}
 resources:
   quotaCheckStrategy: IgnoreUndeclared
+  excludeResourcePrefixes: [ephemeral-storage]
   transformations:
   - input: nvidia.com/gpu
     strategy: Sometimes
@@ -732,6 +733,13 @@ resources:
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 fairSharing: {}
+fairSharin: {}
+queueVisibility: {}
+---
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+queueVisibility: {}
+resources: {quotaCheckStrategy: IgnoreUndeclared}
 ---
 apiVersion: config.kueue.x-k8s.io/v1alpha1
 kind: Configuration
@@ -759,6 +767,11 @@ data:
                   "resources.transformations[2].extra: unknown field \"resources.transformations[2].extra\"",
                   ": YAML syntax error: end of sequence flow not found",
                   "fairSharing.preemptionStrategies: Required value: must be specified",
+                  "fairSharin: unknown field \"fairSharin\"",
+                  "queueVisibility: unknown field \"queueVisibility\"",  // v1beta1 only
+                  "resources.quotaCheckStrategy: unknown field \"resources.quotaCheckStrategy\"",  // v1beta2 only
+                  "resources.quotaCheckStrategy: Invalid value: \"IgnoreUndeclared\": excludeResourcePrefixes is not "
+                  "allowed when quotaCheckStrategy is IgnoreUndeclared",
               }));
   auto has = [&](std::string_view rule, std::string_view path) {
     return std::any_of(d.diagnostics.begin(), d.diagnostics.end(),
@@ -766,7 +779,20 @@ data:
   };
   EXPECT_TRUE(has(kRuleConfigNotModelled, "waitForPodsReady"));
   EXPECT_TRUE(has(kRuleConfigNotModelled, "admissionFairSharing"));
-  EXPECT_TRUE(has(kRuleConfigNotModelled, "resources.quotaCheckStrategy"));
+  // Without the QuotaCheckStrategy gate the manager does not validate the strategy.
+  const auto gate_off = decode_yaml(R"(
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+featureGates: {QuotaCheckStrategy: false}
+resources: {quotaCheckStrategy: Sometimes, excludeResourcePrefixes: [x]}
+)");
+  EXPECT_TRUE(gate_off.diagnostics.empty()) << gate_off.lines()[0];
+  EXPECT_THAT(decode_yaml("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                          "resources: {quotaCheckStrategy: Sometimes}\n")
+                  .lines(),
+              ::testing::ElementsAre(::testing::HasSubstr(
+                  "resources.quotaCheckStrategy: Unsupported value: \"Sometimes\": supported values: "
+                  "\"IgnoreUndeclared\", \"BlockUndeclared\"")));
   EXPECT_TRUE(has(kRuleApiVersion, "apiVersion"));                      // v1alpha1
   EXPECT_TRUE(std::any_of(d.diagnostics.begin(), d.diagnostics.end(), [](const Diagnostic& x) {
     return x.path == "resources.transformations[1].outputs[example.com/credits]" && x.severity == Severity::Error;

@@ -110,6 +110,9 @@ TEST_P(Conformance, MatchesExpectedEndState) {
       for (const auto& ps : want["resourceUsage"]) {
         const Json* a = assignment_of(ps.first.as<std::string>());
         ASSERT_NE(a, nullptr) << "pod set " << ps.first.as<std::string>();
+        // Exactly the listed resources: Kueue lists only those that got a flavor.
+        EXPECT_EQ(a->value("resourceUsage", Json::object()).size(), ps.second.size())
+            << "pod set " << ps.first.as<std::string>() << ": " << a->dump();
         for (const auto& r : ps.second) {
           EXPECT_EQ(a->at("resourceUsage").value(r.first.as<std::string>(), ""), r.second.as<std::string>())
               << "pod set " << ps.first.as<std::string>() << " resource " << r.first.as<std::string>();

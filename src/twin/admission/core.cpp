@@ -109,8 +109,13 @@ struct PodSetAssign {
   bool failed = false;
   NoFitReason no_fit = NoFitReason::None;  // resolveNoFitReason for this pod set
 
+  // PodSetAssignment.RepresentativeMode: no reasons is a fit, also for a pod set that got no
+  // flavor because it counts nothing the queue checks (no requests, or only undeclared ones
+  // under IgnoreUndeclared).
   [[nodiscard]] Mode mode() const {
-    if (flavors.empty() || failed) return Mode::NoFit;
+    if (failed) return Mode::NoFit;
+    if (reasons.empty()) return Mode::Fit;
+    if (flavors.empty()) return Mode::NoFit;
     Mode m = Mode::Fit;
     for (const auto& f : flavors) m = std::min(m, f.mode);
     return m;
@@ -1230,6 +1235,11 @@ class Core final : public AdmissionCore {
         psa.count = w.admitted_counts[p];
         scale_requests(w.totals.at(p).requests, w.spec.pod_sets[p].count, w.admitted_counts[p], psa.resource_usage);
       }
+      // PodSetAssignment.toAPI lists only the resources that got a flavor: not a zero
+      // request for a resource the queue lacks, nor (IgnoreUndeclared) any such request.
+      std::erase_if(psa.resource_usage, [&](const auto& r) {
+        return std::none_of(psa.flavors.begin(), psa.flavors.end(), [&](const auto& f) { return f.first == r.first; });
+      });
     }
     return a;
   }
@@ -1536,7 +1546,9 @@ class Core final : public AdmissionCore {
         const auto& [resource, quantity] = t.requests[i];
         const int group = t.groups[i];
         if (group < 0) {
-          if (quantity == 0) continue;
+          // Zero requests for resources the queue lacks never count (#8079); with
+          // IgnoreUndeclared none of them does (flavorassigner.IgnoreUndeclaredResources).
+          if (quantity == 0 || (options_.quota_check_strategy && options_.ignore_undeclared_resources)) continue;
           psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
           psa.no_fit = NoFitReason::NoMatchingFlavor;
           failed = true;

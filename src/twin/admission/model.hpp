@@ -193,6 +193,12 @@ struct CoreOptions {
   // PartialAdmission (beta, on): a head that neither fits nor finds preemption targets with
   // its full pod counts is retried with fewer pods, down to its pod sets' minCount.
   bool partial_admission = true;
+  // QuotaCheckStrategy (beta, on) with the manager Configuration's
+  // resources.quotaCheckStrategy: IgnoreUndeclared: a request for a resource none of the
+  // ClusterQueue's resource groups covers is left out of the assignment and the usage,
+  // instead of making the pod set inadmissible ("resource X unavailable in ClusterQueue").
+  bool quota_check_strategy = true;
+  bool ignore_undeclared_resources = false;
   std::vector<FairSharingStrategy> fair_sharing_strategies = {
       FairSharingStrategy::LessThanOrEqualToFinalShare, FairSharingStrategy::LessThanInitialShare};
 };
