@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "document/yaml_writer.hpp"
 #include "support/fake_admission_core.hpp"
 #include "support/kueue_fixture.hpp"
@@ -111,6 +113,35 @@ twin::CycleResult script(FakeAdmissionCore& core, twin::VirtualTime now) {
   return r;
 }
 
+// `yaml` decoded and run for `cycles` cycles on the real admission core (Kueue's default
+// options), as `twin admit` runs it. Check ok() with ASSERT_TRUE before reading the rest.
+struct CoreRun {
+  testing::Decoded decoded;
+  Diagnostics diagnostics;
+  std::unique_ptr<AdmissionRun> run;
+  std::unique_ptr<twin::AdmissionCore> core;
+  std::string error;
+
+  CoreRun(std::string_view yaml, std::uint64_t cycles) : decoded(decode_yaml(yaml)) {
+    if (!decoded.diagnostics.empty()) {
+      error = decoded.lines()[0];
+      return;
+    }
+    run = std::make_unique<AdmissionRun>(decoded.set, diagnostics);
+    CoreInputs in = run->inputs();
+    auto created = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors),
+                                               std::move(in.cohorts), std::move(in.queues));
+    if (!created) {
+      error = created.error();
+      return;
+    }
+    core = std::move(*created);
+    run->load(*core, diagnostics);
+    if (auto ran = run->run(*core, {.cycles = cycles}); !ran) error = ran.error();
+  }
+  [[nodiscard]] bool ok() const { return error.empty(); }
+};
+
 struct Fixture {
   testing::Decoded decoded;
   Diagnostics diagnostics;
@@ -198,7 +229,7 @@ featureGates: {PartialAdmission: false, TopologyAwareScheduling: true}
 TEST(KueueAdmit, APodSetThatRequestsNothingIsAdmittedWithNoFlavors) {
   // Status.IsFit: a pod set with no reasons fits, flavors or not; toAPI writes neither
   // flavors nor resourceUsage for it (both omitempty).
-  const auto d = decode_yaml(R"(
+  const CoreRun r(R"(
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: default}
@@ -221,17 +252,10 @@ metadata: {name: idle, namespace: ns, creationTimestamp: "2026-11-30T08:00:01Z"}
 spec:
   queueName: lq
   podSets: [{count: 3, template: {spec: {containers: [{name: c}]}}}]
-)");
-  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
-  Diagnostics diagnostics;
-  AdmissionRun run(d.set, diagnostics);
-  CoreInputs in = run.inputs();
-  auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors), std::move(in.cohorts),
-                                          std::move(in.queues));
-  ASSERT_TRUE(core.ok()) << core.error();
-  run.load(**core, diagnostics);
-  ASSERT_TRUE(run.run(**core, {.cycles = 2}).ok());
-  const doc::Json wl = run.encode(**core).at("items").at(0);
+)",
+                  2);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const doc::Json wl = r.run->encode(*r.core).at("items").at(0);
   EXPECT_EQ(wl.at("status").at("admission").at("podSetAssignments").dump(), R"([{"name":"main","count":3}])");
 }
 
@@ -338,18 +362,10 @@ spec:
   queueName: checked
   podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
 )";
-  const auto d = decode_yaml(yaml);
-  ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
-  Diagnostics diagnostics;
-  AdmissionRun run(d.set, diagnostics);
-  CoreInputs in = run.inputs();
-  auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors), std::move(in.cohorts),
-                                          std::move(in.queues));
-  ASSERT_TRUE(core.ok()) << core.error();
-  run.load(**core, diagnostics);
-  ASSERT_TRUE(run.run(**core, {.cycles = 5}).ok());
+  const CoreRun r(yaml, 5);
+  ASSERT_TRUE(r.ok()) << r.error;
   std::vector<std::string> lines;
-  for (const auto& e : run.events()) lines.push_back(e.kind + " " + e.object + ": " + e.message);
+  for (const auto& e : r.run->events()) lines.push_back(e.kind + " " + e.object + ": " + e.message);
   EXPECT_THAT(lines, ElementsAre("QuotaReserved Workload/ns/waits: Quota reserved in ClusterQueue checked; not admitted "
                                  "until admission check gate is Ready",
                                  "Admitted Workload/ns/passes: Quota reserved in ClusterQueue checked",
@@ -396,17 +412,9 @@ spec:
   queueName: solo
   podSets: [{template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}}]
 )";
-    const auto d = decode_yaml(yaml);
-    ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
-    Diagnostics diagnostics;
-    AdmissionRun run(d.set, diagnostics);
-    CoreInputs in = run.inputs();
-    auto core = twin::AdmissionCore::create(AdmissionRun::core_options(false), std::move(in.flavors),
-                                            std::move(in.cohorts), std::move(in.queues));
-    ASSERT_TRUE(core.ok()) << core.error();
-    run.load(**core, diagnostics);
-    ASSERT_TRUE(run.run(**core, {.cycles = 5}).ok());
-    const doc::Json list = run.encode(**core);
+    const CoreRun r(yaml, 5);
+    ASSERT_TRUE(r.ok()) << r.error;
+    const doc::Json list = r.run->encode(*r.core);
     auto conditions_of = [&](const std::string& name) {
       std::vector<std::string> out;
       for (const auto& item : list.at("items")) {
