@@ -247,7 +247,7 @@ Expected<twin::CoreOptions> AdmissionRun::core_options(const ObjectSet& set, boo
     if (!ignored.empty()) {
       diagnostics.push_back(Diagnostic{Severity::Warning, std::string(kRuleConfigNotModelled), config->source.file,
                                        config->source.raw.find("featureGates")->pos, "Configuration",
-                                       config->object_name(), "featureGates",
+                                       config->config_map, "featureGates",
                                        "not modelled: " + ignored + " (the twin models " + modelled_gates() + ")"});
     }
   }

@@ -1189,7 +1189,7 @@ void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
     const auto& c = set.configurations[i];
     const Source& first = set.configurations.front().source;
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleConfigTwice), c.source.file, c.source.pos,
-                                     "Configuration", c.object_name(), {},
+                                     "Configuration", c.config_map, {},
                                      "a second Kueue manager Configuration (the first is at " + first.file + ":" +
                                          std::to_string(first.pos.line) + "): Kueue runs with one"});
   }

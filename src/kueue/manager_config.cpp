@@ -155,13 +155,12 @@ void read_resources(Reader& r, const doc::Node& node, bool v1beta1, ManagerConfi
   res.finish();
 }
 
-bool read_configuration(const doc::Node& root, const Source& source, std::string origin, ObjectSet& out,
+bool read_configuration(const doc::Node& root, const Source& source, std::string config_map, ObjectSet& out,
                         Diagnostics& diagnostics) {
   const std::string api_version(root.string_at("apiVersion"));
   ManagerConfiguration config;
-  config.api_version = api_version;
-  config.origin = std::move(origin);
-  doc::DecodeContext ctx(source.file, "Configuration", config.object_name(), diagnostics);
+  config.config_map = std::move(config_map);
+  doc::DecodeContext ctx(source.file, "Configuration", config.config_map, diagnostics);
   Reader r(ctx);
   const InFileOrder in_file_order(diagnostics);  // as for the other objects
   if (api_version != std::string(kGroup) + "v1beta1" && api_version != std::string(kGroup) + "v1beta2") {
@@ -189,8 +188,7 @@ bool read_configuration(const doc::Node& root, const Source& source, std::string
   if (const doc::Node* n = top.get("waitForPodsReady")) {
     // v1beta1 has an enable switch; in v1beta2 the section's presence turns it on.
     const doc::Node* enable = n->type == doc::NodeType::Mapping ? n->find("enable") : nullptr;
-    const bool on = !v1beta1 || (enable != nullptr && enable->type == doc::NodeType::Bool && enable->text == "true");
-    if (on) {
+    if (!v1beta1 || read_bool(r, enable, "waitForPodsReady.enable").value_or(false)) {
       not_modelled(r, *n, "waitForPodsReady",
                    "not modelled: the twin has no pods, so it never holds admission until a Workload's pods are ready "
                    "and never evicts on the timeout");
@@ -218,7 +216,7 @@ std::optional<bool> decode_manager_configuration(const doc::Node& root, const So
   const std::string_view api_version = root.string_at("apiVersion");
   if (kind == "Configuration") {
     if (!api_version.starts_with(kGroup)) return std::nullopt;
-    return read_configuration(root, source, "Configuration", out, diagnostics);
+    return read_configuration(root, source, {}, out, diagnostics);
   }
   if (kind != "ConfigMap" || api_version != "v1") return std::nullopt;
   const doc::Node* data = root.find("data");
@@ -228,7 +226,6 @@ std::optional<bool> decode_manager_configuration(const doc::Node& root, const So
   std::string name = meta != nullptr ? std::string(meta->string_at("name")) : std::string();
   const std::string ns = meta != nullptr ? std::string(meta->string_at("namespace")) : std::string();
   if (!ns.empty()) name = ns + "/" + name;
-  const std::string origin = "ConfigMap " + name;
   doc::DecodeContext ctx(source.file, "ConfigMap", name, diagnostics);
   Reader r(ctx);
   const std::string path = "data[" + std::string(kConfigMapKey) + "]";
@@ -238,7 +235,7 @@ std::optional<bool> decode_manager_configuration(const doc::Node& root, const So
   }
   // The embedded document's positions count from the start of the string; its findings
   // name the ConfigMap's file and key.
-  const std::string file = source.file + " (" + origin + ", " + std::string(kConfigMapKey) + ")";
+  const std::string file = source.file + " (ConfigMap " + name + ", " + std::string(kConfigMapKey) + ")";
   std::vector<doc::Document> documents;
   const std::size_t before = diagnostics.size();
   doc::read_yaml(text->text, file, documents, diagnostics);
@@ -256,7 +253,7 @@ std::optional<bool> decode_manager_configuration(const doc::Node& root, const So
   }
   Source inner = source;
   inner.file = file;
-  return read_configuration(documents.front().root, inner, origin, out, diagnostics);
+  return read_configuration(documents.front().root, inner, name, out, diagnostics);
 }
 
 }  // namespace gpubank::kueue::detail

@@ -265,8 +265,7 @@ struct ResourceTransformation {
 // Kueue's manager Configuration (config.kueue.x-k8s.io v1beta1 or v1beta2, as an object or
 // in the ConfigMap that carries it): the parts that change admission.
 struct ManagerConfiguration {
-  std::string api_version;
-  std::string origin;  // "Configuration", or "ConfigMap <ns>/<name>" that held it
+  std::string config_map;  // "<ns>/<name>" of the ConfigMap that held it; empty for a Configuration object
   // Set when fair sharing is on: its preemption strategies, validated.
   std::optional<std::vector<twin::FairSharingStrategy>> fair_sharing;
   std::optional<std::map<std::string, bool>> feature_gates;
@@ -274,12 +273,6 @@ struct ManagerConfiguration {
   std::vector<ResourceTransformation> transformations;
   bool ignore_undeclared = false;  // resources.quotaCheckStrategy: IgnoreUndeclared (default BlockUndeclared)
   Source source;  // of the Configuration itself (in a ConfigMap: file names both, lines count in the key's text)
-
-  // The ConfigMap's <namespace>/<name>, or empty for a Configuration object.
-  [[nodiscard]] std::string object_name() const {
-    constexpr std::string_view kPrefix = "ConfigMap ";
-    return origin.starts_with(kPrefix) ? origin.substr(kPrefix.size()) : std::string();
-  }
 };
 
 // core/v1 Namespace: only its name and labels matter to admission.

@@ -683,7 +683,7 @@ data: {other.yaml: "a: b"}
 )");
   ASSERT_EQ(cm.set.configurations.size(), 1u);
   const ManagerConfiguration& c = cm.set.configurations[0];
-  EXPECT_EQ(c.origin, "ConfigMap kueue-system/kueue-manager-config");
+  EXPECT_EQ(c.config_map, "kueue-system/kueue-manager-config");
   EXPECT_EQ(c.fair_sharing, std::vector<twin::FairSharingStrategy>{twin::FairSharingStrategy::LessThanInitialShare});
   EXPECT_EQ(c.feature_gates, (std::map<std::string, bool>{{"PartialAdmission", false}}));
   EXPECT_EQ(c.exclude_resource_prefixes, std::vector<std::string>{"ephemeral-storage"});
@@ -708,6 +708,19 @@ fairSharing: {enable: true}
   EXPECT_FALSE(decode_yaml("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing: {enable: false}\n")
                    .set.configurations.at(0)
                    .fair_sharing);
+  // v1beta1's waitForPodsReady is on only with enable (then a warning: not modelled).
+  auto wait_rules = [](std::string_view enable) {
+    std::vector<std::string> rules;
+    for (const auto& x : decode_yaml("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+                                     "waitForPodsReady: {enable: " + std::string(enable) + ", timeout: 5m}\n")
+                             .diagnostics) {
+      rules.push_back(x.rule + " " + x.path);
+    }
+    return rules;
+  };
+  EXPECT_THAT(wait_rules("True"), ::testing::ElementsAre(std::string(kRuleConfigNotModelled) + " waitForPodsReady"));
+  EXPECT_THAT(wait_rules("false"), ::testing::IsEmpty());
+  EXPECT_THAT(wait_rules("\"yes\""), ::testing::ElementsAre(::testing::HasSubstr("waitForPodsReady.enable")));
 }
 
 TEST(KueueDecode, TheManagerConfigurationIsValidatedAsTheManagerDoes) {
