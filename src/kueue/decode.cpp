@@ -31,15 +31,6 @@ constexpr std::string_view kLabelMessage =
     "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
-// k8s.io/apimachinery/pkg/util/validation: IsQualifiedName and IsValidLabelValue.
-constexpr std::string_view kQualifiedNameMessage =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-    "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-constexpr std::string_view kLabelValueMessage =
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
-    "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 constexpr std::string_view kTaintEffectMessage =
     "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'";
@@ -119,42 +110,6 @@ bool is_name_part(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return is_ascii_alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
-// validation.IsQualifiedName: an optional DNS-subdomain prefix and '/', then a name part.
-std::vector<std::string> qualified_name_errors(std::string_view value) {
-  std::vector<std::string> errors;
-  std::string_view name = value;
-  if (const auto slash = value.find('/'); slash != std::string_view::npos) {
-    if (value.find('/', slash + 1) != std::string_view::npos) {
-      return {"a qualified name " + std::string(kQualifiedNameMessage) +
-              " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
-    }
-    const std::string_view prefix = value.substr(0, slash);
-    name = value.substr(slash + 1);
-    if (prefix.empty()) {
-      errors.emplace_back("prefix part must be non-empty");
-    } else if (prefix.size() > 253) {
-      errors.emplace_back("prefix part must be no more than 253 bytes");
-    } else if (!detail::is_subdomain(prefix)) {
-      errors.push_back("prefix part " + std::string(kSubdomainMessage));
-    }
-  }
-  if (name.empty()) {
-    errors.emplace_back("name part must be non-empty");
-  } else if (name.size() > 63) {
-    errors.emplace_back("name part must be no more than 63 bytes");
-  }
-  if (!name.empty() && !is_name_part(name)) errors.push_back("name part " + std::string(kQualifiedNameMessage));
-  return errors;
-}
-
-// validation.IsValidLabelValue.
-std::vector<std::string> label_value_errors(std::string_view value) {
-  std::vector<std::string> errors;
-  if (value.size() > 63) errors.emplace_back("must be no more than 63 bytes");
-  if (!value.empty() && !is_name_part(value)) errors.emplace_back(kLabelValueMessage);
-  return errors;
-}
-
 // A metav1.LabelSelector, with the ClusterQueue webhook's ValidateLabelSelector.
 std::optional<LabelSelector> read_label_selector(Reader& r, const Node& node, const std::string& path) {
   MapReader m(r, node, path);
@@ -166,8 +121,8 @@ std::optional<LabelSelector> read_label_selector(Reader& r, const Node& node, co
     if (auto v = detail::read_string_map(r, labels, labels_path)) {
       out.match_labels = *v;
       for (const auto& [key, value] : out.match_labels) {
-        for (const auto& msg : qualified_name_errors(key)) r.invalid(labels->pos, labels_path, detail::go_quote(key), msg);
-        for (const auto& msg : label_value_errors(value)) {
+        for (const auto& msg : detail::label_key_errors(key)) r.invalid(labels->pos, labels_path, detail::go_quote(key), msg);
+        for (const auto& msg : detail::label_value_errors(value)) {
           r.invalid(labels->pos, labels_path, detail::go_quote(value), msg);
         }
       }
@@ -217,12 +172,12 @@ std::optional<LabelSelector> read_label_selector(Reader& r, const Node& node, co
         }
       }
       if (key != nullptr) {
-        for (const auto& msg : qualified_name_errors(req.key)) {
+        for (const auto& msg : detail::label_key_errors(req.key)) {
           r.invalid(key->pos, e.child("key"), detail::go_quote(req.key), msg);
         }
       }
       for (std::size_t j = 0; j < req.values.size(); ++j) {
-        for (const auto& msg : label_value_errors(req.values[j])) {
+        for (const auto& msg : detail::label_value_errors(req.values[j])) {
           r.invalid(values->items[j].pos, detail::index(e.child("values"), j), detail::go_quote(req.values[j]), msg);
         }
       }

@@ -148,7 +148,7 @@ std::vector<std::string> label_key_errors(std::string_view key) {
   std::string_view name = key;
   const auto slashes = std::count(key.begin(), key.end(), '/');
   if (slashes > 1) {
-    errors.push_back("a qualified name " + std::string(kQualified) +
+    errors.push_back("a valid label key " + std::string(kQualified) +
                      " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
     return errors;
   }
@@ -172,6 +172,21 @@ std::vector<std::string> label_key_errors(std::string_view key) {
                        std::all_of(name.begin(), name.end(),
                                    [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
   if (!name_ok) errors.push_back("name part " + std::string(kQualified));
+  return errors;
+}
+
+std::vector<std::string> label_value_errors(std::string_view value) {
+  constexpr std::string_view kLabelValue =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+      "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  std::vector<std::string> errors;
+  if (value.size() > 63) errors.emplace_back("must be no more than 63 bytes");
+  const bool ok = value.empty() || (is_alnum(value.front()) && is_alnum(value.back()) &&
+                                    std::all_of(value.begin(), value.end(), [](char c) {
+                                      return is_alnum(c) || c == '-' || c == '_' || c == '.';
+                                    }));
+  if (!ok) errors.emplace_back(kLabelValue);
   return errors;
 }
 

@@ -15,5 +15,7 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
 
 // content.IsLabelKey (a qualified name: [prefix/]name): the messages, empty when valid.
 std::vector<std::string> label_key_errors(std::string_view key);
+// validation.IsValidLabelValue: the messages, empty when valid.
+std::vector<std::string> label_value_errors(std::string_view value);
 
 }  // namespace gpubank::kueue::detail

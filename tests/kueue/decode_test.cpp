@@ -412,7 +412,7 @@ spec:
       d.messages(),
       ElementsAre("spec.fairSharing: Invalid value: \"-1\": must be greater than or equal to 0",
                   "spec.resourceGroups[0].coveredResources[1]: Duplicate value: \"cpu\"",
-                  "spec.resourceGroups[0].coveredResources[2]: Invalid value: \"a/b/c\": a qualified name " + qualified +
+                  "spec.resourceGroups[0].coveredResources[2]: Invalid value: \"a/b/c\": a valid label key " + qualified +
                       " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                   "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater "
                   "than or equal to 0",
@@ -858,7 +858,7 @@ spec:
   for (const auto& diag : d.diagnostics) messages.push_back(diag.path + ": " + diag.message);
   EXPECT_THAT(messages,
               ::testing::UnorderedElementsAre(
-                  "spec.namespaceSelector.matchLabels: Invalid value: \"a/b/c\": a qualified name " + name_part +
+                  "spec.namespaceSelector.matchLabels: Invalid value: \"a/b/c\": a valid label key " + name_part +
                       " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                   "spec.namespaceSelector.matchLabels: Invalid value: \"-a\": " + value_rule,
                   "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Equals\": not a valid selector "
@@ -868,6 +868,8 @@ spec:
                   "spec.namespaceSelector.matchExpressions[2].values: Forbidden: may not be specified when `operator` "
                   "is 'Exists' or 'DoesNotExist'",
                   "spec.namespaceSelector.matchExpressions[3].key: Invalid value: \"\": name part must be non-empty",
+                  // IsLabelKey also fails the empty name part on its pattern.
+                  "spec.namespaceSelector.matchExpressions[3].key: Invalid value: \"\": name part " + name_part,
                   "spec.namespaceSelector.matchExpressions[3].values[0]: Invalid value: \"bad value\": " + value_rule));
   ASSERT_EQ(d.set.cluster_queues.size(), 1u);  // the invalid one is refused
   const auto& sel = d.set.cluster_queues[0].namespace_selector;
