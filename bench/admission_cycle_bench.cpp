@@ -64,7 +64,7 @@ struct Driver {
           w.cluster_queue = "cq-" + std::to_string(c) + "-" + std::to_string(i);
           w.priority = priorities[kind];
           w.creation = now;
-          w.pod_sets.push_back(PodSetSpec{"main", 1, {{"cpu", sizes[kind] * 1000}}, {}, {}, {}, -1});
+          w.pod_sets.push_back(PodSetSpec{"main", 1, {{"cpu", sizes[kind] * 1000}}, {}, {}, {}, -1, {}});
           core->submit(std::move(w), now);
         }
       }

@@ -5,9 +5,12 @@
 #include <limits>
 #include <set>
 
+#include "core/utf8.hpp"
 #include "kueue/amounts.hpp"
 #include "kueue/reader.hpp"
 #include "kueue/requests.hpp"
+#include "kueue/webhook.hpp"
+#include "twin/admission/node_match.hpp"
 
 namespace gpubank::kueue {
 namespace {
@@ -175,9 +178,138 @@ QueueActivity queue_activity(const ClusterQueue& cq, const ObjectSet& set) {
 twin::Toleration to_core(const Toleration& t) {
   twin::Toleration out;
   out.key = t.key;
-  out.op = t.op == "Exists" ? twin::TolerationOperator::Exists : twin::TolerationOperator::Equal;
+  if (t.op.empty() || t.op == "Equal") {
+    out.op = twin::TolerationOperator::Equal;
+  } else if (t.op == "Exists") {
+    out.op = twin::TolerationOperator::Exists;
+  } else if (t.op == "Lt") {
+    out.op = twin::TolerationOperator::Lt;
+  } else if (t.op == "Gt") {
+    out.op = twin::TolerationOperator::Gt;
+  } else {
+    out.op = twin::TolerationOperator::Unsupported;
+  }
   out.value = t.value;
   if (!t.effect.empty()) out.effect = effect_of(t.effect);
+  return out;
+}
+
+namespace {
+
+// Go's encoding/json text of a string: HTML characters and the line separators escaped
+// as \uXXXX, and bytes that are not UTF-8 replaced by U+FFFD (field.Error prints values
+// that are neither numbers nor Go strings this way).
+std::string go_json(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xf];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    const std::string_view sequence = text.substr(i, length);
+    if (sequence == "\u2028" || sequence == "\u2029") {
+      out += sequence == "\u2028" ? "\\u2028" : "\\u2029";
+    } else {
+      out += sequence;
+    }
+    i += length;
+  }
+  return out + "\"";
+}
+
+std::string go_json(const std::vector<std::string>& values) {
+  if (values.empty()) return "null";  // the API server stores an empty list as absent
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i > 0 ? "," : "") + go_json(values[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
+  using Op = twin::NodeSelectorOperator;
+  twin::NodeSelectorRequirement out;
+  out.key = written.key;
+  out.values = written.values;
+  const auto invalid = [&](const std::string& path, const std::string& value, std::string_view detail) {
+    out.errors.push_back(path + ": Invalid value: " + value + ": " + std::string(detail));
+  };
+  static const std::map<std::string, Op, std::less<>> kOperators{
+      {"In", Op::In}, {"NotIn", Op::NotIn}, {"Exists", Op::Exists}, {"DoesNotExist", Op::DoesNotExist},
+      {"Gt", Op::Gt}, {"Lt", Op::Lt}};
+  const auto op = kOperators.find(written.op);
+  if (op == kOperators.end()) {
+    // nodeSelectorRequirementsAsSelector, before labels.NewRequirement is called.
+    out.errors.push_back(".operator: Unsupported value: " + go_json(written.op) +
+                         ": supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"");
+    return out;
+  }
+  out.op = op->second;
+  // labels.NewRequirement, in its order: the key, the values for the operator, each value.
+  if (const auto errors = detail::label_key_errors(written.key); !errors.empty()) {
+    std::string joined;
+    for (const auto& e : errors) joined += (joined.empty() ? "" : "; ") + e;
+    invalid(".key", detail::go_quote(written.key), joined);
+  }
+  const auto& values = written.values;
+  switch (out.op) {
+    case Op::In:
+    case Op::NotIn:
+      if (values.empty()) invalid(".values", go_json(values), "for 'in', 'notin' operators, values set can't be empty");
+      break;
+    case Op::Exists:
+    case Op::DoesNotExist:
+      if (!values.empty()) invalid(".values", go_json(values), "values set must be empty for exists and does not exist");
+      break;
+    case Op::Gt:
+    case Op::Lt:
+      if (values.size() != 1) {
+        invalid(".values", go_json(values), "for 'Gt', 'Lt' operators, exactly one value is required");
+      }
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const auto bound = twin::parse_int_base10(values[i]);
+        if (!bound) {
+          invalid(".values[" + std::to_string(i) + "]", detail::go_quote(values[i]),
+                  "for 'Gt', 'Lt' operators, the value must be an integer");
+        } else if (i == 0) {
+          out.bound = *bound;
+        }
+      }
+      break;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (const auto errors = detail::label_value_errors(values[i]); !errors.empty()) {
+      std::string joined;
+      for (const auto& e : errors) joined += (joined.empty() ? "" : "; ") + e;
+      invalid(".values[" + std::to_string(i) + "][" + written.key + "]", detail::go_quote(values[i]), joined);
+    }
+  }
   return out;
 }
 
@@ -206,7 +338,9 @@ CoreInputs core_inputs(const ObjectSet& set) {
     twin::ResourceFlavorSpec spec;
     spec.name = rf.metadata.name;
     spec.node_labels = rf.node_labels;
-    for (const auto& t : rf.node_taints) spec.node_taints.push_back(twin::Taint{t.key, t.value, effect_of(t.effect)});
+    for (const auto& t : rf.node_taints) {
+      spec.node_taints.push_back(twin::Taint{t.key, t.value, effect_of(t.effect), t.time_added});
+    }
     for (const auto& t : rf.tolerations) spec.tolerations.push_back(to_core(t));
     in.flavors.push_back(std::move(spec));
   }
@@ -267,6 +401,10 @@ twin::WorkloadSpec workload_spec(const Workload& wl, const ObjectSet& set, twin:
     p.min_count = ps.min_count;
     p.requests = pod_amounts(ps.spec, set.configuration());
     p.node_selector = ps.spec.node_selector;
+    for (const auto& term : ps.spec.required_node_affinity) {
+      twin::NodeSelectorTerm& core_term = p.required_node_affinity.emplace_back();
+      for (const auto& r : term.match_expressions) core_term.match_expressions.push_back(to_core(r));
+    }
     for (const auto& t : ps.spec.tolerations) p.tolerations.push_back(to_core(t));
     spec.pod_sets.push_back(std::move(p));
   }

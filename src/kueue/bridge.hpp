@@ -90,6 +90,10 @@ struct CoreInputs {
 [[nodiscard]] CoreInputs core_inputs(const ObjectSet& set);
 [[nodiscard]] twin::ResourceGroup to_core(const ResourceGroup& group);
 [[nodiscard]] twin::Toleration to_core(const Toleration& toleration);
+// Parsed as Kueue parses it when it matches flavors (nodeaffinity's
+// nodeSelectorRequirementsAsSelector, then labels.NewRequirement), with its errors worded
+// as there.
+[[nodiscard]] twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& requirement);
 
 enum class Route {
   Submit,     // pending: core.submit

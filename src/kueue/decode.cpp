@@ -365,7 +365,7 @@ void read_resource_flavor(MapReader& top, ResourceFlavor& rf) {
       } else {
         t.missing("effect");
       }
-      detail::read_time(r, t.get("timeAdded"), t.child("timeAdded"));
+      taint.time_added = detail::read_time(r, t.get("timeAdded"), t.child("timeAdded"));
       t.finish();
       rf.node_taints.push_back(std::move(taint));
     }
@@ -676,6 +676,72 @@ std::vector<Container> read_containers(Reader& r, const Node* node, const std::s
   return out;
 }
 
+// core/v1 NodeSelectorRequirements as the Workload CRD's schema checks them: key and
+// operator required strings, values a list of strings. Nothing else: the API server does
+// not run core validation inside a CRD, so Kueue meets whatever was written.
+std::vector<NodeSelectorRequirement> read_node_selector_requirements(Reader& r, const Node* node,
+                                                                     const std::string& path) {
+  std::vector<NodeSelectorRequirement> out;
+  const Node* list = detail::list_node(r, node, path, 0, -1);
+  if (list == nullptr) return out;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    MapReader e(r, list->items[i], detail::index(path, i), false);
+    if (!e.ok()) continue;
+    NodeSelectorRequirement req;
+    if (const Node* n = e.get("key")) {
+      if (auto v = detail::read_string(r, n, e.child("key"))) req.key = *v;
+    } else {
+      e.missing("key");
+    }
+    if (const Node* n = e.get("operator")) {
+      if (auto v = detail::read_string(r, n, e.child("operator"))) req.op = *v;
+    } else {
+      e.missing("operator");
+    }
+    if (const Node* values = detail::list_node(r, e.get("values"), e.child("values"), 0, -1)) {
+      for (std::size_t j = 0; j < values->items.size(); ++j) {
+        if (auto v = detail::read_string(r, &values->items[j], detail::index(e.child("values"), j))) {
+          req.values.push_back(*v);
+        }
+      }
+    }
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
+// affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution; the rest of the
+// affinity (preferred terms, pod affinity) does not change admission and is not read.
+std::vector<NodeSelectorTerm> read_required_node_affinity(Reader& r, const Node* affinity, const std::string& path) {
+  std::vector<NodeSelectorTerm> out;
+  if (affinity == nullptr) return out;
+  MapReader a(r, *affinity, path, false);
+  const Node* node_affinity = a.ok() ? a.get("nodeAffinity") : nullptr;
+  if (node_affinity == nullptr) return out;
+  MapReader na(r, *node_affinity, a.child("nodeAffinity"), false);
+  const Node* required = na.ok() ? na.get("requiredDuringSchedulingIgnoredDuringExecution") : nullptr;
+  if (required == nullptr) return out;
+  MapReader req(r, *required, na.child("requiredDuringSchedulingIgnoredDuringExecution"), false);
+  if (!req.ok()) return out;
+  const Node* terms = req.get("nodeSelectorTerms");
+  if (terms == nullptr) {
+    req.missing("nodeSelectorTerms");
+    return out;
+  }
+  const std::string terms_path = req.child("nodeSelectorTerms");
+  const Node* list = detail::list_node(r, terms, terms_path, 0, -1);
+  if (list == nullptr) return out;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    MapReader t(r, list->items[i], detail::index(terms_path, i), false);
+    if (!t.ok()) continue;
+    NodeSelectorTerm term;
+    term.match_expressions = read_node_selector_requirements(r, t.get("matchExpressions"), t.child("matchExpressions"));
+    read_node_selector_requirements(r, t.get("matchFields"), t.child("matchFields"));
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
 PodSpec read_pod_spec(Reader& r, const Node& node, const std::string& path) {
   PodSpec spec;
   MapReader s(r, node, path, false);
@@ -689,6 +755,7 @@ PodSpec read_pod_spec(Reader& r, const Node& node, const std::string& path) {
   if (auto v = detail::read_quantity_map(r, s.get("overhead"), s.child("overhead"))) spec.overhead = *v;
   if (const Node* n = s.get("resources")) spec.resources = read_requirements(r, *n, s.child("resources"));
   if (auto v = detail::read_string_map(r, s.get("nodeSelector"), s.child("nodeSelector"))) spec.node_selector = *v;
+  spec.required_node_affinity = read_required_node_affinity(r, s.get("affinity"), s.child("affinity"));
   if (const Node* list = detail::list_node(r, s.get("tolerations"), s.child("tolerations"), 0, -1)) {
     for (std::size_t i = 0; i < list->items.size(); ++i) {
       if (auto t = read_toleration(r, list->items[i], detail::index(s.child("tolerations"), i), false)) {

@@ -87,11 +87,14 @@ struct ObjectMeta {
 struct Taint {
   std::string key, value;
   std::string effect;  // NoSchedule, PreferNoSchedule or NoExecute
+  std::optional<Timestamp> time_added;
 };
 
 struct Toleration {
   std::string key;
-  std::string op;  // "Equal" (also when empty) or "Exists"
+  // "Equal" (also when empty), "Exists", "Lt" or "Gt"; in a pod template any string (the
+  // Workload CRD does not restrict it), which then tolerates nothing.
+  std::string op;
   std::string value;
   std::string effect;  // empty: every effect
   std::optional<std::int64_t> toleration_seconds;
@@ -176,12 +179,26 @@ struct Container {
   std::string restart_policy;  // "Always" on an init container: a sidecar
 };
 
+// core/v1 NodeSelectorRequirement as written: the Workload CRD requires key and operator
+// and checks nothing else; Kueue parses the requirement when it matches flavors.
+struct NodeSelectorRequirement {
+  std::string key, op;
+  std::vector<std::string> values;
+};
+// A term's matchFields are checked against the schema but not kept: Kueue's flavorSelector
+// drops them.
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+};
+
 // The parts of a pod template admission reads.
 struct PodSpec {
   std::vector<Container> init_containers, containers;
   ResourceList overhead;
   std::optional<ResourceRequirements> resources;  // pod-level resources
   std::map<std::string, std::string> node_selector;
+  // affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms
+  std::vector<NodeSelectorTerm> required_node_affinity;
   std::vector<Toleration> tolerations;
   std::string priority_class_name;
 };

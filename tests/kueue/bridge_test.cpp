@@ -403,5 +403,59 @@ TEST(KueueBridge, MinCountAndTheSpecCountReachTheCore) {
   EXPECT_EQ(w.pod_sets[0].min_count, 2);
 }
 
+TEST(KueueBridge, NodeSelectorRequirementsParsedAsKueueParsesThem) {
+  using Op = twin::NodeSelectorOperator;
+  const auto parsed = [](std::string key, std::string op, std::vector<std::string> values) {
+    return to_core(NodeSelectorRequirement{std::move(key), std::move(op), std::move(values)});
+  };
+  const auto gt = parsed("memory-gb", "Gt", {"45"});
+  EXPECT_EQ(gt.op, Op::Gt);
+  EXPECT_EQ(gt.bound, 45);
+  EXPECT_TRUE(gt.errors.empty());
+  // strconv.ParseInt takes "+45", but the value is also held to the label value syntax.
+  const auto signed_bound = parsed("memory-gb", "Gt", {"+45"});
+  EXPECT_EQ(signed_bound.bound, 45);
+  ASSERT_EQ(signed_bound.errors.size(), 1u);
+  EXPECT_TRUE(signed_bound.errors[0].starts_with(".values[0][memory-gb]: Invalid value: \"+45\": a valid label"));
+  EXPECT_TRUE(parsed("product", "NotIn", {"A100", "L4"}).errors.empty());
+  EXPECT_TRUE(parsed("product", "DoesNotExist", {}).errors.empty());
+
+  EXPECT_THAT(parsed("product", "in", {"H100"}).errors,
+              ::testing::ElementsAre(".operator: Unsupported value: \"in\": supported values: \"In\", \"NotIn\", \"Exists\", "
+                          "\"DoesNotExist\", \"Gt\", \"Lt\""));
+  EXPECT_THAT(parsed("product", "Equals<&>", {}).errors,
+              ::testing::ElementsAre(".operator: Unsupported value: \"Equals\\u003c\\u0026\\u003e\": supported values: \"In\", "
+                          "\"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\""));
+  EXPECT_THAT(parsed("product", "In", {}).errors,
+              ::testing::ElementsAre(".values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"));
+  EXPECT_THAT(parsed("product", "Exists", {"H100", "a\"b"}).errors,
+              ::testing::ElementsAre(".values: Invalid value: [\"H100\",\"a\\\"b\"]: values set must be empty for exists and does "
+                          "not exist",
+                          ".values[1][product]: Invalid value: \"a\\\"b\": a valid label must be an empty string or "
+                          "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                          "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                          "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+  EXPECT_THAT(parsed("memory-gb", "Lt", {"1", "x"}).errors,
+              ::testing::ElementsAre(".values: Invalid value: [\"1\",\"x\"]: for 'Gt', 'Lt' operators, exactly one value is required",
+                          ".values[1]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"));
+  EXPECT_THAT(parsed("a/b/c", "Exists", {}).errors,
+              ::testing::ElementsAre(".key: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, "
+                          "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                          "'my.name',  or '123-abc', regex used for validation is "
+                          "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+                          "(e.g. 'example.com/MyName')"));
+}
+
+TEST(KueueBridge, TolerationOperators) {
+  const auto op = [](std::string text) { return to_core(Toleration{"k", std::move(text), "1", "", {}}).op; };
+  EXPECT_EQ(op(""), twin::TolerationOperator::Equal);
+  EXPECT_EQ(op("Equal"), twin::TolerationOperator::Equal);
+  EXPECT_EQ(op("Exists"), twin::TolerationOperator::Exists);
+  EXPECT_EQ(op("Lt"), twin::TolerationOperator::Lt);
+  EXPECT_EQ(op("Gt"), twin::TolerationOperator::Gt);
+  // Was read as Equal before, which tolerated a taint k=1.
+  EXPECT_EQ(op("equal"), twin::TolerationOperator::Unsupported);
+}
+
 }  // namespace
 }  // namespace gpubank::kueue

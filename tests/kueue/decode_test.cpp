@@ -524,6 +524,75 @@ spec:
                           "be of type integer,string: \"array\""));
 }
 
+TEST(KueueDecode, RequiredNodeAffinityAsTheSchemaChecksIt) {
+  // The Workload CRD requires nodeSelectorTerms, and key and operator in each requirement
+  // (matchFields too); it leaves the operator and the values to whoever reads them.
+  const auto good = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec:
+  podSets:
+  - template:
+      spec:
+        containers: [{name: c}]
+        affinity:
+          podAntiAffinity: {anything: goes}
+          nodeAffinity:
+            preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {}}]
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions:
+                - {key: gpu.example.com/product, operator: In, values: [H100, B200]}
+                - {key: gpu.example.com/memory-gb, operator: sometimes}
+              - matchFields: [{key: metadata.name, operator: In, values: [node-1]}]
+)");
+  ASSERT_TRUE(good.diagnostics.empty()) << good.lines()[0];
+  const auto& terms = good.set.workloads[0].pod_sets[0].spec.required_node_affinity;
+  ASSERT_EQ(terms.size(), 2u);
+  ASSERT_EQ(terms[0].match_expressions.size(), 2u);
+  EXPECT_EQ(terms[0].match_expressions[0].key, "gpu.example.com/product");
+  EXPECT_EQ(terms[0].match_expressions[0].op, "In");
+  EXPECT_THAT(terms[0].match_expressions[0].values, ElementsAre("H100", "B200"));
+  EXPECT_EQ(terms[0].match_expressions[1].op, "sometimes");
+  EXPECT_TRUE(terms[1].match_expressions.empty());  // matchFields are not kept
+
+  const auto bad = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w}
+spec:
+  podSets:
+  - template:
+      spec:
+        containers: [{name: c}]
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions: [{operator: In, values: a}]
+              - matchFields: [{key: metadata.name}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: v}
+spec:
+  podSets:
+  - template:
+      spec:
+        containers: [{name: c}]
+        affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {}}}
+)");
+  const std::string at = "spec.podSets[0].template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+  EXPECT_THAT(bad.messages(),
+              ElementsAre(at + ".nodeSelectorTerms[0].matchExpressions[0].key: Required value",
+                          at + ".nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: \"string\": " + at +
+                              ".nodeSelectorTerms[0].matchExpressions[0].values in body must be of type array: \"string\"",
+                          at + ".nodeSelectorTerms[1].matchFields[0].operator: Required value",
+                          at + ".nodeSelectorTerms: Required value"));
+  EXPECT_TRUE(bad.set.workloads.empty());
+}
+
 TEST(KueueDecode, ConditionsAndStatusFields) {
   const auto d = decode_yaml(R"(
 apiVersion: kueue.x-k8s.io/v1beta2

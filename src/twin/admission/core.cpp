@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "twin/admission/amount.hpp"
+#include "twin/admission/node_match.hpp"
 #include "twin/admission/quota_tree.hpp"
 
 namespace gpubank::twin {
@@ -107,6 +108,8 @@ struct PodSetAssign {
   std::vector<ResourceAssign> flavors;                   // empty: NoFit
   std::vector<std::string> reasons;                      // empty: fits
   bool failed = false;
+  // Status.err: a flavor check could not be evaluated; the last reason is its text.
+  bool error = false;
   NoFitReason no_fit = NoFitReason::None;  // resolveNoFitReason for this pod set
 
   // PodSetAssignment.RepresentativeMode: no reasons is a fit, also for a pod set that got no
@@ -144,10 +147,15 @@ struct Assignment {
     for (const auto& ps : pod_sets) m = std::min(m, ps.mode());
     return m;
   }
-  // Assignment.Message(): per pod set that does not fit, its sorted reasons.
+  // Assignment.Message(): per pod set that does not fit, its sorted reasons; a pod set
+  // with an error has only that said.
   void message(std::string& out) const {
     out.clear();
     for (const auto& ps : pod_sets) {
+      if (ps.error) {
+        out.assign("failed to assign flavors to pod set ").append(*ps.name).append(": ").append(ps.reasons.back());
+        return;
+      }
       if (ps.reasons.empty()) continue;
       if (!out.empty()) out += "; ";
       out.append("couldn't assign flavors to pod set ").append(*ps.name).append(": ");
@@ -456,6 +464,18 @@ class Core final : public AdmissionCore {
       if (ps.min_count) s += '~' + std::to_string(*ps.min_count);  // the hash includes minCount
       for (const auto& [r, v] : ps.requests) s += ';' + r + '=' + std::to_string(v);
       for (const auto& [k, v] : ps.node_selector) s += ";ns:" + k + '=' + v;
+      // Length-prefixed: keys, values and messages may hold any separator.
+      const auto field = [&s](const std::string& text) { s += std::to_string(text.size()) + ':' + text; };
+      for (const auto& term : ps.required_node_affinity) {
+        s += ";term";
+        for (const auto& r : term.match_expressions) {
+          s += ";na" + std::to_string(static_cast<int>(r.op)) + ',' + std::to_string(r.values.size()) + ',' +
+               std::to_string(r.errors.size()) + ',';
+          field(r.key);
+          for (const auto& v : r.values) field(v);
+          for (const auto& e : r.errors) field(e);
+        }
+      }
       for (const auto& t : ps.tolerations) {
         s += ";t:" + t.key + '/' + std::to_string(static_cast<int>(t.op)) + '/' + t.value + '/' +
              (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*");
@@ -1465,33 +1485,29 @@ class Core final : public AdmissionCore {
     return false;
   }
 
-  // checkFlavorForPodSets: taints and node selector against the flavor.
-  [[nodiscard]] std::optional<std::string> flavor_mismatch(int flavor, const PodSetSpec& ps) const {
+  // checkFlavorForPodSets (node_match.hpp), in two parts. Most flavors have no taints and
+  // most pod sets no selector or affinity; then the flavor is not checked at all.
+  [[nodiscard]] bool unconstrained(int flavor, const PodSetSpec& ps) const {
+    return flavors_[at(flavor)].node_taints.empty() && ps.node_selector.empty() && ps.required_node_affinity.empty();
+  }
+  // Whether the flavor refuses the pod set. Why is appended to `reasons`; when the pod
+  // set's affinity could not be parsed, that is the error that ends the search
+  // (Status.err), and `error` is set. Out of line: the search loop stays small.
+  [[gnu::noinline]] bool flavor_refuses(int flavor, const PodSetSpec& ps, std::vector<std::string>& reasons,
+                                        bool& error) {
     const auto& f = flavors_[at(flavor)];
-    auto tolerated = [&](const Taint& t) {
-      auto match = [&](const Toleration& tol) {
-        if (tol.effect && *tol.effect != t.effect) return false;
-        if (tol.key.empty()) return tol.op == TolerationOperator::Exists;
-        if (tol.key != t.key) return false;
-        return tol.op == TolerationOperator::Exists || tol.value == t.value;
-      };
-      return std::any_of(ps.tolerations.begin(), ps.tolerations.end(), match) ||
-             std::any_of(f.tolerations.begin(), f.tolerations.end(), match);
-    };
-    for (const auto& t : f.node_taints) {
-      if (t.effect == TaintEffect::PreferNoSchedule) continue;
-      if (!tolerated(t)) {
-        const char* effect = t.effect == TaintEffect::NoSchedule ? "NoSchedule" : "NoExecute";
-        return "untolerated taint {" + t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + effect +
-               "} in flavor " + f.name;
-      }
+    if (const Taint* t = f.node_taints.empty() ? nullptr : untolerated_taint(f, ps.tolerations)) {
+      reasons.push_back("untolerated taint " + taint_text(*t) + " in flavor " + f.name);
+      return true;
     }
-    // Only the flavor's own label keys take part (flavorSelector).
-    for (const auto& [k, v] : ps.node_selector) {
-      auto it = f.node_labels.find(k);
-      if (it != f.node_labels.end() && it->second != v) return "flavor " + f.name + " doesn't match node affinity";
+    AffinityMatch affinity = match_node_affinity(ps, f.node_labels);
+    if (!affinity.error.empty()) {
+      reasons.push_back(std::move(affinity.error));
+      error = true;
+      return true;
     }
-    return std::nullopt;
+    if (!affinity.matches) reasons.push_back("flavor " + f.name + " doesn't match node affinity");
+    return !affinity.matches;
   }
 
   // FlavorAssigner.assignFlavors without partial admission or TAS.
@@ -1538,6 +1554,7 @@ class Core final : public AdmissionCore {
       for (auto& r : psa.reasons) spare_strings_.push_back(std::move(r));
       psa.reasons.clear();
       psa.failed = false;
+      psa.error = false;
       psa.no_fit = NoFitReason::None;
       std::vector<int>& done_groups = scratch_groups_;  // a pod set touches a few resource groups
       done_groups.clear();
@@ -1557,7 +1574,8 @@ class Core final : public AdmissionCore {
         if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
         done_groups.push_back(group);
         NoFitReason group_no_fit = NoFitReason::None;
-        const auto& flavors = find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, &group_no_fit, psa.reasons);
+        const auto& flavors =
+            find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, &group_no_fit, psa.reasons, psa.error);
         if (flavors.empty()) {
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
@@ -1593,14 +1611,16 @@ class Core final : public AdmissionCore {
   }
 
   // FlavorAssigner.findFlavorForPodSets for one resource group. Why flavors did not fit
-  // is appended to `reasons`, unless one fits.
+  // is appended to `reasons`, unless one fits. A flavor check that fails with an error
+  // ends the search with no flavors and `error` set, and `reasons` is then the error's
+  // text alone.
   // The result lives in a scratch buffer until the next call.
   // pod_set and rid: the pod set's index and the resource the group is searched for, which
   // the nomination mapping is looked up with.
   const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, int group_index, const PodSetSpec& ps,
                                                  std::size_t pod_set, int rid, const PodSetTotals& totals,
                                                  const Usage& assumed, NoFitReason* group_no_fit,
-                                                 std::vector<std::string>& reasons) {
+                                                 std::vector<std::string>& reasons, bool& error) {
     const Queue& q = queues_[at(queue)];
     const Group& group = q.groups[at(group_index)];
     const std::size_t reasons_before = reasons.size();
@@ -1618,9 +1638,16 @@ class Core final : public AdmissionCore {
         why.append(" as it is not found in the nomination mapping for resource ").append(rid_names_[at(rid)]);
         continue;
       }
-      if (auto mismatch = flavor_mismatch(flavor, ps)) {
-        reasons.push_back(*mismatch);
+      if (!unconstrained(flavor, ps) && flavor_refuses(flavor, ps, reasons, error)) {
         attempt_failed(NoFitReason::NoMatchingFlavor);
+        if (error) {  // the error alone stands for this search
+          std::swap(reasons[reasons_before], reasons.back());
+          for (std::size_t i = reasons_before + 1; i < reasons.size(); ++i) spare_strings_.push_back(std::move(reasons[i]));
+          reasons.resize(reasons_before + 1);
+          best.clear();
+          *group_no_fit = NoFitReason::NoMatchingFlavor;
+          return best;
+        }
         continue;
       }
       assignments.clear();

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/timestamp.hpp"
+
 namespace gpubank::twin {
 
 using Amount = std::int64_t;
@@ -66,11 +68,15 @@ enum class FungibilityPolicy { MayStopSearch, TryNextFlavor };
 // flavorFungibility.preference (unset: BorrowingOverPreemption behaviour).
 enum class FungibilityPreference { Unset, BorrowingOverPreemption, PreemptionOverBorrowing };
 enum class TaintEffect { NoSchedule, PreferNoSchedule, NoExecute };
-enum class TolerationOperator { Equal, Exists };
+// core/v1 toleration operators. Lt and Gt compare the values as integers (Kueue passes
+// enableComparisonOperators=true); Unsupported stands for any other operator a pod
+// template may carry (the Workload CRD does not restrict it), which tolerates nothing.
+enum class TolerationOperator { Equal, Exists, Lt, Gt, Unsupported };
 
 struct Taint {
   std::string key, value;
   TaintEffect effect = TaintEffect::NoSchedule;
+  std::optional<Timestamp> time_added;  // timeAdded: only Kueue's message shows it
 };
 
 struct Toleration {
@@ -78,6 +84,24 @@ struct Toleration {
   TolerationOperator op = TolerationOperator::Equal;
   std::string value;
   std::optional<TaintEffect> effect;  // unset: all effects
+};
+
+// core/v1 NodeSelectorRequirement as labels.NewRequirement parses it (src/kueue parses).
+enum class NodeSelectorOperator { In, NotIn, Exists, DoesNotExist, Gt, Lt };
+struct NodeSelectorRequirement {
+  std::string key;
+  NodeSelectorOperator op = NodeSelectorOperator::In;
+  std::vector<std::string> values;
+  std::int64_t bound = 0;  // Gt and Lt: the value as an integer
+  // What parsing the requirement reports, each error without the path of the requirement
+  // (".values: Invalid value: ..."): Kueue reports them only when no term matches, under a
+  // path whose indices count only the requirements kept for the flavor.
+  std::vector<std::string> errors;
+};
+// A nodeSelectorTerm of requiredDuringSchedulingIgnoredDuringExecution. Its matchFields
+// are left out: Kueue's flavorSelector copies only matchExpressions.
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
 };
 
 struct ResourceFlavorSpec {
@@ -147,6 +171,9 @@ struct PodSetSpec {
   // reclaimable pods are taken off; -1: the same as count) down to min_count.
   std::optional<std::int32_t> min_count;
   std::int32_t spec_count = -1;
+  // affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms
+  // (ORed); empty: none.
+  std::vector<NodeSelectorTerm> required_node_affinity;
 };
 
 struct WorkloadSpec {

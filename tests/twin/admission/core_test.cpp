@@ -35,7 +35,7 @@ WorkloadSpec workload(std::string name, std::string cq, Amount gpus, std::int32_
   w.cluster_queue = std::move(cq);
   w.priority = priority;
   w.creation = created;
-  w.pod_sets.push_back(PodSetSpec{"main", 1, {{"nvidia.com/gpu", gpus}}, {}, {}, {}, -1});
+  w.pod_sets.push_back(PodSetSpec{"main", 1, {{"nvidia.com/gpu", gpus}}, {}, {}, {}, -1, {}});
   return w;
 }
 
@@ -871,8 +871,8 @@ TEST(QuotaUpdate, RaisingAGuaranteeAdmitsWhatWaits) {
 TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
   auto core = make({queue("cq", "", {quota("cpu", 10000), quota("memory", 1 << 30), quota("nvidia.com/gpu", 8)})});
   WorkloadSpec w = workload("a", "cq", 0);
-  w.pod_sets[0] = PodSetSpec{"main", 2, {{"cpu", 500}, {"nvidia.com/gpu", 1}}, {}, {}, {}, -1};
-  w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"memory", 1024}}, {}, {}, {}, -1});
+  w.pod_sets[0] = PodSetSpec{"main", 2, {{"cpu", 500}, {"nvidia.com/gpu", 1}}, {}, {}, {}, -1, {}};
+  w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"memory", 1024}}, {}, {}, {}, -1, {}});
   const WorkloadId id = core->submit(w, 0);
   core->run_cycle(3);
 
@@ -915,9 +915,9 @@ TEST(StatusRendering, AdmissionListsEachPodSetWithFlavorsByResourceAndTotals) {
 // 53) no; i=14 (20 + 21 + 11 = 52) no. First fit: i=15.
 WorkloadSpec variable_pod_sets(const std::string& cq) {
   WorkloadSpec w = cpu_workload("new", cq, 0);
-  w.pod_sets = {PodSetSpec{"one", 20, {{"cpu", 1000}}, {}, {}, {}, -1},
-                PodSetSpec{"two", 30, {{"cpu", 1000}}, {}, {}, 10, -1},
-                PodSetSpec{"three", 15, {{"cpu", 1000}}, {}, {}, 5, -1}};
+  w.pod_sets = {PodSetSpec{"one", 20, {{"cpu", 1000}}, {}, {}, {}, -1, {}},
+                PodSetSpec{"two", 30, {{"cpu", 1000}}, {}, {}, 10, -1, {}},
+                PodSetSpec{"three", 15, {{"cpu", 1000}}, {}, {}, 5, -1, {}}};
   return w;
 }
 

@@ -213,7 +213,7 @@ class SeededRun {
         w.priority = kPriorities[draw(5)];
         w.creation = now_ - static_cast<VirtualTime>(draw(3)) * 1000;
         const Amount cpu = (1 + draw(8)) * 500 * shape_.size_scale;
-        w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), {{"cpu", cpu}}, {}, {}, {}, -1});
+        w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), {{"cpu", cpu}}, {}, {}, {}, -1, {}});
         core_->submit(std::move(w), now_);
       }
     }
@@ -289,8 +289,8 @@ class SeededRun {
       w.creation = now_;
       std::vector<std::pair<std::string, Amount>> requests{{"cpu", (1 + draw(8)) * 1000}};
       if (shape_.two_resources && draw(2) != 0) requests.emplace_back("gpu", (1 + draw(4)) * 1000);
-      w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), requests, {}, {}, {}, -1});
-      if (draw(5) == 0) w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"cpu", 1000}}, {}, {}, {}, -1});
+      w.pod_sets.push_back(PodSetSpec{"main", static_cast<std::int32_t>(1 + draw(2)), requests, {}, {}, {}, -1, {}});
+      if (draw(5) == 0) w.pod_sets.push_back(PodSetSpec{"aux", 1, {{"cpu", 1000}}, {}, {}, {}, -1, {}});
       core_->submit(std::move(w), now_);
     }
   }
