@@ -100,7 +100,22 @@ struct PodSetTotals {
   std::vector<std::pair<std::string, Amount>> requests;
   std::vector<int> groups;
   std::vector<int> rids;
+  // The requests' indices in the order Kueue's assignFlavors visits them: resources.
+  // SliceRequests (VectorizedResourceRequests, on by default) keeps requests sorted by the
+  // FNV-1a hash of the name, then the name. The first group that fails in this order is
+  // the one its message names.
+  std::vector<std::uint32_t> kueue_order;
 };
+
+// hashResourceName (pkg/resources/slice_requests.go): 64-bit FNV-1a.
+std::uint64_t fnv1a64(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
 
 struct PodSetAssign {
   const std::string* name = nullptr;  // the workload's pod set name
@@ -1335,6 +1350,12 @@ class Core final : public AdmissionCore {
       t.groups.push_back(g == q.group_by_resource.end() ? -1 : g->second);
       t.rids.push_back(resource_id(r));
     }
+    std::vector<std::pair<std::uint64_t, std::size_t>> keyed;
+    for (std::size_t i = 0; i < out.size(); ++i) keyed.emplace_back(fnv1a64(out[i].first), i);
+    std::sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first < y.first : out[x.second].first < out[y.second].first;
+    });
+    for (const auto& k : keyed) t.kueue_order.push_back(static_cast<std::uint32_t>(k.second));
     return t;
   }
   // ---- partial admission (PodSetResources.ScaledTo, flavorassigner.PodSetReducer) ------------
@@ -1535,6 +1556,7 @@ class Core final : public AdmissionCore {
         scale_requests(from.requests, w.spec.pod_sets[p].count, (*counts)[p], scaled[p].requests);
         scaled[p].groups = from.groups;
         scaled[p].rids = from.rids;
+        scaled[p].kueue_order = from.kueue_order;
       }
       all_totals = &scaled;
     }
@@ -1559,13 +1581,20 @@ class Core final : public AdmissionCore {
       std::vector<int>& done_groups = scratch_groups_;  // a pod set touches a few resource groups
       done_groups.clear();
       bool failed = false;
-      for (std::size_t i = 0; i < t.requests.size(); ++i) {
+      // A group that fails replaces the reasons of the groups before it (assignFlavors sets
+      // groupStatus to the failing search's status).
+      const auto forget_reasons_before = [&](std::size_t end) {
+        for (std::size_t r = 0; r < end; ++r) spare_strings_.push_back(std::move(psa.reasons[r]));
+        psa.reasons.erase(psa.reasons.begin(), psa.reasons.begin() + static_cast<std::ptrdiff_t>(end));
+      };
+      for (const std::uint32_t i : t.kueue_order) {
         const auto& [resource, quantity] = t.requests[i];
         const int group = t.groups[i];
         if (group < 0) {
           // Zero requests for resources the queue lacks never count (#8079); with
           // IgnoreUndeclared none of them does (flavorassigner.IgnoreUndeclaredResources).
           if (quantity == 0 || (options_.quota_check_strategy && options_.ignore_undeclared_resources)) continue;
+          forget_reasons_before(psa.reasons.size());
           psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
           psa.no_fit = NoFitReason::NoMatchingFlavor;
           failed = true;
@@ -1574,9 +1603,11 @@ class Core final : public AdmissionCore {
         if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
         done_groups.push_back(group);
         NoFitReason group_no_fit = NoFitReason::None;
+        const std::size_t reasons_before = psa.reasons.size();
         const auto& flavors =
             find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, &group_no_fit, psa.reasons, psa.error);
         if (flavors.empty()) {
+          forget_reasons_before(reasons_before);
           psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
           break;

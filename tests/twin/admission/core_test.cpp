@@ -158,6 +158,58 @@ TEST(Cycle, MaximumCapacityMessage) {
   EXPECT_FALSE(condition(core->status(w), "Admitted")->status);
 }
 
+// A queue with two resource groups: `first` on flavor default, nvidia.com/gpu on spot.
+ClusterQueueSpec two_groups(const std::string& first, Amount first_nominal, Amount gpus) {
+  ClusterQueueSpec q = queue("a", "", {quota(first, first_nominal)});
+  q.resource_groups.push_back(ResourceGroup{{"nvidia.com/gpu"}, {FlavorQuotas{"spot", {quota("nvidia.com/gpu", gpus)}}}});
+  return q;
+}
+
+TEST(Cycle, OfTwoFailingResourceGroupsTheMessageNamesTheOneKueueVisitsFirst) {
+  // assignFlavors visits a pod set's requests in SliceRequests order, by the FNV-1a hash of
+  // the name: nvidia.com/gpu (0x4f75...) before cpu (0xf5a8...). It stops at the first
+  // group that fails, so only the GPU group is named, though cpu (first by name) fails too.
+  auto core = make({two_groups("cpu", 4000, 4)});
+  WorkloadSpec w = workload("big", "a", 8);
+  w.pod_sets.front().requests = {{"cpu", 8000}, {"nvidia.com/gpu", 8}};
+  const auto id = core->submit(std::move(w), 0);
+  core->run_cycle(0);
+  EXPECT_EQ(condition(core->status(id), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor spot, "
+            "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)");
+}
+
+TEST(Cycle, AFailingResourceGroupReplacesTheReasonsOfTheGroupsBeforeIt) {
+  // memory (0x2e78...) is visited before nvidia.com/gpu: it fits by preempting `low`, with
+  // a reason, and then the GPU group fails. groupStatus becomes the failing search's
+  // status, so the memory reason is not in the message.
+  auto q = two_groups("memory", 100, 4);
+  q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+  auto core = make({q});
+  WorkloadSpec low = workload("low", "a", 0, 1);
+  low.pod_sets.front().requests = {{"memory", 100}};
+  const auto low_id = core->submit(std::move(low), 0);
+  core->run_cycle(0);
+  ASSERT_TRUE(admitted(*core, low_id));
+  WorkloadSpec high = workload("high", "a", 8, 10, 1);
+  high.pod_sets.front().requests = {{"memory", 50}, {"nvidia.com/gpu", 8}};
+  const auto high_id = core->submit(std::move(high), 1);
+  const CycleResult r = core->run_cycle(1);
+  EXPECT_TRUE(r.evicted.empty());
+  EXPECT_EQ(condition(core->status(high_id), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor spot, "
+            "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)");
+  // With the GPUs in range, the memory group's reason is there, and `low` is preempted.
+  WorkloadSpec fitting = workload("fitting", "a", 4, 10, 2);
+  fitting.pod_sets.front().requests = {{"memory", 50}, {"nvidia.com/gpu", 4}};
+  const auto fitting_id = core->submit(std::move(fitting), 2);
+  core->run_cycle(2);
+  EXPECT_EQ(core->status(low_id).phase, WorkloadPhase::Evicted);
+  EXPECT_EQ(condition(core->status(fitting_id), "QuotaReserved")->message,
+            "couldn't assign flavors to pod set main: insufficient unused quota for memory in flavor default, 50 more "
+            "needed. Pending the preemption of 1 workload(s)");
+}
+
 TEST(Cycle, PodSetTotalsSaturateLikeKueuesScaledUp) {
   // 2^62 GPUs per pod times 4 pods does not fit in int64: Kueue's SaturatingMul makes it
   // the largest Amount (no wrap-around to a small or negative request).
