@@ -67,6 +67,14 @@ const char* human_reason(std::string_view reason) {
 // flavorassigner reasonSeverity: how a NoFit is reported, least to most severe.
 enum class NoFitReason { None = 0, WaitingForQuota = 2, ExceedsMaxQuota = 3, NoMatchingFlavor = 4 };
 
+// One resource group's flavor search, as resolveNoFitReason reads its attempts: the least
+// severe reason among the flavors that did not fit (None: none), and whether any flavor
+// was attempted (a flavor skipped by the nomination mapping is not).
+struct FlavorAttempts {
+  NoFitReason least = NoFitReason::None;
+  bool any = false;
+};
+
 using Usage = std::vector<std::pair<int, Amount>>;  // by flavor-resource index, sorted, merged
 
 void add_to(Usage& u, int fr, Amount v) {
@@ -125,7 +133,11 @@ struct PodSetAssign {
   bool failed = false;
   // Status.err: a flavor check could not be evaluated; the last reason is its text.
   bool error = false;
-  NoFitReason no_fit = NoFitReason::None;  // resolveNoFitReason for this pod set
+  // resolveNoFitReason for this pod set: over the resource groups searched, the most
+  // severe of each group's least severe NoFit flavor attempt; and whether any flavor was
+  // attempted at all (a pod set without attempts is NoMatchingFlavor).
+  NoFitReason no_fit = NoFitReason::None;
+  bool attempted = false;
 
   // PodSetAssignment.RepresentativeMode: no reasons is a fit, also for a pod set that got no
   // flavor because it counts nothing the queue checks (no requests, or only undeclared ones
@@ -151,7 +163,7 @@ struct Assignment {
   [[nodiscard]] NoFitReason no_fit_reason() const {
     NoFitReason r = NoFitReason::None;
     for (const auto& ps : pod_sets) {
-      if (ps.mode() == Mode::NoFit) r = std::max(r, ps.no_fit == NoFitReason::None ? NoFitReason::NoMatchingFlavor : ps.no_fit);
+      if (ps.mode() == Mode::NoFit) r = std::max(r, ps.attempted ? ps.no_fit : NoFitReason::NoMatchingFlavor);
     }
     return r;
   }
@@ -1578,6 +1590,7 @@ class Core final : public AdmissionCore {
       psa.failed = false;
       psa.error = false;
       psa.no_fit = NoFitReason::None;
+      psa.attempted = false;
       std::vector<int>& done_groups = scratch_groups_;  // a pod set touches a few resource groups
       done_groups.clear();
       bool failed = false;
@@ -1596,19 +1609,20 @@ class Core final : public AdmissionCore {
           if (quantity == 0 || (options_.quota_check_strategy && options_.ignore_undeclared_resources)) continue;
           forget_reasons_before(psa.reasons.size());
           psa.reasons.push_back("resource " + resource + " unavailable in ClusterQueue");
-          psa.no_fit = NoFitReason::NoMatchingFlavor;
           failed = true;
           break;
         }
         if (std::find(done_groups.begin(), done_groups.end(), group) != done_groups.end()) continue;
         done_groups.push_back(group);
-        NoFitReason group_no_fit = NoFitReason::None;
+        FlavorAttempts attempts;
         const std::size_t reasons_before = psa.reasons.size();
         const auto& flavors =
-            find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, &group_no_fit, psa.reasons, psa.error);
+            find_flavor(id, queue, group, ps, p, t.rids[i], t, a.usage, attempts, psa.reasons, psa.error);
+        // Attempts count whether or not the group found a flavor (mergeFlavorAttemptsForResource).
+        psa.no_fit = std::max(psa.no_fit, attempts.least);
+        psa.attempted = psa.attempted || attempts.any;
         if (flavors.empty()) {
           forget_reasons_before(reasons_before);
-          psa.no_fit = std::max(psa.no_fit, group_no_fit);
           failed = true;
           break;
         }
@@ -1650,7 +1664,7 @@ class Core final : public AdmissionCore {
   // the nomination mapping is looked up with.
   const std::vector<ResourceAssign>& find_flavor(WorkloadId id, int queue, int group_index, const PodSetSpec& ps,
                                                  std::size_t pod_set, int rid, const PodSetTotals& totals,
-                                                 const Usage& assumed, NoFitReason* group_no_fit,
+                                                 const Usage& assumed, FlavorAttempts& attempts,
                                                  std::vector<std::string>& reasons, bool& error) {
     const Queue& q = queues_[at(queue)];
     const Group& group = q.groups[at(group_index)];
@@ -1662,13 +1676,15 @@ class Core final : public AdmissionCore {
     // resolveNoFitReason: the least severe reason among this group's NoFit flavor attempts.
     std::optional<NoFitReason> least;
     auto attempt_failed = [&](NoFitReason r) { least = least ? std::min(*least, r) : r; };
+    const auto report = [&] { attempts.least = least.value_or(NoFitReason::None); };
     for (int flavor : group.flavors) {
-      if (pinned_ != nullptr && !pinned(pod_set, rid, flavor)) {
+      if (pinned_ != nullptr && !pinned(pod_set, rid, flavor)) {  // skipped: no attempt
         std::string& why = reasons.emplace_back(spare_string());
         why.append("skipping flavor ").append(flavors_[at(flavor)].name);
         why.append(" as it is not found in the nomination mapping for resource ").append(rid_names_[at(rid)]);
         continue;
       }
+      attempts.any = true;
       if (!unconstrained(flavor, ps) && flavor_refuses(flavor, ps, reasons, error)) {
         attempt_failed(NoFitReason::NoMatchingFlavor);
         if (error) {  // the error alone stands for this search
@@ -1676,7 +1692,7 @@ class Core final : public AdmissionCore {
           for (std::size_t i = reasons_before + 1; i < reasons.size(); ++i) spare_strings_.push_back(std::move(reasons[i]));
           reasons.resize(reasons_before + 1);
           best.clear();
-          *group_no_fit = NoFitReason::NoMatchingFlavor;
+          report();
           return best;
         }
         continue;
@@ -1713,13 +1729,13 @@ class Core final : public AdmissionCore {
         best_mode = rep;
       }
     }
+    report();
     if (best_mode.p == PMode::Fit) {
       for (std::size_t i = reasons_before; i < reasons.size(); ++i) spare_strings_.push_back(std::move(reasons[i]));
       reasons.resize(reasons_before);
       return best;
     }
     if (best_mode.p == PMode::NoFit) best.clear();
-    *group_no_fit = least.value_or(NoFitReason::NoMatchingFlavor);
     return best;
   }
 

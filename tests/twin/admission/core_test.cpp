@@ -210,6 +210,37 @@ TEST(Cycle, AFailingResourceGroupReplacesTheReasonsOfTheGroupsBeforeIt) {
             "needed. Pending the preemption of 1 workload(s)");
 }
 
+TEST(Cycle, TheGranularReasonCountsFlavorAttemptsOfGroupsThatFitted) {
+  // resolveNoFitReason merges the attempts of every group searched: per group the least
+  // severe NoFit attempt, across groups the most severe. memory (searched first) fits on
+  // f2 after f1 refused it on a taint (NoMatchingFlavor); the GPU group then exceeds its
+  // maximum capacity. The message names the GPUs only, yet the reason is NoMatchingFlavor,
+  // from memory's f1.
+  ClusterQueueSpec q = queue("a", "", {quota("memory", 100)}, "f1");
+  q.resource_groups[0].flavors.push_back(FlavorQuotas{"f2", {quota("memory", 100)}});
+  q.resource_groups.push_back(ResourceGroup{{"nvidia.com/gpu"}, {FlavorQuotas{"g1", {quota("nvidia.com/gpu", 4)}}}});
+  ResourceFlavorSpec tainted{"f1", {}, {Taint{"spot", "true", TaintEffect::NoSchedule, std::nullopt}}, {}};
+  auto made = AdmissionCore::create({}, {tainted, ResourceFlavorSpec{"f2", {}, {}, {}}, ResourceFlavorSpec{"g1", {}, {}, {}}},
+                                    {}, {q});
+  ASSERT_TRUE(made.ok());
+  auto core = std::move(made).value();
+  WorkloadSpec w = workload("w", "a", 5);
+  w.pod_sets.front().requests = {{"memory", 50}, {"nvidia.com/gpu", 5}};
+  const auto id = core->submit(std::move(w), 0);
+  const auto gpus_id = core->submit(workload("gpus-only", "a", 5, 0, 1), 1);
+  core->run_cycle(1);
+  core->run_cycle(2);  // one head per queue and cycle
+  const WorkloadStatus status = core->status(id);
+  const Condition* c = condition(status, "QuotaReserved");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->message,
+            "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor g1, previously "
+            "considered podsets requests (0) + current podset request (5) > maximum capacity (4)");
+  EXPECT_EQ(c->reason, "NoMatchingFlavor");
+  // Without memory only the GPU group is searched: ExceedsMaxQuota.
+  EXPECT_EQ(condition(core->status(gpus_id), "QuotaReserved")->reason, "ExceedsMaxQuota");
+}
+
 TEST(Cycle, PodSetTotalsSaturateLikeKueuesScaledUp) {
   // 2^62 GPUs per pod times 4 pods does not fit in int64: Kueue's SaturatingMul makes it
   // the largest Amount (no wrap-around to a small or negative request).
