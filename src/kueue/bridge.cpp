@@ -5,7 +5,6 @@
 #include <limits>
 #include <set>
 
-#include "core/utf8.hpp"
 #include "kueue/amounts.hpp"
 #include "kueue/reader.hpp"
 #include "kueue/requests.hpp"
@@ -194,64 +193,6 @@ twin::Toleration to_core(const Toleration& t) {
   return out;
 }
 
-namespace {
-
-// Go's encoding/json text of a string: HTML characters and the line separators escaped
-// as \uXXXX, and bytes that are not UTF-8 replaced by U+FFFD (field.Error prints values
-// that are neither numbers nor Go strings this way).
-std::string go_json(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            out += "\\u00";
-            out += kHex[c >> 4];
-            out += kHex[c & 0xf];
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-      ++i;
-      continue;
-    }
-    const std::size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    const std::string_view sequence = text.substr(i, length);
-    if (sequence == "\u2028" || sequence == "\u2029") {
-      out += sequence == "\u2028" ? "\\u2028" : "\\u2029";
-    } else {
-      out += sequence;
-    }
-    i += length;
-  }
-  return out + "\"";
-}
-
-std::string go_json(const std::vector<std::string>& values) {
-  if (values.empty()) return "null";  // the API server stores an empty list as absent
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i > 0 ? "," : "") + go_json(values[i]);
-  return out + "]";
-}
-
-}  // namespace
-
 twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
   using Op = twin::NodeSelectorOperator;
   twin::NodeSelectorRequirement out;
@@ -266,7 +207,7 @@ twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
   const auto op = kOperators.find(written.op);
   if (op == kOperators.end()) {
     // nodeSelectorRequirementsAsSelector, before labels.NewRequirement is called.
-    out.errors.push_back(".operator: Unsupported value: " + go_json(written.op) +
+    out.errors.push_back(".operator: Unsupported value: " + detail::go_json(written.op) +
                          ": supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"");
     return out;
   }
@@ -281,16 +222,16 @@ twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
   switch (out.op) {
     case Op::In:
     case Op::NotIn:
-      if (values.empty()) invalid(".values", go_json(values), "for 'in', 'notin' operators, values set can't be empty");
+      if (values.empty()) invalid(".values", detail::go_json(values), "for 'in', 'notin' operators, values set can't be empty");
       break;
     case Op::Exists:
     case Op::DoesNotExist:
-      if (!values.empty()) invalid(".values", go_json(values), "values set must be empty for exists and does not exist");
+      if (!values.empty()) invalid(".values", detail::go_json(values), "values set must be empty for exists and does not exist");
       break;
     case Op::Gt:
     case Op::Lt:
       if (values.size() != 1) {
-        invalid(".values", go_json(values), "for 'Gt', 'Lt' operators, exactly one value is required");
+        invalid(".values", detail::go_json(values), "for 'Gt', 'Lt' operators, exactly one value is required");
       }
       for (std::size_t i = 0; i < values.size(); ++i) {
         const auto bound = twin::parse_int_base10(values[i]);

@@ -250,11 +250,7 @@ std::vector<ResourceGroup> read_resource_groups(Reader& r, const Node* node, con
               for (std::size_t k = 0; k < ritems->items.size(); ++k) {
                 MapReader q(r, ritems->items[k], detail::index(rpath, k));
                 ResourceQuota quota;
-                if (const Node* n = q.get("name")) {
-                  if (auto name = detail::read_string(r, n, q.child("name"))) quota.name = *name;
-                } else if (q.ok()) {
-                  q.missing("name");
-                }
+                if (auto name = q.required_string("name")) quota.name = *name;
                 if (const Node* n = q.get("nominalQuota")) {
                   if (auto v = detail::read_quantity(r, n, q.child("nominalQuota"))) quota.nominal_quota = *v;
                 } else if (q.ok()) {
@@ -351,11 +347,7 @@ void read_resource_flavor(MapReader& top, ResourceFlavor& rf) {
       MapReader t(r, taints->items[i], detail::index("spec.nodeTaints", i));
       if (!t.ok()) continue;
       Taint taint;
-      if (const Node* n = t.get("key")) {
-        if (auto v = detail::read_string(r, n, t.child("key"))) taint.key = *v;
-      } else {
-        t.missing("key");
-      }
+      if (auto v = t.required_string("key")) taint.key = *v;
       if (auto v = detail::read_string(r, t.get("value"), t.child("value"))) taint.value = *v;
       if (const Node* n = t.get("effect")) {
         if (auto v = detail::read_string(r, n, t.child("effect"))) {
@@ -662,11 +654,7 @@ std::vector<Container> read_containers(Reader& r, const Node* node, const std::s
     MapReader c(r, list->items[i], detail::index(path, i), false);
     if (!c.ok()) continue;
     Container container;
-    if (const Node* n = c.get("name")) {
-      if (auto v = detail::read_string(r, n, c.child("name"))) container.name = *v;
-    } else {
-      c.missing("name");
-    }
+    if (auto v = c.required_string("name")) container.name = *v;
     if (const Node* n = c.get("resources")) container.resources = read_requirements(r, *n, c.child("resources"));
     if (auto v = detail::read_string(r, c.get("restartPolicy"), c.child("restartPolicy"))) container.restart_policy = *v;
     names.push_back(container.name);
@@ -688,16 +676,8 @@ std::vector<NodeSelectorRequirement> read_node_selector_requirements(Reader& r, 
     MapReader e(r, list->items[i], detail::index(path, i), false);
     if (!e.ok()) continue;
     NodeSelectorRequirement req;
-    if (const Node* n = e.get("key")) {
-      if (auto v = detail::read_string(r, n, e.child("key"))) req.key = *v;
-    } else {
-      e.missing("key");
-    }
-    if (const Node* n = e.get("operator")) {
-      if (auto v = detail::read_string(r, n, e.child("operator"))) req.op = *v;
-    } else {
-      e.missing("operator");
-    }
+    if (auto v = e.required_string("key")) req.key = *v;
+    if (auto v = e.required_string("operator")) req.op = *v;
     if (const Node* values = detail::list_node(r, e.get("values"), e.child("values"), 0, -1)) {
       for (std::size_t j = 0; j < values->items.size(); ++j) {
         if (auto v = detail::read_string(r, &values->items[j], detail::index(e.child("values"), j))) {
@@ -1014,11 +994,7 @@ void read_workload(MapReader& top, Workload& wl) {
         for (std::size_t i = 0; i < list->items.size(); ++i) {
           MapReader p(r, list->items[i], detail::index(rpath, i));
           ReclaimablePod rp;
-          if (const Node* n = p.get("name")) {
-            if (auto v = detail::read_string(r, n, p.child("name"))) rp.name = *v;
-          } else if (p.ok()) {
-            p.missing("name");
-          }
+          if (auto v = p.required_string("name")) rp.name = *v;
           if (const Node* n = p.get("count")) {
             if (auto v = detail::read_int32(r, n, p.child("count")); v && detail::check_minimum(r, *n, p.child("count"), *v, 0)) {
               rp.count = *v;

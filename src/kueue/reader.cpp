@@ -4,6 +4,7 @@
 #include <limits>
 #include <tuple>
 
+#include "core/utf8.hpp"
 #include "kueue/decode.hpp"
 
 namespace gpubank::kueue::detail {
@@ -34,6 +35,57 @@ std::string_view json_type(const doc::Node& node) {
     case doc::NodeType::Mapping: return "object";
   }
   return "null";
+}
+
+std::string go_json(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xf];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    const std::string_view sequence = text.substr(i, length);
+    if (sequence == "\u2028" || sequence == "\u2029") {
+      out += sequence == "\u2028" ? "\\u2028" : "\\u2029";
+    } else {
+      out += sequence;
+    }
+    i += length;
+  }
+  return out + "\"";
+}
+
+std::string go_json(const std::vector<std::string>& values) {
+  if (values.empty()) return "null";  // the API server stores an empty list as absent
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i > 0 ? "," : "") + go_json(values[i]);
+  return out + "]";
 }
 
 std::string go_quote(std::string_view text) {
@@ -171,6 +223,16 @@ void MapReader::accept(std::initializer_list<std::string_view> keys) {
 
 void MapReader::missing(std::string_view key, std::string_view detail) {
   reader.required(node_.pos, child(key), detail);
+}
+
+std::optional<std::string> MapReader::required_string(std::string_view key) {
+  if (!ok_) return std::nullopt;
+  const doc::Node* n = get(key);
+  if (n == nullptr) {
+    missing(key);
+    return std::nullopt;
+  }
+  return read_string(reader, n, child(key));
 }
 
 void MapReader::finish() {

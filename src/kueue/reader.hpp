@@ -36,6 +36,11 @@ std::string map_key(const std::string& path, std::string_view key);
 std::string_view json_type(const doc::Node& node);
 // Go's %q of a string (as field.Error prints string values).
 std::string go_quote(std::string_view text);
+// Go's encoding/json text of a string, and of a list of strings (field.Error prints other
+// values so): '<', '>', '&', U+2028 and U+2029 escaped as \uXXXX, bytes that are not UTF-8
+// as \ufffd. An empty list is "null": the API server stores it as absent.
+std::string go_json(std::string_view text);
+std::string go_json(const std::vector<std::string>& values);
 
 // The pattern Kubernetes' generated CRDs use for references to named objects (a DNS-1123
 // subdomain), and the one of a DNS-1123 label.
@@ -101,6 +106,9 @@ class MapReader {
   void accept(std::initializer_list<std::string_view> keys);
   // `required` on a missing key: "Required value" at the key's path.
   void missing(std::string_view key, std::string_view detail = {});
+  // A string field the schema requires: read, or reported missing (nullopt either way
+  // when absent or not a string, or when this node is not a mapping).
+  std::optional<std::string> required_string(std::string_view key);
   void finish();
 
   Reader& reader;
