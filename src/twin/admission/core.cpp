@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/fnv1a.hpp"
 #include "twin/admission/amount.hpp"
 #include "twin/admission/node_match.hpp"
 #include "twin/admission/quota_tree.hpp"
@@ -115,15 +116,6 @@ struct PodSetTotals {
   std::vector<std::uint32_t> kueue_order;
 };
 
-// hashResourceName (pkg/resources/slice_requests.go): 64-bit FNV-1a.
-std::uint64_t fnv1a64(std::string_view s) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 struct PodSetAssign {
   const std::string* name = nullptr;  // the workload's pod set name
@@ -1363,6 +1355,7 @@ class Core final : public AdmissionCore {
       t.rids.push_back(resource_id(r));
     }
     std::vector<std::pair<std::uint64_t, std::size_t>> keyed;
+    // hashResourceName (pkg/resources/slice_requests.go) is 64-bit FNV-1a.
     for (std::size_t i = 0; i < out.size(); ++i) keyed.emplace_back(fnv1a64(out[i].first), i);
     std::sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
       return x.first != y.first ? x.first < y.first : out[x.second].first < out[y.second].first;

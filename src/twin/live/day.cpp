@@ -6,6 +6,8 @@
 
 #include <date/tz.h>
 
+#include "core/fnv1a.hpp"
+
 namespace gpubank::twin::live {
 
 std::uint64_t SeededRandom::next() {
@@ -25,14 +27,6 @@ std::int64_t SeededRandom::between(std::int64_t lo, std::int64_t hi) {
 
 double SeededRandom::exponential(double mean) { return -mean * std::log1p(-uniform()); }
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 namespace {
 
@@ -178,7 +172,7 @@ run::Scenario make_day(const policy::PolicySet& policies, const DayOptions& opti
     const policy::Group* group = guardrails->find_group(q.business_group);
     if (pool == nullptr || group == nullptr) continue;
     // Each queue draws from its own stream, so adding a policy does not reshuffle the others.
-    SeededRandom own(rng.next() ^ fnv1a(p.name()));
+    SeededRandom own(rng.next() ^ fnv1a64(p.name()));
     const int per_node = pool->gpus_per_node.value_or(8);
     if (pool->role == policy::PoolRole::Training || pool->role == policy::PoolRole::Batch) {
       const double demand = options.load * std::max(q.guaranteed, 8);

@@ -75,8 +75,6 @@ class SeededRandom {
   std::uint64_t state_;
 };
 
-// FNV-1a: a name's hash that is the same with every standard library (seeds per name).
-[[nodiscard]] std::uint64_t fnv1a(std::string_view text);
 
 // The day's workloads, sorted by arrival time then name; errors when the policies hold no
 // guardrails.

@@ -6,6 +6,7 @@
 
 #include <date/tz.h>
 
+#include "core/fnv1a.hpp"
 #include "metrics/histogram.hpp"
 #include "twin/inference/vllm_metrics.hpp"
 
@@ -260,7 +261,7 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
     const double capacity = replica_capacity_rps(s.service->costs());
     s.peak_rps = capacity * sized * day.serving_load;
     s.capacity_tokens_per_ms = capacity * (kPromptTokensMean + kOutputTokensMean) / 1000.0;
-    const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a(p.name())).next();
+    const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a64(p.name())).next();
     if (trace != nullptr) {
       const double recorded = trace_rps(*trace);
       if (!(recorded > 0)) return Unexpected{"the LLM trace has no request in its first hour"};

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "core/fnv1a.hpp"
+
 namespace gpubank::twin::telemetry {
 
 namespace {
@@ -42,13 +44,6 @@ bool contains_ci(std::string_view text, std::string_view word) {
   return false;
 }
 
-std::uint64_t fnv1a(std::string_view text, std::uint64_t h = 0xcbf29ce484222325ULL) {
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // An integer in [lo, hi] from the high 32 bits of a hash (multiply-shift, no modulo).
 std::int64_t pick(std::uint64_t h, std::int64_t lo, std::int64_t hi) {
@@ -294,12 +289,12 @@ GpuModelSpec mig_instance_spec(const GpuModelSpec& gpu, std::int64_t memory_mib)
 }
 
 std::uint64_t device_key(std::string_view node, int gpu_index, int gpu_instance) {
-  std::uint64_t h = fnv1a(node);
+  std::uint64_t h = fnv1a64(node);
   h = splitmix64(h ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(gpu_index)));
   return splitmix64(h ^ (static_cast<std::uint64_t>(static_cast<std::int64_t>(gpu_instance)) * 0x9e3779b97f4a7c15ULL));
 }
 
-std::uint64_t workload_key(std::string_view workload) { return splitmix64(fnv1a(workload)); }
+std::uint64_t workload_key(std::string_view workload) { return splitmix64(fnv1a64(workload)); }
 
 std::string_view to_string(Profile profile) {
   switch (profile) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/fnv1a.hpp"
+
 namespace gpubank::twin::trace {
 
 // splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
@@ -18,14 +20,7 @@ namespace gpubank::twin::trace {
 }
 
 // FNV-1a over the bytes of `text`, then mixed: a stable hash of a name.
-[[nodiscard]] constexpr std::uint64_t hash_text(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return mix64(h);
-}
+[[nodiscard]] constexpr std::uint64_t hash_text(std::string_view text) { return mix64(fnv1a64(text)); }
 
 // The hash of (seed, purpose, key, index): `purpose` keeps the draws of different rules
 // (group, checkpointable, jitter, ...) independent of each other.
