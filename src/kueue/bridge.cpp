@@ -213,10 +213,14 @@ twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
   }
   out.op = op->second;
   // labels.NewRequirement, in its order: the key, the values for the operator, each value.
+  // validateLabelKey / validateLabelValue: one error with the messages joined by "; ".
+  const auto joined = [](const std::vector<std::string>& errors) {
+    std::string text;
+    for (const auto& e : errors) text += (text.empty() ? "" : "; ") + e;
+    return text;
+  };
   if (const auto errors = detail::label_key_errors(written.key); !errors.empty()) {
-    std::string joined;
-    for (const auto& e : errors) joined += (joined.empty() ? "" : "; ") + e;
-    invalid(".key", detail::go_quote(written.key), joined);
+    invalid(".key", detail::go_quote(written.key), joined(errors));
   }
   const auto& values = written.values;
   switch (out.op) {
@@ -246,9 +250,7 @@ twin::NodeSelectorRequirement to_core(const NodeSelectorRequirement& written) {
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (const auto errors = detail::label_value_errors(values[i]); !errors.empty()) {
-      std::string joined;
-      for (const auto& e : errors) joined += (joined.empty() ? "" : "; ") + e;
-      invalid(".values[" + std::to_string(i) + "][" + written.key + "]", detail::go_quote(values[i]), joined);
+      invalid(".values[" + std::to_string(i) + "][" + written.key + "]", detail::go_quote(values[i]), joined(errors));
     }
   }
   return out;

@@ -678,13 +678,7 @@ std::vector<NodeSelectorRequirement> read_node_selector_requirements(Reader& r, 
     NodeSelectorRequirement req;
     if (auto v = e.required_string("key")) req.key = *v;
     if (auto v = e.required_string("operator")) req.op = *v;
-    if (const Node* values = detail::list_node(r, e.get("values"), e.child("values"), 0, -1)) {
-      for (std::size_t j = 0; j < values->items.size(); ++j) {
-        if (auto v = detail::read_string(r, &values->items[j], detail::index(e.child("values"), j))) {
-          req.values.push_back(*v);
-        }
-      }
-    }
+    req.values = detail::read_strings(r, e.get("values"), e.child("values"));
     out.push_back(std::move(req));
   }
   return out;

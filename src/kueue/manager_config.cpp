@@ -18,17 +18,6 @@ void not_modelled(Reader& r, const doc::Node& n, const std::string& path, std::s
   r.report(kRuleConfigNotModelled, n.pos, path, std::string(what), Severity::Warning);
 }
 
-// A list of strings (no other checks).
-std::vector<std::string> read_strings(Reader& r, const doc::Node* n, const std::string& path) {
-  std::vector<std::string> out;
-  if (const doc::Node* list = list_node(r, n, path, 0, -1)) {
-    for (std::size_t i = 0; i < list->items.size(); ++i) {
-      if (auto v = read_string(r, &list->items[i], index(path, i))) out.push_back(std::move(*v));
-    }
-  }
-  return out;
-}
-
 // pkg/config validateFairSharing: the strategies must be one of three lists.
 std::optional<std::vector<twin::FairSharingStrategy>> read_strategies(Reader& r, const doc::Node* n,
                                                                        const std::string& path) {

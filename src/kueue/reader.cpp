@@ -363,6 +363,16 @@ std::optional<std::string> read_reference(Reader& r, const doc::Node* n, const s
   return text;
 }
 
+std::vector<std::string> read_strings(Reader& r, const doc::Node* n, const std::string& path) {
+  std::vector<std::string> out;
+  if (const doc::Node* list = list_node(r, n, path, 0, -1)) {
+    for (std::size_t i = 0; i < list->items.size(); ++i) {
+      if (auto v = read_string(r, &list->items[i], index(path, i))) out.push_back(std::move(*v));
+    }
+  }
+  return out;
+}
+
 std::optional<std::map<std::string, std::string>> read_string_map(Reader& r, const doc::Node* n,
                                                                   const std::string& path) {
   if (n == nullptr) return std::nullopt;

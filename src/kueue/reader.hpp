@@ -139,6 +139,8 @@ std::optional<std::string> read_reference(Reader& r, const doc::Node* n, const s
 // A string checked against a maximum and minimum length.
 std::optional<std::string> read_bounded_string(Reader& r, const doc::Node* n, const std::string& path,
                                                std::size_t min_length, std::size_t max_length);
+// A list of strings, each checked for its type only; absent: empty.
+std::vector<std::string> read_strings(Reader& r, const doc::Node* n, const std::string& path);
 std::optional<std::map<std::string, std::string>> read_string_map(Reader& r, const doc::Node* n,
                                                                   const std::string& path);
 std::optional<std::map<std::string, Quantity>> read_quantity_map(Reader& r, const doc::Node* n,

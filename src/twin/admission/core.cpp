@@ -116,7 +116,6 @@ struct PodSetTotals {
   std::vector<std::uint32_t> kueue_order;
 };
 
-
 struct PodSetAssign {
   const std::string* name = nullptr;  // the workload's pod set name
   std::int32_t count = 0;             // its pods in this assignment (fewer: partial admission)
@@ -1522,7 +1521,7 @@ class Core final : public AdmissionCore {
   [[gnu::noinline]] bool flavor_refuses(int flavor, const PodSetSpec& ps, std::vector<std::string>& reasons,
                                         bool& error) {
     const auto& f = flavors_[at(flavor)];
-    if (const Taint* t = f.node_taints.empty() ? nullptr : untolerated_taint(f, ps.tolerations)) {
+    if (const Taint* t = untolerated_taint(f, ps.tolerations)) {
       reasons.push_back("untolerated taint " + taint_text(*t) + " in flavor " + f.name);
       return true;
     }
