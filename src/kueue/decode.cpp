@@ -1091,7 +1091,7 @@ bool decode_object(const Node& root, Source source, ObjectSet& out, Diagnostics&
   switch (*kind) {
     case Kind::ResourceFlavor:
       return add_object<ResourceFlavor>(top, *kind, std::move(source), ctx, positions, out.resource_flavors,
-                                        &read_resource_flavor, nullptr);
+                                        &read_resource_flavor, &detail::webhook_resource_flavor);
     case Kind::Cohort:
       return add_object<Cohort>(top, *kind, std::move(source), ctx, positions, out.cohorts, &read_cohort,
                                 &detail::webhook_cohort);

@@ -1,10 +1,11 @@
 // Kueue's pkg/webhooks (clusterqueue_webhook.go, cohort_webhook.go, common.go,
-// workload_webhook.go) at the reference commit, with the default feature gates
+// resourceflavor_webhook.go, workload_webhook.go) at the reference commit, with the default feature gates
 // (WorkloadValidateResourcesAreNonNegative and PartialAdmission on). Messages are the
 // field.Error bodies those webhooks return.
 #include "kueue/webhook.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kueue/decode.hpp"
@@ -196,6 +197,54 @@ void webhook_cluster_queue(Reader& r, const doc::SourceMap& positions, const Clu
   validate_resource_groups(w, cq.resource_groups, config, "spec.resourceGroups");
   validate_fair_sharing(w, cq.fair_weight, "spec.fairSharing");
   validate_totals(w, cq.resource_groups, "spec.resourceGroups");
+}
+
+namespace {
+
+// corev1.Taint as encoding/json writes it (field.Duplicate shows the taint so): its fields
+// in declaration order, value and timeAdded left out when empty, timeAdded as metav1.Time
+// marshals it (RFC 3339 in UTC, whole seconds).
+std::string taint_json(const Taint& t) {
+  std::string s = "{\"key\":" + go_json(t.key);
+  if (!t.value.empty()) s += ",\"value\":" + go_json(t.value);
+  s += ",\"effect\":" + go_json(t.effect);
+  if (t.time_added) {
+    s += ",\"timeAdded\":" + go_json(format_rfc3339(std::chrono::floor<std::chrono::seconds>(*t.time_added)));
+  }
+  return s + "}";
+}
+
+}  // namespace
+
+// ValidateResourceFlavor: metavalidation.ValidateLabels on nodeLabels, validateNodeTaints
+// and validateTolerations (the toleration key only; the CRD's rules check the rest).
+void webhook_resource_flavor(Reader& r, const doc::SourceMap& positions, const ResourceFlavor& rf) {
+  Webhook w{r, positions};
+  // Go ranges over the label map in random order; the twin goes by key.
+  for (const auto& [key, value] : rf.node_labels) {
+    for (const auto& message : label_key_errors(key)) w.invalid("spec.nodeLabels", go_quote(key), message);
+    for (const auto& message : label_value_errors(value)) w.invalid("spec.nodeLabels", go_quote(value), message);
+  }
+  std::map<std::string, std::set<std::string>> keys_by_effect;
+  for (std::size_t i = 0; i < rf.node_taints.size(); ++i) {
+    const Taint& t = rf.node_taints[i];
+    const std::string path = index("spec.nodeTaints", i);
+    for (const auto& message : label_key_errors(t.key)) w.invalid(join(path, "key"), go_quote(t.key), message);
+    if (const auto errors = label_value_errors(t.value); !errors.empty()) {
+      std::string joined;
+      for (const auto& e : errors) joined.append(joined.empty() ? "" : ";").append(e);
+      w.invalid(join(path, "value"), go_quote(t.value), joined);
+    }
+    if (!keys_by_effect[t.effect].insert(t.key).second) {
+      w.report(path, "Duplicate value: " + taint_json(t) + ": taints must be unique by key and effect pair");
+    }
+  }
+  for (std::size_t i = 0; i < rf.tolerations.size(); ++i) {
+    const std::string& key = rf.tolerations[i].key;
+    if (key.empty()) continue;
+    const std::string path = join(index("spec.tolerations", i), "key");
+    for (const auto& message : label_key_errors(key)) w.invalid(path, go_quote(key), message);
+  }
 }
 
 void webhook_cohort(Reader& r, const doc::SourceMap& positions, const Cohort& cohort) {

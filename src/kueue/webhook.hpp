@@ -9,6 +9,7 @@
 
 namespace gpubank::kueue::detail {
 
+void webhook_resource_flavor(Reader& r, const doc::SourceMap& positions, const ResourceFlavor& rf);
 void webhook_cluster_queue(Reader& r, const doc::SourceMap& positions, const ClusterQueue& cq);
 void webhook_cohort(Reader& r, const doc::SourceMap& positions, const Cohort& cohort);
 void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload& wl);

@@ -456,6 +456,46 @@ spec:
                           "nil when parent is empty"));
 }
 
+// ValidateResourceFlavor (pkg/webhooks/resourceflavor_webhook.go) with apimachinery
+// v0.36.3's label rules; the labels are checked by key, where Go's map order is random.
+TEST(KueueDecode, ResourceFlavorWebhook) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+spec:
+  nodeLabels: {"example.com/tier": "-bad", "two/slashes/key": ok}
+  nodeTaints:
+  - {key: spot, value: "yes", effect: NoSchedule}
+  - {key: spot, value: "no", effect: NoSchedule, timeAdded: "2026-11-30T08:00:00.5Z"}
+  - {key: spot, effect: NoExecute}
+  - {key: "bad key", value: "a<b", effect: NoExecute}
+  tolerations:
+  - {key: "-x", operator: Exists}
+  - {operator: Exists}
+)");
+  const std::string key_rule =
+      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+      "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  const std::string value_rule =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+      "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  EXPECT_THAT(
+      d.messages(),
+      ElementsAre(
+          "spec.nodeLabels: Invalid value: \"-bad\": " + value_rule,
+          "spec.nodeLabels: Invalid value: \"two/slashes/key\": a valid label key must " + key_rule +
+              " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+          "spec.nodeTaints[1]: Duplicate value: {\"key\":\"spot\",\"value\":\"no\",\"effect\":\"NoSchedule\","
+          "\"timeAdded\":\"2026-11-30T08:00:00Z\"}: taints must be unique by key and effect pair",
+          "spec.nodeTaints[3].key: Invalid value: \"bad key\": name part must " + key_rule,
+          "spec.nodeTaints[3].value: Invalid value: \"a<b\": " + value_rule,
+          "spec.tolerations[0].key: Invalid value: \"-x\": name part must " + key_rule));
+  EXPECT_TRUE(d.set.resource_flavors.empty());  // rejected as a whole, as the API server does
+}
+
 TEST(KueueDecode, WorkloadWebhook) {
   const auto d = decode_yaml(R"(
 apiVersion: kueue.x-k8s.io/v1beta2
