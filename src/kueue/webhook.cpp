@@ -197,6 +197,25 @@ void webhook_cluster_queue(Reader& r, const doc::SourceMap& positions, const Clu
   validate_resource_groups(w, cq.resource_groups, config, "spec.resourceGroups");
   validate_fair_sharing(w, cq.fair_weight, "spec.fairSharing");
   validate_totals(w, cq.resource_groups, "spec.resourceGroups");
+  // validateAdmissionCheckOnFlavors: every onFlavors entry names a flavor of the queue. The
+  // supported values are a Go set's UnsortedList (random order); the twin sorts them. The
+  // value is a ResourceFlavorReference, not a string, so ErrorBody shows it as JSON.
+  std::set<std::string> flavors;
+  for (const auto& g : cq.resource_groups) {
+    for (const auto& f : g.flavors) flavors.insert(f.name);
+  }
+  std::string supported;
+  for (const auto& f : flavors) supported.append(supported.empty() ? "supported values: " : ", ").append(go_quote(f));
+  for (std::size_t i = 0; i < cq.admission_checks.size(); ++i) {
+    const auto& on_flavors = cq.admission_checks[i].second;
+    const std::string path = join(index("spec.admissionChecksStrategy.admissionChecks", i), "onFlavors");
+    for (std::size_t j = 0; j < on_flavors.size(); ++j) {
+      if (flavors.contains(on_flavors[j])) continue;
+      std::string message = "Unsupported value: " + go_json(on_flavors[j]);
+      if (!supported.empty()) message.append(": ").append(supported);
+      w.report(index(path, j), std::move(message));
+    }
+  }
 }
 
 namespace {

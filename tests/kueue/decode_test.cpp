@@ -726,10 +726,34 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: cq}
 spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
   admissionChecksStrategy:
     admissionChecks:
     - {name: prov, onFlavors: [h100]}
     - {name: idle}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: not-its-flavor}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {name: l40s, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}
+    - {name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: prov, onFlavors: [h100, a100]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: no-flavors}
+spec:
+  admissionChecksStrategy:
+    admissionChecks:
+    - {name: prov, onFlavors: [h100]}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
@@ -751,7 +775,11 @@ spec:
                   "'^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$'",
                   "dup spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]: Duplicate value: \"h100\"",
                   "dup spec.admissionChecksStrategy.admissionChecks[1]: Duplicate value: "
-                  "map[string]interface {}{\"name\":\"prov\"}"));
+                  "map[string]interface {}{\"name\":\"prov\"}",
+                  // validateAdmissionCheckOnFlavors (the supported values sorted; Go's are in set order)
+                  "not-its-flavor spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]: Unsupported value: "
+                  "\"a100\": supported values: \"h100\", \"l40s\"",
+                  "no-flavors spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: Unsupported value: \"h100\""));
   ASSERT_EQ(d.set.admission_checks.size(), 2u);
   EXPECT_EQ(d.set.admission_checks[0].controller_name, "kueue.x-k8s.io/provisioning-request");
   EXPECT_TRUE(d.set.admission_checks[0].active);
