@@ -910,6 +910,15 @@ void read_workload(MapReader& top, Workload& wl) {
           if (const Node* t = p.get("template")) {
             MapReader tm(r, *t, p.child("template"), false);
             if (tm.ok()) {
+              if (const Node* md = tm.get("metadata")) {
+                MapReader m(r, *md, tm.child("metadata"), false);
+                if (m.ok()) {
+                  if (auto v = detail::read_string_map(r, m.get("labels"), m.child("labels"))) ps.template_labels = *v;
+                  if (auto v = detail::read_string_map(r, m.get("annotations"), m.child("annotations"))) {
+                    ps.template_annotations = *v;
+                  }
+                }
+              }
               if (const Node* ts = tm.get("spec")) ps.spec = read_pod_spec(r, *ts, tm.child("spec"));
             }
           } else {

@@ -207,6 +207,9 @@ struct PodSet {
   std::string name = "main";
   std::int32_t count = 1;
   std::optional<std::int32_t> min_count;
+  // template.metadata: checked by the webhook (WorkloadValidationForPodSetMetadata); the
+  // twin's admission does not read them.
+  std::map<std::string, std::string> template_labels, template_annotations;
   PodSpec spec;  // template.spec
 };
 

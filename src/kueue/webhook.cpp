@@ -5,6 +5,7 @@
 #include "kueue/webhook.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -21,11 +22,13 @@ struct Webhook {
   Reader& r;
   const doc::SourceMap& positions;
 
-  void invalid(const std::string& path, const std::string& shown, std::string_view detail) {
-    r.invalid(positions.find(path), path, shown, detail, kRuleWebhook);
+  // `at`: the path the finding points at in the file when the message's path is not one
+  // (Kueue names list entries by key, "reclaimablePods[main]", where the file has indices).
+  void invalid(const std::string& path, const std::string& shown, std::string_view detail, const std::string* at = nullptr) {
+    r.invalid(positions.find(at != nullptr ? *at : path), path, shown, detail, kRuleWebhook);
   }
-  void report(const std::string& path, std::string message) {
-    r.report(kRuleWebhook, positions.find(path), path, std::move(message));
+  void report(const std::string& path, std::string message, const std::string* at = nullptr) {
+    r.report(kRuleWebhook, positions.find(at != nullptr ? *at : path), path, std::move(message));
   }
 };
 
@@ -34,6 +37,30 @@ struct LimitConfig {
   bool enforce_nominal_above_lending = false;
   bool is_cohort = false;
 };
+
+// metavalidation.ValidateLabels. Go ranges over the map in random order; the twin goes by key.
+void validate_labels(Webhook& w, const std::map<std::string, std::string>& labels, const std::string& path) {
+  for (const auto& [key, value] : labels) {
+    for (const auto& message : label_key_errors(key)) w.invalid(path, go_quote(key), message);
+    for (const auto& message : label_value_errors(value)) w.invalid(path, go_quote(value), message);
+  }
+}
+
+// apivalidation.ValidateAnnotations: keys are qualified names once lowercased, and keys and
+// values together hold at most 256 KiB.
+void validate_annotations(Webhook& w, const std::map<std::string, std::string>& annotations, const std::string& path) {
+  std::size_t total = 0;
+  for (const auto& [key, value] : annotations) {
+    std::string lower = key;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const auto& message : label_key_errors(lower)) w.invalid(path, go_quote(key), message);
+    total += key.size() + value.size();
+  }
+  constexpr std::size_t kTotalAnnotationSizeLimit = 256 * 1024;
+  if (total > kTotalAnnotationSizeLimit) {
+    w.report(path, "Too long: may not be more than " + std::to_string(kTotalAnnotationSizeLimit) + " bytes");
+  }
+}
 
 void validate_quantity(Webhook& w, const Quantity& q, const std::string& path) {
   if (q.negative()) w.invalid(path, go_quote(q.to_string()), kNegative);
@@ -239,11 +266,7 @@ std::string taint_json(const Taint& t) {
 // and validateTolerations (the toleration key only; the CRD's rules check the rest).
 void webhook_resource_flavor(Reader& r, const doc::SourceMap& positions, const ResourceFlavor& rf) {
   Webhook w{r, positions};
-  // Go ranges over the label map in random order; the twin goes by key.
-  for (const auto& [key, value] : rf.node_labels) {
-    for (const auto& message : label_key_errors(key)) w.invalid("spec.nodeLabels", go_quote(key), message);
-    for (const auto& message : label_value_errors(value)) w.invalid("spec.nodeLabels", go_quote(value), message);
-  }
+  validate_labels(w, rf.node_labels, "spec.nodeLabels");
   std::map<std::string, std::set<std::string>> keys_by_effect;
   for (std::size_t i = 0; i < rf.node_taints.size(); ++i) {
     const Taint& t = rf.node_taints[i];
@@ -278,6 +301,11 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
   std::size_t variable_count = 0;
   for (std::size_t i = 0; i < wl.pod_sets.size(); ++i) {
     const PodSet& ps = wl.pod_sets[i];
+    // validatePodSet; the metadata checks are WorkloadValidationForPodSetMetadata's (beta,
+    // on by default since Kueue 0.20).
+    const std::string metadata = index("spec.podSets", i) + ".template.metadata";
+    validate_labels(w, ps.template_labels, join(metadata, "labels"));
+    validate_annotations(w, ps.template_annotations, join(metadata, "annotations"));
     const std::string spec = index("spec.podSets", i) + ".template.spec";
     validate_containers(w, ps.spec.init_containers, join(spec, "initContainers"));
     validate_containers(w, ps.spec.containers, join(spec, "containers"));
@@ -309,6 +337,27 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
           }
         }
       }
+    }
+  }
+  // validateReclaimablePods on create: each entry names a pod set and reclaims at most its
+  // count. Kueue names the entry by key; the finding points at its index in the file.
+  std::string known;
+  for (const auto& ps : wl.pod_sets) known.append(known.empty() ? "supported values: " : ", ").append(go_quote(ps.name));
+  for (std::size_t i = 0; i < wl.reclaimable_pods.size(); ++i) {
+    const ReclaimablePod& rp = wl.reclaimable_pods[i];
+    const std::string path = map_key("status.reclaimablePods", rp.name);
+    const std::string at = index("status.reclaimablePods", i);
+    const auto ps = std::find_if(wl.pod_sets.begin(), wl.pod_sets.end(), [&](const PodSet& p) { return p.name == rp.name; });
+    if (ps == wl.pod_sets.end()) {
+      // The name is a PodSetReference, so ErrorBody shows it as JSON.
+      std::string message = "Unsupported value: " + go_json(rp.name);
+      if (!known.empty()) message.append(": ").append(known);
+      const std::string name_at = join(at, "name");
+      w.report(join(path, "name"), std::move(message), &name_at);
+    } else if (rp.count > ps->count) {
+      const std::string count_at = join(at, "count");
+      w.invalid(join(path, "count"), std::to_string(rp.count), "should be less or equal to " + std::to_string(ps->count),
+                &count_at);
     }
   }
 }

@@ -544,6 +544,57 @@ status:
               ElementsAre("status.admission: Required value: must be set while the QuotaReserved condition is true"));
 }
 
+// validatePodSet's metadata checks (WorkloadValidationForPodSetMetadata, on by default) and
+// validateReclaimablePods on create.
+TEST(KueueDecode, WorkloadWebhookPodSetMetadataAndReclaimablePods) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: ns}
+spec:
+  podSets:
+  - name: main
+    count: 2
+    template:
+      metadata:
+        labels: {app: "trainer", "bad key": "x"}
+        annotations: {"Example.com/Note": "fine when lowercased", "-no": ""}
+      spec: {containers: [{name: c}]}
+  - name: aux
+    template: {spec: {containers: [{name: c}]}}
+status:
+  reclaimablePods:
+  - {name: main, count: 3}
+  - {name: aux, count: 1}
+  - {name: gone, count: 1}
+)");
+  const std::string key_rule =
+      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+      "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  EXPECT_THAT(d.messages(),
+              ElementsAre("spec.podSets[0].template.metadata.labels: Invalid value: \"bad key\": name part must " + key_rule,
+                          "spec.podSets[0].template.metadata.annotations: Invalid value: \"-no\": name part must " + key_rule,
+                          "status.reclaimablePods[main].count: Invalid value: 3: should be less or equal to 2",
+                          "status.reclaimablePods[gone].name: Unsupported value: \"gone\": supported values: \"main\", "
+                          "\"aux\""));
+  // Annotations of more than 256 KiB in all.
+  std::string big = R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: ns}
+spec:
+  podSets:
+  - template:
+      metadata:
+        annotations: {a: ")";
+  big.append(128 * 1024, 'x').append("\", b: \"").append(128 * 1024, 'y').append(R"("}
+      spec: {containers: [{name: c}]}
+)");
+  EXPECT_THAT(decode_yaml(big).messages(),
+              ElementsAre("spec.podSets[0].template.metadata.annotations: Too long: may not be more than 262144 bytes"));
+}
+
 TEST(KueueDecode, PodTemplatesAreReadLeniently) {
   const auto d = decode_yaml(R"(
 apiVersion: kueue.x-k8s.io/v1beta2
