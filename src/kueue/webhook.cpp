@@ -339,6 +339,13 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
       }
     }
   }
+  // metav1validation.ValidateConditions: what the CRD's pattern for a condition type does
+  // not check of IsQualifiedName is the length of its parts (name 63, prefix 253 bytes).
+  for (std::size_t i = 0; i < wl.conditions.size(); ++i) {
+    const std::string& type = wl.conditions[i].type;
+    const std::string path = join(index("status.conditions", i), "type");
+    for (const auto& message : label_key_errors(type)) w.invalid(path, go_quote(type), message);
+  }
   // validateReclaimablePods on create: each entry names a pod set and reclaims at most its
   // count. Kueue names the entry by key; the finding points at its index in the file.
   std::string known;

@@ -563,6 +563,9 @@ spec:
   - name: aux
     template: {spec: {containers: [{name: c}]}}
 status:
+  conditions:
+  - {type: example.com/a-condition-type-whose-name-part-is-longer-than-sixty-three-bytes, status: "True",
+     reason: Set, message: "", lastTransitionTime: "2026-11-30T08:00:00Z"}
   reclaimablePods:
   - {name: main, count: 3}
   - {name: aux, count: 1}
@@ -575,6 +578,9 @@ status:
   EXPECT_THAT(d.messages(),
               ElementsAre("spec.podSets[0].template.metadata.labels: Invalid value: \"bad key\": name part must " + key_rule,
                           "spec.podSets[0].template.metadata.annotations: Invalid value: \"-no\": name part must " + key_rule,
+                          "status.conditions[0].type: Invalid value: "
+                          "\"example.com/a-condition-type-whose-name-part-is-longer-than-sixty-three-bytes\": name "
+                          "part must be no more than 63 bytes",
                           "status.reclaimablePods[main].count: Invalid value: 3: should be less or equal to 2",
                           "status.reclaimablePods[gone].name: Unsupported value: \"gone\": supported values: \"main\", "
                           "\"aux\""));
