@@ -322,13 +322,7 @@ std::optional<std::string> read_enum(Reader& r, const doc::Node* n, const std::s
   auto text = read_string(r, n, path);
   if (!text) return std::nullopt;
   if (std::find(values.begin(), values.end(), *text) != values.end()) return text;
-  std::string supported;
-  for (auto v : values) {
-    if (!supported.empty()) supported += ", ";
-    supported += go_quote(v);
-  }
-  r.report(doc::kRuleInvalidEnum, n->pos, path,
-           "Unsupported value: " + go_quote(*text) + ": supported values: " + supported);
+  r.report(doc::kRuleInvalidEnum, n->pos, path, unsupported_value(go_quote(*text), values));
   return std::nullopt;
 }
 

@@ -36,6 +36,19 @@ std::string map_key(const std::string& path, std::string_view key);
 std::string_view json_type(const doc::Node& node);
 // Go's %q of a string (as field.Error prints string values).
 std::string go_quote(std::string_view text);
+// field.NotSupported's message: "Unsupported value: <shown>", then ": supported values: "
+// and each supported value as strconv.Quote writes it (nothing when there are none).
+template <class Range>
+std::string unsupported_value(std::string_view shown, const Range& supported) {
+  std::string message = "Unsupported value: ";
+  message.append(shown);
+  bool first = true;
+  for (const auto& v : supported) {
+    message.append(first ? ": supported values: " : ", ").append(go_quote(v));
+    first = false;
+  }
+  return message;
+}
 // Go's encoding/json text of a string, and of a list of strings (field.Error prints other
 // values so): '<', '>', '&', U+2028 and U+2029 escaped as \uXXXX, bytes that are not UTF-8
 // as \ufffd. An empty list is "null": the API server stores it as absent.

@@ -231,16 +231,11 @@ void webhook_cluster_queue(Reader& r, const doc::SourceMap& positions, const Clu
   for (const auto& g : cq.resource_groups) {
     for (const auto& f : g.flavors) flavors.insert(f.name);
   }
-  std::string supported;
-  for (const auto& f : flavors) supported.append(supported.empty() ? "supported values: " : ", ").append(go_quote(f));
   for (std::size_t i = 0; i < cq.admission_checks.size(); ++i) {
     const auto& on_flavors = cq.admission_checks[i].second;
     const std::string path = join(index("spec.admissionChecksStrategy.admissionChecks", i), "onFlavors");
     for (std::size_t j = 0; j < on_flavors.size(); ++j) {
-      if (flavors.contains(on_flavors[j])) continue;
-      std::string message = "Unsupported value: " + go_json(on_flavors[j]);
-      if (!supported.empty()) message.append(": ").append(supported);
-      w.report(index(path, j), std::move(message));
+      if (!flavors.contains(on_flavors[j])) w.report(index(path, j), unsupported_value(go_json(on_flavors[j]), flavors));
     }
   }
 }
@@ -348,8 +343,8 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
   }
   // validateReclaimablePods on create: each entry names a pod set and reclaims at most its
   // count. Kueue names the entry by key; the finding points at its index in the file.
-  std::string known;
-  for (const auto& ps : wl.pod_sets) known.append(known.empty() ? "supported values: " : ", ").append(go_quote(ps.name));
+  std::vector<std::string> known;
+  for (const auto& ps : wl.pod_sets) known.push_back(ps.name);
   for (std::size_t i = 0; i < wl.reclaimable_pods.size(); ++i) {
     const ReclaimablePod& rp = wl.reclaimable_pods[i];
     const std::string path = map_key("status.reclaimablePods", rp.name);
@@ -357,10 +352,8 @@ void webhook_workload(Reader& r, const doc::SourceMap& positions, const Workload
     const auto ps = std::find_if(wl.pod_sets.begin(), wl.pod_sets.end(), [&](const PodSet& p) { return p.name == rp.name; });
     if (ps == wl.pod_sets.end()) {
       // The name is a PodSetReference, so ErrorBody shows it as JSON.
-      std::string message = "Unsupported value: " + go_json(rp.name);
-      if (!known.empty()) message.append(": ").append(known);
       const std::string name_at = join(at, "name");
-      w.report(join(path, "name"), std::move(message), &name_at);
+      w.report(join(path, "name"), unsupported_value(go_json(rp.name), known), &name_at);
     } else if (rp.count > ps->count) {
       const std::string count_at = join(at, "count");
       w.invalid(join(path, "count"), std::to_string(rp.count), "should be less or equal to " + std::to_string(ps->count),
