@@ -456,6 +456,16 @@ spec:
                           "nil when parent is empty"));
 }
 
+// apimachinery v0.36.3's label key (name part) and label value rules, as the messages end.
+const std::string kLabelKeyRule =
+    "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+    "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const std::string kLabelValueRule =
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
 // ValidateResourceFlavor (pkg/webhooks/resourceflavor_webhook.go) with apimachinery
 // v0.36.3's label rules; the labels are checked by key, where Go's map order is random.
 TEST(KueueDecode, ResourceFlavorWebhook) {
@@ -474,25 +484,17 @@ spec:
   - {key: "-x", operator: Exists}
   - {operator: Exists}
 )");
-  const std::string key_rule =
-      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-      "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-  const std::string value_rule =
-      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
-      "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
   EXPECT_THAT(
       d.messages(),
       ElementsAre(
-          "spec.nodeLabels: Invalid value: \"-bad\": " + value_rule,
-          "spec.nodeLabels: Invalid value: \"two/slashes/key\": a valid label key must " + key_rule +
+          "spec.nodeLabels: Invalid value: \"-bad\": " + kLabelValueRule,
+          "spec.nodeLabels: Invalid value: \"two/slashes/key\": a valid label key must " + kLabelKeyRule +
               " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
           "spec.nodeTaints[1]: Duplicate value: {\"key\":\"spot\",\"value\":\"no\",\"effect\":\"NoSchedule\","
           "\"timeAdded\":\"2026-11-30T08:00:00Z\"}: taints must be unique by key and effect pair",
-          "spec.nodeTaints[3].key: Invalid value: \"bad key\": name part must " + key_rule,
-          "spec.nodeTaints[3].value: Invalid value: \"a<b\": " + value_rule,
-          "spec.tolerations[0].key: Invalid value: \"-x\": name part must " + key_rule));
+          "spec.nodeTaints[3].key: Invalid value: \"bad key\": name part must " + kLabelKeyRule,
+          "spec.nodeTaints[3].value: Invalid value: \"a<b\": " + kLabelValueRule,
+          "spec.tolerations[0].key: Invalid value: \"-x\": name part must " + kLabelKeyRule));
   EXPECT_TRUE(d.set.resource_flavors.empty());  // rejected as a whole, as the API server does
 }
 
@@ -571,13 +573,9 @@ status:
   - {name: aux, count: 1}
   - {name: gone, count: 1}
 )");
-  const std::string key_rule =
-      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-      "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
   EXPECT_THAT(d.messages(),
-              ElementsAre("spec.podSets[0].template.metadata.labels: Invalid value: \"bad key\": name part must " + key_rule,
-                          "spec.podSets[0].template.metadata.annotations: Invalid value: \"-no\": name part must " + key_rule,
+              ElementsAre("spec.podSets[0].template.metadata.labels: Invalid value: \"bad key\": name part must " + kLabelKeyRule,
+                          "spec.podSets[0].template.metadata.annotations: Invalid value: \"-no\": name part must " + kLabelKeyRule,
                           "status.conditions[0].type: Invalid value: "
                           "\"example.com/a-condition-type-whose-name-part-is-longer-than-sixty-three-bytes\": name "
                           "part must be no more than 63 bytes",
@@ -1041,20 +1039,14 @@ spec:
     - {key: example.com/tier, operator: NotIn, values: [bronze, ""]}
     - {key: team, operator: DoesNotExist}
 )");
-  const std::string name_part =
-      "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-  const std::string value_rule =
-      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
-      "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  const std::string name_part = "must " + kLabelKeyRule;
   std::vector<std::string> messages;
   for (const auto& diag : d.diagnostics) messages.push_back(diag.path + ": " + diag.message);
   EXPECT_THAT(messages,
               ::testing::UnorderedElementsAre(
                   "spec.namespaceSelector.matchLabels: Invalid value: \"a/b/c\": a valid label key " + name_part +
                       " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                  "spec.namespaceSelector.matchLabels: Invalid value: \"-a\": " + value_rule,
+                  "spec.namespaceSelector.matchLabels: Invalid value: \"-a\": " + kLabelValueRule,
                   "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Equals\": not a valid selector "
                   "operator",
                   "spec.namespaceSelector.matchExpressions[1].values: Required value: must be specified when `operator` "
@@ -1064,7 +1056,7 @@ spec:
                   "spec.namespaceSelector.matchExpressions[3].key: Invalid value: \"\": name part must be non-empty",
                   // IsLabelKey also fails the empty name part on its pattern.
                   "spec.namespaceSelector.matchExpressions[3].key: Invalid value: \"\": name part " + name_part,
-                  "spec.namespaceSelector.matchExpressions[3].values[0]: Invalid value: \"bad value\": " + value_rule));
+                  "spec.namespaceSelector.matchExpressions[3].values[0]: Invalid value: \"bad value\": " + kLabelValueRule));
   ASSERT_EQ(d.set.cluster_queues.size(), 1u);  // the invalid one is refused
   const auto& sel = d.set.cluster_queues[0].namespace_selector;
   ASSERT_TRUE(sel.has_value());
