@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "core/escape.hpp"
 #include "store/store.hpp"
 
 namespace gpubank::cli {
@@ -37,7 +38,7 @@ int run_verify(const VerifyOptions& opt) {
     if (report->entries > 0) std::cout << ", head " << report->head << " (seq " << report->last_seq << ")";
     std::cout << '\n';
   } else {
-    std::cout << "audit chain broken at seq " << report->broken_seq << ": " << report->problem << '\n'
+    std::cout << "audit chain broken at seq " << report->broken_seq << ": " << escape_text(report->problem) << '\n'
               << report->entries << (report->entries == 1 ? " entry" : " entries") << " before it verified\n";
   }
   return report->ok ? 0 : 1;

@@ -10,6 +10,7 @@
 
 #include "bank/ledger.hpp"
 #include "cli/command.hpp"
+#include "core/escape.hpp"
 #include "store/store.hpp"
 
 namespace gpubank::cli {
@@ -24,9 +25,13 @@ struct LedgerOptions {
   Format format = Format::Text;
 };
 
-// A plain text table: columns as wide as their widest cell, two spaces apart.
-void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+// A plain text table: columns as wide as their widest cell, two spaces apart. Cells come
+// from the store (names, reasons) and are escaped: one row stays one line.
+void print_table(std::ostream& out, std::vector<std::vector<std::string>> rows) {
   if (rows.empty()) return;
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = escape_text(cell);
+  }
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -66,7 +71,7 @@ int print_trail(store::Store& store, const LedgerOptions& opt) {
                      opt.format);
     return 0;
   }
-  std::cout << "trail of " << opt.workload << ": " << trail->size() << " entries\n";
+  std::cout << "trail of " << escape_text(opt.workload) << ": " << trail->size() << " entries\n";
   std::vector<std::vector<std::string>> rows{
       {"SEQ", "TIME-MS", "KIND", "POOL", "FLAVOR", "GROUP", "LENDER", "RECORD", "GPUS", "REASON"}};
   for (const auto& e : *trail) {

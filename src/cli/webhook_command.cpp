@@ -9,6 +9,7 @@
 
 #include "api/webhook_server.hpp"
 #include "cli/command.hpp"
+#include "core/log_format.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -30,6 +31,8 @@ void report_reload(const Expected<bool>& result, const std::vector<std::string>&
 
 int run_webhook(const WebhookCommandOptions& opt) {
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
+  // Every line the server logs (and webhook_server.cpp's) escapes the input it quotes.
+  spdlog::set_formatter(escaping_log_formatter());
   // Signals go to one thread that waits for them: SIGHUP reloads policies, SIGINT and
   // SIGTERM stop the server gracefully. Blocked here so every server thread inherits it.
   sigset_t signals;

@@ -3,6 +3,8 @@
 #include <map>
 #include <tuple>
 
+#include "core/escape.hpp"
+
 namespace gpubank::policy {
 namespace {
 
@@ -18,7 +20,7 @@ const char* verdict_name(Verdict v) {
 
 std::string where(const Origin& o) {
   if (o.file.empty()) return "-";
-  return o.file + (o.pos.line > 0 ? ":" + std::to_string(o.pos.line) : "");
+  return escape_text(o.file) + (o.pos.line > 0 ? ":" + std::to_string(o.pos.line) : "");
 }
 
 }  // namespace
@@ -107,8 +109,10 @@ std::string to_text(const ValidationReport& report) {
   int skipped = 0;
   for (const auto& f : report.unattached) out += f.to_string() + "\n";
   for (const auto& v : report.objects) {
-    const std::string object = (v.kind.empty() ? std::string("?") : v.kind) + "/" +
-                               (v.namespace_.empty() ? "" : v.namespace_ + "/") + (v.name.empty() ? "?" : v.name);
+    // Names come from the input: escaped, as in Diagnostic::to_string.
+    const std::string object = (v.kind.empty() ? std::string("?") : escape_text(v.kind)) + "/" +
+                               (v.namespace_.empty() ? "" : escape_text(v.namespace_) + "/") +
+                               (v.name.empty() ? "?" : escape_text(v.name));
     std::string verdict = verdict_name(v.verdict);
     if (v.verdict == Verdict::Skipped) verdict += " (not a gpubank policy or workload)";
     out += verdict + "  " + object + "  " + where(v.origin) + "\n";

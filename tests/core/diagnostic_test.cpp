@@ -24,6 +24,16 @@ TEST(Diagnostic, LeavesOutUnknownParts) {
   EXPECT_EQ(d.to_string(), "x.yaml: warning: no objects found");
 }
 
+// Issue 28: a name of "a\nfake.yaml:1:1: error: injected [x]" printed a forged diagnostic
+// line, and ESC sequences reached the terminal. Every part is escaped; the line stays one.
+TEST(Diagnostic, EscapesControlCharactersInEveryPart) {
+  Diagnostic d{Severity::Error, "r\n", "in\x1b[2J.yaml", {3, 7}, "Kind\r", "a\nfake.yaml:1:1: error: injected [x]",
+               "spec.\x7f", "value \"\xC2\x9B" "31m\" is not allowed\n"};
+  EXPECT_EQ(d.to_string(),
+            "in\\x1b[2J.yaml:3:7: error: Kind\\r/a\\nfake.yaml:1:1: error: injected [x]: spec.\\x7f: "
+            "value \"\\u009b31m\" is not allowed\\n [r\\n]");
+}
+
 TEST(Diagnostic, HasErrorsIgnoresWarnings) {
   Diagnostics ds{Diagnostic{}};
   ds[0].severity = Severity::Warning;
