@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "document/characters.hpp"
 #include "document/reader.hpp"
 
 namespace gpubank::doc {
@@ -228,6 +229,10 @@ void read_json(std::string_view text, const std::string& file, std::vector<Docum
                                      too_large_message(text.size(), limits.max_bytes)});
     return;
   }
+  if (const auto bad = check_json_characters(text)) {
+    diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, bad->pos, {}, {}, {}, bad->message});
+    return;
+  }
   const std::vector<SourcePos> positions = scan_positions(text);
   NodeBuilder builder(limits, &positions);
   const bool ok = nlohmann::json::sax_parse(text, &builder, nlohmann::json::input_format_t::json, true, true);
@@ -253,6 +258,10 @@ void read_json(std::string_view text, const std::string& file, std::vector<Docum
 
 Expected<Node> parse_json(std::string_view text, const ReadLimits& limits) {
   if (text.size() > limits.max_bytes) return Unexpected{too_large_message(text.size(), limits.max_bytes)};
+  if (const auto bad = check_json_characters(text)) {
+    return Unexpected{"parse error at line " + std::to_string(bad->pos.line) + ", column " +
+                      std::to_string(bad->pos.column) + ": " + bad->message};
+  }
   NodeBuilder builder(limits, nullptr);
   const bool ok = nlohmann::json::sax_parse(text, &builder, nlohmann::json::input_format_t::json, true, true);
   if (!ok) return Unexpected{builder.error().empty() ? std::string("malformed JSON") : builder.error()};

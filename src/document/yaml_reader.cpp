@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "document/characters.hpp"
 #include "document/reader.hpp"
 #include "document/yaml_scalar.hpp"
 
@@ -308,6 +309,10 @@ void read_yaml(std::string_view text, const std::string& file, std::vector<Docum
     diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleTooLarge), file, {}, {}, {}, {},
                                      "input is " + std::to_string(text.size()) + " bytes, above the limit of " +
                                          std::to_string(limits.max_bytes)});
+    return;
+  }
+  if (const auto bad = check_yaml_characters(text)) {
+    diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleSyntax), file, bad->pos, {}, {}, {}, bad->message});
     return;
   }
   const std::string input(text);

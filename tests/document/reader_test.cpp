@@ -167,15 +167,20 @@ TEST(YamlReader, RejectsStringsThatAreNotUtf8) {
     auto docs = yaml(text, d);
     ASSERT_EQ(d.size(), 1u) << text;
     EXPECT_EQ(d[0].rule, kRuleSyntax);
-    EXPECT_NE(d[0].message.find("not valid UTF-8"), std::string::npos) << d[0].message;
+    EXPECT_NE(d[0].message.find("UTF-8"), std::string::npos) << d[0].message;
     EXPECT_TRUE(docs.empty());
   }
   Diagnostics d;
-  auto docs = yaml("caf\xC3\xA9: \"\\u00e9 \xE2\x82\xAC \xF0\x9F\x98\x80\"  # \xFF in a comment is fine\n", d);
+  auto docs = yaml("caf\xC3\xA9: \"\\u00e9 \xE2\x82\xAC \xF0\x9F\x98\x80\"  # \xC3\xA9 in a comment\n", d);
   ASSERT_TRUE(d.empty());
   ASSERT_EQ(docs.size(), 1u);
   EXPECT_EQ(docs[0].root.entries[0].key, "caf\xC3\xA9");
   EXPECT_EQ(docs[0].root.entries[0].value.text, "\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  // Issue 28: the whole text must be UTF-8 (YAML 1.2), comments included.
+  d.clear();
+  yaml("a: b  # \xFF in a comment\n", d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].to_string(), "in.yaml:1:9: error: invalid UTF-8 byte 0xFF: YAML input must be UTF-8 text [schema.syntax]");
 }
 
 // Found by fuzz/policy_decoder_fuzzer and fuzz/admission_review_fuzzer: parser messages

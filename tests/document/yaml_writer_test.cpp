@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/escape.hpp"
 #include "document/reader.hpp"
 
 namespace gpubank::doc {
@@ -26,11 +27,17 @@ TEST(YamlWriter, QuotesStringsThatWouldReadBackAsAnotherType) {
 // (yaml-cpp's emitter allows it) and read back without the CR, since a CR ends a plain
 // line. Control characters now go in double quotes, escaped, in values and in keys.
 TEST(YamlWriter, ControlCharactersSurviveTheRoundTrip) {
+  // And (issue 28) DEL, C1 controls, NEL, the line separators, bidirectional overrides and a
+  // byte order mark, which yaml-cpp wrote raw, in plain scalars or even in double quotes.
   const std::vector<std::string> texts{"0 20 * * *\r", "a\rb", "line\nbreak", "tab\there", "bell\x07", "del\x7f",
-                                       "\x01leading"};
+                                       "\x01leading", "nel\xC2\x85", "csi\xC2\x9B", "ls\xE2\x80\xA8",
+                                       "rlo\xE2\x80\xAE" "caf\xC3\xA9", "bom\xEF\xBB\xBF"};
   for (const auto& t : texts) {
     const nlohmann::ordered_json v = {{"value", t}, {t, 1}};
     const std::string text = to_yaml(v);
+    std::string lines = text;  // every character visible, line breaks only between entries
+    std::erase(lines, '\n');
+    EXPECT_EQ(escape_text(lines), lines) << "written raw: " << text;
     std::vector<Document> docs;
     Diagnostics d;
     read_yaml(text, "x", docs, d);
