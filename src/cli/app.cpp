@@ -1,11 +1,18 @@
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <streambuf>
 
 #include "cli/command.hpp"
 #include "cli/version.hpp"
+#include "core/escape.hpp"
 #include "document/yaml_writer.hpp"
 #include "policy/validate.hpp"
 
@@ -47,7 +54,76 @@ void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Fo
   }
 }
 
-int run(int argc, char** argv) {
+namespace {
+
+// std::cout's buffer: file descriptor 1 directly, keeping the first write error and its
+// errno. (Through stdio, a buffer that fails to drain is dropped and its errno lost, so
+// "> /dev/full" would be noticed only as "some error" or, for short output flushed at
+// exit, not at all.) After an error, output is discarded and the stream fails.
+class StdoutBuffer : public std::streambuf {
+ public:
+  StdoutBuffer() { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+  [[nodiscard]] int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const char* p = pbase();
+    auto left = static_cast<std::size_t>(pptr() - pbase());
+    while (left > 0 && error_ == 0) {
+      const ssize_t n = ::write(STDOUT_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : EIO;
+        break;
+      }
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    return error_ == 0;
+  }
+
+  std::array<char, std::size_t{1} << 16> buffer_{};
+  int error_ = 0;
+};
+
+// Lives until the process ends (never destroyed), so that std::cout's final flush at exit
+// always has a buffer to go to.
+StdoutBuffer& stdout_buffer() {
+  static auto* buffer = new StdoutBuffer();
+  return *buffer;
+}
+
+// Output that was not written is a failure, whatever the command decided: flushes std::cout
+// and stdio's stdout (log lines), closes descriptor 1 (where a file system reports some
+// errors only then), and returns 1 after "gpubank: error writing output: <reason>" if any
+// of it failed.
+int finish_output(int code) {
+  std::cout.flush();
+  int error = stdout_buffer().error();
+  if (error == 0 && std::cout.fail()) error = EIO;
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    if (error == 0) error = errno != 0 ? errno : EIO;
+  }
+  if (::close(STDOUT_FILENO) != 0 && errno != EBADF && errno != EINTR && error == 0) error = errno;
+  if (error == 0) return code;
+  std::cerr << "gpubank: error writing output: " << std::strerror(error) << '\n';
+  return code == 0 ? 1 : code;
+}
+
+int run_command(int argc, char** argv) {
   CLI::App app{"gpubank: a GPU resource bank and tidal inference platform for shared Kubernetes clusters"};
   app.set_version_flag("--version", std::string("gpubank ") + kVersion);
   app.require_subcommand(1);
@@ -66,7 +142,7 @@ int run(int argc, char** argv) {
     const bool known = std::any_of(std::begin(commands), std::end(commands),
                                    [&](const Command& c) { return c.app->get_name() == first; });
     if (!known) {
-      std::cerr << "gpubank: unknown command \"" << first << "\"\nRun with --help for the list of commands.\n";
+      std::cerr << "gpubank: unknown command \"" << escape_text(first) << "\"\nRun with --help for the list of commands.\n";
       return 2;
     }
   }
@@ -87,12 +163,19 @@ int run(int argc, char** argv) {
       try {
         return command.action();
       } catch (const std::exception& e) {
-        std::cerr << "gpubank: " << e.what() << '\n';
+        std::cerr << "gpubank: " << escape_text(e.what()) << '\n';
         return 1;
       }
     }
   }
   return 2;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  std::cout.rdbuf(&stdout_buffer());
+  return finish_output(run_command(argc, argv));
 }
 
 }  // namespace gpubank::cli

@@ -89,6 +89,7 @@ int run_serving(const ServingOptions& opt) {
       const std::string path = opt.events + "." + name + ".jsonl";
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       for (const auto& e : events) out << twin::run::event_json(e, *start).dump() << '\n';
+      out.close();  // a write error may show only when the last buffer is flushed
       if (!out) {
         std::cerr << "gpubank twin serving: cannot write " << path << '\n';
         return 1;
