@@ -87,10 +87,14 @@ Footprint footprint(const InferenceScalingPolicySpec& p, const Pool& pool) {
   return {shape.gpu_per_replica / shape.nodes_per_replica, shape.nodes_per_replica};
 }
 
-// First fit: the replica's share on the first `nodes` nodes that have room.
-bool place(std::vector<int>& free, Footprint f) {
+// First fit: the replica's share on the first `nodes` nodes that have room. Nodes before
+// `from` are known to lack room for this footprint (free space only shrinks), so a run of
+// placements of one footprint scans the pool about once, not once per replica: a floor
+// of a million replicas on a million nodes is a million steps, not 10^12.
+bool place(std::vector<int>& free, Footprint f, std::size_t& from) {
+  while (from < free.size() && free[from] < f.per_node) ++from;
   std::vector<std::size_t> chosen;
-  for (std::size_t i = 0; i < free.size() && chosen.size() < static_cast<std::size_t>(f.nodes); ++i) {
+  for (std::size_t i = from; i < free.size() && chosen.size() < static_cast<std::size_t>(f.nodes); ++i) {
     if (free[i] >= f.per_node) chosen.push_back(i);
   }
   if (chosen.size() < static_cast<std::size_t>(f.nodes)) return false;
@@ -307,7 +311,8 @@ class Checker {
     });
     for (Service* s : order) {
       int placed = 0;
-      for (int r = 0; r < s->spec->min_replicas && place(it->second, footprint(*s->spec, pool)); ++r) ++placed;
+      std::size_t from = 0;
+      for (int r = 0; r < s->spec->min_replicas && place(it->second, footprint(*s->spec, pool), from); ++r) ++placed;
       floors_placed_[s] = placed;
     }
     return it->second;

@@ -113,5 +113,25 @@ TEST(RenderLimits, APlatformAtTheGpuBoundRendersExactNumbersWithinThePool) {
   EXPECT_EQ(report.pools[0].guaranteed, 1000000);
 }
 
+TEST(RenderLimits, AFloorOfAMillionReplicasIsPlacedInLinearTime) {
+  // A million one-GPU nodes and a floor of a million one-GPU replicas: first fit scanned
+  // the pool from its first node for every replica (10^12 steps, hours); now once.
+  const std::string pool = "  - {name: serve, gpuModel: L40S, capacity: 1000000, role: inference, gpusPerNode: 1}\n";
+  const std::string groups = "  - {name: a, costCenter: CC-1, limits: {serve: {minGuaranteed: 0, maxCapacity: 1000000}}}\n";
+  const auto set = gpubank::testing::from_yaml(
+      guardrails_yaml(pool, "  - {name: serving, value: 1000, workloadTypes: [inference], preemptible: false}\n", groups) +
+      quota_yaml("qa", "a", "serve", "  guaranteed: 1000000\n") +
+      "---\napiVersion: platform.gpubank.dev/v1alpha1\nkind: InferenceScalingPolicy\nmetadata: {name: chat}\nspec:\n"
+      "  workloadRef: {kind: Deployment, name: chat, namespace: a}\n  businessGroup: a\n  resourcePool: serve\n"
+      "  replicaShape: {tensorParallelSize: 1, gpuPerReplica: 1}\n  minReplicas: 1000000\n  maxReplicas: 1000000\n"
+      "  scaleUp: {queueDepthPerReplica: 4}\n");
+  ASSERT_FALSE(has_errors(policy::check_all(set)));
+  const ConsistencyReport report = check_consistency(set);
+  ASSERT_EQ(report.services.size(), 1u);
+  EXPECT_EQ(report.services[0].pool_allows, 1000000);
+  EXPECT_EQ(report.services[0].required, 1000000);
+  EXPECT_TRUE(report.ok()) << report.to_text();
+}
+
 }  // namespace
 }  // namespace gpubank::render
