@@ -59,7 +59,7 @@ default_seconds() {
 # Seed files of a target, one path per line.
 seeds() {
   case "$1" in
-    policy_decoder_fuzzer) find examples/policies examples/invalid fuzz/corpus-seeds/policy -type f -name '*.yaml' ;;
+    policy_decoder_fuzzer) find examples/policies examples/invalid fuzz/corpus-seeds/policy fuzz/corpus-seeds/policy-render -type f -name '*.yaml' ;;
     policy_render_fuzzer) find fuzz/corpus-seeds/policy-render -type f -name '*.yaml' ;;
     json_reader_fuzzer) find fuzz/corpus-seeds/json fuzz/corpus-seeds/admission -type f ;;
     admission_review_fuzzer) find fuzz/corpus-seeds/admission -type f ;;
