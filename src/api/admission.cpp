@@ -6,6 +6,7 @@
 
 #include "document/reader.hpp"
 #include "policy/decode.hpp"
+#include "policy/lease_approval.hpp"
 #include "policy/rules.hpp"
 #include "policy/validate.hpp"
 #include "policy/workload.hpp"
@@ -139,6 +140,103 @@ void conclude(AdmissionDecision& d, const Diagnostics& findings, const std::stri
 
 std::string key_of(const Diagnostic& f) { return f.rule + '\0' + f.kind + '\0' + f.name + '\0' + f.path; }
 
+// ---- CapacityLease: who asked, who approved, and what ---------------------------------
+
+std::string subject_of(const policy::UserInfo& user) { return "user:" + user.username; }
+
+std::string requested_by_text(const std::optional<std::string>& requester) {
+  return requester ? "\"" + *requester + "\"" : std::string("nobody (the annotation is missing)");
+}
+
+// The requested-by annotation names who wrote the lease's spec: the creating user, then
+// each user who changes the spec. The API server cannot fill it in for a validating
+// webhook, so the writer sets it and the webhook holds it to userInfo. An update that
+// keeps the spec keeps it. Returns false after denying.
+bool check_lease_requester(const policy::PolicyObject& lease, const policy::PolicyObject* old, AdmissionDecision& d) {
+  const auto requester = policy::requested_by(lease);
+  const std::string me = subject_of(d.user);
+  const std::string field = "metadata.annotations[\"" + std::string(policy::kAnnotationRequestedBy) + "\"]";
+  const auto& spec = lease.as<policy::CapacityLeaseSpec>();
+  const bool spec_changed =
+      old == nullptr || policy::lease_spec_hash(old->as<policy::CapacityLeaseSpec>()) != policy::lease_spec_hash(spec);
+  if (spec_changed && requester != me) {
+    deny(d, 403, "Forbidden", rule::kLeaseRequesterMismatch,
+         field + " must name the user who writes the lease's spec, \"" + me + "\"; it names " +
+             requested_by_text(requester) + " (approval checks that the approver is not the requester)");
+    return false;
+  }
+  if (!spec_changed && requester != policy::requested_by(*old)) {
+    deny(d, 403, "Forbidden", rule::kLeaseRequesterMismatch,
+         field + " records who wrote the spec, " + requested_by_text(policy::requested_by(*old)) +
+             "; an update that leaves the spec as it is may not change it (to " + requested_by_text(requester) + ")");
+    return false;
+  }
+  return true;
+}
+
+// A status write that approves a lease (adds or changes status.approval): the approval
+// must record its approver as the requesting user, not be dated ahead of the request,
+// not come from the lease's requester unless the guardrails allow it, and approve the
+// spec as it is (validation: lease.approval-mismatch), a lease valid from now on. Other
+// status writes (phase, expiry, revoking the approval) pass.
+void review_lease_status(const PolicySnapshot& snapshot, const policy::PolicyObject& lease,
+                         const policy::PolicyObject* old, const policy::PlatformGuardrailsSpec& guardrails,
+                         AdmissionDecision& d, Timestamp now) {
+  const auto approval_json = [](const policy::PolicyObject* o) {
+    return o != nullptr && o->status.is_object() && o->status.contains("approval") ? o->status["approval"]
+                                                                                  : nlohmann::json();
+  };
+  const policy::ApprovalRead fresh = policy::read_approval(lease.status);
+  if (!fresh.present || approval_json(&lease) == approval_json(old)) {
+    d.allowed = true;
+    return;
+  }
+  if (!fresh.approval) {
+    deny(d, 422, "Invalid", rule::kLeaseApprovalInvalid, fresh.problem);
+    return;
+  }
+  const std::string me = subject_of(d.user);
+  const policy::LeaseApproval& approval = *fresh.approval;
+  if (approval.approved_by != me) {
+    deny(d, 422, "Invalid", rule::kLeaseApprovalInvalid,
+         "status.approval.approvedBy is \"" + approval.approved_by + "\", but " + me +
+             " is approving: an approval records its own approver");
+    return;
+  }
+  if (approval.approved_at && *approval.approved_at > now) {
+    deny(d, 422, "Invalid", rule::kLeaseApprovalInvalid,
+         "status.approval.approvedAt " + format_rfc3339(*approval.approved_at) + " is after the request (" +
+             format_rfc3339(now) + "); a lease without start runs from its approval, so it may not be dated ahead");
+    return;
+  }
+  if (!guardrails.allows_self_approval()) {
+    const auto requester = policy::requested_by(lease);
+    const std::string key(policy::kAnnotationRequestedBy);
+    if (!requester) {
+      deny(d, 403, "Forbidden", rule::kLeaseSelfApproval,
+           lease.ref() + " does not record its requester (annotation " + key +
+               "), so the approver cannot be told from the requester; the guardrails forbid self-approval "
+               "(spec.leaseApproval.allowSelfApproval: false)");
+      return;
+    }
+    if (*requester == me) {
+      deny(d, 403, "Forbidden", rule::kLeaseSelfApproval,
+           me + " requested " + lease.ref() + " (annotation " + key +
+               ") and may not approve it; another platform administrator must (the guardrails set "
+               "spec.leaseApproval.allowSelfApproval: false)");
+      return;
+    }
+  }
+  policy::PolicySet candidate = snapshot.set().policies_only();
+  candidate.upsert(lease);
+  const policy::ValidationOptions options{now, &snapshot.overlaps()};
+  Diagnostics about_lease;
+  for (const auto& f : policy::validate(candidate, options)) {
+    if (f.kind == policy::kind_name(lease.kind) && f.name == lease.name()) about_lease.push_back(f);
+  }
+  conclude(d, about_lease, lease.ref(), 422, "Invalid");
+}
+
 void review_policy(const PolicySnapshot& snapshot, const Node& request, AdmissionDecision& d, Timestamp now) {
   const Node* object = request.find("object");
   const Node* old_object = request.find("oldObject");
@@ -169,6 +267,9 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
     const auto auth = policy::authorize_status_write(d.user, *decoded, in_force);
     if (!auth.allowed) {
       deny(d, 403, "Forbidden", auth.rule, auth.message);
+    } else if (decoded->kind == policy::Kind::CapacityLease && in_force != nullptr) {
+      const bool same_kind = old_decoded && old_decoded->kind == decoded->kind;
+      review_lease_status(snapshot, *decoded, same_kind ? &*old_decoded : nullptr, *in_force, d, now);
     } else {
       d.allowed = true;
     }
@@ -182,6 +283,11 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
       return;
     }
   }
+  const policy::PolicyObject* old_lease =
+      old_decoded && old_decoded->kind == policy::Kind::CapacityLease ? &*old_decoded : nullptr;
+  if (decoded->kind == policy::Kind::CapacityLease && !deleting && !check_lease_requester(*decoded, old_lease, d)) {
+    return;
+  }
 
   // The set as it would be after the change.
   policy::PolicySet candidate = snapshot.set().policies_only();
@@ -190,7 +296,9 @@ void review_policy(const PolicySnapshot& snapshot, const Node& request, Admissio
   } else {
     candidate.upsert(*decoded);
   }
-  const policy::ValidationOptions options{d.operation == "CREATE" ? std::optional<Timestamp>(now) : std::nullopt,
+  // The request's time on UPDATE as on CREATE: a lease without start is measured from
+  // now either way, so lengthening one by an update meets lease.too-long too.
+  const policy::ValidationOptions options{deleting ? std::nullopt : std::optional<Timestamp>(now),
                                           &snapshot.overlaps()};
   const Diagnostics after = policy::validate(candidate, options);
 

@@ -20,6 +20,10 @@ void constrain(Json& s, const doc::Between& c) {
   s["minimum"] = c.min;
   s["maximum"] = c.max;
 }
+void constrain(Json& s, const doc::GpuCount& c) {
+  s["minimum"] = c.min;
+  s["maximum"] = kMaxGpus;
+}
 void constrain(Json& s, const doc::Positive&) {
   if (s["type"] == "number") {
     s["minimum"] = 0;

@@ -99,7 +99,17 @@ std::optional<PolicyObject> decode_policy(const doc::Node& root, const Origin& o
     ctx.record("spec", spec->pos);
     if (auto decoded = decode_spec_of(*kind, top.child(*spec, "spec"))) object.spec = std::move(*decoded);
   }
-  if (const doc::Node* status = reader.raw("status"); status != nullptr) object.status = doc::to_json(*status);
+  if (const doc::Node* status = reader.raw("status"); status != nullptr) {
+    object.status = doc::to_json(*status);
+    // Where a lease's approval is, for findings about it (lease.approval-mismatch).
+    ctx.record("status", status->pos);
+    if (const doc::Node* approval = status->find("approval"); approval != nullptr) {
+      ctx.record("status.approval", approval->pos);
+      if (const doc::Node* hash = approval->find("specHash"); hash != nullptr) {
+        ctx.record("status.approval.specHash", hash->pos);
+      }
+    }
+  }
   reader.finish();
   if (ctx.error_count() > 0) return std::nullopt;
   return object;

@@ -42,6 +42,7 @@ constexpr std::array kRules = {
     RuleInfo{rule::kQuotaPoolNotAllowed, S::PolicySet, "a quota on a pool the group has no guardrail limits for"},
     RuleInfo{rule::kQuotaGuaranteedOutsideGuardrail, S::PolicySet, "guaranteed outside the group's minGuaranteed..maxCapacity"},
     RuleInfo{rule::kQuotaBorrowLimitOutsideGuardrail, S::PolicySet, "guaranteed + borrowLimit above the group's guardrail maxCapacity"},
+    RuleInfo{rule::kQuotaBorrowLimitExceedsPool, S::PolicySet, "borrowLimit above the capacity of the pool, whatever maxCapacity says"},
     RuleInfo{rule::kQuotaMaxCapacityOutsideGuardrail, S::PolicySet, "maxCapacity above the group's guardrail maxCapacity"},
     RuleInfo{rule::kQuotaMaxCapacityRange, S::Object, "maxCapacity outside guaranteed..guaranteed + borrowLimit"},
     RuleInfo{rule::kQuotaLendingLimitRange, S::Object, "lendingLimit above guaranteed"},
@@ -77,6 +78,10 @@ constexpr std::array kRules = {
     RuleInfo{rule::kLeaseTypeFields, S::Object, "TemporaryQuota without extraGuaranteed, Protection without selector, or fields of the other type"},
     RuleInfo{rule::kLeaseExceedsGroupCap, S::PolicySet, "a temporary guarantee above the group's guardrail maxCapacity"},
     RuleInfo{rule::kLeaseExceedsPool, S::PolicySet, "guarantees plus overlapping temporary quotas above the pool's capacity"},
+    RuleInfo{rule::kLeaseApprovalMismatch, S::Object, "status.approval approves another spec than the lease's (or is malformed)"},
+    RuleInfo{rule::kLeaseApprovalInvalid, S::Admission, "an approval not recorded as the approving user at the time of the request", false},
+    RuleInfo{rule::kLeaseSelfApproval, S::Admission, "the requester of a lease approving it, where the guardrails forbid it", false},
+    RuleInfo{rule::kLeaseRequesterMismatch, S::Admission, "requested-by annotation missing or not the user who wrote the lease's spec", false},
 
     RuleInfo{rule::kLowUtilNoThreshold, S::Object, "a low-utilisation policy without any threshold"},
     RuleInfo{rule::kLowUtilExclusionForm, S::Object, "an exclusion that is not exactly {label, value?} or {annotation}"},

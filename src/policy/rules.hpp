@@ -70,6 +70,7 @@ inline constexpr std::string_view kGuardrailsPriceModelMismatch = "guardrails.pr
 inline constexpr std::string_view kQuotaPoolNotAllowed = "quota.pool-not-allowed";
 inline constexpr std::string_view kQuotaGuaranteedOutsideGuardrail = "quota.guaranteed-outside-guardrail";
 inline constexpr std::string_view kQuotaBorrowLimitOutsideGuardrail = "quota.borrow-limit-outside-guardrail";
+inline constexpr std::string_view kQuotaBorrowLimitExceedsPool = "quota.borrow-limit-exceeds-pool";
 inline constexpr std::string_view kQuotaMaxCapacityOutsideGuardrail = "quota.max-capacity-outside-guardrail";
 inline constexpr std::string_view kQuotaMaxCapacityRange = "quota.max-capacity-range";
 inline constexpr std::string_view kQuotaLendingLimitRange = "quota.lending-limit-range";
@@ -108,6 +109,10 @@ inline constexpr std::string_view kLeaseTooLong = "lease.too-long";
 inline constexpr std::string_view kLeaseTypeFields = "lease.type-fields";
 inline constexpr std::string_view kLeaseExceedsGroupCap = "lease.exceeds-group-cap";
 inline constexpr std::string_view kLeaseExceedsPool = "lease.exceeds-pool";
+inline constexpr std::string_view kLeaseApprovalMismatch = "lease.approval-mismatch";
+inline constexpr std::string_view kLeaseApprovalInvalid = "lease.approval-invalid";
+inline constexpr std::string_view kLeaseSelfApproval = "lease.self-approval";
+inline constexpr std::string_view kLeaseRequesterMismatch = "lease.requester-mismatch";
 
 // LowUtilizationPolicy.
 inline constexpr std::string_view kLowUtilNoThreshold = "lowutil.no-threshold";

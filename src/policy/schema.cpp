@@ -136,7 +136,7 @@ bool Codec<policy::ReplicaFloor>::decode(const Field& f, policy::ReplicaFloor& o
   if (f.node.type == NodeType::Int) {
     int value = 0;
     if (!Codec<int>::decode(f, value)) return false;
-    if (auto e = AtLeast{0}(value)) {
+    if (auto e = GpuCount{0}(value)) {
       f.error(kRuleOutOfRange, *e);
       return false;
     }
@@ -146,7 +146,7 @@ bool Codec<policy::ReplicaFloor>::decode(const Field& f, policy::ReplicaFloor& o
   if (f.node.type == NodeType::Mapping) {
     if (!Codec<std::map<std::string, int>>::decode(f, out.per_policy)) return false;
     for (const auto& [name, value] : out.per_policy) {
-      if (auto e = AtLeast{0}(value)) {
+      if (auto e = GpuCount{0}(value)) {
         f.child(*f.node.find(name), f.path + "." + name).error(kRuleOutOfRange, *e);
         return false;
       }

@@ -118,6 +118,17 @@ struct LabelMapFormat {
   std::optional<std::string> operator()(const std::map<std::string, std::string>& v) const;
 };
 
+// A count of GPUs (or of replicas, each at least one GPU): min..kMaxGpus.
+struct GpuCount {
+  std::int64_t min = 0;
+  std::string_view rule = kRuleOutOfRange;
+  std::optional<std::string> operator()(int v) const {
+    if (v >= min && v <= policy::kMaxGpus) return std::nullopt;
+    return "must be between " + std::to_string(min) + " and " + std::to_string(policy::kMaxGpus) +
+           " (the most GPUs gpubank accounts for), got " + std::to_string(v);
+  }
+};
+
 // ---- custom codecs -------------------------------------------------------------------
 
 template <>
@@ -155,8 +166,8 @@ template <>
 struct Schema<policy::GroupPoolLimit> {
   template <class V, class S>
   static void fields(V& v, S& s) {
-    v.required("minGuaranteed", s.min_guaranteed, AtLeast{0});
-    v.required("maxCapacity", s.max_capacity, AtLeast{0});
+    v.required("minGuaranteed", s.min_guaranteed, GpuCount{0});
+    v.required("maxCapacity", s.max_capacity, GpuCount{0});
   }
 };
 
@@ -168,9 +179,9 @@ struct Schema<policy::Pool> {
     v.required("gpuModel", s.gpu_model, ModelFormat{});
     v.optional("partition", s.partition, PartitionFormat{});
     v.optional("sharing", s.sharing);
-    v.required("capacity", s.capacity, AtLeast{0});
+    v.required("capacity", s.capacity, GpuCount{0});
     v.required("role", s.role);
-    v.optional("gpusPerNode", s.gpus_per_node, AtLeast{1});
+    v.optional("gpusPerNode", s.gpus_per_node, GpuCount{1});
     v.optional("nodeLabels", s.node_labels, LabelMapFormat{});
     v.optional("taints", s.taints);
   }
@@ -202,6 +213,14 @@ struct Schema<policy::PriorityRule> {
 };
 
 template <>
+struct Schema<policy::LeaseApprovalRules> {
+  template <class V, class S>
+  static void fields(V& v, S& s) {
+    v.optional("allowSelfApproval", s.allow_self_approval);
+  }
+};
+
+template <>
 struct Schema<policy::PlatformGuardrailsSpec> {
   template <class V, class S>
   static void fields(V& v, S& s) {
@@ -214,6 +233,7 @@ struct Schema<policy::PlatformGuardrailsSpec> {
     v.optional("maxLeaseDuration", s.max_lease_duration, Positive{});
     v.optional("gpuHourPrice", s.gpu_hour_price);
     v.optional("currency", s.currency, CurrencyFormat{});
+    v.optional("leaseApproval", s.lease_approval);
   }
 };
 
@@ -232,10 +252,10 @@ struct Schema<policy::GPUQuotaPolicySpec> {
   static void fields(V& v, S& s) {
     v.required("businessGroup", s.business_group, DnsLabel{});
     v.required("resourcePool", s.resource_pool, DnsLabel{});
-    v.required("guaranteed", s.guaranteed, AtLeast{0});
-    v.optional("borrowLimit", s.borrow_limit, AtLeast{0});
-    v.optional("lendingLimit", s.lending_limit, AtLeast{0});
-    v.optional("maxCapacity", s.max_capacity, AtLeast{0});
+    v.required("guaranteed", s.guaranteed, GpuCount{0});
+    v.optional("borrowLimit", s.borrow_limit, GpuCount{0});
+    v.optional("lendingLimit", s.lending_limit, GpuCount{0});
+    v.optional("maxCapacity", s.max_capacity, GpuCount{0});
     v.optional("fairShareWeight", s.fair_share_weight, Positive{});
     v.optional("reclaimPolicy", s.reclaim_policy);
   }
@@ -255,9 +275,9 @@ template <>
 struct Schema<policy::ReplicaShape> {
   template <class V, class S>
   static void fields(V& v, S& s) {
-    v.required("tensorParallelSize", s.tensor_parallel_size, AtLeast{1});
-    v.required("gpuPerReplica", s.gpu_per_replica, AtLeast{1});
-    v.optional("nodesPerReplica", s.nodes_per_replica, AtLeast{1});
+    v.required("tensorParallelSize", s.tensor_parallel_size, GpuCount{1});
+    v.required("gpuPerReplica", s.gpu_per_replica, GpuCount{1});
+    v.optional("nodesPerReplica", s.nodes_per_replica, GpuCount{1});
   }
 };
 
@@ -290,12 +310,12 @@ struct Schema<policy::InferenceScalingPolicySpec> {
     v.required("businessGroup", s.business_group, DnsLabel{});
     v.required("resourcePool", s.resource_pool, DnsLabel{});
     v.required("replicaShape", s.replica_shape);
-    v.required("minReplicas", s.min_replicas, AtLeast{0});
-    v.required("maxReplicas", s.max_replicas, AtLeast{0});
+    v.required("minReplicas", s.min_replicas, GpuCount{0});
+    v.required("maxReplicas", s.max_replicas, GpuCount{0});
     v.required("scaleUp", s.scale_up);
     v.optional("scaleDown", s.scale_down);
     v.optional("modelLoadTime", s.model_load_time, NonNegative{});
-    v.optional("burstHeadroom", s.burst_headroom, AtLeast{0});
+    v.optional("burstHeadroom", s.burst_headroom, GpuCount{0});
   }
 };
 
@@ -308,7 +328,7 @@ struct Schema<policy::TidalWindow> {
     v.required("end", s.end);
     v.optional("inferenceReplicaFloor", s.inference_replica_floor);
     v.optional("prewarmBefore", s.prewarm_before, NonNegative{});
-    v.optional("trainingBorrowLimit", s.training_borrow_limit, AtLeast{0});
+    v.optional("trainingBorrowLimit", s.training_borrow_limit, GpuCount{0});
   }
 };
 
@@ -357,7 +377,7 @@ struct Schema<policy::CapacityLeaseSpec> {
     v.required("businessGroup", s.business_group, DnsLabel{});
     v.required("resourcePool", s.resource_pool, DnsLabel{});
     v.required("type", s.type);
-    v.optional("extraGuaranteed", s.extra_guaranteed, AtLeast{1});
+    v.optional("extraGuaranteed", s.extra_guaranteed, GpuCount{1});
     v.optional("selector", s.selector);
     v.optional("start", s.start);
     v.optional("end", s.end);  // required, but by its own rule: lease.end-required

@@ -45,6 +45,12 @@ enum class WorkloadRefKind { InferenceService, LLMInferenceService, Deployment, 
 enum class LeaseType { Protection, TemporaryQuota };
 enum class NotifyTarget { Owner, BusinessGroupAdmin, PlatformAdmin };
 
+// The most GPUs (devices or MIG slices) any count in a policy may name: a pool's capacity,
+// a guarantee, a limit, replicas, a floor. The bank's ledger holds the same bound
+// (bank::kMaxGpus), so nothing validation admits overflows what the platform accounts
+// for, and sums of a few such counts stay far inside 64 bits.
+inline constexpr int kMaxGpus = 1'000'000;
+
 // A subject as the API server's userInfo reports it: "user:<name>" or "group:<name>".
 using Subject = std::string;
 
@@ -93,6 +99,11 @@ struct PriorityRule {
   std::vector<std::string> groups;           // empty: every group
 };
 
+// Extension: how CapacityLeases are approved.
+struct LeaseApprovalRules {
+  bool allow_self_approval = false;  // may the subject who requested a lease approve it?
+};
+
 struct PlatformGuardrailsSpec {
   std::vector<Subject> platform_admins;  // extension: who may change guardrails and approve leases
   std::vector<Pool> pools;
@@ -103,7 +114,11 @@ struct PlatformGuardrailsSpec {
   Duration max_lease_duration{std::chrono::hours(24)};
   std::map<std::string, double> gpu_hour_price;  // by GPU model
   std::string currency = "USD";
+  // Unset (and left out when encoding, so guardrails that do not mention it hash as
+  // before): the defaults of LeaseApprovalRules.
+  std::optional<LeaseApprovalRules> lease_approval;
 
+  [[nodiscard]] bool allows_self_approval() const { return lease_approval && lease_approval->allow_self_approval; }
   [[nodiscard]] const Pool* find_pool(std::string_view name) const;
   [[nodiscard]] const Group* find_group(std::string_view name) const;
   [[nodiscard]] const PriorityRule* find_priority(std::string_view name) const;
@@ -126,8 +141,9 @@ struct GPUQuotaPolicySpec {
   double fair_share_weight = 1.0;
   std::optional<ReclaimPolicy> reclaim_policy;
 
-  [[nodiscard]] int effective_max_capacity() const {
-    return max_capacity.value_or(guaranteed + borrow_limit);
+  // 64-bit: guaranteed + borrowLimit of two valid int32 fields can pass INT32_MAX.
+  [[nodiscard]] std::int64_t effective_max_capacity() const {
+    return max_capacity ? std::int64_t{*max_capacity} : std::int64_t{guaranteed} + borrow_limit;
   }
 };
 

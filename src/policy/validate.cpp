@@ -1,10 +1,12 @@
 #include "policy/validate.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
 #include "document/decode.hpp"
+#include "policy/lease_approval.hpp"
 #include "policy/rules.hpp"
 #include "policy/schema.hpp"
 #include "policy/tidal_windows.hpp"
@@ -157,7 +159,7 @@ class Validator {
     unique_names(g.groups, "spec.groups", "business group");
     unique_names(g.priorities, "spec.priorities", "priority class");
 
-    std::map<std::string, int> min_sum;
+    std::map<std::string, std::int64_t> min_sum;  // 64-bit: a sum of int32 limits
     std::map<std::string, std::string> ns_owner;
     for (std::size_t i = 0; i < g.groups.size(); ++i) {
       const Group& group = g.groups[i];
@@ -246,20 +248,30 @@ class Validator {
 
   void check_quota(const PolicyObject& o) {
     const auto& q = o.as<GPUQuotaPolicySpec>();
+    // 64-bit: guaranteed and borrowLimit are int32s, their sum may not be.
+    const std::int64_t uncapped = std::int64_t{q.guaranteed} + q.borrow_limit;
     if (q.lending_limit && *q.lending_limit > q.guaranteed) {
       report(o, rule::kQuotaLendingLimitRange, "spec.lendingLimit",
              "lendingLimit " + std::to_string(*q.lending_limit) + " is above guaranteed " +
                  std::to_string(q.guaranteed) + ": a group can lend at most its own unused guarantee");
     }
-    if (q.max_capacity && (*q.max_capacity < q.guaranteed || *q.max_capacity > q.guaranteed + q.borrow_limit)) {
+    if (q.max_capacity && (*q.max_capacity < q.guaranteed || *q.max_capacity > uncapped)) {
       report(o, rule::kQuotaMaxCapacityRange, "spec.maxCapacity",
              "maxCapacity " + std::to_string(*q.max_capacity) + " must be between guaranteed " +
-                 std::to_string(q.guaranteed) + " and guaranteed + borrowLimit " +
-                 std::to_string(q.guaranteed + q.borrow_limit));
+                 std::to_string(q.guaranteed) + " and guaranteed + borrowLimit " + std::to_string(uncapped));
     }
     if (q.reclaim_policy) check_grace(o, q.reclaim_policy->grace_period, "spec.reclaimPolicy.gracePeriod");
     const Group* group = known_group(o, q.business_group, "spec.businessGroup");
     const Pool* pool = known_pool(o, q.resource_pool, "spec.resourcePool");
+    // Whatever caps the queue, a borrowLimit above the whole pool promises GPUs that do
+    // not exist (and maxCapacity may hide it only until someone removes maxCapacity).
+    const bool borrow_exceeds_pool = pool != nullptr && q.borrow_limit > pool->capacity;
+    if (borrow_exceeds_pool) {
+      report(o, rule::kQuotaBorrowLimitExceedsPool, "spec.borrowLimit",
+             "borrowLimit " + std::to_string(q.borrow_limit) + " is above the capacity " +
+                 std::to_string(pool->capacity) + " of pool " + pool->name +
+                 ": a group cannot borrow more GPUs than the pool has");
+    }
     if (auto it = quotas_.find({q.business_group, q.resource_pool}); it != quotas_.end() && it->second != &o) {
       report(o, rule::kQuotaDuplicate, "spec.resourcePool",
              "group " + q.business_group + " already has a quota on pool " + q.resource_pool + ": " + it->second->ref() +
@@ -285,10 +297,10 @@ class Validator {
     }
     // The hard cap is maxCapacity when set, else guaranteed + borrowLimit; whichever
     // field defines it answers for it.
-    if (!q.max_capacity && q.guaranteed + q.borrow_limit > limit.max_capacity) {
+    if (!q.max_capacity && !borrow_exceeds_pool && uncapped > limit.max_capacity) {
       report(o, rule::kQuotaBorrowLimitOutsideGuardrail, "spec.borrowLimit",
              "guaranteed " + std::to_string(q.guaranteed) + " + borrowLimit " + std::to_string(q.borrow_limit) + " = " +
-                 std::to_string(q.guaranteed + q.borrow_limit) + " is above the guardrail maxCapacity " +
+                 std::to_string(uncapped) + " is above the guardrail maxCapacity " +
                  std::to_string(limit.max_capacity) + " of group " + group->name + " on pool " + pool->name +
                  " (lower borrowLimit, or cap it with maxCapacity)");
     }
@@ -302,7 +314,7 @@ class Validator {
   void check_quota_sums() {
     if (g_ == nullptr) return;
     struct PoolSum {
-      int sum = 0;
+      std::int64_t sum = 0;  // of int32 guarantees
       std::string parts;
       bool reported = false;
     };
@@ -560,23 +572,45 @@ class Validator {
         report(o, rule::kLeaseTypeFields, "spec.extraGuaranteed", "extraGuaranteed belongs to TemporaryQuota leases");
       }
     }
+    // An approval holds for the spec it approved, and for no other.
+    std::optional<Timestamp> approved_at;
+    if (const ApprovalRead approval = read_approval(o.status); approval.present) {
+      if (!approval.approval) {
+        report(o, rule::kLeaseApprovalMismatch, "status.approval", approval.problem + "; the lease counts as not approved");
+      } else if (const std::string mine = lease_spec_hash(l); approval.approval->spec_hash != mine) {
+        report(o, rule::kLeaseApprovalMismatch, "status.approval.specHash",
+               "the approval by " + approval.approval->approved_by + " was for another spec (" +
+                   approval.approval->spec_hash + "; this spec is " + mine +
+                   "): the lease is not approved until a platform administrator approves this spec");
+      } else {
+        approved_at = approval.approval->approved_at;
+      }
+    }
     const Group* group = known_group(o, l.business_group, "spec.businessGroup");
     const Pool* pool = known_pool(o, l.resource_pool, "spec.resourcePool");
     if (g_ != nullptr && l.end) {
-      const auto begin = l.start ? l.start : options_.now;
-      if (begin && *l.end > *begin &&
-          std::chrono::duration_cast<std::chrono::nanoseconds>(*l.end - *begin) > g_->max_lease_duration.nanoseconds()) {
-        const Duration length(std::chrono::duration_cast<std::chrono::nanoseconds>(*l.end - *begin));
+      // Without a start the lease runs from its approval: recorded, or (not approved yet)
+      // the time of this check.
+      const auto begin = l.start ? l.start : approved_at ? approved_at : options_.now;
+      // end - begin overflows int64 nanoseconds for spans above 292 years (times reach
+      // from 1677 to 2262), so the difference is checked.
+      std::int64_t span = 0;
+      const bool huge = begin && __builtin_sub_overflow(l.end->time_since_epoch().count(),
+                                                        begin->time_since_epoch().count(), &span);
+      if (begin && *l.end > *begin && (huge || std::chrono::nanoseconds(span) > g_->max_lease_duration.nanoseconds())) {
         report(o, rule::kLeaseTooLong, "spec.end",
-               "the lease lasts " + length.to_string() + (l.start ? "" : " from now") +
-                   ", above the platform's maxLeaseDuration " + g_->max_lease_duration.to_string());
+               "the lease lasts " + (huge ? std::string("more than 292 years") : Duration(std::chrono::nanoseconds(span)).to_string()) +
+                   (l.start ? "" : approved_at ? " from its approval" : " from now") +
+                   ", above the platform's maxLeaseDuration " +
+                   g_->max_lease_duration.to_string());
       }
     }
     if (group == nullptr || pool == nullptr || l.type != LeaseType::TemporaryQuota || !l.extra_guaranteed) return;
     const GPUQuotaPolicySpec* quota = quota_of(l.business_group, l.resource_pool);
-    const int base = quota != nullptr ? quota->guaranteed : 0;
+    // 64-bit throughout: each term is an int32, the sums of several need not be.
+    const std::int64_t base = quota != nullptr ? quota->guaranteed : 0;
     auto limit = group->limits.find(l.resource_pool);
-    const int cap = limit != group->limits.end() ? limit->second.max_capacity : 0;
+    const std::int64_t cap = limit != group->limits.end() ? limit->second.max_capacity : 0;
     if (base + *l.extra_guaranteed > cap) {
       report(o, rule::kLeaseExceedsGroupCap, "spec.extraGuaranteed",
              "guaranteed " + std::to_string(base) + " + extraGuaranteed " + std::to_string(*l.extra_guaranteed) +
@@ -586,8 +620,8 @@ class Validator {
     }
     // Conservative: every temporary quota whose span overlaps this one's is counted, as if
     // all were active at once.
-    const int total = pool_guaranteed_[l.resource_pool];
-    int extra = 0;
+    const std::int64_t total = pool_guaranteed_[l.resource_pool];
+    std::int64_t extra = 0;
     const LeaseSpan mine = span_of(l);
     for (const PolicyObject* other : temporary_quotas_[l.resource_pool]) {
       const auto& ol = other->as<CapacityLeaseSpec>();
@@ -650,7 +684,7 @@ class Validator {
   const PlatformGuardrailsSpec* g_;
   Diagnostics out_;
   std::map<std::pair<std::string, std::string>, const PolicyObject*> quotas_;
-  std::map<std::string, int> pool_guaranteed_;
+  std::map<std::string, std::int64_t> pool_guaranteed_;  // sums of int32 guarantees
   std::map<std::string, std::vector<const PolicyObject*>> temporary_quotas_;
   std::map<std::string, const PolicyObject*> inference_targets_;
   std::map<std::string, const PolicyObject*> tidal_targets_;

@@ -1,8 +1,8 @@
 #include "render/consistency.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -30,7 +30,22 @@ using policy::TidalPolicySpec;
 using policy::TidalWindow;
 using policy::WorkloadType;
 
-std::string str(int v) { return std::to_string(v); }
+std::string str(Gpus v) { return std::to_string(v); }
+
+// Sums and products of counts read from workload manifests, which no policy bound
+// holds: saturated at the int64 range instead of overflowing.
+Gpus saturating_add(Gpus a, Gpus b) {
+  Gpus r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return a < 0 ? std::numeric_limits<Gpus>::min() : std::numeric_limits<Gpus>::max();
+  return r;
+}
+Gpus saturating_mul(Gpus a, Gpus b) {
+  Gpus r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    return (a < 0) != (b < 0) ? std::numeric_limits<Gpus>::min() : std::numeric_limits<Gpus>::max();
+  }
+  return r;
+}
 
 std::string idx(std::string_view base, std::size_t i) { return std::string(base) + "[" + std::to_string(i) + "]"; }
 
@@ -72,10 +87,14 @@ Footprint footprint(const InferenceScalingPolicySpec& p, const Pool& pool) {
   return {shape.gpu_per_replica / shape.nodes_per_replica, shape.nodes_per_replica};
 }
 
-// First fit: the replica's share on the first `nodes` nodes that have room.
-bool place(std::vector<int>& free, Footprint f) {
+// First fit: the replica's share on the first `nodes` nodes that have room. Nodes before
+// `from` are known to lack room for this footprint (free space only shrinks), so a run of
+// placements of one footprint scans the pool about once, not once per replica: a floor
+// of a million replicas on a million nodes is a million steps, not 10^12.
+bool place(std::vector<int>& free, Footprint f, std::size_t& from) {
+  while (from < free.size() && free[from] < f.per_node) ++from;
   std::vector<std::size_t> chosen;
-  for (std::size_t i = 0; i < free.size() && chosen.size() < static_cast<std::size_t>(f.nodes); ++i) {
+  for (std::size_t i = from; i < free.size() && chosen.size() < static_cast<std::size_t>(f.nodes); ++i) {
     if (free[i] >= f.per_node) chosen.push_back(i);
   }
   if (chosen.size() < static_cast<std::size_t>(f.nodes)) return false;
@@ -86,7 +105,7 @@ bool place(std::vector<int>& free, Footprint f) {
 // How many more replicas fit: the most t with sum(min(slots_i, t)) >= t x nodes, since a
 // replica takes one slot on each of `nodes` distinct nodes. The left side less the right
 // is concave and 0 at t = 0, so the feasible t form a prefix: binary search.
-int replicas_that_fit(const std::vector<int>& free, Footprint f) {
+Gpus replicas_that_fit(const std::vector<int>& free, Footprint f) {
   if (f.per_node <= 0 || f.nodes <= 0) return 0;
   long long total = 0;
   std::vector<int> slots;
@@ -95,7 +114,7 @@ int replicas_that_fit(const std::vector<int>& free, Footprint f) {
     slots.push_back(n / f.per_node);
     total += slots.back();
   }
-  if (f.nodes == 1) return static_cast<int>(total);
+  if (f.nodes == 1) return total;
   long long lo = 0;
   long long hi = total / f.nodes;
   while (lo < hi) {
@@ -108,13 +127,13 @@ int replicas_that_fit(const std::vector<int>& free, Footprint f) {
       hi = t - 1;
     }
   }
-  return static_cast<int>(lo);
+  return lo;
 }
 
 // GPUs one pod asks for (limits, else requests, summed over containers); nullopt when
 // no container names the resource.
-std::optional<int> pod_gpus(const std::vector<const doc::Node*>& containers, const std::string& resource) {
-  std::optional<int> total;
+std::optional<Gpus> pod_gpus(const std::vector<const doc::Node*>& containers, const std::string& resource) {
+  std::optional<Gpus> total;
   for (const doc::Node* c : containers) {
     const doc::Node* resources = c->find("resources");
     if (resources == nullptr) continue;
@@ -132,7 +151,7 @@ std::optional<int> pod_gpus(const std::vector<const doc::Node*>& containers, con
       } else {
         continue;
       }
-      total = total.value_or(0) + static_cast<int>(n);
+      total = saturating_add(total.value_or(0), n);
       break;  // limits win over requests, as the device plugin's extended resources require them equal
     }
   }
@@ -156,8 +175,8 @@ struct Service {
   std::vector<std::pair<const PolicyObject*, std::size_t>> windows;  // tidal windows that set its floor
 
   [[nodiscard]] int gpr() const { return spec->replica_shape.gpu_per_replica; }
-  [[nodiscard]] int required() const { return spec->max_replicas * gpr(); }
-  [[nodiscard]] int min_gpus() const { return spec->min_replicas * gpr(); }
+  [[nodiscard]] Gpus required() const { return Gpus{spec->max_replicas} * gpr(); }
+  [[nodiscard]] Gpus min_gpus() const { return Gpus{spec->min_replicas} * gpr(); }
 };
 
 class Checker {
@@ -190,18 +209,20 @@ class Checker {
     auto it = quotas_.find({group, pool});
     return it == quotas_.end() ? nullptr : &it->second->as<GPUQuotaPolicySpec>();
   }
-  static int lending_floor(const GPUQuotaPolicySpec& q) { return q.lending_limit ? q.guaranteed - *q.lending_limit : 0; }
-  static int lendable(const GPUQuotaPolicySpec& q) { return q.guaranteed - lending_floor(q); }
-  static int at(const std::map<std::string, int>& by_pool, const std::string& pool) {
+  static Gpus lending_floor(const GPUQuotaPolicySpec& q) {
+    return q.lending_limit ? Gpus{q.guaranteed} - *q.lending_limit : 0;
+  }
+  static Gpus lendable(const GPUQuotaPolicySpec& q) { return q.guaranteed - lending_floor(q); }
+  static Gpus at(const std::map<std::string, Gpus>& by_pool, const std::string& pool) {
     auto it = by_pool.find(pool);
     return it == by_pool.end() ? 0 : it->second;
   }
-  int cohort_own(const Pool& pool) const {
-    return options_.cohort_holds_unguaranteed ? std::max(0, pool.capacity - at(guaranteed_, pool.name)) : 0;
+  Gpus cohort_own(const Pool& pool) const {
+    return options_.cohort_holds_unguaranteed ? std::max<Gpus>(0, pool.capacity - at(guaranteed_, pool.name)) : 0;
   }
   // What the rest of a pool's cohort can lend one group's queue (Kueue: the cohort's
   // subtree quota less the queue's own lendable part; lendingLimit keeps the rest private).
-  int others_lendable(const std::string& group, const Pool& pool) const {
+  Gpus others_lendable(const std::string& group, const Pool& pool) const {
     const GPUQuotaPolicySpec* q = quota(group, pool.name);
     return cohort_own(pool) + at(lendable_sum_, pool.name) - (q != nullptr ? lendable(*q) : 0);
   }
@@ -260,12 +281,13 @@ class Checker {
       row.lendable = lendable(q);
       // Kueue's potentialAvailable for the queue: nominal plus what its cohort can lend
       // it, at most its borrowingLimit (docs/render-scaling.md).
-      row.queue_reach = q.guaranteed + std::min(std::max(0, others_lendable(row.group, *pool)), std::max(0, row.borrow_cap));
+      row.queue_reach =
+          q.guaranteed + std::min(std::max<Gpus>(0, others_lendable(row.group, *pool)), std::max<Gpus>(0, row.borrow_cap));
       for (const Service* s : by_pool_[row.pool]) {
         if (s->spec->business_group != row.group) continue;
         ++row.services;
         row.services_required += s->required();
-        row.services_floor += s->peak_floor_replicas * s->gpr();
+        row.services_floor += Gpus{s->peak_floor_replicas} * s->gpr();
       }
       out_.groups.push_back(std::move(row));
     }
@@ -289,7 +311,8 @@ class Checker {
     });
     for (Service* s : order) {
       int placed = 0;
-      for (int r = 0; r < s->spec->min_replicas && place(it->second, footprint(*s->spec, pool)); ++r) ++placed;
+      std::size_t from = 0;
+      for (int r = 0; r < s->spec->min_replicas && place(it->second, footprint(*s->spec, pool), from); ++r) ++placed;
       floors_placed_[s] = placed;
     }
     return it->second;
@@ -315,7 +338,7 @@ class Checker {
     row.min_replicas = p.min_replicas;
     row.max_replicas = p.max_replicas;
     row.required = s.required();
-    row.peak_floor = s.peak_floor_replicas * gpr;
+    row.peak_floor = Gpus{s.peak_floor_replicas} * gpr;
     row.quota_max_capacity = q.effective_max_capacity();
     if (const auto* group = g_->find_group(p.business_group); group != nullptr) {
       if (auto it = group->limits.find(p.resource_pool); it != group->limits.end()) {
@@ -327,21 +350,21 @@ class Checker {
                              str(row.required) + " GPUs";
 
     // Queue: the group's other services on the pool keep their floors in the same queue.
-    int others_floor = 0;
+    Gpus others_floor = 0;
     std::string others;
     for (const Service* t : by_pool_[p.resource_pool]) {
       if (t == &s || t->spec->business_group != p.business_group || t->min_gpus() == 0) continue;
       others_floor += t->min_gpus();
       others += (others.empty() ? "" : ", ") + t->object->name() + " " + str(t->min_gpus());
     }
-    row.queue_allows = std::max(0, gp.queue_reach - others_floor) / gpr * gpr;
+    row.queue_allows = std::max<Gpus>(0, gp.queue_reach - others_floor) / gpr * gpr;
     if (row.queue_allows < row.required) {
-      const int lent = gp.queue_reach - gp.guaranteed;
+      const Gpus lent = gp.queue_reach - gp.guaranteed;
       report(o, rule::kQueueBelowMaxReplicas, "spec.maxReplicas",
              need + ", but ClusterQueue " + gp.queue + " reaches at most " + str(gp.queue_reach) + ": nominalQuota " +
                  str(gp.guaranteed) + " + " + str(lent) + " borrowed (borrowingLimit " + str(gp.borrow_cap) +
                  ", the rest of pool " + pool.name + "'s cohort lends " +
-                 str(std::max(0, others_lendable(p.business_group, pool))) + ")" +
+                 str(std::max<Gpus>(0, others_lendable(p.business_group, pool))) + ")" +
                  (others.empty() ? "" : ", less the floors of the group's other services there (" + others + ")") +
                  ", so " + str(row.queue_allows / gpr) + " replicas (" + str(row.queue_allows) + " GPUs)");
     }
@@ -349,12 +372,12 @@ class Checker {
     // Pool: the nodes, the replica shape and every other service's floor.
     const Footprint fp = footprint(p, pool);
     const auto& free = floors_placed(pool);
-    row.pool_allows = (floors_placed_[&s] + replicas_that_fit(free, fp)) * gpr;
+    row.pool_allows = (floors_placed_[&s] + replicas_that_fit(free, fp)) * gpr;  // Gpus: no overflow
     if (row.pool_allows < row.required) {
       const std::string nodes = pool.gpus_per_node ? str(static_cast<int>(nodes_of(pool).size())) + " nodes of up to " +
                                                          str(*pool.gpus_per_node) + " GPUs"
                                                    : str(pool.capacity) + " GPUs";
-      int floors = 0;
+      Gpus floors = 0;
       for (const Service* t : by_pool_[p.resource_pool]) floors += t == &s ? 0 : t->min_gpus();
       report(o, rule::kPoolBelowMaxReplicas, "spec.maxReplicas",
              need + ", but pool " + pool.name + " (" + nodes + ") holds only " + str(row.pool_allows / gpr) +
@@ -372,7 +395,7 @@ class Checker {
                  "deployments' autoscaling_config max_replicas to " + str(p.max_replicas) + " yourself",
              Severity::Warning);
     } else {
-      row.autoscaler_allows = std::max(1, p.max_replicas) * gpr;
+      row.autoscaler_allows = Gpus{std::max(1, p.max_replicas)} * gpr;
       check_workload(s, row);
     }
     check_behavior(s);
@@ -407,7 +430,8 @@ class Checker {
       const std::string_view klass = annotations != nullptr ? annotations->string_at("serving.kserve.io/autoscalerClass") : "";
       const doc::Node* max = predictor->find("maxReplicas");
       if (klass != "external" && max != nullptr && max->type == doc::NodeType::Int && max->integer < p.max_replicas) {
-        const int cap = static_cast<int>(max->integer);
+        // KServe refuses a negative maxReplicas; one read here counts as no replicas.
+        const Gpus cap = std::max<Gpus>(0, max->integer);
         row.autoscaler_allows = cap * s.gpr();
         report(*s.object, rule::kAutoscalerBelowMaxReplicas, "spec.maxReplicas",
                "maxReplicas " + str(p.max_replicas) + " x gpuPerReplica " + str(s.gpr()) + " = " + str(s.required()) +
@@ -432,7 +456,7 @@ class Checker {
       report(*s.object, rule::kWorkloadShapeMismatch, "spec.replicaShape.gpuPerReplica",
              "gpuPerReplica is " + str(s.gpr()) + ", but each pod of " + what + where(m->origin, m->root.pos) +
                  " asks for " + str(*gpus) + " " + resource + "; Kueue and the scheduler count the pod's request, so " +
-                 "maxReplicas " + str(p.max_replicas) + " needs " + str(*gpus * p.max_replicas) + " GPUs, not " +
+                 "maxReplicas " + str(p.max_replicas) + " needs " + str(saturating_mul(*gpus, p.max_replicas)) + " GPUs, not " +
                  str(s.required()));
     }
   }
@@ -529,22 +553,22 @@ class Checker {
     row.pool = pool.name;
     row.capacity = pool.capacity;
     row.guaranteed = guaranteed_[pool.name];
-    row.outside_queues = std::max(0, pool.capacity - row.guaranteed - cohort_own(pool));
-    std::map<std::string, int> claims;  // by group: what its guarantee or its services take back
+    row.outside_queues = std::max<Gpus>(0, pool.capacity - row.guaranteed - cohort_own(pool));
+    std::map<std::string, Gpus> claims;  // by group: what its guarantee or its services take back
     for (const auto& [key, o] : quotas_) {
       if (key.second == pool.name) claims[key.first] = o->as<GPUQuotaPolicySpec>().guaranteed;
     }
-    std::map<std::string, int> services_required;
+    std::map<std::string, Gpus> services_required;
     for (const Service* s : by_pool_[pool.name]) {
       row.inference_required += s->required();
       services_required[s->spec->business_group] += s->required();
     }
-    int claimed = 0;
+    Gpus claimed = 0;
     for (auto& [group, claim] : claims) {
       claim = std::max(claim, services_required[group]);
       claimed += claim;
     }
-    row.lendable_to_non_preemptible = std::max(0, row.guaranteed + cohort_own(pool) - claimed);
+    row.lendable_to_non_preemptible = std::max<Gpus>(0, row.guaranteed + cohort_own(pool) - claimed);
 
     // Groups that may run training no one can preempt, and what they may borrow here.
     const PriorityRule* rule_used = nullptr;
@@ -556,7 +580,8 @@ class Checker {
         const PriorityRule& r = g_->priorities[k];
         if (r.preemptible || !allows_training(r, key.first)) continue;
         const auto& q = o->as<GPUQuotaPolicySpec>();
-        const int borrow = std::min(std::max(0, others_lendable(key.first, pool)), std::max(0, q.effective_max_capacity() - q.guaranteed));
+        const Gpus borrow = std::min(std::max<Gpus>(0, others_lendable(key.first, pool)),
+                                     std::max<Gpus>(0, q.effective_max_capacity() - q.guaranteed));
         row.non_preemptible_borrow += borrow;
         borrowers += (borrowers.empty() ? "" : ", ") + key.first + " " + str(borrow);
         if (rule_used == nullptr) {
@@ -566,7 +591,7 @@ class Checker {
         break;
       }
     }
-    row.non_preemptible_borrow = std::min(row.non_preemptible_borrow, pool.capacity);
+    row.non_preemptible_borrow = std::min<Gpus>(row.non_preemptible_borrow, pool.capacity);
     for (auto& s : out_.services) {
       if (s.pool == pool.name) s.lendable_to_non_preemptible = row.lendable_to_non_preemptible;
     }
@@ -658,15 +683,15 @@ class Checker {
     const Pool* pool = g_->find_pool(t.targets.resource_pool);
     if (pool == nullptr) return;
     // Training's side: what its groups hold of their own and may borrow.
-    int held = 0;
-    int caps = 0;
+    Gpus held = 0;
+    Gpus caps = 0;
     for (const auto& group : t.targets.training_groups) {
       if (const auto* q = quota(group, pool->name); q != nullptr) {
         held += q->guaranteed;
         caps += q->effective_max_capacity() - q->guaranteed;
       }
     }
-    int queues_lend = cohort_own(*pool);
+    Gpus queues_lend = cohort_own(*pool);
     for (const auto& [key, q] : quotas_) {
       if (key.second == pool->name && !contains(t.targets.training_groups, key.first)) {
         queues_lend += lendable(q->as<GPUQuotaPolicySpec>());
@@ -675,9 +700,11 @@ class Checker {
     for (std::size_t i = 0; i < t.windows.size(); ++i) {
       const TidalWindow& w = t.windows[i];
       if (!w.inference_replica_floor && !w.training_borrow_limit) continue;
-      const int lent = std::max(0, std::min({w.training_borrow_limit.value_or(INT_MAX), caps, queues_lend}));
-      const int unlent = pool->capacity - held - lent;
-      int needed = 0;
+      const Gpus no_limit = std::numeric_limits<Gpus>::max();
+      const Gpus lent =
+          std::max<Gpus>(0, std::min({w.training_borrow_limit ? Gpus{*w.training_borrow_limit} : no_limit, caps, queues_lend}));
+      const Gpus unlent = pool->capacity - held - lent;
+      Gpus needed = 0;
       std::string parts;
       for (const Service* s : by_pool_[pool->name]) {
         int floor = s->spec->min_replicas;
@@ -688,7 +715,7 @@ class Checker {
           floor = floor_during(*s, o, i);
         }
         if (floor == 0) continue;
-        needed += floor * s->gpr();
+        needed += Gpus{floor} * s->gpr();
         parts += (parts.empty() ? "" : ", ") + s->object->name() + " " + str(floor) + " x " + str(s->gpr());
       }
       if (needed <= unlent) continue;
@@ -710,12 +737,12 @@ class Checker {
   const policy::PlatformGuardrailsSpec* g_;
   ConsistencyReport out_;
   std::map<std::pair<std::string, std::string>, const PolicyObject*> quotas_;  // (group, pool)
-  std::map<std::string, int> guaranteed_;    // by pool
-  std::map<std::string, int> lendable_sum_;  // by pool
+  std::map<std::string, Gpus> guaranteed_;    // by pool
+  std::map<std::string, Gpus> lendable_sum_;  // by pool
   std::vector<Service> services_;
   std::map<std::string, std::vector<Service*>> by_pool_;
   std::map<std::string, std::vector<int>> free_after_floors_;
-  std::map<const Service*, int> floors_placed_;
+  std::map<const Service*, Gpus> floors_placed_;
   std::map<std::pair<const PolicyObject*, std::size_t>, int> window_ids_;
   std::map<std::string, int> schedule_ids_;                   // "zone|start|end"
   std::deque<std::vector<policy::Interval>> intervals_;       // by schedule id

@@ -7,6 +7,7 @@
 // gpuPerReplica to the quota's maxCapacity, floors to the replica range, ...). Pure.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,9 @@ struct ConsistencyOptions {
 };
 
 // GPU counts are devices of the pool's flavor; "allows" values are whole replicas' GPUs.
+// 64-bit: each policy count is an int32, and sums and products of them need not be.
+using Gpus = std::int64_t;
+
 struct ServiceCapacity {
   std::string policy;    // the InferenceScalingPolicy
   std::string workload;  // "InferenceService customer-service/customer-service-llm"
@@ -52,42 +56,42 @@ struct ServiceCapacity {
   int nodes_per_replica = 1;
   int min_replicas = 0;
   int max_replicas = 0;
-  int required = 0;                // maxReplicas x gpuPerReplica, all at once
-  int peak_floor = 0;              // the highest floor (minReplicas or a tidal window) x gpuPerReplica
-  int quota_max_capacity = 0;      // the group's GPUQuotaPolicy hard cap on the pool
-  int guardrail_max_capacity = 0;  // the guardrails' cap for the group on the pool
-  int queue_allows = 0;            // what ClusterQueue <group>-<pool> reaches, less the group's other floors
-  int pool_allows = 0;             // what the pool's nodes hold in this shape beside the other floors
-  std::optional<int> autoscaler_allows;  // maxReplicaCount x gpuPerReplica; none without a ScaledObject
-  int burst_headroom = 0;
-  int lendable_to_non_preemptible = 0;  // of the pool (see PoolCapacity)
+  Gpus required = 0;                // maxReplicas x gpuPerReplica, all at once
+  Gpus peak_floor = 0;              // the highest floor (minReplicas or a tidal window) x gpuPerReplica
+  Gpus quota_max_capacity = 0;      // the group's GPUQuotaPolicy hard cap on the pool
+  Gpus guardrail_max_capacity = 0;  // the guardrails' cap for the group on the pool
+  Gpus queue_allows = 0;            // what ClusterQueue <group>-<pool> reaches, less the group's other floors
+  Gpus pool_allows = 0;             // what the pool's nodes hold in this shape beside the other floors
+  std::optional<Gpus> autoscaler_allows;  // maxReplicaCount x gpuPerReplica; none without a ScaledObject
+  Gpus burst_headroom = 0;
+  Gpus lendable_to_non_preemptible = 0;  // of the pool (see PoolCapacity)
 };
 
 struct GroupPoolCapacity {
   std::string group;
   std::string pool;
   std::string queue;  // the ClusterQueue, "<group>-<pool>"
-  int guaranteed = 0;
-  int borrow_cap = 0;      // maxCapacity - guaranteed (the queue's borrowingLimit)
-  int max_capacity = 0;
-  int lending_floor = 0;   // guaranteed - lendingLimit: never lent
-  int lendable = 0;
-  int queue_reach = 0;     // nominal + what the cohort can lend it, up to borrow_cap
+  Gpus guaranteed = 0;
+  Gpus borrow_cap = 0;      // maxCapacity - guaranteed (the queue's borrowingLimit)
+  Gpus max_capacity = 0;
+  Gpus lending_floor = 0;   // guaranteed - lendingLimit: never lent
+  Gpus lendable = 0;
+  Gpus queue_reach = 0;     // nominal + what the cohort can lend it, up to borrow_cap
   int services = 0;
-  int services_required = 0;  // sum over the group's services on the pool at maxReplicas
-  int services_floor = 0;     // sum of their peak floors
+  Gpus services_required = 0;  // sum over the group's services on the pool at maxReplicas
+  Gpus services_floor = 0;     // sum of their peak floors
 };
 
 struct PoolCapacity {
   std::string pool;
-  int capacity = 0;
-  int guaranteed = 0;
-  int outside_queues = 0;        // in no ClusterQueue's or Cohort's quota
-  int inference_required = 0;    // sum over the pool's services at maxReplicas
+  Gpus capacity = 0;
+  Gpus guaranteed = 0;
+  Gpus outside_queues = 0;        // in no ClusterQueue's or Cohort's quota
+  Gpus inference_required = 0;    // sum over the pool's services at maxReplicas
   // GPUs in the queues that neither a guarantee nor an inference service at
   // maxReplicas ever claims back: all a non-preemptible borrower may hold safely.
-  int lendable_to_non_preemptible = 0;
-  int non_preemptible_borrow = 0;  // what groups with a non-preemptible training class may borrow
+  Gpus lendable_to_non_preemptible = 0;
+  Gpus non_preemptible_borrow = 0;  // what groups with a non-preemptible training class may borrow
 };
 
 struct ConsistencyReport {

@@ -124,6 +124,7 @@ RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& poo
   quota["nominalQuota"] = q.guaranteed;
   // maxCapacity is the hard cap (guaranteed <= maxCapacity <= guaranteed + borrowLimit),
   // so what the queue may borrow is maxCapacity - guaranteed (policy-api.md's mapping).
+  // effective_max_capacity() is 64-bit, so this is exact for every pair of int32 fields.
   quota["borrowingLimit"] = q.effective_max_capacity() - q.guaranteed;
   if (q.lending_limit) quota["lendingLimit"] = *q.lending_limit;
   Json flavor = Json::object();

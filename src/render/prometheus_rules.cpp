@@ -719,7 +719,7 @@ RenderedObject inference_object(const PolicyObject& isp, const PolicyObject& gua
                              std::to_string(nodes) + ")",
                          labels));
   const int headroom = s.effective_burst_headroom();
-  const int max_gpus = s.max_replicas * s.replica_shape.gpu_per_replica;
+  const std::int64_t max_gpus = std::int64_t{s.max_replicas} * s.replica_shape.gpu_per_replica;
   rules.push_back(alert(
       {.name = "InferenceBurstHeadroomLost",
        .expr = std::string(series::kPlaceableReplicas) + "{" + sel + "} * " +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "render/scheduling.hpp"
 
@@ -14,7 +15,8 @@ using policy::PolicyObject;
 // Volcano creates these queues itself (scheduler and webhook); a pool may not take their names.
 constexpr std::array<std::string_view, 2> kVolcanoQueues{"root", "default"};
 
-Json resources(const std::string& resource, int amount) { return {{resource, amount}}; }
+// 64-bit: a quota's cap (guaranteed + borrowLimit) is a sum of two int32 fields.
+Json resources(const std::string& resource, std::int64_t amount) { return {{resource, amount}}; }
 
 // The parent of a pool's queues. Its guarantee is the whole pool: the pool's nodes serve
 // no other queue, and the capacity plugin lets children's guarantees add up to at most
@@ -45,7 +47,7 @@ RenderedObject group_queue(const PolicyObject& policy, const policy::Pool& pool,
   spec["deserved"] = resources(resource, q.guaranteed);
   // guarantee: reserved, never lent: the lending floor guaranteed - lendingLimit (none
   // when the whole guarantee is lent).
-  const int floor = q.guaranteed - q.lending_limit.value_or(q.guaranteed);
+  const std::int64_t floor = std::int64_t{q.guaranteed} - q.lending_limit.value_or(q.guaranteed);
   if (floor > 0) spec["guarantee"] = {{"resource", resources(resource, floor)}};
   // capability: the hard cap.
   spec["capability"] = resources(resource, q.effective_max_capacity());

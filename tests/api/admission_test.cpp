@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "document/reader.hpp"
+#include "policy/decode.hpp"
+#include "policy/lease_approval.hpp"
 #include "policy/rules.hpp"
 #include "support/policy_fixture.hpp"
 
@@ -261,6 +265,153 @@ TEST(Admission, DecisionsArePureFunctionsOfTheirInputs) {
   const auto a = review_response(decide(body)).dump();
   const auto b = review_response(decide(body)).dump();
   EXPECT_EQ(a, b);
+}
+
+// ---- CapacityLease: requester, approval bound to its spec, and the time of updates -----
+
+// customer-service (admin: user:mei.chen) asks for 4 more MIG slices; pat is a platform
+// administrator, and so is mei.chen in the self-approval cases.
+json lease_object(const std::string& end, const json& status = nullptr,
+                  const std::optional<std::string>& requester = std::string("user:mei.chen")) {
+  json o = {{"apiVersion", "platform.gpubank.dev/v1alpha1"},
+            {"kind", "CapacityLease"},
+            {"metadata", {{"name", "cs-eval"}}},
+            {"spec",
+             {{"businessGroup", "customer-service"},
+              {"resourcePool", "mig-or-shared-development"},
+              {"type", "TemporaryQuota"},
+              {"extraGuaranteed", 4},
+              {"end", end},
+              {"reason", "evaluation"}}}};
+  if (requester) o["metadata"]["annotations"] = {{std::string(policy::kAnnotationRequestedBy), *requester}};
+  if (!status.is_null()) o["status"] = status;
+  return o;
+}
+
+std::string lease_review(const std::string& operation, const json& object, const json& old_object,
+                         const std::string& user, const std::vector<std::string>& groups, bool status = false) {
+  json r = {{"uid", "lease-1"},
+            {"kind", {{"group", "platform.gpubank.dev"}, {"version", "v1alpha1"}, {"kind", "CapacityLease"}}},
+            {"name", "cs-eval"},
+            {"operation", operation},
+            {"userInfo", {{"username", user}, {"groups", groups}}},
+            {"object", object},
+            {"oldObject", old_object}};
+  if (status) r["subResource"] = "status";
+  return json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", r}}.dump();
+}
+
+const std::vector<std::string> kCsAdmin{"customer-service-admins"};
+const std::vector<std::string> kPlatformAdmin{"gpubank-platform-admins"};
+
+std::string spec_hash_of(const json& object) {
+  auto node = doc::parse_json(object.dump());
+  Diagnostics ignored;
+  auto decoded = policy::decode_policy(*node, policy::Origin{}, ignored);
+  return policy::lease_spec_hash(decoded->as<policy::CapacityLeaseSpec>());
+}
+
+json approval_by(const std::string& subject, const json& object) {
+  return {{"phase", "Approved"},
+          {"approval", {{"approvedBy", subject}, {"specHash", spec_hash_of(object)}, {"approvedAt", "2026-11-30T09:00:00Z"}}}};
+}
+
+TEST(AdmissionLease, TheCreatorRecordsThemselvesAsRequester) {
+  EXPECT_TRUE(decide(lease_review("CREATE", lease_object("2026-12-01T05:00:00Z"), nullptr, "mei.chen", kCsAdmin)).allowed);
+  for (const auto& requester : {std::optional<std::string>(), std::optional<std::string>("user:omar")}) {
+    const auto d = decide(
+        lease_review("CREATE", lease_object("2026-12-01T05:00:00Z", nullptr, requester), nullptr, "mei.chen", kCsAdmin));
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(d.code, 403);
+    EXPECT_EQ(d.rules, std::vector<std::string>{"lease.requester-mismatch"});
+    EXPECT_NE(d.message.find("must name the user who writes the lease's spec, \"user:mei.chen\""), std::string::npos)
+        << d.message;
+  }
+}
+
+TEST(AdmissionLease, AnUpdateCannotStretchALeaseWithoutStartPastTheMaximum) {
+  // Created 20h long (kNow is 2026-11-30T09:12:44Z; maxLeaseDuration is 24h) ...
+  const json short_lease = lease_object("2026-12-01T05:00:00Z");
+  EXPECT_TRUE(decide(lease_review("CREATE", short_lease, nullptr, "mei.chen", kCsAdmin)).allowed);
+  // ... then stretched to 40h by an update: measured from the request's time as on CREATE.
+  const auto d = decide(lease_review("UPDATE", lease_object("2026-12-02T01:00:00Z"), short_lease, "mei.chen", kCsAdmin));
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.rules, std::vector<std::string>{"lease.too-long"});
+  EXPECT_NE(d.message.find("from now, above the platform's maxLeaseDuration 24h"), std::string::npos) << d.message;
+  // Within the maximum an update is fine.
+  EXPECT_TRUE(
+      decide(lease_review("UPDATE", lease_object("2026-12-01T09:00:00Z"), short_lease, "mei.chen", kCsAdmin)).allowed);
+}
+
+TEST(AdmissionLease, AnApprovalIsVoidedByAnyChangeOfTheSpec) {
+  const json lease = lease_object("2026-12-01T05:00:00Z");
+  const json approved = lease_object("2026-12-01T05:00:00Z", approval_by("user:pat", lease));
+  // pat approves the spec as it is.
+  const auto approve = decide(lease_review("UPDATE", approved, lease, "pat", kPlatformAdmin, true));
+  EXPECT_TRUE(approve.allowed) << approve.message;
+  // The requester then changes the spec; the API server keeps the approved status.
+  json longer = lease_object("2026-12-01T08:00:00Z", approved["status"]);
+  const auto change = decide(lease_review("UPDATE", longer, approved, "mei.chen", kCsAdmin));
+  EXPECT_FALSE(change.allowed);
+  EXPECT_EQ(change.rules, std::vector<std::string>{"lease.approval-mismatch"});
+  EXPECT_NE(change.message.find("the approval by user:pat was for another spec"), std::string::npos) << change.message;
+  // A change that leaves the spec alone keeps the approval.
+  json labelled = approved;
+  labelled["metadata"]["labels"] = {{"team", "eval"}};
+  EXPECT_TRUE(decide(lease_review("UPDATE", labelled, approved, "mei.chen", kCsAdmin)).allowed);
+  // Once the approval is cleared (a status write), the spec may change and be approved anew.
+  const json cleared = lease_object("2026-12-01T05:00:00Z", json{{"phase", "Pending"}});
+  EXPECT_TRUE(decide(lease_review("UPDATE", cleared, approved, "pat", kPlatformAdmin, true)).allowed);
+  EXPECT_TRUE(decide(lease_review("UPDATE", lease_object("2026-12-01T08:00:00Z", cleared["status"]), cleared, "mei.chen",
+                                  kCsAdmin))
+                  .allowed);
+  // An approval of another spec is refused when written.
+  const json stale = lease_object("2026-12-01T05:00:00Z", approval_by("user:pat", longer));
+  const auto wrong = decide(lease_review("UPDATE", stale, lease, "pat", kPlatformAdmin, true));
+  EXPECT_FALSE(wrong.allowed);
+  EXPECT_EQ(wrong.rules, std::vector<std::string>{"lease.approval-mismatch"});
+}
+
+TEST(AdmissionLease, AnApprovalRecordsItsOwnApproverAndTime) {
+  const json lease = lease_object("2026-12-01T05:00:00Z");
+  auto d = decide(
+      lease_review("UPDATE", lease_object("2026-12-01T05:00:00Z", approval_by("user:omar", lease)), lease, "pat",
+                   kPlatformAdmin, true));
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.rules, std::vector<std::string>{"lease.approval-invalid"});
+  json ahead = approval_by("user:pat", lease);
+  ahead["approval"]["approvedAt"] = "2026-12-01T04:00:00Z";  // would make the lease look 1h long
+  d = decide(lease_review("UPDATE", lease_object("2026-12-01T05:00:00Z", ahead), lease, "pat", kPlatformAdmin, true));
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.rules, std::vector<std::string>{"lease.approval-invalid"});
+}
+
+TEST(AdmissionLease, TheRequesterMayNotApproveTheirOwnLeaseUnlessTheGuardrailsAllowIt) {
+  const std::vector<std::string> both{"customer-service-admins", "gpubank-platform-admins"};
+  const json lease = lease_object("2026-12-01T05:00:00Z");
+  const std::string self =
+      lease_review("UPDATE", lease_object("2026-12-01T05:00:00Z", approval_by("user:mei.chen", lease)), lease, "mei.chen",
+                   both, true);
+  const auto d = decide(self);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.code, 403);
+  EXPECT_EQ(d.rules, std::vector<std::string>{"lease.self-approval"});
+  EXPECT_NE(d.message.find("user:mei.chen requested CapacityLease/cs-eval"), std::string::npos) << d.message;
+  // A lease that does not say who asked cannot be told apart either.
+  const json anonymous = lease_object("2026-12-01T05:00:00Z", nullptr, std::nullopt);
+  const auto unknown = decide(lease_review(
+      "UPDATE", lease_object("2026-12-01T05:00:00Z", approval_by("user:pat", anonymous), std::nullopt), anonymous, "pat",
+      kPlatformAdmin, true));
+  EXPECT_EQ(unknown.rules, std::vector<std::string>{"lease.self-approval"});
+
+  // Guardrails that allow it.
+  policy::PolicySet set = gpubank::testing::examples_plus();
+  policy::PolicyObject guardrails = *set.guardrails();
+  std::get<policy::PlatformGuardrailsSpec>(guardrails.spec).lease_approval = policy::LeaseApprovalRules{true};
+  set.upsert(std::move(guardrails));
+  const PolicySnapshot lenient(std::move(set));
+  const auto allowed = review(lenient, self, kNow);
+  EXPECT_TRUE(allowed.allowed) << allowed.message;
 }
 
 }  // namespace

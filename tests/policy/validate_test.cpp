@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <functional>
+
+#include "policy/lease_approval.hpp"
 #include "policy/rules.hpp"
 #include "support/policy_fixture.hpp"
 
@@ -209,6 +213,162 @@ TEST(Validate, IsDeterministic) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_string(), b[i].to_string());
   EXPECT_GT(a.size(), 60u);
+}
+
+// ---- numbers at the edges of int32 ---------------------------------------------------
+
+// The example set with one quota's spec changed in place: decoding bounds every count,
+// so validation's own arithmetic is reached only by specs built in code (the twin's, the
+// webhook's upserted objects).
+PolicySet with_quota(const std::string& name, const std::function<void(GPUQuotaPolicySpec&)>& change) {
+  PolicySet set = examples_plus();
+  PolicyObject q = *set.find(Kind::GPUQuotaPolicy, name);
+  change(std::get<GPUQuotaPolicySpec>(q.spec));
+  set.upsert(std::move(q));
+  return set;
+}
+
+TEST(ValidateNumbers, BorrowLimitAtInt32MaxIsAboveThePoolNotWrappedBelowIt) {
+  // search-team-h100: guaranteed 32 on the 64-GPU training pool, guardrail cap 48. On
+  // main, 32 + 2147483647 wrapped to a negative cap and passed every check.
+  auto f = findings_of(with_quota("search-team-h100", [](GPUQuotaPolicySpec& q) {
+    q.borrow_limit = INT32_MAX;
+    q.max_capacity.reset();
+  }));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"quota.borrow-limit-exceeds-pool"});
+  EXPECT_EQ(f[0].path, "spec.borrowLimit");
+  EXPECT_EQ(f[0].message,
+            "borrowLimit 2147483647 is above the capacity 64 of pool h100-rdma-training: a group cannot borrow more "
+            "GPUs than the pool has");
+}
+
+TEST(ValidateNumbers, AHugeBorrowLimitIsRejectedEvenUnderAMaxCapacity) {
+  // maxCapacity 48 caps the queue; on main guaranteed + borrowLimit wrapped and made
+  // maxCapacity look above it (quota.max-capacity-range) while the huge borrowLimit passed.
+  auto f = findings_of(with_quota("search-team-h100", [](GPUQuotaPolicySpec& q) { q.borrow_limit = INT32_MAX; }));
+  EXPECT_EQ(rules_of(f), std::vector<std::string>{"quota.borrow-limit-exceeds-pool"});
+  // Up to the pool it is still the cap that wins (docs/policy-api.md).
+  f = findings_of(with_quota("search-team-h100", [](GPUQuotaPolicySpec& q) { q.borrow_limit = 64; }));
+  EXPECT_TRUE(f.empty()) << f[0].to_string();
+}
+
+TEST(ValidateNumbers, SumsNearInt32MaxAreExact) {
+  // Without maxCapacity, guaranteed + borrowLimit = 2^31 + 15: above the guardrail, said
+  // with the exact sum (main printed -2147483633 and let it pass).
+  auto f = findings_of(with_quota("search-team-h100", [](GPUQuotaPolicySpec& q) {
+    q.guaranteed = 48;
+    q.borrow_limit = INT32_MAX - 32;
+    q.max_capacity.reset();
+    q.lending_limit.reset();
+  }));
+  EXPECT_TRUE(has_rule(f, rule::kQuotaBorrowLimitExceedsPool));
+  // maxCapacity within guaranteed..guaranteed + borrowLimit, the sum past INT32_MAX.
+  f = findings_of(with_quota("search-team-h100", [](GPUQuotaPolicySpec& q) {
+    q.guaranteed = INT32_MAX;
+    q.borrow_limit = INT32_MAX;
+    q.max_capacity = INT32_MAX;
+  }));
+  EXPECT_FALSE(has_rule(f, rule::kQuotaMaxCapacityRange)) << f[0].to_string();
+  EXPECT_TRUE(has_rule(f, rule::kQuotaGuaranteedOutsideGuardrail));
+  const Diagnostic* sum = find_finding(f, rule::kQuotaSumExceedsPool);
+  ASSERT_NE(sum, nullptr);
+  // INT32_MAX plus ads' 16 and research's 8, in whatever order the set holds them.
+  EXPECT_TRUE(sum->message.find("add up to 2147483647 ") != std::string::npos ||
+              sum->message.find("add up to 2147483671 ") != std::string::npos)
+      << sum->message;
+}
+
+TEST(ValidateNumbers, ALeaseOfInt32MaxGpusExceedsTheGroupCap) {
+  PolicySet set = examples_plus();
+  PolicyObject lease = *set.find(Kind::CapacityLease, "ads-holiday-retrain");
+  std::get<CapacityLeaseSpec>(lease.spec).extra_guaranteed = INT32_MAX;  // ads holds 16: the sum wrapped on main
+  set.upsert(std::move(lease));
+  const auto f = findings_of(set);
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"lease.exceeds-group-cap"});
+  EXPECT_NE(f[0].message.find(" = 2147483663 is above"), std::string::npos) << f[0].message;
+}
+
+TEST(ValidateNumbers, ALeaseSpanningCenturiesIsTooLongNotOverflowed) {
+  // 1700 to 2250: end - start does not fit int64 nanoseconds (UBSan traps on main).
+  const std::string lease = std::string(kHeader) + R"(kind: CapacityLease
+metadata: {name: l}
+spec: {businessGroup: search, resourcePool: h100-rdma-training, type: Protection, selector: {matchLabels: {app: x}},
+       start: "1700-01-01T00:00:00Z", end: "2250-01-01T00:00:00Z", reason: r}
+)";
+  const auto f = findings_of(examples_plus(lease));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"lease.too-long"});
+  EXPECT_NE(f[0].message.find("more than 292 years"), std::string::npos) << f[0].message;
+}
+
+TEST(ValidateNumbers, GpuCountsAreBoundedWhenDecoded) {
+  const auto decoded = [](const std::string& spec) {
+    return findings_of(examples_plus(quota("cs-mig", "{businessGroup: customer-service, resourcePool: "
+                                                     "mig-or-shared-development, " + spec + "}")));
+  };
+  // The issue's case: accepted on main, and rendered as a Volcano capability of -2147483641.
+  auto f = decoded("guaranteed: 8, borrowLimit: 2147483647");
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"schema.out-of-range"});
+  EXPECT_EQ(f[0].path, "spec.borrowLimit");
+  EXPECT_EQ(f[0].message, "must be between 0 and 1000000 (the most GPUs gpubank accounts for), got 2147483647");
+  f = decoded("guaranteed: 0, borrowLimit: 1000001, maxCapacity: 8");
+  EXPECT_EQ(rules_of(f), std::vector<std::string>{"schema.out-of-range"});
+  f = decoded("guaranteed: 0, borrowLimit: 1000000, maxCapacity: 8");  // the bound itself decodes
+  EXPECT_EQ(rules_of(f), std::vector<std::string>{"quota.borrow-limit-exceeds-pool"});
+  EXPECT_EQ(f[0].message,
+            "borrowLimit 1000000 is above the capacity 56 of pool mig-or-shared-development: a group cannot borrow "
+            "more GPUs than the pool has");
+  // Still int32 first: a value past it says so.
+  f = decoded("guaranteed: 0, borrowLimit: 9223372036854775807");
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"schema.out-of-range"});
+}
+
+// ---- lease approval -------------------------------------------------------------------
+
+std::string approved_lease(const std::string& end, const std::string& status) {
+  return std::string(kHeader) + R"(kind: CapacityLease
+metadata: {name: l}
+spec: {businessGroup: search, resourcePool: h100-rdma-training, type: TemporaryQuota, extraGuaranteed: 2,
+       end: ")" + end + R"(", reason: r}
+status: )" + status + "\n";
+}
+
+std::string hash_of_lease(const std::string& end) {
+  PolicySet set = examples_plus(approved_lease(end, "{}"));
+  return lease_spec_hash(set.find(Kind::CapacityLease, "l")->as<CapacityLeaseSpec>());
+}
+
+TEST(ValidateLease, AnApprovalHoldsForTheSpecItApproved) {
+  const std::string hash = hash_of_lease("2026-12-02T00:00:00Z");
+  EXPECT_EQ(hash.size(), std::string("sha256:").size() + 64);
+  const std::string approval = "{approval: {approvedBy: \"user:pat\", specHash: \"" + hash + "\"}}";
+  EXPECT_TRUE(findings_of(examples_plus(approved_lease("2026-12-02T00:00:00Z", approval))).empty());
+  // The same approval on a changed spec (one hour longer) is void.
+  const auto f = findings_of(examples_plus(approved_lease("2026-12-02T01:00:00Z", approval)));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"lease.approval-mismatch"});
+  EXPECT_EQ(f[0].path, "status.approval.specHash");
+  EXPECT_NE(f[0].message.find("the approval by user:pat was for another spec (" + hash), std::string::npos)
+      << f[0].message;
+  // An approval that does not say what it approved approves nothing.
+  const auto bare = findings_of(examples_plus(approved_lease("2026-12-02T00:00:00Z", "{approval: {approvedBy: x}}")));
+  ASSERT_EQ(rules_of(bare), std::vector<std::string>{"lease.approval-mismatch"});
+  EXPECT_NE(bare[0].message.find("specHash is missing"), std::string::npos) << bare[0].message;
+}
+
+TEST(ValidateLease, TheSpecHashIgnoresSpellingButNotMeaning) {
+  // The same end in another offset is the same spec; a second later is not.
+  EXPECT_EQ(hash_of_lease("2026-12-02T00:00:00Z"), hash_of_lease("2026-12-02T08:00:00+08:00"));
+  EXPECT_NE(hash_of_lease("2026-12-02T00:00:00Z"), hash_of_lease("2026-12-02T00:00:01Z"));
+}
+
+TEST(ValidateLease, ALeaseWithoutStartIsMeasuredFromItsApproval) {
+  const std::string end = "2026-12-02T00:00:00Z";
+  const std::string approval = "{approval: {approvedBy: \"user:pat\", specHash: \"" + hash_of_lease(end) +
+                               "\", approvedAt: \"2026-11-30T00:00:00Z\"}}";
+  ValidationOptions at;
+  at.now = *parse_rfc3339("2026-12-01T12:00:00Z");  // 12h before the end, but approved 48h before it
+  const auto f = findings_of(examples_plus(approved_lease(end, approval)), at);
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"lease.too-long"});
+  EXPECT_NE(f[0].message.find("48h from its approval"), std::string::npos) << f[0].message;
 }
 
 }  // namespace
