@@ -337,7 +337,11 @@ void review_workload(const PolicySnapshot& snapshot, const Node& request, Admiss
   const Node* old_object = d.operation == "UPDATE" ? request.find("oldObject") : nullptr;
   Diagnostics findings;
   const std::string what = d.kind.substr(d.kind.find('/') + 1) + "/" + d.namespace_ + "/" + d.name;
-  policy::check_workload(*object, d.namespace_, *guardrails, old_object,
+  const policy::WorkloadContext context{d.namespace_, *guardrails, &snapshot.set(),
+                                       old_object != nullptr && old_object->type == NodeType::Mapping ? old_object
+                                                                                                     : nullptr,
+                                       &d.user};
+  policy::check_workload(*object, context,
                          [&](std::string_view rule_id, std::string path, std::string message, SourcePos) {
                            findings.push_back(Diagnostic{Severity::Error, std::string(rule_id), {}, {}, {}, {},
                                                          std::move(path), std::move(message)});

@@ -86,11 +86,17 @@ constexpr std::array kRules = {
     RuleInfo{rule::kLowUtilNoThreshold, S::Object, "a low-utilisation policy without any threshold"},
     RuleInfo{rule::kLowUtilExclusionForm, S::Object, "an exclusion that is not exactly {label, value?} or {annotation}"},
     RuleInfo{rule::kLowUtilDuplicateMatch, S::PolicySet, "two low-utilisation policies with the same match"},
+    RuleInfo{rule::kLowUtilLoosensPlatform, S::PolicySet, "a group's low-utilisation policy weaker than a platform-wide one it overrides"},
 
     RuleInfo{rule::kLabelsReserved, S::Workload, "a business-group or cost-center label that admission did not write"},
     RuleInfo{rule::kLabelsInvalidWorkloadType, S::Workload, "a workload-type label outside training, inference, batch, notebook"},
     RuleInfo{rule::kPriorityUnknown, S::Workload, "a priority class the guardrails do not allow at all"},
     RuleInfo{rule::kPriorityForbidden, S::Workload, "a priority class not allowed for the workload's group or type"},
+    RuleInfo{rule::kLabelsOwnerIdNotRequester, S::Workload, "an owner-id label that is not the requesting user, or changed on update", false},
+    RuleInfo{rule::kLabelsCapacityRoleControllerOnly, S::Workload, "a capacity-role label set by someone other than the guardrails' controllers", false},
+    RuleInfo{rule::kLabelsInferenceNotTargeted, S::Workload, "workload-type inference on a workload no InferenceScalingPolicy targets"},
+    RuleInfo{rule::kLabelsCheckpointableNotAllowed, S::Workload, "checkpointable other than \"true\", or on a workload of a protected or no type"},
+    RuleInfo{rule::kWorkloadMissingQueueName, S::Workload, "a GPU workload in a group's namespace without a kueue.x-k8s.io/queue-name label"},
 
     // The four-layer capacity check of `gpubank render` (src/render/consistency.hpp); the
     // policy library cannot see the render library, so the ids are spelled out here.

@@ -118,12 +118,18 @@ inline constexpr std::string_view kLeaseRequesterMismatch = "lease.requester-mis
 inline constexpr std::string_view kLowUtilNoThreshold = "lowutil.no-threshold";
 inline constexpr std::string_view kLowUtilExclusionForm = "lowutil.exclusion-form";
 inline constexpr std::string_view kLowUtilDuplicateMatch = "lowutil.duplicate-match";
+inline constexpr std::string_view kLowUtilLoosensPlatform = "lowutil.loosens-platform";
 
 // Workloads (pods, jobs, ...).
 inline constexpr std::string_view kLabelsReserved = "labels.reserved";
 inline constexpr std::string_view kLabelsInvalidWorkloadType = "labels.invalid-workload-type";
 inline constexpr std::string_view kPriorityUnknown = "priority.unknown";
 inline constexpr std::string_view kPriorityForbidden = "priority.forbidden";
+inline constexpr std::string_view kLabelsOwnerIdNotRequester = "labels.owner-id-not-requester";
+inline constexpr std::string_view kLabelsCapacityRoleControllerOnly = "labels.capacity-role-controller-only";
+inline constexpr std::string_view kLabelsInferenceNotTargeted = "labels.inference-not-targeted";
+inline constexpr std::string_view kLabelsCheckpointableNotAllowed = "labels.checkpointable-not-allowed";
+inline constexpr std::string_view kWorkloadMissingQueueName = "workload.missing-queue-name";
 
 // Admission.
 inline constexpr std::string_view kAuthNotGroupAdmin = "auth.not-group-admin";

@@ -225,6 +225,7 @@ struct Schema<policy::PlatformGuardrailsSpec> {
   template <class V, class S>
   static void fields(V& v, S& s) {
     v.required("platformAdmins", s.platform_admins, NotEmpty{}, SubjectFormat{});
+    v.optional("controllers", s.controllers, SubjectFormat{});
     v.required("pools", s.pools, NotEmpty{});
     v.required("groups", s.groups, NotEmpty{});
     v.optional("priorities", s.priorities);

@@ -36,6 +36,12 @@ inline constexpr std::string_view kLabelCapacityRole = "platform.gpubank.dev/cap
 inline constexpr std::string_view kLabelKueueQueueName = "kueue.x-k8s.io/queue-name";
 inline constexpr std::string_view kLabelKueuePriorityClass = "kueue.x-k8s.io/priority-class";
 
+// The controllers trusted when the guardrails name none: Kubernetes' own (the Job,
+// ReplicaSet, StatefulSet and CronJob controllers), with or without
+// --use-service-account-credentials.
+inline constexpr std::string_view kDefaultControllers[] = {"group:system:serviceaccounts:kube-system",
+                                                           "user:system:kube-controller-manager"};
+
 enum class WorkloadType { Training, Inference, Batch, Notebook };
 enum class WorkloadTrait { Batch, Checkpointable, Training, Development };
 enum class PoolRole { Training, Inference, Batch, Development, Burst };
@@ -106,6 +112,12 @@ struct LeaseApprovalRules {
 
 struct PlatformGuardrailsSpec {
   std::vector<Subject> platform_admins;  // extension: who may change guardrails and approve leases
+  // extension: the controllers that create and update workloads on users' behalf (the
+  // Job, ReplicaSet and StatefulSet controllers, Kueue, JobSet, gpubank's own). They copy
+  // labels from objects the webhook already checked, so their writes of owner-id and
+  // workload-type are trusted, and only they may set capacity-role (docs/webhook.md).
+  // Empty: kDefaultControllers (kept out of the encoded form, so unset stays unset).
+  std::vector<Subject> controllers;
   std::vector<Pool> pools;
   std::vector<Group> groups;
   std::vector<PriorityRule> priorities;

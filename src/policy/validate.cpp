@@ -7,6 +7,7 @@
 
 #include "document/decode.hpp"
 #include "policy/lease_approval.hpp"
+#include "policy/low_utilization.hpp"
 #include "policy/rules.hpp"
 #include "policy/schema.hpp"
 #include "policy/tidal_windows.hpp"
@@ -662,6 +663,13 @@ class Validator {
              "the same match is already used by " + it->second->ref() + at(*it->second) +
                  "; it would be ambiguous which thresholds apply");
     }
+    // A group's policy overrides the platform's for the group's workloads: only tighter.
+    for (const PolicyObject* platform : overridden_platform_policies(o, set_)) {
+      for (const Loosening& l : low_utilization_loosenings(p, platform->as<LowUtilizationPolicySpec>(),
+                                                           platform->ref() + at(*platform))) {
+        report(o, rule::kLowUtilLoosensPlatform, l.path, l.message);
+      }
+    }
   }
 
   // ---- workloads ---------------------------------------------------------------------
@@ -670,7 +678,7 @@ class Validator {
     if (g_ == nullptr) return;
     for (const auto& workload : set_.workloads()) {
       const WorkloadManifest& w = *workload;
-      check_workload(w.root, w.namespace_, *g_, nullptr,
+      check_workload(w.root, WorkloadContext{w.namespace_, *g_, &set_, nullptr, nullptr},
                      [&](std::string_view rule, std::string path, std::string message, SourcePos pos) {
                        out_.push_back(Diagnostic{Severity::Error, std::string(rule), w.origin.file,
                                                  pos.line > 0 ? pos : w.origin.pos, w.kind, w.name, std::move(path),

@@ -1,6 +1,8 @@
 #include "policy/workload.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <vector>
 
 #include "policy/rules.hpp"
@@ -70,10 +72,234 @@ std::string list_priorities(const PlatformGuardrailsSpec& g, const Group* group,
   return out.empty() ? "none" : out;
 }
 
+std::string label_path(const LabelSite& site, std::string_view key) {
+  return site.path + "[" + std::string(key) + "]";
+}
+
+// The value of `key` in the old object's labels at the same place (same path), if any.
+const doc::Node* old_label_at(const std::vector<LabelSite>& old_sites, const std::string& path, std::string_view key) {
+  for (const auto& site : old_sites) {
+    if (site.path == path) return site.labels->find(key);
+  }
+  return nullptr;
+}
+
+bool same_scalar(const doc::Node* a, const doc::Node* b) {
+  return a != nullptr && b != nullptr && a->type == b->type && a->text == b->text;
+}
+
+// The resource names that count as GPUs: whole GPUs, and the MIG profiles of the pools
+// (the device plugin's "mixed" strategy names them nvidia.com/mig-<profile>).
+std::vector<std::string> gpu_resources(const PlatformGuardrailsSpec& g) {
+  std::vector<std::string> out{"nvidia.com/gpu"};
+  for (const auto& pool : g.pools) {
+    if (pool.partition == "full") continue;
+    std::string name = "nvidia.com/mig-" + pool.partition;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+bool is_zero_quantity(const doc::Node& q) {
+  if (!q.is_scalar() || q.text.empty()) return false;
+  return std::all_of(q.text.begin(), q.text.end(), [](char c) { return c == '0' || c == '.'; });
+}
+
+// The path of the first resources.requests or resources.limits (of a container, an init
+// container or a component such as KServe's predictor.model) that asks for a GPU; empty
+// when none does.
+std::string first_gpu_request(const doc::Node& n, const std::string& path, int depth,
+                              const std::vector<std::string>& gpus) {
+  if (depth > 16) return {};
+  if (n.type == doc::NodeType::Sequence) {
+    for (std::size_t i = 0; i < n.items.size(); ++i) {
+      std::string found = first_gpu_request(n.items[i], path + "[" + std::to_string(i) + "]", depth + 1, gpus);
+      if (!found.empty()) return found;
+    }
+    return {};
+  }
+  if (n.type != doc::NodeType::Mapping) return {};
+  if (const doc::Node* r = n.find("resources"); r != nullptr && r->type == doc::NodeType::Mapping) {
+    for (const char* part : {"requests", "limits"}) {
+      const doc::Node* list = r->find(part);
+      if (list == nullptr || list->type != doc::NodeType::Mapping) continue;
+      for (const auto& gpu : gpus) {
+        const doc::Node* q = list->find(gpu);
+        if (q != nullptr && !is_zero_quantity(*q)) {
+          return (path.empty() ? "" : path + ".") + "resources." + part + "[" + gpu + "]";
+        }
+      }
+    }
+  }
+  for (const auto& e : n.entries) {
+    if (e.key == "metadata" || e.key == "status") continue;
+    std::string found = first_gpu_request(e.value, path.empty() ? e.key : path + "." + e.key, depth + 1, gpus);
+    if (!found.empty()) return found;
+  }
+  return {};
+}
+
+// The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> "").
+std::string_view api_group_of(std::string_view api_version) {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
+std::string_view api_group_of(WorkloadRefKind kind) {
+  switch (kind) {
+    case WorkloadRefKind::InferenceService:
+    case WorkloadRefKind::LLMInferenceService: return "serving.kserve.io";
+    case WorkloadRefKind::Deployment: return "apps";
+    case WorkloadRefKind::RayService: return "ray.io";
+  }
+  return {};
+}
+
+// The InferenceScalingPolicy of the group that targets this very object (kind, name,
+// namespace), if any.
+const PolicyObject* targeting_policy(const doc::Node& root, std::string_view ns, const Group& group,
+                                     const PolicySet* policies) {
+  if (policies == nullptr) return nullptr;
+  const std::string_view group_name = api_group_of(root.string_at("apiVersion"));
+  const std::string_view kind = root.string_at("kind");
+  const doc::Node* meta = root.find("metadata");
+  const std::string_view name = meta != nullptr ? meta->string_at("name") : std::string_view();
+  if (name.empty()) return nullptr;
+  for (const PolicyObject& p : policies->policies()) {
+    if (p.kind != Kind::InferenceScalingPolicy) continue;
+    const auto& s = p.as<InferenceScalingPolicySpec>();
+    const WorkloadRef& ref = s.workload_ref;
+    if (s.business_group == group.name && ref.namespace_ == ns && ref.name == name &&
+        doc::enum_name(ref.kind) == kind && api_group_of(ref.kind) == group_name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+// The labels Kueue reads the queue name from: the object's own, and for a CronJob those of
+// the Jobs it creates (spec.jobTemplate.metadata.labels).
+const doc::Node* queue_name_label(const doc::Node& root) {
+  const doc::Node* labels = nullptr;
+  if (root.string_at("kind") == "CronJob") {
+    const doc::Node* spec = root.find("spec");
+    const doc::Node* tmpl = spec != nullptr ? spec->find("jobTemplate") : nullptr;
+    const doc::Node* meta = tmpl != nullptr ? tmpl->find("metadata") : nullptr;
+    labels = meta != nullptr ? meta->find("labels") : nullptr;
+  } else if (const doc::Node* meta = root.find("metadata")) {
+    labels = meta->find("labels");
+  }
+  if (labels == nullptr || labels->type != doc::NodeType::Mapping) return nullptr;
+  const doc::Node* q = labels->find(kLabelKueueQueueName);
+  return q != nullptr && q->type == doc::NodeType::String && !q->text.empty() ? q : nullptr;
+}
+
+// The labels that grant something (docs/webhook.md, "Who may set which label"), for a
+// writer that is not one of the guardrails' controllers.
+void check_privileged_labels(const doc::Node& root, const WorkloadContext& ctx, const Group& group,
+                             const std::vector<LabelSite>& sites, std::optional<WorkloadType> type,
+                             const WorkloadReport& report) {
+  std::vector<LabelSite> old_sites;
+  std::vector<PodSpecSite> old_pods;
+  if (ctx.old_root != nullptr) collect(*ctx.old_root, "", 0, old_sites, old_pods);
+  const std::string who = ctx.requester != nullptr ? "\"" + ctx.requester->username + "\"" : std::string();
+
+  // Removing an owner-id is changing it.
+  if (ctx.requester != nullptr) {
+    for (const auto& old_site : old_sites) {
+      const doc::Node* before = old_site.labels->find(kLabelOwnerId);
+      if (before == nullptr) continue;
+      const auto now = std::find_if(sites.begin(), sites.end(), [&](const LabelSite& s) { return s.path == old_site.path; });
+      if (now != sites.end() && now->labels->find(kLabelOwnerId) != nullptr) continue;
+      report(rule::kLabelsOwnerIdNotRequester, label_path(old_site, kLabelOwnerId),
+             "label " + std::string(kLabelOwnerId) + " was " + doc::preview(*before) +
+                 " and may not be removed on update",
+             now != sites.end() ? now->labels->pos : root.pos);
+    }
+  }
+
+  for (const auto& site : sites) {
+    auto unchanged = [&](std::string_view key, const doc::Node* v) {
+      return same_scalar(v, old_label_at(old_sites, site.path, key));
+    };
+    if (const doc::Node* v = site.labels->find(kLabelOwnerId); v != nullptr && ctx.requester != nullptr) {
+      const doc::Node* before = old_label_at(old_sites, site.path, kLabelOwnerId);
+      if (before != nullptr && !same_scalar(v, before)) {
+        report(rule::kLabelsOwnerIdNotRequester, label_path(site, kLabelOwnerId),
+               "label " + std::string(kLabelOwnerId) + " was " + doc::preview(*before) +
+                   " and may not be changed on update (to " + doc::preview(*v) + ")",
+               v->pos);
+      } else if (before == nullptr && !(v->type == doc::NodeType::String && v->text == ctx.requester->username)) {
+        report(rule::kLabelsOwnerIdNotRequester, label_path(site, kLabelOwnerId),
+               "label " + std::string(kLabelOwnerId) + " must be the id of the user who creates the workload, " +
+                   who + ", not " + doc::preview(*v),
+               v->pos);
+      }
+    }
+    if (const doc::Node* v = site.labels->find(kLabelCapacityRole);
+        v != nullptr && ctx.requester != nullptr && !unchanged(kLabelCapacityRole, v)) {
+      report(rule::kLabelsCapacityRoleControllerOnly, label_path(site, kLabelCapacityRole),
+             "label " + std::string(kLabelCapacityRole) + " is set by gpubank's controllers (the guardrails' " +
+                 "controllers), not by " + who + "; it decides which replicas are exempt from reclaim",
+             v->pos);
+    }
+    if (const doc::Node* v = site.labels->find(kLabelWorkloadType);
+        v != nullptr && v->type == doc::NodeType::String && v->text == "inference" &&
+        !unchanged(kLabelWorkloadType, v) && targeting_policy(root, ctx.ns, group, ctx.policies) == nullptr) {
+      report(rule::kLabelsInferenceNotTargeted, label_path(site, kLabelWorkloadType),
+             "workload type \"inference\" is for workloads an InferenceScalingPolicy of " + group.name +
+                 " targets (by kind, name and namespace); no policy targets " + std::string(root.string_at("kind")) +
+                 " \"" + std::string(root.find("metadata") != nullptr ? root.find("metadata")->string_at("name") : "") +
+                 "\" in " + std::string(ctx.ns),
+             v->pos);
+    }
+    if (const doc::Node* v = site.labels->find(kLabelCheckpointable); v != nullptr && !unchanged(kLabelCheckpointable, v)) {
+      std::string why;
+      if (!(v->type == doc::NodeType::String && v->text == "true")) {
+        why = "its only value is \"true\", not " + doc::preview(*v);
+      } else if (!type) {
+        why = "the workload has no " + std::string(kLabelWorkloadType) + " label";
+      } else if (std::find(ctx.guardrails.protected_workload_types.begin(), ctx.guardrails.protected_workload_types.end(),
+                           *type) != ctx.guardrails.protected_workload_types.end()) {
+        why = std::string(doc::enum_name(*type)) +
+              " workloads are protected from preemption, so they cannot give back capacity they borrow as checkpointable";
+      }
+      if (!why.empty()) {
+        report(rule::kLabelsCheckpointableNotAllowed, label_path(site, kLabelCheckpointable),
+               "label " + std::string(kLabelCheckpointable) + " is not allowed here: " + why, v->pos);
+      }
+    }
+  }
+
+  // GPU workloads go through Kueue's quota.
+  const std::string gpu = first_gpu_request(root, "", 0, gpu_resources(ctx.guardrails));
+  if (!gpu.empty() && queue_name_label(root) == nullptr) {
+    const bool cron = root.string_at("kind") == "CronJob";
+    report(rule::kWorkloadMissingQueueName,
+           std::string(cron ? "spec.jobTemplate.metadata.labels" : "metadata.labels") + "[" +
+               std::string(kLabelKueueQueueName) + "]",
+           "a workload that asks for GPUs (" + gpu + ") in " + group.name + "'s namespace " + std::string(ctx.ns) +
+               " must name its Kueue LocalQueue in the label " + std::string(kLabelKueueQueueName) +
+               (cron ? " of its jobTemplate" : "") + ", so that it is admitted within the group's quota",
+           root.pos);
+  }
+}
+
 }  // namespace
 
-void check_workload(const doc::Node& root, std::string_view ns, const PlatformGuardrailsSpec& guardrails,
-                    const doc::Node* old_root, const WorkloadReport& report) {
+bool is_controller(const UserInfo& user, const PlatformGuardrailsSpec& guardrails) {
+  if (guardrails.controllers.empty()) {
+    return std::any_of(std::begin(kDefaultControllers), std::end(kDefaultControllers),
+                       [&](std::string_view s) { return matches(Subject(s), user); });
+  }
+  return std::any_of(guardrails.controllers.begin(), guardrails.controllers.end(),
+                     [&](const Subject& s) { return matches(s, user); });
+}
+
+void check_workload(const doc::Node& root, const WorkloadContext& context, const WorkloadReport& report) {
+  const std::string_view ns = context.ns;
+  const PlatformGuardrailsSpec& guardrails = context.guardrails;
+  const doc::Node* old_root = context.old_root;
   std::vector<LabelSite> label_sites;
   std::vector<PodSpecSite> pods;
   collect(root, "", 0, label_sites, pods);
@@ -125,6 +351,12 @@ void check_workload(const doc::Node& root, std::string_view ns, const PlatformGu
   }
 
   if (group == nullptr) return;  // priorities are a group's; other namespaces are not ours
+
+  // What a controller writes was copied from an object the webhook checked when its user
+  // wrote it (a Job's pods, a Deployment's ReplicaSets), or is the controller's own.
+  if (context.requester == nullptr || !is_controller(*context.requester, guardrails)) {
+    check_privileged_labels(root, context, *group, label_sites, type, report);
+  }
 
   // Priority classes.
   struct Use {

@@ -1,6 +1,7 @@
 // Rules for workloads (Pods, Jobs, Deployments, JobSets, ...): the labels only admission
-// may write, and the priority classes a business group may use for a workload type.
-// Shared by `gpubank validate` (manifests in files) and the admission webhook.
+// may write, the labels that grant privileges and who may set them, the Kueue queue every
+// GPU workload must name, and the priority classes a business group may use for a
+// workload type. Shared by `gpubank validate` (manifests in files) and the admission webhook.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,8 @@
 #include <string_view>
 
 #include "document/node.hpp"
+#include "policy/authorize.hpp"
+#include "policy/policy_set.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::policy {
@@ -15,15 +18,35 @@ namespace gpubank::policy {
 // (rule, field path, message, position)
 using WorkloadReport = std::function<void(std::string_view, std::string, std::string, SourcePos)>;
 
-// Checks a workload in namespace `ns`. `old_root` is the object before an update (or
-// nullptr): a reserved label that is already there and unchanged is not the user's doing.
+// What a workload is checked against besides itself.
+struct WorkloadContext {
+  std::string_view ns;  // the workload's namespace
+  const PlatformGuardrailsSpec& guardrails;
+  // The InferenceScalingPolicies that say which workloads are inference (nullptr: none).
+  const PolicySet* policies = nullptr;
+  // The object before an update (nullptr on CREATE and for manifests in files): a label
+  // that is already there and unchanged is not the user's doing.
+  const doc::Node* old_root = nullptr;
+  // Who writes it, as the API server's userInfo says (nullptr for manifests in files:
+  // then the checks that depend on the writer, owner-id and capacity-role, are skipped).
+  const UserInfo* requester = nullptr;
+};
+
+// Checks a workload; see docs/webhook.md ("Workloads") for every rule.
 //
 // Reserved labels (business-group, cost-center) may only carry the value admission
 // writes for the namespace's group; any other value, or any value in a namespace that
-// belongs to no group, is forged. Priority classes (spec.priorityClassName of every pod
-// template and the kueue.x-k8s.io/priority-class label) must be listed in the guardrails
-// and allowed for the namespace's group and the workload-type label.
-void check_workload(const doc::Node& root, std::string_view ns, const PlatformGuardrailsSpec& guardrails,
-                    const doc::Node* old_root, const WorkloadReport& report);
+// belongs to no group, is forged. In a group's namespace, unless the writer is one of the
+// guardrails' controllers: owner-id must be the writer's username (and stays as it was on
+// update), capacity-role is the controllers' alone, workload-type inference needs an
+// InferenceScalingPolicy that targets the object, checkpointable is "true" on a workload
+// of an unprotected type, and a workload that asks for GPUs must name a Kueue queue.
+// Priority classes (spec.priorityClassName of every pod template and the
+// kueue.x-k8s.io/priority-class label) must be listed in the guardrails and allowed for
+// the namespace's group and the workload-type label.
+void check_workload(const doc::Node& root, const WorkloadContext& context, const WorkloadReport& report);
+
+// Whether the writer is one of the guardrails' controllers.
+[[nodiscard]] bool is_controller(const UserInfo& user, const PlatformGuardrailsSpec& guardrails);
 
 }  // namespace gpubank::policy

@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "policy/low_utilization.hpp"
 #include "policy/schema.hpp"
 
 namespace gpubank::render {
@@ -774,9 +775,11 @@ std::string ksm_name(std::string_view prefix, std::string_view key) {
   return out;
 }
 
-RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUtilMatch>& all) {
+RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUtilMatch>& all,
+                              const policy::PolicySet& set) {
   const PolicyObject& o = *self.object;
-  const auto& s = o.as<policy::LowUtilizationPolicySpec>();
+  // A group's policy as it takes effect: never weaker than the platform's it overrides.
+  const policy::LowUtilizationPolicySpec s = policy::effective_low_utilization(o, set);
   const std::string window = duration(s.window);
   const std::string sel = self.matchers();
   const std::string key(kAllocationKey);
@@ -816,6 +819,7 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
   }
   // The most specific policy decides for a workload (group beats pool beats neither).
   std::vector<const PolicyObject*> sources{&o};
+  for (const PolicyObject* platform : policy::overridden_platform_policies(o, set)) sources.push_back(platform);
   for (const LowUtilMatch& other : all) {
     if (other.object == self.object || other.specificity() <= self.specificity() || !self.overlaps(other)) continue;
     expr += " unless on (" + key + ") gpubank_gpu_allocation_info{" + other.matchers() + "}";
@@ -913,7 +917,7 @@ std::vector<RenderedObject> render_prometheus_rules(const policy::PolicySet& set
     }
     out.push_back(inference_object(*isp, *guardrails, quota));
   }
-  for (const LowUtilMatch& m : lowutil) out.push_back(lowutil_object(m, lowutil));
+  for (const LowUtilMatch& m : lowutil) out.push_back(lowutil_object(m, lowutil, set));
   stamp_all(out);
   sort_and_check_unique(out);
   return out;

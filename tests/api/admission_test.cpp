@@ -135,11 +135,12 @@ TEST(Admission, PriorityClassesNotAllowedForTheGroupAreForbidden) {
 }
 
 TEST(Admission, WorkloadKindsWithoutPodTemplatesAreStillChecked) {
-  // A KServe InferenceService in its usual form: a model, no containers.
+  // A KServe InferenceService in its usual form: a model, no containers. (The one an
+  // InferenceScalingPolicy targets, so that it may be of type inference.)
   auto isvc = [](const json& labels, const char* priority) {
     json object = {{"apiVersion", "serving.kserve.io/v1beta1"},
                    {"kind", "InferenceService"},
-                   {"metadata", {{"name", "chat"}, {"namespace", "customer-service"}, {"labels", labels}}},
+                   {"metadata", {{"name", "customer-service-llm"}, {"namespace", "customer-service"}, {"labels", labels}}},
                    {"spec", {{"predictor", {{"model", {{"modelFormat", {{"name", "huggingface"}}}}}}}}}};
     if (priority != nullptr) object["spec"]["predictor"]["priorityClassName"] = priority;
     json review = {{"apiVersion", "admission.k8s.io/v1"},
@@ -148,7 +149,7 @@ TEST(Admission, WorkloadKindsWithoutPodTemplatesAreStillChecked) {
                     {{"uid", "isvc-1"},
                      {"kind", {{"group", "serving.kserve.io"}, {"version", "v1beta1"}, {"kind", "InferenceService"}}},
                      {"namespace", "customer-service"},
-                     {"name", "chat"},
+                     {"name", "customer-service-llm"},
                      {"operation", "CREATE"},
                      {"userInfo", {{"username", "mei.chen"}}},
                      {"object", object}}}};

@@ -13,8 +13,15 @@ struct Finding {
   std::string rule, path, message;
 };
 
-std::vector<Finding> check(const std::string& yaml, const std::string& ns, const char* old_yaml = nullptr) {
-  static const PolicySet examples = gpubank::testing::examples_plus();
+const PolicySet& examples() {
+  static const PolicySet set = gpubank::testing::examples_plus();
+  return set;
+}
+
+// Findings for a workload in namespace `ns`; `requester` is the writer (nullptr: a file),
+// `old_yaml` the object before an update.
+std::vector<Finding> check_as(const std::string& yaml, const std::string& ns, const UserInfo* requester,
+                              const char* old_yaml = nullptr, const PlatformGuardrailsSpec* guardrails = nullptr) {
   std::vector<doc::Document> docs;
   Diagnostics d;
   doc::read_yaml(yaml, "w.yaml", docs, d);
@@ -22,17 +29,23 @@ std::vector<Finding> check(const std::string& yaml, const std::string& ns, const
   std::vector<doc::Document> old_docs;
   if (old_yaml != nullptr) doc::read_yaml(old_yaml, "old.yaml", old_docs, d);
   std::vector<Finding> out;
-  check_workload(docs[0].root, ns, *examples.guardrails_spec(), old_docs.empty() ? nullptr : &old_docs[0].root,
-                 [&](std::string_view rule, std::string path, std::string message, SourcePos) {
-                   out.push_back({std::string(rule), std::move(path), std::move(message)});
-                 });
+  const WorkloadContext context{ns, guardrails != nullptr ? *guardrails : *examples().guardrails_spec(), &examples(),
+                                old_docs.empty() ? nullptr : &old_docs[0].root, requester};
+  check_workload(docs[0].root, context, [&](std::string_view rule, std::string path, std::string message, SourcePos) {
+    out.push_back({std::string(rule), std::move(path), std::move(message)});
+  });
   return out;
+}
+
+std::vector<Finding> check(const std::string& yaml, const std::string& ns, const char* old_yaml = nullptr) {
+  return check_as(yaml, ns, nullptr, old_yaml);
 }
 
 TEST(Workload, AllowedPriorityAndTypeOnAPodTemplatePass) {
   auto f = check(R"(
+apiVersion: apps/v1
 kind: Deployment
-metadata: {name: chat, labels: {platform.gpubank.dev/workload-type: inference}}
+metadata: {name: embeddings, labels: {platform.gpubank.dev/workload-type: inference}}
 spec:
   template:
     metadata: {labels: {platform.gpubank.dev/workload-type: inference}}
@@ -116,6 +129,163 @@ spec: {replicatedJobs: [{name: w, template: {spec: {template: {spec: {containers
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].rule, rule::kPriorityUnknown);
   EXPECT_EQ(f[0].path, "metadata.labels[kueue.x-k8s.io/priority-class]");
+}
+
+// ---- labels that grant something -------------------------------------------------------
+
+const UserInfo kMei{"mei.chen", {"system:authenticated"}};
+const UserInfo kJobController{"system:serviceaccount:kube-system:job-controller",
+                              {"system:serviceaccounts", "system:serviceaccounts:kube-system"}};
+
+std::vector<std::string> rules(const std::vector<Finding>& f) {
+  std::vector<std::string> out;
+  for (const auto& x : f) out.push_back(x.rule);
+  return out;
+}
+
+TEST(WorkloadTrust, InferenceNeedsAnInferenceScalingPolicyThatTargetsTheObject) {
+  const char* chat = R"(
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: chat, labels: {platform.gpubank.dev/workload-type: inference}}
+spec: {template: {spec: {containers: [{name: c}]}}}
+)";
+  auto f = check(chat, "customer-service");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kLabelsInferenceNotTargeted);
+  EXPECT_EQ(f[0].path, "metadata.labels[platform.gpubank.dev/workload-type]");
+  EXPECT_NE(f[0].message.find("no policy targets Deployment \"chat\" in customer-service"), std::string::npos)
+      << f[0].message;
+  // The targeted InferenceService, and the same name in another group's namespace.
+  const char* llm = R"(
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: customer-service-llm, labels: {platform.gpubank.dev/workload-type: inference}}
+spec: {predictor: {model: {modelFormat: {name: huggingface}}}}
+)";
+  EXPECT_TRUE(check(llm, "customer-service").empty());
+  EXPECT_EQ(rules(check(llm, "search")), std::vector<std::string>{std::string(rule::kLabelsInferenceNotTargeted)});
+  // A pod claims nothing by itself; its ReplicaSet's controller may copy the label.
+  const char* pod = R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: embeddings-7d9f-abcde, labels: {platform.gpubank.dev/workload-type: inference}}
+spec: {containers: [{name: c}]}
+)";
+  EXPECT_EQ(rules(check_as(pod, "customer-service", &kMei)),
+            std::vector<std::string>{std::string(rule::kLabelsInferenceNotTargeted)});
+  EXPECT_TRUE(check_as(pod, "customer-service", &kJobController).empty());
+  // An update that leaves an existing label alone is not a new claim.
+  EXPECT_TRUE(check_as(chat, "customer-service", &kMei, chat).empty());
+}
+
+TEST(WorkloadTrust, OwnerIdIsTheCreatorAndStaysOnUpdate) {
+  auto job = [](const std::string& owner) {
+    return "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: {platform.gpubank.dev/owner-id: " + owner +
+           "}}\nspec: {template: {spec: {containers: [{name: c}]}}}\n";
+  };
+  EXPECT_TRUE(check_as(job("mei.chen"), "search", &kMei).empty());
+  auto f = check_as(job("u-40213"), "search", &kMei);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kLabelsOwnerIdNotRequester);
+  EXPECT_NE(f[0].message.find("\"mei.chen\", not \"u-40213\""), std::string::npos) << f[0].message;
+  // Someone else updating a workload keeps its owner.
+  const std::string before = job("u-40213");
+  EXPECT_TRUE(check_as(before, "search", &kMei, before.c_str()).empty());
+  EXPECT_EQ(rules(check_as(job("mei.chen"), "search", &kMei, before.c_str())),
+            std::vector<std::string>{std::string(rule::kLabelsOwnerIdNotRequester)});
+  const std::string removed = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: {app: x}}\n"
+                              "spec: {template: {spec: {containers: [{name: c}]}}}\n";
+  f = check_as(removed, "search", &kMei, before.c_str());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].message.find("may not be removed"), std::string::npos) << f[0].message;
+  const std::string no_labels = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n"
+                                "spec: {template: {spec: {containers: [{name: c}]}}}\n";
+  EXPECT_EQ(rules(check_as(no_labels, "search", &kMei, before.c_str())),
+            std::vector<std::string>{std::string(rule::kLabelsOwnerIdNotRequester)});
+  // The Job controller creates the pods of anyone's Job; files have no writer.
+  EXPECT_TRUE(check_as(job("u-40213"), "search", &kJobController).empty());
+  EXPECT_TRUE(check(job("u-40213"), "search").empty());
+}
+
+TEST(WorkloadTrust, CapacityRoleIsTheControllersAlone) {
+  const char* pod = R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {platform.gpubank.dev/capacity-role: serving-floor}}
+spec: {containers: [{name: c}]}
+)";
+  auto f = check_as(pod, "customer-service", &kMei);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kLabelsCapacityRoleControllerOnly);
+  EXPECT_EQ(f[0].path, "metadata.labels[platform.gpubank.dev/capacity-role]");
+  EXPECT_TRUE(check_as(pod, "customer-service", &kMei, pod).empty());  // unchanged on update
+  // A controller the guardrails name (here only gpubank's; the defaults are replaced).
+  PlatformGuardrailsSpec g = *examples().guardrails_spec();
+  g.controllers = {"user:system:serviceaccount:gpubank-system:gpubank-controller"};
+  const UserInfo gpubank{"system:serviceaccount:gpubank-system:gpubank-controller", {}};
+  EXPECT_TRUE(check_as(pod, "customer-service", &gpubank, nullptr, &g).empty());
+  EXPECT_EQ(rules(check_as(pod, "customer-service", &kJobController, nullptr, &g)),
+            std::vector<std::string>{std::string(rule::kLabelsCapacityRoleControllerOnly)});
+}
+
+TEST(WorkloadTrust, CheckpointableIsTrueOnAnUnprotectedType) {
+  auto pod = [](const std::string& labels) {
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {" + labels +
+           "}}\nspec: {containers: [{name: c}]}\n";
+  };
+  EXPECT_TRUE(check(pod("platform.gpubank.dev/workload-type: training, platform.gpubank.dev/checkpointable: \"true\""),
+                    "search")
+                  .empty());
+  for (const std::string labels :
+       {"platform.gpubank.dev/workload-type: training, platform.gpubank.dev/checkpointable: \"yes\"",
+        "platform.gpubank.dev/checkpointable: \"true\""}) {
+    auto f = check(pod(labels), "search");
+    ASSERT_EQ(f.size(), 1u) << labels;
+    EXPECT_EQ(f[0].rule, rule::kLabelsCheckpointableNotAllowed);
+  }
+  auto f = check(pod("platform.gpubank.dev/workload-type: inference, platform.gpubank.dev/checkpointable: \"true\""),
+                 "search");
+  ASSERT_EQ(f.size(), 2u);  // inference is not this pod's to claim either
+  EXPECT_EQ(f[1].rule, rule::kLabelsCheckpointableNotAllowed);
+  EXPECT_NE(f[1].message.find("protected from preemption"), std::string::npos) << f[1].message;
+}
+
+TEST(WorkloadTrust, GpuWorkloadsMustNameAKueueQueue) {
+  auto job = [](const std::string& labels, const std::string& resources) {
+    return "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: {" + labels +
+           "}}\nspec: {template: {spec: {initContainers: [{name: i}], containers: [{name: c, resources: " + resources +
+           "}]}}}\n";
+  };
+  auto f = check(job("app: x", "{limits: {nvidia.com/gpu: 8}}"), "search-training");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kWorkloadMissingQueueName);
+  EXPECT_EQ(f[0].path, "metadata.labels[kueue.x-k8s.io/queue-name]");
+  EXPECT_NE(f[0].message.find("spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]"), std::string::npos)
+      << f[0].message;
+  EXPECT_TRUE(check(job("kueue.x-k8s.io/queue-name: search", "{limits: {nvidia.com/gpu: 8}}"), "search-training").empty());
+  // MIG slices of the guardrails' pools count; no GPU, zero GPUs and other namespaces do not.
+  EXPECT_EQ(rules(check(job("app: x", "{requests: {nvidia.com/mig-1g.10gb: 1}}"), "research")),
+            std::vector<std::string>{std::string(rule::kWorkloadMissingQueueName)});
+  EXPECT_TRUE(check(job("app: x", "{requests: {cpu: 1}}"), "search-training").empty());
+  EXPECT_TRUE(check(job("app: x", "{limits: {nvidia.com/gpu: \"0\"}}"), "search-training").empty());
+  EXPECT_TRUE(check(job("app: x", "{limits: {nvidia.com/gpu: 8}}"), "default").empty());
+  // Pods that the Job controller creates for a Kueue-managed Job carry no queue label.
+  EXPECT_TRUE(check_as(job("app: x", "{limits: {nvidia.com/gpu: 8}}"), "search-training", &kJobController).empty());
+  // A CronJob names the queue of the Jobs it creates in their template.
+  const std::string cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c, labels: {%TOP%}}\n"
+                           "spec: {schedule: \"0 * * * *\", jobTemplate: {metadata: {labels: {%JOB%}}, spec: {template: "
+                           "{spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}}}}\n";
+  auto cronjob = [&](const std::string& top, const std::string& jt) {
+    std::string y = cron;
+    y.replace(y.find("%TOP%"), 5, top);
+    y.replace(y.find("%JOB%"), 5, jt);
+    return y;
+  };
+  EXPECT_TRUE(check(cronjob("app: x", "kueue.x-k8s.io/queue-name: search"), "search-training").empty());
+  f = check(cronjob("kueue.x-k8s.io/queue-name: search", "app: x"), "search-training");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].path, "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name]");
 }
 
 }  // namespace

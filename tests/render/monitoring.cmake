@@ -1,6 +1,6 @@
 # PrometheusRule and Grafana renderers; the rule tests run the real promtool.
 gpubank_test(render_monitoring_tests
-  SOURCES prometheus_rules_test.cpp grafana_test.cpp
+  SOURCES prometheus_rules_test.cpp grafana_test.cpp lowutil_merge_test.cpp
   LIBS gpubank_render gpubank_document)
 # GCC 12 reports a false -Wmaybe-uninitialized inside std::regex's std::function (GCC bug
 # 105562) when optimising with sanitizers; both tests use std::regex on PromQL text.
