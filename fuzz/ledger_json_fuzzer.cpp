@@ -3,6 +3,7 @@
 // refuses is skipped), each that decodes as an AuditEntry is chained. Checked:
 //   - decode(encode(entry)) == entry for both entry types;
 //   - a chain built with chain_audit_entry always verifies, and a changed entry never does;
+//     the same for the ledger's chain (chain_ledger_entry, LedgerChainVerifier);
 //   - the book's answers are sane (no negative borrowable, lending floor, GPU-ms or record
 //     count; records inside their range) and the same when the accepted entries are
 //     folded again into a fresh book.
@@ -99,6 +100,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       bank::chain_audit_entry(e, chain.empty() ? 0 : chain.back().seq, chain.empty() ? "" : chain.back().hash);
       chain.push_back(e);
     }
+  }
+  // The accepted ledger entries, chained as the store would (renumbered 1, 2, 3, ...).
+  std::vector<bank::LedgerEntry> ledger_chain = accepted;
+  for (std::size_t i = 0; i < ledger_chain.size(); ++i) {
+    bank::chain_ledger_entry(ledger_chain[i], static_cast<std::int64_t>(i), i == 0 ? "" : ledger_chain[i - 1].hash,
+                             static_cast<std::int64_t>(chain.size()), chain.empty() ? "" : chain.back().hash);
+  }
+  bank::LedgerChainVerifier ledger_verifier;
+  for (const auto& e : ledger_chain) {
+    if (!ledger_verifier.feed(e)) fail("a freshly built ledger chain does not verify", ledger_verifier.report().problem);
+  }
+  if (!ledger_chain.empty()) {
+    ledger_chain.back().gpus += 1;
+    bank::LedgerChainVerifier changed;
+    bool ok = true;
+    for (const auto& e : ledger_chain) ok = changed.feed(e);
+    if (ok) fail("a changed ledger entry verifies", bank::to_json(ledger_chain.back()).dump());
   }
   const bank::ChainReport report = bank::verify_chain(chain);
   if (!report.ok) fail("a freshly built chain does not verify", report.problem);

@@ -115,6 +115,92 @@ ChainReport verify_chain(std::span<const AuditEntry> entries) {
   return verifier.report();
 }
 
+std::string canonical_ledger_text(const LedgerEntry& e) {
+  std::string out;
+  out.reserve(400 + e.pool.size() + e.flavor.size() + e.business_group.size() + e.lender.size() + e.workload.size() +
+              e.record.size() + e.reason.size());
+  out += "gpubank-ledger-v1\n";
+  add_line(out, "seq", std::to_string(e.seq));
+  add_line(out, "timeMs", std::to_string(e.time_ms));
+  add_line(out, "kind", kind_name(e.kind));
+  add_line(out, "pool", e.pool);
+  add_line(out, "flavor", e.flavor);
+  add_line(out, "businessGroup", e.business_group);
+  add_line(out, "lender", e.lender);
+  add_line(out, "workload", e.workload);
+  add_line(out, "record", e.record);
+  add_line(out, "gpus", std::to_string(e.gpus));
+  add_line(out, "lendingLimit", std::to_string(e.lending_limit));
+  add_line(out, "borrowingLimit", std::to_string(e.borrowing_limit));
+  add_line(out, "reason", e.reason);
+  add_line(out, "auditSeq", std::to_string(e.audit_seq));
+  add_line(out, "auditHash", e.audit_hash);
+  add_line(out, "prevHash", e.prev_hash);
+  return out;
+}
+
+std::string ledger_hash(const LedgerEntry& entry) { return sha256_hex(canonical_ledger_text(entry)); }
+
+void chain_ledger_entry(LedgerEntry& entry, std::int64_t prev_seq, const std::string& prev_hash,
+                        std::int64_t audit_seq, const std::string& audit_hash) {
+  entry.seq = prev_seq + 1;
+  entry.prev_hash = prev_hash;
+  entry.audit_seq = audit_seq;
+  entry.audit_hash = audit_hash;
+  entry.hash = ledger_hash(entry);
+}
+
+bool LedgerChainVerifier::feed(const LedgerEntry& e) {
+  if (!report_.ok) return false;
+  const std::int64_t expected = report_.last_seq + 1;
+  std::string problem;
+  if (e.seq != expected) {
+    problem = e.seq > expected ? "gap in seq: expected " + std::to_string(expected) + ", found " +
+                                     std::to_string(e.seq) + " (an entry was removed or moved)"
+                               : "seq out of order: expected " + std::to_string(expected) + ", found " +
+                                     std::to_string(e.seq);
+  } else if (e.prev_hash != report_.head) {
+    problem = "prevHash " + quote(e.prev_hash) + " does not match the hash of " +
+              (expected == 1 ? std::string("nothing (the first entry's prevHash is empty)")
+                             : "seq " + std::to_string(report_.last_seq) + " (" + quote(report_.head) + ")");
+  } else if (const std::string actual = ledger_hash(e); actual != e.hash) {
+    problem = "hash mismatch: stored " + quote(e.hash) + ", computed " + quote(actual) +
+              " (a field of this entry was changed)";
+  } else if (e.audit_seq < last_audit_seq_) {
+    problem = "auditSeq " + std::to_string(e.audit_seq) + " is before the previous entry's " +
+              std::to_string(last_audit_seq_);
+  }
+  if (!problem.empty()) {
+    report_.ok = false;
+    report_.broken_seq = expected;
+    report_.problem = std::move(problem);
+    return false;
+  }
+  ++report_.entries;
+  report_.last_seq = e.seq;
+  report_.head = e.hash;
+  last_audit_seq_ = e.audit_seq;
+  return true;
+}
+
+Expected<Anchor> parse_anchor(std::string_view text) {
+  const auto colon = text.find(':');
+  const std::string rule = " (expected SEQ:HASH, e.g. 42:<64 hex digits>, as `gpubank audit head` prints)";
+  if (colon == std::string_view::npos) return Unexpected{"anchor " + quote(text) + ": no ':'" + rule};
+  Anchor a;
+  const std::string_view seq = text.substr(0, colon);
+  if (seq.empty() || seq.size() > 18 || seq.find_first_not_of("0123456789") != std::string_view::npos) {
+    return Unexpected{"anchor " + quote(text) + ": seq must be a positive decimal number" + rule};
+  }
+  a.seq = std::stoll(std::string(seq));
+  if (a.seq < 1) return Unexpected{"anchor " + quote(text) + ": seq must be at least 1" + rule};
+  a.hash = std::string(text.substr(colon + 1));
+  if (a.hash.size() != 64 || a.hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Unexpected{"anchor " + quote(text) + ": hash must be 64 lowercase hex digits" + rule};
+  }
+  return a;
+}
+
 Json to_json(const AuditEntry& e) {
   return Json{{"seq", e.seq},
               {"timeMs", e.time_ms},

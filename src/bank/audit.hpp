@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bank/ledger.hpp"
 #include "core/expected.hpp"
 
 namespace gpubank::bank {
@@ -101,6 +102,48 @@ class ChainVerifier {
 };
 
 [[nodiscard]] ChainReport verify_chain(std::span<const AuditEntry> entries);
+
+// ---- the ledger's hash chain ------------------------------------------------------------
+//
+// Every stored ledger entry carries prevHash, auditSeq/auditHash (the audit head at the end
+// of the append that stored it: the two chains name each other, so cutting one tail
+// without the other shows) and hash, the hex sha256 of:
+//
+//   gpubank-ledger-v1\n
+//   seq:<n>:<seq>\n  timeMs:<n>:<timeMs>\n  kind:<n>:<kind>\n  pool:<n>:...\n  flavor:<n>:...\n
+//   businessGroup:<n>:...\n  lender:<n>:...\n  workload:<n>:...\n  record:<n>:...\n
+//   gpus:<n>:<gpus>\n  lendingLimit:<n>:...\n  borrowingLimit:<n>:...\n  reason:<n>:...\n
+//   auditSeq:<n>:...\n  auditHash:<n>:...\n  prevHash:<n>:...\n
+//
+// one line per field in that order, as for the audit chain.
+[[nodiscard]] std::string canonical_ledger_text(const LedgerEntry& entry);
+[[nodiscard]] std::string ledger_hash(const LedgerEntry& entry);
+// Sets seq, prev_hash, audit_seq, audit_hash and hash: what the store does on append.
+void chain_ledger_entry(LedgerEntry& entry, std::int64_t prev_seq, const std::string& prev_hash,
+                        std::int64_t audit_seq, const std::string& audit_hash);
+
+// The ledger's counterpart of ChainVerifier: gapless seqs, prevHash the previous hash, hash
+// recomputed, and auditSeq never going back (it is the audit head when the entry was
+// stored). Whether auditSeq/auditHash name a real audit entry needs the audit log: see
+// store::verify_store.
+class LedgerChainVerifier {
+ public:
+  bool feed(const LedgerEntry& entry);
+  [[nodiscard]] const ChainReport& report() const { return report_; }
+  [[nodiscard]] std::int64_t last_audit_seq() const { return last_audit_seq_; }
+
+ private:
+  ChainReport report_;
+  std::int64_t last_audit_seq_ = 0;
+};
+
+// An anchor: a chain entry and its hash, kept outside the store ("SEQ:HASH").
+struct Anchor {
+  std::int64_t seq = 0;
+  std::string hash;
+};
+// Parses "SEQ:HASH" (seq >= 1, hash 64 lowercase hex digits); the error names the rule.
+[[nodiscard]] Expected<Anchor> parse_anchor(std::string_view text);
 
 // JSON with camelCase fields: seq, timeMs, actor, action, object, policyVersion, decision,
 // reason, numbers (the text, as a string: the hash covers its exact bytes), prevHash, hash.

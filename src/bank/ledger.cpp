@@ -156,19 +156,26 @@ std::optional<std::string> validate_entry(const LedgerEntry& e) {
 // ---- JSON --------------------------------------------------------------------------------
 
 Json to_json(const LedgerEntry& e) {
-  return Json{{"seq", e.seq},
-              {"timeMs", e.time_ms},
-              {"kind", kind_name(e.kind)},
-              {"pool", e.pool},
-              {"flavor", e.flavor},
-              {"businessGroup", e.business_group},
-              {"lender", e.lender},
-              {"workload", e.workload},
-              {"record", e.record},
-              {"gpus", e.gpus},
-              {"lendingLimit", e.lending_limit},
-              {"borrowingLimit", e.borrowing_limit},
-              {"reason", e.reason}};
+  Json out{{"seq", e.seq},
+            {"timeMs", e.time_ms},
+            {"kind", kind_name(e.kind)},
+            {"pool", e.pool},
+            {"flavor", e.flavor},
+            {"businessGroup", e.business_group},
+            {"lender", e.lender},
+            {"workload", e.workload},
+            {"record", e.record},
+            {"gpus", e.gpus},
+            {"lendingLimit", e.lending_limit},
+            {"borrowingLimit", e.borrowing_limit},
+            {"reason", e.reason}};
+  if (!e.hash.empty() || !e.prev_hash.empty() || e.audit_seq != 0 || !e.audit_hash.empty()) {
+    out["prevHash"] = e.prev_hash;
+    out["auditSeq"] = e.audit_seq;
+    out["auditHash"] = e.audit_hash;
+    out["hash"] = e.hash;
+  }
+  return out;
 }
 
 namespace {
@@ -209,6 +216,10 @@ Expected<LedgerEntry> ledger_entry_from_json(const nlohmann::json& json) {
     else if (key == "workload") text = &e.workload;
     else if (key == "record") text = &e.record;
     else if (key == "reason") text = &e.reason;
+    else if (key == "prevHash") text = &e.prev_hash;
+    else if (key == "auditSeq") number = &e.audit_seq;
+    else if (key == "auditHash") text = &e.audit_hash;
+    else if (key == "hash") text = &e.hash;
     if (number != nullptr) {
       auto v = int_field(value, key);
       if (!v) return Unexpected{"ledger entry: " + v.error()};

@@ -41,6 +41,14 @@ struct LedgerEntry {
   std::int64_t lending_limit = -1;    // QuotaSet only; -1 = unset (all unused guarantee lendable)
   std::int64_t borrowing_limit = -1;  // QuotaSet only; -1 = unset (no cap)
   std::string reason;  // QuotaSet: Policy|LeaseActivated|LeaseExpired; UsageEnded/BorrowClosed: why
+  // The ledger's hash chain, assigned by the store like seq (see bank/audit.hpp,
+  // canonical_ledger_text): the hash of the previous entry ("" before the first), the audit
+  // head (seq and hash) as of the end of the append that stored this entry, and this
+  // entry's hash. Empty / 0 on entries not stored yet.
+  std::string prev_hash;
+  std::int64_t audit_seq = 0;
+  std::string audit_hash;
+  std::string hash;
 
   friend bool operator==(const LedgerEntry&, const LedgerEntry&) = default;
 };
@@ -72,7 +80,9 @@ inline constexpr std::string_view kQuotaReasons[] = {"Policy", "LeaseActivated",
 [[nodiscard]] std::optional<std::string> validate_entry(const LedgerEntry& entry);
 
 // JSON with camelCase fields: seq, timeMs, kind, pool, flavor, businessGroup, lender,
-// workload, record, gpus, lendingLimit, borrowingLimit, reason. Encoding writes every field;
+// workload, record, gpus, lendingLimit, borrowingLimit, reason, and for an entry the store
+// has chained prevHash, auditSeq, auditHash, hash. Encoding writes every field
+// (the four chain fields only when one of them is set, so unstored entries encode as before);
 // decoding requires kind, accepts missing fields as their defaults and refuses unknown
 // fields and wrong types (it does not run validate_entry).
 [[nodiscard]] nlohmann::ordered_json to_json(const LedgerEntry& entry);

@@ -72,11 +72,20 @@ const std::vector<Migration>& postgres_migrations() {
         "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit "
         "FOR EACH STATEMENT EXECUTE FUNCTION gpubank_append_only()"}},
       {3, "ledger index by workload (per-workload trails)", {"CREATE INDEX ledger_by_workload ON ledger (workload, seq)"}},
+      {4,
+       kLedgerChainDescription,
+       {"ALTER TABLE ledger ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '', ADD COLUMN audit_seq BIGINT NOT NULL DEFAULT 0, "
+        "ADD COLUMN audit_hash TEXT NOT NULL DEFAULT '', ADD COLUMN hash TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE writers (epoch BIGINT PRIMARY KEY, holder TEXT NOT NULL, acquired_at TIMESTAMPTZ NOT NULL DEFAULT now())"}},
   };
   return migrations;
 }
 
 constexpr const char* kLedgerColumns =
+    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
+    "borrowing_limit, reason, prev_hash, audit_seq, audit_hash, hash";
+// Before migration 4 (a store opened with migrate_to < 4, in tests of the migration path).
+constexpr const char* kLedgerColumnsUnchained =
     "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
     "borrowing_limit, reason";
 constexpr const char* kAuditColumns =
@@ -108,8 +117,8 @@ std::string text(const pqxx::field& f) { return f.is_null() ? std::string() : st
 
 class PostgresStore final : public Store {
  public:
-  PostgresStore(const std::string& url, std::unique_ptr<pqxx::connection> conn)
-      : Store(redact(url)), conn_(std::move(conn)) {}
+  PostgresStore(const std::string& url, std::unique_ptr<pqxx::connection> conn, bool read_only)
+      : Store(redact(url)), conn_(std::move(conn)), read_only_(read_only) {}
 
   Expected<bool> init(const OpenOptions& options);
 
@@ -120,6 +129,7 @@ class PostgresStore final : public Store {
   Expected<std::vector<bank::LedgerEntry>> ledger_for_workload(const std::string& workload) override;
   Expected<int> schema_version() override;
   Expected<Head> head() override;
+  Expected<std::int64_t> acquire_writer(const std::string& holder) override;
   [[nodiscard]] std::string_view backend() const override { return "postgresql"; }
 
  private:
@@ -128,13 +138,18 @@ class PostgresStore final : public Store {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return "postgresql store " + location() + ": " + what + ": " + message;
   }
-  static Head read_head(pqxx::transaction_base& tx);
+  Head read_head(pqxx::transaction_base& tx) const;
+  [[nodiscard]] std::string ledger_columns() const { return chained_ ? kLedgerColumns : kLedgerColumnsUnchained; }
   static int read_version(pqxx::transaction_base& tx);
   Expected<std::vector<bank::LedgerEntry>> to_ledger(const pqxx::result& rows) const;
   static std::vector<bank::AuditEntry> to_audit(const pqxx::result& rows);
+  Expected<bool> backfill_ledger_chain(pqxx::work& tx) const;
 
   std::mutex mu_;
   std::unique_ptr<pqxx::connection> conn_;
+  bool read_only_;
+  bool chained_ = true;  // the schema has the ledger's chain columns (version >= 4)
+  std::int64_t epoch_ = 0;  // the writer epoch this Store acquired; 0: unfenced
 };
 
 int PostgresStore::read_version(pqxx::transaction_base& tx) {
@@ -143,15 +158,17 @@ int PostgresStore::read_version(pqxx::transaction_base& tx) {
   return tx.exec("SELECT coalesce(max(version), 0) FROM schema_migrations")[0][0].as<int>();
 }
 
-Head PostgresStore::read_head(pqxx::transaction_base& tx) {
+Head PostgresStore::read_head(pqxx::transaction_base& tx) const {
   const pqxx::result r = tx.exec(
       "SELECT (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), (SELECT time_ms FROM ledger ORDER BY seq DESC LIMIT 1), "
-      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1)");
+      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), " +
+      std::string(chained_ ? "(SELECT hash FROM ledger ORDER BY seq DESC LIMIT 1)" : "''"));
   Head h;
   h.ledger_seq = r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
   h.ledger_time_ms = r[0][1].is_null() ? 0 : r[0][1].as<std::int64_t>();
   h.audit_seq = r[0][2].is_null() ? 0 : r[0][2].as<std::int64_t>();
   h.audit_hash = text(r[0][3]);
+  h.ledger_hash = text(r[0][4]);
   return h;
 }
 
@@ -161,11 +178,20 @@ Expected<bool> PostgresStore::init(const OpenOptions& options) {
   try {
     // No NOTICEs on stderr. (libpqxx restores variables set this way when it reconnects.)
     conn_->set_variable("client_min_messages", "warning");
+    if (read_only_) {
+      // Every transaction of this connection is read-only: the server refuses any write.
+      conn_->set_variable("default_transaction_read_only", "on");
+      pqxx::read_transaction tx(*conn_);
+      const int current = read_version(tx);
+      if (current != kSchemaVersion) return Unexpected{read_only_version_message(location(), current)};
+      return true;
+    }
     pqxx::work tx(*conn_);
     // Replicas starting together: one migrates, the others wait and then find it done.
     tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
     int current = read_version(tx);
     if (current > kSchemaVersion) return Unexpected{too_new_message(location(), current)};
+    chained_ = std::max(current, target) >= 4;
     if (current >= target) return true;  // the transaction ends without changes
     tx.exec(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
@@ -173,6 +199,9 @@ Expected<bool> PostgresStore::init(const OpenOptions& options) {
     for (const Migration& m : migrations) {
       if (m.version <= current || m.version > target) continue;
       for (const char* sql : m.statements) tx.exec(sql);
+      if (m.version == 4) {
+        if (auto ok = backfill_ledger_chain(tx); !ok) return ok;
+      }
       tx.exec_params("INSERT INTO schema_migrations (version, description) VALUES ($1, $2)", m.version,
                      std::string(m.description));
     }
@@ -183,19 +212,48 @@ Expected<bool> PostgresStore::init(const OpenOptions& options) {
   return true;
 }
 
+// Migration 4: chains the rows stored before the ledger had a chain. The append-only
+// trigger is disabled for these UPDATEs only, inside the migration's transaction.
+Expected<bool> PostgresStore::backfill_ledger_chain(pqxx::work& tx) const {
+  tx.exec("ALTER TABLE ledger DISABLE TRIGGER ledger_append_only");
+  std::string prev;
+  std::int64_t after = 0;
+  while (true) {
+    auto page = to_ledger(tx.exec_params(std::string("SELECT ") + kLedgerColumns +
+                                             " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT 10000",
+                                         after));
+    if (!page) return Unexpected{page.error()};
+    if (page->empty()) break;
+    prev = backfill_chain(*page, prev);
+    for (const bank::LedgerEntry& e : *page) {
+      tx.exec_params("UPDATE ledger SET prev_hash = $1, hash = $2 WHERE seq = $3", e.prev_hash, e.hash, e.seq);
+    }
+    after = page->back().seq;
+  }
+  tx.exec("ALTER TABLE ledger ENABLE TRIGGER ledger_append_only");
+  return true;
+}
+
 Expected<AppendResult> PostgresStore::append(std::span<const bank::LedgerEntry> ledger,
                                              std::span<const bank::AuditEntry> audit) {
   if (auto problem = validate_batch(ledger, audit)) return Unexpected{"invalid batch, nothing appended: " + *problem};
   if (ledger.empty() && audit.empty()) return AppendResult{};
+  if (read_only_) return Unexpected{"postgresql store " + location() + ": opened read-only, nothing appended"};
   std::lock_guard lock(mu_);
   try {
     pqxx::work tx(*conn_);
     // Every writer, in any process, queues here; the lock is released by commit or abort.
     tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kAppendLock) + ")");
+    if (epoch_ > 0) {
+      const pqxx::result w = tx.exec("SELECT epoch, holder FROM writers ORDER BY epoch DESC LIMIT 1");
+      const std::int64_t newest = w.empty() ? 0 : w[0][0].as<std::int64_t>();
+      if (newest != epoch_) return Unexpected{fenced_message(location(), epoch_, newest, w.empty() ? "" : text(w[0][1]))};
+    }
     auto out = sequence(read_head(tx), ledger, audit);
     if (!out) return out;  // the transaction aborts on destruction
+    if (!chained_) unchain(out->ledger);
     for (std::size_t begin = 0; begin < out->ledger.size(); begin += kRowsPerInsert) {
-      std::string sql = std::string("INSERT INTO ledger (") + kLedgerColumns + ") VALUES ";
+      std::string sql = "INSERT INTO ledger (" + ledger_columns() + ") VALUES ";
       const std::size_t end = std::min(out->ledger.size(), begin + kRowsPerInsert);
       for (std::size_t i = begin; i < end; ++i) {
         const bank::LedgerEntry& e = out->ledger[i];
@@ -204,7 +262,12 @@ Expected<AppendResult> PostgresStore::append(std::span<const bank::LedgerEntry> 
                tx.quote(std::string(bank::kind_name(e.kind))) + ',' + tx.quote(e.pool) + ',' + tx.quote(e.flavor) + ',' +
                tx.quote(e.business_group) + ',' + tx.quote(e.lender) + ',' + tx.quote(e.workload) + ',' +
                tx.quote(e.record) + ',' + std::to_string(e.gpus) + ',' + std::to_string(e.lending_limit) + ',' +
-               std::to_string(e.borrowing_limit) + ',' + tx.quote(e.reason) + ')';
+               std::to_string(e.borrowing_limit) + ',' + tx.quote(e.reason);
+        if (chained_) {
+          sql += ',' + tx.quote(e.prev_hash) + ',' + std::to_string(e.audit_seq) + ',' + tx.quote(e.audit_hash) + ',' +
+                 tx.quote(e.hash);
+        }
+        sql += ')';
       }
       tx.exec(sql);
     }
@@ -232,6 +295,24 @@ Expected<AppendResult> PostgresStore::append(std::span<const bank::LedgerEntry> 
   }
 }
 
+Expected<std::int64_t> PostgresStore::acquire_writer(const std::string& holder) {
+  if (read_only_) return Unexpected{"postgresql store " + location() + ": opened read-only, cannot acquire the writer"};
+  if (!chained_) return Unexpected{"postgresql store " + location() + ": writer epochs need schema version 4"};
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::work tx(*conn_);
+    // The append lock: an acquire and an append of the fenced writer never interleave.
+    tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kAppendLock) + ")");
+    const std::int64_t epoch = tx.exec("SELECT coalesce(max(epoch), 0) + 1 FROM writers")[0][0].as<std::int64_t>();
+    tx.exec_params("INSERT INTO writers (epoch, holder) VALUES ($1, $2)", epoch, holder);
+    tx.commit();
+    epoch_ = epoch;
+    return epoch;
+  } catch (const std::exception& e) {
+    return Unexpected{error("acquire the writer", e)};
+  }
+}
+
 Expected<std::vector<bank::LedgerEntry>> PostgresStore::to_ledger(const pqxx::result& rows) const {
   std::vector<bank::LedgerEntry> out;
   out.reserve(rows.size());
@@ -256,6 +337,12 @@ Expected<std::vector<bank::LedgerEntry>> PostgresStore::to_ledger(const pqxx::re
     e.lending_limit = row[10].as<std::int64_t>();
     e.borrowing_limit = row[11].as<std::int64_t>();
     e.reason = text(row[12]);
+    if (row.size() > 16) {
+      e.prev_hash = text(row[13]);
+      e.audit_seq = row[14].as<std::int64_t>();
+      e.audit_hash = text(row[15]);
+      e.hash = text(row[16]);
+    }
     out.push_back(std::move(e));
   }
   return out;
@@ -292,8 +379,7 @@ Expected<std::vector<bank::LedgerEntry>> PostgresStore::ledger(std::int64_t afte
   std::lock_guard lock(mu_);
   try {
     pqxx::read_transaction tx(*conn_);
-    return to_ledger(tx.exec_params(std::string("SELECT ") + kLedgerColumns +
-                                        " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
+    return to_ledger(tx.exec_params("SELECT " + ledger_columns() + " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
                                     after_seq, clamp_limit(limit)));
   } catch (const std::exception& e) {
     return Unexpected{error("read the ledger", e)};
@@ -316,7 +402,7 @@ Expected<std::vector<bank::LedgerEntry>> PostgresStore::ledger_for_workload(cons
   std::lock_guard lock(mu_);
   try {
     pqxx::read_transaction tx(*conn_);
-    return to_ledger(tx.exec_params(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE workload = $1 ORDER BY seq",
+    return to_ledger(tx.exec_params("SELECT " + ledger_columns() + " FROM ledger WHERE workload = $1 ORDER BY seq",
                                     workload));
   } catch (const std::exception& e) {
     return Unexpected{error("read the ledger", e)};
@@ -354,7 +440,7 @@ Expected<std::unique_ptr<Store>> open_postgres(const std::string& url, const Ope
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return Unexpected{"postgresql store " + redact(url) + ": cannot connect: " + message};
   }
-  auto store = std::make_unique<PostgresStore>(url, std::move(conn));
+  auto store = std::make_unique<PostgresStore>(url, std::move(conn), options.read_only);
   if (auto ok = store->init(options); !ok) return Unexpected{ok.error()};
   return std::unique_ptr<Store>(std::move(store));
 }

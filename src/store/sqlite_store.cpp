@@ -5,11 +5,25 @@
 #include <chrono>
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include "store/backends.hpp"
 
 namespace gpubank::store::detail {
 namespace {
+
+constexpr const char* kLedgerColumns =
+    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
+    "borrowing_limit, reason, prev_hash, audit_seq, audit_hash, hash";
+// Before migration 4 (a store opened with migrate_to < 4, in tests of the migration path).
+constexpr const char* kLedgerColumnsUnchained =
+    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
+    "borrowing_limit, reason";
+constexpr const char* kLedgerNoUpdateTrigger =
+    "CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger "
+    "BEGIN SELECT RAISE(ABORT, 'gpubank: the ledger is append-only: UPDATE refused'); END";
+constexpr const char* kAuditColumns =
+    "seq, time_ms, actor, action, object, policy_version, decision, reason, numbers, prev_hash, hash";
 
 struct Migration {
   int version;
@@ -50,8 +64,7 @@ const std::vector<Migration>& sqlite_migrations() {
               hash TEXT NOT NULL) STRICT)sql"}},
       {2,
        "append-only: UPDATE and DELETE of ledger and audit rows are refused",
-       {"CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger "
-        "BEGIN SELECT RAISE(ABORT, 'gpubank: the ledger is append-only: UPDATE refused'); END",
+       {kLedgerNoUpdateTrigger,
         "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger "
         "BEGIN SELECT RAISE(ABORT, 'gpubank: the ledger is append-only: DELETE refused'); END",
         "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit "
@@ -59,15 +72,17 @@ const std::vector<Migration>& sqlite_migrations() {
         "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit "
         "BEGIN SELECT RAISE(ABORT, 'gpubank: the audit log is append-only: DELETE refused'); END"}},
       {3, "ledger index by workload (per-workload trails)", {"CREATE INDEX ledger_by_workload ON ledger (workload, seq)"}},
+      {4,
+       kLedgerChainDescription,
+       {"ALTER TABLE ledger ADD COLUMN prev_hash TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE ledger ADD COLUMN audit_seq INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE ledger ADD COLUMN audit_hash TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE ledger ADD COLUMN hash TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE writers (epoch INTEGER PRIMARY KEY, holder TEXT NOT NULL, acquired_at_ms INTEGER NOT NULL) STRICT"}},
   };
   return migrations;
 }
 
-constexpr const char* kLedgerColumns =
-    "seq, time_ms, kind, pool, flavor, business_group, lender, workload, record, gpus, lending_limit, "
-    "borrowing_limit, reason";
-constexpr const char* kAuditColumns =
-    "seq, time_ms, actor, action, object, policy_version, decision, reason, numbers, prev_hash, hash";
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -120,7 +135,7 @@ class Use {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string path, sqlite3* db) : Store(std::move(path)), db_(db) {}
+  SqliteStore(std::string path, sqlite3* db, bool read_only) : Store(std::move(path)), db_(db), read_only_(read_only) {}
   ~SqliteStore() override {
     // Statements first: sqlite3_close refuses a connection with live statements.
     statements_.clear();
@@ -136,6 +151,7 @@ class SqliteStore final : public Store {
   Expected<std::vector<bank::LedgerEntry>> ledger_for_workload(const std::string& workload) override;
   Expected<int> schema_version() override;
   Expected<Head> head() override;
+  Expected<std::int64_t> acquire_writer(const std::string& holder) override;
   [[nodiscard]] std::string_view backend() const override { return "sqlite"; }
 
  private:
@@ -155,10 +171,18 @@ class SqliteStore final : public Store {
   Expected<int> read_version();  // 0 without a schema_migrations table
   Expected<Head> read_head();
   Expected<bool> prepare_statements();
+  Expected<bool> backfill_ledger_chain();
+  // The newest writer epoch and its holder (0 and "" when none).
+  Expected<std::pair<std::int64_t, std::string>> newest_writer();
   Expected<std::vector<bank::LedgerEntry>> read_ledger(Use& use);
   Expected<std::vector<bank::AuditEntry>> read_audit(Use& use);
 
+  [[nodiscard]] std::string ledger_columns() const { return chained_ ? kLedgerColumns : kLedgerColumnsUnchained; }
+
   sqlite3* db_;
+  bool read_only_;
+  bool chained_ = true;  // the schema has the ledger's chain columns (version >= 4)
+  std::int64_t epoch_ = 0;  // the writer epoch this Store acquired; 0: unfenced
   std::mutex mu_;
   std::vector<std::unique_ptr<Statement>> statements_;
   Statement* insert_ledger_ = nullptr;
@@ -191,6 +215,13 @@ Expected<int> SqliteStore::read_version() {
 Expected<bool> SqliteStore::init(const OpenOptions& options) {
   sqlite3_busy_timeout(db_, 30'000);
   sqlite3_extended_result_codes(db_, 1);
+  if (read_only_) {
+    // The journal mode is the file's (WAL); a read-only connection sets nothing.
+    auto current = read_version();
+    if (!current) return Unexpected{current.error()};
+    if (*current != kSchemaVersion) return Unexpected{read_only_version_message(location(), *current)};
+    return prepare_statements();
+  }
   // WAL: readers never block the writer; FULL: the WAL is fsync'd at every commit.
   {
     Statement mode;
@@ -223,6 +254,7 @@ Expected<bool> SqliteStore::init(const OpenOptions& options) {
         ok = exec(sql, "migration " + std::to_string(m.version) + " (" + m.description + ")");
         if (!ok) break;
       }
+      if (ok && m.version == 4) ok = backfill_ledger_chain();
       if (!ok) break;
       Statement record;
       if (!record.prepare(db_, "INSERT INTO schema_migrations (version, description, applied_at_ms) VALUES (?1, ?2, ?3)")) {
@@ -242,7 +274,89 @@ Expected<bool> SqliteStore::init(const OpenOptions& options) {
       return ok;
     }
   }
+  current = read_version();
+  if (!current) return Unexpected{current.error()};
+  chained_ = *current >= 4;
   return prepare_statements();
+}
+
+// Migration 4: chains the rows stored before the ledger had a chain. The append-only
+// trigger is lifted for these UPDATEs only, inside the migration's transaction.
+Expected<bool> SqliteStore::backfill_ledger_chain() {
+  if (auto ok = exec("DROP TRIGGER IF EXISTS ledger_no_update", "migration 4: lift the update trigger"); !ok) return ok;
+  Statement select;
+  Statement update;
+  if (!select.prepare(db_, std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT 10000") ||
+      !update.prepare(db_, "UPDATE ledger SET prev_hash = ?1, hash = ?2 WHERE seq = ?3")) {
+    return Unexpected{error("migration 4: prepare the backfill")};
+  }
+  std::string prev;
+  std::int64_t after = 0;
+  while (true) {
+    std::vector<bank::LedgerEntry> page;
+    {
+      Use use(select.get());
+      use.bind(1, after);
+      auto read = read_ledger(use);
+      if (!read) return Unexpected{read.error()};
+      page = std::move(*read);
+    }
+    if (page.empty()) break;
+    prev = backfill_chain(page, prev);
+    for (const bank::LedgerEntry& e : page) {
+      Use use(update.get());
+      use.bind(1, e.prev_hash);
+      use.bind(2, e.hash);
+      use.bind(3, e.seq);
+      if (use.step() != SQLITE_DONE) return Unexpected{error("migration 4: chain ledger seq " + std::to_string(e.seq))};
+    }
+    after = page.back().seq;
+  }
+  return exec(kLedgerNoUpdateTrigger, "migration 4: restore the update trigger");
+}
+
+Expected<std::pair<std::int64_t, std::string>> SqliteStore::newest_writer() {
+  Statement select;
+  if (!select.prepare(db_, "SELECT epoch, holder FROM writers ORDER BY epoch DESC LIMIT 1")) {
+    return Unexpected{error("read the writer epoch")};
+  }
+  Use use(select.get());
+  const int rc = use.step();
+  if (rc == SQLITE_DONE) return std::pair<std::int64_t, std::string>{0, ""};
+  if (rc != SQLITE_ROW) return Unexpected{error("read the writer epoch")};
+  return std::pair<std::int64_t, std::string>{use.integer(0), use.text(1)};
+}
+
+Expected<std::int64_t> SqliteStore::acquire_writer(const std::string& holder) {
+  if (read_only_) return Unexpected{"sqlite store " + location() + ": opened read-only, cannot acquire the writer"};
+  if (!chained_) return Unexpected{"sqlite store " + location() + ": writer epochs need schema version 4"};
+  std::lock_guard lock(mu_);
+  // The append lock: an acquire and an append of the fenced writer never interleave.
+  if (auto ok = exec("BEGIN IMMEDIATE", "begin acquiring the writer"); !ok) return Unexpected{ok.error()};
+  auto epoch = [&]() -> Expected<std::int64_t> {
+    auto newest = newest_writer();
+    if (!newest) return Unexpected{newest.error()};
+    Statement insert;
+    if (!insert.prepare(db_, "INSERT INTO writers (epoch, holder, acquired_at_ms) VALUES (?1, ?2, ?3)")) {
+      return Unexpected{error("acquire the writer")};
+    }
+    Use use(insert.get());
+    use.bind(1, newest->first + 1);
+    use.bind(2, holder);
+    use.bind(3, now_ms());
+    if (use.step() != SQLITE_DONE) return Unexpected{error("acquire the writer")};
+    return newest->first + 1;
+  }();
+  if (!epoch) {
+    rollback();
+    return epoch;
+  }
+  if (auto ok = exec("COMMIT", "commit acquiring the writer"); !ok) {
+    rollback();
+    return Unexpected{ok.error()};
+  }
+  epoch_ = *epoch;
+  return epoch;
 }
 
 Expected<bool> SqliteStore::prepare_statements() {
@@ -252,16 +366,17 @@ Expected<bool> SqliteStore::prepare_statements() {
     statements_.push_back(std::move(s));
     return statements_.back().get();
   };
-  insert_ledger_ = make(std::string("INSERT INTO ledger (") + kLedgerColumns +
-                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  insert_ledger_ = make("INSERT INTO ledger (" + ledger_columns() + ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13" +
+                        (chained_ ? ", ?14, ?15, ?16, ?17)" : ")"));
   insert_audit_ = make(std::string("INSERT INTO audit (") + kAuditColumns +
                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  select_ledger_ = make(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+  select_ledger_ = make("SELECT " + ledger_columns() + " FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2");
   select_audit_ = make(std::string("SELECT ") + kAuditColumns + " FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2");
-  select_workload_ = make(std::string("SELECT ") + kLedgerColumns + " FROM ledger WHERE workload = ?1 ORDER BY seq");
+  select_workload_ = make("SELECT " + ledger_columns() + " FROM ledger WHERE workload = ?1 ORDER BY seq");
   select_head_ = make(
       "SELECT (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), (SELECT time_ms FROM ledger ORDER BY seq DESC LIMIT 1), "
-      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1)");
+      "(SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), " +
+      std::string(chained_ ? "(SELECT hash FROM ledger ORDER BY seq DESC LIMIT 1)" : "''"));
   if (insert_ledger_ == nullptr || insert_audit_ == nullptr || select_ledger_ == nullptr || select_audit_ == nullptr || select_workload_ == nullptr ||
       select_head_ == nullptr) {
     return Unexpected{error("prepare statements")};
@@ -277,6 +392,7 @@ Expected<Head> SqliteStore::read_head() {
   h.ledger_time_ms = use.is_null(1) ? 0 : use.integer(1);
   h.audit_seq = use.is_null(2) ? 0 : use.integer(2);
   h.audit_hash = use.is_null(3) ? std::string() : use.text(3);
+  h.ledger_hash = use.is_null(4) ? std::string() : use.text(4);
   return h;
 }
 
@@ -284,15 +400,22 @@ Expected<AppendResult> SqliteStore::append(std::span<const bank::LedgerEntry> le
                                            std::span<const bank::AuditEntry> audit) {
   if (auto problem = validate_batch(ledger, audit)) return Unexpected{"invalid batch, nothing appended: " + *problem};
   if (ledger.empty() && audit.empty()) return AppendResult{};
+  if (read_only_) return Unexpected{"sqlite store " + location() + ": opened read-only, nothing appended"};
   std::lock_guard lock(mu_);
   // BEGIN IMMEDIATE takes the file's write lock now (waiting up to the busy timeout for
   // another process), so the head read below is still the head at commit.
   if (auto ok = exec("BEGIN IMMEDIATE", "begin the append"); !ok) return Unexpected{ok.error()};
   auto result = [&]() -> Expected<AppendResult> {
+    if (epoch_ > 0) {
+      auto newest = newest_writer();
+      if (!newest) return Unexpected{newest.error()};
+      if (newest->first != epoch_) return Unexpected{fenced_message(location(), epoch_, newest->first, newest->second)};
+    }
     auto h = read_head();
     if (!h) return Unexpected{h.error()};
     auto out = sequence(*h, ledger, audit);
     if (!out) return out;
+    if (!chained_) unchain(out->ledger);
     for (const bank::LedgerEntry& e : out->ledger) {
       Use use(insert_ledger_->get());
       use.bind(1, e.seq);
@@ -309,6 +432,12 @@ Expected<AppendResult> SqliteStore::append(std::span<const bank::LedgerEntry> le
       use.bind(11, e.lending_limit);
       use.bind(12, e.borrowing_limit);
       use.bind(13, e.reason);
+      if (chained_) {
+        use.bind(14, e.prev_hash);
+        use.bind(15, e.audit_seq);
+        use.bind(16, e.audit_hash);
+        use.bind(17, e.hash);
+      }
       if (use.step() != SQLITE_DONE) return Unexpected{error("append ledger seq " + std::to_string(e.seq))};
     }
     for (const bank::AuditEntry& e : out->audit) {
@@ -363,6 +492,12 @@ Expected<std::vector<bank::LedgerEntry>> SqliteStore::read_ledger(Use& use) {
     e.lending_limit = use.integer(10);
     e.borrowing_limit = use.integer(11);
     e.reason = use.text(12);
+    if (chained_) {
+      e.prev_hash = use.text(13);
+      e.audit_seq = use.integer(14);
+      e.audit_hash = use.text(15);
+      e.hash = use.text(16);
+    }
     out.push_back(std::move(e));
   }
   if (rc != SQLITE_DONE) return Unexpected{error("read the ledger")};
@@ -437,14 +572,18 @@ Expected<std::unique_ptr<Store>> open_sqlite(const std::string& path, const Open
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && !options.create) return Unexpected{"sqlite store " + path + ": no such file"};
   if (exists && !S_ISREG(st.st_mode)) return Unexpected{"sqlite store " + path + ": not a regular file"};
+  if (!exists && options.read_only) return Unexpected{"sqlite store " + path + ": no such file"};
   sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+  // SQLITE_OPEN_READONLY is mode=ro: no write to the file, whatever its permissions.
+  const int flags = (options.read_only ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0)) |
+                    SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string message = "sqlite store " + path + ": cannot open: " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close(db);
     return Unexpected{message};
   }
-  auto store = std::make_unique<SqliteStore>(path, db);
+  auto store = std::make_unique<SqliteStore>(path, db, options.read_only);
   if (auto ok = store->init(options); !ok) return Unexpected{ok.error()};
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -42,12 +42,12 @@
 namespace gpubank::store {
 
 // The schema version this binary creates and understands.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // At most this many entries (ledger + audit) per append.
 inline constexpr std::size_t kMaxBatch = 100'000;
 
 struct AppendResult {
-  std::vector<bank::LedgerEntry> ledger;  // as stored: seqs assigned
+  std::vector<bank::LedgerEntry> ledger;  // as stored: seqs and the ledger chain assigned
   std::vector<bank::AuditEntry> audit;    // as stored: seqs, prevHash and hash assigned
 };
 
@@ -57,6 +57,7 @@ struct Head {
   std::int64_t ledger_time_ms = 0;
   std::int64_t audit_seq = 0;
   std::string audit_hash;
+  std::string ledger_hash;
   friend bool operator==(const Head&, const Head&) = default;
 };
 
@@ -66,6 +67,11 @@ struct OpenOptions {
   bool create = true;
   // Apply migrations only up to this version (tests of the migration path); 0 = all.
   int migrate_to = 0;
+  // Never write: SQLite opens the file with mode=ro (a read-only file or directory is
+  // fine, the file stays byte-identical); PostgreSQL runs every transaction read-only
+  // (default_transaction_read_only). Nothing is migrated: a store whose schema is not
+  // kSchemaVersion is refused, naming both versions. append() fails.
+  bool read_only = false;
 };
 
 // Thread-safe: any number of threads may call any method of one Store.
@@ -92,6 +98,19 @@ class Store {
   virtual Expected<std::vector<bank::LedgerEntry>> ledger_for_workload(const std::string& workload) = 0;
   virtual Expected<int> schema_version() = 0;
   virtual Expected<Head> head() = 0;
+
+  // Makes this Store the ledger's one producer: inserts a row into the writers table (under
+  // the append lock) and returns its epoch, 1, 2, 3, ... unique for the store's lifetime,
+  // across restarts and processes. From then on every append of this Store first checks,
+  // inside its transaction and under the append lock, that its epoch is still the newest,
+  // and fails naming both epochs, appending nothing, once another Store acquired a newer
+  // one ("fenced"). A producer folds the ledger in memory and assumes nobody else appends
+  // ledger entries; the fence turns a second producer into an error instead of a silent
+  // double count. The epoch also makes the producer's ids unique: borrow record ids
+  // "<epoch>-<n>" never repeat after a restart or between two producers.
+  // Stores that never call it (tools, tests, several writer processes of one producer)
+  // append unfenced, serialised as always. Needs schema 4; fails on a read-only Store.
+  virtual Expected<std::int64_t> acquire_writer(const std::string& holder) = 0;
 
   [[nodiscard]] virtual std::string_view backend() const = 0;  // "sqlite" or "postgresql"
   [[nodiscard]] const std::string& location() const { return location_; }
@@ -123,5 +142,30 @@ Expected<bool> append_in_batches(Store& store, std::span<const bank::LedgerEntry
 Expected<bank::LedgerBook> load_book(Store& store, std::size_t page = 10'000);
 // Verifies the whole audit chain (in pages). An error only when the store cannot be read.
 Expected<bank::ChainReport> verify_audit(Store& store, std::size_t page = 10'000);
+
+// What verify_store checks beyond the chains themselves: anchors kept outside the store
+// (`gpubank audit head` prints them). A chain that lacks the anchor's seq was truncated
+// below it; one whose entry at that seq has another hash was rewritten.
+struct VerifyOptions {
+  std::optional<bank::Anchor> audit_anchor;
+  std::optional<bank::Anchor> ledger_anchor;
+};
+
+struct StoreReport {
+  bank::ChainReport audit;
+  bank::ChainReport ledger;            // includes the cross-link: auditSeq/auditHash name a real audit entry
+  std::string audit_anchor_problem;    // empty when no anchor was given or it matched
+  std::string ledger_anchor_problem;
+  [[nodiscard]] bool ok() const {
+    return audit.ok && ledger.ok && audit_anchor_problem.empty() && ledger_anchor_problem.empty();
+  }
+};
+
+// Verifies both chains in one pass over each (in pages): the audit chain as verify_audit,
+// the ledger chain with bank::LedgerChainVerifier, every ledger entry's auditSeq/auditHash
+// against the audit entry it names (an audit log cut below it, or a different hash there,
+// breaks the ledger at that entry), and the anchors. An error only when the store cannot be
+// read.
+Expected<StoreReport> verify_store(Store& store, const VerifyOptions& options = {}, std::size_t page = 10'000);
 
 }  // namespace gpubank::store

@@ -167,5 +167,103 @@ TEST(AuditJson, RoundTripsAndKeepsNumbersAsText) {
             "audit entry: unknown field \"who\"");
 }
 
+// ---- the ledger's chain ------------------------------------------------------------------
+
+std::vector<LedgerEntry> ledger_chain() {
+  testing::LedgerBuilder l;
+  l.quota(0, "a", 10);
+  l.quota(0, "b", 2);
+  l.start(1000, "b", "ns/w", 6);
+  l.open(1000, "r1", "a", "b", "ns/w", 4);
+  std::string prev;
+  for (std::size_t i = 0; i < l.entries.size(); ++i) {
+    chain_ledger_entry(l.entries[i], static_cast<std::int64_t>(i), prev, 1 + static_cast<std::int64_t>(i / 2),
+                       "audit-hash-" + std::to_string(i / 2));
+    prev = l.entries[i].hash;
+  }
+  return l.entries;
+}
+
+TEST(LedgerHash, IsTheSha256OfTheDocumentedText) {
+  LedgerEntry e;
+  e.seq = 3;
+  e.time_ms = 1000;
+  e.kind = LedgerKind::BorrowOpened;
+  e.pool = "h100";
+  e.flavor = "h100-80gb";
+  e.business_group = "b";
+  e.lender = "a";
+  e.workload = "ns/w";
+  e.record = "r1";
+  e.gpus = 4;
+  e.audit_seq = 2;
+  e.audit_hash = "ab";
+  e.prev_hash = "cd";
+  const std::string text =
+      "gpubank-ledger-v1\nseq:1:3\ntimeMs:4:1000\nkind:12:BorrowOpened\npool:4:h100\nflavor:9:h100-80gb\n"
+      "businessGroup:1:b\nlender:1:a\nworkload:4:ns/w\nrecord:2:r1\ngpus:1:4\nlendingLimit:2:-1\n"
+      "borrowingLimit:2:-1\nreason:0:\nauditSeq:1:2\nauditHash:2:ab\nprevHash:2:cd\n";
+  EXPECT_EQ(canonical_ledger_text(e), text);
+  EXPECT_EQ(ledger_hash(e), sha256_hex(text));
+}
+
+TEST(LedgerChain, VerifiesAnIntactChainAndBreaksAtAChangedOrRemovedEntry) {
+  auto entries = ledger_chain();
+  LedgerChainVerifier intact;
+  for (const auto& e : entries) ASSERT_TRUE(intact.feed(e)) << intact.report().problem;
+  EXPECT_EQ(intact.report().entries, 4);
+  EXPECT_EQ(intact.report().head, entries.back().hash);
+  EXPECT_EQ(intact.last_audit_seq(), 2);
+
+  auto changed = entries;
+  changed[2].gpus = 7;
+  LedgerChainVerifier v;
+  for (const auto& e : changed) v.feed(e);
+  EXPECT_FALSE(v.report().ok);
+  EXPECT_EQ(v.report().broken_seq, 3);
+  EXPECT_NE(v.report().problem.find("hash mismatch"), std::string::npos) << v.report().problem;
+
+  auto relinked = entries;
+  relinked[1].audit_hash = "another";  // the link to the audit log is covered too
+  LedgerChainVerifier r;
+  for (const auto& e : relinked) r.feed(e);
+  EXPECT_EQ(r.report().broken_seq, 2);
+
+  auto removed = entries;
+  removed.erase(removed.begin() + 1);
+  LedgerChainVerifier g;
+  for (const auto& e : removed) g.feed(e);
+  EXPECT_EQ(g.report().broken_seq, 2);
+  EXPECT_EQ(g.report().problem, "gap in seq: expected 2, found 3 (an entry was removed or moved)");
+}
+
+TEST(LedgerJson, CarriesTheChainOnlyWhenSet) {
+  const auto entries = ledger_chain();
+  const auto json = to_json(entries[1]);
+  EXPECT_EQ(json["hash"], entries[1].hash);
+  EXPECT_EQ(json["auditSeq"], 1);
+  auto back = ledger_entry_from_json(json);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(*back, entries[1]);
+  LedgerEntry unstored = entries[1];
+  unstored.prev_hash.clear();
+  unstored.audit_seq = 0;
+  unstored.audit_hash.clear();
+  unstored.hash.clear();
+  EXPECT_FALSE(to_json(unstored).contains("hash"));
+}
+
+TEST(Anchor, ParsesSeqAndHashAndNamesTheRule) {
+  const std::string hash(64, 'a');
+  auto a = parse_anchor("42:" + hash);
+  ASSERT_TRUE(a) << a.error();
+  EXPECT_EQ(a->seq, 42);
+  EXPECT_EQ(a->hash, hash);
+  EXPECT_NE(parse_anchor(hash).error().find("no ':'"), std::string::npos);
+  EXPECT_NE(parse_anchor("0:" + hash).error().find("seq must be at least 1"), std::string::npos);
+  EXPECT_NE(parse_anchor("x:" + hash).error().find("seq must be a positive decimal number"), std::string::npos);
+  EXPECT_NE(parse_anchor("1:ABC").error().find("hash must be 64 lowercase hex digits"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpubank::bank

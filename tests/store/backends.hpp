@@ -56,6 +56,7 @@ struct SqliteBackend {
   }
 
   static std::string drop_audit_triggers() { return "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete"; }
+  static std::string drop_ledger_triggers() { return "DROP TRIGGER ledger_no_update; DROP TRIGGER ledger_no_delete"; }
   static std::string record_future_schema(int version) {
     return "INSERT INTO schema_migrations (version, description, applied_at_ms) VALUES (" + std::to_string(version) +
            ", 'from the future', 0)";
@@ -88,6 +89,9 @@ struct PostgresBackend {
 
   static std::string drop_audit_triggers() {
     return "DROP TRIGGER audit_append_only ON audit; DROP TRIGGER audit_no_truncate ON audit";
+  }
+  static std::string drop_ledger_triggers() {
+    return "DROP TRIGGER ledger_append_only ON ledger; DROP TRIGGER ledger_no_truncate ON ledger";
   }
   static std::string record_future_schema(int version) {
     return "INSERT INTO schema_migrations (version, description) VALUES (" + std::to_string(version) +

@@ -166,10 +166,12 @@ class CrashTest : public ::testing::Test {
     for (const auto& e : *audit) {
       EXPECT_TRUE(decisions.insert(e.object + " " + e.action).second) << "duplicate " << e.action << " " << e.object;
     }
-    auto chain = verify_audit(**store);
-    EXPECT_TRUE(chain && chain->ok) << (chain ? chain->problem : chain.error());
-    if (chain) {
-      EXPECT_EQ(chain->entries, static_cast<std::int64_t>(audit->size()));
+    // Both hash chains intact, each ledger entry linked to an audit entry that is there.
+    auto chains = verify_store(**store);
+    EXPECT_TRUE(chains && chains->ok()) << (chains ? chains->audit.problem + chains->ledger.problem : chains.error());
+    if (chains) {
+      EXPECT_EQ(chains->audit.entries, static_cast<std::int64_t>(audit->size()));
+      EXPECT_EQ(chains->ledger.entries, static_cast<std::int64_t>(ledger->size()));
     }
     // The ledger folds (no usage or record opened twice, none closed without opening).
     auto book = load_book(**store);

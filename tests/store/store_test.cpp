@@ -79,6 +79,11 @@ TYPED_TEST(StoreTest, AppendAssignsGaplessSeqsAndChainsTheAudit) {
     EXPECT_EQ(first->ledger[i].seq, static_cast<std::int64_t>(i) + 1);
     bank::LedgerEntry expected = entries[i];
     expected.seq = first->ledger[i].seq;
+    // Chained after the previous entry, naming the audit head at the end of this append.
+    expected.prev_hash = i == 0 ? "" : first->ledger[i - 1].hash;
+    expected.audit_seq = 2;
+    expected.audit_hash = first->audit[1].hash;
+    expected.hash = bank::ledger_hash(expected);
     EXPECT_EQ(first->ledger[i], expected);
   }
   ASSERT_EQ(first->audit.size(), 2u);
@@ -90,6 +95,7 @@ TYPED_TEST(StoreTest, AppendAssignsGaplessSeqsAndChainsTheAudit) {
   auto second = store->append(some_entries(5000), {{audit_entry(5000, "Workload/team-b/train2")}});
   ASSERT_TRUE(second) << second.error();
   EXPECT_EQ(second->ledger.front().seq, 5);
+  EXPECT_EQ(second->ledger.front().audit_seq, 3);
   EXPECT_EQ(second->audit.front().seq, 3);
   EXPECT_EQ(second->audit.front().prev_hash, first->audit[1].hash);
 
@@ -105,7 +111,8 @@ TYPED_TEST(StoreTest, AppendAssignsGaplessSeqsAndChainsTheAudit) {
   EXPECT_EQ((*audit)[2], second->audit[0]);
   auto head = store->head();
   ASSERT_TRUE(head);
-  EXPECT_EQ(*head, (Head{8, 6000, 3, second->audit[0].hash}));
+  EXPECT_EQ(*head, (Head{8, 6000, 3, second->audit[0].hash, second->ledger[3].hash}));
+  EXPECT_EQ(second->ledger.front().prev_hash, first->ledger.back().hash);
   auto report = verify_audit(*store);
   ASSERT_TRUE(report) << report.error();
   EXPECT_TRUE(report->ok) << report->problem;
@@ -373,7 +380,7 @@ TYPED_TEST(StoreTest, RefusesAStoreWithANewerSchema) {
   ASSERT_TRUE(TypeParam::exec_raw(this->location_, TypeParam::record_future_schema(kSchemaVersion + 7)));
   auto store = Store::open(this->location_);
   ASSERT_FALSE(store);
-  EXPECT_NE(store.error().find("has schema version 10, newer than the 3 this gpubank knows"), std::string::npos)
+  EXPECT_NE(store.error().find("has schema version 11, newer than the 4 this gpubank knows"), std::string::npos)
       << store.error();
 }
 
