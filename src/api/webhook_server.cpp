@@ -508,10 +508,10 @@ struct WebhookServer::Runtime {
   HttpResponse answer_plain(const HttpRequest& req, bool health_only) {
     const std::string_view path = path_of(req.target());
     if (path == "/healthz" || path == "/readyz") {
-      if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      if (req.method() != http::verb::get) {
         HttpResponse res = make_response(http::status::method_not_allowed, req.version(),
                                          nlohmann::json{{"status", 405}, {"path", path}}.dump(), "application/json");
-        res.set(http::field::allow, "GET, HEAD");
+        res.set(http::field::allow, "GET");
         return res;
       }
       const bool ok = path == "/healthz" || server.ready_;
