@@ -150,6 +150,14 @@ class WebhookServerTest : public ::testing::Test {
     }
   }
 
+  // The server counts a connection closed at a deadline after the client has seen it close.
+  bool eventually_timed_out(std::int64_t at_least) {
+    for (int i = 0; i < 500 && server_->stats().timed_out < at_least; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return server_->stats().timed_out >= at_least;
+  }
+
   void TearDown() override {
     if (server_) server_->stop();
     if (thread_.joinable()) thread_.join();
@@ -409,9 +417,9 @@ TEST_F(WebhookServerTest, ACompressedBodyIsRefusedWith415AndNotUnpacked) {
 
 // Headers trickled a byte at a time: before, each byte restarted a 10 s read timeout and
 // the connection (and its thread) was held forever. Now the whole request has one
-// deadline (1 s here); meanwhile other clients are answered.
+// deadline (2 s here); meanwhile other clients are answered.
 TEST_F(WebhookServerTest, ASlowLorisIsClosedAtTheRequestDeadline) {
-  options_.request_timeout = 1;
+  options_.request_timeout = 2;
   start();
   RawTlsClient raw(port_);
   ASSERT_TRUE(raw.connected());
@@ -419,13 +427,37 @@ TEST_F(WebhookServerTest, ASlowLorisIsClosedAtTheRequestDeadline) {
   const auto begin = std::chrono::steady_clock::now();
   std::size_t i = 0;
   bool open = true;
-  while (open && std::chrono::steady_clock::now() - begin < std::chrono::seconds(8)) {
+  while (open && std::chrono::steady_clock::now() - begin < std::chrono::seconds(12)) {
     open = raw.send(std::string_view(headers).substr(i++ % headers.size(), 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (i % 5 == 0) EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
   }
-  EXPECT_FALSE(open) << "still open after 8 s of trickled headers";
-  EXPECT_GE(server_->stats().timed_out, 1);
+  EXPECT_FALSE(open) << "still open after 12 s of trickled headers";
+  EXPECT_TRUE(eventually_timed_out(1));
+}
+
+// Between requests a kept-alive connection waits under the idle timeout, not the request
+// deadline: the API server reuses its connections for up to 90 s, so the server keeps
+// them longer (120 s by default; 3.5 s here) and the client is the one that closes them.
+TEST_F(WebhookServerTest, AKeptAliveConnectionMayIdleLongerThanARequestMayTakeButNotForever) {
+  options_.request_timeout = 1.5;
+  options_.idle_timeout = 3.5;
+  start();
+  RawTlsClient raw(port_, 20);
+  ASSERT_TRUE(raw.connected());
+  const std::string review = fixture("create-quota-by-group-admin.json");
+  const std::string request = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(review.size()) + "\r\n\r\n" + review;
+  ASSERT_TRUE(raw.send(request));
+  EXPECT_EQ(status_of(raw.receive()), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // longer than a request may take
+  ASSERT_TRUE(raw.send(request));
+  EXPECT_EQ(status_of(raw.receive()), 200);
+  // Then idle past the idle timeout: the server closes (well before the client's 20 s).
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EQ(raw.receive(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(15));
+  EXPECT_TRUE(eventually_timed_out(1));
 }
 
 // Every slot taken (by connections that send nothing): the next connection gets 429 with
