@@ -135,7 +135,10 @@ using Duration = std::chrono::steady_clock::duration;
 
 namespace {
 
-constexpr std::uint32_t kHeaderLimit = 16 * 1024;  // the API server's headers are a few hundred bytes
+constexpr std::uint32_t kHeaderLimit = 8 * 1024;  // the API server's headers are a few hundred bytes
+// A connection's read buffer holds a whole header (Beast parses it in one piece) and reads
+// bodies in pieces of up to this size; small, since every waiting connection has one.
+constexpr std::size_t kReadBufferLimit = 2 * kHeaderLimit;
 constexpr int kListenBacklog = 128;                // connections the kernel holds before accept
 // Connections over max_connections that are still answered (429, then closed); beyond these
 // a connection is closed as soon as it is accepted.
@@ -283,7 +286,7 @@ struct WebhookServer::Runtime {
         const auto status = body ? http::status::payload_too_large : http::status::request_header_fields_too_large;
         std::string message = body ? "the request body is larger than the webhook reads (" +
                                          std::to_string(kMaxReadBytes >> 20) + " MiB)"
-                                   : "the request headers are larger than the webhook reads (16 KiB)";
+                                   : "the request headers are larger than the webhook reads (8 KiB)";
         std::string text = validate ? unread_review(static_cast<int>(status),
                                                     body ? "RequestEntityTooLarge" : "BadRequest", message)
                                     : nlohmann::json{{"status", static_cast<int>(status)}, {"message", message}}.dump();
@@ -346,7 +349,7 @@ struct WebhookServer::Runtime {
     Stream stream_;
     Lane lane_;
     Slot slot_;
-    beast::flat_buffer buffer_{8192};
+    beast::flat_buffer buffer_{kReadBufferLimit};
     std::optional<http::request_parser<http::string_body>> parser_;
     std::optional<http::request_parser<DiscardBody>> discard_;
     HttpResponse res_;

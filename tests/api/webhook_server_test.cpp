@@ -392,6 +392,18 @@ TEST_F(WebhookServerTest, ABodyWithoutALengthIsRefusedWith411) {
   EXPECT_TRUE(audit().empty());
 }
 
+// Headers beyond 8 KiB are not read on: 431, and the connection is closed.
+TEST_F(WebhookServerTest, OversizedHeadersAreRefusedWith431) {
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(10000, 'x') +
+                       "\r\nContent-Length: 2\r\n\r\n{}"));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 431) << answer;
+  EXPECT_EQ(body_of(answer)["response"]["allowed"], false);
+  EXPECT_TRUE(audit().empty());
+}
+
 // A compressed body (here the start of a gzip bomb) is refused, never unpacked; the
 // connection stays usable.
 TEST_F(WebhookServerTest, ACompressedBodyIsRefusedWith415AndNotUnpacked) {
