@@ -333,6 +333,7 @@ int main(int argc, char** argv) {
     httplib::SSLClient client("127.0.0.1", server.port);
     client.enable_server_certificate_verification(false);
     client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);  // as Go clients such as the API server have it
     client.set_read_timeout(15, 0);
     auto next = Clock::now();
     while (!done) {
@@ -352,6 +353,7 @@ int main(int argc, char** argv) {
     auto next = Clock::now();
     while (!done) {
       httplib::Client health("127.0.0.1", server.health_port);  // a new connection per probe, as the kubelet's
+      health.set_tcp_nodelay(true);
       health.set_read_timeout(5, 0);
       const auto t0 = Clock::now();
       auto r = health.Get("/healthz");
