@@ -57,7 +57,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int connections = 32;
   int requests = 10'000;
-  int server_threads = 64;  // WebhookOptions' default
+  int server_threads = gpubank::api::WebhookOptions{}.threads;         // event-loop threads
+  int review_threads = gpubank::api::WebhookOptions{}.review_threads;  // decisions and audit appends
   int in_process_samples = 2'000;
   int audit_samples = 200;
   double rate = 0;  // requests/s over all connections; 0: closed loop (as fast as answers come)
@@ -68,7 +69,7 @@ struct Options {
 };
 
 const char* const kUsage =
-    "usage: webhook_load [--connections=32] [--requests=10000] [--server-threads=64]\n"
+    "usage: webhook_load [--connections=32] [--requests=10000] [--server-threads=2] [--review-threads=16]\n"
     "                    [--rate=REQUESTS_PER_S] [--in-process-samples=2000] [--audit-samples=200]\n"
     "                    [--examples=DIR] [--work-dir=DIR] [--summary=FILE] [--keep]\n";
 
@@ -90,6 +91,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     if (key == "--connections") ok = number(o.connections);
     else if (key == "--requests") ok = number(o.requests);
     else if (key == "--server-threads") ok = number(o.server_threads);
+    else if (key == "--review-threads") ok = number(o.review_threads);
     else if (key == "--in-process-samples") ok = number(o.in_process_samples);
     else if (key == "--audit-samples") ok = number(o.audit_samples);
     else if (key == "--rate") ok = (o.rate = std::atof(value.c_str())) > 0;
@@ -618,7 +620,8 @@ std::string render(const Report& r) {
   const Options& o = r.options;
   std::ostringstream s;
   s << "Server: api::WebhookServer in-process, HTTPS on 127.0.0.1 (RSA 2048 self-signed), " << o.server_threads
-    << " worker threads, policies from examples/policies, audit log on " << r.filesystem << ".\n";
+    << " event-loop threads and " << o.review_threads
+    << " review threads (Boost.Beast), policies from examples/policies, audit log on " << r.filesystem << ".\n";
   s << "Load: " << o.connections << " client threads in the same process, one keep-alive TLS connection each, "
     << o.requests << " requests per phase, one request in flight per connection, "
     << (o.rate > 0 ? "paced at " + fixed(o.rate, 0) + " requests/s in all (latency from when each request was due)"
@@ -716,6 +719,8 @@ int main(int argc, char** argv) {
   server_options.tls_key = dir + "/tls.key";
   server_options.audit_log = dir + "/audit.jsonl";
   server_options.threads = o.server_threads;
+  server_options.review_threads = o.review_threads;
+  server_options.health_port = -1;  // loopback only; the probes are not measured here
   server_options.guardrails = o.examples + "/00-guardrails.yaml";
   for (const auto& e : fs::directory_iterator(o.examples)) {
     if (e.path().extension() == ".yaml" && e.path().filename() != "00-guardrails.yaml") {

@@ -5,7 +5,7 @@
 #
 # Installs what is missing (scripts/bootstrap.sh), configures and builds the `release`
 # preset's benchmark targets in build/release, runs bench/validate_bench,
-# bench/render_bench, bench/webhook_load (closed loop, then paced), the admission and
+# bench/render_bench, bench/webhook_load (closed loop, then paced), bench/webhook_abuse, the admission and
 # Kueue scalability benchmarks and bench/store_bench, and writes the
 # results with a description of the machine. Progress goes to stderr; the raw outputs
 # stay in build/release/bench-results.
@@ -27,7 +27,7 @@ log "bootstrap"
 log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
-cmake --build --preset release --target validate_bench webhook_load admission_cycle_bench kueue_perf_bench render_bench \
+cmake --build --preset release --target validate_bench webhook_load webhook_abuse admission_cycle_bench kueue_perf_bench render_bench \
   store_bench inference_bench telemetry_bench placement_bench gpubank >&2
 
 mkdir -p "$out" "$work"
@@ -49,6 +49,9 @@ log "webhook_load, closed loop: 32 connections, 10000 requests per phase"
 log "webhook_load, paced: 32 connections, 100 requests/s, 2000 requests per phase"
 "$build/bench/webhook_load" --connections=32 --requests=2000 --rate=100 --in-process-samples=200 \
   --audit-samples=50 --work-dir="$work" --summary="$out/webhook-paced.md" | tee "$out/webhook-paced.txt" >&2
+
+log "webhook_abuse: 200 slow-loris connections, a 1 GiB chunked body and a gzip bomb for 20 s"
+"$build/bench/webhook_abuse" --work-dir="$work" --summary="$out/webhook-abuse.md" | tee "$out/webhook-abuse.txt" >&2
 
 log "admission_cycle_bench (2000 cycles per case, 5 runs, interleaved)"
 # Five runs of every case: one p99 is the 20th-slowest of 2,000 cycles, and these cycles are
@@ -240,6 +243,10 @@ log "write $results"
   echo "## Admission webhook: bench/webhook_load, paced at 100 requests/s"
   echo
   cat "$out/webhook-paced.md"
+  echo
+  echo "## Admission webhook under attack: bench/webhook_abuse"
+  echo
+  cat "$out/webhook-abuse.md"
   echo
   echo "## Twin admission cycle: bench/admission_cycle_bench"
   echo

@@ -12,6 +12,10 @@ packages=(
   # libraries (see ../shared/spec/build-notes.md)
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev tzdata
   libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev libpqxx-dev
+  # Boost.Beast and Boost.Asio (header-only) for the admission webhook's HTTPS server
+  libboost-dev
+  # zlib: bench/webhook_abuse builds its gzip bomb with it
+  zlib1g-dev
   # the release build's process allocator (CMake option GPUBANK_MIMALLOC)
   libmimalloc-dev
   # the store's PostgreSQL backend: its tests and benchmark start a private server

@@ -53,6 +53,9 @@ int run_webhook(const WebhookCommandOptions& opt) {
     return 1;
   }
   spdlog::info("serving https://{}:{}/validate (audit log {})", opt.server.address, *port, opt.server.audit_log);
+  if (const int health = (*server)->health_port(); health >= 0) {
+    spdlog::info("serving http://{}:{}/healthz and /readyz", opt.server.health_address, health);
+  }
 
   api::WebhookServer* srv = server->get();
   const int interval = opt.reload_interval;
@@ -97,7 +100,8 @@ Command add_webhook_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "webhook",
       "Serve the validating admission webhook over HTTPS: POST /validate (admission.k8s.io/v1 AdmissionReview), "
-      "GET /healthz and /readyz. SIGHUP, or a change of the files, reloads the policies and the certificate.");
+      "GET /healthz and /readyz (also over plain HTTP on --health-port). SIGHUP, or a change of the files, reloads "
+      "the policies and the certificate.");
   auto& s = opt->server;
   cmd->add_option("--tls-cert", s.tls_cert, "PEM certificate (chain) the server presents")->required();
   cmd->add_option("--tls-key", s.tls_key, "PEM private key of the certificate")->required();
@@ -106,8 +110,31 @@ Command add_webhook_command(CLI::App& app) {
   cmd->add_option("--address", s.address, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--audit-log", s.audit_log, "JSON-lines file every decision is appended to")->capture_default_str();
-  cmd->add_option("--threads", s.threads, "worker threads (one per open connection)")
-      ->check(CLI::Range(1, 1024))
+  cmd->add_option("--threads", s.threads, "event-loop threads: accept, TLS, HTTP parsing and writing")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--review-threads", s.review_threads,
+                  "threads that decide requests and append them to the audit log (they wait for the disk)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", s.max_connections,
+                  "HTTPS connections served at once; further ones are answered 429 with Retry-After")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", s.request_timeout,
+                  "seconds a request may take from its first byte to its last (a new connection: from the accept, "
+                  "TLS handshake included)")
+      ->check(CLI::Range(0.1, 300.0))
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", s.idle_timeout,
+                  "seconds a kept-alive connection may wait for its next request (above the API server's 90)")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--health-address", s.health_address, "address of the plain-HTTP /healthz and /readyz listener")
+      ->capture_default_str();
+  cmd->add_option("--health-port", s.health_port,
+                  "port of the plain-HTTP /healthz and /readyz listener (-1: none; the HTTPS port serves them too)")
+      ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
   cmd->add_option("--reload-interval", opt->reload_interval,
                   "seconds between checks for changed policy and certificate files (0: reload only on SIGHUP)")

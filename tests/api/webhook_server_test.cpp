@@ -1,10 +1,16 @@
 // The webhook over real HTTPS on loopback: TLS handshake, routing, limits, audit.
 #include "api/webhook_server.hpp"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,22 +32,106 @@ std::string fixture(const std::string& name) {
   return buffer.str();
 }
 
+// A TLS client at the byte level (no certificate check), for what a well-behaved client
+// library will not send: trickled headers, bodies without a length, endless chunks.
+class RawTlsClient {
+ public:
+  explicit RawTlsClient(int port, int receive_timeout_s = 10) {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{receive_timeout_s, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    connected_ = SSL_connect(ssl_) == 1;
+  }
+  ~RawTlsClient() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    if (fd_ >= 0) ::close(fd_);
+    SSL_CTX_free(ctx_);
+  }
+  RawTlsClient(const RawTlsClient&) = delete;
+  RawTlsClient& operator=(const RawTlsClient&) = delete;
+
+  [[nodiscard]] bool connected() const { return connected_; }
+  bool send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const int n = SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  // Everything the server sends until it closes the connection or stops for
+  // receive_timeout_s, or until `enough` bytes.
+  std::string receive(std::size_t enough = std::size_t{1} << 20) {
+    std::string out;
+    char buf[16384];
+    while (out.size() < enough) {
+      const int n = SSL_read(ssl_, buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+      if (const auto end = out.find("\r\n\r\n"); end != std::string::npos) {
+        // Stop after one whole response.
+        const auto cl = out.find("Content-Length: ");
+        if (cl != std::string::npos && cl < end) {
+          const std::size_t length = std::stoul(out.substr(cl + 16));
+          if (out.size() >= end + 4 + length) break;
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+json body_of(const std::string& response) {
+  const auto end = response.find("\r\n\r\n");
+  return end == std::string::npos ? json() : json::parse(response.substr(end + 4), nullptr, false);
+}
+
 class WebhookServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    std::signal(SIGPIPE, SIG_IGN);  // writes to connections the server closed fail instead
     dir_ = ::testing::TempDir() + "/webhook-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const auto tls = gpubank::testing::make_self_signed(dir_);
+    tls_ = gpubank::testing::make_self_signed(dir_);
     options_.address = "127.0.0.1";
     options_.port = 0;
-    options_.tls_cert = tls.cert;
-    options_.tls_key = tls.key;
+    options_.tls_cert = tls_.cert;
+    options_.tls_key = tls_.key;
     const std::string examples = gpubank::testing::examples_dir() + "/policies";
     options_.guardrails = examples + "/00-guardrails.yaml";
     options_.policies = {examples};
     options_.audit_log = dir_ + "/audit.jsonl";
-    options_.threads = 8;
+    options_.threads = 2;
+    options_.health_address = "127.0.0.1";
+    options_.health_port = 0;
+    start();
+  }
+
+  // (Re)starts the server with options_.
+  void start() {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
     auto server = WebhookServer::create(options_);
     ASSERT_TRUE(server) << server.error();
     server_ = std::move(*server);
@@ -51,13 +141,21 @@ class WebhookServerTest : public ::testing::Test {
     thread_ = std::thread([this] { server_->serve(); });
     client_ = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
     client_->enable_server_certificate_verification(true);
-    client_->set_ca_cert_path(tls.cert.c_str());
+    client_->set_ca_cert_path(tls_.cert.c_str());
     client_->set_connection_timeout(5);
     // Wait until it answers.
     for (int i = 0; i < 200; ++i) {
       if (auto r = client_->Get("/readyz"); r && r->status == 200) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+  }
+
+  // The server counts a connection closed at a deadline after the client has seen it close.
+  bool eventually_timed_out(std::int64_t at_least) {
+    for (int i = 0; i < 500 && server_->stats().timed_out < at_least; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return server_->stats().timed_out >= at_least;
   }
 
   void TearDown() override {
@@ -82,12 +180,28 @@ class WebhookServerTest : public ::testing::Test {
   }
 
   std::string dir_;
+  gpubank::testing::TlsFiles tls_;
   WebhookOptions options_;
   std::unique_ptr<WebhookServer> server_;
   int port_ = 0;
   std::thread thread_;
   std::unique_ptr<httplib::SSLClient> client_;
 };
+
+TEST_F(WebhookServerTest, ServesHealthAndReadinessOnThePlainHttpHealthListenerToo) {
+  ASSERT_GT(server_->health_port(), 0);
+  httplib::Client health("127.0.0.1", server_->health_port());
+  auto h = health.Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto r = health.Get("/readyz?verbose");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Decisions are made over TLS only.
+  auto v = health.Post("/validate", "{}", "application/json");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, 404);
+}
 
 TEST_F(WebhookServerTest, ServesHealthAndReadinessOverVerifiedTls) {
   auto h = client_->Get("/healthz");
@@ -139,8 +253,15 @@ TEST_F(WebhookServerTest, MalformedAndOversizedBodiesGetAnAdmissionReviewDenialN
   EXPECT_EQ(too_large["response"]["uid"], "big");
   EXPECT_EQ(too_large["response"]["status"]["code"], 413);
 
-  // Beyond what the server reads at all: httplib refuses it, the body is still ours.
-  const json huge = post(std::string((std::size_t{17} << 20), ' '), 413);
+  // Beyond what the server reads at all: refused on the header, unread, the body still ours.
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 17825792\r\n\r\n"));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 413) << answer;
+  const json huge = body_of(answer);
+  ASSERT_TRUE(huge.is_object()) << answer;
   EXPECT_EQ(huge["kind"], "AdmissionReview");
   EXPECT_EQ(huge["response"]["allowed"], false);
 
@@ -236,6 +357,166 @@ spec: {businessGroup: customer-service, resourcePool: mig-or-shared-development,
   EXPECT_TRUE(reloaded);
   EXPECT_NE(server_->snapshot(), before);
   EXPECT_NE(server_->snapshot()->set().find(policy::Kind::GPUQuotaPolicy, "customer-service-mig"), nullptr);
+}
+
+// ---- issue 28: the webhook must not be a way to stop the cluster ---------------------------
+
+// A chunked body far above the limit: the server answers 413 and closes once it has read
+// the limit, long before the client has sent everything (the client's write fails, or it
+// reads the answer early). Before, the whole body was read first.
+TEST_F(WebhookServerTest, AnEndlessChunkedBodyIsCutOffAtTheLimit) {
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";  // 64 KiB
+  const std::size_t total = std::size_t{256} << 20;
+  std::size_t sent = 0;
+  while (sent < total && raw.send(chunk)) sent += 0x10000;
+  EXPECT_LT(sent, total) << "the server read all of a 256 MiB body";
+  const std::string answer = raw.receive();
+  if (!answer.empty()) EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 200);
+  EXPECT_GE(server_->stats().too_large, 1);
+  EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
+}
+
+// A POST without Content-Length or chunked framing has, in HTTP/1.1, no body: the rest
+// would be read as the next request. The server asks for a length and closes.
+TEST_F(WebhookServerTest, ABodyWithoutALengthIsRefusedWith411) {
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\r\n"));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 411) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_TRUE(audit().empty());
+}
+
+// Headers beyond 8 KiB are not read on: 431, and the connection is closed.
+TEST_F(WebhookServerTest, OversizedHeadersAreRefusedWith431) {
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(10000, 'x') +
+                       "\r\nContent-Length: 2\r\n\r\n{}"));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 431) << answer;
+  EXPECT_EQ(body_of(answer)["response"]["allowed"], false);
+  EXPECT_TRUE(audit().empty());
+}
+
+// A compressed body (here the start of a gzip bomb) is refused, never unpacked; the
+// connection stays usable.
+TEST_F(WebhookServerTest, ACompressedBodyIsRefusedWith415AndNotUnpacked) {
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  const std::string gzip("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xed\xc1\x01\x0d\x00\x00\x00", 17);
+  ASSERT_TRUE(raw.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Content-Encoding: gzip\r\nContent-Length: " +
+                       std::to_string(gzip.size()) + "\r\n\r\n" + gzip));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 415) << answer;
+  EXPECT_NE(answer.find("Accept-Encoding: identity"), std::string::npos) << answer;
+  EXPECT_EQ(body_of(answer)["response"]["allowed"], false);
+  // Same connection, plain body: decided.
+  const std::string review = fixture("create-quota-by-group-admin.json");
+  ASSERT_TRUE(raw.send("POST /validate?timeout=10s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " + std::to_string(review.size()) + "\r\n\r\n" + review));
+  const std::string decided = raw.receive();
+  EXPECT_EQ(status_of(decided), 200) << decided;
+  EXPECT_EQ(body_of(decided)["response"]["allowed"], true);
+  EXPECT_EQ(audit().size(), 1u);
+}
+
+// Headers trickled a byte at a time: before, each byte restarted a 10 s read timeout and
+// the connection (and its thread) was held forever. Now the whole request has one
+// deadline (2 s here); meanwhile other clients are answered.
+TEST_F(WebhookServerTest, ASlowLorisIsClosedAtTheRequestDeadline) {
+  options_.request_timeout = 2;
+  start();
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  const std::string headers = "POST /validate HTTP/1.1\r\nHost: localhost\r\nX-Padding: " + std::string(200, 'a');
+  const auto begin = std::chrono::steady_clock::now();
+  std::size_t i = 0;
+  bool open = true;
+  while (open && std::chrono::steady_clock::now() - begin < std::chrono::seconds(12)) {
+    open = raw.send(std::string_view(headers).substr(i++ % headers.size(), 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (i % 5 == 0) EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
+  }
+  EXPECT_FALSE(open) << "still open after 12 s of trickled headers";
+  EXPECT_TRUE(eventually_timed_out(1));
+}
+
+// Between requests a kept-alive connection waits under the idle timeout, not the request
+// deadline: the API server reuses its connections for up to 90 s, so the server keeps
+// them longer (120 s by default; 3.5 s here) and the client is the one that closes them.
+TEST_F(WebhookServerTest, AKeptAliveConnectionMayIdleLongerThanARequestMayTakeButNotForever) {
+  options_.request_timeout = 1.5;
+  options_.idle_timeout = 3.5;
+  start();
+  RawTlsClient raw(port_, 20);
+  ASSERT_TRUE(raw.connected());
+  const std::string review = fixture("create-quota-by-group-admin.json");
+  const std::string request = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(review.size()) + "\r\n\r\n" + review;
+  ASSERT_TRUE(raw.send(request));
+  EXPECT_EQ(status_of(raw.receive()), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // longer than a request may take
+  ASSERT_TRUE(raw.send(request));
+  EXPECT_EQ(status_of(raw.receive()), 200);
+  // Then idle past the idle timeout: the server closes (well before the client's 20 s).
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EQ(raw.receive(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(15));
+  EXPECT_TRUE(eventually_timed_out(1));
+}
+
+// Every slot taken (by connections that send nothing): the next connection gets 429 with
+// Retry-After, which the API server's client waits for and retries; the health listener
+// and a kept-alive connection opened earlier still get answers.
+TEST_F(WebhookServerTest, OverTheConnectionLimitTheNextOneGets429AndHealthStillAnswers) {
+  options_.max_connections = 4;
+  options_.request_timeout = 30;  // the idle ones keep their slots for the whole test
+  start();
+  httplib::SSLClient kept("127.0.0.1", port_);
+  kept.enable_server_certificate_verification(false);
+  kept.set_keep_alive(true);
+  const std::string review = fixture("create-quota-by-group-admin.json");
+  auto first = kept.Post("/validate", review, "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  client_.reset();  // the fixture's client would hold a slot too
+  std::vector<std::unique_ptr<RawTlsClient>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<RawTlsClient>(port_));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  for (int i = 0; i < 500 && server_->stats().open_connections < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server_->stats().open_connections, 4);
+
+  RawTlsClient extra(port_);
+  ASSERT_TRUE(extra.connected());
+  ASSERT_TRUE(extra.send("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                         "Content-Length: " + std::to_string(review.size()) + "\r\n\r\n" + review));
+  const std::string answer = extra.receive();
+  EXPECT_EQ(status_of(answer), 429) << answer;
+  EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_EQ(server_->stats().refused, 1);
+
+  httplib::Client health("127.0.0.1", server_->health_port());
+  for (const char* path : {"/healthz", "/readyz"}) {
+    auto h = health.Get(path);
+    ASSERT_TRUE(h) << path;
+    EXPECT_EQ(h->status, 200) << path;
+  }
+  auto again = kept.Post("/validate", review, "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  EXPECT_EQ(audit().size(), 2u);  // the refused one was never decided
 }
 
 TEST(WebhookServerCreate, RefusesUnusableCertificatesAndGuardrails) {
