@@ -202,6 +202,11 @@ int run_up(const UpOptions& opt) {
   std::optional<SavedClock> saved;
   fs::path clock_file;
   twin::run::RunOptions run_options;
+  const auto write_identity = [&] {
+    if (write_clock(clock_file, SavedClock{opt.seed, format_rfc3339(*start), policy_version, opt.hours, 0})) return true;
+    std::cerr << "gpubank up: --data-dir: cannot write " << clock_file.string() << '\n';
+    return false;
+  };
   run_options.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
   if (!opt.data_dir.empty()) {
     std::error_code ec;
@@ -228,11 +233,6 @@ int run_up(const UpOptions& opt) {
                 << ", now " << policy_version << "); use another --data-dir to start over with these\n";
       return 1;
     }
-    // The run's identity goes to disk before its first entry goes to the store.
-    if (!saved && !write_clock(clock_file, SavedClock{opt.seed, format_rfc3339(*start), policy_version, opt.hours, 0})) {
-      std::cerr << "gpubank up: --data-dir: cannot write " << clock_file.string() << '\n';
-      return 1;
-    }
     auto opened = store::Store::open((fs::path(opt.data_dir) / "gpubank.db").string());
     if (!opened) {
       std::cerr << "gpubank up: --data-dir: " << opened.error() << '\n';
@@ -245,6 +245,9 @@ int run_up(const UpOptions& opt) {
       return 1;
     }
     writer = std::move(*replay);
+    // The run's identity goes to disk before its first entry goes to the store (a store
+    // with entries and no up.json gets it once the replay has matched them).
+    if (!saved && writer->stored_ledger() == 0 && writer->stored_audit() == 0 && !write_identity()) return 1;
     run_options.on_instant = [writer](std::span<const bank::LedgerEntry> ledger,
                                       std::span<const bank::AuditEntry> audit) { return (*writer)(ledger, audit); };
   }
@@ -280,6 +283,7 @@ int run_up(const UpOptions& opt) {
                 << " in its whole day: the store holds another run; use another --data-dir\n";
       return 1;
     }
+    if (!saved && !write_identity()) return 1;
     std::cerr << "gpubank up: resuming from " << opt.data_dir << " at virtual time " << p.now() / 1000
               << " s: the replay matched the store's " << writer->stored_ledger() << " ledger and "
               << writer->stored_audit() << " audit entries\n";

@@ -57,6 +57,7 @@ grep -q "the store's \(ledger\|audit\) entry [0-9]* differs from this run's: .*:
   { cat "$dir/other.log"; exit 1; }
 other=$("$gpubank" bank ledger --store "$dir/half/gpubank.db" -o json | sed -n 's/^  "entries": \([0-9]*\),$/\1/p')
 [ "$other" = "$first" ] || { echo "another run appended to the store: $other ledger entries, was $first"; exit 1; }
+[ ! -e "$dir/half/up.json" ] || { cat "$dir/half/up.json"; echo "the refused run wrote its clock file"; exit 1; }
 
 # Other flags on the same data directory are refused, naming the saved run.
 if "$gpubank" up --seed 2 --hours 3 --serving-load 0.05 --port 0 --data-dir "$dir/data" 2> "$dir/third.log"; then
