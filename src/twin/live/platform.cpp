@@ -30,7 +30,7 @@ std::string rfc3339(const Timestamp& start, VirtualTime t) {
   return format_rfc3339(start + std::chrono::milliseconds(t));
 }
 
-// A page of an append-only vector whose entry i has seq i + 1.
+// A page of an append-only log whose entry i has seq i + 1.
 template <class T, class Keep, class ToJson>
 Json page_of(std::span<const T> items, const Page& page, Keep keep, ToJson to_json) {
   Json list = Json::array();
