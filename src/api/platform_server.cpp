@@ -129,7 +129,7 @@ PlatformServer::PlatformServer(std::unique_ptr<twin::live::Platform> platform, P
       server_(std::make_unique<httplib::Server>()),
       paused_(options_.paused),
       speed_(options_.speed) {
-  timeline_seen_ = platform_->result().events.size();
+  timeline_seen_ = platform_->events().size();
   install_routes();
 }
 
@@ -185,7 +185,8 @@ void PlatformServer::stop() {
 
 void PlatformServer::advance_locked(twin::VirtualTime target) {
   platform_->advance_to(target);
-  const auto& events = platform_->result().events;
+  // Only events whose instant the store committed (a failed append hides its instant's).
+  const auto events = platform_->events();
   if (timeline_) {
     for (; timeline_seen_ < events.size(); ++timeline_seen_) {
       const auto& e = events[timeline_seen_];

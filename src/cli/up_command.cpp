@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include "policy/validate.hpp"
 #include "store/store.hpp"
 #include "twin/cluster/inventory.hpp"
+#include "twin/live/resume.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -45,7 +47,10 @@ struct UpOptions {
   bool exit_when_done = false;
 };
 
-// The run a data directory belongs to, and how far its clock got.
+// The run a data directory belongs to (written before the store gets its first entry) and
+// how far its clock got. The clock is only a hint, saved at most once a second: after a
+// SIGKILL it lags the store, and a restart replays to the store's head whatever it says
+// (twin/live/resume.hpp).
 struct SavedClock {
   std::uint64_t seed = 0;
   std::string start, policy_version;
@@ -73,7 +78,8 @@ Expected<std::optional<SavedClock>> read_clock(const fs::path& file) {
   }
 }
 
-// Written to a temporary file and renamed over the old one: a crash leaves one or the other.
+// Written to a temporary file, fsync'd, renamed over the old one and the directory
+// fsync'd: a crash, even of the machine, leaves one whole file or the other.
 bool write_clock(const fs::path& file, const SavedClock& c) {
   Json j = Json::object();
   j["seed"] = c.seed;
@@ -81,16 +87,21 @@ bool write_clock(const fs::path& file, const SavedClock& c) {
   j["hours"] = c.hours;
   j["policyVersion"] = c.policy_version;
   j["virtualTimeMs"] = c.virtual_ms;
+  const std::string text = j.dump(2) + '\n';
   const fs::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    out.flush();
-    if (!out) return false;
-  }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = ::fsync(fd) == 0 && ok;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok) return false;
   std::error_code ec;
   fs::rename(tmp, file, ec);
-  return !ec;
+  if (ec) return false;
+  const int dir = ::open(file.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  ok = ::fsync(dir) == 0;
+  return ::close(dir) == 0 && ok;
 }
 
 // A real Prometheus scraping the platform, with a generated configuration.
@@ -180,15 +191,22 @@ int run_up(const UpOptions& opt) {
   day.llm_trace = opt.llm_trace;
   day.serving_load = opt.serving_load;
 
-  // Persistence: the ledger and the audit log go to the store as the run makes them; the
-  // clock to up.json. A restart replays the seeded day to the saved clock (the run is a
-  // pure function of its inputs) and appends only what the store does not hold yet.
+  // Persistence: the ledger and the audit log go to the store as the run makes them, each
+  // instant's before the run goes on (and before anything shows it). A restart re-runs the
+  // seeded day from virtual time 0 (the run is a pure function of its inputs): the entries
+  // it regenerates up to the store's head must be the stored ones, content field by field
+  // (twin/live/resume.hpp), and only what lies beyond is appended.
+  const std::string policy_version = twin::live::policy_version(set);
   std::unique_ptr<store::Store> db;
+  std::shared_ptr<twin::live::ReplayWriter> writer;
   std::optional<SavedClock> saved;
   fs::path clock_file;
-  auto skip = std::make_shared<std::pair<std::int64_t, std::int64_t>>(0, 0);  // stored ledger, audit entries
-  auto seen = std::make_shared<std::pair<std::int64_t, std::int64_t>>(0, 0);
   twin::run::RunOptions run_options;
+  const auto write_identity = [&] {
+    if (write_clock(clock_file, SavedClock{opt.seed, format_rfc3339(*start), policy_version, opt.hours, 0})) return true;
+    std::cerr << "gpubank up: --data-dir: cannot write " << clock_file.string() << '\n';
+    return false;
+  };
   run_options.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
   if (!opt.data_dir.empty()) {
     std::error_code ec;
@@ -210,62 +228,65 @@ int run_up(const UpOptions& opt) {
                 << "; pass the same flags to resume it, or use another --data-dir\n";
       return 1;
     }
+    if (saved && saved->policy_version != policy_version) {
+      std::cerr << "gpubank up: --data-dir: the saved run used other policies (version " << saved->policy_version
+                << ", now " << policy_version << "); use another --data-dir to start over with these\n";
+      return 1;
+    }
     auto opened = store::Store::open((fs::path(opt.data_dir) / "gpubank.db").string());
     if (!opened) {
       std::cerr << "gpubank up: --data-dir: " << opened.error() << '\n';
       return 1;
     }
     db = std::move(opened.value());
-    auto head = db->head();
-    if (!head) {
-      std::cerr << "gpubank up: --data-dir: " << head.error() << '\n';
+    auto replay = twin::live::ReplayWriter::open(*db);
+    if (!replay) {
+      std::cerr << "gpubank up: --data-dir: " << replay.error() << '\n';
       return 1;
     }
-    *skip = {head->ledger_seq, head->audit_seq};
-    if (!saved && (head->ledger_seq > 0 || head->audit_seq > 0)) {
-      std::cerr << "gpubank up: --data-dir: the store holds entries but " << clock_file.string()
-                << " is missing: it is not a gpubank up data directory\n";
-      return 1;
-    }
-    store::Store* raw = db.get();
-    run_options.on_instant = [raw, skip, seen](std::span<const bank::LedgerEntry> ledger,
-                                               std::span<const bank::AuditEntry> audit) -> Expected<bool> {
-      // Entries the store already holds (a replay after a restart) are not appended again.
-      const auto drop_l = static_cast<std::size_t>(std::clamp<std::int64_t>(skip->first - seen->first, 0,
-                                                                              static_cast<std::int64_t>(ledger.size())));
-      const auto drop_a = static_cast<std::size_t>(std::clamp<std::int64_t>(skip->second - seen->second, 0,
-                                                                              static_cast<std::int64_t>(audit.size())));
-      seen->first += static_cast<std::int64_t>(ledger.size());
-      seen->second += static_cast<std::int64_t>(audit.size());
-      return store::append_in_batches(*raw, ledger.subspan(drop_l), audit.subspan(drop_a));
-    };
+    writer = std::move(*replay);
+    // The run's identity goes to disk before its first entry goes to the store (a store
+    // with entries and no up.json gets it once the replay has matched them).
+    if (!saved && writer->stored_ledger() == 0 && writer->stored_audit() == 0 && !write_identity()) return 1;
+    run_options.on_instant = [writer](std::span<const bank::LedgerEntry> ledger,
+                                      std::span<const bank::AuditEntry> audit) { return (*writer)(ledger, audit); };
   }
+  const auto another_run = [&] {
+    std::cerr << "gpubank up: --data-dir: " << writer->mismatch() << ": the store holds another run (other flags, "
+              << "policies, inventory or gpubank version); use another --data-dir\n";
+    return 1;
+  };
 
   auto platform = twin::live::Platform::create(std::move(set), day, run_options);
   if (!platform) {
+    if (writer && !writer->mismatch().empty()) return another_run();
     std::cerr << "gpubank up: " << platform.error() << '\n';
     return 1;
   }
   auto& p = *platform.value();
-  const std::string policy_version = p.result().policy_version;
-  if (saved) {
-    if (saved->policy_version != policy_version) {
-      std::cerr << "gpubank up: --data-dir: the saved run used other policies (version " << saved->policy_version
-                << ", now " << policy_version << "); use another --data-dir to start over with these\n";
-      return 1;
+  if (writer && (writer->stored_ledger() > 0 || writer->stored_audit() > 0 || (saved && saved->virtual_ms > 0))) {
+    // The replay, as fast as it goes (in the minute steps of --speed max): to the store's
+    // head, and on to the saved clock when that is further.
+    const std::int64_t hint = saved ? saved->virtual_ms : 0;
+    while ((!writer->caught_up() || p.now() < hint) && p.now() < p.end()) {
+      if (!p.advance_to(std::min(p.end(), p.now() + 60'000))) break;
     }
-    std::cerr << "gpubank up: resuming from " << clock_file.string() << " at virtual time " << saved->virtual_ms / 1000
-              << " s\n";
-    if (!p.advance_to(saved->virtual_ms)) {
+    if (!writer->mismatch().empty()) return another_run();
+    if (!p.error().empty()) {
       std::cerr << "gpubank up: the replay stopped: " << p.error() << '\n';
       return 1;
     }
-    if (seen->first < skip->first || seen->second < skip->second) {
-      std::cerr << "gpubank up: --data-dir: the store holds " << skip->first << " ledger and " << skip->second
-                << " audit entries but the replay to the saved clock made " << seen->first << " and " << seen->second
-                << ": the store belongs to another run\n";
+    if (!writer->caught_up()) {
+      std::cerr << "gpubank up: --data-dir: the store holds " << writer->stored_ledger() << " ledger and "
+                << writer->stored_audit() << " audit entries but this run makes only " << writer->replayed_ledger()
+                << " and " << writer->replayed_audit()
+                << " in its whole day: the store holds another run; use another --data-dir\n";
       return 1;
     }
+    if (!saved && !write_identity()) return 1;
+    std::cerr << "gpubank up: resuming from " << opt.data_dir << " at virtual time " << p.now() / 1000
+              << " s: the replay matched the store's " << writer->stored_ledger() << " ledger and "
+              << writer->stored_audit() << " audit entries\n";
   }
   std::cerr << "gpubank up: " << p.scenario().workloads.size() << " workloads in the seeded day (seed " << opt.seed
             << "), starting " << format_rfc3339(day.start) << '\n';
@@ -352,7 +373,7 @@ int run_up(const UpOptions& opt) {
   server.with_platform([&](twin::live::Platform& now) {
     save(now, true);
     std::cerr << "gpubank up: stopped at " << format_rfc3339(now.start() + std::chrono::milliseconds(now.now()))
-              << " (virtual), " << now.result().events.size() << " events, " << now.result().ledger.size()
+              << " (virtual), " << now.events().size() << " events, " << now.ledger().size()
               << " ledger entries\n";
   });
   return served ? 0 : 1;

@@ -16,3 +16,11 @@ add_test(NAME cli.up-resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_resume.sh ${G
 # Both run parts of the day: tens of seconds under the sanitizers, so they start early
 # (see gpubank_test in tests/CMakeLists.txt).
 set_tests_properties(cli.up-runs-the-day cli.up-resume PROPERTIES COST 20)
+# --data-dir survives SIGKILL: 50 kills at seeded moments, each followed by a restart; the
+# store then equals an uninterrupted run's (up_store_dump prints both). About a minute
+# under the sanitizers on 2 cores.
+add_executable(up_store_dump up_store_dump.cpp)
+target_link_libraries(up_store_dump PRIVATE gpubank_store nlohmann_json::nlohmann_json gpubank_warnings)
+add_test(NAME cli.up-kill COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_kill.sh ${GPUBANK} $<TARGET_FILE:up_store_dump> 50
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.up-kill PROPERTIES COST 30 TIMEOUT 300)

@@ -30,9 +30,9 @@ std::string rfc3339(const Timestamp& start, VirtualTime t) {
   return format_rfc3339(start + std::chrono::milliseconds(t));
 }
 
-// A page of an append-only vector whose entry i has seq i + 1.
+// A page of an append-only log whose entry i has seq i + 1.
 template <class T, class Keep, class ToJson>
-Json page_of(const std::vector<T>& items, const Page& page, Keep keep, ToJson to_json) {
+Json page_of(std::span<const T> items, const Page& page, Keep keep, ToJson to_json) {
   Json list = Json::array();
   std::int64_t last = page.after;
   std::int64_t matched = 0;
@@ -64,12 +64,41 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
       scenario_(std::move(scenario)),
       simulation_(policies_, scenario_, [&] {
         options.until = day.hours * 3'600'000;
+        options.retain = true;  // the views page through the whole run
+        // The engine hands an instant's events over (on_event) before its entries
+        // (on_instant): the platform counts them, and only an instant whose entries were
+        // persisted makes its events visible.
+        options.on_event = [this](const run::Event& e) {
+          if (persist_failed_) return;
+          if (e.t != handed_t_) committed_events_ = handed_events_;  // the instants before went through
+          handed_t_ = e.t;
+          ++handed_events_;
+        };
+        options.on_instant = [this, persist = std::move(options.on_instant)](
+                                 std::span<const bank::LedgerEntry> ledger,
+                                 std::span<const bank::AuditEntry> audit) -> Expected<bool> {
+          if (persist_failed_) return Unexpected{persist_error_};
+          if (persist) {
+            if (auto done = persist(ledger, audit); !done) {
+              persist_failed_ = true;
+              persist_error_ = "the run stopped: its entries could not be persisted: " + done.error();
+              return done;
+            }
+          }
+          committed_events_ = handed_events_;
+          committed_ledger_ = simulation_.result().ledger.size();
+          committed_audit_ = simulation_.result().audit.size();
+          return true;
+        };
         return options;
       }()),
       end_(day.hours * 3'600'000) {}
 
 Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies, const DayOptions& day,
                                                      run::RunOptions options) {
+  if (options.on_event) {
+    return Unexpected{std::string("RunOptions::on_event is the platform's own: read Platform::events()")};
+  }
   if (!(day.serving_load > 0 && day.serving_load <= 10)) {
     return Unexpected{"serving load must be in (0, 10], got " + std::to_string(day.serving_load)};
   }
@@ -106,8 +135,24 @@ Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies,
   return p;
 }
 
+std::span<const run::Event> Platform::events() const {
+  const std::span<const run::Event> all = simulation_.result().events;
+  return persist_failed_ ? all.first(std::min(committed_events_, all.size())) : all;
+}
+
+std::span<const bank::LedgerEntry> Platform::ledger() const {
+  const std::span<const bank::LedgerEntry> all = simulation_.result().ledger;
+  return persist_failed_ ? all.first(std::min(committed_ledger_, all.size())) : all;
+}
+
+std::span<const bank::AuditEntry> Platform::audit() const {
+  const std::span<const bank::AuditEntry> all = simulation_.result().audit;
+  return persist_failed_ ? all.first(std::min(committed_audit_, all.size())) : all;
+}
+
 bool Platform::follow_run() {
-  const auto& events = simulation_.result().events;
+  // Only what was persisted: the services and Kueue's counters never run ahead of the store.
+  const auto events = this->events();
   if (!serving_->advance_to(events, now())) {
     serving_error_ = "the inference services could not follow the run to " + std::to_string(now()) + " ms";
     return false;
@@ -128,7 +173,7 @@ bool Platform::control_step() {
 }
 
 bool Platform::advance_to(VirtualTime t) {
-  if (!serving_error_.empty()) return false;
+  if (!serving_error_.empty() || persist_failed_) return false;
   t = std::min(t, end_);
   // The controllers act every sync period: the run and the services go to each step's
   // instant, the controllers act there, and on.
@@ -142,6 +187,7 @@ bool Platform::advance_to(VirtualTime t) {
 }
 
 Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, const std::string& actor) {
+  if (persist_failed_) return Unexpected{error()};
   auto done = control_->fail_model_loads(policy, count, actor);
   if (!done) return done;
   if (!follow_run()) return Unexpected{error()};
@@ -150,6 +196,7 @@ Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, 
 
 Expected<bool> Platform::freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
                                       const std::string& reason) {
+  if (persist_failed_) return Unexpected{error()};
   auto done = freeze ? control_->freeze(policy, actor, reason) : control_->unfreeze(policy, actor);
   if (!done) return done;
   if (!follow_run()) return Unexpected{error()};
@@ -159,6 +206,7 @@ Expected<bool> Platform::freeze_tidal(const std::string& policy, bool freeze, co
 std::string Platform::error() const {
   std::string out = serving_error_;
   for (const auto& d : simulation_.result().diagnostics) out += (out.empty() ? "" : "; ") + d.to_string();
+  if (persist_failed_ && out.find(persist_error_) == std::string::npos) out += (out.empty() ? "" : "; ") + persist_error_;
   return out;
 }
 
@@ -310,7 +358,7 @@ std::optional<Json> Platform::workload_json(const std::string& key) const {
 
 Json Platform::events_json(const EventFilter& f) const {
   return page_of(
-      simulation_.result().events, f.page,
+      events(), f.page,
       [&](const run::Event& e) {
         return (f.kind.empty() || e.kind == f.kind) && (f.business_group.empty() || e.business_group == f.business_group) &&
                (f.pool.empty() || e.pool == f.pool) && (f.object.empty() || e.object == f.object);
@@ -320,13 +368,13 @@ Json Platform::events_json(const EventFilter& f) const {
 
 Json Platform::ledger_json(const Page& page) const {
   return page_of(
-      simulation_.result().ledger, page, [](const bank::LedgerEntry&) { return true; },
+      ledger(), page, [](const bank::LedgerEntry&) { return true; },
       [](const bank::LedgerEntry& e) { return Json(bank::to_json(e)); });
 }
 
 Json Platform::audit_json(const Page& page) const {
   return page_of(
-      simulation_.result().audit, page, [](const bank::AuditEntry&) { return true; },
+      audit(), page, [](const bank::AuditEntry&) { return true; },
       [](const bank::AuditEntry& e) { return Json(bank::to_json(e)); });
 }
 
@@ -433,6 +481,8 @@ std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
 }
 
 Expected<std::string> Platform::metrics_text() {
+  // The engine's state and counters include the instant that could not be persisted.
+  if (persist_failed_) return Unexpected{error()};
   metrics::Registry registry;
   const auto positions = simulation_.positions();
   if (auto done = run::export_metrics(simulation_.result(), positions, now(), registry); !done) {
@@ -548,6 +598,7 @@ Expected<std::string> Platform::metrics_text() {
 
 Expected<bool> Platform::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                         std::int64_t ecc_double_bit) {
+  if (persist_failed_) return Unexpected{error()};
   return simulation_.set_gpu_health(uuid, healthy, xid, actor, ecc_double_bit);
 }
 

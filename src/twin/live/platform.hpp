@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,9 +44,15 @@ struct WorkloadFilter {
 class Platform {
  public:
   // Builds the day from `day` and starts the run (virtual time 0 settled); reads
-  // day.llm_trace when set.
+  // day.llm_trace when set. options.on_instant persists each instant's ledger and audit
+  // entries (a store); nothing of an instant is shown or emitted before it returned:
+  // when it fails, the run stops and everything from that instant on stays unseen (the
+  // views, the timeline, the services and Kueue's counters end at the last commit, and
+  // metrics_text() refuses).
   static Expected<std::unique_ptr<Platform>> create(policy::PolicySet policies, const DayOptions& day,
                                                     run::RunOptions options = {});
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
 
   // Handles everything up to `t` (clamped to the day's end): the run, then the services
   // (to each replica change, then to `t`). False: the run or a service stopped on an error
@@ -56,7 +63,14 @@ class Platform {
   [[nodiscard]] Timestamp start() const { return day_.start; }
   [[nodiscard]] const DayOptions& day() const { return day_; }
   [[nodiscard]] const run::Scenario& scenario() const { return scenario_; }
+  // The run's result as the engine holds it, including an instant whose entries could not
+  // be persisted: for what the platform emits, use events(), ledger() and audit().
   [[nodiscard]] const run::RunResult& result() const { return simulation_.result(); }
+  // What the run made whose instant was persisted (on_instant returned): all of it, unless
+  // persisting failed.
+  [[nodiscard]] std::span<const run::Event> events() const;
+  [[nodiscard]] std::span<const bank::LedgerEntry> ledger() const;
+  [[nodiscard]] std::span<const bank::AuditEntry> audit() const;
   [[nodiscard]] std::string error() const;
 
   // REST views (camelCase JSON).
@@ -118,6 +132,15 @@ class Platform {
   std::unique_ptr<ElasticControl> control_;
   std::unique_ptr<QueueMetrics> queue_metrics_;
   std::string serving_error_;
+  // Persisting an instant failed: the run stopped, and the committed_* counts are the
+  // entries of the instants before it.
+  bool persist_failed_ = false;
+  std::string persist_error_;
+  std::size_t committed_events_ = 0, committed_ledger_ = 0, committed_audit_ = 0;
+  // The events the engine has handed over (RunOptions::on_event, before it persists their
+  // instant), and the time of the last.
+  std::size_t handed_events_ = 0;
+  VirtualTime handed_t_ = -1;
   // Per device (unit): the activity it had at the last scrape and its energy base.
   struct DeviceEnergy {
     std::string signature;           // profile and workload
