@@ -3,7 +3,9 @@
 // gang admitted on quota borrowed from customer-service that cannot be placed gives it
 // back (waitForPodsReady as gpubank renders it, and the bank's reclaim taking Placing
 // borrowers first), so the LLM service meets its SLO on every seed about as on seed 1.
-// One ctest case per seed (they run in parallel); each is one day of the twin.
+// One ctest case per seed (they run in parallel); each is one day of the twin: about 35
+// minutes of wall time per seed under ASan on the shared 2-core machine where it was
+// measured (two seeds at once among ~16 other compile jobs, ~3 min of CPU each).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -18,8 +20,9 @@
 namespace gpubank::twin::live {
 namespace {
 
-// customer-service-llm's TTFT SLO attainment on seed 1 (docs/serving.md's table).
-constexpr double kSeedOneAttainment = 1871.0 / 1920.0;
+// customer-service-llm's TTFT SLO attainment on seed 1 (docs/serving.md's table): 1871/1920
+// before waitForPodsReady and the Placing reclaim, 1880/1920 with them.
+constexpr double kSeedOneAttainment = 1880.0 / 1920.0;
 
 class ServingDayReclaim : public ::testing::TestWithParam<std::uint64_t> {};
 
