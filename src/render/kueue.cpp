@@ -185,4 +185,27 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
   return out;
 }
 
+std::vector<RenderedObject> render_kueue_manager_config(const policy::PolicySet& set) {
+  const PolicyObject* guardrails = set.guardrails();
+  if (guardrails == nullptr) return {};
+  // Kueue reads the file as YAML: written out here, the Configuration stays readable in
+  // the ConfigMap. v1beta2: the section's presence turns waitForPodsReady on.
+  const std::string configuration =
+      "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+      "kind: Configuration\n"
+      "waitForPodsReady:\n"
+      "  timeout: " + std::to_string(kPodsReadyTimeoutSeconds) + "s\n"
+      "  blockAdmission: false\n"
+      "  requeuingStrategy:\n"
+      "    timestamp: Eviction\n"
+      "    backoffBaseSeconds: " + std::to_string(kPodsReadyBackoffBaseSeconds) + "\n"
+      "    backoffMaxSeconds: " + std::to_string(kPodsReadyBackoffMaxSeconds) + "\n";
+  Json o = object_head("v1", "ConfigMap", std::string(kKueueManagerConfigMap));
+  o["metadata"]["namespace"] = std::string(kKueueNamespace);
+  o["data"] = {{"controller_manager_config.yaml", configuration}};
+  std::vector<RenderedObject> out;
+  out.push_back({std::move(o), "kueue/configmap-" + std::string(kKueueManagerConfigMap) + ".yaml", {guardrails}});
+  return out;
+}
+
 }  // namespace gpubank::render

@@ -4,6 +4,7 @@
 // field has its value: docs/render.md.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -22,5 +23,23 @@ inline constexpr std::string_view kKueueApiVersion = "kueue.x-k8s.io/v1beta2";
 // kueue/clusterqueue-<group>-<pool>.yaml, kueue/localqueue-<namespace>.<pool>.yaml,
 // kueue/workloadpriorityclass-<name>.yaml. Objects are not stamped (render() does it).
 [[nodiscard]] std::vector<RenderedObject> render_kueue(const policy::PolicySet& set);
+
+// Kueue's manager Configuration with waitForPodsReady on: a Workload admitted whose pods
+// are not all ready within the timeout (an unplaceable gang: nodes too fragmented, GPUs
+// failed) is evicted and gives its quota back, instead of holding borrowed quota it
+// cannot use until someone deletes it. Requeued after 60 s doubling up to an hour
+// (Kueue's defaults), without a limit, ordered by its eviction. The twin runs the same
+// (twin/run/pods_ready.hpp). 10 minutes leaves room for image pulls and a model load.
+inline constexpr std::int64_t kPodsReadyTimeoutSeconds = 600;
+inline constexpr std::int64_t kPodsReadyBackoffBaseSeconds = 60;
+inline constexpr std::int64_t kPodsReadyBackoffMaxSeconds = 3600;
+inline constexpr std::string_view kKueueNamespace = "kueue-system";
+inline constexpr std::string_view kKueueManagerConfigMap = "kueue-manager-config";
+
+// Path kueue/configmap-kueue-manager-config.yaml: the ConfigMap Kueue's deployment mounts
+// its Configuration from (key controller_manager_config.yaml), holding a
+// config.kueue.x-k8s.io/v1beta2 Configuration with waitForPodsReady; every other field
+// is left to Kueue's defaults. Nothing without PlatformGuardrails.
+[[nodiscard]] std::vector<RenderedObject> render_kueue_manager_config(const policy::PolicySet& set);
 
 }  // namespace gpubank::render

@@ -36,6 +36,7 @@ Pipeline default_pipeline(const RenderOptions& options) {
   if (options.backend == Backend::Kueue) {
     p.checks.emplace_back(check_kueue);
     p.renderers.emplace_back(render_kueue);
+    p.renderers.emplace_back(render_kueue_manager_config);
   } else {
     p.checks.emplace_back(check_volcano);
     p.renderers.emplace_back(render_volcano);

@@ -22,6 +22,27 @@ const Json& quota_of(const Json& cluster_queue) {
   return cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
 }
 
+// An admitted gang that cannot be placed must give its quota back (docs/render.md):
+// waitForPodsReady on in the ConfigMap Kueue's deployment reads its Configuration from.
+TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
+  const RenderResult r = render_kueue_set(example_set());
+  const Json& cm = manifest_at(r, "kueue/configmap-kueue-manager-config.yaml");
+  EXPECT_EQ(cm["apiVersion"], "v1");
+  EXPECT_EQ(cm["kind"], "ConfigMap");
+  EXPECT_EQ(cm["metadata"]["name"], "kueue-manager-config");
+  EXPECT_EQ(cm["metadata"]["namespace"], "kueue-system");
+  EXPECT_EQ(cm["data"]["controller_manager_config.yaml"],
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+            "kind: Configuration\n"
+            "waitForPodsReady:\n"
+            "  timeout: 600s\n"
+            "  blockAdmission: false\n"
+            "  requeuingStrategy:\n"
+            "    timestamp: Eviction\n"
+            "    backoffBaseSeconds: 60\n"
+            "    backoffMaxSeconds: 3600\n");
+}
+
 TEST(KueueRender, ClusterQueueCarriesTheQuotaPolicy) {
   const RenderResult r = render_kueue_set(example_set());
   const Json& cq = manifest_at(r, "kueue/clusterqueue-search-h100-rdma-training.yaml");

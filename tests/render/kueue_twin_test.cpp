@@ -110,11 +110,20 @@ Outcome admit(const std::vector<Submission>& submissions) {
 
 TEST(RenderedKueueInTheTwin, ObjectsLoadUnchanged) {
   const Outcome out = admit({});
-  // Only the PriorityClasses (scheduling.k8s.io, not Kueue's) are skipped, with a warning each.
+  // Only the PriorityClasses (scheduling.k8s.io, not Kueue's) are skipped, with a warning
+  // each; the manager Configuration is read, and its waitForPodsReady, which `twin admit`
+  // (no pods) does not run, is said once.
+  int not_modelled = 0;
   for (const auto& d : out.diagnostics) {
+    if (d.rule == kueue::kRuleConfigNotModelled) {
+      EXPECT_EQ(d.path, "waitForPodsReady") << d.to_string();
+      ++not_modelled;
+      continue;
+    }
     EXPECT_EQ(d.rule, "kueue.ignored-kind") << d.to_string();
     EXPECT_EQ(d.kind, "PriorityClass") << d.to_string();
   }
+  EXPECT_EQ(not_modelled, 1);
   int cluster_queues = 0;
   for (const auto& item : out.list.at("items")) cluster_queues += item.at("kind") == "ClusterQueue" ? 1 : 0;
   EXPECT_EQ(cluster_queues, 11);  // one per GPUQuotaPolicy

@@ -139,8 +139,12 @@ Expected<bool> ElasticControl::step(VirtualTime now) {
     for (auto it = s.replicas.begin(); it != s.replicas.end();) {
       const auto found = by_key.find(it->key);
       if (found == by_key.end()) {
-        if (it->placed) {  // its workload ended under us (deleted, preempted): forget it
+        if (it->placed) {  // its workload ended under us (deleted, preempted, evicted): forget it
+          // An evicted one (PodsReadyTimeout) would queue again behind the controller's
+          // back: the controller deletes it and asks for a new replica when it needs one.
+          const std::string key = it->key;
           it = s.replicas.erase(it);
+          if (auto removed = simulation_.remove(key, kActor); !removed) return Unexpected{removed.error()};
           continue;
         }
       } else {

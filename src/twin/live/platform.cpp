@@ -90,6 +90,9 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
           committed_audit_ = simulation_.result().audit.size();
           return true;
         };
+        // The platform runs Kueue as gpubank renders it: an admitted gang that cannot be
+        // placed gives its quota back (run/pods_ready.hpp).
+        if (!options.wait_for_pods_ready) options.wait_for_pods_ready = run::rendered_wait_for_pods_ready();
         return options;
       }()),
       end_(day.hours * 3'600'000) {}

@@ -43,7 +43,8 @@ metrics::Status QueueMetrics::follow(std::span<const run::Event> events) {
     const bool admitted = e.kind == "Admitted";
     const bool preempted = e.kind == "Preempted";
     const bool reclaimed = e.kind == "ReclaimVictimStopped";
-    if (!admitted && !preempted && !reclaimed) continue;
+    const bool timed_out = e.kind == "Evicted" || e.kind == "Deactivated";  // waitForPodsReady
+    if (!admitted && !preempted && !reclaimed && !timed_out) continue;
     const std::string key = after(e.object, kWorkloadPrefix);
     const run::ScenarioWorkload* w = workload(key);
     if (w == nullptr || e.queue.empty()) continue;
@@ -55,6 +56,21 @@ metrics::Status QueueMetrics::follow(std::span<const run::Event> events) {
       const double wait_s = static_cast<double>(std::max<VirtualTime>(0, e.t - since)) / 1000.0;
       if (auto s = kueue_.admitted(e.queue, priority, wait_s); !s) return s;
       if (auto s = kueue_.quota_reserved(e.queue, priority, wait_s); !s) return s;
+      continue;
+    }
+    if (timed_out) {
+      const bool deactivated = e.kind == "Deactivated";
+      if (auto s = kueue_.evicted(e.queue, deactivated ? "Deactivated" : "PodsReadyTimeout",
+                                  deactivated ? "RequeuingLimitExceeded" : "", priority);
+          !s) {
+        return s;
+      }
+      if (!deactivated) {
+        const auto backoff = e.numbers.contains("requeueBackoffSeconds") && e.numbers["requeueBackoffSeconds"].is_number()
+                                 ? e.numbers["requeueBackoffSeconds"].get<std::int64_t>()
+                                 : 0;
+        requeued_at_[key] = e.t + backoff * 1000;
+      }
       continue;
     }
     if (auto s = kueue_.evicted(e.queue, "Preempted", "", priority); !s) return s;

@@ -311,7 +311,8 @@ bool Serving::advance_to(std::span<const run::Event> events, VirtualTime t) {
     if (which == service_of_.end()) continue;
     const bool starts = e.kind == start_kind_;
     const bool gone =
-        e.kind == "Deleted" || e.kind == "Finished" || e.kind == "Preempted" || e.kind == "ReclaimVictimStopped";
+        e.kind == "Deleted" || e.kind == "Finished" || e.kind == "Preempted" || e.kind == "ReclaimVictimStopped" ||
+        e.kind == "Evicted" || e.kind == "Deactivated";  // Evicted: PodsReadyTimeout (run/pods_ready.hpp)
     if (!starts && !gone) continue;
     Live& s = services_[which->second];
     if (!move_to(s, e.t)) return false;

@@ -135,6 +135,14 @@ struct Sim {
   std::uint64_t version = 0;
   int reclaim = -1, victim = -1;  // index into reclaims and its victims while under notice
   bool unschedulable_said = false;  // the Unschedulable event of this admission was written
+  // waitForPodsReady (pods_ready.hpp): when its pods must be ready by (while Placing or
+  // Starting), requeueState.count, the queue-order time of its next submission (the
+  // eviction's or its creation's), and whether it was deactivated.
+  std::optional<VirtualTime> pods_ready_deadline;
+  std::int32_t pods_ready_requeues = 0;
+  std::optional<VirtualTime> queue_since;
+  VirtualTime created_at = -1;
+  bool deactivated = false;
   std::string pending_reason;
   bool deleted = false;
   WorkloadOutcome outcome;
@@ -184,13 +192,19 @@ class Engine {
   bool advance_to(VirtualTime t) {
     if (!started_ || !ok_) return false;
     if (options_.until) t = std::min(t, *options_.until);
-    while (!timers_.empty() && timers_.top().t <= t) {
+    for (auto next = next_time(); next && *next <= t; next = next_time()) {
       if (only_samples_left()) break;
-      now_ = timers_.top().t;
+      now_ = *next;
       while (!timers_.empty() && timers_.top().t == now_) {
         const Timer timer = timers_.top();
         timers_.pop();
         handle(timer, now_);
+      }
+      // PodsReady deadlines fall due after the instant's timers (a workload placed or
+      // started at this instant is ready in time).
+      while (!pods_ready_deadlines_.empty() && pods_ready_deadlines_.begin()->first == now_) {
+        const int index = pods_ready_deadlines_.begin()->second;
+        pods_ready_timeout(sims_[at(index)], index, now_);
       }
       settle(now_);
       if (!flush()) return ok_ = false;
@@ -201,12 +215,25 @@ class Engine {
 
   [[nodiscard]] VirtualTime now() const { return now_; }
   // A fragmentation sample alone does not keep the run going.
-  [[nodiscard]] bool only_samples_left() const { return timers_.size() == 1 && timers_.top().kind == Timer::Kind::Sample; }
+  [[nodiscard]] bool only_samples_left() const {
+    return timers_.size() == 1 && timers_.top().kind == Timer::Kind::Sample && pods_ready_deadlines_.empty();
+  }
+  // The earliest timer or PodsReady deadline.
+  [[nodiscard]] std::optional<VirtualTime> next_time() const {
+    std::optional<VirtualTime> next;
+    if (!timers_.empty()) next = timers_.top().t;
+    if (!pods_ready_deadlines_.empty()) {
+      const VirtualTime deadline = pods_ready_deadlines_.begin()->first;
+      next = std::min(next.value_or(deadline), deadline);
+    }
+    return next;
+  }
 
   [[nodiscard]] std::optional<VirtualTime> next_instant() const {
-    if (timers_.empty() || !ok_ || only_samples_left()) return std::nullopt;
-    if (options_.until && timers_.top().t > *options_.until) return std::nullopt;
-    return timers_.top().t;
+    const auto next = next_time();
+    if (!next || !ok_ || only_samples_left()) return std::nullopt;
+    if (options_.until && *next > *options_.until) return std::nullopt;
+    return next;
   }
   [[nodiscard]] const RunResult& result() const { return result_; }
 
@@ -571,6 +598,7 @@ class Engine {
       q.used -= s.gpus;
     }
     if (s.state == State::Placing) placing_.erase({s.admission_seq, index});
+    if (next != State::Placing && next != State::Starting) disarm_pods_ready(s, index);  // ready, or gone
     if (holds_gpus(s.state) && !holds_gpus(next) && cluster_ && cluster_->placement_of(s.key) != nullptr) {
       allocation_changes(-placed_milli(s));
       if (auto released = cluster_->release(s.key); !released) throw std::logic_error("twin run: " + released.error());
@@ -669,7 +697,11 @@ class Engine {
     spec.uid = uid;
     spec.cluster_queue = q.cq;
     spec.priority = s.priority;
-    spec.creation = now;
+    if (s.created_at < 0) s.created_at = now;
+    // After a PodsReady timeout Kueue orders it by the eviction (or its creation), not by
+    // when its backoff ended.
+    spec.creation = s.queue_since.value_or(now);
+    s.queue_since.reset();
     PodSetSpec ps;
     ps.name = "main";
     ps.count = static_cast<std::int32_t>(s.w->pods);
@@ -803,6 +835,63 @@ class Engine {
     core_changed_ = true;
   }
 
+  // ---- waitForPodsReady (pods_ready.hpp) ------------------------------------------------------
+
+  // Admitted (or back to Placing after its pods failed: `recovery`): its pods must be ready
+  // within the timeout, else Kueue evicts it.
+  void arm_pods_ready(Sim& s, int index, VirtualTime now, bool recovery) {
+    disarm_pods_ready(s, index);
+    if (!cluster_ || !options_.wait_for_pods_ready) return;
+    const WaitForPodsReady& config = *options_.wait_for_pods_ready;
+    const std::int64_t timeout = recovery ? config.recovery_ms() : config.timeout_ms;
+    if (timeout <= 0) return;
+    s.pods_ready_deadline = now + timeout;
+    pods_ready_deadlines_.insert({now + timeout, index});
+  }
+  void disarm_pods_ready(Sim& s, int index) {
+    if (!s.pods_ready_deadline) return;
+    pods_ready_deadlines_.erase({*s.pods_ready_deadline, index});
+    s.pods_ready_deadline.reset();
+  }
+
+  // The deadline passed with its pods not all ready (Placing or Starting): evicted with
+  // reason PodsReadyTimeout, its quota released, and requeued after Kueue's backoff, or
+  // deactivated once it was requeued backoffLimitCount times.
+  void pods_ready_timeout(Sim& s, int index, VirtualTime now) {
+    disarm_pods_ready(s, index);
+    const WaitForPodsReady& config = *options_.wait_for_pods_ready;
+    const PodsReadyEviction d = on_pods_ready_timeout(config, s.pods_ready_requeues);
+    const bool placed = s.state == State::Starting;
+    const std::string message =
+        "Exceeded the PodsReady timeout " + s.key + ": its pods were " + (placed ? "placed but not ready" : "not placed") +
+        " in time; " +
+        (d.deactivate ? "deactivated (RequeuingLimitExceeded): it was requeued " + std::to_string(d.requeue_count) +
+                            " times, the backoffLimitCount, and releases its " + std::to_string(s.gpus) + " GPUs of quota"
+                      : "it releases its " + std::to_string(s.gpus) + " GPUs of quota and queues again in " +
+                            std::to_string(d.backoff_ms / 1000) + " s (requeue " + std::to_string(d.requeue_count) + ")");
+    auto evicted = core_->evict(s.id, "PodsReadyTimeout", message, now);
+    if (!evicted) throw std::logic_error("twin run: " + evicted.error());
+    core_->release_evicted(s.id, now);
+    end_in_core(s, now);
+    requeue(s, now, s.base, 0);  // nothing ran since its last start: no work is lost
+    s.pods_ready_requeues = d.requeue_count;
+    ledger_usage(s, bank::LedgerKind::UsageEnded, now, "PodsReadyTimeout");
+    pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "PodsReadyTimeout";
+    Event e = workload_event(s, now, d.deactivate ? "Deactivated" : "Evicted",
+                             d.deactivate ? "RequeuingLimitExceeded" : "PodsReadyTimeout", message);
+    e.numbers = {{"gpus", s.gpus}, {"requeueCount", d.requeue_count}, {"requeueBackoffSeconds", d.backoff_ms / 1000}};
+    if (d.deactivate) {
+      set_state(s, State::Finished);
+      s.deactivated = true;
+    } else {
+      set_state(s, State::Requeuing);
+      s.queue_since = config.timestamp == WaitForPodsReady::RequeueTimestamp::Creation ? s.created_at : now;
+      schedule(now + d.backoff_ms, Timer::Kind::Resubmit, index);
+    }
+    event(std::move(e), false);  // Kueue's decision, not the bank's
+    core_changed_ = true;
+  }
+
   void requeue(Sim& s, VirtualTime, std::int64_t kept, std::int64_t loss) {
     set_state(s, State::Pending);
     s.base = kept;
@@ -867,6 +956,7 @@ class Engine {
         }
         set_state(s, State::Placing);
         s.unschedulable_said = false;
+        arm_pods_ready(s, index, now, false);
         try_place(s, index, now);
         break;
       }
@@ -1077,6 +1167,7 @@ class Engine {
       event(std::move(e), false);
       set_state(s, State::Placing);
       s.unschedulable_said = false;
+      arm_pods_ready(s, it->second, now, true);
       try_place(s, it->second, now);
     }
     return true;
@@ -1369,7 +1460,9 @@ class Engine {
         if (!seen.insert(record.workload).second) continue;
         const int si = sim_index_.at(record.workload);
         const Sim& s = sims_[at(si)];
-        if (s.reclaim >= 0 || (s.state != State::Running && s.state != State::Starting)) continue;
+        // Admitted and not on nodes yet (Placing) holds the lent quota as much as running
+        // work does: a NotRunning victim, the first to go.
+        if (s.reclaim >= 0 || !holds_gpus(s.state)) continue;
         bank::VictimFacts facts;
         facts.running = s.state == State::Running;
         facts.checkpointable = s.w->checkpointable;
@@ -1399,7 +1492,10 @@ class Engine {
           Event e = lender_event(
               q.group, q.pool_name, q.cq, now, "ReclaimBlocked", shielded.empty() ? "NothingLent" : "BorrowersProtected",
               q.group + " needs " + std::to_string(need) + " more GPUs within its guarantee in " + q.pool_name +
-                  (shielded.empty() ? "; none of its GPUs are lent out: they are in use by itself or over-committed"
+                  (shielded.empty() ? (pool.tracker->lent_by(q.group) == 0
+                                           ? "; none of its GPUs are lent out: they are in use by itself or over-committed"
+                                           : "; the " + std::to_string(pool.tracker->lent_by(q.group)) +
+                                                 " GPUs it lent are already being returned")
                                     : "; what it lent runs protected work (" + who +
                                           "): it waits until that ends or its protection expires"));
           e.numbers = {{"demand", demand}, {"available", available}, {"need", need},
@@ -1464,8 +1560,10 @@ class Engine {
     e.numbers = {{"gpus", s.gpus}, {"graceSeconds", grace_ms / 1000}};
     e.related = {"BusinessGroup/" + r.lender};
     event(std::move(e));
-    if (s.state == State::Starting || grace_ms == 0) {
-      stop_victim(s, now, s.state == State::Starting ? "not running yet" : "no grace period");
+    if (s.state == State::Starting || s.state == State::Placing || grace_ms == 0) {
+      stop_victim(s, now, s.state == State::Placing    ? "its pods were not placed yet"
+                          : s.state == State::Starting ? "not running yet"
+                                                       : "no grace period");
       return;
     }
     if (s.w->checkpointable) {
@@ -1722,8 +1820,10 @@ class Engine {
     out.reserve(sims_.size());
     for (const auto& s : sims_) {
       out.push_back(s.outcome);
-      out.back().state = s.deleted ? "Deleted" : s.frozen && s.state == State::Running ? "Checkpointing"
-                                                                                        : std::string(state_name(s.state));
+      out.back().state = s.deleted                                     ? "Deleted"
+                         : s.deactivated                               ? "Deactivated"
+                         : s.frozen && s.state == State::Running       ? "Checkpointing"
+                                                                       : std::string(state_name(s.state));
     }
     return out;
   }
@@ -1856,6 +1956,7 @@ class Engine {
   VirtualTime now_ = 0;
   bool started_ = false, ok_ = true;
   std::unique_ptr<cluster::Cluster> cluster_;
+  std::set<std::pair<VirtualTime, int>> pods_ready_deadlines_;  // (deadline, sim): pods_ready.hpp
   std::set<std::pair<std::int64_t, int>> placing_;  // (admission seq, sim): admitted, not placed
   bool cluster_freed_ = false;
   std::int64_t allocated_milli_ = 0;

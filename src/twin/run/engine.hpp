@@ -47,6 +47,7 @@
 #include "policy/policy_set.hpp"
 #include "twin/admission/model.hpp"
 #include "twin/cluster/cluster.hpp"
+#include "twin/run/pods_ready.hpp"
 #include "twin/run/scenario.hpp"
 
 namespace gpubank::twin::run {
@@ -74,6 +75,15 @@ struct RunOptions {
   // (RunResult::groups, cluster) are kept either way.
   bool retain = true;
   std::function<void(const Event&)> on_event;
+  // With a cluster: Kueue's waitForPodsReady (pods_ready.hpp). An admitted workload whose
+  // pods are not all placed and started within the timeout is evicted (event Evicted,
+  // reason PodsReadyTimeout), gives its quota back and queues again after the backoff, or
+  // is deactivated after backoffLimitCount requeues (event Deactivated, state Deactivated).
+  // rendered_wait_for_pods_ready() is what `gpubank render` writes into Kueue's manager
+  // Configuration (render/kueue.hpp); the embedded platform (twin/live) always runs it.
+  // Unset (the default of scenario runs): Kueue as installed, without it, where a workload
+  // holds its quota in Placing for as long as its shape does not fit.
+  std::optional<WaitForPodsReady> wait_for_pods_ready;
   // With a cluster: how often the fragmentation of free GPUs against the shapes waiting
   // (pending or placing) is sampled for the summary (0: never).
   VirtualTime fragmentation_sample_ms = 3'600'000;
@@ -119,7 +129,7 @@ struct Position {
 struct WorkloadOutcome {
   std::string workload;  // namespace/name
   std::string business_group, pool, state;  // state: Waiting, Pending, Placing, Starting, Running,
-                                            // Checkpointing, Requeuing, Finished, Deleted
+                                            // Checkpointing, Requeuing, Finished, Deleted, Deactivated
   std::int64_t gpus = 0;
   std::optional<VirtualTime> first_admitted, finished;
   int admissions = 0, stops = 0;

@@ -1,12 +1,14 @@
 // `twin run` with a cluster: admitted workloads wait (state Placing, event Unschedulable
-// with the fragmentation numbers) until their whole shape fits, the summary's figures, and
-// streaming the records instead of keeping them.
+// with the fragmentation numbers) until their whole shape fits, the summary's figures,
+// streaming the records instead of keeping them, Kueue's waitForPodsReady (evict, back
+// off, deactivate) and the reclaim of quota lent to a borrower that is still Placing.
 #include <gtest/gtest.h>
 
 #include "support/policy_fixture.hpp"
 #include "twin/cluster/identity.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "twin/run/engine.hpp"
+#include "twin/run/pods_ready.hpp"
 #include "twin/run/summary.hpp"
 
 namespace gpubank::twin::run {
@@ -69,8 +71,9 @@ struct PlacedRun {
   RunResult result;
 };
 
-PlacedRun run(RunOptions options = {}, std::string_view workloads = kWorkloads) {
+PlacedRun run(RunOptions options = {}, std::string_view workloads = kWorkloads, std::string_view policies = kPolicies) {
   PlacedRun r;
+  r.policies = testing::from_yaml(policies);
   Diagnostics d;
   r.scenario = parse_scenario(workloads, "scenario.yaml", d);
   EXPECT_TRUE(r.scenario);
@@ -188,6 +191,197 @@ TEST(Placement, AnXidErrorRestartsTheWorkloadsOnTheGpuElsewhere) {
     if (w.workload == "cs/w3") {
       EXPECT_EQ(w.finished, 2 * kHour);  // placed on serve-01 at 1 h
     }
+  }
+}
+
+std::vector<const Event*> all(const RunResult& r, std::string_view object) {
+  std::vector<const Event*> out;
+  for (const auto& e : r.events) {
+    if (e.object == object) out.push_back(&e);
+  }
+  return out;
+}
+
+const WorkloadOutcome* outcome(const RunResult& r, std::string_view key) {
+  for (const auto& w : r.workloads) {
+    if (w.workload == key) return &w;
+  }
+  return nullptr;
+}
+
+TEST(PodsReady, TheBackoffDoublesUpToItsMaxAndTheLimitDeactivates) {
+  WaitForPodsReady config;  // Kueue's defaults: 60 s doubling, at most 3600 s, no limit
+  std::vector<std::int64_t> seconds;
+  for (std::int32_t count = 1; count <= 8; ++count) seconds.push_back(pods_ready_backoff_ms(config, count) / 1000);
+  EXPECT_EQ(seconds, (std::vector<std::int64_t>{60, 120, 240, 480, 960, 1920, 3600, 3600}));
+  EXPECT_FALSE(on_pods_ready_timeout(config, 1000).deactivate);  // backoffLimitCount null: without end
+  config.backoff_limit_count = 2;
+  const PodsReadyEviction first = on_pods_ready_timeout(config, 0);
+  EXPECT_FALSE(first.deactivate);
+  EXPECT_EQ(first.requeue_count, 1);
+  EXPECT_EQ(first.backoff_ms, 60'000);
+  EXPECT_EQ(on_pods_ready_timeout(config, 1).requeue_count, 2);
+  EXPECT_EQ(on_pods_ready_timeout(config, 1).backoff_ms, 120'000);
+  EXPECT_TRUE(on_pods_ready_timeout(config, 2).deactivate);  // count + 1 > backoffLimitCount
+  const WaitForPodsReady rendered = rendered_wait_for_pods_ready();
+  EXPECT_EQ(rendered.timeout_ms, 10 * kMinute);
+  EXPECT_EQ(rendered.recovery_ms(), 10 * kMinute);
+  EXPECT_FALSE(rendered.backoff_limit_count);
+}
+
+// w3 (4 GPUs on one node) cannot be placed before 1 h. With Kueue's timeout of 5 min and
+// backoffLimitCount 2: admitted at 1 min, evicted at 6 min (PodsReadyTimeout, requeued in
+// 60 s), admitted again at 7, evicted at 12 (120 s), admitted at 14 and deactivated at 19:
+// it holds its quota 3 x 5 min, not 59 min.
+TEST(PodsReady, AWorkloadThatCannotBePlacedIsEvictedRequeuedWithBackoffThenDeactivated) {
+  RunOptions options;
+  options.wait_for_pods_ready = WaitForPodsReady{};
+  options.wait_for_pods_ready->backoff_limit_count = 2;
+  const PlacedRun r = run(options);
+  std::vector<std::pair<std::string, std::int64_t>> seen;
+  for (const Event* e : all(r.result, "Workload/cs/w3")) {
+    if (e->kind == "Admitted" || e->kind == "Evicted" || e->kind == "Deactivated" || e->kind == "Placed") {
+      seen.emplace_back(e->kind + "/" + e->reason, e->t / kMinute);
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::int64_t>>{{"Admitted/Admitted", 1},
+                                                                      {"Evicted/PodsReadyTimeout", 6},
+                                                                      {"Admitted/Admitted", 7},
+                                                                      {"Evicted/PodsReadyTimeout", 12},
+                                                                      {"Admitted/Admitted", 14},
+                                                                      {"Deactivated/RequeuingLimitExceeded", 19}}));
+  for (const Event* e : all(r.result, "Workload/cs/w3")) {
+    if (e->kind != "Evicted") continue;
+    EXPECT_EQ(e->numbers["requeueBackoffSeconds"], e->t == 6 * kMinute ? 60 : 120);
+    EXPECT_NE(e->message.find("Exceeded the PodsReady timeout cs/w3"), std::string::npos) << e->message;
+  }
+  const WorkloadOutcome* w3 = outcome(r.result, "cs/w3");
+  ASSERT_NE(w3, nullptr);
+  EXPECT_EQ(w3->state, "Deactivated");
+  EXPECT_EQ(w3->admissions, 3);
+  EXPECT_FALSE(w3->finished);
+  // Quota held: w1 and w2 5 GPUs for 1 h each, w3 4 GPUs for 3 x 5 min.
+  ASSERT_EQ(r.result.groups.size(), 1u);
+  EXPECT_EQ(r.result.groups[0].used_gpu_ms, 5 * kHour + 5 * kHour + 4 * 15 * kMinute);
+  EXPECT_EQ(r.result.end, kHour);  // nothing waits for w3 any more
+}
+
+// Placed in time it stays: the timeout is disarmed once its pods run; and a workload that
+// loses its pods (XID) gets recoveryTimeout from then.
+TEST(PodsReady, APlacedWorkloadIsNotEvictedAndARecoveryGetsItsOwnTimeout) {
+  RunOptions options;
+  options.wait_for_pods_ready = WaitForPodsReady{};
+  options.wait_for_pods_ready->timeout_ms = 2 * kHour;  // w3 is placed at 1 h: in time
+  options.wait_for_pods_ready->recovery_timeout_ms = 10 * kMinute;
+  // At 30 min w1's node loses 4 GPUs: w1 (5) no longer fits anywhere (serve-00 has 4 left
+  // healthy and free, serve-01 3), so it is evicted 10 min later.
+  std::string workloads = std::string(kWorkloads) + "gpuFaults:\n";
+  for (int gpu = 0; gpu < 4; ++gpu) workloads += "- {node: serve-00, gpu: " + std::to_string(gpu) + ", xid: 79, at: 30m}\n";
+  const PlacedRun r = run(options, workloads);
+  for (const Event* e : all(r.result, "Workload/cs/w3")) EXPECT_NE(e->kind, "Evicted");
+  // w3 takes the 4 healthy GPUs w1 left on serve-00 at 30 min.
+  EXPECT_EQ(outcome(r.result, "cs/w3")->finished, 90 * kMinute);
+  const Event* evicted = find(r.result, "Evicted", "Workload/cs/w1");
+  ASSERT_NE(evicted, nullptr);
+  EXPECT_EQ(evicted->t, 40 * kMinute);
+  EXPECT_EQ(evicted->reason, "PodsReadyTimeout");
+}
+
+// A borrower admitted on lent quota that cannot be placed holds the lender's GPUs without
+// using them: the lender's reclaim takes it first (class NotRunning), at once, instead of
+// reporting that nothing is lent.
+constexpr std::string_view kLendingPolicies = R"(
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: PlatformGuardrails
+metadata: {name: platform}
+spec:
+  platformAdmins: [group:platform]
+  pools:
+  - name: serve
+    gpuModel: H100
+    capacity: 16
+    role: inference
+    gpusPerNode: 8
+    nodeLabels: {platform.gpubank.dev/pool: serve}
+    taints: [{key: platform.gpubank.dev/pool, value: serve, effect: NoSchedule}]
+  groups:
+  - {name: cs, costCenter: CC-1, admins: [group:cs], namespaces: [cs], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
+  - {name: tr, costCenter: CC-2, admins: [group:tr], namespaces: [tr], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
+  priorities:
+  - {name: standard, value: 1000, workloadTypes: [training, batch, inference]}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: cs-serve}
+spec: {businessGroup: cs, resourcePool: serve, guaranteed: 6, borrowLimit: 0, reclaimPolicy: {gracePeriod: 5m}}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: tr-serve}
+spec: {businessGroup: tr, resourcePool: serve, guaranteed: 10, borrowLimit: 6}
+)";
+
+// tr/a and tr/b (5 GPUs each) fill tr's guarantee, one per node (3 + 3 free). tr/g (6 on
+// one node) borrows cs's 6 at 1 min and cannot be placed. cs/s (3 GPUs, within cs's
+// guarantee) arrives at 10 min.
+constexpr std::string_view kLendingWorkloads = R"(
+workloads:
+- {name: a, businessGroup: tr, resourcePool: serve, gpus: 5, runTime: 2h, workloadType: training}
+- {name: b, businessGroup: tr, resourcePool: serve, gpus: 5, runTime: 2h, workloadType: training}
+- {name: g, businessGroup: tr, resourcePool: serve, gpus: 6, arrivalTime: 1m, runTime: 1h, workloadType: training}
+- {name: s, businessGroup: cs, resourcePool: serve, gpus: 3, arrivalTime: 10m, runTime: 1h, workloadType: inference}
+)";
+
+TEST(PlacingReclaim, ABorrowerThatIsNotPlacedIsTheFirstVictimAndStopsAtOnce) {
+  const PlacedRun r = run({}, kLendingWorkloads, kLendingPolicies);  // no waitForPodsReady: the reclaim alone
+  ASSERT_NE(find(r.result, "Unschedulable", "Workload/tr/g"), nullptr);
+  const Event* borrow = find(r.result, "BorrowStarted", "Workload/tr/g");
+  ASSERT_NE(borrow, nullptr);
+  EXPECT_EQ(borrow->numbers["gpus"], 6);
+  EXPECT_EQ(find(r.result, "ReclaimBlocked", "BusinessGroup/cs"), nullptr);
+  const Event* started = find(r.result, "ReclaimStarted", "BusinessGroup/cs");
+  ASSERT_NE(started, nullptr);
+  EXPECT_EQ(started->t, 10 * kMinute);
+  const Event* stopped = find(r.result, "ReclaimVictimStopped", "Workload/tr/g");
+  ASSERT_NE(stopped, nullptr);
+  EXPECT_EQ(stopped->t, 10 * kMinute);  // no grace to wait for: nothing runs
+  EXPECT_NE(stopped->message.find("its pods were not placed yet"), std::string::npos) << stopped->message;
+  ASSERT_EQ(r.result.reclaims.size(), 1u);
+  ASSERT_EQ(r.result.reclaims[0].victims.size(), 1u);
+  EXPECT_EQ(r.result.reclaims[0].victims[0].victim_class, "NotRunning");
+  EXPECT_EQ(r.result.reclaims[0].victims[0].loss_gpu_ms, 0);
+  const Event* placed = find(r.result, "Placed", "Workload/cs/s");
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->t, 10 * kMinute);
+}
+
+// The tidal controller's approach reserves the inference group's floors
+// (Simulation::reserve): the same reclaim, so the unplaced borrower goes first there too.
+TEST(PlacingReclaim, AReservationTakesBackQuotaLentToABorrowerThatIsNotPlaced) {
+  Diagnostics d;
+  const auto policies = testing::from_yaml(kLendingPolicies);
+  const auto scenario = parse_scenario(
+      "workloads:\n"
+      "- {name: a, businessGroup: tr, resourcePool: serve, gpus: 5, runTime: 2h, workloadType: training}\n"
+      "- {name: b, businessGroup: tr, resourcePool: serve, gpus: 5, runTime: 2h, workloadType: training}\n"
+      "- {name: g, businessGroup: tr, resourcePool: serve, gpus: 6, arrivalTime: 1m, runTime: 1h, workloadType: training}\n",
+      "scenario.yaml", d);
+  ASSERT_TRUE(scenario);
+  auto inventory = cluster::parse_inventory(kInventory, "inventory.yaml", d);
+  ASSERT_TRUE(inventory);
+  RunOptions options;
+  options.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
+  Simulation sim(policies, *scenario, options);
+  ASSERT_TRUE(sim.start());
+  ASSERT_TRUE(sim.advance_to(5 * kMinute));
+  ASSERT_TRUE(sim.reserve("cs", "serve", 6, 2 * kMinute, "TidalPolicy day floors", "gpubank-tidal"));
+  const RunResult& r = sim.result();
+  const Event* stopped = find(r, "ReclaimVictimStopped", "Workload/tr/g");
+  ASSERT_NE(stopped, nullptr);
+  EXPECT_EQ(stopped->t, 5 * kMinute);
+  EXPECT_EQ(find(r, "ReclaimBlocked", "BusinessGroup/cs"), nullptr);
+  for (const auto& p : sim.positions()) {
+    if (p.business_group == "cs") EXPECT_EQ(p.lent, 0);
   }
 }
 
