@@ -8,15 +8,11 @@ namespace gpubank::bank {
 
 std::string cohort_lender(const std::string& pool) { return "cohort:" + pool; }
 
-namespace {
-
-bool carries_any(const std::vector<std::string>& traits, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
-  return std::any_of(wanted.begin(), wanted.end(),
+bool lends_to(const std::vector<std::string>& lend_only_to, const std::vector<std::string>& traits) {
+  if (lend_only_to.empty()) return true;
+  return std::any_of(lend_only_to.begin(), lend_only_to.end(),
                      [&](const std::string& t) { return std::find(traits.begin(), traits.end(), t) != traits.end(); });
 }
-
-}  // namespace
 
 std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
                                                 const std::vector<RunningWorkload>& running,
@@ -72,7 +68,10 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
     std::int64_t& need = bit->second;
     const bool from_cohort = r.lender == cohort;
     std::int64_t* can = nullptr;
-    if (!from_cohort) {
+    auto qit = quota_of.find(r.lender);
+    // A lender whose onlyPreempt traits the workload does not carry (its policy changed)
+    // lends it nothing more.
+    if (!from_cohort && qit != quota_of.end() && lends_to(qit->second->lend_only_to_traits, by_name.at(r.workload)->traits)) {
       auto lit = lendable.find(r.lender);
       if (lit != lendable.end()) can = &lit->second;
     }
@@ -95,17 +94,18 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
   for (const auto* w : order) {
     std::int64_t& need = borrows[w->name];
     while (need > 0) {
-      // Eligible lenders first; among them the ones that lend only to some traits (so
+      // Only lenders whose onlyPreempt traits the workload carries (reclaimPolicy.onlyPreempt:
+      // the others never lend to it); first the ones that lend only to some traits (so
       // that lenders open to anyone stay free for workloads the others turn away); then
       // the most lendable GPUs; then the name (map order).
       const std::string* best = nullptr;
-      std::tuple<bool, bool, std::int64_t> best_key{};
+      std::tuple<bool, std::int64_t> best_key{};
       std::int64_t best_amount = 0;
       for (const auto& [group, amount] : lendable) {
         if (amount <= 0 || group == w->group) continue;
         const auto& only = quota_of.at(group)->lend_only_to_traits;
-        const bool eligible = carries_any(w->traits, only);
-        const std::tuple<bool, bool, std::int64_t> key{eligible, eligible && !only.empty(), amount};
+        if (!lends_to(only, w->traits)) continue;
+        const std::tuple<bool, std::int64_t> key{!only.empty(), amount};
         if (best == nullptr || key > best_key) {
           best = &group;
           best_key = key;
@@ -124,6 +124,16 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
   std::vector<BorrowChange> changes = std::move(closed);
   changes.insert(changes.end(), opened.begin(), opened.end());
   return changes;
+}
+
+std::vector<BorrowChange> BorrowTracker::end_workload(const std::string& workload, const std::string& reason) {
+  std::vector<BorrowChange> closed;
+  std::erase_if(open_, [&](const Loan& r) {
+    if (r.workload != workload) return false;
+    closed.push_back(BorrowChange{BorrowChange::Kind::Closed, r, reason});
+    return true;
+  });
+  return closed;
 }
 
 std::int64_t BorrowTracker::lent_by(const std::string& lender) const {

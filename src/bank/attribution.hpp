@@ -16,11 +16,14 @@
 //     borrower needs less, Reattributed when the lender needs its GPUs back) and, if part
 //     remains valid, reopened with that part, so that every record has a fixed GPU count
 //     and GPU-hours are exact integrals.
-//  4. What is still unattributed is drawn from lenders whose onlyPreempt traits the
-//     workload carries (any of them) before the others; among those, lenders that restrict
-//     traits before lenders open to anyone (they can lend to fewer workloads); then the
-//     most lendable GPUs left; then the name. The rest (more borrowed than anyone lends: a Cohort with quota of its own,
-//     or limits changed under running work) is attributed to "cohort:<pool>".
+//  4. What is still unattributed is drawn only from lenders whose onlyPreempt traits the
+//     workload carries (any of them; a lender without onlyPreempt lends to anyone):
+//     lenders that restrict traits before lenders open to anyone (they can lend to fewer
+//     workloads); then the most lendable GPUs left; then the name. The rest (more borrowed
+//     than the eligible lenders lend: a Cohort with quota of its own, limits changed under
+//     running work, or a workload the bank's admission should have refused) is attributed
+//     to "cohort:<pool>". A record whose lender no longer accepts the workload's traits
+//     closes (Reattributed).
 // Pure and deterministic: the same inputs give the same records in the same order.
 #pragma once
 
@@ -62,6 +65,10 @@ struct BorrowChange {
   std::string close_reason;  // Closed only
 };
 
+// Whether a workload with `traits` may borrow from a lender whose onlyPreempt traits are
+// `lend_only_to` (empty: anyone): it carries at least one of them.
+[[nodiscard]] bool lends_to(const std::vector<std::string>& lend_only_to, const std::vector<std::string>& traits);
+
 // The lender attributed when no group's guarantee covers a borrowed GPU.
 [[nodiscard]] std::string cohort_lender(const std::string& pool);
 
@@ -76,6 +83,11 @@ class BorrowTracker {
   std::vector<BorrowChange> update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
                                    const std::vector<RunningWorkload>& running,
                                    const std::map<std::string, std::string>& ended = {});
+
+  // Closes the open records of a workload that stopped, with `reason`, before its usage
+  // ends in the ledger (a record never outlives the usage it borrows for); closes in
+  // opening order. The next update() then has nothing of it left to close.
+  std::vector<BorrowChange> end_workload(const std::string& workload, const std::string& reason);
 
   [[nodiscard]] const std::vector<Loan>& open() const { return open_; }
   // GPUs currently lent by `lender` (borrowed from it by others).

@@ -317,6 +317,10 @@ std::optional<std::string> LedgerBook::check(const LedgerEntry& e) const {
                std::to_string(e.gpus) + " GPUs, but seq " + std::to_string(u.seq) + " started it for group " +
                u.business_group + " with " + std::to_string(u.gpus) + " GPUs [ledger.close-mismatch]";
       }
+      if (auto open = open_record_of(e)) {
+        return seq_prefix(e) + kind + " for " + where(e) + " while its borrow record " + quote(*open) +
+               " is open: the record closes first [ledger.usage-ended-with-open-records]";
+      }
       break;
     }
     case LedgerKind::BorrowOpened: {
@@ -325,6 +329,7 @@ std::optional<std::string> LedgerBook::check(const LedgerEntry& e) const {
         return seq_prefix(e) + kind + " for record " + quote(e.record) + ", already opened at seq " +
                std::to_string(records_[it->second].opened_seq) + " [ledger.duplicate-open]";
       }
+      if (auto problem = over_lent(e)) return seq_prefix(e) + kind + " for record " + quote(e.record) + ": " + *problem;
       break;
     }
     case LedgerKind::BorrowClosed: {
@@ -351,6 +356,33 @@ std::optional<std::string> LedgerBook::check(const LedgerEntry& e) const {
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> LedgerBook::open_record_of(const LedgerEntry& e) const {
+  const auto it = by_workload_.find(e.workload);
+  if (it == by_workload_.end()) return std::nullopt;
+  for (const std::size_t index : it->second) {
+    const LedgerEntry& opened = entries_[index];
+    if (opened.kind != LedgerKind::BorrowOpened || opened.pool != e.pool || opened.flavor != e.flavor) continue;
+    const BorrowRecord& r = records_[record_index_.find(opened.record)->second];
+    if (!r.end_ms) return r.id;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> LedgerBook::over_lent(const LedgerEntry& e) const {
+  // What no group guarantees (quota lowered under running work) has no lender to hold to.
+  if (e.lender == "cohort:" + e.pool) return std::nullopt;
+  Step lender;  // a group the ledger has no QuotaSet for guarantees nothing
+  const auto it = history_.find(Key{e.pool, e.lender});
+  if (it != history_.end()) lender = it->second.back();
+  std::int64_t lendable = std::max<std::int64_t>(0, lender.guaranteed - lender.used);
+  if (lender.lending_limit >= 0) lendable = std::min(lendable, lender.lending_limit);
+  if (lender.lent + e.gpus <= lendable) return std::nullopt;
+  return "lender " + e.lender + " would lend " + std::to_string(lender.lent + e.gpus) + " GPUs in " + e.pool +
+         ", more than min(lendingLimit " + (lender.lending_limit >= 0 ? std::to_string(lender.lending_limit) : "unset") +
+         ", guaranteed " + std::to_string(lender.guaranteed) + " - used " + std::to_string(lender.used) + ") = " +
+         std::to_string(lendable) + " [ledger.over-lent]";
 }
 
 LedgerBook::Step& LedgerBook::step_for(const Key& key, std::int64_t time_ms) {

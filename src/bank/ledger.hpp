@@ -158,6 +158,11 @@ struct PairTotal {
 //   [ledger.not-open]       UsageEnded / BorrowClosed without its opening
 //   [ledger.close-mismatch] a closing entry whose group, GPUs (or lender, pool, flavor,
 //                           workload for a record) differ from its opening
+//   [ledger.over-lent]      BorrowOpened that would make its lender lend more than
+//                           min(lendingLimit, guaranteed - used) at that moment (lender
+//                           "cohort:<pool>", what no group guarantees, excepted)
+//   [ledger.usage-ended-with-open-records] UsageEnded while a borrow record of the same
+//                           (pool, flavor, workload) is still open: records close first
 class LedgerBook {
  public:
   Expected<bool> apply(const LedgerEntry& entry);
@@ -204,6 +209,10 @@ class LedgerBook {
 
   Step& step_for(const Key& key, std::int64_t time_ms);
   [[nodiscard]] std::optional<std::string> check(const LedgerEntry& e) const;
+  // The id of an open borrow record of e's (pool, flavor, workload), if any.
+  [[nodiscard]] std::optional<std::string> open_record_of(const LedgerEntry& e) const;
+  // Why opening e's record would lend more than its lender may, if it would.
+  [[nodiscard]] std::optional<std::string> over_lent(const LedgerEntry& e) const;
 
   std::vector<LedgerEntry> entries_;
   std::map<Key, std::vector<Step>> history_;  // per key, steps in time order (one per time)

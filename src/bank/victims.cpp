@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "bank/attribution.hpp"
+
 namespace gpubank::bank {
 
 std::string_view victim_class_name(VictimClass c) {
@@ -24,8 +26,13 @@ VictimClass classify(const VictimFacts& f) {
   return VictimClass::LongStateless;
 }
 
+bool eligible_victim(const VictimCandidate& c, const std::vector<std::string>& only_preempt) {
+  if (c.protected_ || !c.preemptible) return false;
+  return lends_to(only_preempt, c.traits);
+}
+
 VictimChoice choose_victims(std::vector<VictimCandidate> candidates, std::int64_t demand) {
-  std::erase_if(candidates, [](const VictimCandidate& c) { return c.protected_ || c.gpus <= 0; });
+  std::erase_if(candidates, [](const VictimCandidate& c) { return c.gpus <= 0 || !eligible_victim(c); });
   // The order within a class: most recent checkpoint, lowest priority, newest admission, name.
   std::sort(candidates.begin(), candidates.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
     return std::tuple(static_cast<int>(a.klass), a.checkpoint_age, a.priority, -a.admitted_at, a.workload) <

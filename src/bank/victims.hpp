@@ -10,7 +10,9 @@
 //   3. Development: notebooks and development work, lowest priority first;
 //   4. LongStateless: everything else: long jobs that cannot save state, last.
 // Never chosen: protected workload types (online inference) and workloads under an
-// approved Protection lease (the caller marks both as `protected_`).
+// approved Protection lease (the caller marks both as `protected_`), workloads whose
+// priority class says `preemptible: false`, and, among what a lender that restricts its
+// lending (`reclaimPolicy.onlyPreempt`) lent, workloads that carry none of those traits.
 //
 // Within the order, the choice takes the fewest GPUs that cover the demand: in the current
 // class, the smallest workload that covers what is still needed, else the largest one and
@@ -38,7 +40,13 @@ struct VictimCandidate {
   std::int64_t checkpoint_age = 0;  // ms since the last verified checkpoint (Checkpointable)
   std::int64_t admitted_at = 0;
   bool protected_ = false;
+  bool preemptible = true;          // the priority class's `preemptible`
+  std::vector<std::string> traits;  // batch, checkpointable, training, development
 };
+
+// Whether the candidate may be taken at all by a lender whose onlyPreempt traits are
+// `only_preempt` (empty: any trait), whatever the demand.
+[[nodiscard]] bool eligible_victim(const VictimCandidate& candidate, const std::vector<std::string>& only_preempt = {});
 
 struct VictimFacts {
   bool running = true;
@@ -58,6 +66,8 @@ struct VictimChoice {
 
 // Chooses victims for `demand` GPUs. When all eligible candidates together do not cover
 // the demand, all of them are returned with covers = false.
+// Candidates that are not eligible_victim() are never chosen; the caller leaves out those
+// a lender's onlyPreempt traits rule out (they apply to what it lent, not to all borrowing).
 [[nodiscard]] VictimChoice choose_victims(std::vector<VictimCandidate> candidates, std::int64_t demand);
 
 }  // namespace gpubank::bank

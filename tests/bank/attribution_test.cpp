@@ -111,5 +111,49 @@ TEST(Attribution, LendingLimitsAndTraitsDecideWhoLends) {
   EXPECT_EQ(changes[0].record.gpus, 3);
 }
 
+TEST(Attribution, ALenderWithOnlyPreemptNeverLendsToWorkWithoutItsTraits) {
+  BorrowTracker t("p");
+  // a has 16 idle GPUs but lends only to checkpointable work; b's 4 idle go to anyone.
+  const std::vector<PoolGroupQuota> quotas{{"a", 16, std::nullopt, {"checkpointable"}}, {"b", 4, std::nullopt, {}},
+                                           {"c", 0, std::nullopt, {}}};
+  auto changes = t.update(0, quotas, {{"c/plain", "c", 8, 0, {"training"}}});
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].record.lender, "b");
+  EXPECT_EQ(changes[0].record.gpus, 4);
+  EXPECT_EQ(changes[1].record.lender, cohort_lender("p")) << "a turns it away";
+  EXPECT_EQ(changes[1].record.gpus, 4);
+  EXPECT_EQ(t.lent_by("a"), 0);
+  // A checkpointable one borrows from a.
+  changes = t.update(1, quotas, {{"c/plain", "c", 8, 0, {"training"}}, {"c/ckpt", "c", 4, 1, {"training", "checkpointable"}}});
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].record.lender, "a");
+  EXPECT_TRUE(lends_to({}, {}));
+  EXPECT_TRUE(lends_to({"batch", "checkpointable"}, {"training", "checkpointable"}));
+  EXPECT_FALSE(lends_to({"batch", "checkpointable"}, {"training"}));
+  // a's policy changes to lend only to batch work: its record for c/ckpt closes.
+  const std::vector<PoolGroupQuota> batch_only{{"a", 16, std::nullopt, {"batch"}}, {"b", 4, std::nullopt, {}},
+                                               {"c", 0, std::nullopt, {}}};
+  changes = t.update(2, batch_only, {{"c/plain", "c", 8, 0, {"training"}}, {"c/ckpt", "c", 4, 1, {"training", "checkpointable"}}});
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].kind, Kind::Closed);
+  EXPECT_EQ(changes[0].record.lender, "a");
+  EXPECT_EQ(changes[0].close_reason, "Reattributed");
+  EXPECT_EQ(changes[1].record.lender, cohort_lender("p"));
+}
+
+TEST(Attribution, AStoppedWorkloadsRecordsCloseBeforeItsUsageEnds) {
+  BorrowTracker t("p");
+  t.update(0, pool_abc(), {{"c/x", "c", 4, 0, {}}, {"c/y", "c", 2, 1, {}}});
+  const auto closed = t.end_workload("c/x", "Reclaimed");
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].kind, Kind::Closed);
+  EXPECT_EQ(closed[0].record.workload, "c/x");
+  EXPECT_EQ(closed[0].close_reason, "Reclaimed");
+  EXPECT_TRUE(t.end_workload("c/x", "Reclaimed").empty());
+  // The next update has nothing of it left to close.
+  EXPECT_TRUE(t.update(1, pool_abc(), {{"c/y", "c", 2, 1, {}}}, {{"c/x", "Reclaimed"}}).empty());
+  EXPECT_EQ(total(t, "c"), 2);
+}
+
 }  // namespace
 }  // namespace gpubank::bank

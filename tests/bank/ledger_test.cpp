@@ -216,6 +216,7 @@ TEST(LedgerBook, OpenRecordsRunToTheLastEntry) {
 
 TEST(LedgerBook, ZeroLengthRecordsAreListedWithinTheRange) {
   LedgerBuilder l;
+  l.quota(0, "a", 8);
   l.open(kHour, "r", "a", "b", "ns/w", 2);
   l.close(kHour, "r", "a", "b", "ns/w", 2, "WithinGuarantee");
   const LedgerBook book = fold(l.entries);
@@ -274,12 +275,81 @@ TEST(LedgerBook, RefusesClosingWhatIsNotOpen) {
   r.close(0, "r9", "a", "b", "ns/w", 2);
   EXPECT_EQ(error_of(book, r.entries[0]), "seq 1: BorrowClosed for record \"r9\" without a BorrowOpened [ledger.not-open]");
   LedgerBuilder twice;
+  twice.quota(0, "a", 8);
   twice.open(0, "r", "a", "b", "ns/w", 2);
   twice.close(1, "r", "a", "b", "ns/w", 2);
   twice.close(2, "r", "a", "b", "ns/w", 2);
-  LedgerBook closed = fold({twice.entries[0], twice.entries[1]});
-  EXPECT_EQ(error_of(closed, twice.entries[2]),
-            "seq 3: BorrowClosed for record \"r\", already closed at seq 2 [ledger.not-open]");
+  LedgerBook closed = fold({twice.entries[0], twice.entries[1], twice.entries[2]});
+  EXPECT_EQ(error_of(closed, twice.entries[3]),
+            "seq 4: BorrowClosed for record \"r\", already closed at seq 3 [ledger.not-open]");
+}
+
+TEST(LedgerBook, RefusesLendingBeyondWhatTheLenderCanLend) {
+  // a guarantees 10 with a lending limit of 6 and uses 3: it may lend min(6, 10 - 3) = 6.
+  LedgerBuilder l;
+  l.quota(0, "a", 10, 6);
+  l.quota(0, "b", 0);
+  l.start(1, "a", "team-a/a1", 3);
+  l.start(2, "b", "team-b/b1", 4);
+  l.open(2, "r1", "a", "b", "team-b/b1", 4);
+  l.start(3, "b", "team-b/b2", 3);
+  l.open(3, "r2", "a", "b", "team-b/b2", 3);  // 4 + 3 = 7 > 6
+  LedgerBook book = fold({l.entries.begin(), l.entries.end() - 1});
+  EXPECT_EQ(error_of(book, l.entries.back()),
+            "seq 7: BorrowOpened for record \"r2\": lender a would lend 7 GPUs in p, more than min(lendingLimit 6, "
+            "guaranteed 10 - used 3) = 6 [ledger.over-lent]");
+  EXPECT_EQ(book.size(), 6u);  // refused: nothing applied
+  // Its own use counts at the time of lending: a uses 5 more, so only 2 are left to lend.
+  LedgerBuilder used;
+  used.quota(0, "a", 10);
+  used.start(1, "a", "team-a/a1", 8);
+  used.start(2, "b", "team-b/b1", 3);
+  used.open(2, "r1", "a", "b", "team-b/b1", 3);
+  LedgerBook by_use = fold({used.entries.begin(), used.entries.end() - 1});
+  EXPECT_EQ(error_of(by_use, used.entries.back()),
+            "seq 4: BorrowOpened for record \"r1\": lender a would lend 3 GPUs in p, more than min(lendingLimit unset, "
+            "guaranteed 10 - used 8) = 2 [ledger.over-lent]");
+  // A lender the ledger has no quota for guarantees nothing; what no group guarantees
+  // ("cohort:<pool>") is not held to a guarantee.
+  LedgerBuilder nobody;
+  nobody.start(0, "b", "team-b/b1", 2);
+  nobody.open(0, "r1", "x", "b", "team-b/b1", 1);
+  nobody.open(0, "r2", "cohort:p", "b", "team-b/b1", 1);
+  LedgerBook none = fold({nobody.entries[0]});
+  EXPECT_EQ(error_of(none, nobody.entries[1]),
+            "seq 2: BorrowOpened for record \"r1\": lender x would lend 1 GPUs in p, more than min(lendingLimit unset, "
+            "guaranteed 0 - used 0) = 0 [ledger.over-lent]");
+  EXPECT_TRUE(none.apply(nobody.entries[2]));
+  // Lending exactly up to the limit, and again after a record closed, is fine.
+  LedgerBuilder ok;
+  ok.quota(0, "a", 10, 6);
+  ok.start(1, "b", "team-b/b1", 6);
+  ok.open(1, "r1", "a", "b", "team-b/b1", 6);
+  ok.close(2, "r1", "a", "b", "team-b/b1", 6);
+  ok.open(2, "r2", "a", "b", "team-b/b1", 6);
+  fold(ok.entries);
+}
+
+TEST(LedgerBook, RefusesEndingAUsageWhoseRecordsAreOpen) {
+  LedgerBuilder l;
+  l.quota(0, "a", 10);
+  l.start(1, "b", "team-b/b1", 4);
+  l.open(1, "r1", "a", "b", "team-b/b1", 2);
+  l.end(2, "b", "team-b/b1", 4);
+  LedgerBook book = fold({l.entries.begin(), l.entries.end() - 1});
+  EXPECT_EQ(error_of(book, l.entries.back()),
+            "seq 4: UsageEnded for workload team-b/b1 on pool p flavor h100 while its borrow record \"r1\" is open: the "
+            "record closes first [ledger.usage-ended-with-open-records]");
+  // Closed first, the usage may end; another workload's open record does not matter.
+  LedgerBuilder ok;
+  ok.quota(0, "a", 10);
+  ok.start(1, "b", "team-b/b1", 4);
+  ok.open(1, "r1", "a", "b", "team-b/b1", 2);
+  ok.start(1, "b", "team-b/b2", 2);
+  ok.open(1, "r2", "a", "b", "team-b/b2", 2);
+  ok.close(2, "r1", "a", "b", "team-b/b1", 2);
+  ok.end(2, "b", "team-b/b1", 4);
+  fold(ok.entries);
 }
 
 TEST(LedgerBook, RefusesDuplicateOpens) {
@@ -291,12 +361,13 @@ TEST(LedgerBook, RefusesDuplicateOpens) {
             "seq 2: UsageStarted for workload ns/w on pool p flavor h100, already in use since seq 1 "
             "[ledger.duplicate-open]");
   LedgerBuilder r;
+  r.quota(0, "a", 8);
   r.open(0, "r", "a", "b", "ns/w", 2);
   r.close(1, "r", "a", "b", "ns/w", 2);
   r.open(2, "r", "a", "b", "ns/w", 2);  // a record id is never reused
-  LedgerBook records = fold({r.entries[0], r.entries[1]});
-  EXPECT_EQ(error_of(records, r.entries[2]),
-            "seq 3: BorrowOpened for record \"r\", already opened at seq 1 [ledger.duplicate-open]");
+  LedgerBook records = fold({r.entries[0], r.entries[1], r.entries[2]});
+  EXPECT_EQ(error_of(records, r.entries[3]),
+            "seq 4: BorrowOpened for record \"r\", already opened at seq 2 [ledger.duplicate-open]");
 }
 
 TEST(LedgerBook, RefusesClosingEntriesThatDisagreeWithTheOpening) {
@@ -308,11 +379,12 @@ TEST(LedgerBook, RefusesClosingEntriesThatDisagreeWithTheOpening) {
             "seq 2: UsageEnded for workload ns/w on pool p flavor h100 says group a with 3 GPUs, but seq 1 started it "
             "for group a with 2 GPUs [ledger.close-mismatch]");
   LedgerBuilder r;
+  r.quota(0, "a", 8);
   r.open(0, "r", "a", "b", "ns/w", 2);
   r.close(1, "r", "c", "b", "ns/w", 2);
-  LedgerBook records = fold({r.entries[0]});
-  EXPECT_EQ(error_of(records, r.entries[1]),
-            "seq 2: BorrowClosed for record \"r\": lender \"c\" differs from \"a\" at seq 1 [ledger.close-mismatch]");
+  LedgerBook records = fold({r.entries[0], r.entries[1]});
+  EXPECT_EQ(error_of(records, r.entries[2]),
+            "seq 3: BorrowClosed for record \"r\": lender \"c\" differs from \"a\" at seq 2 [ledger.close-mismatch]");
 }
 
 TEST(LedgerBook, RefusesNegativeGpusAndInvalidEntries) {

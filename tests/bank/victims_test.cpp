@@ -76,6 +76,36 @@ TEST(Victims, ProtectedWorkloadsNeverYieldAndShortfallsAreReported) {
   EXPECT_TRUE(choose_victims({}, 0).victims.empty());
 }
 
+TEST(Victims, NonPreemptibleClassesNeverYield) {
+  // The cheapest victim by class and size, but its priority class says preemptible: false.
+  auto pinned = c("pinned", 8, VictimClass::NotRunning);
+  pinned.preemptible = false;
+  EXPECT_FALSE(eligible_victim(pinned));
+  const auto choice = choose_victims({pinned, c("long", 8, VictimClass::LongStateless)}, 8);
+  EXPECT_EQ(names(choice), std::vector<std::string>{"long"});
+  EXPECT_TRUE(choice.covers);
+  EXPECT_TRUE(choose_victims({pinned}, 8).victims.empty());
+}
+
+TEST(Victims, OnlyPreemptTraitsDecideWhatALenderMayTake) {
+  auto batch = c("batch", 4, VictimClass::LongStateless);
+  batch.traits = {"batch"};
+  auto ckpt = c("ckpt", 8, VictimClass::Checkpointable);
+  ckpt.traits = {"training", "checkpointable"};
+  auto plain = c("plain", 8, VictimClass::NotRunning);
+  plain.traits = {"training"};
+  const std::vector<std::string> only{"batch", "checkpointable"};
+  EXPECT_FALSE(eligible_victim(plain, only));
+  EXPECT_TRUE(eligible_victim(plain));
+  EXPECT_TRUE(eligible_victim(batch, only));
+  EXPECT_TRUE(eligible_victim(ckpt, only));
+  // Protection and preemptible: false win over the traits.
+  ckpt.preemptible = false;
+  EXPECT_FALSE(eligible_victim(ckpt, only));
+  batch.protected_ = true;
+  EXPECT_FALSE(eligible_victim(batch, only));
+}
+
 TEST(Victims, WithinAClassLowPriorityAndFreshCheckpointsGoFirst) {
   auto old_ckpt = c("old-ckpt", 8, VictimClass::Checkpointable);
   old_ckpt.checkpoint_age = 50 * 60 * 1000;

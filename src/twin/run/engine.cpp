@@ -54,6 +54,21 @@ std::string trait_name(policy::WorkloadTrait t) {
   return "batch";
 }
 
+// The priority class a protected-type workload without one gets on entry, as the admission
+// webhook writes it before Kueue sees the workload (docs/bank.md): the highest-valued class
+// of the guardrails that names the type in its workloadTypes and allows the group (the
+// first listed on equal values). Null when there is none.
+const policy::PriorityRule* default_priority(const policy::PlatformGuardrailsSpec& guardrails, policy::WorkloadType type,
+                                             const std::string& group) {
+  const policy::PriorityRule* best = nullptr;
+  for (const auto& rule : guardrails.priorities) {
+    const bool names_type = std::find(rule.workload_types.begin(), rule.workload_types.end(), type) != rule.workload_types.end();
+    const bool allows_group = rule.groups.empty() || std::find(rule.groups.begin(), rule.groups.end(), group) != rule.groups.end();
+    if (names_type && allows_group && (best == nullptr || rule.value > best->value)) best = &rule;
+  }
+  return best;
+}
+
 double gpu_hours(std::int64_t gpu_ms) { return static_cast<double>(gpu_ms) / 3'600'000.0; }
 
 struct Quota {
@@ -99,7 +114,8 @@ struct Pool {
   void touch() { attribution_dirty = reclaim_dirty = true; }
 };
 
-// Requeuing: a reclaim victim waiting out its requeue backoff before it queues again.
+// Requeuing: a reclaim victim, or a workload whose borrowing the bank refused, waiting out
+// its requeue backoff before it queues again.
 // Placing: admitted (quota reserved), its pods not yet on nodes (with a cluster only).
 enum class State { Waiting, Pending, Starting, Running, Finished, Requeuing, Placing };
 
@@ -125,6 +141,7 @@ struct Sim {
   State state = State::Waiting;
   std::int64_t gpus = 0;
   std::int32_t priority = 0;
+  bool preemptible = true;  // its priority class's
   bool protected_ = false;
   VirtualTime admitted_at = -1, running_since = -1;
   std::int64_t admission_seq = 0;  // orders admissions, also within one instant
@@ -134,6 +151,7 @@ struct Sim {
   bool checkpoint_saved = false;  // the notice's checkpoint succeeded
   std::uint64_t version = 0;
   int reclaim = -1, victim = -1;  // index into reclaims and its victims while under notice
+  int refusals = 0;               // admissions the bank refused (onlyPreempt), for the backoff
   bool unschedulable_said = false;  // the Unschedulable event of this admission was written
   // waitForPodsReady (pods_ready.hpp): when its pods must be ready by (while Placing or
   // Starting), requeueState.count, the queue-order time of its next submission (the
@@ -147,6 +165,16 @@ struct Sim {
   bool deleted = false;
   WorkloadOutcome outcome;
 };
+
+// The reclaimPolicy.onlyPreempt traits a workload carries.
+std::vector<std::string> traits_of(const Sim& s) {
+  std::vector<std::string> traits;
+  if (s.w->workload_type == policy::WorkloadType::Batch) traits.emplace_back("batch");
+  if (s.w->checkpointable) traits.emplace_back("checkpointable");
+  if (s.w->workload_type == policy::WorkloadType::Training) traits.emplace_back("training");
+  if (s.w->workload_type == policy::WorkloadType::Notebook) traits.emplace_back("development");
+  return traits;
+}
 
 struct Timer {
   enum class Kind { Arrive, Started, Finish, CheckpointDone, GraceEnd, Delete, LeaseRequest, LeaseDecide, LeaseActivate, LeaseExpire, Resubmit, Sample, GpuFault, GpuRecover };
@@ -434,6 +462,19 @@ class Engine {
     if (std::find(namespaces.begin(), namespaces.end(), s.ns) == namespaces.end()) {
       return fail(".namespace", "namespace " + s.ns + " does not belong to business group " + w.business_group);
     }
+    const auto& prot = guardrails_->protected_workload_types;
+    s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
+    if (w.priority_class.empty() && s.protected_) {
+      // Without a class Kueue would give it priority 0, below every batch job of its queue.
+      const policy::PriorityRule* rule = default_priority(*guardrails_, w.workload_type, w.business_group);
+      if (rule == nullptr) {
+        return fail(".priorityClass", type_name(w.workload_type) +
+                                          " workloads are protected and need a priority class, but the guardrails have "
+                                          "none for that type and business group " + w.business_group);
+      }
+      s.priority = rule->value;
+      s.preemptible = rule->preemptible;
+    }
     if (!w.priority_class.empty()) {
       const policy::PriorityRule* rule = guardrails_->find_priority(w.priority_class);
       if (rule == nullptr) return fail(".priorityClass", "priority class \"" + w.priority_class + "\" is not in the guardrails");
@@ -447,11 +488,10 @@ class Engine {
                     "priority class " + w.priority_class + " is not allowed for business group " + w.business_group);
       }
       s.priority = rule->value;
+      s.preemptible = rule->preemptible;
     }
     s.key = s.ns + "/" + w.name;
     s.gpus = w.total_gpus();
-    const auto& prot = guardrails_->protected_workload_types;
-    s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
     s.outcome.workload = s.key;
     s.outcome.business_group = w.business_group;
     s.outcome.pool = w.resource_pool;
@@ -515,6 +555,12 @@ class Engine {
 
   void ledger_usage(const Sim& s, bank::LedgerKind kind, VirtualTime now, std::string reason) {
     const Quota& q = quotas_[at(s.quota)];
+    if (kind == bank::LedgerKind::UsageEnded) {
+      // Its borrow records close first: a record never outlives the usage it is part of
+      // (ledger.usage-ended-with-open-records).
+      Pool& pool = pools_[at(q.pool)];
+      for (const auto& c : pool.tracker->end_workload(s.key, reason)) borrow_change(pool, c, now);
+    }
     bank::LedgerEntry e;
     e.time_ms = now;
     e.kind = kind;
@@ -929,6 +975,7 @@ class Engine {
     Sim& s = sims_[at(index)];
     switch (d.kind) {
       case Decision::Kind::Admitted: {
+        if (refuse_borrowing(s, index, now)) break;
         s.admitted_at = now;
         s.admission_seq = ++admissions_;
         ++s.outcome.admissions;
@@ -1341,56 +1388,116 @@ class Engine {
         pool.ended.clear();
         continue;
       }
-      std::vector<bank::PoolGroupQuota> quotas;
-      for (int qi : pool.quotas) {
-        const Quota& q = quotas_[at(qi)];
-        quotas.push_back(bank::PoolGroupQuota{q.group, q.guaranteed, q.lending_limit, q.lend_only_to});
-      }
-      std::vector<bank::RunningWorkload> running;
-      for (int i : pool.holding) {
-        const Sim& s = sims_[at(i)];
-        bank::RunningWorkload r{s.key, s.w->business_group, s.gpus, s.admission_seq, {}};
-        if (s.w->workload_type == policy::WorkloadType::Batch) r.traits.emplace_back("batch");
-        if (s.w->checkpointable) r.traits.emplace_back("checkpointable");
-        if (s.w->workload_type == policy::WorkloadType::Training) r.traits.emplace_back("training");
-        if (s.w->workload_type == policy::WorkloadType::Notebook) r.traits.emplace_back("development");
-        running.push_back(std::move(r));
-      }
-      const auto changes = pool.tracker->update(now, quotas, running, pool.ended);
+      const auto changes = pool.tracker->update(now, attribution_quotas(pool), attribution_running(pool), pool.ended);
       pool.ended.clear();
       if (!changes.empty()) pool.reclaim_dirty = true;
-      for (const auto& c : changes) {
-        const bool opened = c.kind == bank::BorrowChange::Kind::Opened;
-        if (!opened) loan_closed(pool, c.record, now);
-        bank::LedgerEntry e;
-        e.time_ms = now;
-        e.kind = opened ? bank::LedgerKind::BorrowOpened : bank::LedgerKind::BorrowClosed;
-        e.pool = pool.pool->name;
-        e.flavor = pool.flavor;
-        e.business_group = c.record.borrower;
-        e.lender = c.record.lender;
-        e.workload = c.record.workload;
-        e.record = c.record.id;
-        e.gpus = c.record.gpus;
-        e.reason = opened ? "" : c.close_reason;
-        ledger(std::move(e));
-        Event ev;
-        ev.t = now;
-        ev.kind = opened ? "BorrowStarted" : "BorrowEnded";
-        ev.object = "Workload/" + c.record.workload;
-        ev.business_group = c.record.borrower;
-        ev.pool = pool.pool->name;
-        ev.reason = opened ? "Borrowing" : c.close_reason;
-        ev.message = opened ? c.record.workload + " borrows " + std::to_string(c.record.gpus) + " GPUs of " +
-                                  c.record.lender + "'s unused guarantee in " + pool.pool->name
-                            : c.record.workload + " no longer borrows " + std::to_string(c.record.gpus) +
-                                  " GPUs from " + c.record.lender + " (" + c.close_reason + ")";
-        ev.numbers = {{"gpus", c.record.gpus}, {"record", c.record.id}};
-        if (!opened) ev.numbers["gpuHours"] = gpu_hours((now - c.record.start) * c.record.gpus);
-        ev.related = {"BusinessGroup/" + c.record.lender};
-        event(std::move(ev));
-      }
+      for (const auto& c : changes) borrow_change(pool, c, now);
     }
+  }
+
+  [[nodiscard]] std::vector<bank::PoolGroupQuota> attribution_quotas(const Pool& pool) const {
+    std::vector<bank::PoolGroupQuota> quotas;
+    for (int qi : pool.quotas) {
+      const Quota& q = quotas_[at(qi)];
+      quotas.push_back(bank::PoolGroupQuota{q.group, q.guaranteed, q.lending_limit, q.lend_only_to});
+    }
+    return quotas;
+  }
+
+  [[nodiscard]] std::vector<bank::RunningWorkload> attribution_running(const Pool& pool) const {
+    std::vector<bank::RunningWorkload> running;
+    for (int i : pool.holding) {
+      const Sim& s = sims_[at(i)];
+      running.push_back(bank::RunningWorkload{s.key, s.w->business_group, s.gpus, s.admission_seq, traits_of(s)});
+    }
+    return running;
+  }
+
+  // The bank's admission check for reclaimPolicy.onlyPreempt (docs/bank.md): what a
+  // workload Kueue admitted uses above its group's guarantee must be lent by groups whose
+  // traits it carries. Kueue pools lendable quota, so it may have admitted the workload on
+  // the idle guarantee of a lender that turns it away; then the attribution finds it no
+  // lender (it would run on `cohort:<pool>`) although that lender has idle GPUs. Such an
+  // admission is refused as Kueue does on an AdmissionCheck's Retry: the quota is released
+  // and the workload queues again after a backoff. True when refused.
+  bool refuse_borrowing(Sim& s, int index, VirtualTime now) {
+    const Quota& q = quotas_[at(s.quota)];
+    if (q.used + s.gpus <= q.guaranteed) return false;  // within its guarantee: borrows nothing
+    Pool& pool = pools_[at(q.pool)];
+    const std::vector<std::string> traits = traits_of(s);
+    std::vector<const Quota*> turning_away;
+    for (int qi : pool.quotas) {
+      const Quota& l = quotas_[at(qi)];
+      if (l.group != q.group && !bank::lends_to(l.lend_only_to, traits)) turning_away.push_back(&l);
+    }
+    if (turning_away.empty()) return false;
+    bank::BorrowTracker trial = *pool.tracker;
+    std::vector<bank::RunningWorkload> running = attribution_running(pool);
+    running.push_back(bank::RunningWorkload{s.key, s.w->business_group, s.gpus, admissions_ + 1, traits});
+    trial.update(now, attribution_quotas(pool), running, pool.ended);
+    const std::string cohort = bank::cohort_lender(q.pool_name);
+    std::int64_t unlent = 0;
+    for (const auto& r : trial.open()) unlent += r.workload == s.key && r.lender == cohort ? r.gpus : 0;
+    if (unlent == 0) return false;
+    std::string idle_lenders;
+    for (const Quota* l : turning_away) {
+      std::int64_t lendable = std::max<std::int64_t>(0, l->guaranteed - l->used);
+      if (l->lending_limit) lendable = std::min(lendable, *l->lending_limit);
+      if (lendable - trial.lent_by(l->group) > 0) idle_lenders += (idle_lenders.empty() ? "" : ", ") + l->group;
+    }
+    if (idle_lenders.empty()) return false;  // over-committed for another reason: not the traits
+    const std::int64_t backoff = std::min<std::int64_t>(kRequeueBackoffMs << std::min(s.refusals, 6), kRequeueBackoffMaxMs);
+    ++s.refusals;
+    const std::string message = s.key + " would borrow " + std::to_string(unlent) + " GPUs in " + q.pool_name +
+                                " that only " + idle_lenders + " could lend, and they lend only to work with their " +
+                                "reclaimPolicy.onlyPreempt traits; requeued in " + std::to_string(backoff / 1000) + " s";
+    auto evicted = core_->evict(s.id, "AdmissionCheck", message, now);
+    if (!evicted) throw std::logic_error("twin run: " + evicted.error());
+    core_->release_evicted(s.id, now);
+    end_in_core(s, now);
+    ++s.version;
+    s.pending_reason.clear();
+    set_state(s, State::Requeuing);
+    schedule(now + backoff, Timer::Kind::Resubmit, index);
+    Event e = workload_event(s, now, "BorrowRefused", "OnlyPreempt", message);
+    e.numbers = {{"gpus", s.gpus}, {"unlent", unlent}, {"requeueBackoffSeconds", backoff / 1000}};
+    for (const Quota* l : turning_away) e.related.push_back("BusinessGroup/" + l->group);
+    event(std::move(e));
+    core_changed_ = true;
+    return true;
+  }
+
+  // A borrow record opened or closed: its ledger entry, its event, the pair's GPU time.
+  void borrow_change(Pool& pool, const bank::BorrowChange& c, VirtualTime now) {
+    const bool opened = c.kind == bank::BorrowChange::Kind::Opened;
+    if (!opened) loan_closed(pool, c.record, now);
+    bank::LedgerEntry e;
+    e.time_ms = now;
+    e.kind = opened ? bank::LedgerKind::BorrowOpened : bank::LedgerKind::BorrowClosed;
+    e.pool = pool.pool->name;
+    e.flavor = pool.flavor;
+    e.business_group = c.record.borrower;
+    e.lender = c.record.lender;
+    e.workload = c.record.workload;
+    e.record = c.record.id;
+    e.gpus = c.record.gpus;
+    e.reason = opened ? "" : c.close_reason;
+    ledger(std::move(e));
+    Event ev;
+    ev.t = now;
+    ev.kind = opened ? "BorrowStarted" : "BorrowEnded";
+    ev.object = "Workload/" + c.record.workload;
+    ev.business_group = c.record.borrower;
+    ev.pool = pool.pool->name;
+    ev.reason = opened ? "Borrowing" : c.close_reason;
+    ev.message = opened ? c.record.workload + " borrows " + std::to_string(c.record.gpus) + " GPUs of " +
+                              c.record.lender + "'s unused guarantee in " + pool.pool->name
+                        : c.record.workload + " no longer borrows " + std::to_string(c.record.gpus) +
+                              " GPUs from " + c.record.lender + " (" + c.close_reason + ")";
+    ev.numbers = {{"gpus", c.record.gpus}, {"record", c.record.id}};
+    if (!opened) ev.numbers["gpuHours"] = gpu_hours((now - c.record.start) * c.record.gpus);
+    ev.related = {"BusinessGroup/" + c.record.lender};
+    event(std::move(ev));
   }
 
   void loan_closed(const Pool& pool, const bank::Loan& record, VirtualTime now) {
@@ -1451,6 +1558,11 @@ class Engine {
       const std::int64_t need = demand - available - in_flight;
       if (need <= 0) continue;
       std::vector<bank::VictimCandidate> candidates;
+      // Never taken: protected types, Protection leases, non-preemptible classes, and on
+      // what this lender lent, work without its onlyPreempt traits (attribution never lends
+      // it such work; what nobody guarantees is taken back whatever its traits).
+      std::vector<std::string> shielded;
+      const std::vector<std::string> any_trait;
       std::set<std::string> seen;
       // What this lender lent, then what nobody's guarantee covers (usage left above the
       // guarantees when a TemporaryQuota lease expired).
@@ -1476,11 +1588,13 @@ class Engine {
         c.checkpoint_age = s.state == State::Running ? progress(s, now) - last_periodic(s, progress(s, now)) : 0;
         c.admitted_at = s.admission_seq;
         c.protected_ = s.protected_ || lease_protects(s);
+        c.preemptible = s.preemptible;
+        c.traits = traits_of(s);
+        if (!bank::eligible_victim(c, record.lender == q.group ? q.lend_only_to : any_trait)) {
+          shielded.push_back(c.workload);
+          continue;
+        }
         candidates.push_back(std::move(c));
-      }
-      std::vector<std::string> shielded;
-      for (const auto& c : candidates) {
-        if (c.protected_) shielded.push_back(c.workload);
       }
       const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), need);
       if (choice.victims.empty()) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "bank/ledger.hpp"
 #include "metrics/registry.hpp"
 #include "metrics/text_parser.hpp"
 #include "support/policy_fixture.hpp"
@@ -105,7 +106,8 @@ std::vector<std::string> victims(const RunResult& r) {
   return out;
 }
 
-// Replays the ledger and checks the caps at every step; returns GPU-ms per (lender, borrower).
+// Replays the ledger and checks the caps at every step, then folds it in a LedgerBook;
+// returns GPU-ms per (lender, borrower).
 std::map<std::pair<std::string, std::string>, std::int64_t> check_ledger(const RunResult& r, std::int64_t c_cap = 16) {
   std::map<std::string, std::int64_t> used;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> open;  // record -> (start, gpus)
@@ -145,6 +147,11 @@ std::map<std::pair<std::string, std::string>, std::int64_t> check_ledger(const R
     }
     EXPECT_LE(total, 40) << "the pool holds 40 GPUs; seq " << e.seq;
   }
+  // And the ledger's own rules: nobody lends beyond min(lendingLimit, guaranteed - used),
+  // no usage ends with its records open, closes match their opens.
+  bank::LedgerBook book;
+  const auto folded = book.apply_all(r.ledger);
+  EXPECT_TRUE(folded) << (folded ? "" : folded.error());
   return totals;
 }
 
