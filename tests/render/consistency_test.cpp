@@ -173,7 +173,7 @@ TEST(Consistency, AutoscalerLayerAllowsOnly24) {
   const auto& d = only_error(r, rule::kAutoscalerBelowMaxReplicas, "InferenceScalingPolicy", "customer-service-llm",
                              "spec.maxReplicas");
   expect_contains(d.message, "= 32 GPUs");
-  expect_contains(d.message, "isvc-capped.yaml:11) sets spec.predictor.maxReplicas 6 with autoscalerClass hpa");
+  expect_contains(d.message, "isvc-capped.yaml:13) sets spec.predictor.maxReplicas 6 with autoscalerClass hpa");
   expect_contains(d.message, "stops at 6 replicas (24 GPUs)");
   EXPECT_EQ(service(r, "customer-service-llm").autoscaler_allows, 24);
 }
