@@ -51,7 +51,7 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
 
   std::vector<BorrowChange> closed, opened;
   auto open_record = [&](const std::string& lender, const std::string& workload, std::int64_t gpus) {
-    Loan r{pool_ + "/" + std::to_string(next_++), lender, by_name.at(workload)->group, workload, gpus, now};
+    Loan r{id_prefix_ + pool_ + "/" + std::to_string(next_++), lender, by_name.at(workload)->group, workload, gpus, now};
     opened.push_back(BorrowChange{BorrowChange::Kind::Opened, r, {}});
     return r;
   };

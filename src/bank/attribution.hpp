@@ -74,7 +74,12 @@ struct BorrowChange {
 
 class BorrowTracker {
  public:
-  explicit BorrowTracker(std::string pool) : pool_(std::move(pool)) {}
+  // Record ids are "<id_prefix><pool>/<n>", n = 1, 2, 3, ... in opening order. A producer
+  // that appends to a shared store passes its writer epoch as the prefix ("3-"; see
+  // store::Store::acquire_writer), so ids never repeat after a restart that starts
+  // counting again or between two producers.
+  explicit BorrowTracker(std::string pool, std::string id_prefix = {})
+      : pool_(std::move(pool)), id_prefix_(std::move(id_prefix)) {}
 
   // Recomputes the attribution at `now` for the pool's current state and returns what
   // changed, closes before opens. `ended` names workloads that stopped since the last call
@@ -98,6 +103,7 @@ class BorrowTracker {
 
  private:
   std::string pool_;
+  std::string id_prefix_;
   std::vector<Loan> open_;  // in opening order
   std::uint64_t next_ = 1;
 };

@@ -411,6 +411,15 @@ int run(const RunCommandOptions& opt) {
                 << " ledger and " << head->audit_seq << " audit entries; a run needs an empty store\n";
       return 1;
     }
+    // The run is the store's one producer: a second one that starts appending fences this
+    // one (its next append fails, nothing is counted twice), and the epoch prefixes the
+    // borrow record ids so they are unique in the store whoever wrote them.
+    auto epoch = db->acquire_writer("gpubank twin run");
+    if (!epoch) {
+      std::cerr << "gpubank twin run: --store: " << epoch.error() << '\n';
+      return 1;
+    }
+    options.record_prefix = std::to_string(*epoch) + "-";
     // Each instant's entries are durable before the run goes on, as the controller appends them.
     options.on_instant = [&db](std::span<const bank::LedgerEntry> ledger,
                                std::span<const bank::AuditEntry> audit) -> Expected<bool> {

@@ -335,7 +335,7 @@ class Engine {
         pl.pool = pool;
         pl.flavor = pool->name;
         pl.resource = render::gpu_resource(*pool);
-        pl.tracker = std::make_unique<bank::BorrowTracker>(pool->name);
+        pl.tracker = std::make_unique<bank::BorrowTracker>(pool->name, options_.record_prefix);
         pit = pool_index_.emplace(pool->name, static_cast<int>(pools_.size())).first;
         pools_.push_back(std::move(pl));
       }
@@ -501,13 +501,16 @@ class Engine {
 
   // ---- records --------------------------------------------------------------------------------
 
-  // Hands the instant's new entries to the shell; false (with the error recorded) stops the run.
+  // Hands the instant's new entries to the shell, then its events: an event reports only
+  // what is committed (on_instant returned), so a consumer of the stream never sees a
+  // decision that a crash or a failed append loses. False (with the error recorded) stops
+  // the run, and that instant's events are not emitted.
   bool flush() {
-    if (options_.on_event) {
+    const bool handed = hand_over();
+    if (handed && options_.on_event) {
       for (std::size_t i = flushed_events_; i < result_.events.size(); ++i) options_.on_event(result_.events[i]);
       flushed_events_ = result_.events.size();
     }
-    const bool handed = hand_over();
     if (!options_.retain) {  // handed over: nothing of this instant stays behind
       result_.events.clear();
       result_.ledger.clear();

@@ -60,6 +60,10 @@ struct RunOptions {
   std::optional<VirtualTime> until;  // stop at this virtual time; unset: when nothing is left to happen
   // The actor written into audit entries for the bank's own decisions.
   std::string actor = "gpubank-bank";
+  // Prefix of the borrow record ids ("<prefix><pool>/<n>"): the producer's writer epoch,
+  // "<epoch>-", when the entries go to a shared store (store::Store::acquire_writer), so
+  // they stay unique across producers and restarts. Empty: "<pool>/<n>".
+  std::string record_prefix;
   // Called after every instant with the ledger and audit entries it added, in order (the
   // shell persists them, e.g. to a store, before the run goes on). An error stops the run
   // with that error in the result's diagnostics.
@@ -74,6 +78,9 @@ struct RunOptions {
   // so a trace of half a million workloads runs in bounded memory; the summary statistics
   // (RunResult::groups, cluster) are kept either way.
   bool retain = true;
+  // Called with each event, in order, after its instant's entries were handed to
+  // on_instant and it returned: events report only what is committed. An instant whose
+  // entries could not be persisted emits none of its events.
   std::function<void(const Event&)> on_event;
   // With a cluster: Kueue's waitForPodsReady (pods_ready.hpp). An admitted workload whose
   // pods are not all placed and started within the timeout is evicted (event Evicted,

@@ -622,6 +622,41 @@ TEST(TwinRun, EachInstantsEntriesAreHandedToTheShellInOrder) {
   EXPECT_LT(accepted, ledger.size());
 }
 
+TEST(TwinRun, EventsAreEmittedOnlyAfterTheirInstantIsCommitted) {
+  // The shell commits each instant's entries in on_instant; an event streamed before that
+  // would report a decision that a crash or a failed append loses.
+  std::set<VirtualTime> committed;
+  std::size_t streamed = 0;
+  RunOptions options;
+  options.on_instant = [&](std::span<const bank::LedgerEntry> l, std::span<const bank::AuditEntry> a) -> Expected<bool> {
+    const VirtualTime t = l.empty() ? a.front().time_ms : l.front().time_ms;
+    if (t >= 15 * kMinute) return Unexpected{"disk full"};
+    committed.insert(t);
+    return true;
+  };
+  std::vector<std::pair<Event, bool>> seen;  // the event, and whether its instant had committed then
+  options.on_event = [&](const Event& e) {
+    ++streamed;
+    seen.emplace_back(e, committed.contains(e.t));
+  };
+  Diagnostics d;
+  const auto scenario = parse_scenario(kReclaimOrder, "s.yaml", d);
+  const auto r = run_scenario(testing::from_yaml(kPolicies), *scenario, options);
+  ASSERT_FALSE(r.ok());
+  ASSERT_GT(streamed, 0u);
+  // Every streamed event whose instant wrote entries came after that instant's commit.
+  std::set<VirtualTime> with_entries;
+  for (const auto& e : r.ledger) with_entries.insert(e.time_ms);
+  for (const auto& e : r.audit) with_entries.insert(e.time_ms);
+  for (const auto& [e, was_committed] : seen) {
+    EXPECT_LT(e.t, 15 * kMinute) << e.kind << " " << e.object << " belongs to the instant that failed to commit";
+    if (with_entries.contains(e.t)) EXPECT_TRUE(was_committed) << e.kind << " " << e.object << " at " << e.t;
+  }
+  // The run did make events at the failed instant; none of them was streamed.
+  EXPECT_TRUE(std::any_of(r.events.begin(), r.events.end(), [](const Event& e) { return e.t >= 15 * kMinute; }));
+  EXPECT_LT(seen.size(), r.events.size());
+}
+
 TEST(TwinRun, UntilStopsTheClock) {
   RunOptions options;
   options.until = 16 * kMinute;
