@@ -78,7 +78,9 @@ TEST_P(ServingDayReclaim, NoBorrowerHoldsQuotaUnplacedPastTheTimeoutAndTheSloHol
   EXPECT_GE(llm->attainment(), kSeedOneAttainment - 0.02)
       << "seed " << GetParam() << ": " << llm->minutes_within << "/" << llm->minutes << " minutes within the SLO ("
       << evicted << " PodsReady evictions)";
-  if (GetParam() == 1) EXPECT_NEAR(llm->attainment(), kSeedOneAttainment, 1e-9);  // the docs' figure
+  if (GetParam() == 1) {
+    EXPECT_NEAR(llm->attainment(), kSeedOneAttainment, 1e-9);  // the docs' figure
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ServingDayReclaim, ::testing::Values(1, 2, 3, 4, 5));
