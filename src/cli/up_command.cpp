@@ -285,19 +285,21 @@ int run_up(const UpOptions& opt) {
       return 1;
     }
     db = std::move(opened.value());
+    // This process becomes the store's one producer: one still running on the same
+    // directory is fenced (its next append fails instead of double counting). Taken
+    // before the store's head is read, so nothing the fenced process could still append
+    // goes unseen by the replay.
+    auto epoch = db->acquire_writer("gpubank up pid " + std::to_string(::getpid()));
+    if (!epoch) {
+      std::cerr << "gpubank up: --data-dir: " << epoch.error() << '\n';
+      return 1;
+    }
     auto replay = twin::live::ReplayWriter::open(*db);
     if (!replay) {
       std::cerr << "gpubank up: --data-dir: " << replay.error() << '\n';
       return 1;
     }
     writer = std::move(*replay);
-    // This process becomes the store's one producer: one still running on the same
-    // directory is fenced (its next append fails instead of double counting).
-    auto epoch = db->acquire_writer("gpubank up pid " + std::to_string(::getpid()));
-    if (!epoch) {
-      std::cerr << "gpubank up: --data-dir: " << epoch.error() << '\n';
-      return 1;
-    }
     const bool fresh = writer->stored_ledger() == 0 && writer->stored_audit() == 0;
     if (fresh) {
       record_prefix = std::to_string(*epoch) + "-";
@@ -380,6 +382,16 @@ int run_up(const UpOptions& opt) {
   api::PlatformServer server(
       std::move(platform.value()), server_options, timeline,
       [save, exit_when_done, &server_ptr](const twin::live::Platform& now) mutable {
+        // A run that stopped on an error (its store refused an append: the disk, or
+        // another process took the store over) has nothing left to serve: say why and
+        // exit 1, leaving the clock file to whoever holds the store now.
+        if (!now.error().empty()) {
+          if (server_ptr == nullptr) return;
+          std::cerr << "gpubank up: the run stopped: " << escape_text(now.error()) << '\n';
+          std::thread([s = server_ptr] { s->stop(); }).detach();
+          server_ptr = nullptr;
+          return;
+        }
         save(now, false);
         if (exit_when_done && now.now() >= now.end() && server_ptr != nullptr) {
           // Stopping the HTTP server from the clock thread: stop() only signals.
@@ -438,12 +450,14 @@ int run_up(const UpOptions& opt) {
   waiter.join();
   prometheus.stop();
   server.with_platform([&](twin::live::Platform& now) {
-    save(now, true);
+    if (now.error().empty()) save(now, true);
     std::cerr << "gpubank up: stopped at " << format_rfc3339(now.start() + std::chrono::milliseconds(now.now()))
               << " (virtual), " << now.events().size() << " events, " << now.ledger().size()
               << " ledger entries\n";
   });
-  return served ? 0 : 1;
+  bool stopped_on_error = false;
+  server.with_platform([&](twin::live::Platform& now) { stopped_on_error = !now.error().empty(); });
+  return served && !stopped_on_error ? 0 : 1;
 }
 
 }  // namespace

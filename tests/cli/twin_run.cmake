@@ -32,6 +32,8 @@ function(cli_run_store_test name)
 endfunction()
 cli_run_store_test(twin-run-store-audit-verifies 0 "intact" -- ${GPUBANK} audit verify --store ${RUN_STORE})
 cli_run_store_test(twin-run-store-ledger 0 "search +ads +h100-rdma-training" -- ${GPUBANK} bank ledger --store ${RUN_STORE})
+# The run was the store's first writer: its borrow record ids carry epoch 1.
+cli_run_store_test(twin-run-store-record-ids 0 "\"id\": \"1-h100-rdma-training/1\"" -- ${GPUBANK} bank ledger --store ${RUN_STORE} -o json)
 cli_run_store_test(twin-run-store-not-empty 1 "already holds .* ledger and .* audit entries. a run needs an empty store"
                    -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml --store ${RUN_STORE})
 # twin run on a cluster and on a trace.

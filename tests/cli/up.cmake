@@ -24,3 +24,8 @@ target_link_libraries(up_store_dump PRIVATE gpubank_store nlohmann_json::nlohman
 add_test(NAME cli.up-kill COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_kill.sh ${GPUBANK} $<TARGET_FILE:up_store_dump> 50
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.up-kill PROPERTIES COST 30 TIMEOUT 300)
+# Two processes on one --data-dir: the second fences the first, which exits 1 saying why;
+# the store equals an uninterrupted run's.
+add_test(NAME cli.up-fence COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_fence.sh ${GPUBANK}
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.up-fence PROPERTIES COST 20 TIMEOUT 300)
