@@ -169,6 +169,7 @@ class SqliteStore final : public Store {
   }
   void rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
   Expected<int> read_version();  // 0 without a schema_migrations table
+  Expected<std::int64_t> count_tables();  // every object in sqlite_master
   Expected<Head> read_head();
   Expected<bool> prepare_statements();
   Expected<bool> backfill_ledger_chain();
@@ -183,6 +184,10 @@ class SqliteStore final : public Store {
   bool read_only_;
   bool chained_ = true;  // the schema has the ledger's chain columns (version >= 4)
   std::int64_t epoch_ = 0;  // the writer epoch this Store acquired; 0: unfenced
+  // Opened read-only on a file with no tables at all: a writer was killed before its first
+  // migration committed (or created the file and stopped). Nothing was ever committed, so
+  // it reads as an empty store at schema 0 instead of an error.
+  bool empty_ = false;
   std::mutex mu_;
   std::vector<std::unique_ptr<Statement>> statements_;
   Statement* insert_ledger_ = nullptr;
@@ -192,6 +197,14 @@ class SqliteStore final : public Store {
   Statement* select_workload_ = nullptr;
   Statement* select_head_ = nullptr;
 };
+
+Expected<std::int64_t> SqliteStore::count_tables() {
+  Statement count;
+  if (!count.prepare(db_, "SELECT count(*) FROM sqlite_master")) return Unexpected{error("read the schema")};
+  Use use(count.get());
+  if (use.step() != SQLITE_ROW) return Unexpected{error("read the schema")};
+  return use.integer(0);
+}
 
 Expected<int> SqliteStore::read_version() {
   Statement exists;
@@ -219,6 +232,14 @@ Expected<bool> SqliteStore::init(const OpenOptions& options) {
     // The journal mode is the file's (WAL); a read-only connection sets nothing.
     auto current = read_version();
     if (!current) return Unexpected{current.error()};
+    if (*current == 0) {
+      auto tables = count_tables();
+      if (!tables) return Unexpected{tables.error()};
+      if (*tables == 0) {
+        empty_ = true;
+        return true;
+      }
+    }
     if (*current != kSchemaVersion) return Unexpected{read_only_version_message(location(), *current)};
     return prepare_statements();
   }
@@ -534,6 +555,7 @@ std::int64_t clamp_limit(std::size_t limit) {
 
 Expected<std::vector<bank::LedgerEntry>> SqliteStore::ledger(std::int64_t after_seq, std::size_t limit) {
   std::lock_guard lock(mu_);
+  if (empty_) return std::vector<bank::LedgerEntry>{};
   Use use(select_ledger_->get());
   use.bind(1, after_seq);
   use.bind(2, clamp_limit(limit));
@@ -542,6 +564,7 @@ Expected<std::vector<bank::LedgerEntry>> SqliteStore::ledger(std::int64_t after_
 
 Expected<std::vector<bank::AuditEntry>> SqliteStore::audit(std::int64_t after_seq, std::size_t limit) {
   std::lock_guard lock(mu_);
+  if (empty_) return std::vector<bank::AuditEntry>{};
   Use use(select_audit_->get());
   use.bind(1, after_seq);
   use.bind(2, clamp_limit(limit));
@@ -550,6 +573,7 @@ Expected<std::vector<bank::AuditEntry>> SqliteStore::audit(std::int64_t after_se
 
 Expected<std::vector<bank::LedgerEntry>> SqliteStore::ledger_for_workload(const std::string& workload) {
   std::lock_guard lock(mu_);
+  if (empty_) return std::vector<bank::LedgerEntry>{};
   Use use(select_workload_->get());
   use.bind(1, workload);
   return read_ledger(use);
@@ -562,6 +586,7 @@ Expected<int> SqliteStore::schema_version() {
 
 Expected<Head> SqliteStore::head() {
   std::lock_guard lock(mu_);
+  if (empty_) return Head{};
   return read_head();
 }
 

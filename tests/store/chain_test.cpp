@@ -328,5 +328,38 @@ TEST(SqliteChain, VerifyLeavesTheFileByteIdenticalAndWorksOnAReadOnlyFileAndDire
   EXPECT_EQ(file_sha256(*location), before);
 }
 
+// A writer killed before its first migration committed leaves an SQLite file with no
+// tables (or an empty one): nothing was ever committed, so the read-only verify reports
+// an intact, empty store and creates nothing. A file of some other schema is still refused.
+TEST(SqliteChain, AReadOnlyOpenOfAFileWithoutTablesIsAnEmptyStore) {
+  auto location = testing::SqliteBackend::fresh_location();
+  ASSERT_TRUE(location);
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { testing::SqliteBackend::remove(path); }
+  } cleanup{*location};
+  { std::ofstream touch(*location); }  // a zero-length file, as a kill right after creating it leaves
+  for (int i = 0; i < 2; ++i) {
+    auto store = Store::open(*location, OpenOptions{.create = false, .read_only = true});
+    ASSERT_TRUE(store) << store.error();
+    EXPECT_EQ(*(*store)->head(), Head{});
+    EXPECT_EQ(*(*store)->schema_version(), 0);
+    EXPECT_TRUE((*store)->ledger(0, 10)->empty());
+    EXPECT_TRUE((*store)->audit(0, 10)->empty());
+    EXPECT_TRUE((*store)->ledger_for_workload("a/b")->empty());
+    const StoreReport report = verify(**store);
+    EXPECT_TRUE(report.ok()) << report.audit.problem << report.ledger.problem;
+    EXPECT_EQ(report.ledger.entries, 0);
+    const std::vector<bank::AuditEntry> one{audit_entry(0, "Workload/team-b/w")};
+    EXPECT_FALSE((*store)->append({}, one));  // still read-only
+  }
+  EXPECT_EQ(std::filesystem::file_size(*location), 0u) << "the read-only open created something";
+
+  ASSERT_TRUE(testing::SqliteBackend::exec_raw(*location, "CREATE TABLE other_app (x INTEGER)"));
+  auto foreign = Store::open(*location, OpenOptions{.create = false, .read_only = true});
+  ASSERT_FALSE(foreign);
+  EXPECT_NE(foreign.error().find("has no gpubank schema"), std::string::npos) << foreign.error();
+}
+
 }  // namespace
 }  // namespace gpubank::store
