@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "api/process_memory.hpp"
 #include "policy/validate.hpp"
 
 namespace gpubank::api {
@@ -645,6 +646,7 @@ WebhookServer::WebhookServer(WebhookOptions options, std::unique_ptr<AuditLog> a
     : options_(std::move(options)), audit_(std::move(audit)), snapshot_(std::move(snapshot)), tls_(std::move(tls)) {}
 
 Expected<std::unique_ptr<WebhookServer>> WebhookServer::create(const WebhookOptions& options) {
+  return_freed_memory_promptly();  // its load comes in bursts (process_memory.hpp)
   std::vector<std::string> notes;
   auto snapshot = load_snapshot(options, notes);
   if (!snapshot) return Unexpected{snapshot.error()};
