@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -58,41 +57,7 @@ struct SavedClock {
   std::string start, policy_version;
   int hours = 0;
   std::int64_t virtual_ms = 0;
-  // The prefix of the run's borrow record ids, "<epoch>-" of the writer that started it
-  // (store::Store::acquire_writer). A restart replays the same ids and takes a new epoch
-  // only to fence the previous process. Absent in files of gpubank before 0.x: learnt
-  // from the store.
-  std::optional<std::string> record_prefix;
 };
-
-// "" or "<epoch>-" with a decimal epoch of at most 18 digits.
-bool valid_record_prefix(std::string_view p) {
-  if (p.empty()) return true;
-  if (p.size() < 2 || p.size() > 19 || p.back() != '-') return false;
-  return std::all_of(p.begin(), p.end() - 1, [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// The prefix of the record ids a store's run used: that of its first borrow record (ids are
-// "<prefix><pool>/<n>"); nullopt when the store holds none yet.
-Expected<std::optional<std::string>> stored_record_prefix(store::Store& db) {
-  constexpr std::size_t kPage = 10'000;
-  for (std::int64_t after = 0;;) {
-    auto page = db.ledger(after, kPage);
-    if (!page) return Unexpected{page.error()};
-    for (const auto& e : *page) {
-      if (e.record.empty()) continue;
-      const auto at = e.record.rfind(e.pool + "/");
-      std::string prefix = at == std::string::npos ? std::string() : e.record.substr(0, at);
-      if (!valid_record_prefix(prefix)) {
-        return Unexpected{"ledger entry " + std::to_string(e.seq) + ": record " + escape_text(e.record) +
-                          " is not a record id of gpubank up (\"<epoch>-<pool>/<n>\")"};
-      }
-      return std::optional<std::string>{std::move(prefix)};
-    }
-    if (page->size() < kPage) return std::optional<std::string>{};
-    after = page->back().seq;
-  }
-}
 
 Expected<std::optional<SavedClock>> read_clock(const fs::path& file) {
   std::error_code ec;
@@ -108,12 +73,6 @@ Expected<std::optional<SavedClock>> read_clock(const fs::path& file) {
     c.policy_version = j.at("policyVersion").get<std::string>();
     c.virtual_ms = j.at("virtualTimeMs").get<std::int64_t>();
     if (c.virtual_ms < 0) return Unexpected{file.string() + ": virtualTimeMs: must not be negative"};
-    if (j.contains("recordPrefix")) {
-      c.record_prefix = j.at("recordPrefix").get<std::string>();
-      if (!valid_record_prefix(*c.record_prefix)) {
-        return Unexpected{file.string() + ": recordPrefix: must be empty or decimal digits followed by \"-\""};
-      }
-    }
     return std::optional<SavedClock>{c};
   } catch (const std::exception& e) {
     return Unexpected{file.string() + ": " + e.what()};
@@ -129,7 +88,6 @@ bool write_clock(const fs::path& file, const SavedClock& c) {
   j["hours"] = c.hours;
   j["policyVersion"] = c.policy_version;
   j["virtualTimeMs"] = c.virtual_ms;
-  if (c.record_prefix) j["recordPrefix"] = *c.record_prefix;
   const std::string text = j.dump(2) + '\n';
   const fs::path tmp = file.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -245,11 +203,8 @@ int run_up(const UpOptions& opt) {
   std::optional<SavedClock> saved;
   fs::path clock_file;
   twin::run::RunOptions run_options;
-  std::string record_prefix;
   const auto write_identity = [&] {
-    if (write_clock(clock_file, SavedClock{opt.seed, format_rfc3339(*start), policy_version, opt.hours, 0, record_prefix})) {
-      return true;
-    }
+    if (write_clock(clock_file, SavedClock{opt.seed, format_rfc3339(*start), policy_version, opt.hours, 0})) return true;
     std::cerr << "gpubank up: --data-dir: cannot write " << clock_file.string() << '\n';
     return false;
   };
@@ -300,23 +255,18 @@ int run_up(const UpOptions& opt) {
       return 1;
     }
     writer = std::move(*replay);
-    const bool fresh = writer->stored_ledger() == 0 && writer->stored_audit() == 0;
-    if (fresh) {
-      record_prefix = std::to_string(*epoch) + "-";
-    } else if (saved && saved->record_prefix) {
-      record_prefix = *saved->record_prefix;
-    } else {
-      auto learnt = stored_record_prefix(*db);
-      if (!learnt) {
-        std::cerr << "gpubank up: --data-dir: " << learnt.error() << '\n';
-        return 1;
-      }
-      record_prefix = learnt->value_or(std::to_string(*epoch) + "-");
+    // Record ids carry the epoch of the store's first producer, not this start's: every
+    // start replays the same run and must regenerate the ids already stored (after a kill
+    // before anything was appended too), and the store is this run's alone.
+    auto first = db->first_writer_epoch();
+    if (!first) {
+      std::cerr << "gpubank up: --data-dir: " << first.error() << '\n';
+      return 1;
     }
-    run_options.record_prefix = record_prefix;
+    run_options.record_prefix = std::to_string(*first) + "-";
     // The run's identity goes to disk before its first entry goes to the store (a store
     // with entries and no up.json gets it once the replay has matched them).
-    if (fresh && !write_identity()) return 1;
+    if (!saved && writer->stored_ledger() == 0 && writer->stored_audit() == 0 && !write_identity()) return 1;
     run_options.on_instant = [writer](std::span<const bank::LedgerEntry> ledger,
                                       std::span<const bank::AuditEntry> audit) { return (*writer)(ledger, audit); };
   }
@@ -352,7 +302,7 @@ int run_up(const UpOptions& opt) {
                 << " in its whole day: the store holds another run; use another --data-dir\n";
       return 1;
     }
-    if ((!saved || !saved->record_prefix) && !write_identity()) return 1;
+    if (!saved && !write_identity()) return 1;
     std::cerr << "gpubank up: resuming from " << opt.data_dir << " at virtual time " << p.now() / 1000
               << " s: the replay matched the store's " << writer->stored_ledger() << " ledger and "
               << writer->stored_audit() << " audit entries\n";
@@ -366,7 +316,7 @@ int run_up(const UpOptions& opt) {
   server_options.speed = speed;
   server_options.paused = opt.paused;
   auto last_save = std::make_shared<std::chrono::steady_clock::time_point>();
-  SavedClock clock{opt.seed, format_rfc3339(day.start), policy_version, opt.hours, 0, record_prefix};
+  SavedClock clock{opt.seed, format_rfc3339(day.start), policy_version, opt.hours, 0};
   auto save = [clock, clock_file, last_save](const twin::live::Platform& now, bool force) mutable {
     if (clock_file.empty()) return;
     const auto wall = std::chrono::steady_clock::now();

@@ -130,6 +130,7 @@ class PostgresStore final : public Store {
   Expected<int> schema_version() override;
   Expected<Head> head() override;
   Expected<std::int64_t> acquire_writer(const std::string& holder) override;
+  Expected<std::int64_t> first_writer_epoch() override;
   [[nodiscard]] std::string_view backend() const override { return "postgresql"; }
 
  private:
@@ -292,6 +293,17 @@ Expected<AppendResult> PostgresStore::append(std::span<const bank::LedgerEntry> 
                             e)};
   } catch (const std::exception& e) {
     return Unexpected{error("append", e)};
+  }
+}
+
+Expected<std::int64_t> PostgresStore::first_writer_epoch() {
+  if (!chained_) return Unexpected{"postgresql store " + location() + ": writer epochs need schema version 4"};
+  std::lock_guard lock(mu_);
+  try {
+    pqxx::read_transaction tx(*conn_);
+    return tx.exec("SELECT coalesce(min(epoch), 0) FROM writers")[0][0].as<std::int64_t>();
+  } catch (const std::exception& e) {
+    return Unexpected{error("read the writer epochs", e)};
   }
 }
 

@@ -152,6 +152,7 @@ class SqliteStore final : public Store {
   Expected<int> schema_version() override;
   Expected<Head> head() override;
   Expected<std::int64_t> acquire_writer(const std::string& holder) override;
+  Expected<std::int64_t> first_writer_epoch() override;
   [[nodiscard]] std::string_view backend() const override { return "sqlite"; }
 
  private:
@@ -346,6 +347,17 @@ Expected<std::pair<std::int64_t, std::string>> SqliteStore::newest_writer() {
   if (rc == SQLITE_DONE) return std::pair<std::int64_t, std::string>{0, ""};
   if (rc != SQLITE_ROW) return Unexpected{error("read the writer epoch")};
   return std::pair<std::int64_t, std::string>{use.integer(0), use.text(1)};
+}
+
+Expected<std::int64_t> SqliteStore::first_writer_epoch() {
+  std::lock_guard lock(mu_);
+  if (empty_) return 0;
+  if (!chained_) return Unexpected{"sqlite store " + location() + ": writer epochs need schema version 4"};
+  Statement select;
+  if (!select.prepare(db_, "SELECT coalesce(min(epoch), 0) FROM writers")) return Unexpected{error("read the writer epochs")};
+  Use use(select.get());
+  if (use.step() != SQLITE_ROW) return Unexpected{error("read the writer epochs")};
+  return use.integer(0);
 }
 
 Expected<std::int64_t> SqliteStore::acquire_writer(const std::string& holder) {

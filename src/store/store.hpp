@@ -111,6 +111,11 @@ class Store {
   // Stores that never call it (tools, tests, several writer processes of one producer)
   // append unfenced, serialised as always. Needs schema 4; fails on a read-only Store.
   virtual Expected<std::int64_t> acquire_writer(const std::string& holder) = 0;
+  // The epoch of the store's first producer, 0 when none acquired it yet. A producer that
+  // re-runs one deterministic run on its own store (`gpubank up --data-dir`, which replays
+  // from the start after a restart) prefixes its record ids with this one, so every start
+  // regenerates the ids already stored whichever epoch it holds itself.
+  virtual Expected<std::int64_t> first_writer_epoch() = 0;
 
   [[nodiscard]] virtual std::string_view backend() const = 0;  // "sqlite" or "postgresql"
   [[nodiscard]] const std::string& location() const { return location_; }

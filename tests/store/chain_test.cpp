@@ -260,6 +260,7 @@ TYPED_TEST(ChainTest, ASecondProducerFencesTheFirst) {
   auto second = this->open();
   auto tool = this->open();
   ASSERT_TRUE(first && second && tool);
+  EXPECT_EQ(*tool->first_writer_epoch(), 0);  // nobody acquired it yet
   auto epoch = first->acquire_writer("bank-a");
   ASSERT_TRUE(epoch) << epoch.error();
   EXPECT_EQ(*epoch, 1);
@@ -287,6 +288,9 @@ TYPED_TEST(ChainTest, ASecondProducerFencesTheFirst) {
   auto read_only = this->open(OpenOptions{.create = false, .read_only = true});
   ASSERT_TRUE(read_only);
   EXPECT_FALSE(read_only->acquire_writer("x"));
+  // The first producer's epoch stays the first, whoever holds the store now.
+  EXPECT_EQ(*read_only->first_writer_epoch(), 1);
+  EXPECT_EQ(*reopened->first_writer_epoch(), 1);
 }
 
 // ---- SQLite: the file itself ---------------------------------------------------------
