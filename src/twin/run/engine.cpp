@@ -208,7 +208,7 @@ Event Engine::workload_event(const Sim& s, VirtualTime now, std::string kind, st
 }
 
 Event Engine::lender_event(const std::string& group, const std::string& pool, const std::string& queue, VirtualTime now,
-                   std::string kind, std::string reason, std::string message) {
+                           std::string kind, std::string reason, std::string message) {
   Event e;
   e.t = now;
   e.kind = std::move(kind);

@@ -5,7 +5,7 @@
 namespace gpubank::twin::run::detail {
 
 Expected<bool> Engine::gpu_health(const std::string& uuid, bool healthy, int xid, VirtualTime now, const std::string& actor,
-                          std::int64_t ecc_double_bit) {
+                                  std::int64_t ecc_double_bit) {
   if (!cluster_) return Unexpected{std::string("no cluster: the run has no inventory")};
   const auto gpu = cluster_->find_gpu(uuid);
   if (!gpu) return Unexpected{"no GPU " + uuid};
@@ -75,7 +75,7 @@ Expected<bool> Engine::gpu_health(const std::string& uuid, bool healthy, int xid
 }
 
 Expected<bool> Engine::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
-                              std::int64_t ecc_double_bit) {
+                                      std::int64_t ecc_double_bit) {
   if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
   auto done = gpu_health(uuid, healthy, xid, now_, actor, ecc_double_bit);
   if (!done) return done;
@@ -131,7 +131,7 @@ Expected<bool> Engine::delete_now(const std::string& key, const std::string& act
 }
 
 Expected<bool> Engine::reserve(const std::string& group, const std::string& pool, std::int64_t gpus,
-                       std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor) {
+                               std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor) {
   if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
   const auto it = quota_index_.find({group, pool});
   if (it == quota_index_.end()) return Unexpected{"no GPUQuotaPolicy gives " + group + " quota in " + pool};
@@ -148,16 +148,11 @@ Expected<bool> Engine::reserve(const std::string& group, const std::string& pool
                              " guaranteed GPUs in " + pool + " (was " + std::to_string(before) + "): " + reason);
   e.numbers = {{"reserved", gpus}, {"before", before}, {"guaranteed", q.guaranteed}, {"used", q.used}};
   if (grace_ms) e.numbers["graceSeconds"] = *grace_ms / 1000;
-  actor_ = actor;
-  event(std::move(e));
-  actor_.clear();
-  sync_quotas();
-  if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
-  return true;
+  return announce_and_settle(std::move(e), actor);
 }
 
 Expected<bool> Engine::cap_borrowing(const std::string& group, const std::string& pool, std::optional<std::int64_t> cap,
-                             const std::string& reason, const std::string& actor) {
+                                     const std::string& reason, const std::string& actor) {
   if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
   const auto it = quota_index_.find({group, pool});
   if (it == quota_index_.end()) return Unexpected{"no GPUQuotaPolicy gives " + group + " quota in " + pool};
@@ -173,6 +168,10 @@ Expected<bool> Engine::cap_borrowing(const std::string& group, const std::string
   e.numbers = {{"borrowed", borrowed}};
   if (cap) e.numbers["cap"] = *cap;
   if (q.borrowing_limit) e.numbers["borrowingLimit"] = *q.borrowing_limit;
+  return announce_and_settle(std::move(e), actor);
+}
+
+Expected<bool> Engine::announce_and_settle(Event e, const std::string& actor) {
   actor_ = actor;
   event(std::move(e));
   actor_.clear();

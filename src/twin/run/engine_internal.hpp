@@ -353,6 +353,9 @@ class Engine {
 
  private:
   Expected<bool> settle_now();
+  // A controller's change to a quota (reserve, cap_borrowing): its event, audited with
+  // `actor`, then the quotas in step and the instant settled.
+  Expected<bool> announce_and_settle(Event e, const std::string& actor);
 
   // GPUs came free: the waiting workloads try again, in admission order.
   void place_waiting(VirtualTime now);
