@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "document/reader.hpp"
+#include "policy/priority.hpp"
 #include "policy/rules.hpp"
 #include "support/policy_fixture.hpp"
 
@@ -286,6 +287,35 @@ TEST(WorkloadTrust, GpuWorkloadsMustNameAKueueQueue) {
   f = check(cronjob("kueue.x-k8s.io/queue-name: search", "app: x"), "search-training");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].path, "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name]");
+}
+
+// ---- protected workloads and their default priority class ---------------------------
+
+PriorityRule priority(std::string name, int value, std::vector<WorkloadType> types, std::vector<std::string> groups = {}) {
+  PriorityRule r;
+  r.name = std::move(name);
+  r.value = value;
+  r.workload_types = std::move(types);
+  r.groups = std::move(groups);
+  return r;
+}
+
+TEST(DefaultPriority, IsTheHighestClassThatNamesTheTypeAndAllowsTheGroup) {
+  PlatformGuardrailsSpec g;
+  g.priorities = {
+      priority("any-type", 900'000, {}),  // every type, so chosen for none
+      priority("serving", 100'000, {WorkloadType::Inference}),
+      priority("ads-serving", 200'000, {WorkloadType::Inference}, {"ads"}),
+      priority("serving-too", 100'000, {WorkloadType::Inference, WorkloadType::Batch}),
+      priority("batch-low", 1'000, {WorkloadType::Batch}),
+  };
+  ASSERT_NE(default_priority_for(g, WorkloadType::Inference, "search"), nullptr);
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Inference, "search")->name, "serving");  // first of equals
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Inference, "ads")->name, "ads-serving");
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Batch, "search")->name, "serving-too");
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Training, "search"), nullptr);
+  EXPECT_TRUE(is_protected_type(g, WorkloadType::Inference));  // the default protectedWorkloadTypes
+  EXPECT_FALSE(is_protected_type(g, WorkloadType::Batch));
 }
 
 }  // namespace

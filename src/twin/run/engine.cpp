@@ -15,6 +15,7 @@
 #include "kueue/bridge.hpp"
 #include "kueue/decode.hpp"
 #include "policy/authorize.hpp"
+#include "policy/priority.hpp"
 #include "render/kueue.hpp"
 #include "render/object.hpp"
 #include "render/scheduling.hpp"
@@ -52,21 +53,6 @@ std::string trait_name(policy::WorkloadTrait t) {
     case policy::WorkloadTrait::Development: return "development";
   }
   return "batch";
-}
-
-// The priority class a protected-type workload without one gets on entry, as the admission
-// webhook writes it before Kueue sees the workload (docs/bank.md): the highest-valued class
-// of the guardrails that names the type in its workloadTypes and allows the group (the
-// first listed on equal values). Null when there is none.
-const policy::PriorityRule* default_priority(const policy::PlatformGuardrailsSpec& guardrails, policy::WorkloadType type,
-                                             const std::string& group) {
-  const policy::PriorityRule* best = nullptr;
-  for (const auto& rule : guardrails.priorities) {
-    const bool names_type = std::find(rule.workload_types.begin(), rule.workload_types.end(), type) != rule.workload_types.end();
-    const bool allows_group = rule.groups.empty() || std::find(rule.groups.begin(), rule.groups.end(), group) != rule.groups.end();
-    if (names_type && allows_group && (best == nullptr || rule.value > best->value)) best = &rule;
-  }
-  return best;
 }
 
 double gpu_hours(std::int64_t gpu_ms) { return static_cast<double>(gpu_ms) / 3'600'000.0; }
@@ -466,7 +452,7 @@ class Engine {
     s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
     if (w.priority_class.empty() && s.protected_) {
       // Without a class Kueue would give it priority 0, below every batch job of its queue.
-      const policy::PriorityRule* rule = default_priority(*guardrails_, w.workload_type, w.business_group);
+      const policy::PriorityRule* rule = policy::default_priority_for(*guardrails_, w.workload_type, w.business_group);
       if (rule == nullptr) {
         return fail(".priorityClass", type_name(w.workload_type) +
                                           " workloads are protected and need a priority class, but the guardrails have "
