@@ -1,15 +1,19 @@
-// Fuzzes the admission webhook's decision function on AdmissionReview bodies, against a
-// snapshot of examples/policies built once, at a fixed request time. Invariant: whenever
-// the body is valid JSON whose request.uid is a string, the decision (and so the response)
-// carries that uid; the API server discards a response with any other uid.
+// Fuzzes the admission webhook's decision functions, review() (POST /validate) and
+// review_mutation() (POST /mutate), on AdmissionReview bodies, against a snapshot of
+// examples/policies built once, at a fixed request time. Invariants: whenever the body is
+// valid JSON whose request.uid is a string, both decisions (and so the responses) carry
+// that uid, since the API server discards a response with any other uid; and a patch
+// /mutate answers with applies to request.object and sets the priority-class label.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +67,53 @@ std::optional<std::string> expected_uid(std::string_view body) {
   return uid->get<std::string>();
 }
 
+[[noreturn]] void fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "\n%s\n%s\n", what, detail.c_str());
+  std::fflush(stderr);
+  __builtin_trap();
+}
+
+// The body as an independent parser reads it; nullopt when that could differ from what the
+// decision read: a body it does not accept, or one with a key twice in some object (the
+// decision reads the first, nlohmann keeps the last).
+std::optional<nlohmann::json> parse_unambiguous(std::string_view body) {
+  std::vector<std::set<std::string>> open_objects;
+  bool duplicate = false;
+  const nlohmann::json::parser_callback_t track = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) open_objects.emplace_back();
+    if (event == Event::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == Event::key && !open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
+      duplicate = true;
+    }
+    return true;
+  };
+  nlohmann::json root = nlohmann::json::parse(body, track, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (root.is_discarded() || duplicate) return std::nullopt;
+  return root;
+}
+
+// The patch of an allowed mutation, applied to request.object as the API server would.
+void check_patch(std::string_view body, const api::AdmissionDecision& decision) {
+  if (!decision.allowed || decision.patch.empty()) return;
+  const auto root = parse_unambiguous(body);
+  if (!root) return;
+  if (!root->is_object() || !root->contains("request") || !(*root)["request"].is_object() ||
+      !(*root)["request"].contains("object")) {
+    fail("a patch for a request without an object", decision.patch.dump());
+  }
+  nlohmann::json patched;
+  try {
+    patched = (*root)["request"]["object"].patch(decision.patch);
+  } catch (const nlohmann::json::exception& e) {
+    fail("the mutation's patch does not apply to request.object", decision.patch.dump() + "\n" + e.what());
+  }
+  const nlohmann::json::json_pointer label("/metadata/labels/kueue.x-k8s.io~1priority-class");
+  if (!patched.contains(label) || !patched[label].is_string()) {
+    fail("the patched object has no kueue.x-k8s.io/priority-class label", patched.dump());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
@@ -74,19 +125,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   static const Timestamp now = *parse_rfc3339("2026-12-01T08:00:00Z");
 
-  const api::AdmissionDecision decision = api::review(snapshot(), body, now);
-  // As the webhook server sends it: dump() throws on invalid UTF-8 anywhere in the decision.
-  const std::string response = api::review_response(decision).dump();
+  const auto uid = expected_uid(body);
+  for (const bool mutating : {false, true}) {
+    const api::AdmissionDecision decision =
+        mutating ? api::review_mutation(snapshot(), body, now) : api::review(snapshot(), body, now);
+    // As the webhook server sends it: dump() throws on invalid UTF-8 anywhere in the decision.
+    const std::string response = api::review_response(decision).dump();
 
-  // ADMISSION_FUZZER_PRINT=1 shows each response (to check what the seeds exercise).
-  static const bool print = std::getenv("ADMISSION_FUZZER_PRINT") != nullptr;
-  if (print) std::fprintf(stderr, "%s\n", response.c_str());
+    // ADMISSION_FUZZER_PRINT=1 shows each response (to check what the seeds exercise).
+    static const bool print = std::getenv("ADMISSION_FUZZER_PRINT") != nullptr;
+    if (print) std::fprintf(stderr, "%s %s\n", mutating ? "/mutate" : "/validate", response.c_str());
 
-  if (const auto uid = expected_uid(body); uid && decision.uid != *uid) {
-    std::fprintf(stderr, "\nadmission decision uid \"%s\" differs from request.uid \"%s\"\nresponse: %s\n",
-                 decision.uid.c_str(), uid->c_str(), response.c_str());
-    std::fflush(stderr);
-    __builtin_trap();
+    if (uid && decision.uid != *uid) {
+      fail(mutating ? "the mutation's uid differs from request.uid" : "the decision's uid differs from request.uid",
+           "decision uid \"" + decision.uid + "\", request.uid \"" + *uid + "\"\nresponse: " + response);
+    }
+    if (mutating) check_patch(body, decision);
   }
   return 0;
 }

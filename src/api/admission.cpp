@@ -1,6 +1,8 @@
 #include "api/admission.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -8,6 +10,7 @@
 #include "policy/decode.hpp"
 #include "policy/lease_approval.hpp"
 #include "policy/rules.hpp"
+#include "policy/schema.hpp"  // the names of workload types
 #include "policy/validate.hpp"
 #include "policy/workload.hpp"
 
@@ -349,6 +352,76 @@ void review_workload(const PolicySnapshot& snapshot, const Node& request, Admiss
   conclude(d, findings, what, 403, "Forbidden");
 }
 
+// ---- POST /mutate: the default priority class of a protected workload ------------------
+
+// The JSON Patch that sets the label at the object's top level: one "add" into existing
+// labels, or the whole labels map (or metadata) where there is none. The label key holds a
+// "/", written "~1" in a JSON pointer (RFC 6901).
+nlohmann::json priority_label_patch(const Node& object, const std::string& class_name) {
+  const std::string key(policy::kLabelKueuePriorityClass);
+  const Node* meta = object.find("metadata");
+  if (meta == nullptr || meta->type != NodeType::Mapping) {
+    return nlohmann::json::array({{{"op", "add"}, {"path", "/metadata"}, {"value", {{"labels", {{key, class_name}}}}}}});
+  }
+  const Node* labels = meta->find("labels");
+  if (labels != nullptr && labels->type == NodeType::Mapping) {
+    const nlohmann::json::json_pointer label = nlohmann::json::json_pointer("/metadata/labels") / key;
+    return nlohmann::json::array({{{"op", "add"}, {"path", label.to_string()}, {"value", class_name}}});
+  }
+  // Absent or null: "add" creates the member or replaces the null.
+  return nlohmann::json::array({{{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{key, class_name}}}}});
+}
+
+void mutate_workload(const PolicySnapshot& snapshot, const Node& request, AdmissionDecision& d) {
+  if ((d.operation != "CREATE" && d.operation != "UPDATE") || !d.sub_resource.empty()) {
+    d.allowed = true;  // nothing of a delete, an exec or a subresource reaches Kueue's priority
+    return;
+  }
+  const Node* object = request.find("object");  // a mapping: review_mutation checked
+  const policy::PlatformGuardrailsSpec* guardrails = snapshot.set().guardrails_spec();
+  if (guardrails == nullptr) {
+    d.allowed = true;
+    add_warning(d, "gpubank has no PlatformGuardrails loaded; no default priority class was written");
+    return;
+  }
+  const auto missing = policy::missing_priority_class(*object, d.namespace_, *guardrails);
+  if (!missing) {
+    d.allowed = true;
+    return;
+  }
+  if (const Node* meta = object->find("metadata"); meta != nullptr && meta->type == NodeType::Mapping) {
+    const Node* labels = meta->find("labels");
+    if (labels != nullptr && labels->type != NodeType::Mapping && labels->type != NodeType::Null) {
+      deny(d, 400, "BadRequest", rule::kRequestMalformed,
+           "request.object.metadata.labels must be a map of strings, not " + doc::preview(*labels));
+      return;
+    }
+  }
+  const std::string what = d.kind.substr(d.kind.find('/') + 1) + "/" + d.namespace_ + "/" + d.name;
+  if (missing->default_class == nullptr) {
+    // A controller's copy is judged with the object it copies (as by the validating rule).
+    if (policy::is_controller(d.user, *guardrails)) {
+      d.allowed = true;
+      return;
+    }
+    conclude(d,
+             {Diagnostic{Severity::Error, std::string(rule::kPriorityProtectedNeedsClass), {}, {}, {}, {},
+                         std::string(policy::kPriorityClassLabelPath), policy::missing_priority_message(*missing)}},
+             what, 403, "Forbidden");
+    return;
+  }
+  // Controllers' writes are defaulted too: the pods a ReplicaSet creates for a Deployment
+  // are where Kueue's pod integration reads the class.
+  const std::string& class_name = missing->default_class->name;
+  d.allowed = true;
+  d.patch = priority_label_patch(*object, class_name);
+  d.rules.emplace_back(rule::kPriorityProtectedNeedsClass);
+  add_warning(d, std::string(policy::kPriorityClassLabelPath) + ": set to \"" + class_name + "\", the default for " +
+                     std::string(doc::enum_name(missing->type)) + " workloads of " + missing->group->name +
+                     " (a protected type needs a priority class) [" + std::string(rule::kPriorityProtectedNeedsClass) +
+                     "]");
+}
+
 }  // namespace
 
 PolicySnapshot::PolicySnapshot(policy::PolicySet set, const policy::ValidationOptions& options)
@@ -361,8 +434,22 @@ PolicySnapshot::PolicySnapshot(policy::PolicySet set, const policy::ValidationOp
 
 bool PolicySnapshot::had(const Diagnostic& finding) const { return finding_keys_.contains(key_of(finding)); }
 
-AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now) {
+namespace {
+
+// What a decision needs of the request besides the decision itself.
+struct RequestKind {
+  std::string group;  // request.kind.group ("" for the core group)
+  std::string kind;   // request.kind.kind
+};
+
+using Decide = std::function<void(const Node& request, const RequestKind& kind, AdmissionDecision& d)>;
+
+// Reads the AdmissionReview envelope into `d` (uid, operation, kind, user, ...) and calls
+// `decide` with its request; malformed or oversized bodies are denied here, the same way
+// for both endpoints.
+AdmissionDecision read_review(std::string_view body, bool mutating, const Decide& decide) {
   AdmissionDecision d;
+  d.mutating = mutating;
   if (body.size() > kMaxReviewBytes) {
     d.uid = find_uid(body);
     deny(d, 413, "RequestEntityTooLarge", rule::kRequestTooLarge,
@@ -399,9 +486,8 @@ AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, 
   d.name = string_at(request, "name");
   if (const Node* dry = request->find("dryRun"); dry != nullptr && dry->type == NodeType::Bool) d.dry_run = dry->boolean;
   const Node* kind = request->find("kind");
-  const std::string group = string_at(kind, "group");
-  const std::string kind_name = string_at(kind, "kind");
-  d.kind = group + "/" + kind_name;
+  const RequestKind request_kind{string_at(kind, "group"), string_at(kind, "kind")};
+  d.kind = request_kind.group + "/" + request_kind.kind;
   if (const Node* user = request->find("userInfo")) {
     d.user.username = string_at(user, "username");
     if (const Node* groups = user->find("groups"); groups != nullptr && groups->type == NodeType::Sequence) {
@@ -412,7 +498,7 @@ AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, 
   }
   std::string missing;
   if (d.uid.empty()) missing = "request.uid";
-  else if (kind_name.empty()) missing = "request.kind.kind";
+  else if (request_kind.kind.empty()) missing = "request.kind.kind";
   else if (d.operation.empty()) missing = "request.operation";
   else if (d.user.username.empty()) missing = "request.userInfo.username";
   if (!missing.empty()) {
@@ -430,31 +516,89 @@ AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, 
       if (const Node* meta = o->find("metadata")) d.name = string_at(meta, "name");
     }
   }
-
-  if (group == policy::kApiGroup) {
-    review_policy(snapshot, *request, d, now);
-    return d;
-  }
-  const Node* object = request->find(d.operation == "DELETE" ? "oldObject" : "object");
-  if (policy::is_workload_kind(group, kind_name) || (object != nullptr && policy::is_workload(*object))) {
-    review_workload(snapshot, *request, d);
-    return d;
-  }
-  if (!d.sub_resource.empty() || d.operation == "DELETE" || d.operation == "CONNECT") {
-    d.allowed = true;  // subresources and deletes of workloads we do not inspect
-    return d;
-  }
-  deny(d, 400, "BadRequest", rule::kRequestUnsupportedKind,
-       "gpubank's webhook validates platform.gpubank.dev policies and workloads with pod templates, not " + d.kind +
-           "; check the rules of its ValidatingWebhookConfiguration");
+  decide(*request, request_kind, d);
   return d;
 }
+
+// Whether the request is for a workload (a kind the webhook knows, or any object with a
+// pod template).
+bool is_workload_request(const Node& request, const RequestKind& kind, const AdmissionDecision& d) {
+  const Node* object = request.find(d.operation == "DELETE" ? "oldObject" : "object");
+  return policy::is_workload_kind(kind.group, kind.kind) || (object != nullptr && policy::is_workload(*object));
+}
+
+}  // namespace
+
+AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now) {
+  return read_review(body, false, [&](const Node& request, const RequestKind& kind, AdmissionDecision& d) {
+    if (kind.group == policy::kApiGroup) {
+      review_policy(snapshot, request, d, now);
+      return;
+    }
+    if (is_workload_request(request, kind, d)) {
+      review_workload(snapshot, request, d);
+      return;
+    }
+    if (!d.sub_resource.empty() || d.operation == "DELETE" || d.operation == "CONNECT") {
+      d.allowed = true;  // subresources and deletes of workloads we do not inspect
+      return;
+    }
+    deny(d, 400, "BadRequest", rule::kRequestUnsupportedKind,
+         "gpubank's webhook validates platform.gpubank.dev policies and workloads with pod templates, not " + d.kind +
+             "; check the rules of its ValidatingWebhookConfiguration");
+  });
+}
+
+AdmissionDecision review_mutation(const PolicySnapshot& snapshot, std::string_view body, Timestamp /*now*/) {
+  return read_review(body, true, [&](const Node& request, const RequestKind& kind, AdmissionDecision& d) {
+    const bool writes_object = (d.operation == "CREATE" || d.operation == "UPDATE") && d.sub_resource.empty();
+    if (const Node* object = request.find("object");
+        writes_object && (object == nullptr || object->type != NodeType::Mapping)) {
+      // Whatever the kind: the API server always sends the object it is about to store.
+      deny(d, 400, "BadRequest", rule::kRequestMalformed, "request.object is required for " + d.operation);
+      return;
+    }
+    // Policies are never changed, and kinds the validating webhook judges otherwise
+    // (or refuses) are left to it.
+    if (kind.group != policy::kApiGroup && is_workload_request(request, kind, d)) {
+      mutate_workload(snapshot, request, d);
+      return;
+    }
+    d.allowed = true;
+  });
+}
+
+namespace {
+
+// RFC 4648 base64 with padding, as AdmissionResponse.patch ([]byte in Go) is encoded in JSON.
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t chunk = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0U);
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 0x3F] : '=';
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json review_response(const AdmissionDecision& d) {
   nlohmann::json response = {{"uid", d.uid}, {"allowed", d.allowed}};
   if (!d.allowed) {
     response["status"] = {{"code", d.code}, {"message", d.message}};
     if (!d.reason.empty()) response["status"]["reason"] = d.reason;
+  }
+  if (d.allowed && !d.patch.empty()) {
+    response["patchType"] = "JSONPatch";
+    response["patch"] = base64(d.patch.dump());
   }
   if (!d.warnings.empty()) response["warnings"] = d.warnings;
   return {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}};

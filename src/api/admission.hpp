@@ -1,6 +1,8 @@
-// The validating admission webhook's decisions, as a pure function of the policy snapshot,
-// the AdmissionReview body and the request time. The HTTPS server and the audit log are
-// the shell around it (webhook_server.hpp, audit_log.hpp).
+// The admission webhook's decisions, as a pure function of the policy snapshot, the
+// AdmissionReview body and the request time: review() for POST /validate, which allows or
+// denies, and review_mutation() for POST /mutate, which also patches (the default priority
+// class of a protected workload). The HTTPS server and the audit log are the shell around
+// them (webhook_server.hpp, audit_log.hpp).
 #pragma once
 
 #include <cstddef>
@@ -41,6 +43,12 @@ struct AdmissionDecision {
   std::string name;
   policy::UserInfo user;
   bool dry_run = false;
+
+  // POST /mutate only.
+  bool mutating = false;
+  // The RFC 6902 JSON Patch for the object (an array of operations; empty: no change).
+  // The response carries it base64-encoded with patchType JSONPatch.
+  nlohmann::json patch = nlohmann::json::array();
 };
 
 // The policies in force: loaded once, shared read-only by every request.
@@ -65,7 +73,15 @@ class PolicySnapshot {
 // Decides one AdmissionReview. Never throws; any malformed input becomes a denial.
 AdmissionDecision review(const PolicySnapshot& snapshot, std::string_view body, Timestamp now);
 
-// The admission.k8s.io/v1 AdmissionReview response for a decision.
+// Decides one AdmissionReview for the mutating webhook (docs/webhook.md, "Defaulting"): a
+// workload of a protected type in a group's namespace that names no priority class gets
+// the kueue.x-k8s.io/priority-class label with its type's default; without a default a
+// user's workload is denied (priority.protected-needs-class). Everything else is allowed
+// unchanged. The envelope is read, and malformed input denied, exactly as by review().
+AdmissionDecision review_mutation(const PolicySnapshot& snapshot, std::string_view body, Timestamp now);
+
+// The admission.k8s.io/v1 AdmissionReview response for a decision (with patchType and
+// patch when an allowed decision has a patch).
 nlohmann::json review_response(const AdmissionDecision& decision);
 
 }  // namespace gpubank::api

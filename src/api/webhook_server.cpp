@@ -103,6 +103,9 @@ nlohmann::ordered_json audit_entry(const AdmissionDecision& d, Timestamp now) {
   if (!d.sub_resource.empty()) e["subResource"] = d.sub_resource;
   if (!d.message.empty()) e["message"] = d.message;
   if (!d.warnings.empty()) e["warnings"] = d.warnings;
+  // Mutations are decisions too: which endpoint decided, and the change it made.
+  if (d.mutating) e["endpoint"] = "/mutate";
+  if (!d.patch.empty()) e["patch"] = nlohmann::ordered_json::parse(d.patch.dump());
   return e;
 }
 
@@ -171,6 +174,17 @@ struct DiscardBody {
 };
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// The endpoints that take an AdmissionReview: POST /validate decides, POST /mutate decides
+// and may patch. Both go through the same limits, framing checks, review pool and audit log.
+enum class Endpoint { Validate, Mutate };
+
+std::optional<Endpoint> review_endpoint(std::string_view target) {
+  const std::string_view path = path_of(target);
+  if (path == "/validate") return Endpoint::Validate;
+  if (path == "/mutate") return Endpoint::Mutate;
+  return std::nullopt;
+}
 
 // A denial in AdmissionReview form for what never reached review(): the HTTP status says
 // what happened, the body is still one the API server (or a person) can read.
@@ -282,13 +296,13 @@ struct WebhookServer::Runtime {
         const bool body = ec == http::error::body_limit;
         if (body) ++rt_.too_large;
         // (A Content-Length above the limit fails the header itself: its start line is read.)
-        const bool validate = path_of(parser_->get().target()) == "/validate";
+        const bool review = review_endpoint(parser_->get().target()).has_value();
         const unsigned version = parser_->get().version() == 10 ? 10 : 11;
         const auto status = body ? http::status::payload_too_large : http::status::request_header_fields_too_large;
         std::string message = body ? "the request body is larger than the webhook reads (" +
                                          std::to_string(kMaxReadBytes >> 20) + " MiB)"
                                    : "the request headers are larger than the webhook reads (8 KiB)";
-        std::string text = validate ? unread_review(static_cast<int>(status),
+        std::string text = review ? unread_review(static_cast<int>(status),
                                                     body ? "RequestEntityTooLarge" : "BadRequest", message)
                                     : nlohmann::json{{"status", static_cast<int>(status)}, {"message", message}}.dump();
         return respond(make_response(status, version, std::move(text), "application/json"), true);
@@ -303,9 +317,8 @@ struct WebhookServer::Runtime {
       }
       if (ec) return fail(ec);
       HttpRequest req = parser_->release();
-      const bool validate = lane_ != Lane::Health && path_of(req.target()) == "/validate" &&
-                            req.method() == http::verb::post;
-      if (!validate) {
+      const auto endpoint = review_endpoint(req.target());
+      if (lane_ == Lane::Health || !endpoint || req.method() != http::verb::post) {
         HttpResponse res = rt_.answer_plain(req, lane_ == Lane::Health);
         return respond(std::move(res), !req.keep_alive());
       }
@@ -314,8 +327,8 @@ struct WebhookServer::Runtime {
         return respond(std::move(*refusal), close_after);
       }
       // Decide off the event loop; come back to this connection's strand to answer.
-      net::post(rt_.review_pool, [self = this->shared_from_this(), req = std::move(req)]() mutable {
-        HttpResponse res = self->rt_.validate(req);
+      net::post(rt_.review_pool, [self = this->shared_from_this(), req = std::move(req), endpoint = *endpoint]() mutable {
+        HttpResponse res = self->rt_.decide(req, endpoint);
         const bool close_after = !req.keep_alive();
         net::post(self->stream_.get_executor(), [self, res = std::move(res), close_after]() mutable {
           self->respond(std::move(res), close_after);
@@ -522,10 +535,10 @@ struct WebhookServer::Runtime {
       return make_response(ok ? http::status::ok : http::status::service_unavailable, req.version(),
                            ok ? "ok\n" : "not ready\n", "text/plain");
     }
-    if (!health_only && path == "/validate") {
-      HttpResponse res = make_response(http::status::method_not_allowed, req.version(),
-                                       unread_review(405, "MethodNotAllowed", "POST an AdmissionReview to /validate"),
-                                       "application/json");
+    if (!health_only && review_endpoint(path)) {
+      HttpResponse res = make_response(
+          http::status::method_not_allowed, req.version(),
+          unread_review(405, "MethodNotAllowed", "POST an AdmissionReview to " + std::string(path)), "application/json");
       res.set(http::field::allow, "POST");
       return res;
     }
@@ -533,8 +546,8 @@ struct WebhookServer::Runtime {
                          nlohmann::json{{"status", 404}, {"path", path}}.dump(), "application/json");
   }
 
-  // A /validate request the webhook will not decide because of how it is framed; nullopt
-  // when it may be decided.
+  // A /validate or /mutate request the webhook will not decide because of how it is
+  // framed; nullopt when it may be decided.
   static std::optional<HttpResponse> check_framing(const HttpRequest& req) {
     const auto encoding = req[http::field::content_encoding];
     if (!encoding.empty() && !beast::iequals(encoding, "identity")) {
@@ -556,7 +569,9 @@ struct WebhookServer::Runtime {
       // missing and close instead.
       HttpResponse res = make_response(
           http::status::length_required, req.version(),
-          unread_review(411, "LengthRequired", "a POST to /validate needs Content-Length or chunked encoding"),
+          unread_review(411, "LengthRequired",
+                        "a POST to " + std::string(path_of(req.target())) +
+                            " needs Content-Length or chunked encoding"),
           "application/json");
       res.keep_alive(false);
       return res;
@@ -564,27 +579,30 @@ struct WebhookServer::Runtime {
     return std::nullopt;
   }
 
-  // POST /validate: decide, audit, answer (on the review pool).
-  HttpResponse validate(const HttpRequest& req) {
+  // POST /validate and /mutate: decide, audit, answer (on the review pool).
+  HttpResponse decide(const HttpRequest& req, Endpoint endpoint) {
     AdmissionDecision decision;
     try {
       const Timestamp now = wall_now();
       const auto snap = server.snapshot();
-      decision = review(*snap, req.body(), now);
+      decision = endpoint == Endpoint::Mutate ? review_mutation(*snap, req.body(), now) : review(*snap, req.body(), now);
       if (auto written = server.audit_->append(audit_entry(decision, now)); !written) {
-        // Fail closed: a decision nobody can audit is not made.
+        // Fail closed: a decision (or a patch) nobody can audit is not made.
         decision.allowed = false;
         decision.code = 500;
         decision.reason = "InternalError";
         decision.message = "gpubank could not record the decision in its audit log (" + written.error() + ")";
         decision.warnings.clear();
+        decision.patch = nlohmann::json::array();
         spdlog::error("{}", decision.message);
       }
       if (!decision.allowed) spdlog::info("denied {}: {}", describe(decision), decision.message);
+      if (!decision.patch.empty()) spdlog::debug("patched {}: {}", describe(decision), decision.patch.dump());
       return make_response(http::status::ok, req.version(), review_response(decision).dump(), "application/json");
     } catch (const std::exception& e) {
       spdlog::error("request failed: {}", e.what());
       AdmissionDecision d;
+      d.mutating = endpoint == Endpoint::Mutate;
       d.code = 500;
       d.reason = "InternalError";
       d.message = std::string("internal error: ") + e.what();

@@ -1,6 +1,7 @@
-// The admission webhook's HTTPS server: POST /validate (AdmissionReview), GET /healthz
-// and /readyz. Decisions come from review() (admission.hpp); every decision is written to
-// the audit log before it is answered, and a decision that cannot be recorded is a denial.
+// The admission webhook's HTTPS server: POST /validate and POST /mutate (AdmissionReview),
+// GET /healthz and /readyz. Decisions come from review() and review_mutation()
+// (admission.hpp); every decision is written to the audit log before it is answered, and
+// a decision that cannot be recorded is a denial.
 //
 // Nobody can stop it by talking to it (issue 28): bodies are bounded however they are
 // framed, every request has one deadline from its first byte to its last, connections

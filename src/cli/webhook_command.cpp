@@ -52,7 +52,8 @@ int run_webhook(const WebhookCommandOptions& opt) {
     std::cerr << "gpubank webhook: " << port.error() << '\n';
     return 1;
   }
-  spdlog::info("serving https://{}:{}/validate (audit log {})", opt.server.address, *port, opt.server.audit_log);
+  spdlog::info("serving https://{}:{}/validate and /mutate (audit log {})", opt.server.address, *port,
+               opt.server.audit_log);
   if (const int health = (*server)->health_port(); health >= 0) {
     spdlog::info("serving http://{}:{}/healthz and /readyz", opt.server.health_address, health);
   }
@@ -100,6 +101,7 @@ Command add_webhook_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "webhook",
       "Serve the validating admission webhook over HTTPS: POST /validate (admission.k8s.io/v1 AdmissionReview), "
+      "and the mutating one: POST /mutate (the default priority class of protected workloads, as a JSON Patch); "
       "GET /healthz and /readyz (also over plain HTTP on --health-port). SIGHUP, or a change of the files, reloads "
       "the policies and the certificate.");
   auto& s = opt->server;

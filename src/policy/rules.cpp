@@ -92,6 +92,7 @@ constexpr std::array kRules = {
     RuleInfo{rule::kLabelsInvalidWorkloadType, S::Workload, "a workload-type label outside training, inference, batch, notebook"},
     RuleInfo{rule::kPriorityUnknown, S::Workload, "a priority class the guardrails do not allow at all"},
     RuleInfo{rule::kPriorityForbidden, S::Workload, "a priority class not allowed for the workload's group or type"},
+    RuleInfo{rule::kPriorityProtectedNeedsClass, S::Workload, "a workload of a protected type without a priority class (POST /mutate adds the default)", false},
     RuleInfo{rule::kLabelsOwnerIdNotRequester, S::Workload, "an owner-id label that is not the requesting user, or changed on update", false},
     RuleInfo{rule::kLabelsCapacityRoleControllerOnly, S::Workload, "a capacity-role label set by someone other than the guardrails' controllers", false},
     RuleInfo{rule::kLabelsInferenceNotTargeted, S::Workload, "workload-type inference on a workload no InferenceScalingPolicy targets"},

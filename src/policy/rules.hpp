@@ -125,6 +125,7 @@ inline constexpr std::string_view kLabelsReserved = "labels.reserved";
 inline constexpr std::string_view kLabelsInvalidWorkloadType = "labels.invalid-workload-type";
 inline constexpr std::string_view kPriorityUnknown = "priority.unknown";
 inline constexpr std::string_view kPriorityForbidden = "priority.forbidden";
+inline constexpr std::string_view kPriorityProtectedNeedsClass = "priority.protected-needs-class";
 inline constexpr std::string_view kLabelsOwnerIdNotRequester = "labels.owner-id-not-requester";
 inline constexpr std::string_view kLabelsCapacityRoleControllerOnly = "labels.capacity-role-controller-only";
 inline constexpr std::string_view kLabelsInferenceNotTargeted = "labels.inference-not-targeted";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "policy/priority.hpp"
 #include "policy/rules.hpp"
 #include "policy/schema.hpp"
 
@@ -48,6 +49,44 @@ void collect(const doc::Node& n, const std::string& path, int depth, std::vector
     }
     collect(e.value, child, depth + 1, labels, pods);
   }
+}
+
+// The type a workload-type label names; nullopt for a value that is not a type.
+std::optional<WorkloadType> type_named_by(const doc::Node& label) {
+  if (label.type != doc::NodeType::String) return std::nullopt;
+  for (const auto& [value, name] : doc::EnumNames<WorkloadType>::values) {
+    if (label.text == name) return value;
+  }
+  return std::nullopt;
+}
+
+// The workload's type: the first workload-type label found (top level first) that names one.
+std::optional<WorkloadType> workload_type_of(const std::vector<LabelSite>& sites) {
+  for (const auto& site : sites) {
+    if (const doc::Node* v = site.labels->find(kLabelWorkloadType)) {
+      if (auto type = type_named_by(*v)) return type;
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether the object names a priority class anywhere, whatever the value (an invalid one
+// is priority.unknown's, not a missing one).
+bool names_priority_class(const std::vector<LabelSite>& labels, const std::vector<PodSpecSite>& pods) {
+  return std::any_of(labels.begin(), labels.end(),
+                     [](const LabelSite& s) { return s.labels->find(kLabelKueuePriorityClass) != nullptr; }) ||
+         std::any_of(pods.begin(), pods.end(),
+                     [](const PodSpecSite& p) { return p.spec->find("priorityClassName") != nullptr; });
+}
+
+std::optional<MissingPriorityClass> missing_class(const PlatformGuardrailsSpec& guardrails, const Group* group,
+                                                  std::optional<WorkloadType> type,
+                                                  const std::vector<LabelSite>& labels,
+                                                  const std::vector<PodSpecSite>& pods) {
+  if (group == nullptr || !type || !is_protected_type(guardrails, *type) || names_priority_class(labels, pods)) {
+    return std::nullopt;
+  }
+  return MissingPriorityClass{*type, group, default_priority_for(guardrails, *type, group->name)};
 }
 
 const doc::Node* old_label(const doc::Node* old_root, std::string_view key) {
@@ -259,8 +298,7 @@ void check_privileged_labels(const doc::Node& root, const WorkloadContext& ctx, 
         why = "its only value is \"true\", not " + doc::preview(*v);
       } else if (!type) {
         why = "the workload has no " + std::string(kLabelWorkloadType) + " label";
-      } else if (std::find(ctx.guardrails.protected_workload_types.begin(), ctx.guardrails.protected_workload_types.end(),
-                           *type) != ctx.guardrails.protected_workload_types.end()) {
+      } else if (is_protected_type(ctx.guardrails, *type)) {
         why = std::string(doc::enum_name(*type)) +
               " workloads are protected from preemption, so they cannot give back capacity they borrow as checkpointable";
       }
@@ -296,6 +334,31 @@ bool is_controller(const UserInfo& user, const PlatformGuardrailsSpec& guardrail
                      [&](const Subject& s) { return matches(s, user); });
 }
 
+std::optional<MissingPriorityClass> missing_priority_class(const doc::Node& root, std::string_view ns,
+                                                          const PlatformGuardrailsSpec& guardrails) {
+  std::vector<LabelSite> labels;
+  std::vector<PodSpecSite> pods;
+  collect(root, "", 0, labels, pods);
+  return missing_class(guardrails, guardrails.group_of_namespace(ns), workload_type_of(labels), labels, pods);
+}
+
+std::string missing_priority_message(const MissingPriorityClass& missing) {
+  const std::string type(doc::enum_name(missing.type));
+  std::string message = type + " workloads are protected (the guardrails' protectedWorkloadTypes) and need a priority "
+                        "class, so that Kueue does not run them at priority 0 below the batch jobs of their queue; "
+                        "this one names none (no label " + std::string(kLabelKueuePriorityClass) +
+                        ", no priorityClassName). ";
+  if (missing.default_class != nullptr) {
+    message += "Its default is \"" + missing.default_class->name + "\", which gpubank's mutating webhook (POST /mutate) "
+               "writes into that label: install it, or set the label yourself";
+  } else {
+    message += "The guardrails have no default for it: no priority class names " + type +
+               " in its workloadTypes and allows business group " + missing.group->name +
+               "; add one to spec.priorities";
+  }
+  return message;
+}
+
 void check_workload(const doc::Node& root, const WorkloadContext& context, const WorkloadReport& report) {
   const std::string_view ns = context.ns;
   const PlatformGuardrailsSpec& guardrails = context.guardrails;
@@ -306,23 +369,13 @@ void check_workload(const doc::Node& root, const WorkloadContext& context, const
   const Group* group = guardrails.group_of_namespace(ns);
 
   // The workload type: the first workload-type label found (top level first).
-  std::optional<WorkloadType> type;
+  const std::optional<WorkloadType> type = workload_type_of(label_sites);
   for (const auto& site : label_sites) {
     const doc::Node* v = site.labels->find(kLabelWorkloadType);
-    if (v == nullptr) continue;
-    const std::string path = site.path + "[" + std::string(kLabelWorkloadType) + "]";
-    bool known = false;
-    for (const auto& [value, name] : doc::EnumNames<WorkloadType>::values) {
-      if (v->type == doc::NodeType::String && v->text == name) {
-        known = true;
-        if (!type) type = value;
-      }
-    }
-    if (!known) {
-      report(rule::kLabelsInvalidWorkloadType, path,
-             "workload type " + doc::preview(*v) + " is not one of \"training\", \"inference\", \"batch\" or \"notebook\"",
-             v->pos);
-    }
+    if (v == nullptr || type_named_by(*v)) continue;
+    report(rule::kLabelsInvalidWorkloadType, site.path + "[" + std::string(kLabelWorkloadType) + "]",
+           "workload type " + doc::preview(*v) + " is not one of \"training\", \"inference\", \"batch\" or \"notebook\"",
+           v->pos);
   }
 
   // Reserved labels.
@@ -403,6 +456,21 @@ void check_workload(const doc::Node& root, const WorkloadContext& context, const
                    " workloads; allowed here: " + list_priorities(guardrails, group, type),
                use.pos);
       }
+    }
+  }
+
+  // A protected workload without a class. Mutating webhooks run first, so with POST /mutate
+  // installed this only fires when the guardrails have no default. Not for controllers:
+  // the pods of a Job take their priority from the Job's Kueue Workload, and what a
+  // controller copies was checked when its user wrote it. Not for files: no writer, and
+  // in the cluster the mutating webhook fills the class in.
+  const bool by_user = context.requester != nullptr && !is_controller(*context.requester, guardrails);
+  if (by_user) {
+    if (const auto missing = missing_class(guardrails, group, type, label_sites, pods)) {
+      const doc::Node* meta = root.find("metadata");
+      const doc::Node* labels = meta != nullptr ? meta->find("labels") : nullptr;
+      report(rule::kPriorityProtectedNeedsClass, std::string(kPriorityClassLabelPath), missing_priority_message(*missing),
+             labels != nullptr ? labels->pos : (meta != nullptr ? meta->pos : root.pos));
     }
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,8 +44,34 @@ struct WorkloadContext {
 // of an unprotected type, and a workload that asks for GPUs must name a Kueue queue.
 // Priority classes (spec.priorityClassName of every pod template and the
 // kueue.x-k8s.io/priority-class label) must be listed in the guardrails and allowed for
-// the namespace's group and the workload-type label.
+// the namespace's group and the workload-type label; a user's workload of a protected type
+// must name one (missing_priority_class; POST /mutate adds it before this check runs).
 void check_workload(const doc::Node& root, const WorkloadContext& context, const WorkloadReport& report);
+
+// A workload that names no priority class although its type is protected: in a group's
+// namespace, its type (the first workload-type label found, top level first) among the
+// guardrails' protectedWorkloadTypes, and neither a kueue.x-k8s.io/priority-class label
+// (at any level) nor a priorityClassName (in the pod spec or any pod template). Kueue would
+// give it priority 0, so admission gives it its type's default (docs/bank.md).
+struct MissingPriorityClass {
+  WorkloadType type = WorkloadType::Inference;
+  const Group* group = nullptr;
+  // What admission writes (default_priority_for); null when the guardrails have no class
+  // for the type and group, and the workload is refused.
+  const PriorityRule* default_class = nullptr;
+};
+
+// nullopt when the workload needs no default: a namespace of no group, no protected type,
+// or a priority class named anywhere (the other priority rules judge that class).
+[[nodiscard]] std::optional<MissingPriorityClass> missing_priority_class(const doc::Node& root, std::string_view ns,
+                                                                         const PlatformGuardrailsSpec& guardrails);
+
+// The reason of priority.protected-needs-class, naming the default or saying there is none.
+[[nodiscard]] std::string missing_priority_message(const MissingPriorityClass& missing);
+
+// Where admission writes the default: the object's own labels, where Kueue reads it (on
+// the job object, and on each pod for the pod integration).
+inline constexpr std::string_view kPriorityClassLabelPath = "metadata.labels[kueue.x-k8s.io/priority-class]";
 
 // Whether the writer is one of the guardrails' controllers.
 [[nodiscard]] bool is_controller(const UserInfo& user, const PlatformGuardrailsSpec& guardrails);

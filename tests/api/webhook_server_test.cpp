@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -239,6 +240,93 @@ TEST_F(WebhookServerTest, AnswersAdmissionReviewsAndAuditsEveryDecision) {
   EXPECT_EQ(entries[1]["user"], "rita");
   EXPECT_EQ(entries[1]["rules"], json({"quota.sum-exceeds-pool", "lease.exceeds-pool"}));
   EXPECT_TRUE(parse_rfc3339(entries[1]["time"].get<std::string>()));
+}
+
+// POST /mutate over the same server: the patch comes back base64-encoded, the mutation is
+// audited on the same hash chain as the decisions of /validate.
+TEST_F(WebhookServerTest, MutateAnswersWithAJsonPatchAndAuditsIt) {
+  const std::string review = fixture("create-inference-pod-without-class.json");
+  auto r = client_->Post("/mutate?timeout=5s", review, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  const json answer = json::parse(r->body);
+  EXPECT_EQ(answer["apiVersion"], "admission.k8s.io/v1");
+  EXPECT_EQ(answer["kind"], "AdmissionReview");
+  const json& response = answer["response"];
+  EXPECT_EQ(response["uid"], "3c9e1f0a-7b2d-4e58-a1c6-9d0f2b4e8a17");
+  EXPECT_EQ(response["allowed"], true);
+  EXPECT_EQ(response["patchType"], "JSONPatch");
+  const std::string encoded = response["patch"];
+  std::string decoded(encoded.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                reinterpret_cast<const unsigned char*>(encoded.data()), static_cast<int>(encoded.size()));
+  ASSERT_GT(n, 0) << encoded;
+  decoded.resize(static_cast<std::size_t>(n));
+  while (!decoded.empty() && decoded.back() == '\0') decoded.pop_back();  // the padding's zero bytes
+  const json patch = json::parse(decoded);
+  const json pod = json::parse(review)["request"]["object"];
+  EXPECT_EQ(pod.patch(patch)["metadata"]["labels"]["kueue.x-k8s.io/priority-class"], "inference-critical");
+
+  // A pod that names its class: allowed, no patch. And /validate on the same connection.
+  json with_class = json::parse(review);
+  with_class["request"]["uid"] = "with-class";
+  with_class["request"]["object"]["spec"]["priorityClassName"] = "inference-critical";
+  auto unchanged = client_->Post("/mutate", with_class.dump(), "application/json");
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(json::parse(unchanged->body)["response"], json({{"uid", "with-class"}, {"allowed", true}}));
+  EXPECT_EQ(post(review)["response"]["allowed"], true);  // the controller's copy passes validation
+  // Malformed: the same denial as /validate, through the same path.
+  auto garbage = client_->Post("/mutate", "{\"apiVersion\": ", "application/json");
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->status, 200);
+  EXPECT_EQ(json::parse(garbage->body)["response"]["status"]["code"], 400);
+  // Only POST.
+  auto get = client_->Get("/mutate");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(get->get_header_value("Allow"), "POST");
+
+  const auto entries = audit();
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0]["endpoint"], "/mutate");
+  EXPECT_EQ(entries[0]["allowed"], true);
+  EXPECT_EQ(entries[0]["kind"], "/Pod");
+  EXPECT_EQ(entries[0]["user"], "system:serviceaccount:kube-system:replicaset-controller");
+  EXPECT_EQ(entries[0]["rules"], json({"priority.protected-needs-class"}));
+  EXPECT_EQ(entries[0]["patch"], patch);
+  EXPECT_EQ(entries[1]["endpoint"], "/mutate");
+  EXPECT_FALSE(entries[1].contains("patch"));
+  EXPECT_FALSE(entries[2].contains("endpoint"));  // /validate's entries are as they were
+  EXPECT_EQ(entries[3]["endpoint"], "/mutate");
+  EXPECT_EQ(entries[3]["allowed"], false);
+  const auto verified = verify_audit_log(options_.audit_log);
+  ASSERT_TRUE(verified) << verified.error();
+  EXPECT_TRUE(verified->ok()) << verified->chain.problem;
+  EXPECT_EQ(verified->chain.entries, 4);
+}
+
+// The limits are the endpoint's too: a POST to /mutate without a length is refused, and
+// one above what the server reads is cut off with a denying AdmissionReview.
+TEST_F(WebhookServerTest, MutateHasTheSameLimits) {
+  {
+    RawTlsClient raw(port_);
+    ASSERT_TRUE(raw.connected());
+    ASSERT_TRUE(raw.send("POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\r\n"));
+    const std::string answer = raw.receive();
+    EXPECT_EQ(status_of(answer), 411) << answer;
+    EXPECT_NE(body_of(answer)["response"]["status"]["message"].get<std::string>().find("a POST to /mutate needs"),
+              std::string::npos)
+        << answer;
+  }
+  RawTlsClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.send("POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 17825792\r\n\r\n"));
+  const std::string answer = raw.receive();
+  EXPECT_EQ(status_of(answer), 413) << answer;
+  EXPECT_EQ(body_of(answer)["kind"], "AdmissionReview");
+  EXPECT_TRUE(audit().empty());
 }
 
 TEST_F(WebhookServerTest, MalformedAndOversizedBodiesGetAnAdmissionReviewDenialNotA500) {

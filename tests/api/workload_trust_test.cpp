@@ -122,9 +122,11 @@ TEST(WorkloadTrust, CapacityRoleFromAUserIsForbiddenAndFromAControllerAllowed) {
               {"spec", {{"containers", {{{"name", "server"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
   const auto by_user = review_of(pod, kMei);
   EXPECT_FALSE(by_user.allowed);
-  // A bare pod also may not call itself inference nor skip the queue.
-  EXPECT_EQ(by_user.rules, (std::vector<std::string>{"labels.capacity-role-controller-only",
-                                                     "labels.inference-not-targeted", "workload.missing-queue-name"}))
+  // A bare pod also may not call itself inference nor skip the queue (nor, being of a
+  // protected type, go without a priority class).
+  EXPECT_EQ(by_user.rules,
+            (std::vector<std::string>{"labels.capacity-role-controller-only", "labels.inference-not-targeted",
+                                      "workload.missing-queue-name", "priority.protected-needs-class"}))
       << by_user.message;
   // The ReplicaSet controller creating the pods of the checked Deployment.
   EXPECT_TRUE(review_of(pod, kReplicaSetController).allowed);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "document/reader.hpp"
+#include "policy/priority.hpp"
 #include "policy/rules.hpp"
 #include "support/policy_fixture.hpp"
 
@@ -172,11 +173,15 @@ kind: Pod
 metadata: {name: embeddings-7d9f-abcde, labels: {platform.gpubank.dev/workload-type: inference}}
 spec: {containers: [{name: c}]}
 )";
+  // (Nor does it name a priority class, which its protected type needs.)
   EXPECT_EQ(rules(check_as(pod, "customer-service", &kMei)),
-            std::vector<std::string>{std::string(rule::kLabelsInferenceNotTargeted)});
+            (std::vector<std::string>{std::string(rule::kLabelsInferenceNotTargeted),
+                                      std::string(rule::kPriorityProtectedNeedsClass)}));
   EXPECT_TRUE(check_as(pod, "customer-service", &kJobController).empty());
-  // An update that leaves an existing label alone is not a new claim.
-  EXPECT_TRUE(check_as(chat, "customer-service", &kMei, chat).empty());
+  // An update that leaves an existing label alone is not a new claim; only the missing
+  // priority class remains.
+  EXPECT_EQ(rules(check_as(chat, "customer-service", &kMei, chat)),
+            std::vector<std::string>{std::string(rule::kPriorityProtectedNeedsClass)});
 }
 
 TEST(WorkloadTrust, OwnerIdIsTheCreatorAndStaysOnUpdate) {
@@ -286,6 +291,132 @@ TEST(WorkloadTrust, GpuWorkloadsMustNameAKueueQueue) {
   f = check(cronjob("kueue.x-k8s.io/queue-name: search", "app: x"), "search-training");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].path, "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name]");
+}
+
+// ---- protected workloads and their default priority class ---------------------------
+
+PriorityRule priority(std::string name, int value, std::vector<WorkloadType> types, std::vector<std::string> groups = {}) {
+  PriorityRule r;
+  r.name = std::move(name);
+  r.value = value;
+  r.workload_types = std::move(types);
+  r.groups = std::move(groups);
+  return r;
+}
+
+TEST(DefaultPriority, IsTheHighestClassThatNamesTheTypeAndAllowsTheGroup) {
+  PlatformGuardrailsSpec g;
+  g.priorities = {
+      priority("any-type", 900'000, {}),  // every type, so chosen for none
+      priority("serving", 100'000, {WorkloadType::Inference}),
+      priority("ads-serving", 200'000, {WorkloadType::Inference}, {"ads"}),
+      priority("serving-too", 100'000, {WorkloadType::Inference, WorkloadType::Batch}),
+      priority("batch-low", 1'000, {WorkloadType::Batch}),
+  };
+  ASSERT_NE(default_priority_for(g, WorkloadType::Inference, "search"), nullptr);
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Inference, "search")->name, "serving");  // first of equals
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Inference, "ads")->name, "ads-serving");
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Batch, "search")->name, "serving-too");
+  EXPECT_EQ(default_priority_for(g, WorkloadType::Training, "search"), nullptr);
+  EXPECT_TRUE(is_protected_type(g, WorkloadType::Inference));  // the default protectedWorkloadTypes
+  EXPECT_FALSE(is_protected_type(g, WorkloadType::Batch));
+}
+
+std::optional<MissingPriorityClass> missing_in(const std::string& yaml, const std::string& ns,
+                                               const PlatformGuardrailsSpec* guardrails = nullptr) {
+  std::vector<doc::Document> docs;
+  Diagnostics d;
+  doc::read_yaml(yaml, "w.yaml", docs, d);
+  EXPECT_EQ(docs.size(), 1u);
+  return missing_priority_class(docs[0].root, ns, guardrails != nullptr ? *guardrails : *examples().guardrails_spec());
+}
+
+// An inference Deployment in customer-service; `top` and `pod` are extra labels and pod
+// spec fields.
+std::string embeddings(const std::string& top = "", const std::string& pod = "") {
+  return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: embeddings, labels: {platform.gpubank.dev/"
+         "workload-type: inference" + top + "}}\nspec: {template: {metadata: {labels: {platform.gpubank.dev/"
+         "workload-type: inference}}, spec: {" + pod + "containers: [{name: c}]}}}\n";
+}
+
+TEST(ProtectedNeedsClass, AProtectedWorkloadWithoutAnyClassIsMissingOne) {
+  const auto missing = missing_in(embeddings(), "customer-service");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->type, WorkloadType::Inference);
+  ASSERT_NE(missing->group, nullptr);
+  EXPECT_EQ(missing->group->name, "customer-service");
+  ASSERT_NE(missing->default_class, nullptr);
+  EXPECT_EQ(missing->default_class->name, "inference-critical");
+  // A class anywhere, whatever it is (the other priority rules judge it).
+  EXPECT_FALSE(missing_in(embeddings(", kueue.x-k8s.io/priority-class: inference-critical"), "customer-service"));
+  EXPECT_FALSE(missing_in(embeddings("", "priorityClassName: made-up, "), "customer-service"));
+  const char* pod_with_class = R"(
+kind: Pod
+metadata: {name: p, labels: {platform.gpubank.dev/workload-type: inference}}
+spec: {priorityClassName: inference-critical, containers: [{name: c}]}
+)";
+  EXPECT_FALSE(missing_in(pod_with_class, "customer-service"));
+  // Unprotected types, no type, a namespace of no group.
+  const char* training = R"(
+kind: Job
+metadata: {name: j, labels: {platform.gpubank.dev/workload-type: training}}
+spec: {template: {spec: {containers: [{name: c}]}}}
+)";
+  EXPECT_FALSE(missing_in(training, "search-training"));
+  EXPECT_FALSE(missing_in("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n", "search"));
+  EXPECT_FALSE(missing_in(embeddings(), "default"));
+  // The first workload-type label found decides (top level first): a pod template's
+  // type does not make a training Job protected.
+  const char* mixed = R"(
+kind: Job
+metadata: {name: j, labels: {platform.gpubank.dev/workload-type: training}}
+spec: {template: {metadata: {labels: {platform.gpubank.dev/workload-type: inference}}, spec: {containers: [{name: c}]}}}
+)";
+  EXPECT_FALSE(missing_in(mixed, "search-training"));
+}
+
+TEST(ProtectedNeedsClass, FiresForUsersAndNamesTheDefault) {
+  auto f = check_as(embeddings(), "customer-service", &kMei);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kPriorityProtectedNeedsClass);
+  EXPECT_EQ(f[0].path, "metadata.labels[kueue.x-k8s.io/priority-class]");
+  EXPECT_NE(f[0].message.find("inference workloads are protected"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("Its default is \"inference-critical\""), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("POST /mutate"), std::string::npos) << f[0].message;
+  // With the class it passes; controllers' writes and files are not checked.
+  EXPECT_TRUE(check_as(embeddings(", kueue.x-k8s.io/priority-class: inference-critical"), "customer-service", &kMei)
+                  .empty());
+  EXPECT_TRUE(check_as(embeddings("", "priorityClassName: inference-critical, "), "customer-service", &kMei).empty());
+  EXPECT_TRUE(check_as(embeddings(), "customer-service", &kJobController).empty());
+  EXPECT_TRUE(check(embeddings(), "customer-service").empty());
+}
+
+TEST(ProtectedNeedsClass, WithoutADefaultTheMessageSaysSo) {
+  PlatformGuardrailsSpec g = *examples().guardrails_spec();
+  for (auto& p : g.priorities) {
+    if (p.name == "inference-critical") p.groups = {"search"};  // no inference class for customer-service
+  }
+  auto f = check_as(embeddings(), "customer-service", &kMei, nullptr, &g);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, rule::kPriorityProtectedNeedsClass);
+  EXPECT_NE(f[0].message.find("The guardrails have no default for it: no priority class names inference in its "
+                              "workloadTypes and allows business group customer-service"),
+            std::string::npos)
+      << f[0].message;
+  const auto missing = missing_in(embeddings(), "customer-service", &g);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->default_class, nullptr);
+  // Batch made protected: its default is the highest batch class, training-standard.
+  g.protected_workload_types = {WorkloadType::Inference, WorkloadType::Batch};
+  const auto batch = missing_in(R"(
+kind: Job
+metadata: {name: j, labels: {platform.gpubank.dev/workload-type: batch}}
+spec: {template: {spec: {containers: [{name: c}]}}}
+)",
+                                "ads", &g);
+  ASSERT_TRUE(batch);
+  ASSERT_NE(batch->default_class, nullptr);
+  EXPECT_EQ(batch->default_class->name, "training-standard");
 }
 
 }  // namespace

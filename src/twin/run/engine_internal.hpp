@@ -24,6 +24,7 @@
 #include "kueue/bridge.hpp"
 #include "kueue/decode.hpp"
 #include "policy/authorize.hpp"
+#include "policy/priority.hpp"
 #include "render/kueue.hpp"
 #include "render/object.hpp"
 #include "render/scheduling.hpp"
@@ -60,21 +61,6 @@ inline std::string trait_name(policy::WorkloadTrait t) {
     case policy::WorkloadTrait::Development: return "development";
   }
   return "batch";
-}
-
-// The priority class a protected-type workload without one gets on entry, as the admission
-// webhook writes it before Kueue sees the workload (docs/bank.md): the highest-valued class
-// of the guardrails that names the type in its workloadTypes and allows the group (the
-// first listed on equal values). Null when there is none.
-inline const policy::PriorityRule* default_priority(const policy::PlatformGuardrailsSpec& guardrails, policy::WorkloadType type,
-                                             const std::string& group) {
-  const policy::PriorityRule* best = nullptr;
-  for (const auto& rule : guardrails.priorities) {
-    const bool names_type = std::find(rule.workload_types.begin(), rule.workload_types.end(), type) != rule.workload_types.end();
-    const bool allows_group = rule.groups.empty() || std::find(rule.groups.begin(), rule.groups.end(), group) != rule.groups.end();
-    if (names_type && allows_group && (best == nullptr || rule.value > best->value)) best = &rule;
-  }
-  return best;
 }
 
 inline double gpu_hours(std::int64_t gpu_ms) { return static_cast<double>(gpu_ms) / 3'600'000.0; }

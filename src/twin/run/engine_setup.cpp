@@ -175,7 +175,7 @@ std::optional<Sim> Engine::make_sim(const ScenarioWorkload& w, const std::string
   s.protected_ = std::find(prot.begin(), prot.end(), w.workload_type) != prot.end();
   if (w.priority_class.empty() && s.protected_) {
     // Without a class Kueue would give it priority 0, below every batch job of its queue.
-    const policy::PriorityRule* rule = default_priority(*guardrails_, w.workload_type, w.business_group);
+    const policy::PriorityRule* rule = policy::default_priority_for(*guardrails_, w.workload_type, w.business_group);
     if (rule == nullptr) {
       return fail(".priorityClass", type_name(w.workload_type) +
                                         " workloads are protected and need a priority class, but the guardrails have "
