@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <barrier>
@@ -356,6 +357,7 @@ struct Stats {
   std::size_t count = 0;
   double wall_s = 0;
   double cpu_s = 0;  // user + system of the whole process (clients and server)
+  double server_cpu_s = 0;  // of it, the server's own threads (named gpubank-*)
   double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;  // milliseconds
   [[nodiscard]] double rate() const { return wall_s > 0 ? static_cast<double>(count) / wall_s : 0; }
 };
@@ -385,6 +387,36 @@ double cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+// User + system time of this process's threads named gpubank-* (the server's event loops,
+// review pool and health listener: webhook_server.cpp names them), from
+// /proc/self/task/*/stat, in seconds.
+double server_cpu_seconds() {
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (!name.starts_with("gpubank-")) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // Fields after the ")" that closes the name: state is field 3; utime and stime are 14 and 15.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    total += (utime + stime) / tick;
+  }
+  return total;
 }
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
@@ -648,6 +680,21 @@ std::string render(const Report& r) {
       << fixed(validate_cpu_ms > 0 ? std::thread::hardware_concurrency() * 1e3 / validate_cpu_ms : 0, 0)
       << " validate requests/s.\n\n";
   }
+  const double validate_server_ms =
+      r.validate.count > 0 ? r.validate.server_cpu_s * 1e3 / static_cast<double>(r.validate.count) : 0;
+  const double health_server_ms = r.health.count > 0 ? r.health.server_cpu_s * 1e3 / static_cast<double>(r.health.count) : 0;
+  s << "Of that, the server's own threads (gpubank-io, gpubank-review, gpubank-health, from /proc/self/task): healthz "
+    << fixed(health_server_ms, 3) << " ms, validate " << fixed(validate_server_ms, 3)
+    << " ms per request; the rest is the load generator's (its TLS, HTTP and bookkeeping).";
+  if (o.rate <= 0 && validate_server_ms > 0) {
+    const double cpus = std::thread::hardware_concurrency();
+    const double server_rate = cpus * 1e3 / validate_server_ms;
+    s << " On " << cpus << " CPUs of its own the server would answer at most about " << fixed(server_rate, 0)
+      << " validate requests/s, so by Little's law " << o.connections << " closed-loop connections would wait at least "
+      << fixed(o.connections / server_rate * 1e3, 2) << " ms on average; here the clients take the other "
+      << fixed(100.0 * (1.0 - validate_server_ms / std::max(validate_cpu_ms, 1e-9)), 0) << " % of the CPU.";
+  }
+  s << "\n\n";
 
   const bool met = r.validate.p99 < 5.0 && r.verification.failures == 0;
   s << "**Target: POST /validate p99 < 5 ms with " << o.connections << " connections ("
@@ -793,14 +840,18 @@ int main(int argc, char** argv) {
   sync.arrive_and_wait();
   auto t0 = Clock::now();
   double cpu0 = cpu_seconds();
+  double server0 = server_cpu_seconds();
   sync.arrive_and_wait();
   report.health.wall_s = ms_since(t0) / 1e3;
   report.health.cpu_s = cpu_seconds() - cpu0;
+  report.health.server_cpu_s = server_cpu_seconds() - server0;
   t0 = Clock::now();
   cpu0 = cpu_seconds();
+  server0 = server_cpu_seconds();
   sync.arrive_and_wait();
   report.validate.wall_s = ms_since(t0) / 1e3;
   report.validate.cpu_s = cpu_seconds() - cpu0;
+  report.validate.server_cpu_s = server_cpu_seconds() - server0;
   for (auto& t : clients) t.join();
   server->stop();
   serving.join();
@@ -818,6 +869,7 @@ int main(int argc, char** argv) {
     Stats s = latency_stats(std::move(ms));
     s.wall_s = timing.wall_s;
     s.cpu_s = timing.cpu_s;
+    s.server_cpu_s = timing.server_cpu_s;
     return s;
   };
   report.health = with_latencies(report.health, std::move(health_ms));

@@ -11,6 +11,8 @@
 #include <optional>
 #include <thread>
 
+#include <pthread.h>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
@@ -138,6 +140,15 @@ using SslStream = beast::ssl_stream<beast::tcp_stream>;
 using Duration = std::chrono::steady_clock::duration;
 
 namespace {
+
+// The server's threads carry names (gpubank-io, gpubank-review, gpubank-health) so that
+// `top -H` and /proc/PID/task/*/comm show where its CPU goes (bench/webhook_load reads them).
+void name_this_thread_once(const char* name) {
+  thread_local bool named = false;
+  if (named) return;
+  named = true;
+  pthread_setname_np(pthread_self(), name);  // at most 15 characters: they are
+}
 
 constexpr std::uint32_t kHeaderLimit = 8 * 1024;  // the API server's headers are a few hundred bytes
 // A connection's read buffer holds a whole header (Beast parses it in one piece) and reads
@@ -328,6 +339,7 @@ struct WebhookServer::Runtime {
       }
       // Decide off the event loop; come back to this connection's strand to answer.
       net::post(rt_.review_pool, [self = this->shared_from_this(), req = std::move(req), endpoint = *endpoint]() mutable {
+        name_this_thread_once("gpubank-review");
         HttpResponse res = self->rt_.decide(req, endpoint);
         const bool close_after = !req.keep_alive();
         net::post(self->stream_.get_executor(), [self, res = std::move(res), close_after]() mutable {
@@ -491,11 +503,20 @@ struct WebhookServer::Runtime {
     std::thread health_thread;
     if (health_acceptor) {
       accept_health();
-      health_thread = std::thread([this] { health_ioc.run(); });
+      health_thread = std::thread([this] {
+        name_this_thread_once("gpubank-health");
+        health_ioc.run();
+      });
     }
+    // Every event-loop thread is the server's own (the caller only waits), so each carries
+    // its name and the caller's thread keeps the process's.
     std::vector<std::thread> workers;
-    for (int i = 1; i < server.options_.threads; ++i) workers.emplace_back([this] { ioc.run(); });
-    ioc.run();
+    for (int i = 0; i < std::max(1, server.options_.threads); ++i) {
+      workers.emplace_back([this] {
+        name_this_thread_once("gpubank-io");
+        ioc.run();
+      });
+    }
     for (auto& w : workers) w.join();
     health_ioc.stop();
     if (health_thread.joinable()) health_thread.join();
