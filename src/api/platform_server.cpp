@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/duration.hpp"
+#include "core/escape.hpp"
 
 namespace gpubank::api {
 
@@ -77,7 +78,7 @@ bool notable(const std::string& kind) {
                                            "ReclaimNoticeSent", "CheckpointCompleted", "CheckpointFailed",
                                            "ReclaimVictimStopped", "ReclaimCompleted", "ReclaimCancelled",
                                            "ReclaimBlocked", "Resumed", "LeaseApproved", "LeaseRejected",
-                                           "LeaseActivated", "LeaseExpired", "Deleted"};
+                                           "LeaseActivated", "LeaseExpired", "Deleted", "Evicted", "Deactivated"};
   return kinds.contains(kind);
 }
 
@@ -109,12 +110,14 @@ QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& para
   f.business_group = param(params, "businessGroup");
   f.pool = param(params, "pool");
   f.state = param(params, "state");
-  static const std::set<std::string> states{"Pending",   "Placing",  "Starting", "Running",
-                                             "Checkpointing", "Requeuing", "Finished", "Deleted"};
+  // Every state twin::run::WorkloadOutcome::state takes (Deactivated: waitForPodsReady's
+  // requeuing limit was reached).
+  static const std::set<std::string> states{"Waiting",   "Pending",   "Placing",  "Starting",   "Running",
+                                             "Checkpointing", "Requeuing", "Finished", "Deactivated", "Deleted"};
   if (!f.state.empty() && !states.contains(f.state)) {
     return QueryError{"state", "query.invalid-enum",
-                      "state must be one of Pending, Placing, Starting, Running, Checkpointing, Requeuing, Finished, "
-                      "Deleted, got \"" + f.state.substr(0, 32) + "\""};
+                      "state must be one of Waiting, Pending, Placing, Starting, Running, Checkpointing, Requeuing, "
+                      "Finished, Deactivated, Deleted, got \"" + escape_text(f.state.substr(0, 32)) + "\""};
   }
   return f;
 }

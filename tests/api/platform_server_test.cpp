@@ -131,6 +131,13 @@ TEST_F(PlatformServerTest, BadInputNamesTheFieldAndTheRule) {
   e = get("/api/v1/workloads?state=Sleeping", 400);
   EXPECT_EQ(e["field"], "state");
   EXPECT_EQ(e["rule"], "query.invalid-enum");
+  // Every state a workload can be in is a filter, waitForPodsReady's Deactivated included.
+  for (const char* state : {"Waiting", "Deactivated", "Placing", "Checkpointing"}) {
+    EXPECT_TRUE(get(std::string("/api/v1/workloads?state=") + state).is_array()) << state;
+  }
+  // A value cut at 32 bytes inside a UTF-8 sequence still makes a valid JSON error.
+  e = get("/api/v1/workloads?state=" + std::string(31, 'x') + "%C3%A9", 400);
+  EXPECT_EQ(e["rule"], "query.invalid-enum");
   e = get("/api/v1/nothing", 404);
   EXPECT_EQ(e["rule"], "api.not-found");
   e = post_clock("{not json", 400);
