@@ -179,7 +179,7 @@ class Parser {
       const Node* body = item.find(body_key);
       const std::string body_path = join(path, body_key);
       if (present(body) && expect_mapping(*body, body_path)) {
-        for (const auto& e : body->entries) entry.origin.fields.emplace(e.key, e.value.pos);
+        for (const auto& e : body->entries) entry.origin.fields.emplace(e.key, e.key_pos);
         read_body(*body, body_path, entry.value);
       }
       out.push_back(std::move(entry));

@@ -55,11 +55,12 @@ struct Origin {
   std::string file;
   std::string path;  // "users[2]"
   SourcePos pos;
-  // Positions of the fields present in the entry's body, by key ("client-key-data").
+  // Positions of the keys present in the entry's body ("client-key-data").
   std::map<std::string, SourcePos, std::less<>> fields;
 
   // "users[2].user.client-key-data" for body = "user", key = "client-key-data".
   [[nodiscard]] std::string field_path(std::string_view body, std::string_view key) const;
+  // The key's position, else (a missing field) the entry's.
   [[nodiscard]] SourcePos field_pos(std::string_view key) const;
 };
 
