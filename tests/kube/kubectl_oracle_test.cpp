@@ -195,5 +195,38 @@ TEST_F(KubectlOracle, BothRefuseBrokenSets) {
   EXPECT_EQ(compared_, 1);
 }
 
+// `config view` does not check that a context is usable; a request does, before it
+// connects. Against a port where nothing listens, kubectl either refuses the kubeconfig or
+// reaches the network ("connection refused"): an oracle for client-go's usability checks.
+TEST_F(KubectlOracle, UsabilityChecksMatchThoseOfARequest) {
+  const auto with = [&](const std::string& name, const std::string& cluster, const std::string& user) {
+    return write(name, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: " + cluster +
+                           "\nusers:\n- name: u\n  user: " + user +
+                           "\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n");
+  };
+  write("client.crt", client_pem().cert);
+  const std::string nowhere = "{server: \"https://127.0.0.1:1\"";
+  struct Case {
+    std::string file;
+    bool usable;
+  };
+  for (const auto& c : std::vector<Case>{
+           {with("insecure-with-ca", nowhere + ", insecure-skip-tls-verify: true, certificate-authority-data: " +
+                                         base64(ca_pem().cert) + "}", "{token: t}"), false},
+           {with("cert-file-and-data", nowhere + "}", "{client-certificate: client.crt, client-certificate-data: " +
+                                                          base64(client_pem().cert) + ", client-key-data: " +
+                                                          base64(client_pem().key) + "}"), false},
+           {with("plain", nowhere + ", certificate-authority-data: " + base64(ca_pem().cert) + "}", "{token: t}"), true},
+           {with("insecure", nowhere + ", insecure-skip-tls-verify: true}", "{token: t}"), true},
+       }) {
+    const auto request = gpubank::testing::run_process(
+        {kubectl_->string(), "get", "--raw", "/version", "--request-timeout=5s", "--kubeconfig=" + c.file},
+        {{"KUBECONFIG", std::nullopt}, {"HOME", (dir_.path() / "home").string()}});
+    const bool reached_network = request.err.find("refused") != std::string::npos;
+    EXPECT_EQ(reached_network, c.usable) << c.file << ": " << request.err;
+    EXPECT_EQ(ours({std::nullopt, c.file, ""}).ok(), c.usable) << c.file;
+  }
+}
+
 }  // namespace
 }  // namespace gpubank::kube
