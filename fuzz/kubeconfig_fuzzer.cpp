@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "kube/client_config.hpp"
-#include "kube/kubeconfig.hpp"
+#include "k8s/client_config.hpp"
+#include "k8s/kubeconfig.hpp"
 
 using namespace gpubank;
-using namespace gpubank::kube;
+using namespace gpubank::k8s;
 
 namespace {
 

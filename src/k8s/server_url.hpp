@@ -8,7 +8,7 @@
 
 #include "core/expected.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 struct ServerUrl {
   std::string scheme;     // "https", or "http" for a loopback fake when allowed
@@ -34,4 +34,4 @@ struct ServerUrl {
 // The scheme and host compare case-insensitively and are stored lower-case.
 [[nodiscard]] Expected<ServerUrl> parse_server_url(std::string_view text, bool allow_loopback_http = false);
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

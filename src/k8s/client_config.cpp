@@ -1,4 +1,4 @@
-#include "kube/client_config.hpp"
+#include "k8s/client_config.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "document/loader.hpp"
-#include "kube/credentials.hpp"
+#include "k8s/credentials.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 namespace fs = std::filesystem;
@@ -359,4 +359,4 @@ Expected<ClientConfig> load_client_config(const LoadOptions& options, const Envi
   return Unexpected{message};
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -14,12 +14,12 @@
 #include <optional>
 
 #include "fixture.hpp"
-#include "kube/base64.hpp"
-#include "kube/client_config.hpp"
-#include "kube/credentials.hpp"
+#include "k8s/base64.hpp"
+#include "k8s/client_config.hpp"
+#include "k8s/credentials.hpp"
 #include "support/process.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 using namespace testing;
@@ -229,4 +229,4 @@ TEST_F(KubectlOracle, UsabilityChecksMatchThoseOfARequest) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 // Each returns nothing when the bytes are usable, else a sentence saying why not.
 
@@ -26,4 +26,4 @@ namespace gpubank::kube {
 // namespace files).
 [[nodiscard]] std::string_view trim_whitespace(std::string_view text);
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -1,8 +1,8 @@
-#include "kube/server_url.hpp"
+#include "k8s/server_url.hpp"
 
 #include <gtest/gtest.h>
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 ServerUrl parsed(std::string_view text, bool loopback_http = false) {
@@ -74,4 +74,4 @@ TEST(ServerUrl, RefusesMalformedAddresses) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

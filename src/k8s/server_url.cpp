@@ -1,4 +1,4 @@
-#include "kube/server_url.hpp"
+#include "k8s/server_url.hpp"
 
 #include <arpa/inet.h>
 
@@ -9,7 +9,7 @@
 
 #include "core/escape.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 std::string lower(std::string_view s) {
@@ -138,4 +138,4 @@ Expected<ServerUrl> parse_server_url(std::string_view text, bool allow_loopback_
   return url;
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

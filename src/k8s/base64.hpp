@@ -7,7 +7,7 @@
 
 #include "core/expected.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 // Decodes standard base64 (RFC 4648 section 4: A-Z a-z 0-9 + /) with '=' padding to a
 // multiple of four characters, skipping CR and LF anywhere (Go's decoder ignores them, so
@@ -16,4 +16,4 @@ namespace gpubank::kube {
 // padding, a truncated final group.
 [[nodiscard]] Expected<std::string> decode_base64(std::string_view text);
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

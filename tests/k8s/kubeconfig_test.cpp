@@ -1,10 +1,10 @@
-#include "kube/kubeconfig.hpp"
+#include "k8s/kubeconfig.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 struct Parsed {
@@ -320,4 +320,4 @@ TEST(KubeconfigMerge, FirstFileToDefineANameWinsWholeEntries) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

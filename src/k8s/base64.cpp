@@ -2,14 +2,14 @@
 // accepts a missing final padding in some states and reports failure without a position,
 // so it would accept kubeconfigs kubectl rejects and could not say where the data is bad.
 // Go's rules are small enough to state exactly here.
-#include "kube/base64.hpp"
+#include "k8s/base64.hpp"
 
 #include <array>
 #include <cstdint>
 
 #include "core/escape.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 constexpr std::int8_t kInvalid = -1;
@@ -74,4 +74,4 @@ Expected<std::string> decode_base64(std::string_view text) {
   return out;
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -30,11 +30,11 @@
 
 #include "core/diagnostic.hpp"
 #include "core/expected.hpp"
-#include "kube/kubeconfig.hpp"
-#include "kube/server_url.hpp"
-#include "kube/token_source.hpp"
+#include "k8s/kubeconfig.hpp"
+#include "k8s/server_url.hpp"
+#include "k8s/token_source.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 inline constexpr std::string_view kRuleContext = "kubeconfig.context";
 inline constexpr std::string_view kRuleReference = "kubeconfig.reference";
@@ -114,4 +114,4 @@ struct LoadOptions {
 // The loading order above. The error is every finding, one per line.
 [[nodiscard]] Expected<ClientConfig> load_client_config(const LoadOptions& options, const Environment& env);
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -1,9 +1,9 @@
-#include "kube/token_source.hpp"
+#include "k8s/token_source.hpp"
 
 #include "document/loader.hpp"
-#include "kube/credentials.hpp"
+#include "k8s/credentials.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 FileTokenSource::FileTokenSource(std::string path, std::chrono::steady_clock::duration min_reread, Clock clock,
                                  Reader read)
@@ -39,4 +39,4 @@ Expected<std::string> FileTokenSource::token() {
   return *cached_;
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

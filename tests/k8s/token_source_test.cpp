@@ -1,4 +1,4 @@
-#include "kube/token_source.hpp"
+#include "k8s/token_source.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "fixture.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 using namespace std::chrono_literals;
@@ -124,4 +124,4 @@ TEST(StaticTokenSource, ReturnsItsToken) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -1,4 +1,4 @@
-#include "kube/credentials.hpp"
+#include "k8s/credentials.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 struct BioFree {
@@ -123,4 +123,4 @@ std::optional<std::string> check_bearer_token(std::string_view token) {
   return std::nullopt;
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

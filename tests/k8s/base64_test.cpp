@@ -1,8 +1,8 @@
-#include "kube/base64.hpp"
+#include "k8s/base64.hpp"
 
 #include <gtest/gtest.h>
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 std::string decoded(std::string_view text) {
@@ -48,4 +48,4 @@ TEST(Base64, RefusesWhatGoRefuses) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -1,4 +1,4 @@
-#include "kube/kubeconfig.hpp"
+#include "k8s/kubeconfig.hpp"
 
 #include <filesystem>
 #include <set>
@@ -6,9 +6,9 @@
 
 #include "document/node.hpp"
 #include "document/reader.hpp"
-#include "kube/base64.hpp"
+#include "k8s/base64.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 namespace fs = std::filesystem;
@@ -242,4 +242,4 @@ MergedKubeconfig merge_kubeconfigs(const std::vector<Kubeconfig>& in_order) {
   return merged;
 }
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

@@ -12,7 +12,7 @@
 
 #include "core/expected.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 class TokenSource {
  public:
@@ -65,4 +65,4 @@ class FileTokenSource final : public TokenSource {
   std::optional<std::chrono::steady_clock::time_point> read_at_;
 };
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

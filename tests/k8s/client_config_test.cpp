@@ -1,10 +1,10 @@
-#include "kube/client_config.hpp"
+#include "k8s/client_config.hpp"
 
 #include <gtest/gtest.h>
 
 #include "fixture.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 namespace {
 
 using namespace testing;
@@ -470,4 +470,4 @@ TEST_F(InClusterTest, Errors) {
 }
 
 }  // namespace
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s

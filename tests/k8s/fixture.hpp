@@ -1,4 +1,4 @@
-// Shared by the kube tests: scratch directories, freshly generated PEM material (no key
+// Shared by the k8s tests: scratch directories, freshly generated PEM material (no key
 // material in the repository), base64 and a kubeconfig writer.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "support/promtool.hpp"  // ScratchDir, write_file, read_file
 
-namespace gpubank::kube::testing {
+namespace gpubank::k8s::testing {
 
 namespace fs = std::filesystem;
 using gpubank::testing::read_file;
@@ -86,4 +86,4 @@ inline std::string put(const fs::path& dir, const std::string& name, const std::
   return file.string();
 }
 
-}  // namespace gpubank::kube::testing
+}  // namespace gpubank::k8s::testing

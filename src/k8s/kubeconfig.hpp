@@ -31,7 +31,7 @@
 
 #include "core/diagnostic.hpp"
 
-namespace gpubank::kube {
+namespace gpubank::k8s {
 
 // Rule ids of kubeconfig findings.
 inline constexpr std::string_view kRuleWrongType = "kubeconfig.wrong-type";
@@ -132,4 +132,4 @@ struct MergedKubeconfig {
 
 [[nodiscard]] MergedKubeconfig merge_kubeconfigs(const std::vector<Kubeconfig>& in_order);
 
-}  // namespace gpubank::kube
+}  // namespace gpubank::k8s
