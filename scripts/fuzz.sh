@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, kueue_admit_fuzzer runs 20 s, policy_decoder_fuzzer 11 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 8 s and every other target 9 s (about 2.3
+# metrics_text_fuzzer and ledger_json_fuzzer 8 s and every other target 9 s (about 2.4
 # minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run.
 #
@@ -24,7 +24,7 @@ cd "$repo"
 
 all_targets=(policy_decoder_fuzzer policy_render_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
-             ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer)
+             ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer kubeconfig_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -73,6 +73,7 @@ seeds() {
     trace_reader_fuzzer) find fuzz/corpus-seeds/trace -type f ;;
     prometheus_query_fuzzer) find fuzz/corpus-seeds/prometheus fuzz/corpus-seeds/metrics -type f ;;
     twin_inventory_fuzzer) find examples/inventory fuzz/corpus-seeds/inventory -type f; find ../shared/traces/alibaba-gpu-v2023 -name openb_node_list_gpu_node.csv ;;
+    kubeconfig_fuzzer) find fuzz/corpus-seeds/kubeconfig -type f ;;
   esac
 }
 
@@ -113,7 +114,7 @@ for t in "${targets[@]}"; do
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
   case "$t" in
-    policy_decoder_fuzzer | policy_render_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+    policy_decoder_fuzzer | policy_render_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer | kubeconfig_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
     metrics_text_fuzzer) flags+=(-dict=fuzz/metrics.dict) ;;
     prometheus_query_fuzzer) flags+=(-dict=fuzz/prometheus.dict) ;;
   esac
