@@ -604,12 +604,57 @@ Expected<Head> SqliteStore::head() {
 
 }  // namespace
 
+namespace {
+
+// A writer killed in the middle of a transaction can leave what only a writer may clean up,
+// and a read-only connection then fails with "attempt to write a readonly database":
+//   - a hot rollback journal (SQLITE_READONLY_ROLLBACK): a kill while the file was being
+//     created and switched to WAL, before the first migration committed. Rolling it back
+//     restores the last committed state, which is what the reader must see;
+//   - a wal-index (-shm) to rebuild from the WAL (SQLITE_READONLY_RECOVERY).
+// A read-write connection that reads once (which runs the rollback or the recovery) and
+// closes without checkpointing does exactly that and nothing else. Returns whether it was
+// needed.
+Expected<bool> recover_wal_index_if_needed(const std::string& path) {
+  sqlite3* probe = nullptr;
+  const auto close = [](sqlite3* db) { sqlite3_close(db); };
+  if (sqlite3_open_v2(path.c_str(), &probe, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    close(probe);
+    return false;  // the real open reports it
+  }
+  sqlite3_extended_result_codes(probe, 1);
+  const int rc = sqlite3_exec(probe, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  const int extended = sqlite3_extended_errcode(probe);
+  close(probe);
+  if (rc == SQLITE_OK || (extended != SQLITE_READONLY_RECOVERY && extended != SQLITE_READONLY_ROLLBACK)) return false;
+  sqlite3* writer = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &writer, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    std::string message = "sqlite store " + path + ": a writer stopped mid-transaction and left a journal to roll back or a WAL to recover, " +
+                          "and it cannot be opened for that (" + (writer != nullptr ? sqlite3_errmsg(writer) : "out of memory") +
+                          "): open it once with a writer (the bank, gpubank up) or make the file and its directory writable";
+    close(writer);
+    return Unexpected{message};
+  }
+  sqlite3_busy_timeout(writer, 30'000);
+  sqlite3_db_config(writer, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  const int read = sqlite3_exec(writer, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  std::string problem = read == SQLITE_OK ? std::string() : sqlite3_errmsg(writer);
+  close(writer);
+  if (!problem.empty()) return Unexpected{"sqlite store " + path + ": rolling back or recovering a killed writer's transaction: " + problem};
+  return true;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Store>> open_sqlite(const std::string& path, const OpenOptions& options) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && !options.create) return Unexpected{"sqlite store " + path + ": no such file"};
   if (exists && !S_ISREG(st.st_mode)) return Unexpected{"sqlite store " + path + ": not a regular file"};
   if (!exists && options.read_only) return Unexpected{"sqlite store " + path + ": no such file"};
+  if (options.read_only) {
+    if (auto recovered = recover_wal_index_if_needed(path); !recovered) return Unexpected{recovered.error()};
+  }
   sqlite3* db = nullptr;
   // SQLITE_OPEN_READONLY is mode=ro: no write to the file, whatever its permissions.
   const int flags = (options.read_only ? SQLITE_OPEN_READONLY

@@ -1,7 +1,10 @@
 // The ledger's hash chain, its links into the audit chain, anchors, migration 4 and
 // read-only opening: against SQLite and PostgreSQL, edited underneath gpubank the way
 // someone with access to the database would.
+#include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -363,6 +366,46 @@ TEST(SqliteChain, AReadOnlyOpenOfAFileWithoutTablesIsAnEmptyStore) {
   auto foreign = Store::open(*location, OpenOptions{.create = false, .read_only = true});
   ASSERT_FALSE(foreign);
   EXPECT_NE(foreign.error().find("has no gpubank schema"), std::string::npos) << foreign.error();
+}
+
+// A writer killed while it created the file (before the first migration committed) can
+// leave a hot rollback journal, which only a writer may roll back: a read-only connection
+// fails with "attempt to write a readonly database". The read-only open rolls it back first
+// (restoring what was committed: nothing) and reads an intact, empty store. Reproduced with
+// a child that dies in the middle of a large transaction whose pages spilled to the file.
+TEST(SqliteChain, AReadOnlyOpenRollsBackTheJournalOfAWriterKilledMidTransaction) {
+  auto location = testing::SqliteBackend::fresh_location();
+  ASSERT_TRUE(location);
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { testing::SqliteBackend::remove(path); }
+  } cleanup{*location};
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(location->c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) _exit(2);
+    if (sqlite3_exec(db, "PRAGMA cache_size=10; BEGIN; CREATE TABLE schema_migrations (version INTEGER);", nullptr,
+                     nullptr, nullptr) != SQLITE_OK) {
+      _exit(3);
+    }
+    for (int i = 0; i < 5000; ++i) {
+      if (sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (randomblob(200))", nullptr, nullptr, nullptr) != SQLITE_OK) {
+        _exit(4);
+      }
+    }
+    _exit(0);  // killed: no COMMIT, no close
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(std::filesystem::exists(*location + "-journal")) << "the child left no hot journal";
+  auto store = Store::open(*location, OpenOptions{.create = false, .read_only = true});
+  ASSERT_TRUE(store) << store.error();
+  const StoreReport report = verify(**store);
+  EXPECT_TRUE(report.ok()) << report.audit.problem << report.ledger.problem;
+  EXPECT_EQ(report.ledger.entries, 0);
+  EXPECT_EQ(*(*store)->head(), Head{});
 }
 
 }  // namespace
