@@ -6,18 +6,17 @@
 #include <gtest/gtest.h>
 
 #include "api/admission.hpp"
+#include "api/review_fixture.hpp"
 #include "policy/rules.hpp"
-#include "support/policy_fixture.hpp"
 
 namespace gpubank::api {
 namespace {
 
 using nlohmann::json;
+using testing::kMei;
+using testing::kReplicaSetController;
 
-const PolicySnapshot& snapshot() {
-  static const PolicySnapshot s(gpubank::testing::examples_plus());
-  return s;
-}
+const PolicySnapshot& snapshot() { return testing::examples_snapshot(); }
 
 // The examples with inference-critical limited to search: customer-service has no class
 // for inference workloads, so none of its inference workloads has a default.
@@ -34,11 +33,7 @@ const PolicySnapshot& snapshot_without_default() {
   return s;
 }
 
-const Timestamp kNow = *parse_rfc3339("2026-11-30T09:12:44Z");
-const json kMei = {{"username", "mei.chen"}, {"groups", {"system:authenticated"}}};
-const json kReplicaSetController = {
-    {"username", "system:serviceaccount:kube-system:replicaset-controller"},
-    {"groups", {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}};
+const Timestamp kNow = testing::kReviewNow;
 constexpr const char* kPriorityLabel = "kueue.x-k8s.io/priority-class";
 
 // The Deployment an InferenceScalingPolicy of customer-service targets, without a class.
@@ -80,26 +75,11 @@ json embeddings_pod() {
           {"spec", {{"containers", {{{"name", "server"}}}}}}};
 }
 
+// On UPDATE the old object is the same one (the tests change what the user sends, not what
+// was stored).
 json admission_review(const json& object, const json& user, const char* operation = "CREATE") {
-  const std::string api_version = object.value("apiVersion", "v1");
-  const auto slash = api_version.find('/');
-  const std::string ns = object.contains("metadata") && object["metadata"].is_object()
-                             ? object["metadata"].value("namespace", "customer-service")
-                             : "customer-service";
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", "mutate-1"},
-            {"kind",
-             {{"group", slash == std::string::npos ? "" : api_version.substr(0, slash)},
-              {"version", "v1"},
-              {"kind", object.value("kind", "")}}},
-            {"namespace", ns},
-            {"name", "x"},
-            {"operation", operation},
-            {"userInfo", user},
-            {"object", object},
-            {"oldObject", std::string(operation) == "UPDATE" ? object : json()}}}};
+  return testing::admission_review(object, user, operation, std::string(operation) == "UPDATE" ? object : json(),
+                                   "mutate-1");
 }
 
 AdmissionDecision mutate(const json& object, const json& user = kMei, const char* operation = "CREATE",
@@ -256,7 +236,8 @@ TEST(Mutate, WithoutADefaultAUsersWorkloadIsDeniedAndAControllersPasses) {
   EXPECT_EQ(d.reason, "Forbidden");
   EXPECT_EQ(d.rules, std::vector<std::string>{"priority.protected-needs-class"});
   EXPECT_TRUE(d.patch.empty());
-  EXPECT_NE(d.message.find("Deployment/customer-service/x is rejected: metadata.labels[kueue.x-k8s.io/priority-class]: "
+  EXPECT_NE(d.message.find("Deployment/customer-service/embeddings is rejected: "
+                           "metadata.labels[kueue.x-k8s.io/priority-class]: "
                            "inference workloads are protected"),
             std::string::npos)
       << d.message;

@@ -4,25 +4,16 @@
 #include <gtest/gtest.h>
 
 #include "api/admission.hpp"
+#include "api/review_fixture.hpp"
 #include "policy/rules.hpp"
-#include "support/policy_fixture.hpp"
 
 namespace gpubank::api {
 namespace {
 
 using nlohmann::json;
-
-const PolicySnapshot& snapshot() {
-  static const PolicySnapshot s(gpubank::testing::examples_plus());
-  return s;
-}
-
-const Timestamp kNow = *parse_rfc3339("2026-11-30T09:12:44Z");
-
-const json kMei = {{"username", "mei.chen"}, {"groups", {"system:authenticated"}}};
-const json kReplicaSetController = {
-    {"username", "system:serviceaccount:kube-system:replicaset-controller"},
-    {"groups", {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}};
+using testing::admission_review;
+using testing::kMei;
+using testing::kReplicaSetController;
 
 // The example training Job (examples/workloads), as search engineer u-40213 submits it.
 json training_job() {
@@ -64,23 +55,8 @@ json embeddings_deployment() {
 
 AdmissionDecision review_of(const json& object, const json& user, const char* operation = "CREATE",
                             const json& old_object = nullptr) {
-  const std::string api_version = object["apiVersion"];
-  const auto slash = api_version.find('/');
-  json body = {{"apiVersion", "admission.k8s.io/v1"},
-                 {"kind", "AdmissionReview"},
-                 {"request",
-                  {{"uid", "trust-1"},
-                   {"kind",
-                    {{"group", slash == std::string::npos ? "" : api_version.substr(0, slash)},
-                     {"version", "v1"},
-                     {"kind", object["kind"]}}},
-                   {"namespace", object["metadata"]["namespace"]},
-                   {"name", object["metadata"]["name"]},
-                   {"operation", operation},
-                   {"userInfo", user},
-                   {"object", object},
-                   {"oldObject", old_object}}}};
-  return review(snapshot(), body.dump(), kNow);
+  return review(testing::examples_snapshot(), admission_review(object, user, operation, old_object, "trust-1").dump(),
+                testing::kReviewNow);
 }
 
 void expect_denied(const AdmissionDecision& d, std::string_view rule, std::string_view words) {
