@@ -17,25 +17,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/process.hpp"
+
 namespace gpubank::testing {
 
 namespace fs = std::filesystem;
 
 // promtool from PATH (scripts/bootstrap.sh installs Debian's prometheus package), or
 // nothing.
-inline std::optional<fs::path> find_promtool() {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return std::nullopt;
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) continue;
-    const fs::path candidate = fs::path(dir) / "promtool";
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return std::nullopt;
-}
+inline std::optional<fs::path> find_promtool() { return find_on_path("promtool"); }
 
 inline constexpr const char* kPromtoolMissing =
     "promtool is not on PATH: install the prometheus package (scripts/bootstrap.sh does) so that rules and "
