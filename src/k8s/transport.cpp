@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -372,7 +373,9 @@ ApiResult<std::monostate> Transport::stream(std::string_view target,
     auto ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_write(s, req, h); }); });
     if (ec) return im.from_ec(ec, "sending the watch request");
     parser.emplace();
-    parser->body_limit(boost::none);  // a watch runs for minutes; lines are capped instead
+    // A watch runs for minutes, so its lines are capped instead of its body. Not boost::none:
+    // Boost 1.74 compares a Content-Length with the optional and refuses every such body.
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     parser->header_limit(64 * 1024);
     ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_header(s, conn->buffer, *parser, h); }); });
     if (ec) return im.from_ec(ec, "reading the watch response header");
