@@ -130,11 +130,11 @@ void ObjectStore::apply(const WatchEvent& event) {
       const auto old = objects_.find(event.key);
       if (old == objects_.end()) {
         const auto& stored = objects_.emplace(event.key, event.object).first->second;
-        report(event.type, nullptr, &stored);
+        report(EventType::Added, nullptr, &stored);
       } else {
         const Json before = std::move(old->second);
         old->second = event.object;
-        report(event.type, &before, &old->second);
+        report(EventType::Modified, &before, &old->second);
       }
       break;
     }

@@ -66,7 +66,10 @@ class ObjectStore {
   void replace(const std::vector<Json>& items, std::string resource_version);
 
   // A watch event. ADDED/MODIFIED store the object, DELETED removes it; all three and
-  // BOOKMARK advance the resourceVersion. ERROR changes nothing (the caller decides).
+  // BOOKMARK advance the resourceVersion. ERROR changes nothing (the caller decides). The
+  // handler hears what changed in the store, not the event's word: an ADDED for a cached
+  // key (a re-sent event after a resume) is reported MODIFIED, a MODIFIED for an unknown
+  // key ADDED, a DELETED for an unknown key nothing.
   void apply(const WatchEvent& event);
 
   [[nodiscard]] const std::map<std::string, Json>& objects() const { return objects_; }

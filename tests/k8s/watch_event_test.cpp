@@ -74,6 +74,13 @@ TEST(ObjectStore, ReplaceReportsTheDifferenceAndApplyTracksTheResourceVersion) {
   EXPECT_EQ(log, (std::vector<std::string>{"DELETED c"}));
   EXPECT_EQ(store.resource_version(), "9");
   EXPECT_EQ(store.objects().size(), 1u);
+  // The handler hears what the store did: ADDED of a cached key is a modification.
+  log.clear();
+  store.apply(*parse_watch_event(R"({"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"10"}}})"));
+  store.apply(*parse_watch_event(R"({"type":"MODIFIED","object":{"metadata":{"name":"d","resourceVersion":"11"}}})"));
+  store.apply(*parse_watch_event(R"({"type":"DELETED","object":{"metadata":{"name":"zz","resourceVersion":"12"}}})"));
+  EXPECT_EQ(log, (std::vector<std::string>{"MODIFIED b", "ADDED d"}));
+  EXPECT_EQ(store.resource_version(), "12");
 }
 
 }  // namespace
