@@ -17,6 +17,12 @@ namespace {
 using namespace testing;
 using Json = nlohmann::json;
 
+ListWatchOptions paged(int page_size) {
+  ListWatchOptions options;
+  options.page_size = page_size;
+  return options;
+}
+
 std::vector<Json> cached(const ListWatch& lw) {
   std::vector<Json> out;
   for (const auto& [key, o] : lw.store().objects()) out.push_back(o);
@@ -69,13 +75,13 @@ TEST(ListWatch, ListsEveryPage) {
   for (int i = 0; i < 25; ++i) fake.put("pods", pod_json(i % 2 ? "team-a" : "team-b", "p" + std::to_string(i)));
   SleepLog sleeps;
   auto t = make_transport(config_for(fake), sleeps);
-  ListWatch lw(*t, "/api/v1/pods", {}, {.page_size = 10});
+  ListWatch lw(*t, "/api/v1/pods", {}, paged(10));
   ASSERT_TRUE(lw.list().ok());
   EXPECT_EQ(lw.stats().pages, 3u);
   EXPECT_EQ(cached(lw), fake.objects("pods"));
   EXPECT_EQ(lw.store().resource_version(), std::to_string(fake.resource_version()));
 
-  ListWatch team_a(*t, "/api/v1/namespaces/team-a/pods", {}, {.page_size = 5});
+  ListWatch team_a(*t, "/api/v1/namespaces/team-a/pods", {}, paged(5));
   ASSERT_TRUE(team_a.list().ok());
   EXPECT_EQ(team_a.store().objects().size(), 12u);
 }
@@ -106,7 +112,7 @@ TEST(ListWatch, AnExpiredContinueTokenRestartsTheList) {
     fake.compact();
   });
   auto t = make_transport(config, sleeps);
-  ListWatch lw(*t, "/api/v1/nodes", {}, {.page_size = 4});
+  ListWatch lw(*t, "/api/v1/nodes", {}, paged(4));
   auto res = lw.list();
   ASSERT_TRUE(res.ok()) << res.error().describe();
   EXPECT_EQ(lw.stats().gone, 1u);
@@ -221,7 +227,7 @@ TEST(ListWatch, ABurstOfModificationsEndsWithTheFakesState) {
   for (int i = 0; i < 100; ++i) fake.put("pods", pod_json("team-" + std::to_string(i % 4), "p" + std::to_string(i)));
   SleepLog sleeps;
   auto t = make_transport(config_for(fake), sleeps);
-  Runner run(*t, "/api/v1/pods", {.page_size = 30});
+  Runner run(*t, "/api/v1/pods", paged(30));
   eventually([&] { return run.stats().lists == 1; });
   for (int i = 0; i < 10'000; ++i) {
     const int n = i % 100;

@@ -85,7 +85,10 @@ TEST(Transport, AWrongVerificationNameFailsTheHandshake) {
 }
 
 TEST(Transport, ClientCertificateAuthenticates) {
-  FakeApiServer fake({.tokens = {}, .client_ca_pem = client_pem().cert});
+  FakeApiServer::Options certificates_only;
+  certificates_only.tokens = {};
+  certificates_only.client_ca_pem = client_pem().cert;
+  FakeApiServer fake(certificates_only);
   SleepLog sleeps;
   auto config = config_for(fake, "");
   config.client_certificate_pem = client_pem().cert;
@@ -221,7 +224,9 @@ TEST(Transport, NotFoundCarriesTheStatus) {
 }
 
 TEST(Transport, PlainHttpToALoopbackFake) {
-  FakeApiServer fake({.tls = false});
+  FakeApiServer::Options plain;
+  plain.tls = false;
+  FakeApiServer fake(plain);
   SleepLog sleeps;
   auto config = config_for(fake);
   EXPECT_EQ(config.server.scheme, "http");
