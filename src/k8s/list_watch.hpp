@@ -35,7 +35,7 @@ struct ListWatchOptions {
 struct ListWatchStats {
   std::size_t lists = 0;        // complete lists (the first included)
   std::size_t pages = 0;
-  std::size_t watches = 0;      // watch requests that got 200
+  std::size_t watches = 0;      // watches that delivered at least one line
   std::size_t resumes = 0;      // watches restarted after a drop or the server's timeout
   std::size_t gone = 0;         // 410s that forced a re-list
   std::size_t bookmarks = 0;
