@@ -1,0 +1,453 @@
+#include "k8s/transport.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+namespace gpubank::k8s {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+std::string ApiError::describe() const {
+  std::string out = request.empty() ? std::string() : request + ": ";
+  if (http_status != 0) out += std::to_string(http_status) + " ";
+  out += reason;
+  if (!message.empty()) out += ": " + message;
+  return out;
+}
+
+std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int retry, double random01) {
+  const double base = static_cast<double>(policy.initial_delay.count()) * std::pow(2.0, std::min(retry, 30));
+  const double stretched = base * (1.0 + policy.jitter * std::clamp(random01, 0.0, 1.0));
+  const double capped = std::min(stretched, static_cast<double>(policy.max_delay.count()));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(capped));
+}
+
+ApiError error_from_response(int http_status, std::string_view body) {
+  ApiError e;
+  e.http_status = http_status;
+  e.code = http_status;
+  e.retryable = http_status == 429 || http_status >= 500;
+  const auto status = nlohmann::json::parse(body, nullptr, false);
+  if (status.is_object() && status.value("kind", "") == "Status") {
+    if (status.contains("reason") && status["reason"].is_string()) e.reason = status["reason"].get<std::string>();
+    if (status.contains("message") && status["message"].is_string()) e.message = status["message"].get<std::string>();
+    if (status.contains("code") && status["code"].is_number_integer()) e.code = status["code"].get<int>();
+  }
+  if (e.reason.empty()) e.reason = std::string(http::obsolete_reason(static_cast<http::status>(http_status)));
+  if (e.message.empty() && !body.empty()) {
+    // Not a Status (a proxy's HTML page, say): its start, printable bytes only.
+    std::string head;
+    for (const char c : body.substr(0, 200)) head += (c >= 0x20 && c < 0x7f) ? c : '.';
+    e.message = "response body: " + head;
+  }
+  return e;
+}
+
+std::string query_escape(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using SslStream = beast::ssl_stream<beast::tcp_stream>;
+
+ApiError transport_error(std::string reason, std::string message, bool retryable) {
+  ApiError e;
+  e.reason = std::move(reason);
+  e.message = std::move(message);
+  e.retryable = retryable;
+  return e;
+}
+
+std::string mib(std::size_t bytes) {
+  return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+// Retry-After in seconds (the form the API server sends); an HTTP date is ignored.
+std::optional<std::chrono::seconds> retry_after(std::string_view value) {
+  int seconds = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (ec != std::errc() || end != value.data() + value.size() || seconds < 0) return std::nullopt;
+  return std::chrono::seconds(seconds);
+}
+
+// One connection: TLS or, for a loopback fake, plain TCP.
+struct Connection {
+  std::unique_ptr<SslStream> tls;
+  std::unique_ptr<beast::tcp_stream> plain;
+  beast::flat_buffer buffer;
+  bool used = false;  // has carried a request already (a keep-alive reuse may find it closed)
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  void close() {
+    beast::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().close();
+  }
+};
+
+}  // namespace
+
+struct Transport::Impl {
+  ClientConfig config;
+  TransportOptions options;
+  net::io_context ioc;
+  net::ssl::context tls_context{net::ssl::context::tls_client};
+  std::unique_ptr<Connection> idle;  // the kept-alive connection for plain requests
+  std::mt19937_64 random;
+  std::size_t requests = 0;
+  std::size_t connections = 0;
+
+  // Runs one asynchronous operation to completion: the stream's expiry gives synchronous
+  // calls their timeouts.
+  template <class Start>
+  beast::error_code run(Start&& start) {
+    beast::error_code result = net::error::would_block;
+    std::forward<Start>(start)([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    return result;
+  }
+
+  template <class F>
+  auto with_stream(Connection& c, F&& f) {
+    if (c.tls) return f(*c.tls);
+    return f(*c.plain);
+  }
+
+  ApiError from_ec(const beast::error_code& ec, std::string_view during) {
+    if (ec == beast::error::timeout) {
+      return transport_error("Timeout", std::string(during) + " timed out", true);
+    }
+    if (ec == http::error::body_limit) {
+      return transport_error("BodyTooLarge",
+                             "response body is larger than the " + mib(options.max_body_bytes) +
+                                 " limit (TransportOptions::max_body_bytes)",
+                             false);
+    }
+    return transport_error("ConnectionFailed", std::string(during) + ": " + ec.message(), true);
+  }
+
+  ApiResult<std::unique_ptr<Connection>> connect() {
+    auto c = std::make_unique<Connection>();
+    beast::error_code ec;
+    tcp::resolver resolver(ioc);
+    const auto endpoints = resolver.resolve(config.server.host, std::to_string(config.server.port), ec);
+    if (ec) return transport_error("ConnectionFailed", "resolving " + config.server.host + ": " + ec.message(), true);
+    ++connections;
+    if (config.server.scheme == "https") {
+      c->tls = std::make_unique<SslStream>(ioc, tls_context);
+    } else {
+      c->plain = std::make_unique<beast::tcp_stream>(ioc);
+    }
+    c->lowest().expires_after(options.connect_timeout);
+    ec = run([&](auto handler) { c->lowest().async_connect(endpoints, [handler](beast::error_code e, const auto&) mutable { handler(e); }); });
+    if (ec) return from_ec(ec, "connecting to " + config.server.host_for_url() + ":" + std::to_string(config.server.port));
+    if (c->tls) {
+      const std::string& name = config.tls_server_name.empty() ? config.server.host : config.tls_server_name;
+      beast::error_code parse_ec;
+      (void)net::ip::make_address(name, parse_ec);
+      const bool is_ip = !parse_ec;
+      // SNI carries DNS names only (RFC 6066); an IP address is verified but not sent.
+      if (!is_ip && SSL_set_tlsext_host_name(c->tls->native_handle(), name.c_str()) != 1) {
+        return transport_error("TLSHandshake", "cannot set SNI name " + name, false);
+      }
+      if (!config.insecure_skip_tls_verify) c->tls->set_verify_callback(net::ssl::host_name_verification(name));
+      c->lowest().expires_after(options.connect_timeout);
+      ec = run([&](auto handler) { c->tls->async_handshake(net::ssl::stream_base::client, handler); });
+      if (ec == beast::error::timeout) return from_ec(ec, "TLS handshake");
+      if (ec) {
+        return transport_error("TLSHandshake", "TLS handshake with " + name + ": " + ec.message(), false);
+      }
+    }
+    return c;
+  }
+
+  http::request<http::empty_body> request_for(std::string_view target, bool watch) {
+    http::request<http::empty_body> req{http::verb::get, config.server.base_path + std::string(target), 11};
+    const bool default_port = (config.server.scheme == "https" && config.server.port == 443) ||
+                              (config.server.scheme == "http" && config.server.port == 80);
+    req.set(http::field::host, default_port ? config.server.host_for_url()
+                                            : config.server.host_for_url() + ":" + std::to_string(config.server.port));
+    req.set(http::field::user_agent, options.user_agent);
+    req.set(http::field::accept, "application/json");
+    req.keep_alive(!watch);
+    return req;
+  }
+
+  // The bearer token, or an error when the source has none.
+  std::optional<ApiError> authorize(http::request<http::empty_body>& req) {
+    if (!config.token) return std::nullopt;
+    auto token = config.token->token();
+    if (!token.ok()) return transport_error("Unauthorized", "no bearer token: " + token.error(), false);
+    req.set(http::field::authorization, "Bearer " + *token);
+    return std::nullopt;
+  }
+
+  // Sends the request on `c` and reads the whole response (capped).
+  ApiResult<Response> exchange(Connection& c, const http::request<http::empty_body>& req, bool& close_after) {
+    ++requests;
+    c.lowest().expires_after(options.read_timeout);
+    auto ec = with_stream(c, [&](auto& s) { return run([&](auto handler) { http::async_write(s, req, handler); }); });
+    if (ec) return from_ec(ec, "sending the request");
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(options.max_body_bytes);
+    parser.header_limit(64 * 1024);
+    ec = with_stream(c, [&](auto& s) { return run([&](auto handler) { http::async_read(s, c.buffer, parser, handler); }); });
+    if (ec) return from_ec(ec, "reading the response");
+    auto& res = parser.get();
+    close_after = !res.keep_alive();
+    Response out;
+    out.status = static_cast<int>(res.result_int());
+    out.content_type = std::string(res[http::field::content_type]);
+    out.body = std::move(res.body());
+    last_retry_after = retry_after(res[http::field::retry_after]);
+    return out;
+  }
+
+  std::optional<std::chrono::seconds> last_retry_after;
+
+  // One attempt on the kept-alive connection (or a new one); a reused connection the
+  // server had closed is replaced once.
+  ApiResult<Response> attempt_get(const http::request<http::empty_body>& req) {
+    for (int fresh = 0;; ++fresh) {
+      if (!idle) {
+        auto c = connect();
+        if (!c.ok()) return c.error();
+        idle = std::move(c.value());
+      }
+      const bool reused = idle->used;
+      idle->used = true;
+      bool close_after = false;
+      auto res = exchange(*idle, req, close_after);
+      if (!res.ok()) {
+        idle->close();
+        idle.reset();
+        if (reused && fresh == 0 && res.error().reason == "ConnectionFailed") continue;
+        return res;
+      }
+      if (close_after) {
+        idle->close();
+        idle.reset();
+      }
+      return res;
+    }
+  }
+
+  void sleep_for(std::chrono::milliseconds d) {
+    if (options.sleep) {
+      options.sleep(d);
+    } else {
+      std::this_thread::sleep_for(d);
+    }
+  }
+
+  std::chrono::milliseconds delay_before(int retry, const ApiError& error) {
+    if (last_retry_after && (error.http_status == 429 || error.http_status >= 500)) {
+      return std::min<std::chrono::milliseconds>(*last_retry_after, options.retry.max_retry_after);
+    }
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    return backoff_delay(options.retry, retry, unit(random));
+  }
+
+  // The retry loop around `attempt` (which returns a Response or an error): 401 refresh once,
+  // then 429/5xx/connection failures with backoff.
+  template <class Attempt>
+  ApiResult<Response> with_retries(std::string_view target, bool watch, Attempt&& attempt) {
+    bool refreshed = false;
+    const std::string what = "GET " + std::string(target);
+    for (int tries = 1;; ++tries) {
+      auto req = request_for(target, watch);
+      if (auto e = authorize(req)) {
+        e->request = what;
+        return *e;
+      }
+      last_retry_after.reset();
+      auto res = attempt(req);
+      ApiError error;
+      if (res.ok()) {
+        if (res->status >= 200 && res->status < 300) return res;
+        error = error_from_response(res->status, res->body);
+        if (res->status == 401 && config.token && !refreshed) {
+          // A rotated token: read it again, send again, once.
+          refreshed = true;
+          config.token->expire();
+          --tries;
+          continue;
+        }
+      } else {
+        error = res.error();
+      }
+      error.request = what;
+      if (!error.retryable || tries >= options.retry.max_attempts) {
+        if (error.retryable) error.message += " (gave up after " + std::to_string(tries) + " attempts)";
+        return error;
+      }
+      sleep_for(delay_before(tries - 1, error));
+    }
+  }
+};
+
+Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Transport::~Transport() = default;
+
+Expected<std::unique_ptr<Transport>> Transport::create(ClientConfig config, TransportOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->random.seed(options.retry.seed);
+  auto& ctx = impl->tls_context;
+  beast::error_code ec;
+  ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
+                  net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+  if (config.insecure_skip_tls_verify) {
+    ctx.set_verify_mode(net::ssl::verify_none);
+  } else {
+    ctx.set_verify_mode(net::ssl::verify_peer);
+    if (!config.ca_pem.empty()) {
+      ctx.add_certificate_authority(net::buffer(config.ca_pem), ec);
+      if (ec) return Unexpected{"ca_pem: cannot load the CA certificates: " + ec.message()};
+    } else {
+      ctx.set_default_verify_paths(ec);
+      if (ec) return Unexpected{"cannot load the system's trusted CA certificates: " + ec.message()};
+    }
+  }
+  if (!config.client_certificate_pem.empty()) {
+    ctx.use_certificate_chain(net::buffer(config.client_certificate_pem), ec);
+    if (ec) return Unexpected{"client_certificate_pem: cannot load the client certificate: " + ec.message()};
+    ctx.use_private_key(net::buffer(config.client_key_pem), net::ssl::context::pem, ec);
+    if (ec) return Unexpected{"client_key_pem: cannot load the client key: " + ec.message()};
+  }
+  if (config.server.scheme != "https" && !(config.server.scheme == "http" && is_loopback_host(config.server.host))) {
+    return Unexpected{"server: plain http is allowed only to a loopback host, got " + config.server.to_string()};
+  }
+  impl->config = std::move(config);
+  impl->options = std::move(options);
+  return std::unique_ptr<Transport>(new Transport(std::move(impl)));
+}
+
+ApiResult<Response> Transport::get(std::string_view target) {
+  return impl_->with_retries(target, false, [this](const auto& req) { return impl_->attempt_get(req); });
+}
+
+ApiResult<std::monostate> Transport::stream(std::string_view target,
+                                            const std::function<bool(std::string_view)>& on_line) {
+  Impl& im = *impl_;
+  std::unique_ptr<Connection> conn;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  // Establishing the watch goes through the retry loop; a non-200 answer's body is read
+  // (capped) so that its Status comes back as the error.
+  auto established = im.with_retries(target, true, [&](const http::request<http::empty_body>& req) -> ApiResult<Response> {
+    auto c = im.connect();
+    if (!c.ok()) return c.error();
+    conn = std::move(c.value());
+    ++im.requests;
+    conn->lowest().expires_after(im.options.read_timeout);
+    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_write(s, req, h); }); });
+    if (ec) return im.from_ec(ec, "sending the watch request");
+    parser.emplace();
+    // A watch runs for minutes, so its lines are capped instead of its body. Not boost::none:
+    // Boost 1.74 compares a Content-Length with the optional and refuses every such body.
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser->header_limit(64 * 1024);
+    ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_header(s, conn->buffer, *parser, h); }); });
+    if (ec) return im.from_ec(ec, "reading the watch response header");
+    Response r;
+    r.status = static_cast<int>(parser->get().result_int());
+    im.last_retry_after = retry_after(parser->get()[http::field::retry_after]);
+    if (r.status == 200) return r;
+    // An error: read its (small) body for the Status.
+    std::string body;
+    char buf[8192];
+    while (!parser->is_done() && body.size() < (1u << 20)) {
+      parser->get().body().data = buf;
+      parser->get().body().size = sizeof buf;
+      ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
+      body.append(buf, sizeof buf - parser->get().body().size);
+      if (ec && ec != http::error::need_buffer) break;
+    }
+    conn->close();
+    r.body = std::move(body);
+    return r;
+  });
+  if (!established.ok()) return established.error();
+
+  const std::string what = "GET " + std::string(target);
+  std::string pending;
+  std::vector<char> buf(64 * 1024);
+  while (!parser->is_done()) {
+    parser->get().body().data = buf.data();
+    parser->get().body().size = buf.size();
+    conn->lowest().expires_after(im.options.watch_idle_timeout);
+    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
+    const std::size_t n = buf.size() - parser->get().body().size;
+    if (ec && ec != http::error::need_buffer) {
+      conn->close();
+      auto e = im.from_ec(ec, "watch stream");
+      e.request = what;
+      return e;
+    }
+    pending.append(buf.data(), n);
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string_view line(pending.data() + start, nl - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty()) continue;
+      if (!on_line(line)) {
+        conn->close();
+        return std::monostate{};
+      }
+    }
+    pending.erase(0, start);
+    if (pending.size() > im.options.max_watch_line_bytes) {
+      conn->close();
+      auto e = transport_error("LineTooLong",
+                               "a watch event is longer than the " + mib(im.options.max_watch_line_bytes) +
+                                   " limit (TransportOptions::max_watch_line_bytes)",
+                               false);
+      e.request = what;
+      return e;
+    }
+  }
+  conn->close();
+  if (!pending.empty() && !on_line(pending)) return std::monostate{};
+  return std::monostate{};
+}
+
+void Transport::backoff(int retry) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  impl_->sleep_for(backoff_delay(impl_->options.retry, retry, unit(impl_->random)));
+}
+
+std::size_t Transport::requests_sent() const { return impl_->requests; }
+std::size_t Transport::connections_opened() const { return impl_->connections; }
+const ClientConfig& Transport::config() const { return impl_->config; }
+
+}  // namespace gpubank::k8s

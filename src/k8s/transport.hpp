@@ -1,0 +1,142 @@
+// The HTTP transport to the API server: synchronous HTTPS (Boost.Beast + OpenSSL) with the
+// ClientConfig's trust and credentials, retries, limits and keep-alive.
+//
+//   - TLS: the config's CA (else the system's roots), its client certificate and key, SNI
+//     and verification against tls_server_name (else the host). Plain http only when the
+//     ClientConfig's URL is http, which parse_server_url allows for a loopback host alone.
+//   - A bearer token from the TokenSource on every request; on 401 the source is expired
+//     once and the request sent again (a rotated service-account token).
+//   - Retries, for GET (idempotent): 429, 5xx and connection failures, with exponential
+//     backoff and jitter (seeded), or the server's Retry-After seconds when it sends them;
+//     both capped. Sleeping goes through an injectable function, so tests record the waits
+//     instead of waiting. A failed TLS handshake (wrong CA, bad certificate) is not retried:
+//     the next attempt would fail the same way.
+//   - Limits: connect and read timeouts (failure guards), a response body cap (64 MiB by
+//     default) and, for watches, a cap on one line (16 MiB).
+//   - One kept-alive connection for plain requests, reused while the server keeps it open; a
+//     reused connection that turns out to be closed is replaced once at no cost. A watch uses
+//     a connection of its own, closed when the watch ends.
+//
+// Errors carry the HTTP status and, when the server sent a Kubernetes Status object, its
+// reason, message and code. Not thread-safe: one Transport per thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "k8s/client_config.hpp"
+
+namespace gpubank::k8s {
+
+// Why a request failed. http_status 0: no HTTP answer (connection, TLS, timeout, a limit).
+struct ApiError {
+  int http_status = 0;
+  std::string reason;   // Status.reason ("Expired", "NotFound", ...) or the transport's own
+                        // ("ConnectionFailed", "TLSHandshake", "Timeout", "BodyTooLarge", "LineTooLong")
+  std::string message;  // Status.message, or what went wrong
+  int code = 0;         // Status.code when the server sent one, else http_status
+  bool retryable = false;
+
+  [[nodiscard]] std::string describe() const;  // "GET /api/v1/pods: 410 Expired: too old resource version"
+  std::string request;                         // "GET /api/v1/pods?limit=500"
+};
+
+// A value or an ApiError.
+template <class T>
+class [[nodiscard]] ApiResult {
+ public:
+  ApiResult(T value) : state_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
+  ApiResult(ApiError error) : state_(std::move(error)) {}   // NOLINT(google-explicit-constructor)
+  [[nodiscard]] bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  const T& value() const& { return std::get<0>(state_); }
+  T& value() & { return std::get<0>(state_); }
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+  [[nodiscard]] const ApiError& error() const { return std::get<1>(state_); }
+
+ private:
+  std::variant<T, ApiError> state_;
+};
+
+struct Response {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+struct RetryPolicy {
+  int max_attempts = 5;  // attempts in all, the first included (the 401 re-send is free)
+  std::chrono::milliseconds initial_delay{500};
+  std::chrono::milliseconds max_delay{30'000};        // backoff cap
+  std::chrono::milliseconds max_retry_after{60'000};  // cap on a server's Retry-After
+  double jitter = 0.2;  // each delay is stretched by a random factor in [1, 1 + jitter)
+  std::uint64_t seed = 0x6770'7562'616e'6b;
+};
+
+struct TransportOptions {
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds read_timeout{60'000};         // a plain request, whole
+  std::chrono::milliseconds watch_idle_timeout{330'000};  // a watch: the longest silence
+  std::size_t max_body_bytes = std::size_t{64} << 20;
+  std::size_t max_watch_line_bytes = std::size_t{16} << 20;
+  RetryPolicy retry;
+  std::function<void(std::chrono::milliseconds)> sleep;  // empty: std::this_thread::sleep_for
+  std::string user_agent = "gpubank";
+};
+
+// The delay before retry number `retry` (0 for the first), from the policy alone: initial
+// * 2^retry, stretched by jitter drawn from `random01` (a number in [0, 1)), capped at
+// max_delay. Pure, for tests.
+[[nodiscard]] std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int retry, double random01);
+
+// A Kubernetes Status object in `body` as an ApiError for `http_status`; without one, a
+// message from the status line and the body's first bytes.
+[[nodiscard]] ApiError error_from_response(int http_status, std::string_view body);
+
+// Query parameters in a request target, each escaped.
+[[nodiscard]] std::string query_escape(std::string_view value);
+
+class Transport {
+ public:
+  // Fails when the TLS material does not load (naming which).
+  [[nodiscard]] static Expected<std::unique_ptr<Transport>> create(ClientConfig config, TransportOptions options = {});
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // GET `target` (a path below the server's base path, with its query), expecting JSON. Any
+  // 2xx is a success; other statuses are errors after the retries above.
+  [[nodiscard]] ApiResult<Response> get(std::string_view target);
+
+  // A streaming GET for a watch: each newline-terminated line of the body goes to `on_line`
+  // as it arrives (empty lines skipped); `on_line` returns false to stop, which closes the
+  // connection. Retries apply until the server answers 200; after that, a broken
+  // connection or a timeout ends the call with an error (the caller resumes from what it
+  // saw). Returns normally when the server ends the body or on_line stops.
+  [[nodiscard]] ApiResult<std::monostate> stream(std::string_view target,
+                                                 const std::function<bool(std::string_view line)>& on_line);
+
+  // Waits the backoff for retry number `retry` (0 first) through the injected sleep: for
+  // callers that retry on their own (a watch resumed after a drop).
+  void backoff(int retry);
+
+  // Requests sent, connections opened (tests check keep-alive with these).
+  [[nodiscard]] std::size_t requests_sent() const;
+  [[nodiscard]] std::size_t connections_opened() const;
+  [[nodiscard]] const ClientConfig& config() const;
+
+ private:
+  struct Impl;
+  explicit Transport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpubank::k8s

@@ -1,0 +1,679 @@
+#include "support/fake_apiserver.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace gpubank::testing {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Json = nlohmann::json;
+
+namespace {
+
+struct ResourceType {
+  std::string group;  // "" for core
+  std::string version;
+  std::string plural;
+  std::string singular;
+  std::string kind;
+  bool namespaced;
+  std::vector<std::string> short_names;
+  [[nodiscard]] std::string group_version() const { return group.empty() ? version : group + "/" + version; }
+};
+
+const std::vector<ResourceType>& resource_types() {
+  static const std::vector<ResourceType> types{
+      {"", "v1", "pods", "pod", "Pod", true, {"po"}},
+      {"", "v1", "nodes", "node", "Node", false, {"no"}},
+      {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}},
+      {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}},
+      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "clusterqueue", "ClusterQueue", false, {"cq"}},
+      {"kueue.x-k8s.io", "v1beta2", "localqueues", "localqueue", "LocalQueue", true, {"lq"}},
+      {"kueue.x-k8s.io", "v1beta2", "cohorts", "cohort", "Cohort", false, {}},
+      {"platform.gpubank.dev", "v1alpha1", "platformguardrails", "platformguardrails", "PlatformGuardrails", false, {"guardrails"}},
+      {"platform.gpubank.dev", "v1alpha1", "gpuquotapolicies", "gpuquotapolicy", "GPUQuotaPolicy", false, {"gqp"}},
+      {"platform.gpubank.dev", "v1alpha1", "inferencescalingpolicies", "inferencescalingpolicy", "InferenceScalingPolicy", false, {"isp"}},
+      {"platform.gpubank.dev", "v1alpha1", "tidalpolicies", "tidalpolicy", "TidalPolicy", false, {"tidal"}},
+      {"platform.gpubank.dev", "v1alpha1", "capacityleases", "capacitylease", "CapacityLease", false, {"lease"}},
+      {"platform.gpubank.dev", "v1alpha1", "lowutilizationpolicies", "lowutilizationpolicy", "LowUtilizationPolicy", false, {}},
+  };
+  return types;
+}
+
+const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) {
+  for (const auto& t : resource_types()) {
+    if (t.group == group && t.version == version && t.plural == plural) return &t;
+  }
+  return nullptr;
+}
+
+const ResourceType& type_named(const std::string& plural) {
+  for (const auto& t : resource_types()) {
+    if (t.plural == plural) return t;
+  }
+  throw std::invalid_argument("fake API server: no resource \"" + plural + "\"");
+}
+
+// A self-signed EC certificate for localhost and 127.0.0.1, in memory.
+struct Identity {
+  std::string cert;
+  std::string key;
+};
+Identity make_identity() {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("fake-apiserver"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
+  X509_add_ext(cert, san, -1);
+  X509_EXTENSION_free(san);
+  X509_sign(cert, key, EVP_sha256());
+  BIO* cb = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(cb, cert);
+  BIO* kb = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(kb, key, nullptr, nullptr, 0, nullptr, nullptr);
+  auto text = [](BIO* b) {
+    char* d = nullptr;
+    const long n = BIO_get_mem_data(b, &d);
+    std::string s(d, static_cast<std::size_t>(n));
+    BIO_free(b);
+    return s;
+  };
+  Identity id{text(cb), text(kb)};
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return id;
+}
+
+Json status_json(int code, const std::string& reason, const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
+          {"message", message}, {"reason", reason}, {"code", code}};
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t end = std::min(s.find(sep, start), s.size());
+    if (end > start) out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string key_of(const Json& o) {
+  const auto& m = o.at("metadata");
+  const std::string ns = m.value("namespace", "");
+  return ns.empty() ? m.at("name").get<std::string>() : ns + "/" + m.at("name").get<std::string>();
+}
+
+struct LogEntry {
+  std::uint64_t rv;
+  std::string plural;  // "" for a bookmark (every resource)
+  std::string type;
+  Json object;
+};
+
+}  // namespace
+
+struct FakeApiServer::Impl {
+  Options options;
+  Identity identity;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::unique_ptr<net::ssl::context> tls;
+  std::uint16_t port = 0;
+  std::thread accept_thread;
+
+  mutable std::mutex m;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::map<std::string, std::map<std::string, Json>> store;  // plural -> key -> object
+  std::uint64_t rv = 1000;
+  std::uint64_t compacted = 0;
+  std::uint64_t uid_counter = 0;
+  std::vector<LogEntry> log;
+  int fail_count = 0;
+  int fail_status = 0;
+  std::optional<int> fail_retry_after;
+  std::optional<int> drop_after;
+  std::uint64_t end_generation = 0;
+  std::size_t request_count = 0;
+  std::size_t unauthorized_count = 0;
+  std::size_t connection_count = 0;
+  std::vector<std::string> target_log;
+  std::vector<std::thread> threads;
+  std::set<int> open_fds;
+
+  // ---- HTTP ----
+
+  template <class Stream>
+  void write_json(Stream& s, const http::request<http::string_body>& req, int status, const Json& body,
+                  const std::optional<int>& retry_after = std::nullopt) {
+    http::response<http::string_body> res{static_cast<http::status>(status), req.version()};
+    res.set(http::field::content_type, "application/json");
+    if (retry_after) res.set(http::field::retry_after, std::to_string(*retry_after));
+    res.keep_alive(req.keep_alive());
+    res.body() = body.dump();
+    res.prepare_payload();
+    http::write(s, res);
+  }
+
+  bool authenticated(const http::request<http::string_body>& req, SSL* ssl) {
+    const auto auth = req[http::field::authorization];
+    if (auth.size() > 7 && auth.substr(0, 7) == "Bearer ") {
+      std::lock_guard lock(m);
+      return options.tokens.contains(std::string(auth.substr(7)));
+    }
+    if (ssl != nullptr) {
+      X509* peer = SSL_get1_peer_certificate(ssl);
+      const bool ok = peer != nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
+      X509_free(peer);
+      return ok;
+    }
+    return false;
+  }
+
+  Json discovery_resources(const std::string& gv) {
+    Json resources = Json::array();
+    for (const auto& t : resource_types()) {
+      if (t.group_version() != gv) continue;
+      resources.push_back({{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced},
+                           {"kind", t.kind}, {"verbs", {"get", "list", "watch"}}, {"shortNames", t.short_names}});
+    }
+    return {{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", gv}, {"resources", resources}};
+  }
+
+  static Json group_json(const std::string& group, const std::string& version) {
+    const Json gv{{"groupVersion", group + "/" + version}, {"version", version}};
+    return {{"name", group}, {"versions", Json::array({gv})}, {"preferredVersion", gv}};
+  }
+
+  std::optional<Json> discovery(const std::vector<std::string>& parts) {
+    if (parts.size() == 1 && parts[0] == "version") {
+      return Json{{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-fake"}, {"gitCommit", "fake"},
+                  {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"}, {"goVersion", "go1.23"},
+                  {"compiler", "gc"}, {"platform", "linux/amd64"}};
+    }
+    if (parts.size() == 1 && parts[0] == "api") {
+      return Json{{"kind", "APIVersions"}, {"versions", {"v1"}},
+                  {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1:" + std::to_string(port)}}}}};
+    }
+    if (parts.size() == 2 && parts[0] == "api" && parts[1] == "v1") return discovery_resources("v1");
+    std::map<std::string, std::string> groups;
+    for (const auto& t : resource_types()) {
+      if (!t.group.empty()) groups[t.group] = t.version;
+    }
+    if (parts.size() == 1 && parts[0] == "apis") {
+      Json list = Json::array();
+      for (const auto& [g, v] : groups) list.push_back(group_json(g, v));
+      return Json{{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", list}};
+    }
+    if (parts.size() == 2 && parts[0] == "apis" && groups.contains(parts[1])) {
+      Json g = group_json(parts[1], groups[parts[1]]);
+      g["kind"] = "APIGroup";
+      g["apiVersion"] = "v1";
+      return g;
+    }
+    if (parts.size() == 3 && parts[0] == "apis" && groups.contains(parts[1]) && groups[parts[1]] == parts[2]) {
+      return discovery_resources(parts[1] + "/" + parts[2]);
+    }
+    return std::nullopt;
+  }
+
+  template <class Stream>
+  bool handle(Stream& s, const http::request<http::string_body>& req, SSL* ssl, int fd) {
+    const std::string target(req.target());
+    {
+      std::lock_guard lock(m);
+      ++request_count;
+      target_log.push_back(target);
+      if (fail_count > 0) {
+        --fail_count;
+        const int status = fail_status;
+        const auto after = fail_retry_after;
+        const char* reason = status == 429   ? "TooManyRequests"
+                             : status == 410 ? "Expired"
+                             : status == 503 ? "ServiceUnavailable"
+                                             : "InternalError";
+        write_json(s, req, status, status_json(status, reason, "fault injected by the fake API server"), after);
+        return req.keep_alive();
+      }
+    }
+    if (!authenticated(req, ssl)) {
+      std::lock_guard lock(m);
+      ++unauthorized_count;
+      write_json(s, req, 401, status_json(401, "Unauthorized", "Unauthorized"));
+      return req.keep_alive();
+    }
+    if (req.method() != http::verb::get) {
+      write_json(s, req, 405, status_json(405, "MethodNotAllowed", "the fake API server only reads"));
+      return req.keep_alive();
+    }
+    const auto q = target.find('?');
+    const auto parts = split(std::string_view(target).substr(0, q), '/');
+    std::map<std::string, std::string> query;
+    if (q != std::string::npos) {
+      for (const auto& kv : split(std::string_view(target).substr(q + 1), '&')) {
+        const auto eq = kv.find('=');
+        query[percent_decode(kv.substr(0, eq))] = eq == std::string::npos ? "" : percent_decode(kv.substr(eq + 1));
+      }
+    }
+    if (auto doc = discovery(parts)) {
+      write_json(s, req, 200, *doc);
+      return req.keep_alive();
+    }
+    // /api/v1/... or /apis/<g>/<v>/...
+    std::string group, version;
+    std::size_t i = 0;
+    if (parts.size() >= 2 && parts[0] == "api") {
+      version = parts[1];
+      i = 2;
+    } else if (parts.size() >= 3 && parts[0] == "apis") {
+      group = parts[1];
+      version = parts[2];
+      i = 3;
+    }
+    std::string ns;
+    if (i != 0 && parts.size() >= i + 3 && parts[i] == "namespaces") {
+      ns = parts[i + 1];
+      i += 2;
+    }
+    const ResourceType* type = i == 0 || parts.size() <= i ? nullptr : find_type(group, version, parts[i]);
+    if (type == nullptr || parts.size() > i + 2 || (!ns.empty() && !type->namespaced)) {
+      write_json(s, req, 404, status_json(404, "NotFound", "the server could not find the requested resource"));
+      return req.keep_alive();
+    }
+    if (parts.size() == i + 2) {  // one object
+      const std::string key = ns.empty() ? parts[i + 1] : ns + "/" + parts[i + 1];
+      std::unique_lock lock(m);
+      const auto& objects = store[type->plural];
+      const auto it = objects.find(key);
+      if (it == objects.end()) {
+        const Json body = status_json(404, "NotFound", type->plural + " \"" + parts[i + 1] + "\" not found");
+        lock.unlock();
+        write_json(s, req, 404, body);
+      } else {
+        const Json body = it->second;
+        lock.unlock();
+        write_json(s, req, 200, body);
+      }
+      return req.keep_alive();
+    }
+    if (query["watch"] == "true" || query["watch"] == "1") {
+      watch(s, req, *type, ns, query, fd);
+      return false;
+    }
+    list(s, req, *type, ns, query);
+    return req.keep_alive();
+  }
+
+  template <class Stream>
+  void list(Stream& s, const http::request<http::string_body>& req, const ResourceType& type, const std::string& ns,
+            std::map<std::string, std::string>& query) {
+    std::unique_lock lock(m);
+    std::uint64_t list_rv = rv;
+    std::string after;
+    if (!query["continue"].empty()) {
+      const std::string& token = query["continue"];
+      const auto bar = token.find('|');
+      list_rv = bar == std::string::npos ? 0 : std::stoull(token.substr(0, bar));
+      if (bar == std::string::npos || list_rv < compacted) {
+        lock.unlock();
+        write_json(s, req, 410,
+                   status_json(410, "Expired",
+                               "The provided continue parameter is too old to display a consistent list result. You "
+                               "can start a new list without the continue parameter."));
+        return;
+      }
+      after = token.substr(bar + 1);
+    }
+    const std::size_t limit = query["limit"].empty() ? 0 : std::stoul(query["limit"]);
+    Json items = Json::array();
+    std::string last;
+    bool more = false;
+    for (auto it = store[type.plural].upper_bound(after); it != store[type.plural].end(); ++it) {
+      if (!ns.empty() && it->second["metadata"].value("namespace", "") != ns) continue;
+      if (limit != 0 && items.size() == limit) {
+        more = true;
+        break;
+      }
+      items.push_back(it->second);
+      last = it->first;
+    }
+    lock.unlock();
+    Json metadata{{"resourceVersion", std::to_string(list_rv)}};
+    if (more) metadata["continue"] = std::to_string(list_rv) + "|" + last;
+    write_json(s, req, 200,
+               {{"kind", type.kind + "List"}, {"apiVersion", type.group_version()}, {"metadata", metadata}, {"items", items}});
+  }
+
+  static std::string event_line(const std::string& type, const Json& object) {
+    return Json{{"type", type}, {"object", object}}.dump() + "\n";
+  }
+
+  template <class Stream>
+  void watch(Stream& s, const http::request<http::string_body>& req, const ResourceType& type, const std::string& ns,
+             std::map<std::string, std::string>& query, int fd) {
+    http::response<http::empty_body> res{http::status::ok, req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.chunked(true);
+    http::response_serializer<http::empty_body> sr{res};
+    beast::error_code ec;
+    http::write_header(s, sr, ec);
+    if (ec) return;
+    const bool bookmarks = query["allowWatchBookmarks"] == "true";
+    const int timeout = query["timeoutSeconds"].empty() ? 1800 : std::stoi(query["timeoutSeconds"]);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+    const std::string from = query["resourceVersion"];
+    auto relevant = [&](const Json& o) { return ns.empty() || o["metadata"].value("namespace", "") == ns; };
+
+    std::unique_lock lock(m);
+    const std::uint64_t generation = end_generation;
+    std::optional<int> drop = std::exchange(drop_after, std::nullopt);
+    int sent = 0;
+    std::string batch;
+    std::size_t next = 0;
+    if (from.empty() || from == "0") {
+      for (const auto& [key, o] : store[type.plural]) {
+        if (relevant(o)) batch += event_line("ADDED", o);
+      }
+      next = log.size();
+    } else if (std::stoull(from) < compacted) {
+      batch = event_line("ERROR", status_json(410, "Expired", "too old resource version: " + from + " (" +
+                                                                   std::to_string(compacted) + ")"));
+      lock.unlock();
+      net::write(s, http::make_chunk(net::buffer(batch)), ec);
+      if (!ec) net::write(s, http::make_chunk_last(), ec);
+      return;
+    } else {
+      const std::uint64_t r = std::stoull(from);
+      next = static_cast<std::size_t>(
+          std::partition_point(log.begin(), log.end(), [r](const LogEntry& e) { return e.rv <= r; }) - log.begin());
+    }
+    while (true) {
+      for (; next < log.size(); ++next) {
+        const LogEntry& e = log[next];
+        if (e.plural.empty()) {
+          if (bookmarks) {
+            batch += event_line("BOOKMARK", {{"kind", type.kind}, {"apiVersion", type.group_version()},
+                                             {"metadata", {{"resourceVersion", std::to_string(e.rv)}}}});
+          }
+        } else if (e.plural == type.plural && relevant(e.object)) {
+          if (drop && sent == *drop) break;
+          batch += event_line(e.type, e.object);
+          ++sent;
+        }
+      }
+      lock.unlock();
+      if (!batch.empty()) net::write(s, http::make_chunk(net::buffer(batch)), ec);
+      batch.clear();
+      if (ec) return;
+      if (drop && sent == *drop) {
+        ::shutdown(fd, SHUT_RDWR);  // cut: no final chunk, no TLS close_notify
+        return;
+      }
+      lock.lock();
+      cv.wait_until(lock, deadline, [&] { return stopping || next < log.size() || end_generation != generation; });
+      if (stopping) return;
+      if (next < log.size()) continue;
+      if (end_generation != generation || std::chrono::steady_clock::now() >= deadline) break;
+    }
+    lock.unlock();
+    net::write(s, http::make_chunk_last(), ec);
+  }
+
+  template <class Stream>
+  void serve(Stream& s, SSL* ssl, int fd) {
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    while (true) {
+      http::request<http::string_body> req;
+      http::read(s, buffer, req, ec);
+      if (ec) return;
+      try {
+        if (!handle(s, req, ssl, fd)) return;
+      } catch (const std::exception&) {
+        return;  // the client went away mid-write
+      }
+    }
+  }
+
+  void connection(tcp::socket socket) {
+    const int fd = socket.native_handle();
+    if (options.tls) {
+      beast::ssl_stream<tcp::socket> stream(std::move(socket), *tls);
+      beast::error_code ec;
+      stream.handshake(net::ssl::stream_base::server, ec);
+      if (!ec) serve(stream, stream.native_handle(), fd);
+      std::lock_guard lock(m);
+      open_fds.erase(fd);
+      stream.next_layer().close(ec);
+    } else {
+      beast::error_code ec;
+      serve(socket, nullptr, fd);
+      std::lock_guard lock(m);
+      open_fds.erase(fd);
+      socket.close(ec);
+    }
+  }
+
+  void accept_loop() {
+    while (true) {
+      beast::error_code ec;
+      tcp::socket socket(ioc);
+      acceptor.accept(socket, ec);
+      std::lock_guard lock(m);
+      if (stopping) return;
+      if (ec) continue;
+      ++connection_count;
+      open_fds.insert(socket.native_handle());
+      threads.emplace_back([this, sock = std::move(socket)]() mutable { connection(std::move(sock)); });
+    }
+  }
+};
+
+FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.options = std::move(options);
+  im.identity = make_identity();
+  if (im.options.tls) {
+    im.tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    im.tls->use_certificate_chain(net::buffer(im.identity.cert));
+    im.tls->use_private_key(net::buffer(im.identity.key), net::ssl::context::pem);
+    if (!im.options.client_ca_pem.empty()) {
+      im.tls->add_certificate_authority(net::buffer(im.options.client_ca_pem));
+      im.tls->set_verify_mode(net::ssl::verify_peer);  // asked for, not required: tokens work too
+      // Tell the client which CA to present a certificate for (Go's client needs the list).
+      STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+      BIO* bio = BIO_new_mem_buf(im.options.client_ca_pem.data(), static_cast<int>(im.options.client_ca_pem.size()));
+      X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+      if (ca != nullptr) sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca)));
+      X509_free(ca);
+      BIO_free(bio);
+      SSL_CTX_set_client_CA_list(im.tls->native_handle(), names);
+    }
+  }
+  const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"), 0);
+  im.acceptor.open(endpoint.protocol());
+  im.acceptor.set_option(tcp::acceptor::reuse_address(true));
+  im.acceptor.bind(endpoint);
+  im.acceptor.listen();
+  im.port = im.acceptor.local_endpoint().port();
+  im.accept_thread = std::thread([&im] { im.accept_loop(); });
+}
+
+FakeApiServer::~FakeApiServer() {
+  Impl& im = *impl_;
+  {
+    std::lock_guard lock(im.m);
+    im.stopping = true;
+    for (const int fd : im.open_fds) ::shutdown(fd, SHUT_RDWR);
+  }
+  im.cv.notify_all();
+  {  // wake the blocking accept
+    beast::error_code ec;
+    tcp::socket poke(im.ioc);
+    poke.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), im.port), ec);
+  }
+  im.accept_thread.join();
+  for (auto& t : im.threads) t.join();
+}
+
+std::string FakeApiServer::url() const {
+  return std::string(impl_->options.tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(impl_->port);
+}
+const std::string& FakeApiServer::ca_pem() const { return impl_->identity.cert; }
+
+Json FakeApiServer::put(const std::string& resource, Json object) {
+  const ResourceType& type = type_named(resource);
+  std::lock_guard lock(impl_->m);
+  Impl& im = *impl_;
+  auto& meta = object["metadata"];
+  if (!meta.contains("name")) throw std::invalid_argument("fake API server: object without metadata.name");
+  if (type.namespaced && !meta.contains("namespace")) meta["namespace"] = "default";
+  object["kind"] = type.kind;
+  object["apiVersion"] = type.group_version();
+  const std::string key = key_of(object);
+  auto& objects = im.store[type.plural];
+  const auto old = objects.find(key);
+  if (old != objects.end()) {
+    meta["uid"] = old->second["metadata"]["uid"];
+    meta["creationTimestamp"] = old->second["metadata"]["creationTimestamp"];
+  } else {
+    if (!meta.contains("uid")) {
+      char uid[40];
+      std::snprintf(uid, sizeof uid, "fa4e0000-0000-4000-8000-%012llu", static_cast<unsigned long long>(++im.uid_counter));
+      meta["uid"] = uid;
+    }
+    if (!meta.contains("creationTimestamp")) meta["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  }
+  meta["resourceVersion"] = std::to_string(++im.rv);
+  im.log.push_back({im.rv, type.plural, old == objects.end() ? "ADDED" : "MODIFIED", object});
+  objects[key] = object;
+  im.cv.notify_all();
+  return object;
+}
+
+bool FakeApiServer::remove(const std::string& resource, const std::string& namespace_name, const std::string& name) {
+  const ResourceType& type = type_named(resource);
+  std::lock_guard lock(impl_->m);
+  Impl& im = *impl_;
+  auto& objects = im.store[type.plural];
+  const auto it = objects.find(namespace_name.empty() ? name : namespace_name + "/" + name);
+  if (it == objects.end()) return false;
+  Json object = std::move(it->second);
+  objects.erase(it);
+  object["metadata"]["resourceVersion"] = std::to_string(++im.rv);
+  im.log.push_back({im.rv, type.plural, "DELETED", std::move(object)});
+  im.cv.notify_all();
+  return true;
+}
+
+std::vector<Json> FakeApiServer::objects(const std::string& resource) const {
+  const ResourceType& type = type_named(resource);
+  std::lock_guard lock(impl_->m);
+  std::vector<Json> out;
+  const auto it = impl_->store.find(type.plural);
+  if (it != impl_->store.end()) {
+    for (const auto& [key, o] : it->second) out.push_back(o);
+  }
+  return out;
+}
+
+std::uint64_t FakeApiServer::resource_version() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->rv;
+}
+
+void FakeApiServer::compact() {
+  std::lock_guard lock(impl_->m);
+  impl_->compacted = impl_->rv;
+}
+
+void FakeApiServer::bookmark() {
+  std::lock_guard lock(impl_->m);
+  impl_->log.push_back({impl_->rv, "", "BOOKMARK", Json()});
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::fail_next(int count, int status, std::optional<int> retry_after_seconds) {
+  std::lock_guard lock(impl_->m);
+  impl_->fail_count = count;
+  impl_->fail_status = status;
+  impl_->fail_retry_after = retry_after_seconds;
+}
+
+void FakeApiServer::drop_next_watch_after(int events) {
+  std::lock_guard lock(impl_->m);
+  impl_->drop_after = events;
+}
+
+void FakeApiServer::end_watches() {
+  std::lock_guard lock(impl_->m);
+  ++impl_->end_generation;
+  impl_->cv.notify_all();
+}
+
+std::size_t FakeApiServer::requests() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->request_count;
+}
+std::size_t FakeApiServer::unauthorized() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->unauthorized_count;
+}
+std::size_t FakeApiServer::connections() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->connection_count;
+}
+std::vector<std::string> FakeApiServer::targets() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->target_log;
+}
+
+}  // namespace gpubank::testing

@@ -1,0 +1,88 @@
+// A FAKE Kubernetes API server for tests: Boost.Beast on loopback, TLS with a certificate
+// generated at start-up, speaking enough of the real HTTP protocol for the transport,
+// list/watch and the real kubectl:
+//
+//   - discovery: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version> (legacy,
+//     not aggregated: kubectl falls back to it) for core v1 pods/nodes/namespaces,
+//     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and
+//     platform.gpubank.dev/v1alpha1's six kinds; /version;
+//   - GET of a collection (all namespaces or one) and of one object; list with limit and
+//     continue; watch (watch=true) as chunked JSON lines from a resourceVersion, with
+//     BOOKMARK events when the test asks for one and allowWatchBookmarks is set;
+//   - resourceVersion: one counter for the whole server; the fake assigns resourceVersion,
+//     uid and creationTimestamp to objects the test puts in;
+//   - 410 Gone: after compact(), a watch from an older resourceVersion gets an ERROR event
+//     with a 410 Status (as the real server sends it), a list with a continue token from
+//     before it gets HTTP 410;
+//   - faults on demand: the next N requests answered with a status (429 with Retry-After,
+//     500, ...), the next watch dropped (connection closed, no final chunk) after K events;
+//   - authentication: a bearer token from the accepted set or a client certificate signed
+//     by the client CA; otherwise 401 with a Status.
+//
+// What it does NOT do: no writes over HTTP (POST/PUT/PATCH/DELETE answer 405): no
+// server-side apply or its managed-fields merge, no status subresource, no 409 Conflict;
+// no label or field selectors; list pages are cut from the current state, not from a
+// snapshot at the first page's resourceVersion; resourceVersion on a list is ignored
+// (always the newest); no aggregated discovery, OpenAPI, protobuf, HTTP/2 or
+// authorization (an authenticated caller may read everything).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpubank::testing {
+
+class FakeApiServer {
+ public:
+  struct Options {
+    std::set<std::string> tokens{"fake-token"};  // accepted bearer tokens
+    std::string client_ca_pem;                   // client certificates it trusts; empty: none
+    bool tls = true;                             // false: plain http on loopback
+  };
+
+  explicit FakeApiServer(Options options);
+  ~FakeApiServer();
+  FakeApiServer(const FakeApiServer&) = delete;
+  FakeApiServer& operator=(const FakeApiServer&) = delete;
+
+  [[nodiscard]] std::string url() const;           // "https://127.0.0.1:PORT"
+  [[nodiscard]] const std::string& ca_pem() const; // the server certificate (self-signed)
+
+  // Stores `object` in `resource` ("pods", "nodes", "workloads", "clusterqueues", ...),
+  // assigning resourceVersion (and uid, creationTimestamp when missing); ADDED or MODIFIED
+  // goes to watchers. Returns the stored object.
+  nlohmann::json put(const std::string& resource, nlohmann::json object);
+  // Deletes it (DELETED to watchers); false when absent.
+  bool remove(const std::string& resource, const std::string& namespace_name, const std::string& name);
+  // The objects of `resource`, in key order: what a client's cache must end up equal to.
+  [[nodiscard]] std::vector<nlohmann::json> objects(const std::string& resource) const;
+  [[nodiscard]] std::uint64_t resource_version() const;
+
+  // Forget history: watches from an older resourceVersion and continue tokens from before
+  // now get 410 Gone.
+  void compact();
+  // A BOOKMARK at the current resourceVersion to every watch that allows them.
+  void bookmark();
+  // The next `count` requests are answered with `status` (and Retry-After when given).
+  void fail_next(int count, int status, std::optional<int> retry_after_seconds = std::nullopt);
+  // The next watch is cut (connection closed without the final chunk) after `events` events.
+  void drop_next_watch_after(int events);
+  // Ends every open watch cleanly (the final chunk), as the server's timeoutSeconds does.
+  void end_watches();
+
+  [[nodiscard]] std::size_t requests() const;
+  [[nodiscard]] std::size_t unauthorized() const;
+  [[nodiscard]] std::size_t connections() const;
+  [[nodiscard]] std::vector<std::string> targets() const;  // request targets, in order
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpubank::testing
