@@ -222,7 +222,7 @@ TEST(ListWatch, ResumesFromTheLastResourceVersionAfterADrop) {
   EXPECT_EQ(run.lw().stats().lists, 1u);  // a drop resumes, it does not re-list
 }
 
-TEST(ListWatch, ABurstOfModificationsEndsWithTheFakesState) {
+TEST(ListWatchBurst, TenThousandModificationsEndWithTheFakesState) {
   FakeApiServer fake({});
   for (int i = 0; i < 100; ++i) fake.put("pods", pod_json("team-" + std::to_string(i % 4), "p" + std::to_string(i)));
   SleepLog sleeps;
