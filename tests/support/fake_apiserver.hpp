@@ -43,6 +43,10 @@ class FakeApiServer {
     std::set<std::string> tokens{"fake-token"};  // accepted bearer tokens
     std::string client_ca_pem;                   // client certificates it trusts; empty: none
     bool tls = true;                             // false: plain http on loopback
+    // The six platform.gpubank.dev kinds built in; false: they exist once their CRDs
+    // (deploy/crds/) are applied.
+    bool gpubank_kinds = true;
+    std::string now = "2026-01-01T00:00:00Z";  // creationTimestamp, managedFields times
   };
 
   explicit FakeApiServer(Options options);
