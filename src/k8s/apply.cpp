@@ -188,7 +188,7 @@ std::string micro_time(std::chrono::system_clock::time_point t) {
   const auto fraction = static_cast<long>(micros - static_cast<std::int64_t>(seconds) * 1'000'000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
-  char buf[40];
+  char buf[96];  // room for any int fields: gcc's -Wformat-truncation counts their widest
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, fraction);
   return buf;
