@@ -4,9 +4,11 @@
 // --force-conflicts must take the field over; a status condition set through the status
 // subresource must satisfy `kubectl wait`.
 //
-// --validate=false everywhere: kubectl's default validation asks /openapi/v3 for the
-// schema, which the fake does not serve (no OpenAPI). The server-side apply path is the
-// same with or without it.
+// --validate=false everywhere: kubectl's default validation downloads the OpenAPI schema,
+// which the fake does not serve ("error validating data: failed to download openapi: the
+// server could not find the requested resource"). The server-side apply request is the
+// same with or without it (only its fieldValidation parameter differs, which the fake
+// ignores).
 #include <gtest/gtest.h>
 
 #include "fake_client.hpp"
