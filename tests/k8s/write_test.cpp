@@ -247,8 +247,9 @@ TEST_F(Writes, OnlyIdempotentWritesAreRetriedOnServerErrors) {
 }
 
 TEST_F(Writes, AppliedCrdsExtendDiscovery) {
-  start(FakeApiServer::Options{.tokens = {"fake-token"}, .client_ca_pem = "", .tls = true, .gpubank_kinds = false,
-                               .now = "2026-01-01T00:00:00Z"});
+  FakeApiServer::Options options;
+  options.gpubank_kinds = false;
+  start(options);
   auto absent = apply_request(mapper_, quota(32));
   ASSERT_FALSE(absent.ok());
   const Json crd = Json::parse(R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
