@@ -5,8 +5,8 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, kueue_admit_fuzzer runs 20 s, policy_decoder_fuzzer 11 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 8 s and every other target 9 s (about 2.6
-# minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
+# metrics_text_fuzzer and ledger_json_fuzzer 8 s, apply_fuzzer 5 s and every other target
+# 9 s (about 2.7 minutes of fuzzing in all: CI's 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run.
 #
 # Corpora live in build/fuzz/corpus/<target> (seeds are copied in on every run, what the
@@ -25,7 +25,7 @@ cd "$repo"
 all_targets=(policy_decoder_fuzzer policy_render_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
              ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer kubeconfig_fuzzer
-             watch_event_fuzzer)
+             watch_event_fuzzer apply_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -53,6 +53,7 @@ default_seconds() {
     kueue_admit_fuzzer) echo 20 ;;
     metrics_text_fuzzer) echo 8 ;;
     ledger_json_fuzzer) echo 8 ;;
+    apply_fuzzer) echo 5 ;;  # small, pure: a few seconds cover it
     *) echo 9 ;;
   esac
 }
@@ -76,6 +77,7 @@ seeds() {
     twin_inventory_fuzzer) find examples/inventory fuzz/corpus-seeds/inventory -type f; find ../shared/traces/alibaba-gpu-v2023 -name openb_node_list_gpu_node.csv ;;
     kubeconfig_fuzzer) find fuzz/corpus-seeds/kubeconfig -type f ;;
     watch_event_fuzzer) find fuzz/corpus-seeds/watch -type f ;;
+    apply_fuzzer) find fuzz/corpus-seeds/apply -type f ;;
   esac
 }
 

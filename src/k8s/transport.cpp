@@ -23,6 +23,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using Json = nlohmann::json;
 
 std::string ApiError::describe() const {
   std::string out = request.empty() ? std::string() : request + ": ";
@@ -49,6 +50,21 @@ ApiError error_from_response(int http_status, std::string_view body) {
     if (status.contains("reason") && status["reason"].is_string()) e.reason = status["reason"].get<std::string>();
     if (status.contains("message") && status["message"].is_string()) e.message = status["message"].get<std::string>();
     if (status.contains("code") && status["code"].is_number_integer()) e.code = status["code"].get<int>();
+    // A 409 from server-side apply (and a 422) lists what conflicted in details.causes: the
+    // field and the manager that owns it. The message may summarise them; the causes are
+    // what a caller needs to decide whether to force, so they are always spelled out.
+    const auto details = status.find("details");
+    if (details != status.end() && details->is_object() && details->contains("causes") &&
+        (*details)["causes"].is_array()) {
+      std::string causes;
+      for (const auto& c : (*details)["causes"]) {
+        if (!c.is_object()) continue;
+        const std::string field = c.contains("field") && c["field"].is_string() ? c["field"].get<std::string>() : "";
+        const std::string text = c.contains("message") && c["message"].is_string() ? c["message"].get<std::string>() : "";
+        causes += (causes.empty() ? "" : "; ") + (field.empty() ? text : field + ": " + text);
+      }
+      if (!causes.empty()) e.message += (e.message.empty() ? "" : " ") + ("[causes: " + causes + "]");
+    }
   }
   if (e.reason.empty()) e.reason = std::string(http::obsolete_reason(static_cast<http::status>(http_status)));
   if (e.message.empty() && !body.empty()) {
@@ -79,6 +95,24 @@ std::string query_escape(std::string_view value) {
 namespace {
 
 using SslStream = beast::ssl_stream<beast::tcp_stream>;
+
+}  // namespace
+
+// Which failures a request may be sent again after.
+enum class Retry {
+  kIdempotent,       // GET, server-side apply: 429, 5xx, connection failures
+  kOnlyWhenRefused,  // other writes: 429/503 with Retry-After (refused before the handler)
+};
+
+struct Transport::WriteRequest {
+  http::verb method;
+  std::string target;
+  std::string body;
+  std::string content_type;
+  Retry retry;
+};
+
+namespace {
 
 ApiError transport_error(std::string reason, std::string message, bool retryable) {
   ApiError e;
@@ -192,8 +226,8 @@ struct Transport::Impl {
     return c;
   }
 
-  http::request<http::empty_body> request_for(std::string_view target, bool watch) {
-    http::request<http::empty_body> req{http::verb::get, config.server.base_path + std::string(target), 11};
+  http::request<http::string_body> request_for(const WriteRequest& w, bool watch) {
+    http::request<http::string_body> req{w.method, config.server.base_path + w.target, 11};
     const bool default_port = (config.server.scheme == "https" && config.server.port == 443) ||
                               (config.server.scheme == "http" && config.server.port == 80);
     req.set(http::field::host, default_port ? config.server.host_for_url()
@@ -201,11 +235,19 @@ struct Transport::Impl {
     req.set(http::field::user_agent, options.user_agent);
     req.set(http::field::accept, "application/json");
     req.keep_alive(!watch);
+    if (w.method != http::verb::get && w.method != http::verb::delete_) {
+      req.set(http::field::content_type, w.content_type);
+      req.body() = w.body;
+    } else if (!w.body.empty()) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = w.body;
+    }
+    req.prepare_payload();
     return req;
   }
 
   // The bearer token, or an error when the source has none.
-  std::optional<ApiError> authorize(http::request<http::empty_body>& req) {
+  std::optional<ApiError> authorize(http::request<http::string_body>& req) {
     if (!config.token) return std::nullopt;
     auto token = config.token->token();
     if (!token.ok()) return transport_error("Unauthorized", "no bearer token: " + token.error(), false);
@@ -214,7 +256,7 @@ struct Transport::Impl {
   }
 
   // Sends the request on `c` and reads the whole response (capped).
-  ApiResult<Response> exchange(Connection& c, const http::request<http::empty_body>& req, bool& close_after) {
+  ApiResult<Response> exchange(Connection& c, const http::request<http::string_body>& req, bool& close_after) {
     ++requests;
     c.lowest().expires_after(options.read_timeout);
     auto ec = with_stream(c, [&](auto& s) { return run([&](auto handler) { http::async_write(s, req, handler); }); });
@@ -238,7 +280,7 @@ struct Transport::Impl {
 
   // One attempt on the kept-alive connection (or a new one); a reused connection the
   // server had closed is replaced once.
-  ApiResult<Response> attempt_get(const http::request<http::empty_body>& req) {
+  ApiResult<Response> attempt_plain(const http::request<http::string_body>& req) {
     for (int fresh = 0;; ++fresh) {
       if (!idle) {
         auto c = connect();
@@ -279,14 +321,28 @@ struct Transport::Impl {
     return backoff_delay(options.retry, retry, unit(random));
   }
 
+  // Whether a failed attempt may be sent again under `rule`.
+  bool may_retry(Retry rule, const ApiError& error) const {
+    switch (rule) {
+      case Retry::kIdempotent:
+        return error.retryable;
+      case Retry::kOnlyWhenRefused:
+        // 429 (priority and fairness) and 503 with Retry-After are sent before the request
+        // reaches a handler: the write did not happen, so sending it again cannot do it
+        // twice. Any other 5xx or a dropped connection may come after the write was done.
+        return (error.http_status == 429 || error.http_status == 503) && last_retry_after.has_value();
+    }
+    return false;
+  }
+
   // The retry loop around `attempt` (which returns a Response or an error): 401 refresh once,
-  // then 429/5xx/connection failures with backoff.
+  // then the failures `w.retry` allows, with backoff.
   template <class Attempt>
-  ApiResult<Response> with_retries(std::string_view target, bool watch, Attempt&& attempt) {
+  ApiResult<Response> with_retries(const WriteRequest& w, bool watch, Attempt&& attempt) {
     bool refreshed = false;
-    const std::string what = "GET " + std::string(target);
+    const std::string what = std::string(http::to_string(w.method)) + " " + w.target;
     for (int tries = 1;; ++tries) {
-      auto req = request_for(target, watch);
+      auto req = request_for(w, watch);
       if (auto e = authorize(req)) {
         e->request = what;
         return *e;
@@ -308,6 +364,7 @@ struct Transport::Impl {
         error = res.error();
       }
       error.request = what;
+      error.retryable = may_retry(w.retry, error);
       if (!error.retryable || tries >= options.retry.max_attempts) {
         if (error.retryable) error.message += " (gave up after " + std::to_string(tries) + " attempts)";
         return error;
@@ -354,7 +411,45 @@ Expected<std::unique_ptr<Transport>> Transport::create(ClientConfig config, Tran
 }
 
 ApiResult<Response> Transport::get(std::string_view target) {
-  return impl_->with_retries(target, false, [this](const auto& req) { return impl_->attempt_get(req); });
+  return send({http::verb::get, std::string(target), "", "", Retry::kIdempotent});
+}
+
+ApiResult<Response> Transport::send(const WriteRequest& w) {
+  return impl_->with_retries(w, false, [this](const auto& req) { return impl_->attempt_plain(req); });
+}
+
+std::string Transport::with_field_manager(std::string_view target) const {
+  const char sep = target.find('?') == std::string_view::npos ? '?' : '&';
+  return std::string(target) + sep + "fieldManager=" + query_escape(impl_->options.field_manager);
+}
+
+ApiResult<Response> Transport::apply(std::string_view path, std::string body, bool force) {
+  std::string target = with_field_manager(path);
+  if (force) target += "&force=true";
+  // Server-side apply is idempotent (the same configuration gives the same object), so it
+  // is retried like a GET.
+  return send({http::verb::patch, std::move(target), std::move(body), "application/apply-patch+yaml", Retry::kIdempotent});
+}
+
+ApiResult<Response> Transport::merge_patch(std::string_view path, std::string body) {
+  return send({http::verb::patch, with_field_manager(path), std::move(body), "application/merge-patch+json",
+               Retry::kOnlyWhenRefused});
+}
+
+ApiResult<Response> Transport::replace(std::string_view path, std::string body) {
+  return send({http::verb::put, with_field_manager(path), std::move(body), "application/json", Retry::kOnlyWhenRefused});
+}
+
+ApiResult<Response> Transport::create(std::string_view collection_path, std::string body) {
+  // A POST that timed out may have created the object; sent again it would create a second
+  // Event (or fail with AlreadyExists). Only a refusal before the handler is retried.
+  return send({http::verb::post, with_field_manager(collection_path), std::move(body), "application/json",
+               Retry::kOnlyWhenRefused});
+}
+
+ApiResult<Response> Transport::remove(std::string_view path, std::string_view propagation_policy) {
+  const Json options{{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", propagation_policy}};
+  return send({http::verb::delete_, std::string(path), options.dump(), "application/json", Retry::kOnlyWhenRefused});
 }
 
 ApiResult<std::monostate> Transport::stream(std::string_view target,
@@ -364,7 +459,8 @@ ApiResult<std::monostate> Transport::stream(std::string_view target,
   std::optional<http::response_parser<http::buffer_body>> parser;
   // Establishing the watch goes through the retry loop; a non-200 answer's body is read
   // (capped) so that its Status comes back as the error.
-  auto established = im.with_retries(target, true, [&](const http::request<http::empty_body>& req) -> ApiResult<Response> {
+  const WriteRequest w{http::verb::get, std::string(target), "", "", Retry::kIdempotent};
+  auto established = im.with_retries(w, true, [&](const http::request<http::string_body>& req) -> ApiResult<Response> {
     auto c = im.connect();
     if (!c.ok()) return c.error();
     conn = std::move(c.value());

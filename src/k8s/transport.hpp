@@ -6,11 +6,15 @@
 //     ClientConfig's URL is http, which parse_server_url allows for a loopback host alone.
 //   - A bearer token from the TokenSource on every request; on 401 the source is expired
 //     once and the request sent again (a rotated service-account token).
-//   - Retries, for GET (idempotent): 429, 5xx and connection failures, with exponential
+//   - Writes: server-side apply (PATCH application/apply-patch+yaml, fieldManager from the
+//     options, force=true only when asked), merge patches and PUTs (the status
+//     subresource), POST (Events) and DELETE with a propagationPolicy.
+//   - Retries, for GET and apply (idempotent): 429, 5xx and connection failures, with exponential
 //     backoff and jitter (seeded), or the server's Retry-After seconds when it sends them;
 //     both capped. Sleeping goes through an injectable function, so tests record the waits
 //     instead of waiting. A failed TLS handshake (wrong CA, bad certificate) is not retried:
-//     the next attempt would fail the same way.
+//     the next attempt would fail the same way. Other writes are retried only on 429 or 503
+//     with Retry-After: the server refused them before doing anything.
 //   - Limits: connect and read timeouts (failure guards), a response body cap (64 MiB by
 //     default) and, for watches, a cap on one line (16 MiB).
 //   - One kept-alive connection for plain requests, reused while the server keeps it open; a
@@ -90,6 +94,7 @@ struct TransportOptions {
   RetryPolicy retry;
   std::function<void(std::chrono::milliseconds)> sleep;  // empty: std::this_thread::sleep_for
   std::string user_agent = "gpubank";
+  std::string field_manager = "gpubank";  // fieldManager on every write
 };
 
 // The delay before retry number `retry` (0 for the first), from the policy alone: initial
@@ -124,6 +129,22 @@ class Transport {
   [[nodiscard]] ApiResult<std::monostate> stream(std::string_view target,
                                                  const std::function<bool(std::string_view line)>& on_line);
 
+  // Writes. `path` is an object's (or, for create, a collection's) path below the base
+  // path, without a query; any 2xx is a success. A Status in an error answer becomes the
+  // ApiError, its details.causes (a 409's conflicting fields and managers) in the message.
+  //
+  // Server-side apply of `body` (JSON or YAML) as the field manager; `force` takes over the
+  // fields other managers own instead of failing with 409 Conflict.
+  [[nodiscard]] ApiResult<Response> apply(std::string_view path, std::string body, bool force = false);
+  // A JSON merge patch (RFC 7386), e.g. of ".../status".
+  [[nodiscard]] ApiResult<Response> merge_patch(std::string_view path, std::string body);
+  // PUT: replaces the object (or its status, at ".../status").
+  [[nodiscard]] ApiResult<Response> replace(std::string_view path, std::string body);
+  // POST to a collection (an Event).
+  [[nodiscard]] ApiResult<Response> create(std::string_view collection_path, std::string body);
+  // DELETE with DeleteOptions.propagationPolicy ("Background", "Foreground", "Orphan").
+  [[nodiscard]] ApiResult<Response> remove(std::string_view path, std::string_view propagation_policy = "Background");
+
   // Waits the backoff for retry number `retry` (0 first) through the injected sleep: for
   // callers that retry on their own (a watch resumed after a drop).
   void backoff(int retry);
@@ -135,6 +156,9 @@ class Transport {
 
  private:
   struct Impl;
+  struct WriteRequest;
+  ApiResult<Response> send(const WriteRequest& w);
+  [[nodiscard]] std::string with_field_manager(std::string_view target) const;
   explicit Transport(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

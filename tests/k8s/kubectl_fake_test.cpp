@@ -5,6 +5,7 @@
 
 #include "fake_client.hpp"
 #include "fixture.hpp"
+#include "kubectl_fixture.hpp"
 #include "payloads.hpp"
 #include "support/process.hpp"
 
@@ -14,44 +15,16 @@ namespace {
 using namespace testing;
 using Json = nlohmann::json;
 
-class KubectlAgainstFake : public ::testing::Test {
+class KubectlAgainstFake : public KubectlFixture {
  protected:
   void SetUp() override {
-    kubectl_ = gpubank::testing::find_on_path("kubectl");
-    if (!kubectl_) GTEST_SKIP() << "kubectl is not on PATH: these tests run the real kubectl against the fake API server";
-    fake_ = std::make_unique<FakeApiServer>(FakeApiServer::Options{});
+    if (!start({})) GTEST_SKIP() << "kubectl is not on PATH: these tests run the real kubectl against the fake API server";
     fake_->put("nodes", node_json("gpu-node-1"));
     fake_->put("pods", pod_json("team-a", "train-0"));
     fake_->put("pods", pod_json("team-b", "train-1", "gpu-node-2"));
     fake_->put("workloads", workload_json("team-a", "job-train-3c1d2"));
     fake_->put("workloads", workload_json("team-b", "job-eval-9f0aa", 4));
     fake_->put("clusterqueues", cluster_queue_json("team-a-cq"));
-    kubeconfig_ = write_kubeconfig("fake-token");
-  }
-
-  std::string write_kubeconfig(const std::string& token) {
-    return put(dir_.path(), "kubeconfig-" + token, R"(apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: )" + fake_->url() + R"(
-    certificate-authority-data: )" + base64(fake_->ca_pem()) + R"(
-users:
-- name: tester
-  user:
-    token: )" + token + R"(
-contexts:
-- name: fake
-  context: {cluster: fake, user: tester}
-current-context: fake
-)");
-  }
-
-  gpubank::testing::ProcessResult kubectl(std::vector<std::string> args, const std::string& kubeconfig = "") {
-    args.insert(args.begin(), {kubectl_->string(), "--kubeconfig=" + (kubeconfig.empty() ? kubeconfig_ : kubeconfig),
-                               "--cache-dir=" + (dir_.path() / "cache").string(), "--request-timeout=60s"});
-    return gpubank::testing::run_process(args, {{"HOME", (dir_.path() / "home").string()}, {"KUBECONFIG", std::nullopt}});
   }
 
   static void expect_items(const gpubank::testing::ProcessResult& r, const std::vector<Json>& expected) {
@@ -60,11 +33,6 @@ current-context: fake
     ASSERT_TRUE(out["items"].is_array()) << r.out;
     EXPECT_EQ(out["items"], Json(expected));
   }
-
-  ScratchDir dir_;
-  std::optional<std::filesystem::path> kubectl_;
-  std::unique_ptr<FakeApiServer> fake_;
-  std::string kubeconfig_;
 };
 
 TEST_F(KubectlAgainstFake, GetRawVersion) {

@@ -1,5 +1,7 @@
 #include "support/fake_apiserver.hpp"
 
+#include "support/fake_apply.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -40,40 +42,34 @@ struct ResourceType {
   std::string kind;
   bool namespaced;
   std::vector<std::string> short_names;
+  bool has_status;  // a status subresource
   [[nodiscard]] std::string group_version() const { return group.empty() ? version : group + "/" + version; }
 };
 
-const std::vector<ResourceType>& resource_types() {
-  static const std::vector<ResourceType> types{
-      {"", "v1", "pods", "pod", "Pod", true, {"po"}},
-      {"", "v1", "nodes", "node", "Node", false, {"no"}},
-      {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}},
-      {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}},
-      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "clusterqueue", "ClusterQueue", false, {"cq"}},
-      {"kueue.x-k8s.io", "v1beta2", "localqueues", "localqueue", "LocalQueue", true, {"lq"}},
-      {"kueue.x-k8s.io", "v1beta2", "cohorts", "cohort", "Cohort", false, {}},
-      {"platform.gpubank.dev", "v1alpha1", "platformguardrails", "platformguardrails", "PlatformGuardrails", false, {"guardrails"}},
-      {"platform.gpubank.dev", "v1alpha1", "gpuquotapolicies", "gpuquotapolicy", "GPUQuotaPolicy", false, {"gqp"}},
-      {"platform.gpubank.dev", "v1alpha1", "inferencescalingpolicies", "inferencescalingpolicy", "InferenceScalingPolicy", false, {"isp"}},
-      {"platform.gpubank.dev", "v1alpha1", "tidalpolicies", "tidalpolicy", "TidalPolicy", false, {"tidal"}},
-      {"platform.gpubank.dev", "v1alpha1", "capacityleases", "capacitylease", "CapacityLease", false, {"lease"}},
-      {"platform.gpubank.dev", "v1alpha1", "lowutilizationpolicies", "lowutilizationpolicy", "LowUtilizationPolicy", false, {}},
+std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
+  std::vector<ResourceType> types{
+      {"", "v1", "pods", "pod", "Pod", true, {"po"}, true},
+      {"", "v1", "nodes", "node", "Node", false, {"no"}, true},
+      {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true},
+      {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
+      {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},
+      {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}, true},
+      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "clusterqueue", "ClusterQueue", false, {"cq"}, true},
+      {"kueue.x-k8s.io", "v1beta2", "localqueues", "localqueue", "LocalQueue", true, {"lq"}, true},
+      {"kueue.x-k8s.io", "v1beta2", "cohorts", "cohort", "Cohort", false, {}, true},
   };
+  if (gpubank_kinds) {
+    const std::vector<ResourceType> gpubank{
+        {"platform.gpubank.dev", "v1alpha1", "platformguardrails", "platformguardrails", "PlatformGuardrails", false, {"guardrails"}, true},
+        {"platform.gpubank.dev", "v1alpha1", "gpuquotapolicies", "gpuquotapolicy", "GPUQuotaPolicy", false, {"gqp"}, true},
+        {"platform.gpubank.dev", "v1alpha1", "inferencescalingpolicies", "inferencescalingpolicy", "InferenceScalingPolicy", false, {"isp"}, true},
+        {"platform.gpubank.dev", "v1alpha1", "tidalpolicies", "tidalpolicy", "TidalPolicy", false, {"tidal"}, true},
+        {"platform.gpubank.dev", "v1alpha1", "capacityleases", "capacitylease", "CapacityLease", false, {"lease"}, true},
+        {"platform.gpubank.dev", "v1alpha1", "lowutilizationpolicies", "lowutilizationpolicy", "LowUtilizationPolicy", false, {}, true},
+    };
+    types.insert(types.end(), gpubank.begin(), gpubank.end());
+  }
   return types;
-}
-
-const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) {
-  for (const auto& t : resource_types()) {
-    if (t.group == group && t.version == version && t.plural == plural) return &t;
-  }
-  return nullptr;
-}
-
-const ResourceType& type_named(const std::string& plural) {
-  for (const auto& t : resource_types()) {
-    if (t.plural == plural) return t;
-  }
-  throw std::invalid_argument("fake API server: no resource \"" + plural + "\"");
 }
 
 // A self-signed EC certificate for localhost and 127.0.0.1, in memory.
@@ -162,6 +158,7 @@ struct LogEntry {
 
 struct FakeApiServer::Impl {
   Options options;
+  std::vector<ResourceType> types;  // built-in, then those of applied CRDs (under m)
   Identity identity;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
@@ -188,6 +185,20 @@ struct FakeApiServer::Impl {
   std::vector<std::string> target_log;
   std::vector<std::thread> threads;
   std::set<int> open_fds;
+
+  const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) const {
+    for (const auto& t : types) {
+      if (t.group == group && t.version == version && t.plural == plural) return &t;
+    }
+    return nullptr;
+  }
+
+  const ResourceType& type_named(const std::string& plural) const {
+    for (const auto& t : types) {
+      if (t.plural == plural) return t;
+    }
+    throw std::invalid_argument("fake API server: no resource \"" + plural + "\"");
+  }
 
   // ---- HTTP ----
 
@@ -220,20 +231,27 @@ struct FakeApiServer::Impl {
 
   Json discovery_resources(const std::string& gv) {
     Json resources = Json::array();
-    for (const auto& t : resource_types()) {
+    for (const auto& t : types) {
       if (t.group_version() != gv) continue;
-      resources.push_back({{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced},
-                           {"kind", t.kind}, {"verbs", {"get", "list", "watch"}}, {"shortNames", t.short_names}});
+      resources.push_back({{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced}, {"kind", t.kind},
+                           {"verbs", {"create", "delete", "get", "list", "patch", "update", "watch"}},
+                           {"shortNames", t.short_names}});
+      if (t.has_status) {
+        resources.push_back({{"name", t.plural + "/status"}, {"singularName", ""}, {"namespaced", t.namespaced},
+                             {"kind", t.kind}, {"verbs", {"get", "patch", "update"}}});
+      }
     }
     return {{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", gv}, {"resources", resources}};
   }
 
-  static Json group_json(const std::string& group, const std::string& version) {
-    const Json gv{{"groupVersion", group + "/" + version}, {"version", version}};
-    return {{"name", group}, {"versions", Json::array({gv})}, {"preferredVersion", gv}};
+  static Json group_json(const std::string& group, const std::vector<std::string>& versions) {
+    Json list = Json::array();
+    for (const auto& v : versions) list.push_back({{"groupVersion", group + "/" + v}, {"version", v}});
+    return {{"name", group}, {"versions", list}, {"preferredVersion", list[0]}};
   }
 
   std::optional<Json> discovery(const std::vector<std::string>& parts) {
+    std::lock_guard lock(m);
     if (parts.size() == 1 && parts[0] == "version") {
       return Json{{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-fake"}, {"gitCommit", "fake"},
                   {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"}, {"goVersion", "go1.23"},
@@ -244,10 +262,14 @@ struct FakeApiServer::Impl {
                   {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1:" + std::to_string(port)}}}}};
     }
     if (parts.size() == 2 && parts[0] == "api" && parts[1] == "v1") return discovery_resources("v1");
-    std::map<std::string, std::string> groups;
-    for (const auto& t : resource_types()) {
-      if (!t.group.empty()) groups[t.group] = t.version;
+    std::map<std::string, std::vector<std::string>> groups;  // group -> versions, first preferred
+    for (const auto& t : types) {
+      auto& versions = groups[t.group];
+      if (!t.group.empty() && std::find(versions.begin(), versions.end(), t.version) == versions.end()) {
+        versions.push_back(t.version);
+      }
     }
+    groups.erase("");
     if (parts.size() == 1 && parts[0] == "apis") {
       Json list = Json::array();
       for (const auto& [g, v] : groups) list.push_back(group_json(g, v));
@@ -259,7 +281,8 @@ struct FakeApiServer::Impl {
       g["apiVersion"] = "v1";
       return g;
     }
-    if (parts.size() == 3 && parts[0] == "apis" && groups.contains(parts[1]) && groups[parts[1]] == parts[2]) {
+    if (parts.size() == 3 && parts[0] == "apis" && groups.contains(parts[1]) &&
+        std::find(groups[parts[1]].begin(), groups[parts[1]].end(), parts[2]) != groups[parts[1]].end()) {
       return discovery_resources(parts[1] + "/" + parts[2]);
     }
     return std::nullopt;
@@ -290,10 +313,6 @@ struct FakeApiServer::Impl {
       write_json(s, req, 401, status_json(401, "Unauthorized", "Unauthorized"));
       return req.keep_alive();
     }
-    if (req.method() != http::verb::get) {
-      write_json(s, req, 405, status_json(405, "MethodNotAllowed", "the fake API server only reads"));
-      return req.keep_alive();
-    }
     const auto q = target.find('?');
     const auto parts = split(std::string_view(target).substr(0, q), '/');
     std::map<std::string, std::string> query;
@@ -303,7 +322,7 @@ struct FakeApiServer::Impl {
         query[percent_decode(kv.substr(0, eq))] = eq == std::string::npos ? "" : percent_decode(kv.substr(eq + 1));
       }
     }
-    if (auto doc = discovery(parts)) {
+    if (auto doc = req.method() == http::verb::get ? discovery(parts) : std::nullopt) {
       write_json(s, req, 200, *doc);
       return req.keep_alive();
     }
@@ -323,12 +342,24 @@ struct FakeApiServer::Impl {
       ns = parts[i + 1];
       i += 2;
     }
-    const ResourceType* type = i == 0 || parts.size() <= i ? nullptr : find_type(group, version, parts[i]);
-    if (type == nullptr || parts.size() > i + 2 || (!ns.empty() && !type->namespaced)) {
+    std::optional<ResourceType> type;  // a copy: an applied CRD may grow `types`
+    if (i != 0 && parts.size() > i) {
+      std::lock_guard lock(m);
+      if (const ResourceType* t = find_type(group, version, parts[i])) type = *t;
+    }
+    const bool status_path = type && parts.size() == i + 3 && parts[i + 2] == "status" && type->has_status;
+    if (!type || (parts.size() > i + 2 && !status_path) || (!ns.empty() && !type->namespaced) ||
+        (type->namespaced && ns.empty() && req.method() != http::verb::get)) {
       write_json(s, req, 404, status_json(404, "NotFound", "the server could not find the requested resource"));
       return req.keep_alive();
     }
-    if (parts.size() == i + 2) {  // one object
+    if (req.method() != http::verb::get) {
+      const auto [code, body] = write(req, *type, ns, parts.size() > i + 1 ? parts[i + 1] : "",
+                                      status_path ? "status" : "", query);
+      write_json(s, req, code, body);
+      return req.keep_alive();
+    }
+    if (parts.size() >= i + 2) {  // one object (or its status: the same object)
       const std::string key = ns.empty() ? parts[i + 1] : ns + "/" + parts[i + 1];
       std::unique_lock lock(m);
       const auto& objects = store[type->plural];
@@ -350,6 +381,199 @@ struct FakeApiServer::Impl {
     }
     list(s, req, *type, ns, query);
     return req.keep_alive();
+  }
+
+  // ---- writes (under m) ----
+
+  // Stores `updated` (null: deletes) in place of `old` (null: absent): resourceVersion for
+  // any change, generation for a change outside metadata and status, the watch event. A
+  // write that changes nothing (a repeated apply) keeps the resourceVersion and sends no
+  // event. Returns the stored object.
+  Json commit(const ResourceType& type, const std::string& key, const Json& old, Json updated) {
+    auto& objects = store[type.plural];
+    if (updated.is_null()) {
+      Json gone = old;
+      objects.erase(key);
+      gone["metadata"]["resourceVersion"] = std::to_string(++rv);
+      log.push_back({rv, type.plural, "DELETED", gone});
+      cv.notify_all();
+      return gone;
+    }
+    if (updated == old) return old;
+    auto& meta = updated["metadata"];
+    updated["kind"] = type.kind;
+    updated["apiVersion"] = type.group_version();
+    auto spec_of = [](Json o) {
+      if (o.is_object()) {
+        o.erase("metadata");
+        o.erase("status");
+      }
+      return o;
+    };
+    if (old.is_null()) {
+      char uid[40];
+      std::snprintf(uid, sizeof uid, "fa4e0000-0000-4000-8000-%012llu", static_cast<unsigned long long>(++uid_counter));
+      meta["uid"] = uid;
+      meta["creationTimestamp"] = options.now;
+      meta["generation"] = 1;
+      if (type.plural == "customresourcedefinitions") accept_crd(updated);
+    } else {
+      meta["uid"] = old["metadata"]["uid"];
+      meta["creationTimestamp"] = old["metadata"]["creationTimestamp"];
+      const std::int64_t generation = old["metadata"].value("generation", std::int64_t{1});
+      meta["generation"] = spec_of(old) == spec_of(updated) ? generation : generation + 1;
+    }
+    meta["resourceVersion"] = std::to_string(++rv);
+    log.push_back({rv, type.plural, old.is_null() ? "ADDED" : "MODIFIED", updated});
+    objects[key] = updated;
+    if (type.plural == "customresourcedefinitions") register_crd(updated);
+    cv.notify_all();
+    return updated;
+  }
+
+  // A new CRD is accepted at once: the conditions `kubectl wait --for=condition=Established`
+  // looks for (the real server checks names for clashes first).
+  void accept_crd(Json& crd) const {
+    const Json names = crd["spec"].value("names", Json::object());
+    crd["status"] = {{"acceptedNames", names},
+                     {"storedVersions", Json::array()},
+                     {"conditions",
+                      {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
+                        {"message", "no conflicts found"}, {"lastTransitionTime", options.now}},
+                       {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
+                        {"message", "the initial names have been accepted"}, {"lastTransitionTime", options.now}}}}};
+    for (const auto& v : crd["spec"].value("versions", Json::array())) {
+      if (v.value("storage", false)) crd["status"]["storedVersions"].push_back(v.value("name", ""));
+    }
+  }
+
+  // The CRD's served versions become resources: in discovery, listable, applicable.
+  void register_crd(const Json& crd) {
+    const Json& spec = crd["spec"];
+    const Json names = spec.value("names", Json::object());
+    for (const auto& v : spec.value("versions", Json::array())) {
+      if (!v.value("served", false)) continue;
+      ResourceType t{spec.value("group", ""),
+                     v.value("name", ""),
+                     names.value("plural", ""),
+                     names.value("singular", ""),
+                     names.value("kind", ""),
+                     spec.value("scope", "") == "Namespaced",
+                     names.value("shortNames", std::vector<std::string>{}),
+                     v.contains("subresources") && v["subresources"].contains("status")};
+      std::erase_if(types, [&](const ResourceType& e) { return e.group == t.group && e.version == t.version && e.plural == t.plural; });
+      types.push_back(std::move(t));
+    }
+  }
+
+  static Json bad_request(const std::string& message) { return status_json(400, "BadRequest", message); }
+
+  // POST, PUT, PATCH and DELETE of `type`'s object `name` (empty: the collection), or of its
+  // status when `subresource` is "status". The answer's status code and body.
+  std::pair<int, Json> write(const http::request<http::string_body>& req, const ResourceType& type, const std::string& ns,
+                             const std::string& name, const std::string& subresource,
+                             std::map<std::string, std::string>& query) {
+    std::lock_guard lock(m);
+    const std::string content_type(req[http::field::content_type]);
+    const std::string manager = query["fieldManager"];
+    const ssa::Actor actor{manager, subresource, type.group_version(), options.now};
+    Json body;
+    if (req.method() != http::verb::delete_) {
+      // The real server takes YAML for apply too; the fake reads JSON (what kubectl sends).
+      body = Json::parse(req.body(), nullptr, false);
+      if (!body.is_object()) return {400, bad_request("the fake API server reads JSON object bodies only")};
+    }
+    if (req.method() == http::verb::post) {
+      if (!name.empty()) return {405, status_json(405, "MethodNotAllowed", "POST goes to a collection")};
+      const std::string object_name = body["metadata"].value("name", "");
+      if (object_name.empty()) {
+        return {422, status_json(422, "Invalid", type.kind + ".metadata.name: Required value (the fake has no generateName)")};
+      }
+      if (type.namespaced) body["metadata"]["namespace"] = ns;
+      const std::string key = ns.empty() ? object_name : ns + "/" + object_name;
+      if (store[type.plural].contains(key)) {
+        return {409, status_json(409, "AlreadyExists", type.plural + " \"" + object_name + "\" already exists")};
+      }
+      body.erase("status");
+      body["metadata"].erase("managedFields");
+      return {201, commit(type, key, Json(), ssa::record_update(Json(), body, actor))};
+    }
+    if (name.empty()) return {405, status_json(405, "MethodNotAllowed", "write an object, not a collection")};
+    const std::string key = ns.empty() ? name : ns + "/" + name;
+    auto& objects = store[type.plural];
+    const auto found = objects.find(key);
+    const Json live = found == objects.end() ? Json() : found->second;
+    const auto not_found = [&] {
+      return std::pair<int, Json>{404, status_json(404, "NotFound", type.plural + " \"" + name + "\" not found")};
+    };
+    if (req.method() == http::verb::delete_) {
+      // DeleteOptions.propagationPolicy is accepted and ignored: no garbage collector.
+      if (live.is_null()) return not_found();
+      const Json gone = commit(type, key, live, Json());
+      return {200, {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Success"},
+                    {"details", {{"name", name}, {"group", type.group}, {"kind", type.plural}, {"uid", gone["metadata"]["uid"]}}}}};
+    }
+    const bool apply = req.method() == http::verb::patch && content_type.starts_with("application/apply-patch");
+    if (apply) {
+      if (manager.empty()) return {400, bad_request("PATCH: fieldManager is required for apply patch")};
+      if (body.value("apiVersion", "") != type.group_version() || body.value("kind", "") != type.kind) {
+        return {400, bad_request("apply: apiVersion and kind must be " + type.group_version() + " " + type.kind)};
+      }
+      if (body["metadata"].value("name", "") != name) {
+        return {400, bad_request("apply: metadata.name \"" + body["metadata"].value("name", "") + "\" does not match the path's \"" + name + "\"")};
+      }
+      if (live.is_null() && !subresource.empty()) return not_found();
+      const std::string& force = query["force"];
+      auto outcome = ssa::apply(live, body, actor, force == "true" || force == "1");
+      if (!outcome.conflicts.empty()) return {409, ssa::conflict_status(outcome.conflicts, type.group, type.kind, name)};
+      Json& meta = outcome.object["metadata"];
+      meta["name"] = name;
+      if (type.namespaced) meta["namespace"] = ns;
+      return {live.is_null() ? 201 : 200, commit(type, key, live, std::move(outcome.object))};
+    }
+    if (live.is_null()) return not_found();
+    Json updated;
+    if (req.method() == http::verb::patch) {
+      if (!content_type.starts_with("application/merge-patch+json")) {
+        return {415, status_json(415, "UnsupportedMediaType", "the fake takes apply and merge patches only, not " + content_type)};
+      }
+      updated = ssa::merge_patch(live, body);
+    } else if (req.method() == http::verb::put) {
+      const std::string expected = body["metadata"].value("resourceVersion", "");
+      if (!expected.empty() && expected != live["metadata"].value("resourceVersion", "")) {
+        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.plural + " \"" + name +
+                                                      "\": the object has been modified; please apply your changes to the latest version and try again")};
+      }
+      updated = body;
+    } else {
+      return {405, status_json(405, "MethodNotAllowed", "the fake does not take " + std::string(req.method_string()))};
+    }
+    // The status subresource writes status alone; the main resource everything but status
+    // (and the server's metadata).
+    Json next = live;
+    if (subresource == "status") {
+      if (updated.contains("status")) {
+        next["status"] = updated["status"];
+      } else {
+        next.erase("status");
+      }
+    } else {
+      for (const auto& [k, v] : updated.items()) {
+        if (k != "status" && k != "metadata") next[k] = v;
+      }
+      for (const auto& [k, v] : live.items()) {
+        if (k != "status" && k != "metadata" && !updated.contains(k)) next.erase(k);
+      }
+      for (const char* field : {"labels", "annotations"}) {
+        if (updated["metadata"].contains(field)) {
+          next["metadata"][field] = updated["metadata"][field];
+        } else {
+          next["metadata"].erase(field);
+        }
+      }
+    }
+    if (next == live) return {200, live};
+    return {200, commit(type, key, live, ssa::record_update(live, std::move(next), actor))};
   }
 
   template <class Stream>
@@ -520,6 +744,7 @@ struct FakeApiServer::Impl {
 FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>()) {
   Impl& im = *impl_;
   im.options = std::move(options);
+  im.types = builtin_types(im.options.gpubank_kinds);
   im.identity = make_identity();
   if (im.options.tls) {
     im.tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
@@ -570,8 +795,8 @@ std::string FakeApiServer::url() const {
 const std::string& FakeApiServer::ca_pem() const { return impl_->identity.cert; }
 
 Json FakeApiServer::put(const std::string& resource, Json object) {
-  const ResourceType& type = type_named(resource);
   std::lock_guard lock(impl_->m);
+  const ResourceType type = impl_->type_named(resource);
   Impl& im = *impl_;
   auto& meta = object["metadata"];
   if (!meta.contains("name")) throw std::invalid_argument("fake API server: object without metadata.name");
@@ -600,8 +825,8 @@ Json FakeApiServer::put(const std::string& resource, Json object) {
 }
 
 bool FakeApiServer::remove(const std::string& resource, const std::string& namespace_name, const std::string& name) {
-  const ResourceType& type = type_named(resource);
   std::lock_guard lock(impl_->m);
+  const ResourceType type = impl_->type_named(resource);
   Impl& im = *impl_;
   auto& objects = im.store[type.plural];
   const auto it = objects.find(namespace_name.empty() ? name : namespace_name + "/" + name);
@@ -615,8 +840,8 @@ bool FakeApiServer::remove(const std::string& resource, const std::string& names
 }
 
 std::vector<Json> FakeApiServer::objects(const std::string& resource) const {
-  const ResourceType& type = type_named(resource);
   std::lock_guard lock(impl_->m);
+  const ResourceType type = impl_->type_named(resource);
   std::vector<Json> out;
   const auto it = impl_->store.find(type.plural);
   if (it != impl_->store.end()) {

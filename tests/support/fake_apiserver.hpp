@@ -4,11 +4,24 @@
 //
 //   - discovery: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version> (legacy,
 //     not aggregated: kubectl falls back to it) for core v1 pods/nodes/namespaces,
-//     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and
-//     platform.gpubank.dev/v1alpha1's six kinds; /version;
+//     events.k8s.io/v1 events, apiextensions.k8s.io/v1 customresourcedefinitions,
+//     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and (unless
+//     Options::gpubank_kinds is false) platform.gpubank.dev/v1alpha1's six kinds, with
+//     "<plural>/status" entries for the kinds that have the subresource; /version;
+//   - CRDs: an applied (or POSTed) CustomResourceDefinition is Established at once and its
+//     served versions join discovery, list, watch and the write path;
 //   - GET of a collection (all namespaces or one) and of one object; list with limit and
 //     continue; watch (watch=true) as chunked JSON lines from a resourceVersion, with
 //     BOOKMARK events when the test asks for one and allowWatchBookmarks is set;
+//   - writes: server-side apply (PATCH application/apply-patch+yaml, fieldManager required,
+//     force) with managedFields kept per leaf path and 409 Conflict worded as the real
+//     server words it (support/fake_apply.hpp says what is simplified); JSON merge patch
+//     and PUT of an object or of its status subresource (status writes change status alone,
+//     object writes everything but status; PUT checks a given resourceVersion); POST to a
+//     collection (metadata.name required: no generateName); DELETE (propagationPolicy
+//     ignored: no garbage collector, no finalizers). Every change bumps resourceVersion and
+//     sends a watch event; a write that changes nothing (a repeated apply) neither;
+//     generation starts at 1 and grows on changes outside metadata and status;
 //   - resourceVersion: one counter for the whole server; the fake assigns resourceVersion,
 //     uid and creationTimestamp to objects the test puts in;
 //   - 410 Gone: after compact(), a watch from an older resourceVersion gets an ERROR event
@@ -19,12 +32,13 @@
 //   - authentication: a bearer token from the accepted set or a client certificate signed
 //     by the client CA; otherwise 401 with a Status.
 //
-// What it does NOT do: no writes over HTTP (POST/PUT/PATCH/DELETE answer 405): no
-// server-side apply or its managed-fields merge, no status subresource, no 409 Conflict;
-// no label or field selectors; list pages are cut from the current state, not from a
-// snapshot at the first page's resourceVersion; resourceVersion on a list is ignored
-// (always the newest); no aggregated discovery, OpenAPI, protobuf, HTTP/2 or
-// authorization (an authenticated caller may read everything).
+// What it does NOT do: YAML bodies (JSON only, which is what kubectl sends), strategic
+// merge or JSON patches, OpenAPI schemas (no validation, defaulting or pruning; kubectl
+// needs --validate=false), admission, dry-run; no label or field selectors; list pages are
+// cut from the current state, not from a snapshot at the first page's resourceVersion;
+// resourceVersion on a list is ignored (always the newest); no aggregated discovery,
+// protobuf, HTTP/2 or authorization (an authenticated caller may read and write
+// everything).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +57,10 @@ class FakeApiServer {
     std::set<std::string> tokens{"fake-token"};  // accepted bearer tokens
     std::string client_ca_pem;                   // client certificates it trusts; empty: none
     bool tls = true;                             // false: plain http on loopback
+    // The six platform.gpubank.dev kinds built in; false: they exist once their CRDs
+    // (deploy/crds/) are applied.
+    bool gpubank_kinds = true;
+    std::string now = "2026-01-01T00:00:00Z";  // creationTimestamp, managedFields times
   };
 
   explicit FakeApiServer(Options options);
