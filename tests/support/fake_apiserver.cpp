@@ -1,11 +1,11 @@
 #include "support/fake_apiserver.hpp"
 
 #include "support/fake_apply.hpp"
+#include "support/tls.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -72,45 +72,9 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
   return types;
 }
 
-// A self-signed EC certificate for localhost and 127.0.0.1, in memory.
-struct Identity {
-  std::string cert;
-  std::string key;
-};
-Identity make_identity() {
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("fake-apiserver"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
-  X509_add_ext(cert, san, -1);
-  X509_EXTENSION_free(san);
-  X509_sign(cert, key, EVP_sha256());
-  BIO* cb = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(cb, cert);
-  BIO* kb = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(kb, key, nullptr, nullptr, 0, nullptr, nullptr);
-  auto text = [](BIO* b) {
-    char* d = nullptr;
-    const long n = BIO_get_mem_data(b, &d);
-    std::string s(d, static_cast<std::size_t>(n));
-    BIO_free(b);
-    return s;
-  };
-  Identity id{text(cb), text(kb)};
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return id;
-}
+// The fake's own certificate: self-signed, for localhost and 127.0.0.1 (support/tls.hpp).
+using Identity = gpubank::testing::PemPair;
+Identity make_identity() { return gpubank::testing::localhost_pem("fake-apiserver"); }
 
 Json status_json(int code, const std::string& reason, const std::string& message) {
   return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
