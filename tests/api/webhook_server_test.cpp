@@ -463,7 +463,9 @@ TEST_F(WebhookServerTest, AnEndlessChunkedBodyIsCutOffAtTheLimit) {
   while (sent < total && raw.send(chunk)) sent += 0x10000;
   EXPECT_LT(sent, total) << "the server read all of a 256 MiB body";
   const std::string answer = raw.receive();
-  if (!answer.empty()) EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 200);
+  if (!answer.empty()) {
+    EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 200);
+  }
   EXPECT_GE(server_->stats().too_large, 1);
   EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
 }
@@ -530,7 +532,9 @@ TEST_F(WebhookServerTest, ASlowLorisIsClosedAtTheRequestDeadline) {
   while (open && std::chrono::steady_clock::now() - begin < std::chrono::seconds(12)) {
     open = raw.send(std::string_view(headers).substr(i++ % headers.size(), 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (i % 5 == 0) EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
+    if (i % 5 == 0) {
+      EXPECT_EQ(post(fixture("create-quota-by-group-admin.json"))["response"]["allowed"], true);
+    }
   }
   EXPECT_FALSE(open) << "still open after 12 s of trickled headers";
   EXPECT_TRUE(eventually_timed_out(1));

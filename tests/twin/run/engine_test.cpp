@@ -650,7 +650,9 @@ TEST(TwinRun, EventsAreEmittedOnlyAfterTheirInstantIsCommitted) {
   for (const auto& e : r.audit) with_entries.insert(e.time_ms);
   for (const auto& [e, was_committed] : seen) {
     EXPECT_LT(e.t, 15 * kMinute) << e.kind << " " << e.object << " belongs to the instant that failed to commit";
-    if (with_entries.contains(e.t)) EXPECT_TRUE(was_committed) << e.kind << " " << e.object << " at " << e.t;
+    if (with_entries.contains(e.t)) {
+      EXPECT_TRUE(was_committed) << e.kind << " " << e.object << " at " << e.t;
+    }
   }
   // The run did make events at the failed instant; none of them was streamed.
   EXPECT_TRUE(std::any_of(r.events.begin(), r.events.end(), [](const Event& e) { return e.t >= 15 * kMinute; }));

@@ -381,7 +381,9 @@ TEST(PlacingReclaim, AReservationTakesBackQuotaLentToABorrowerThatIsNotPlaced) {
   EXPECT_EQ(stopped->t, 5 * kMinute);
   EXPECT_EQ(find(r, "ReclaimBlocked", "BusinessGroup/cs"), nullptr);
   for (const auto& p : sim.positions()) {
-    if (p.business_group == "cs") EXPECT_EQ(p.lent, 0);
+    if (p.business_group == "cs") {
+      EXPECT_EQ(p.lent, 0);
+    }
   }
 }
 
