@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy_input.hpp"
+
 #include "core/diagnostic.hpp"
 #include "core/timestamp.hpp"
 #include "document/reader.hpp"
@@ -58,26 +60,13 @@ void check_round_trip(const policy::PolicyObject& p) {
   }
 }
 
-Timestamp fixed_now() {
-  static const Timestamp now = *parse_rfc3339("2026-12-01T08:00:00Z");
-  return now;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  doc::ReadLimits limits;
-  limits.max_bytes = std::size_t{64} << 10;
-  limits.max_nodes = 20'000;
-  policy::PolicySet set;
-  std::vector<doc::Document> docs;
-  doc::read_yaml(text, "fuzz.yaml", docs, set.diagnostics(), limits);
-  for (const auto& d : docs) set.add(d.root, d.file, d.index);
-
-  policy::ValidationOptions options;
-  options.now = fixed_now();
+  policy::PolicySet set = fuzz::read_policies(text);
+  const policy::ValidationOptions options = fuzz::validation_options();
   const Diagnostics all = policy::check_all(set, options);
   // As `gpubank validate -o json` prints them: dump() throws on text that is not UTF-8.
   const policy::ValidationReport report = policy::build_report(set, all);

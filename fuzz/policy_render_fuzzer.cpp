@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy_input.hpp"
+
 #include "core/diagnostic.hpp"
 #include "core/timestamp.hpp"
 #include "document/reader.hpp"
@@ -133,25 +135,12 @@ class Invariants {
   std::map<std::pair<std::string, std::string>, std::int64_t> cap_;  // (group, pool)
 };
 
-Timestamp fixed_now() {
-  static const Timestamp now = *parse_rfc3339("2026-12-01T08:00:00Z");
-  return now;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  doc::ReadLimits limits;
-  limits.max_bytes = std::size_t{64} << 10;
-  limits.max_nodes = 20'000;
-  policy::PolicySet set;
-  std::vector<doc::Document> docs;
-  doc::read_yaml(text, "fuzz.yaml", docs, set.diagnostics(), limits);
-  for (const auto& d : docs) set.add(d.root, d.file, d.index);
-
-  policy::ValidationOptions options;
-  options.now = fixed_now();
+  policy::PolicySet set = fuzz::read_policies(text);
+  const policy::ValidationOptions options = fuzz::validation_options();
   if (has_errors(policy::check_all(set, options)) || set.guardrails_spec() == nullptr) return 0;
 
   const Invariants invariants(*set.guardrails_spec());

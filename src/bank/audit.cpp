@@ -27,6 +27,43 @@ bool is_json_object(std::string_view text) {
   return nlohmann::json::accept(text);
 }
 
+// What breaks the link of the entry with `seq`, `prev_hash` and `hash` to the chain so far
+// (`report`): a seq that is not the next one, a prevHash that is not the head, or a hash
+// that is not `computed_hash()` (called only when the rest holds). Empty: it links.
+template <class ComputeHash>
+std::string link_problem(const ChainReport& report, std::int64_t seq, const std::string& prev_hash,
+                         const std::string& hash, ComputeHash computed_hash) {
+  const std::int64_t expected = report.last_seq + 1;
+  if (seq > expected) {
+    return "gap in seq: expected " + std::to_string(expected) + ", found " + std::to_string(seq) +
+           " (an entry was removed or moved)";
+  }
+  if (seq < expected) return "seq out of order: expected " + std::to_string(expected) + ", found " + std::to_string(seq);
+  if (prev_hash != report.head) {
+    return "prevHash " + quote(prev_hash) + " does not match the hash of " +
+           (expected == 1 ? std::string("nothing (the first entry's prevHash is empty)")
+                          : "seq " + std::to_string(report.last_seq) + " (" + quote(report.head) + ")");
+  }
+  if (const std::string actual = computed_hash(); actual != hash) {
+    return "hash mismatch: stored " + quote(hash) + ", computed " + quote(actual) + " (a field of this entry was changed)";
+  }
+  return {};
+}
+
+// Records the entry in the report: broken at the next seq with `problem`, or its new head.
+bool settle(ChainReport& report, std::string problem, std::int64_t seq, const std::string& hash) {
+  if (!problem.empty()) {
+    report.ok = false;
+    report.broken_seq = report.last_seq + 1;
+    report.problem = std::move(problem);
+    return false;
+  }
+  ++report.entries;
+  report.last_seq = seq;
+  report.head = hash;
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::string> validate_audit_entry(const AuditEntry& e) {
@@ -78,33 +115,7 @@ ChainVerifier::ChainVerifier(std::int64_t prev_seq, std::string prev_hash) {
 
 bool ChainVerifier::feed(const AuditEntry& e) {
   if (!report_.ok) return false;
-  const std::int64_t expected = report_.last_seq + 1;
-  std::string problem;
-  if (e.seq != expected) {
-    if (e.seq > expected) {
-      problem = "gap in seq: expected " + std::to_string(expected) + ", found " + std::to_string(e.seq) +
-                " (an entry was removed or moved)";
-    } else {
-      problem = "seq out of order: expected " + std::to_string(expected) + ", found " + std::to_string(e.seq);
-    }
-  } else if (e.prev_hash != report_.head) {
-    problem = "prevHash " + quote(e.prev_hash) + " does not match the hash of " +
-              (expected == 1 ? std::string("nothing (the first entry's prevHash is empty)")
-                             : "seq " + std::to_string(report_.last_seq) + " (" + quote(report_.head) + ")");
-  } else if (const std::string actual = audit_hash(e); actual != e.hash) {
-    problem = "hash mismatch: stored " + quote(e.hash) + ", computed " + quote(actual) +
-              " (a field of this entry was changed)";
-  }
-  if (!problem.empty()) {
-    report_.ok = false;
-    report_.broken_seq = expected;
-    report_.problem = std::move(problem);
-    return false;
-  }
-  ++report_.entries;
-  report_.last_seq = e.seq;
-  report_.head = e.hash;
-  return true;
+  return settle(report_, link_problem(report_, e.seq, e.prev_hash, e.hash, [&] { return audit_hash(e); }), e.seq, e.hash);
 }
 
 ChainReport verify_chain(std::span<const AuditEntry> entries) {
@@ -152,33 +163,12 @@ void chain_ledger_entry(LedgerEntry& entry, std::int64_t prev_seq, const std::st
 
 bool LedgerChainVerifier::feed(const LedgerEntry& e) {
   if (!report_.ok) return false;
-  const std::int64_t expected = report_.last_seq + 1;
-  std::string problem;
-  if (e.seq != expected) {
-    problem = e.seq > expected ? "gap in seq: expected " + std::to_string(expected) + ", found " +
-                                     std::to_string(e.seq) + " (an entry was removed or moved)"
-                               : "seq out of order: expected " + std::to_string(expected) + ", found " +
-                                     std::to_string(e.seq);
-  } else if (e.prev_hash != report_.head) {
-    problem = "prevHash " + quote(e.prev_hash) + " does not match the hash of " +
-              (expected == 1 ? std::string("nothing (the first entry's prevHash is empty)")
-                             : "seq " + std::to_string(report_.last_seq) + " (" + quote(report_.head) + ")");
-  } else if (const std::string actual = ledger_hash(e); actual != e.hash) {
-    problem = "hash mismatch: stored " + quote(e.hash) + ", computed " + quote(actual) +
-              " (a field of this entry was changed)";
-  } else if (e.audit_seq < last_audit_seq_) {
+  std::string problem = link_problem(report_, e.seq, e.prev_hash, e.hash, [&] { return ledger_hash(e); });
+  if (problem.empty() && e.audit_seq < last_audit_seq_) {
     problem = "auditSeq " + std::to_string(e.audit_seq) + " is before the previous entry's " +
               std::to_string(last_audit_seq_);
   }
-  if (!problem.empty()) {
-    report_.ok = false;
-    report_.broken_seq = expected;
-    report_.problem = std::move(problem);
-    return false;
-  }
-  ++report_.entries;
-  report_.last_seq = e.seq;
-  report_.head = e.hash;
+  if (!settle(report_, std::move(problem), e.seq, e.hash)) return false;
   last_audit_seq_ = e.audit_seq;
   return true;
 }

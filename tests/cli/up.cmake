@@ -20,7 +20,7 @@ set_tests_properties(cli.up-runs-the-day cli.up-resume PROPERTIES COST 20)
 # store then equals an uninterrupted run's (up_store_dump prints both). About a minute
 # under the sanitizers on 2 cores.
 add_executable(up_store_dump up_store_dump.cpp)
-target_link_libraries(up_store_dump PRIVATE gpubank_store nlohmann_json::nlohmann_json gpubank_warnings)
+target_link_libraries(up_store_dump PRIVATE gpubank_store gpubank_bank_ledger nlohmann_json::nlohmann_json gpubank_warnings)
 add_test(NAME cli.up-kill COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_kill.sh ${GPUBANK} $<TARGET_FILE:up_store_dump> 50
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.up-kill PROPERTIES COST 30 TIMEOUT 300)

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bank/audit.hpp"
+#include "bank/ledger.hpp"
 #include "store/store.hpp"
 
 namespace {
@@ -16,26 +18,11 @@ namespace {
 using namespace gpubank;
 using Json = nlohmann::ordered_json;
 
-Json ledger_line(const bank::LedgerEntry& e) {
-  return Json{{"seq", e.seq},
-              {"timeMs", e.time_ms},
-              {"kind", std::string(bank::kind_name(e.kind))},
-              {"pool", e.pool},
-              {"flavor", e.flavor},
-              {"businessGroup", e.business_group},
-              {"lender", e.lender},
-              {"workload", e.workload},
-              {"record", e.record},
-              {"gpus", e.gpus},
-              {"lendingLimit", e.lending_limit},
-              {"borrowingLimit", e.borrowing_limit},
-              {"reason", e.reason}};
-}
-
-Json audit_line(const bank::AuditEntry& e) {
-  return Json{{"seq", e.seq},          {"timeMs", e.time_ms},   {"actor", e.actor},
-              {"action", e.action},    {"object", e.object},    {"policyVersion", e.policy_version},
-              {"decision", e.decision}, {"reason", e.reason},    {"numbers", e.numbers}};
+// The entry as bank::to_json writes it, less what the store assigns besides seq: the hash
+// chains depend on how the entries were batched into appends, which a kill changes.
+Json content(Json entry) {
+  for (const char* assigned : {"prevHash", "auditSeq", "auditHash", "hash"}) entry.erase(assigned);
+  return entry;
 }
 
 }  // namespace
@@ -47,6 +34,7 @@ int main(int argc, char** argv) {
   }
   store::OpenOptions options;
   options.create = false;
+  options.read_only = true;
   auto opened = store::Store::open(argv[1], options);
   if (!opened) {
     std::cerr << "up_store_dump: " << opened.error() << '\n';
@@ -60,7 +48,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (page->empty()) break;
-    for (const auto& e : *page) std::cout << "ledger " << ledger_line(e).dump() << '\n';
+    for (const auto& e : *page) std::cout << "ledger " << content(bank::to_json(e)).dump() << '\n';
     after = page->back().seq;
   }
   for (std::int64_t after = 0;;) {
@@ -70,7 +58,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (page->empty()) break;
-    for (const auto& e : *page) std::cout << "audit " << audit_line(e).dump() << '\n';
+    for (const auto& e : *page) std::cout << "audit " << content(bank::to_json(e)).dump() << '\n';
     after = page->back().seq;
   }
   return std::cout.flush() ? 0 : 1;

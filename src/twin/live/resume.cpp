@@ -79,38 +79,21 @@ Expected<std::unique_ptr<ReplayWriter>> ReplayWriter::open(store::Store& store, 
   return w;
 }
 
-Expected<const bank::LedgerEntry*> ReplayWriter::stored_ledger_entry(std::int64_t seq) {
-  const auto in_page = [&] {
-    return seq >= ledger_page_first_ && seq < ledger_page_first_ + static_cast<std::int64_t>(ledger_page_.size());
-  };
-  if (!in_page()) {
-    auto read = store_.ledger(seq - 1, page_);
-    if (!read) return Unexpected{read.error()};
-    ledger_page_ = std::move(*read);
-    ledger_page_first_ = seq;
-    if (ledger_page_.empty() || ledger_page_.front().seq != seq) {
-      return Unexpected{"the store's ledger has no entry " + std::to_string(seq) + " below its head " +
-                        std::to_string(stored_ledger_)};
+template <class Entry, class Read>
+Expected<const Entry*> ReplayWriter::stored_entry(Page<Entry>& page, std::int64_t seq, Read read, const char* log,
+                                                  std::int64_t head) {
+  const bool in_page = seq >= page.first && seq < page.first + static_cast<std::int64_t>(page.entries.size());
+  if (!in_page) {
+    auto entries = read(seq - 1, page_);
+    if (!entries) return Unexpected{entries.error()};
+    page.entries = std::move(*entries);
+    page.first = seq;
+    if (page.entries.empty() || page.entries.front().seq != seq) {
+      return Unexpected{std::string("the store's ") + log + " has no entry " + std::to_string(seq) + " below its head " +
+                        std::to_string(head)};
     }
   }
-  return &ledger_page_[static_cast<std::size_t>(seq - ledger_page_first_)];
-}
-
-Expected<const bank::AuditEntry*> ReplayWriter::stored_audit_entry(std::int64_t seq) {
-  const auto in_page = [&] {
-    return seq >= audit_page_first_ && seq < audit_page_first_ + static_cast<std::int64_t>(audit_page_.size());
-  };
-  if (!in_page()) {
-    auto read = store_.audit(seq - 1, page_);
-    if (!read) return Unexpected{read.error()};
-    audit_page_ = std::move(*read);
-    audit_page_first_ = seq;
-    if (audit_page_.empty() || audit_page_.front().seq != seq) {
-      return Unexpected{"the store's audit log has no entry " + std::to_string(seq) + " below its head " +
-                        std::to_string(stored_audit_)};
-    }
-  }
-  return &audit_page_[static_cast<std::size_t>(seq - audit_page_first_)];
+  return &page.entries[static_cast<std::size_t>(seq - page.first)];
 }
 
 Expected<bool> ReplayWriter::operator()(std::span<const bank::LedgerEntry> ledger,
@@ -120,7 +103,8 @@ Expected<bool> ReplayWriter::operator()(std::span<const bank::LedgerEntry> ledge
   std::size_t held_l = 0;
   for (; held_l < ledger.size() && replayed_ledger_ + static_cast<std::int64_t>(held_l) < stored_ledger_; ++held_l) {
     const std::int64_t seq = replayed_ledger_ + static_cast<std::int64_t>(held_l) + 1;
-    auto stored = stored_ledger_entry(seq);
+    auto stored = stored_entry(ledger_page_, seq, [&](std::int64_t after, std::size_t n) { return store_.ledger(after, n); },
+                               "ledger", stored_ledger_);
     if (!stored) return Unexpected{stored.error()};
     if (auto d = ledger_difference(**stored, ledger[held_l]); !d.empty()) {
       mismatch_ = "the store's ledger entry " + std::to_string(seq) + " differs from this run's: " + d;
@@ -130,7 +114,8 @@ Expected<bool> ReplayWriter::operator()(std::span<const bank::LedgerEntry> ledge
   std::size_t held_a = 0;
   for (; held_a < audit.size() && replayed_audit_ + static_cast<std::int64_t>(held_a) < stored_audit_; ++held_a) {
     const std::int64_t seq = replayed_audit_ + static_cast<std::int64_t>(held_a) + 1;
-    auto stored = stored_audit_entry(seq);
+    auto stored = stored_entry(audit_page_, seq, [&](std::int64_t after, std::size_t n) { return store_.audit(after, n); },
+                               "audit log", stored_audit_);
     if (!stored) return Unexpected{stored.error()};
     if (auto d = audit_difference(**stored, audit[held_a]); !d.empty()) {
       mismatch_ = "the store's audit entry " + std::to_string(seq) + " differs from this run's: " + d;
@@ -164,7 +149,7 @@ Expected<bool> ReplayWriter::operator()(std::span<const bank::LedgerEntry> ledge
   replayed_ledger_ += static_cast<std::int64_t>(ledger.size());
   replayed_audit_ += static_cast<std::int64_t>(audit.size());
   // Past the head: the pages of stored entries are not needed any more.
-  if (caught_up() && (!ledger_page_.empty() || !audit_page_.empty())) {
+  if (caught_up() && (!ledger_page_.entries.empty() || !audit_page_.entries.empty())) {
     ledger_page_ = {};
     audit_page_ = {};
   }

@@ -64,18 +64,24 @@ class ReplayWriter {
 
  private:
   ReplayWriter(store::Store& store, std::size_t page) : store_(store), page_(page) {}
-  // The stored entry with this seq (1-based), reading its page when needed.
-  Expected<const bank::LedgerEntry*> stored_ledger_entry(std::int64_t seq);
-  Expected<const bank::AuditEntry*> stored_audit_entry(std::int64_t seq);
+  // A page of stored entries, from seq `first`.
+  template <class Entry>
+  struct Page {
+    std::vector<Entry> entries;
+    std::int64_t first = 1;
+  };
+  // The stored entry with this seq (1-based) of one log (`read` is Store::ledger or
+  // Store::audit), reading its page when needed.
+  template <class Entry, class Read>
+  Expected<const Entry*> stored_entry(Page<Entry>& page, std::int64_t seq, Read read, const char* log,
+                                      std::int64_t head);
 
   store::Store& store_;
   std::size_t page_;
   std::int64_t stored_ledger_ = 0, stored_audit_ = 0;
   std::int64_t replayed_ledger_ = 0, replayed_audit_ = 0;
-  std::vector<bank::LedgerEntry> ledger_page_;  // stored entries from seq ledger_page_first_
-  std::int64_t ledger_page_first_ = 1;
-  std::vector<bank::AuditEntry> audit_page_;
-  std::int64_t audit_page_first_ = 1;
+  Page<bank::LedgerEntry> ledger_page_;
+  Page<bank::AuditEntry> audit_page_;
   std::string mismatch_;
 };
 
