@@ -132,7 +132,7 @@ int run_command(int argc, char** argv) {
   const Command commands[] = {
       add_validate_command(app), add_convert_command(app), add_rules_command(app),
       add_cron_command(app),     add_webhook_command(app), add_crds_command(app),
-      add_render_command(app),   add_schema_command(app),  add_twin_command(app),
+      add_render_command(app),   add_controller_command(app), add_schema_command(app),  add_twin_command(app),
       add_bank_command(app),     add_audit_command(app),    add_up_command(app), add_tidal_command(app),
   };
 

@@ -53,6 +53,7 @@ Command add_cron_command(CLI::App& app);
 Command add_webhook_command(CLI::App& app);
 Command add_crds_command(CLI::App& app);
 Command add_render_command(CLI::App& app);
+Command add_controller_command(CLI::App& app);
 // `gpubank twin ...`: the group, and its subcommands (registered on the group).
 Command add_twin_command(CLI::App& app);
 Command add_twin_admit_command(CLI::App& twin);

@@ -7,7 +7,18 @@
 
 namespace gpubank::render {
 
-std::string canonical_text(const policy::PolicyObject& object) { return policy::encode_policy(object).dump(); }
+std::string canonical_text(const policy::PolicyObject& object) {
+  doc::Json encoded = policy::encode_policy(object);
+  // What the controller reports about a policy (its conditions and observedGeneration) is
+  // not part of it: writing status must not change the hash and so every object rendered
+  // from it. Other status fields (a lease's approval) are kept: they change the render.
+  if (auto status = encoded.find("status"); status != encoded.end() && status->is_object()) {
+    status->erase("conditions");
+    status->erase("observedGeneration");
+    if (status->empty()) encoded.erase(status);
+  }
+  return encoded.dump();
+}
 
 const std::string& Stamper::digest(const policy::PolicyObject& policy) {
   auto [it, inserted] = digests_.try_emplace(&policy);

@@ -51,7 +51,8 @@ class Stamper {
 void stamp(RenderedObject& object);                    // one object: a Stamper of its own
 void stamp_all(std::vector<RenderedObject>& objects);  // one Stamper for all
 
-// The canonical text of a policy object whose sha256 goes into kAnnotationSourceHash.
+// The canonical text of a policy object whose sha256 goes into kAnnotationSourceHash: its
+// encoding without status.conditions and status.observedGeneration (the controller's report).
 [[nodiscard]] std::string canonical_text(const policy::PolicyObject& object);
 // Lowercase hex sha256 of a text (moved to src/core; the name stays usable here).
 using gpubank::sha256_hex;

@@ -51,6 +51,8 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
       {"", "v1", "pods", "pod", "Pod", true, {"po"}, true},
       {"", "v1", "nodes", "node", "Node", false, {"no"}, true},
       {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true},
+      {"", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, false},
+      {"scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}, false},
       {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
       {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},
       {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}, true},
@@ -79,6 +81,15 @@ Identity make_identity() { return gpubank::testing::localhost_pem("fake-apiserve
 Json status_json(int code, const std::string& reason, const std::string& message) {
   return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
           {"message", message}, {"reason", reason}, {"code", code}};
+}
+
+// What a change must touch to be a new generation: everything but metadata and status.
+Json spec_of(Json o) {
+  if (o.is_object()) {
+    o.erase("metadata");
+    o.erase("status");
+  }
+  return o;
 }
 
 std::string percent_decode(std::string_view s) {
@@ -367,13 +378,6 @@ struct FakeApiServer::Impl {
     auto& meta = updated["metadata"];
     updated["kind"] = type.kind;
     updated["apiVersion"] = type.group_version();
-    auto spec_of = [](Json o) {
-      if (o.is_object()) {
-        o.erase("metadata");
-        o.erase("status");
-      }
-      return o;
-    };
     if (old.is_null()) {
       char uid[40];
       std::snprintf(uid, sizeof uid, "fa4e0000-0000-4000-8000-%012llu", static_cast<unsigned long long>(++uid_counter));
@@ -773,7 +777,11 @@ Json FakeApiServer::put(const std::string& resource, Json object) {
   if (old != objects.end()) {
     meta["uid"] = old->second["metadata"]["uid"];
     meta["creationTimestamp"] = old->second["metadata"]["creationTimestamp"];
+    // As the write path counts it: a new generation for a change outside metadata and status.
+    const std::int64_t generation = old->second["metadata"].value("generation", std::int64_t{1});
+    meta["generation"] = spec_of(old->second) == spec_of(object) ? generation : generation + 1;
   } else {
+    if (!meta.contains("generation")) meta["generation"] = 1;
     if (!meta.contains("uid")) {
       char uid[40];
       std::snprintf(uid, sizeof uid, "fa4e0000-0000-4000-8000-%012llu", static_cast<unsigned long long>(++im.uid_counter));
