@@ -140,7 +140,7 @@ struct FakeApiServer::Impl {
   std::vector<LogEntry> log;
   int fail_count = 0;
   int fail_status = 0;
-  std::optional<int> fail_retry_after;
+  std::optional<std::string> fail_retry_after;  // the header's value, as sent
   std::optional<int> drop_after;
   std::uint64_t end_generation = 0;
   std::size_t request_count = 0;
@@ -149,6 +149,8 @@ struct FakeApiServer::Impl {
   std::vector<std::string> target_log;
   std::vector<std::thread> threads;
   std::set<int> open_fds;
+  std::size_t open_watch_count = 0;  // watches whose header went out and that have not ended
+  mutable std::condition_variable watch_cv;
 
   const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) const {
     for (const auto& t : types) {
@@ -168,10 +170,10 @@ struct FakeApiServer::Impl {
 
   template <class Stream>
   void write_json(Stream& s, const http::request<http::string_body>& req, int status, const Json& body,
-                  const std::optional<int>& retry_after = std::nullopt) {
+                  const std::optional<std::string>& retry_after = std::nullopt) {
     http::response<http::string_body> res{static_cast<http::status>(status), req.version()};
     res.set(http::field::content_type, "application/json");
-    if (retry_after) res.set(http::field::retry_after, std::to_string(*retry_after));
+    if (retry_after) res.set(http::field::retry_after, *retry_after);
     res.keep_alive(req.keep_alive());
     res.body() = body.dump();
     res.prepare_payload();
@@ -594,6 +596,22 @@ struct FakeApiServer::Impl {
     beast::error_code ec;
     http::write_header(s, sr, ec);
     if (ec) return;
+    // Counted from here to every return below: tests wait for "a watch is open" on it.
+    struct OpenWatch {
+      Impl& im;
+      explicit OpenWatch(Impl& i) : im(i) {
+        std::lock_guard lock(im.m);
+        ++im.open_watch_count;
+        im.watch_cv.notify_all();
+      }
+      ~OpenWatch() {
+        std::lock_guard lock(im.m);
+        --im.open_watch_count;
+        im.watch_cv.notify_all();
+      }
+      OpenWatch(const OpenWatch&) = delete;
+      OpenWatch& operator=(const OpenWatch&) = delete;
+    } open_watch(*this);
     const bool bookmarks = query["allowWatchBookmarks"] == "true";
     const int timeout = query["timeoutSeconds"].empty() ? 1800 : std::stoi(query["timeoutSeconds"]);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
@@ -834,7 +852,15 @@ void FakeApiServer::fail_next(int count, int status, std::optional<int> retry_af
   std::lock_guard lock(impl_->m);
   impl_->fail_count = count;
   impl_->fail_status = status;
-  impl_->fail_retry_after = retry_after_seconds;
+  impl_->fail_retry_after =
+      retry_after_seconds ? std::optional<std::string>(std::to_string(*retry_after_seconds)) : std::nullopt;
+}
+
+void FakeApiServer::fail_next_with_retry_after(int count, int status, std::string retry_after) {
+  std::lock_guard lock(impl_->m);
+  impl_->fail_count = count;
+  impl_->fail_status = status;
+  impl_->fail_retry_after = std::move(retry_after);
 }
 
 void FakeApiServer::drop_next_watch_after(int events) {
@@ -846,6 +872,16 @@ void FakeApiServer::end_watches() {
   std::lock_guard lock(impl_->m);
   ++impl_->end_generation;
   impl_->cv.notify_all();
+}
+
+std::size_t FakeApiServer::open_watches() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->open_watch_count;
+}
+
+bool FakeApiServer::wait_for_open_watches(std::size_t count, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->m);
+  return impl_->watch_cv.wait_for(lock, timeout, [&] { return impl_->open_watch_count >= count; });
 }
 
 std::size_t FakeApiServer::requests() const {
