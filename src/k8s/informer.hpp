@@ -60,6 +60,9 @@ struct InformerOptions {
   TransportOptions transport;
   // Called on the informer's thread when run() fails, before the thread ends.
   std::function<void(const ApiError&)> on_error;
+  // Called on the informer's thread, with no lock held, after it synced and after it ended
+  // (stopped or failed): for a caller that waits on several informers at once.
+  std::function<void()> on_state_change;
 };
 
 class Informer {
@@ -144,14 +147,17 @@ class InformerSet {
   void start();
   // Stops every informer (cancel all first, then join: they stop in parallel).
   void stop();
-  // All synced (success), or the first informer that died (its error, the kind named), or
-  // "Timeout" naming those not synced yet, after `timeout` overall.
+  // All synced (success); or as soon as any informer ends unsynced or dies, its error (the
+  // kind named; "Stopped" when stopped); or "Timeout" naming those not synced yet, after
+  // `timeout`. Condition-variable wait, woken by every informer's on_state_change.
   [[nodiscard]] ApiResult<std::monostate> wait_for_sync(std::chrono::milliseconds timeout) const;
   // The informers that died, with their errors.
   [[nodiscard]] std::vector<std::pair<InformedKind, ApiError>> errors() const;
 
  private:
-  InformerSet() = default;
+  struct Sync;  // what wait_for_sync waits on
+  InformerSet();
+  std::shared_ptr<Sync> sync_;
   std::vector<std::pair<InformedKind, std::unique_ptr<Informer>>> informers_;
 };
 
