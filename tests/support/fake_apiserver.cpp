@@ -44,6 +44,8 @@ struct ResourceType {
   std::vector<std::string> short_names;
   bool has_status;  // a status subresource
   [[nodiscard]] std::string group_version() const { return group.empty() ? version : group + "/" + version; }
+  // How the real server names the resource in messages: "pods", "leases.coordination.k8s.io".
+  [[nodiscard]] std::string qualified() const { return group.empty() ? plural : plural + "." + group; }
 };
 
 std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
@@ -52,6 +54,7 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
       {"", "v1", "nodes", "node", "Node", false, {"no"}, true},
       {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true},
       {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
+      {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false},
       {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},
       {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}, true},
       {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "clusterqueue", "ClusterQueue", false, {"cq"}, true},
@@ -331,7 +334,7 @@ struct FakeApiServer::Impl {
       const auto& objects = store[type->plural];
       const auto it = objects.find(key);
       if (it == objects.end()) {
-        const Json body = status_json(404, "NotFound", type->plural + " \"" + parts[i + 1] + "\" not found");
+        const Json body = status_json(404, "NotFound", type->qualified() + " \"" + parts[i + 1] + "\" not found");
         lock.unlock();
         write_json(s, req, 404, body);
       } else {
@@ -458,7 +461,7 @@ struct FakeApiServer::Impl {
       if (type.namespaced) body["metadata"]["namespace"] = ns;
       const std::string key = ns.empty() ? object_name : ns + "/" + object_name;
       if (store[type.plural].contains(key)) {
-        return {409, status_json(409, "AlreadyExists", type.plural + " \"" + object_name + "\" already exists")};
+        return {409, status_json(409, "AlreadyExists", type.qualified() + " \"" + object_name + "\" already exists")};
       }
       body.erase("status");
       body["metadata"].erase("managedFields");
@@ -470,7 +473,7 @@ struct FakeApiServer::Impl {
     const auto found = objects.find(key);
     const Json live = found == objects.end() ? Json() : found->second;
     const auto not_found = [&] {
-      return std::pair<int, Json>{404, status_json(404, "NotFound", type.plural + " \"" + name + "\" not found")};
+      return std::pair<int, Json>{404, status_json(404, "NotFound", type.qualified() + " \"" + name + "\" not found")};
     };
     if (req.method() == http::verb::delete_) {
       // DeleteOptions.propagationPolicy is accepted and ignored: no garbage collector.
@@ -507,7 +510,7 @@ struct FakeApiServer::Impl {
     } else if (req.method() == http::verb::put) {
       const std::string expected = body["metadata"].value("resourceVersion", "");
       if (!expected.empty() && expected != live["metadata"].value("resourceVersion", "")) {
-        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.plural + " \"" + name +
+        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.qualified() + " \"" + name +
                                                       "\": the object has been modified; please apply your changes to the latest version and try again")};
       }
       updated = body;

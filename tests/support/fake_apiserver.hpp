@@ -4,7 +4,8 @@
 //
 //   - discovery: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version> (legacy,
 //     not aggregated: kubectl falls back to it) for core v1 pods/nodes/namespaces,
-//     events.k8s.io/v1 events, apiextensions.k8s.io/v1 customresourcedefinitions,
+//     events.k8s.io/v1 events, coordination.k8s.io/v1 leases (namespaced, no status),
+//     apiextensions.k8s.io/v1 customresourcedefinitions,
 //     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and (unless
 //     Options::gpubank_kinds is false) platform.gpubank.dev/v1alpha1's six kinds, with
 //     "<plural>/status" entries for the kinds that have the subresource; /version;
@@ -17,9 +18,12 @@
 //     force) with managedFields kept per leaf path and 409 Conflict worded as the real
 //     server words it (support/fake_apply.hpp says what is simplified); JSON merge patch
 //     and PUT of an object or of its status subresource (status writes change status alone,
-//     object writes everything but status; PUT checks a given resourceVersion); POST to a
-//     collection (metadata.name required: no generateName); DELETE (propagationPolicy
-//     ignored: no garbage collector, no finalizers). Every change bumps resourceVersion and
+//     object writes everything but status; PUT checks a given resourceVersion: a stale one
+//     is 409 Conflict, worded as the real server words it, "Operation cannot be fulfilled
+//     on leases.coordination.k8s.io \"x\": the object has been modified; please apply your
+//     changes to the latest version and try again"); POST to a collection (metadata.name
+//     required: no generateName; an existing name is 409 AlreadyExists); DELETE
+//     (propagationPolicy ignored: no garbage collector, no finalizers). Every change bumps resourceVersion and
 //     sends a watch event; a write that changes nothing (a repeated apply) neither;
 //     generation starts at 1 and grows on changes outside metadata and status;
 //   - resourceVersion: one counter for the whole server; the fake assigns resourceVersion,
