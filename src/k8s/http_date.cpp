@@ -58,7 +58,8 @@ bool time_of_day(Cursor& c, int& h, int& m, int& sec) {
          m <= 59 && sec <= 60;
 }
 
-std::optional<system_clock::time_point> make_time(int year, int month, int day, int h, int m, int sec) {
+// In whole seconds: years up to 9999 fit, where system_clock's nanoseconds end in 2262.
+std::optional<sys_seconds> make_time(int year, int month, int day, int h, int m, int sec) {
   const year_month_day date{std::chrono::year(year), std::chrono::month(static_cast<unsigned>(month)),
                             std::chrono::day(static_cast<unsigned>(day))};
   if (!date.ok()) return std::nullopt;
@@ -66,7 +67,7 @@ std::optional<system_clock::time_point> make_time(int year, int month, int day, 
 }
 
 // "Sun, 06 Nov 1994 08:49:37 GMT"
-std::optional<system_clock::time_point> imf_fixdate(Cursor c) {
+std::optional<sys_seconds> imf_fixdate(Cursor c) {
   int wd = 0, day = 0, month = 0, year = 0, h = 0, m = 0, sec = 0;
   if (!(c.one_of(kDays, wd) && c.literal(", ") && c.digits(2, day) && c.literal(" ") && c.one_of(kMonths, month) &&
         c.literal(" ") && c.digits(4, year) && c.literal(" ") && time_of_day(c, h, m, sec) && c.literal(" GMT") &&
@@ -77,7 +78,7 @@ std::optional<system_clock::time_point> imf_fixdate(Cursor c) {
 }
 
 // "Sunday, 06-Nov-94 08:49:37 GMT"
-std::optional<system_clock::time_point> rfc850(Cursor c, system_clock::time_point now) {
+std::optional<sys_seconds> rfc850(Cursor c, system_clock::time_point now) {
   int wd = 0, day = 0, month = 0, yy = 0, h = 0, m = 0, sec = 0;
   if (!(c.one_of(kLongDays, wd) && c.literal(", ") && c.digits(2, day) && c.literal("-") && c.one_of(kMonths, month) &&
         c.literal("-") && c.digits(2, yy) && c.literal(" ") && time_of_day(c, h, m, sec) && c.literal(" GMT") &&
@@ -98,7 +99,7 @@ std::optional<system_clock::time_point> rfc850(Cursor c, system_clock::time_poin
 }
 
 // "Sun Nov  6 08:49:37 1994"
-std::optional<system_clock::time_point> asctime_date(Cursor c) {
+std::optional<sys_seconds> asctime_date(Cursor c) {
   int wd = 0, day = 0, month = 0, year = 0, h = 0, m = 0, sec = 0;
   if (!(c.one_of(kDays, wd) && c.literal(" ") && c.one_of(kMonths, month) && c.literal(" "))) return std::nullopt;
   if (c.literal(" ")) {
@@ -118,12 +119,21 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-}  // namespace
-
-std::optional<system_clock::time_point> parse_http_date(std::string_view text, system_clock::time_point now) {
+std::optional<sys_seconds> http_date_seconds(std::string_view text, system_clock::time_point now) {
   if (auto t = imf_fixdate(Cursor{text})) return t;
   if (auto t = rfc850(Cursor{text}, now)) return t;
   return asctime_date(Cursor{text});
+}
+
+}  // namespace
+
+std::optional<system_clock::time_point> parse_http_date(std::string_view text, system_clock::time_point now) {
+  const auto t = http_date_seconds(text, now);
+  if (!t) return std::nullopt;
+  constexpr auto kMax = floor<seconds>(system_clock::duration::max()) - seconds(1);
+  constexpr auto kMin = ceil<seconds>(system_clock::duration::min()) + seconds(1);
+  if (t->time_since_epoch() > kMax || t->time_since_epoch() < kMin) return std::nullopt;
+  return time_point_cast<system_clock::duration>(*t);
 }
 
 std::optional<milliseconds> parse_retry_after(std::string_view value, system_clock::time_point now) {
@@ -140,10 +150,13 @@ std::optional<milliseconds> parse_retry_after(std::string_view value, system_clo
     }
     return duration_cast<milliseconds>(std::chrono::seconds(seconds));
   }
-  const auto date = parse_http_date(value, now);
+  const auto date = http_date_seconds(value, now);
   if (!date) return std::nullopt;
-  if (*date <= now) return milliseconds(0);
-  return ceil<milliseconds>(*date - now);
+  // ceil(date - now) in milliseconds without nanoseconds (a date in 9999 overflows them):
+  // the date is whole seconds, so it is date - floor(now) to the millisecond.
+  const milliseconds wait = duration_cast<milliseconds>(date->time_since_epoch()) -
+                            floor<milliseconds>(now.time_since_epoch());
+  return wait > milliseconds(0) ? wait : milliseconds(0);
 }
 
 }  // namespace gpubank::k8s

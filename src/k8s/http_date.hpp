@@ -18,15 +18,16 @@
 
 namespace gpubank::k8s {
 
-// An HTTP-date in any of the three forms; nullopt when malformed. `now` decides the century
-// of an RFC 850 date.
+// An HTTP-date in any of the three forms; nullopt when malformed, or past what
+// system_clock holds (2262). `now` decides the century of an RFC 850 date.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_http_date(
     std::string_view text, std::chrono::system_clock::time_point now);
 
 // The wait a Retry-After value asks for at `now`: delay-seconds as given (huge values
 // saturate rather than fail), a date as its distance from now rounded up to the
-// millisecond, a date in the past as zero (retry at once). nullopt when malformed or empty:
-// the caller falls back to its backoff. Surrounding spaces and tabs are ignored.
+// millisecond (any year up to 9999), a date in the past as zero (retry at once). nullopt
+// when malformed or empty: the caller falls back to its backoff. Surrounding spaces and
+// tabs are ignored.
 [[nodiscard]] std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
                                                                          std::chrono::system_clock::time_point now);
 

@@ -91,8 +91,13 @@ std::optional<system_clock::time_point> parse_rfc3339(std::string_view s) {
     return std::nullopt;
   }
   if (i != s.size()) return std::nullopt;
-  const auto local = sys_days(date) + hours(h) + minutes(mi) + seconds(sec) + fraction;
-  return time_point_cast<system_clock::duration>(local - offset);
+  // In whole seconds first: system_clock counts nanoseconds, which reach only the years
+  // 1678 to 2261; a time outside them is refused rather than overflowed.
+  const sys_seconds utc = sys_days(date) + hours(h) + minutes(mi) + seconds(sec) - offset;
+  constexpr auto kMin = ceil<seconds>(system_clock::duration::min()) + seconds(1);
+  constexpr auto kMax = floor<seconds>(system_clock::duration::max()) - seconds(1);
+  if (utc.time_since_epoch() < kMin || utc.time_since_epoch() > kMax) return std::nullopt;
+  return time_point_cast<system_clock::duration>(utc) + duration_cast<system_clock::duration>(fraction);
 }
 
 Expected<LeaseRecord> lease_record(const Json& lease) {
@@ -184,7 +189,9 @@ LeaseDecision decide_lease(const LeaseObservation& observed, steady_clock::time_
     if (old.acquire_time) d.record.acquire_time = old.acquire_time;
     d.record.lease_transitions = old.lease_transitions;
   } else {
-    d.record.lease_transitions = old.lease_transitions + 1;
+    // Saturating: a Lease may carry any int32 (a hand-edited one), and overflow is UB.
+    d.record.lease_transitions =
+        old.lease_transitions == std::numeric_limits<int>::max() ? old.lease_transitions : old.lease_transitions + 1;
   }
   return d;
 }

@@ -56,7 +56,8 @@ struct LeaseRecord {
 // The spec for a record: {"holderIdentity": ..., "leaseDurationSeconds": ..., ...}.
 [[nodiscard]] Json lease_spec(const LeaseRecord& record);
 // RFC 3339 ("2026-01-01T00:00:00.000000Z", a fraction of up to 9 digits or none, "Z" or an
-// offset), as MicroTime and Time are written; nullopt when malformed.
+// offset), as MicroTime and Time are written; nullopt when malformed or outside what
+// system_clock holds (the years 1678 to 2261).
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
 
 struct LeaderElectionOptions {

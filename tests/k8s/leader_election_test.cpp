@@ -90,6 +90,10 @@ TEST(LeaseDecision, TakingOverCountsATransitionAndRenewingKeepsTheAcquireTime) {
   EXPECT_EQ(taken.record.lease_transitions, 5);
   EXPECT_EQ(taken.record.acquire_time, kWall + seconds(20));
 
+  // A hand-edited count at the int32 limit stays there (no overflow).
+  EXPECT_EQ(decide_lease(held_by("b", kT0, 2'147'483'647), kT0 + seconds(20), kWall, opts).record.lease_transitions,
+            2'147'483'647);
+
   const auto renewed = decide_lease(held_by("a", kT0, 4), kT0 + seconds(2), kWall + seconds(2), opts);
   EXPECT_EQ(renewed.action, LeaseAction::kUpdate);
   EXPECT_TRUE(renewed.renewal);
@@ -153,7 +157,8 @@ TEST(LeaseRecord, Rfc3339Times) {
   EXPECT_EQ(parse_rfc3339("2025-12-31T19:30:00-04:30"), kWall);
   for (const char* bad : {"", "2026-01-01", "2026-01-01T00:00:00", "2026-01-01 00:00:00Z", "2026-02-30T00:00:00Z",
                           "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567890Z", "2026-01-01T24:00:00Z",
-                          "2026-01-01T00:00:00+0200", "2026-01-01T00:00:00Zjunk"}) {
+                          "2026-01-01T00:00:00+0200", "2026-01-01T00:00:00Zjunk",
+                          "2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z"}) {  // past system_clock's years
     EXPECT_FALSE(parse_rfc3339(bad).has_value()) << bad;
   }
 }

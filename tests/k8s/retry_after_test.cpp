@@ -80,6 +80,10 @@ TEST(RetryAfter, SecondsDatesAndWhatIsMalformed) {
   EXPECT_EQ(parse_retry_after("Thu, 01 Jan 2026 00:01:30 GMT", k2026), seconds(90));
   EXPECT_EQ(parse_retry_after("Thu, 01 Jan 2026 00:00:02 GMT", k2026 + milliseconds(700)), milliseconds(1300));
   EXPECT_EQ(parse_retry_after("Thu, 01 Jan 2026 00:00:02 GMT", k2026 + microseconds(1'999'999)), milliseconds(1));
+  // Beyond what system_clock holds (2262): no time point, but still a (long) wait.
+  EXPECT_FALSE(parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT", k2026).has_value());
+  EXPECT_EQ(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", k2026),
+            duration_cast<milliseconds>(sys_days(year(10000) / 1 / 1) - seconds(1) - floor<seconds>(k2026)));
   // A date in the past, or now: retry at once.
   EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", k2026), milliseconds(0));
   EXPECT_EQ(parse_retry_after("Thu, 01 Jan 2026 00:00:00 GMT", k2026), milliseconds(0));
