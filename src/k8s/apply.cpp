@@ -10,7 +10,7 @@ using Json = nlohmann::json;
 
 std::string ResourceMapping::collection_path(std::string_view namespace_name) const {
   std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (namespaced) path += "/namespaces/" + std::string(namespace_name);
+  if (namespaced && !namespace_name.empty()) path += "/namespaces/" + std::string(namespace_name);
   return path + "/" + resource;
 }
 

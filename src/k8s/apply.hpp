@@ -39,7 +39,8 @@ struct ResourceMapping {
   bool has_status = false;  // discovery lists "<resource>/status"
 
   [[nodiscard]] std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-  // "/api/v1/namespaces/team-a/pods" or "/apis/<group>/<version>/<resource>" (cluster-scoped).
+  // "/api/v1/namespaces/team-a/pods" or "/apis/<group>/<version>/<resource>" (cluster-scoped,
+  // or a namespaced kind with namespace "": every namespace, for list and watch).
   [[nodiscard]] std::string collection_path(std::string_view namespace_name) const;
   // The collection path, then "/<name>".
   [[nodiscard]] std::string object_path(std::string_view namespace_name, std::string_view name) const;

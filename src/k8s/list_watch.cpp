@@ -51,8 +51,10 @@ ApiResult<std::monostate> ListWatch::list() {
       token = page->continue_token;
     } while (!token.empty());
     if (expired) continue;
+    if (options_.on_list_begin) options_.on_list_begin();
     store_.replace(items, std::move(resource_version));
-    ++stats_.lists;
+    ++stats_.lists;  // before on_list_end: its stats count the list it ends
+    if (options_.on_list_end) options_.on_list_end();
     return std::monostate{};
   }
 }
@@ -107,7 +109,10 @@ ApiResult<std::monostate> ListWatch::run() {
   while (!stop_requested()) {
     if (need_list) {
       auto listed = list();
-      if (!listed.ok()) return listed.error();
+      if (!listed.ok()) {
+        if (listed.error().reason == "Cancelled") break;  // Transport::cancel(): stopped
+        return listed.error();
+      }
       need_list = false;
       if (stop_requested()) break;
     }
@@ -124,6 +129,7 @@ ApiResult<std::monostate> ListWatch::run() {
         need_list = true;
         break;
       case WatchEnd::Failed:
+        if (error.reason == "Cancelled") return std::monostate{};
         if (store_.events_applied() != applied) failures = 0;
         if (!error.retryable || ++failures >= options_.max_consecutive_failures) return error;
         ++stats_.resumes;

@@ -14,6 +14,10 @@
 //
 // The transport retries 429/5xx itself; run() gives up after max_consecutive_failures
 // failures without an event in between, or on a malformed response (named).
+//
+// Stopping: should_stop is asked between pages and events, which a silent watch never
+// reaches; Transport::cancel() from another thread ends a blocked list or watch at once, and
+// run() then returns success, as for should_stop.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +34,11 @@ struct ListWatchOptions {
   int watch_timeout_seconds = 300;   // timeoutSeconds= on each watch (client-go: 5-10 min)
   int max_consecutive_failures = 8;
   std::function<bool()> should_stop; // asked after every page and event; true ends run()
+  // Called on run()'s thread around each complete list's replace of the store: begin before
+  // its first change goes to the handler, end after its last (an informer publishes a
+  // relist as one change).
+  std::function<void()> on_list_begin;
+  std::function<void()> on_list_end;
 };
 
 struct ListWatchStats {
@@ -50,7 +59,8 @@ class ListWatch {
 
   // One complete, paginated list into the store.
   [[nodiscard]] ApiResult<std::monostate> list();
-  // List, then watch until should_stop says so (success) or an error is unrecoverable.
+  // List, then watch until should_stop says so or the transport is cancelled (success), or
+  // an error is unrecoverable.
   [[nodiscard]] ApiResult<std::monostate> run();
 
   [[nodiscard]] const ObjectStore& store() const { return store_; }
@@ -59,7 +69,9 @@ class ListWatch {
  private:
   enum class WatchEnd { Stopped, Ended, Gone, Failed };
   WatchEnd watch_once(ApiError& error);
-  [[nodiscard]] bool stop_requested() const { return options_.should_stop && options_.should_stop(); }
+  [[nodiscard]] bool stop_requested() const {
+    return transport_.cancelled() || (options_.should_stop && options_.should_stop());
+  }
 
   Transport& transport_;
   std::string collection_;

@@ -1,5 +1,7 @@
 #include "k8s/transport.hpp"
 
+#include "k8s/http_date.hpp"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -10,12 +12,13 @@
 #include <boost/beast/ssl.hpp>
 
 #include <algorithm>
-#include <charconv>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
 namespace gpubank::k8s {
 
@@ -126,14 +129,6 @@ std::string mib(std::size_t bytes) {
   return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
 }
 
-// Retry-After in seconds (the form the API server sends); an HTTP date is ignored.
-std::optional<std::chrono::seconds> retry_after(std::string_view value) {
-  int seconds = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
-  if (ec != std::errc() || end != value.data() + value.size() || seconds < 0) return std::nullopt;
-  return std::chrono::seconds(seconds);
-}
-
 // One connection: TLS or, for a loopback fake, plain TCP.
 struct Connection {
   std::unique_ptr<SslStream> tls;
@@ -161,16 +156,30 @@ struct Transport::Impl {
   std::size_t requests = 0;
   std::size_t connections = 0;
 
-  // Runs one asynchronous operation to completion: the stream's expiry gives synchronous
-  // calls their timeouts.
+  // Runs one asynchronous operation on `c` to completion: the stream's expiry gives
+  // synchronous calls their timeouts. `current` tells a cancel() (a handler posted to this
+  // loop, so it runs here, on this thread) which socket to cancel.
   template <class Start>
-  beast::error_code run(Start&& start) {
+  beast::error_code run(Connection& c, Start&& start) {
+    if (cancelled.load()) return net::error::operation_aborted;
     beast::error_code result = net::error::would_block;
+    current = &c;
     std::forward<Start>(start)([&result](beast::error_code ec, auto&&...) { result = ec; });
     ioc.restart();
     ioc.run();
+    current = nullptr;
     return result;
   }
+
+  // Cancellation: the flag is set before the cancelling handler is posted, and run() looks
+  // at it before it starts anything, so a cancel() is never lost between two operations.
+  std::atomic<bool> cancelled{false};
+  Connection* current = nullptr;  // only touched on the Transport's thread
+  std::mutex sleep_m;
+  std::condition_variable sleep_cv;
+  std::chrono::nanoseconds throttled{0};
+
+  static ApiError cancelled_error() { return transport_error("Cancelled", "the transport was cancelled", false); }
 
   template <class F>
   auto with_stream(Connection& c, F&& f) {
@@ -179,6 +188,7 @@ struct Transport::Impl {
   }
 
   ApiError from_ec(const beast::error_code& ec, std::string_view during) {
+    if (cancelled.load()) return cancelled_error();
     if (ec == beast::error::timeout) {
       return transport_error("Timeout", std::string(during) + " timed out", true);
     }
@@ -204,7 +214,7 @@ struct Transport::Impl {
       c->plain = std::make_unique<beast::tcp_stream>(ioc);
     }
     c->lowest().expires_after(options.connect_timeout);
-    ec = run([&](auto handler) { c->lowest().async_connect(endpoints, [handler](beast::error_code e, const auto&) mutable { handler(e); }); });
+    ec = run(*c, [&](auto handler) { c->lowest().async_connect(endpoints, [handler](beast::error_code e, const auto&) mutable { handler(e); }); });
     if (ec) return from_ec(ec, "connecting to " + config.server.host_for_url() + ":" + std::to_string(config.server.port));
     if (c->tls) {
       const std::string& name = config.tls_server_name.empty() ? config.server.host : config.tls_server_name;
@@ -217,7 +227,7 @@ struct Transport::Impl {
       }
       if (!config.insecure_skip_tls_verify) c->tls->set_verify_callback(net::ssl::host_name_verification(name));
       c->lowest().expires_after(options.connect_timeout);
-      ec = run([&](auto handler) { c->tls->async_handshake(net::ssl::stream_base::client, handler); });
+      ec = run(*c, [&](auto handler) { c->tls->async_handshake(net::ssl::stream_base::client, handler); });
       if (ec == beast::error::timeout) return from_ec(ec, "TLS handshake");
       if (ec) {
         return transport_error("TLSHandshake", "TLS handshake with " + name + ": " + ec.message(), false);
@@ -259,12 +269,12 @@ struct Transport::Impl {
   ApiResult<Response> exchange(Connection& c, const http::request<http::string_body>& req, bool& close_after) {
     ++requests;
     c.lowest().expires_after(options.read_timeout);
-    auto ec = with_stream(c, [&](auto& s) { return run([&](auto handler) { http::async_write(s, req, handler); }); });
+    auto ec = with_stream(c, [&](auto& s) { return run(c, [&](auto handler) { http::async_write(s, req, handler); }); });
     if (ec) return from_ec(ec, "sending the request");
     http::response_parser<http::string_body> parser;
     parser.body_limit(options.max_body_bytes);
     parser.header_limit(64 * 1024);
-    ec = with_stream(c, [&](auto& s) { return run([&](auto handler) { http::async_read(s, c.buffer, parser, handler); }); });
+    ec = with_stream(c, [&](auto& s) { return run(c, [&](auto handler) { http::async_read(s, c.buffer, parser, handler); }); });
     if (ec) return from_ec(ec, "reading the response");
     auto& res = parser.get();
     close_after = !res.keep_alive();
@@ -276,7 +286,13 @@ struct Transport::Impl {
     return out;
   }
 
-  std::optional<std::chrono::seconds> last_retry_after;
+  // Retry-After in seconds (what the API server sends) or as an HTTP date; nullopt when
+  // absent or malformed (the backoff applies).
+  std::optional<std::chrono::milliseconds> retry_after(std::string_view value) const {
+    return parse_retry_after(value, options.now ? options.now() : std::chrono::system_clock::now());
+  }
+
+  std::optional<std::chrono::milliseconds> last_retry_after;
 
   // One attempt on the kept-alive connection (or a new one); a reused connection the
   // server had closed is replaced once.
@@ -309,8 +325,18 @@ struct Transport::Impl {
     if (options.sleep) {
       options.sleep(d);
     } else {
-      std::this_thread::sleep_for(d);
+      std::unique_lock lock(sleep_m);
+      sleep_cv.wait_for(lock, d, [this] { return cancelled.load(); });
     }
+  }
+
+  // A token from the rate limiter, waiting for it when the bucket is empty.
+  void throttle() {
+    if (!options.rate_limiter) return;
+    const auto wait = options.rate_limiter->reserve();
+    if (wait <= std::chrono::nanoseconds::zero()) return;
+    throttled += wait;
+    sleep_for(std::chrono::ceil<std::chrono::milliseconds>(wait));
   }
 
   std::chrono::milliseconds delay_before(int retry, const ApiError& error) {
@@ -342,6 +368,12 @@ struct Transport::Impl {
     bool refreshed = false;
     const std::string what = std::string(http::to_string(w.method)) + " " + w.target;
     for (int tries = 1;; ++tries) {
+      throttle();
+      if (cancelled.load()) {
+        auto e = cancelled_error();
+        e.request = what;
+        return e;
+      }
       auto req = request_for(w, watch);
       if (auto e = authorize(req)) {
         e->request = what;
@@ -369,7 +401,7 @@ struct Transport::Impl {
         if (error.retryable) error.message += " (gave up after " + std::to_string(tries) + " attempts)";
         return error;
       }
-      sleep_for(delay_before(tries - 1, error));
+      sleep_for(delay_before(tries - 1, error));  // a cancel() meanwhile ends the loop above
     }
   }
 };
@@ -466,18 +498,18 @@ ApiResult<std::monostate> Transport::stream(std::string_view target,
     conn = std::move(c.value());
     ++im.requests;
     conn->lowest().expires_after(im.options.read_timeout);
-    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_write(s, req, h); }); });
+    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run(*conn, [&](auto h) { http::async_write(s, req, h); }); });
     if (ec) return im.from_ec(ec, "sending the watch request");
     parser.emplace();
     // A watch runs for minutes, so its lines are capped instead of its body. Not boost::none:
     // Boost 1.74 compares a Content-Length with the optional and refuses every such body.
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     parser->header_limit(64 * 1024);
-    ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_header(s, conn->buffer, *parser, h); }); });
+    ec = im.with_stream(*conn, [&](auto& s) { return im.run(*conn, [&](auto h) { http::async_read_header(s, conn->buffer, *parser, h); }); });
     if (ec) return im.from_ec(ec, "reading the watch response header");
     Response r;
     r.status = static_cast<int>(parser->get().result_int());
-    im.last_retry_after = retry_after(parser->get()[http::field::retry_after]);
+    im.last_retry_after = im.retry_after(parser->get()[http::field::retry_after]);
     if (r.status == 200) return r;
     // An error: read its (small) body for the Status.
     std::string body;
@@ -485,7 +517,7 @@ ApiResult<std::monostate> Transport::stream(std::string_view target,
     while (!parser->is_done() && body.size() < (1u << 20)) {
       parser->get().body().data = buf;
       parser->get().body().size = sizeof buf;
-      ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
+      ec = im.with_stream(*conn, [&](auto& s) { return im.run(*conn, [&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
       body.append(buf, sizeof buf - parser->get().body().size);
       if (ec && ec != http::error::need_buffer) break;
     }
@@ -502,7 +534,7 @@ ApiResult<std::monostate> Transport::stream(std::string_view target,
     parser->get().body().data = buf.data();
     parser->get().body().size = buf.size();
     conn->lowest().expires_after(im.options.watch_idle_timeout);
-    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run([&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
+    auto ec = im.with_stream(*conn, [&](auto& s) { return im.run(*conn, [&](auto h) { http::async_read_some(s, conn->buffer, *parser, h); }); });
     const std::size_t n = buf.size() - parser->get().body().size;
     if (ec && ec != http::error::need_buffer) {
       conn->close();
@@ -541,6 +573,26 @@ void Transport::backoff(int retry) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   impl_->sleep_for(backoff_delay(impl_->options.retry, retry, unit(impl_->random)));
 }
+
+void Transport::cancel() {
+  Impl& im = *impl_;
+  {
+    std::lock_guard lock(im.sleep_m);  // a sleeper between its check and its wait sees it
+    im.cancelled = true;
+  }
+  im.sleep_cv.notify_all();
+  // Runs on the Transport's thread, inside its run() (now, or at its next one): the socket
+  // is only ever touched there. A blocked read completes with operation_aborted.
+  net::post(im.ioc, [&im] {
+    if (im.current != nullptr) {
+      beast::error_code ignored;
+      im.current->lowest().socket().cancel(ignored);
+    }
+  });
+}
+
+bool Transport::cancelled() const { return impl_->cancelled.load(); }
+std::chrono::nanoseconds Transport::throttled() const { return impl_->throttled; }
 
 std::size_t Transport::requests_sent() const { return impl_->requests; }
 std::size_t Transport::connections_opened() const { return impl_->connections; }

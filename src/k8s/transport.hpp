@@ -10,8 +10,8 @@
 //     options, force=true only when asked), merge patches and PUTs (the status
 //     subresource), POST (Events) and DELETE with a propagationPolicy.
 //   - Retries, for GET and apply (idempotent): 429, 5xx and connection failures, with exponential
-//     backoff and jitter (seeded), or the server's Retry-After seconds when it sends them;
-//     both capped. Sleeping goes through an injectable function, so tests record the waits
+//     backoff and jitter (seeded), or the server's Retry-After (seconds, or an HTTP date
+//     against the injectable wall clock; http_date.hpp) when it sends one; both capped. Sleeping goes through an injectable function, so tests record the waits
 //     instead of waiting. A failed TLS handshake (wrong CA, bad certificate) is not retried:
 //     the next attempt would fail the same way. Other writes are retried only on 429 or 503
 //     with Retry-After: the server refused them before doing anything.
@@ -21,8 +21,19 @@
 //     reused connection that turns out to be closed is replaced once at no cost. A watch uses
 //     a connection of its own, closed when the watch ends.
 //
+//   - Client-side rate limiting (rate_limiter.hpp): with a RateLimiter in the options, every
+//     attempt of every request and every watch start first takes a token (and waits for it
+//     through the same sleep); the lines of a watch take none. One limiter may be shared by
+//     the Transports of a process.
+//   - Cancellation: cancel(), from any thread, makes the call in progress return promptly
+//     with reason "Cancelled" (a blocked watch included, even when the server sends
+//     nothing: its socket's pending operations are cancelled on the Transport's own I/O
+//     loop) and every later call fail the same way. Sleeps (backoff, Retry-After, rate
+//     limit) end at once too, unless an injected sleep is in use.
+//
 // Errors carry the HTTP status and, when the server sent a Kubernetes Status object, its
-// reason, message and code. Not thread-safe: one Transport per thread.
+// reason, message and code. Not thread-safe, except cancel() and cancelled(): one Transport
+// per thread.
 #pragma once
 
 #include <chrono>
@@ -36,6 +47,7 @@
 #include <variant>
 
 #include "k8s/client_config.hpp"
+#include "k8s/rate_limiter.hpp"
 
 namespace gpubank::k8s {
 
@@ -43,7 +55,8 @@ namespace gpubank::k8s {
 struct ApiError {
   int http_status = 0;
   std::string reason;   // Status.reason ("Expired", "NotFound", ...) or the transport's own
-                        // ("ConnectionFailed", "TLSHandshake", "Timeout", "BodyTooLarge", "LineTooLong")
+                        // ("ConnectionFailed", "TLSHandshake", "Timeout", "BodyTooLarge", "LineTooLong",
+                        // "Cancelled")
   std::string message;  // Status.message, or what went wrong
   int code = 0;         // Status.code when the server sent one, else http_status
   bool retryable = false;
@@ -80,7 +93,7 @@ struct RetryPolicy {
   int max_attempts = 5;  // attempts in all, the first included (the 401 re-send is free)
   std::chrono::milliseconds initial_delay{500};
   std::chrono::milliseconds max_delay{30'000};        // backoff cap
-  std::chrono::milliseconds max_retry_after{60'000};  // cap on a server's Retry-After
+  std::chrono::milliseconds max_retry_after{60'000};  // cap on a server's Retry-After (seconds or date)
   double jitter = 0.2;  // each delay is stretched by a random factor in [1, 1 + jitter)
   std::uint64_t seed = 0x6770'7562'616e'6b;
 };
@@ -92,7 +105,12 @@ struct TransportOptions {
   std::size_t max_body_bytes = std::size_t{64} << 20;
   std::size_t max_watch_line_bytes = std::size_t{16} << 20;
   RetryPolicy retry;
-  std::function<void(std::chrono::milliseconds)> sleep;  // empty: std::this_thread::sleep_for
+  // Every wait (backoff, Retry-After, rate limit). Empty: a real wait that cancel() ends.
+  std::function<void(std::chrono::milliseconds)> sleep;
+  // The wall clock a Retry-After date is measured against. Empty: the system clock.
+  std::function<std::chrono::system_clock::time_point()> now;
+  // Client-side rate limit, shared or not. Null: none (the controller always sets one).
+  std::shared_ptr<RateLimiter> rate_limiter;
   std::string user_agent = "gpubank";
   std::string field_manager = "gpubank";  // fieldManager on every write
 };
@@ -149,9 +167,16 @@ class Transport {
   // callers that retry on their own (a watch resumed after a drop).
   void backoff(int retry);
 
+  // Thread-safe: ends the call in progress and fails every later one with reason
+  // "Cancelled". Final: a cancelled Transport stays cancelled.
+  void cancel();
+  [[nodiscard]] bool cancelled() const;
+
   // Requests sent, connections opened (tests check keep-alive with these).
   [[nodiscard]] std::size_t requests_sent() const;
   [[nodiscard]] std::size_t connections_opened() const;
+  // The rate limiter's waits so far, in all.
+  [[nodiscard]] std::chrono::nanoseconds throttled() const;
   [[nodiscard]] const ClientConfig& config() const;
 
  private:

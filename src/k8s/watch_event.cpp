@@ -122,6 +122,9 @@ void ObjectStore::replace(const std::vector<Json>& items, std::string resource_v
 }
 
 void ObjectStore::apply(const WatchEvent& event) {
+  if (event.type == EventType::Error) return;
+  // First, so that a handler sees the resourceVersion of the event it hears.
+  resource_version_ = event.resource_version;
   switch (event.type) {
     case EventType::Error: return;
     case EventType::Bookmark: break;
@@ -148,7 +151,6 @@ void ObjectStore::apply(const WatchEvent& event) {
       break;
     }
   }
-  resource_version_ = event.resource_version;
   ++events_applied_;
 }
 

@@ -69,7 +69,8 @@ class ObjectStore {
   // BOOKMARK advance the resourceVersion. ERROR changes nothing (the caller decides). The
   // handler hears what changed in the store, not the event's word: an ADDED for a cached
   // key (a re-sent event after a resume) is reported MODIFIED, a MODIFIED for an unknown
-  // key ADDED, a DELETED for an unknown key nothing.
+  // key ADDED, a DELETED for an unknown key nothing. resource_version() is the event's
+  // already while the handler runs.
   void apply(const WatchEvent& event);
 
   [[nodiscard]] const std::map<std::string, Json>& objects() const { return objects_; }

@@ -44,6 +44,8 @@ struct ResourceType {
   std::vector<std::string> short_names;
   bool has_status;  // a status subresource
   [[nodiscard]] std::string group_version() const { return group.empty() ? version : group + "/" + version; }
+  // How the real server names the resource in messages: "pods", "leases.coordination.k8s.io".
+  [[nodiscard]] std::string qualified() const { return group.empty() ? plural : plural + "." + group; }
 };
 
 std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
@@ -54,6 +56,7 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
       {"", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, false},
       {"scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}, false},
       {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
+      {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false},
       {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},
       {"kueue.x-k8s.io", "v1beta2", "workloads", "workload", "Workload", true, {"wl"}, true},
       {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "clusterqueue", "ClusterQueue", false, {"cq"}, true},
@@ -151,7 +154,7 @@ struct FakeApiServer::Impl {
   std::vector<LogEntry> log;
   int fail_count = 0;
   int fail_status = 0;
-  std::optional<int> fail_retry_after;
+  std::optional<std::string> fail_retry_after;  // the header's value, as sent
   std::optional<int> drop_after;
   std::uint64_t end_generation = 0;
   std::size_t request_count = 0;
@@ -160,6 +163,8 @@ struct FakeApiServer::Impl {
   std::vector<std::string> target_log;
   std::vector<std::thread> threads;
   std::set<int> open_fds;
+  std::size_t open_watch_count = 0;  // watches whose header went out and that have not ended
+  mutable std::condition_variable watch_cv;
 
   const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) const {
     for (const auto& t : types) {
@@ -179,10 +184,10 @@ struct FakeApiServer::Impl {
 
   template <class Stream>
   void write_json(Stream& s, const http::request<http::string_body>& req, int status, const Json& body,
-                  const std::optional<int>& retry_after = std::nullopt) {
+                  const std::optional<std::string>& retry_after = std::nullopt) {
     http::response<http::string_body> res{static_cast<http::status>(status), req.version()};
     res.set(http::field::content_type, "application/json");
-    if (retry_after) res.set(http::field::retry_after, std::to_string(*retry_after));
+    if (retry_after) res.set(http::field::retry_after, *retry_after);
     res.keep_alive(req.keep_alive());
     res.body() = body.dump();
     res.prepare_payload();
@@ -340,7 +345,7 @@ struct FakeApiServer::Impl {
       const auto& objects = store[type->plural];
       const auto it = objects.find(key);
       if (it == objects.end()) {
-        const Json body = status_json(404, "NotFound", type->plural + " \"" + parts[i + 1] + "\" not found");
+        const Json body = status_json(404, "NotFound", type->qualified() + " \"" + parts[i + 1] + "\" not found");
         lock.unlock();
         write_json(s, req, 404, body);
       } else {
@@ -460,7 +465,7 @@ struct FakeApiServer::Impl {
       if (type.namespaced) body["metadata"]["namespace"] = ns;
       const std::string key = ns.empty() ? object_name : ns + "/" + object_name;
       if (store[type.plural].contains(key)) {
-        return {409, status_json(409, "AlreadyExists", type.plural + " \"" + object_name + "\" already exists")};
+        return {409, status_json(409, "AlreadyExists", type.qualified() + " \"" + object_name + "\" already exists")};
       }
       body.erase("status");
       body["metadata"].erase("managedFields");
@@ -472,7 +477,7 @@ struct FakeApiServer::Impl {
     const auto found = objects.find(key);
     const Json live = found == objects.end() ? Json() : found->second;
     const auto not_found = [&] {
-      return std::pair<int, Json>{404, status_json(404, "NotFound", type.plural + " \"" + name + "\" not found")};
+      return std::pair<int, Json>{404, status_json(404, "NotFound", type.qualified() + " \"" + name + "\" not found")};
     };
     if (req.method() == http::verb::delete_) {
       // DeleteOptions.propagationPolicy is accepted and ignored: no garbage collector.
@@ -509,7 +514,7 @@ struct FakeApiServer::Impl {
     } else if (req.method() == http::verb::put) {
       const std::string expected = body["metadata"].value("resourceVersion", "");
       if (!expected.empty() && expected != live["metadata"].value("resourceVersion", "")) {
-        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.plural + " \"" + name +
+        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.qualified() + " \"" + name +
                                                       "\": the object has been modified; please apply your changes to the latest version and try again")};
       }
       updated = body;
@@ -598,6 +603,22 @@ struct FakeApiServer::Impl {
     beast::error_code ec;
     http::write_header(s, sr, ec);
     if (ec) return;
+    // Counted from here to every return below: tests wait for "a watch is open" on it.
+    struct OpenWatch {
+      Impl& im;
+      explicit OpenWatch(Impl& i) : im(i) {
+        std::lock_guard lock(im.m);
+        ++im.open_watch_count;
+        im.watch_cv.notify_all();
+      }
+      ~OpenWatch() {
+        std::lock_guard lock(im.m);
+        --im.open_watch_count;
+        im.watch_cv.notify_all();
+      }
+      OpenWatch(const OpenWatch&) = delete;
+      OpenWatch& operator=(const OpenWatch&) = delete;
+    } open_watch(*this);
     const bool bookmarks = query["allowWatchBookmarks"] == "true";
     const int timeout = query["timeoutSeconds"].empty() ? 1800 : std::stoi(query["timeoutSeconds"]);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
@@ -842,7 +863,15 @@ void FakeApiServer::fail_next(int count, int status, std::optional<int> retry_af
   std::lock_guard lock(impl_->m);
   impl_->fail_count = count;
   impl_->fail_status = status;
-  impl_->fail_retry_after = retry_after_seconds;
+  impl_->fail_retry_after =
+      retry_after_seconds ? std::optional<std::string>(std::to_string(*retry_after_seconds)) : std::nullopt;
+}
+
+void FakeApiServer::fail_next_with_retry_after(int count, int status, std::string retry_after) {
+  std::lock_guard lock(impl_->m);
+  impl_->fail_count = count;
+  impl_->fail_status = status;
+  impl_->fail_retry_after = std::move(retry_after);
 }
 
 void FakeApiServer::drop_next_watch_after(int events) {
@@ -854,6 +883,16 @@ void FakeApiServer::end_watches() {
   std::lock_guard lock(impl_->m);
   ++impl_->end_generation;
   impl_->cv.notify_all();
+}
+
+std::size_t FakeApiServer::open_watches() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->open_watch_count;
+}
+
+bool FakeApiServer::wait_for_open_watches(std::size_t count, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->m);
+  return impl_->watch_cv.wait_for(lock, timeout, [&] { return impl_->open_watch_count >= count; });
 }
 
 std::size_t FakeApiServer::requests() const {

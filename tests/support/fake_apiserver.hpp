@@ -4,7 +4,8 @@
 //
 //   - discovery: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version> (legacy,
 //     not aggregated: kubectl falls back to it) for core v1 pods/nodes/namespaces,
-//     events.k8s.io/v1 events, apiextensions.k8s.io/v1 customresourcedefinitions,
+//     events.k8s.io/v1 events, coordination.k8s.io/v1 leases (namespaced, no status),
+//     apiextensions.k8s.io/v1 customresourcedefinitions,
 //     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and (unless
 //     Options::gpubank_kinds is false) platform.gpubank.dev/v1alpha1's six kinds, with
 //     "<plural>/status" entries for the kinds that have the subresource; /version;
@@ -17,9 +18,12 @@
 //     force) with managedFields kept per leaf path and 409 Conflict worded as the real
 //     server words it (support/fake_apply.hpp says what is simplified); JSON merge patch
 //     and PUT of an object or of its status subresource (status writes change status alone,
-//     object writes everything but status; PUT checks a given resourceVersion); POST to a
-//     collection (metadata.name required: no generateName); DELETE (propagationPolicy
-//     ignored: no garbage collector, no finalizers). Every change bumps resourceVersion and
+//     object writes everything but status; PUT checks a given resourceVersion: a stale one
+//     is 409 Conflict, worded as the real server words it, "Operation cannot be fulfilled
+//     on leases.coordination.k8s.io \"x\": the object has been modified; please apply your
+//     changes to the latest version and try again"); POST to a collection (metadata.name
+//     required: no generateName; an existing name is 409 AlreadyExists); DELETE
+//     (propagationPolicy ignored: no garbage collector, no finalizers). Every change bumps resourceVersion and
 //     sends a watch event; a write that changes nothing (a repeated apply) neither;
 //     generation starts at 1 and grows on changes outside metadata and status;
 //   - resourceVersion: one counter for the whole server; the fake assigns resourceVersion,
@@ -27,8 +31,10 @@
 //   - 410 Gone: after compact(), a watch from an older resourceVersion gets an ERROR event
 //     with a 410 Status (as the real server sends it), a list with a continue token from
 //     before it gets HTTP 410;
-//   - faults on demand: the next N requests answered with a status (429 with Retry-After,
-//     500, ...), the next watch dropped (connection closed, no final chunk) after K events;
+//   - faults on demand: the next N requests answered with a status (429 with Retry-After in
+//     seconds or any text, such as an HTTP date; 500, ...), the next watch dropped
+//     (connection closed, no final chunk) after K events;
+//   - state for tests to wait on (condition variables, no polling): the watches open now;
 //   - authentication: a bearer token from the accepted set or a client certificate signed
 //     by the client CA; otherwise 401 with a Status.
 //
@@ -41,6 +47,7 @@
 // everything).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -88,10 +95,18 @@ class FakeApiServer {
   void bookmark();
   // The next `count` requests are answered with `status` (and Retry-After when given).
   void fail_next(int count, int status, std::optional<int> retry_after_seconds = std::nullopt);
+  // The same with Retry-After exactly as given: an HTTP date, or something malformed.
+  void fail_next_with_retry_after(int count, int status, std::string retry_after);
   // The next watch is cut (connection closed without the final chunk) after `events` events.
   void drop_next_watch_after(int events);
   // Ends every open watch cleanly (the final chunk), as the server's timeoutSeconds does.
   void end_watches();
+
+  // Watches being served now: the response header sent, the watch not ended (a client that
+  // went away is noticed at the next write).
+  [[nodiscard]] std::size_t open_watches() const;
+  // Waits until at least `count` watches are open; false after `timeout` (a hang guard).
+  bool wait_for_open_watches(std::size_t count, std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;
 
   [[nodiscard]] std::size_t requests() const;
   [[nodiscard]] std::size_t unauthorized() const;
