@@ -659,15 +659,15 @@ struct WebhookServer::Runtime {
   net::thread_pool review_pool;
 };
 
-Expected<std::shared_ptr<const PolicySnapshot>> load_snapshot(const WebhookOptions& options,
-                                                              std::vector<std::string>& notes) {
-  std::vector<std::string> paths{options.guardrails};
-  paths.insert(paths.end(), options.policies.begin(), options.policies.end());
-  policy::PolicySet set = policy::load_policy_set(paths);
+namespace {
+
+// A snapshot of `set` when its guardrails can be used (`origin` names where they came from).
+Expected<std::shared_ptr<const PolicySnapshot>> snapshot_of(policy::PolicySet set, const std::string& guardrails_file,
+                                                            const std::string& origin, std::vector<std::string>& notes) {
   const Diagnostics findings = policy::check_all(set);
   std::string fatal;
   for (const auto& f : findings) {
-    const bool in_guardrails = f.file == options.guardrails || f.kind == "PlatformGuardrails" ||
+    const bool in_guardrails = (!guardrails_file.empty() && f.file == guardrails_file) || f.kind == "PlatformGuardrails" ||
                                f.rule == "guardrails.missing";
     if (f.severity == Severity::Error && in_guardrails) {
       fatal += "\n  " + f.to_string();
@@ -676,8 +676,34 @@ Expected<std::shared_ptr<const PolicySnapshot>> load_snapshot(const WebhookOptio
     }
   }
   if (!fatal.empty()) return Unexpected{"the guardrails cannot be used:" + fatal};
-  if (set.guardrails() == nullptr) return Unexpected{options.guardrails + " holds no PlatformGuardrails"};
+  if (set.guardrails() == nullptr) return Unexpected{origin + " holds no PlatformGuardrails"};
   return std::make_shared<const PolicySnapshot>(std::move(set));
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const PolicySnapshot>> load_snapshot(const WebhookOptions& options,
+                                                              std::vector<std::string>& notes) {
+  std::vector<std::string> paths{options.guardrails};
+  if (!options.cluster_policies) paths.insert(paths.end(), options.policies.begin(), options.policies.end());
+  return snapshot_of(policy::load_policy_set(paths), options.guardrails, options.guardrails, notes);
+}
+
+Expected<bool> WebhookServer::replace_policies(policy::PolicySet cluster, std::vector<std::string>& notes) {
+  std::string origin = "the cluster";
+  if (cluster.guardrails() == nullptr) {
+    // Bootstrap: until the cluster holds a PlatformGuardrails, the file's stand in.
+    const policy::PolicySet file = policy::load_policy_set({options_.guardrails});
+    if (const policy::PolicyObject* g = file.guardrails(); g != nullptr) {
+      cluster.add(*g);
+      origin = "the cluster (guardrails from " + options_.guardrails + ")";
+    }
+  }
+  auto fresh = snapshot_of(std::move(cluster), std::string(), origin, notes);
+  if (!fresh) return Unexpected{fresh.error()};
+  std::lock_guard lock(snapshot_mu_);
+  snapshot_ = std::move(*fresh);
+  return true;
 }
 
 WebhookServer::WebhookServer(WebhookOptions options, std::unique_ptr<AuditLog> audit,
@@ -719,8 +745,11 @@ std::string WebhookServer::inputs_fingerprint() const {
     out += p.string() + ":" + std::to_string(ec ? 0 : size) + ":" +
            std::to_string(ec ? 0 : time.time_since_epoch().count()) + "\n";
   };
-  std::vector<std::string> roots{options_.tls_cert, options_.tls_key, options_.guardrails};
-  roots.insert(roots.end(), options_.policies.begin(), options_.policies.end());
+  std::vector<std::string> roots{options_.tls_cert, options_.tls_key};
+  if (!options_.cluster_policies) {
+    roots.push_back(options_.guardrails);
+    roots.insert(roots.end(), options_.policies.begin(), options_.policies.end());
+  }
   for (const auto& root : roots) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) {
@@ -751,6 +780,14 @@ std::shared_ptr<const PolicySnapshot> WebhookServer::snapshot() const {
 
 Expected<bool> WebhookServer::reload(std::vector<std::string>& notes) {
   fingerprint_ = inputs_fingerprint();  // a failed load is not retried until files change again
+  if (options_.cluster_policies) {
+    // The policies follow the cluster (replace_policies); only the certificate is a file.
+    auto tls = TlsCredentials::load(options_.tls_cert, options_.tls_key);
+    if (!tls) return Unexpected{tls.error()};
+    std::lock_guard lock(snapshot_mu_);
+    tls_ = std::move(*tls);
+    return true;
+  }
   auto fresh = load_snapshot(options_, notes);
   auto tls = TlsCredentials::load(options_.tls_cert, options_.tls_key);
   {

@@ -33,6 +33,10 @@ struct WebhookOptions {
   std::string tls_key;
   std::string guardrails;             // file with the PlatformGuardrails
   std::vector<std::string> policies;  // files and directories with the other policies
+  // The policies come from the cluster (replace_policies, fed by informers) instead of the
+  // files: `policies` is ignored, and the guardrails file is used only while the cluster
+  // holds no PlatformGuardrails (so the first one can be judged).
+  bool cluster_policies = false;
   std::string audit_log = "gpubank-audit.jsonl";
   int threads = 2;          // event-loop threads: accept, TLS, HTTP parsing and writing
   int review_threads = 16;  // decisions and audit appends (these wait for the disk)
@@ -83,6 +87,10 @@ class WebhookServer {
   // files), e.g. a ConfigMap update or a certificate renewed by cert-manager.
   Expected<bool> reload_if_changed(std::vector<std::string>& notes, bool& reloaded);
 
+  // The cluster's policy set (cluster_policies): validated as the files are (errors in the
+  // guardrails are fatal: the previous snapshot stays and the error says why; other
+  // findings come back in `notes`), then swapped in for the next request.
+  Expected<bool> replace_policies(policy::PolicySet cluster, std::vector<std::string>& notes);
   [[nodiscard]] std::shared_ptr<const PolicySnapshot> snapshot() const;
   [[nodiscard]] WebhookStats stats() const;
 

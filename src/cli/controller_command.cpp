@@ -1,12 +1,21 @@
-// `gpubank controller`: the policy reconciler against a cluster (src/controller). This
-// slice runs one pass: --dry-run prints what it would change as diffs, --once applies.
+// `gpubank controller`: the policy reconciler against a cluster (src/controller).
+// --dry-run prints what one pass would change as diffs, --once applies one pass, and
+// without either it keeps running (informers, optional leader election, manager.hpp).
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <stop_token>
+#include <thread>
 
 #include "cli/command.hpp"
+#include "controller/manager.hpp"
 #include "controller/policy_reconciler.hpp"
+#include "core/log_format.hpp"
 #include "core/timestamp.hpp"
 #include "k8s/apply.hpp"
 #include "k8s/client_config.hpp"
@@ -29,7 +38,82 @@ struct ControllerCommandOptions {
   bool force_conflicts = false;
   bool manage_kueue_config = false;
   Format format = Format::Text;
+  // The running controller.
+  bool leader_elect = false;
+  std::string leader_election_namespace;
+  std::string leader_election_id = "gpubank-controller";
+  std::string identity;
+  int lease_duration = 15;
+  int renew_deadline = 10;
+  int retry_period = 2;
+  int health_port = 8081;
+  int resync_period = 600;
+  std::string store;
+  std::string log_level = "info";
 };
+
+// The replica's name: --identity, else the pod's name, else host_pid (unique on a host).
+std::string default_identity() {
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') return pod;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
+int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, render::Backend backend) {
+  spdlog::set_level(spdlog::level::from_str(opt.log_level));
+  spdlog::set_formatter(escaping_log_formatter());
+  // SIGINT/SIGTERM stop the controller (a leader releases its Lease); blocked before any
+  // thread starts, so they all inherit the mask and one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  controller::ControllerOptions options;
+  options.reconcile.backend = backend;
+  options.reconcile.plan.field_manager = opt.field_manager;
+  options.reconcile.plan.manage_kueue_config = opt.manage_kueue_config;
+  options.reconcile.force_conflicts = opt.force_conflicts;
+  options.reconcile.default_namespace = config.namespace_name;
+  options.identity = opt.identity.empty() ? default_identity() : opt.identity;
+  options.leader_elect = opt.leader_elect;
+  options.election.name = opt.leader_election_id;
+  options.election.namespace_name = opt.leader_election_namespace;
+  options.election.lease_duration = std::chrono::seconds(opt.lease_duration);
+  options.election.renew_deadline = std::chrono::seconds(opt.renew_deadline);
+  options.election.retry_period = std::chrono::seconds(opt.retry_period);
+  options.resync_period = std::chrono::seconds(opt.resync_period);
+  options.store = opt.store;
+  options.health_port = opt.health_port;
+  options.log = [](const std::string& line) { spdlog::info("{}", line); };
+  auto controller = controller::Controller::create(std::move(config), std::move(options));
+  if (!controller) {
+    std::cerr << "gpubank controller: " << controller.error() << '\n';
+    return 1;
+  }
+  if ((*controller)->health_port() >= 0) spdlog::info("serving http://0.0.0.0:{}/healthz and /readyz", (*controller)->health_port());
+  std::stop_source stop;
+  std::thread signal_thread([&stop, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != 0) spdlog::info("signal {}: stopping", sig);
+    stop.request_stop();
+  });
+  const Expected<bool> result = (*controller)->run(stop.get_token());
+  // Wake the signal thread if the controller ended on its own.
+  if (!stop.stop_requested()) {
+    stop.request_stop();
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+  }
+  signal_thread.join();
+  if (!result) {
+    std::cerr << "gpubank controller: " << result.error() << '\n';
+    return 1;
+  }
+  return 0;
+}
 
 std::string now_rfc3339() {
   // Conditions carry whole seconds (metav1.Time).
@@ -89,9 +173,13 @@ void print_text(const controller::ReconcileReport& report, bool dry_run) {
 }
 
 int run_controller(const ControllerCommandOptions& opt) {
-  if (!opt.dry_run && !opt.once) {
-    std::cerr << "gpubank controller: give --dry-run (show what would change) or --once (apply once and exit); "
-                 "the watching, leader-elected controller is not built yet\n";
+  if (opt.dry_run && opt.once) {
+    std::cerr << "gpubank controller: --dry-run and --once exclude each other\n";
+    return 2;
+  }
+  if (opt.leader_elect && (opt.lease_duration <= opt.renew_deadline || opt.renew_deadline <= opt.retry_period ||
+                           opt.retry_period <= 0)) {
+    std::cerr << "gpubank controller: leader election needs --lease-duration > --renew-deadline > --retry-period > 0\n";
     return 2;
   }
   const auto backend = render::backend_from_name(opt.backend);
@@ -108,6 +196,7 @@ int run_controller(const ControllerCommandOptions& opt) {
     std::cerr << "gpubank controller: " << config.error() << '\n';
     return 1;
   }
+  if (!opt.dry_run && !opt.once) return run_loop(opt, std::move(*config), *backend);
   const std::string default_namespace = config->namespace_name;
   k8s::TransportOptions transport_options;
   transport_options.field_manager = opt.field_manager;
@@ -183,6 +272,23 @@ Command add_controller_command(CLI::App& app) {
                 "take over fields another field manager owns instead of failing with 409 Conflict");
   cmd->add_flag("--manage-kueue-config", opt->manage_kueue_config,
                 "also apply Kueue's manager ConfigMap (it replaces the installed configuration; Kueue reads it at start)");
+  cmd->add_flag("--leader-elect", opt->leader_elect,
+                "act only while holding the coordination.k8s.io Lease (run two replicas; one acts)");
+  cmd->add_option("--leader-election-namespace", opt->leader_election_namespace,
+                  "namespace of the Lease (default: the client's namespace)");
+  cmd->add_option("--leader-election-id", opt->leader_election_id, "name of the Lease (default gpubank-controller)");
+  cmd->add_option("--identity", opt->identity, "this replica's name in the Lease and Events (default: $POD_NAME, else host_pid)");
+  cmd->add_option("--lease-duration", opt->lease_duration, "seconds a standby waits before taking an unrenewed Lease (default 15)")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--renew-deadline", opt->renew_deadline, "seconds a leader may fail to renew before it stops acting (default 10)")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--retry-period", opt->retry_period, "seconds between Lease tries (default 2)")->check(CLI::Range(1, 3600));
+  cmd->add_option("--health-port", opt->health_port, "port of /healthz and /readyz (plain HTTP; -1: none; default 8081)")
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--resync-period", opt->resync_period, "seconds between passes when nothing changes (default 600)")
+      ->check(CLI::Range(1, 86400));
+  cmd->add_option("--store", opt->store, "SQLite file or postgresql:// URL for the audit entries of every change (default: none)");
+  cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error (default info)");
   add_output_option(*cmd, opt->format);
   return {cmd, [opt] { return run_controller(*opt); }};
 }

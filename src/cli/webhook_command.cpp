@@ -5,9 +5,12 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
+#include <atomic>
 #include <thread>
 
 #include "api/webhook_server.hpp"
+#include "controller/policy_watch.hpp"
+#include "k8s/client_config.hpp"
 #include "cli/command.hpp"
 #include "core/log_format.hpp"
 
@@ -18,6 +21,9 @@ struct WebhookCommandOptions {
   api::WebhookOptions server;
   std::string log_level = "info";
   int reload_interval = 30;  // seconds between checks of the input files; 0: only on SIGHUP
+  bool policies_from_cluster = false;
+  std::string kubeconfig;
+  std::string context;
 };
 
 void report_reload(const Expected<bool>& result, const std::vector<std::string>& notes, const char* why) {
@@ -29,7 +35,8 @@ void report_reload(const Expected<bool>& result, const std::vector<std::string>&
   }
 }
 
-int run_webhook(const WebhookCommandOptions& opt) {
+int run_webhook(WebhookCommandOptions opt) {
+  opt.server.cluster_policies = opt.policies_from_cluster;
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
   // Every line the server logs (and webhook_server.cpp's) escapes the input it quotes.
   spdlog::set_formatter(escaping_log_formatter());
@@ -59,14 +66,60 @@ int run_webhook(const WebhookCommandOptions& opt) {
   }
 
   api::WebhookServer* srv = server->get();
+  // --policies-from-cluster: informers on the six gpubank kinds feed every change to the
+  // server; it serves only once the cluster's set is in (a webhook judging against the
+  // guardrails file alone would let a change break a rule with objects it cannot see).
+  std::unique_ptr<controller::PolicyWatch> watch;
+  if (opt.policies_from_cluster) {
+    k8s::LoadOptions load;
+    load.kubeconfig = opt.kubeconfig;
+    load.resolve.context = opt.context;
+    auto config = k8s::load_client_config(load, k8s::Environment::from_process());
+    if (!config) {
+      std::cerr << "gpubank webhook: " << config.error() << '\n';
+      return 1;
+    }
+    auto created = controller::PolicyWatch::create(*config, [srv](controller::ClusterPolicies cluster) {
+      const std::size_t count = cluster.resources.size();
+      std::vector<std::string> notes;
+      auto replaced = srv->replace_policies(std::move(cluster.set), notes);
+      for (const auto& n : notes) spdlog::warn("policy: {}", n);
+      if (replaced) {
+        spdlog::info("policies from the cluster: {} resources", count);
+      } else {
+        spdlog::error("the cluster's policies were not taken (the previous ones stay): {}", replaced.error());
+      }
+    });
+    if (!created) {
+      std::cerr << "gpubank webhook: --policies-from-cluster: " << created.error() << '\n';
+      return 1;
+    }
+    watch = std::move(*created);
+    if (auto started = watch->start(std::chrono::seconds(60)); !started) {
+      std::cerr << "gpubank webhook: --policies-from-cluster: " << started.error() << '\n';
+      return 1;
+    }
+  }
+  controller::PolicyWatch* watched = watch.get();
+  std::atomic<bool> watch_failed{false};
   const int interval = opt.reload_interval;
-  std::thread signal_thread([srv, signals, interval] {
+  std::thread signal_thread([srv, signals, interval, watched, &watch_failed] {
     while (true) {
       // Wait for a signal; every `interval` seconds look for changed input files (a
       // ConfigMap update, a certificate renewed by cert-manager).
-      timespec timeout{interval > 0 ? interval : 3600, 0};
+      timespec timeout{interval > 0 ? interval : (watched != nullptr ? 10 : 3600), 0};
       const int sig = sigtimedwait(&signals, nullptr, &timeout);
       if (sig < 0) {
+        if (watched != nullptr) {
+          if (const auto dead = watched->errors(); !dead.empty()) {
+            // Judging against a set that no longer follows the cluster would be wrong
+            // silently: stop, and let Kubernetes restart the pod.
+            spdlog::error("the cluster's policies are no longer watched: {}", dead.front());
+            watch_failed = true;
+            srv->stop();
+            return;
+          }
+        }
         if (errno == EAGAIN && interval > 0) {
           std::vector<std::string> notes;
           bool reloaded = false;
@@ -91,7 +144,8 @@ int run_webhook(const WebhookCommandOptions& opt) {
     if (!ok) pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
   }
-  return ok ? 0 : 1;
+  if (watch) watch->stop();
+  return ok && !watch_failed ? 0 : 1;
 }
 
 }  // namespace
@@ -109,6 +163,12 @@ Command add_webhook_command(CLI::App& app) {
   cmd->add_option("--tls-key", s.tls_key, "PEM private key of the certificate")->required();
   cmd->add_option("--guardrails", s.guardrails, "file with the PlatformGuardrails")->required();
   cmd->add_option("--policies", s.policies, "files or directories with the policies in force (repeatable)");
+  cmd->add_flag("--policies-from-cluster", opt->policies_from_cluster,
+                "judge against the cluster's gpubank resources (watched) instead of --policies; --guardrails stands in "
+                "until the cluster holds a PlatformGuardrails")
+      ->excludes("--policies");
+  cmd->add_option("--kubeconfig", opt->kubeconfig, "with --policies-from-cluster: kubeconfig file (default: the loading order)");
+  cmd->add_option("--context", opt->context, "with --policies-from-cluster: kubeconfig context");
   cmd->add_option("--address", s.address, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--audit-log", s.audit_log, "JSON-lines file every decision is appended to")->capture_default_str();

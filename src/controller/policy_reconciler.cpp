@@ -14,17 +14,12 @@ namespace {
 
 using Action = ObjectResult::Action;
 
-// The collection across all namespaces (a namespaced kind) or the cluster's.
-std::string all_namespaces_path(const k8s::ResourceMapping& m) {
-  return (m.group.empty() ? "/api/" + m.version : "/apis/" + m.group + "/" + m.version) + "/" + m.resource;
-}
-
 k8s::ApiResult<std::vector<nlohmann::json>> list_all(k8s::Transport& transport, const k8s::ResourceMapping& mapping,
                                                      std::string_view selector) {
   std::vector<nlohmann::json> items;
   std::string continue_token;
   do {
-    std::string target = all_namespaces_path(mapping) + "?limit=500";
+    std::string target = mapping.collection_path("") + "?limit=500";  // "": all namespaces
     if (!selector.empty()) target += "&labelSelector=" + k8s::query_escape(selector);
     if (!continue_token.empty()) target += "&continue=" + k8s::query_escape(continue_token);
     auto response = transport.get(target);

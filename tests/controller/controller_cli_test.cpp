@@ -85,7 +85,8 @@ TEST_F(ControllerCommand, AnInvalidSetExitsOneAndSaysWhy) {
 }
 
 TEST_F(ControllerCommand, UsageErrorsExitTwo) {
-  EXPECT_EQ(gpubank({}).status, 2);
+  EXPECT_EQ(gpubank({"--dry-run", "--once"}).status, 2);
+  EXPECT_EQ(gpubank({"--leader-elect", "--lease-duration", "5", "--renew-deadline", "5"}).status, 2);
   EXPECT_EQ(gpubank({"--once", "--backend", "slurm"}).status, 2);
   const ProcessResult missing = run_process(
       {gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "controller", "--once", "--kubeconfig", "/nonexistent/kc"}, {});

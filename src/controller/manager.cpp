@@ -1,0 +1,302 @@
+#include "controller/manager.hpp"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bank/audit.hpp"
+#include "k8s/apply.hpp"
+#include "controller/policy_watch.hpp"
+#include "k8s/informer.hpp"
+#include "policy/types.hpp"
+#include "store/store.hpp"
+
+namespace gpubank::controller {
+namespace {
+
+using Action = ObjectResult::Action;
+
+std::string now_rfc3339() {
+  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string audit_action(Action action) {
+  switch (action) {
+    case Action::Created: return "ObjectCreated";
+    case Action::Configured: return "ObjectConfigured";
+    case Action::Pruned: return "ObjectPruned";
+    case Action::Released: return "ObjectReleased";
+    case Action::Failed: return "ObjectApplyFailed";
+    case Action::Unchanged:
+    case Action::Skipped: break;
+  }
+  return {};
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+struct Controller::Impl {
+  ControllerOptions options;
+  k8s::ClientConfig config;
+  std::unique_ptr<k8s::Transport> transport;
+  k8s::RestMapper mapper;
+  std::unique_ptr<k8s::InformerSet> informers;
+  std::unique_ptr<k8s::LeaderElector> elector;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<k8s::EventRecorder> recorder;
+
+  httplib::Server health;
+  std::thread health_thread;
+  int health_port = -1;
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool dirty = true;  // the first pass runs as soon as the informers synced
+  std::atomic<bool> synced{false};
+  std::atomic<bool> alive{false};
+  std::atomic<std::size_t> passes{0};
+
+  void log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+
+  void notify() {
+    {
+      std::lock_guard lock(m);
+      dirty = true;
+    }
+    cv.notify_all();
+  }
+
+  [[nodiscard]] bool may_act() const { return !options.leader_elect || (elector && elector->is_leader()); }
+
+  void pass() {
+    const std::vector<nlohmann::json> policies = snapshot_objects(*informers);
+    auto live = list_managed(*transport, mapper);
+    if (!live) {
+      log("pass skipped: listing managed objects: " + live.error().describe());
+      return;
+    }
+    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, options.reconcile, now_rfc3339());
+    record(report, policies);
+    passes.fetch_add(1);
+    log("pass " + std::to_string(passes.load()) + ": " + (report.rendered ? "rendered" : "policy set invalid") + ", " +
+        std::to_string(report.count(Action::Created)) + " created, " + std::to_string(report.count(Action::Configured)) +
+        " configured, " + std::to_string(report.count(Action::Pruned)) + " pruned, " +
+        std::to_string(report.count(Action::Released)) + " released, " + std::to_string(report.count(Action::Unchanged)) +
+        " unchanged, " + std::to_string(report.failures()) + " failed");
+  }
+
+  // Events on the resources whose status changed; audit entries for the objects changed.
+  void record(const ReconcileReport& report, const std::vector<nlohmann::json>& policies) {
+    std::map<std::string, const nlohmann::json*> by_key;
+    for (const nlohmann::json& p : policies) {
+      by_key.emplace(p.value("kind", "") + "/" + p["metadata"].value("name", ""), &p);
+    }
+    for (const PolicyResult& p : report.policies) {
+      if (!p.status_written) continue;
+      const auto it = by_key.find(p.resource);
+      if (it == by_key.end()) continue;
+      // The condition that says most: the first False one, else Applied.
+      const Condition* shown = nullptr;
+      for (const Condition& c : p.conditions) {
+        if (!c.status && shown == nullptr) shown = &c;
+      }
+      if (shown == nullptr && !p.conditions.empty()) shown = &p.conditions.back();
+      if (shown == nullptr) continue;
+      const nlohmann::json& object = *it->second;
+      k8s::EventSpec event;
+      event.regarding = {object.value("apiVersion", ""), object.value("kind", ""), "",
+                         object["metadata"].value("name", ""), object["metadata"].value("uid", "")};
+      event.type = shown->status ? "Normal" : "Warning";
+      event.reason = shown->reason;
+      event.action = "Reconcile";
+      event.note = shown->type + ": " + shown->message;
+      if (auto sent = recorder->emit(*transport, event); !sent) log("event not recorded: " + sent.error().describe());
+    }
+    if (!store) return;
+    std::vector<bank::AuditEntry> entries;
+    const std::int64_t time = now_ms();
+    for (const ObjectResult& r : report.objects) {
+      const std::string action = audit_action(r.action);
+      if (action.empty()) continue;
+      bank::AuditEntry e;
+      e.time_ms = time;
+      e.actor = "gpubank-controller/" + options.identity;
+      e.action = action;
+      e.object = r.object.substr(0, bank::kMaxAuditFieldLength);
+      e.policy_version = join(r.sources).substr(0, bank::kMaxAuditFieldLength);
+      e.decision = std::string(action_name(r.action, false));
+      e.reason = (r.message.empty() ? std::string("server-side apply by ") + options.reconcile.plan.field_manager : r.message)
+                     .substr(0, bank::kMaxAuditReasonLength);
+      e.numbers = "{}";
+      entries.push_back(std::move(e));
+    }
+    if (entries.empty()) return;
+    if (auto appended = store::append_in_batches(*store, {}, entries); !appended) {
+      log("audit entries not stored: " + appended.error());
+    }
+  }
+};
+
+Controller::Controller(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Controller::~Controller() {
+  if (impl_->health_thread.joinable()) {
+    impl_->health.stop();
+    impl_->health_thread.join();
+  }
+  if (impl_->informers) impl_->informers->stop();
+}
+
+Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig config, ControllerOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->config = config;
+  k8s::TransportOptions transport_options;
+  transport_options.field_manager = impl->options.reconcile.plan.field_manager;
+  auto transport = k8s::Transport::create(config, transport_options);
+  if (!transport) return Unexpected{transport.error()};
+  impl->transport = std::move(*transport);
+  auto mapper = k8s::discover(*impl->transport);
+  if (!mapper) return Unexpected{"discovery: " + mapper.error().describe()};
+  impl->mapper = std::move(*mapper);
+  auto informers = k8s::InformerSet::create(config, impl->mapper, policy_kinds(),
+                                            k8s::InformerOptions{.on_state_change = [raw = impl.get()] { raw->notify(); }});
+  if (!informers) {
+    return Unexpected{informers.error() + " (install the CRDs first: kubectl apply --server-side -f deploy/crds/)"};
+  }
+  impl->informers = std::move(*informers);
+  for (const auto& [kind, informer] : impl->informers->informers()) {
+    informer->add_handler([raw = impl.get()](k8s::EventType, const k8s::ObjectPtr&, const k8s::ObjectPtr&) { raw->notify(); });
+  }
+  impl->recorder = std::make_unique<k8s::EventRecorder>(impl->options.identity, [] { return std::chrono::system_clock::now(); });
+  if (impl->options.leader_elect) {
+    k8s::LeaderElectionOptions election = impl->options.election;
+    election.identity = impl->options.identity;
+    if (election.namespace_name.empty()) election.namespace_name = config.namespace_name;
+    Impl* raw = impl.get();
+    k8s::LeaderCallbacks callbacks;
+    callbacks.on_started_leading = [raw] {
+      raw->log("leading (lease " + raw->options.election.name + ")");
+      raw->notify();
+    };
+    callbacks.on_stopped_leading = [raw] { raw->log("stopped leading"); };
+    callbacks.on_new_leader = [raw](const std::string& holder) {
+      raw->log(holder.empty() ? "the lease was released" : "leader is " + holder);
+    };
+    auto elector = k8s::LeaderElector::create(config, election, callbacks);
+    if (!elector) return Unexpected{"leader election: " + elector.error()};
+    impl->elector = std::move(*elector);
+  }
+  if (!impl->options.store.empty()) {
+    auto store = store::Store::open(impl->options.store);
+    if (!store) return Unexpected{"--store: " + store.error()};
+    impl->store = std::move(*store);
+  }
+  if (impl->options.health_port >= 0) {
+    Impl* raw = impl.get();
+    impl->health.Get("/healthz", [raw](const httplib::Request&, httplib::Response& res) {
+      res.status = raw->alive ? 200 : 503;
+      res.set_content(raw->alive ? "ok\n" : "not running\n", "text/plain");
+    });
+    impl->health.Get("/readyz", [raw](const httplib::Request&, httplib::Response& res) {
+      res.status = raw->synced ? 200 : 503;
+      res.set_content(raw->synced ? "ok\n" : "informers not synced\n", "text/plain");
+    });
+    const int port = impl->options.health_port == 0
+                         ? impl->health.bind_to_any_port(impl->options.health_address)
+                         : (impl->health.bind_to_port(impl->options.health_address, impl->options.health_port)
+                                ? impl->options.health_port
+                                : -1);
+    if (port < 0) {
+      return Unexpected{"--health-port: cannot listen on " + impl->options.health_address + ":" +
+                        std::to_string(impl->options.health_port)};
+    }
+    impl->health_port = port;
+    impl->health_thread = std::thread([raw] { raw->health.listen_after_bind(); });
+  }
+  return std::unique_ptr<Controller>(new Controller(std::move(impl)));
+}
+
+Expected<bool> Controller::run(std::stop_token stop) {
+  Impl& im = *impl_;
+  im.alive = true;
+  std::stop_callback wake(stop, [&im] { im.cv.notify_all(); });
+  im.informers->start();
+  std::jthread election;
+  auto finish = [&](Expected<bool> result) {
+    if (election.joinable()) {
+      election.request_stop();
+      election.join();
+    }
+    im.informers->stop();
+    im.alive = false;
+    return result;
+  };
+  for (;;) {
+    auto synced = im.informers->wait_for_sync(std::chrono::seconds(1));
+    if (synced) break;
+    if (stop.stop_requested()) return finish(true);
+    if (synced.error().reason != "Timeout") return finish(Unexpected{"informers: " + synced.error().describe()});
+  }
+  im.synced = true;
+  im.log("informers synced");
+  if (im.elector) {
+    election = std::jthread([&im](std::stop_token s) { im.elector->run(s); });
+  }
+  auto next_resync = std::chrono::steady_clock::now() + im.options.resync_period;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(im.m);
+      im.cv.wait_until(lock, next_resync, [&] { return stop.stop_requested() || im.dirty; });
+    }
+    if (stop.stop_requested()) break;
+    if (const auto dead = im.informers->errors(); !dead.empty()) {
+      return finish(Unexpected{"informer for " + dead.front().first.kind + " stopped: " + dead.front().second.describe()});
+    }
+    if (!im.may_act()) {
+      std::lock_guard lock(im.m);
+      im.dirty = false;  // the leader handles it; a takeover starts with a pass (on_started_leading)
+      next_resync = std::chrono::steady_clock::now() + im.options.resync_period;
+      continue;
+    }
+    // Coalesce a burst: wait the debounce once, then take everything that arrived.
+    {
+      std::unique_lock lock(im.m);
+      im.cv.wait_for(lock, im.options.debounce, [&] { return stop.stop_requested(); });
+      im.dirty = false;
+    }
+    if (stop.stop_requested()) break;
+    im.pass();
+    next_resync = std::chrono::steady_clock::now() + im.options.resync_period;
+  }
+  return finish(true);
+}
+
+int Controller::health_port() const { return impl_->health_port; }
+std::size_t Controller::passes() const { return impl_->passes.load(); }
+bool Controller::leading() const { return impl_->may_act(); }
+
+}  // namespace gpubank::controller
