@@ -12,6 +12,8 @@
 #include "bank/audit.hpp"
 #include "k8s/apply.hpp"
 #include "controller/policy_watch.hpp"
+#include "controller/reclaim.hpp"
+#include "controller/reclaim_executor.hpp"
 #include "k8s/informer.hpp"
 #include "policy/types.hpp"
 #include "store/store.hpp"
@@ -62,6 +64,7 @@ struct Controller::Impl {
   std::unique_ptr<k8s::Transport> transport;
   k8s::RestMapper mapper;
   std::unique_ptr<k8s::InformerSet> informers;
+  std::unique_ptr<k8s::InformerSet> kueue;  // Workloads, ClusterQueues, LocalQueues: graceful reclaim
   std::unique_ptr<k8s::LeaderElector> elector;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<k8s::EventRecorder> recorder;
@@ -76,6 +79,8 @@ struct Controller::Impl {
   std::atomic<bool> synced{false};
   std::atomic<bool> alive{false};
   std::atomic<std::size_t> passes{0};
+  // The earliest reclaim deadline still running: a pass is due then.
+  std::optional<std::chrono::steady_clock::time_point> reclaim_wake;
 
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -100,12 +105,74 @@ struct Controller::Impl {
     }
     const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, options.reconcile, now_rfc3339());
     record(report, policies);
+    if (kueue && report.rendered) reclaim_pass(read_cluster_policies(policies).set);
     passes.fetch_add(1);
     log("pass " + std::to_string(passes.load()) + ": " + (report.rendered ? "rendered" : "policy set invalid") + ", " +
         std::to_string(report.count(Action::Created)) + " created, " + std::to_string(report.count(Action::Configured)) +
         " configured, " + std::to_string(report.count(Action::Pruned)) + " pruned, " +
         std::to_string(report.count(Action::Released)) + " released, " + std::to_string(report.count(Action::Unchanged)) +
         " unchanged, " + std::to_string(report.failures()) + " failed");
+  }
+
+  // Graceful reclaim (reclaim.hpp): plan from the Kueue informers' snapshots, carry out,
+  // record each step as an Event on the Workload and an audit entry.
+  void reclaim_pass(const policy::PolicySet& set) {
+    std::vector<nlohmann::json> workloads, cluster_queues, local_queues;
+    for (nlohmann::json& o : snapshot_objects(*kueue)) {
+      const std::string kind = o.value("kind", "");
+      (kind == "Workload" ? workloads : kind == "ClusterQueue" ? cluster_queues : local_queues).push_back(std::move(o));
+    }
+    const std::int64_t now = now_ms();
+    const auto owners = checkpoint_completions(*transport, mapper, workloads);
+    const ReclaimPlan plan = plan_reclaims(set, read_workloads(workloads, cluster_queues, local_queues, owners), now);
+    reclaim_wake.reset();
+    if (plan.next_deadline_ms) {
+      reclaim_wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(0, *plan.next_deadline_ms - now));
+    }
+    for (const auto& [where, gpus] : plan.uncovered) {
+      log("reclaim: " + where + " needs " + std::to_string(gpus) + " more GPUs than eligible victims hold");
+    }
+    if (plan.steps.empty()) return;
+    std::map<std::string, nlohmann::json> by_key;
+    for (const nlohmann::json& w : workloads) {
+      by_key[w["metadata"].value("namespace", "") + "/" + w["metadata"].value("name", "")] = w;
+    }
+    std::vector<bank::AuditEntry> entries;
+    for (const ReclaimOutcome& o : execute_reclaims(*transport, mapper, plan, by_key, now)) {
+      const ReclaimStep& step = o.step;
+      const std::string reason = step.kind == ReclaimStep::Kind::Notice  ? "ReclaimNoticeSent"
+                                 : step.kind == ReclaimStep::Kind::Stop  ? "ReclaimVictimStopped"
+                                 : step.kind == ReclaimStep::Kind::Resume ? "Resumed"
+                                                                          : "ReclaimCancelled";
+      log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? "" : " FAILED: " + o.error));
+      const auto w = by_key.find(step.workload);
+      if (w != by_key.end() && o.error.empty()) {
+        k8s::EventSpec event;
+        event.regarding = {w->second.value("apiVersion", ""), "Workload", w->second["metadata"].value("namespace", ""),
+                           w->second["metadata"].value("name", ""), w->second["metadata"].value("uid", "")};
+        event.type = step.kind == ReclaimStep::Kind::Stop ? "Warning" : "Normal";
+        event.reason = reason;
+        event.action = std::string(step_name(step.kind));
+        event.note = step.message + " [" + step.reason + "]";
+        if (auto sent = recorder->emit(*transport, event); !sent) log("event not recorded: " + sent.error().describe());
+      }
+      if (!store) continue;
+      bank::AuditEntry e;
+      e.time_ms = now;
+      e.actor = "gpubank-controller/" + options.identity;
+      e.action = reason;
+      e.object = ("Workload/" + step.workload).substr(0, bank::kMaxAuditFieldLength);
+      e.decision = o.error.empty() ? step.reason : "Failed";
+      e.reason = (o.error.empty() ? step.message : step.message + "; failed: " + o.error).substr(0, bank::kMaxAuditReasonLength);
+      e.numbers = nlohmann::json{{"gpus", step.gpus}, {"lender", step.lender}, {"pool", step.pool},
+                                 {"deadlineMs", step.deadline_ms}}.dump();
+      entries.push_back(std::move(e));
+    }
+    if (!entries.empty()) {
+      if (auto appended = store::append_in_batches(*store, {}, entries); !appended) {
+        log("audit entries not stored: " + appended.error());
+      }
+    }
   }
 
   // Events on the resources whose status changed; audit entries for the objects changed.
@@ -168,6 +235,7 @@ Controller::~Controller() {
     impl_->health_thread.join();
   }
   if (impl_->informers) impl_->informers->stop();
+  if (impl_->kueue) impl_->kueue->stop();
 }
 
 Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig config, ControllerOptions options) {
@@ -190,6 +258,25 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
   impl->informers = std::move(*informers);
   for (const auto& [kind, informer] : impl->informers->informers()) {
     informer->add_handler([raw = impl.get()](k8s::EventType, const k8s::ObjectPtr&, const k8s::ObjectPtr&) { raw->notify(); });
+  }
+  // Graceful reclaim needs Kueue's kinds (the Kueue backend, Kueue installed).
+  if (impl->options.reconcile.backend == render::Backend::Kueue && impl->options.graceful_reclaim) {
+    const std::vector<k8s::InformedKind> kinds{{"kueue.x-k8s.io/v1beta2", "Workload"},
+                                               {"kueue.x-k8s.io/v1beta2", "ClusterQueue"},
+                                               {"kueue.x-k8s.io/v1beta2", "LocalQueue"}};
+    bool installed = true;
+    for (const auto& k : kinds) installed = installed && impl->mapper.find(k.api_version, k.kind).ok();
+    if (installed) {
+      auto kueue = k8s::InformerSet::create(config, impl->mapper, kinds,
+                                            k8s::InformerOptions{.on_state_change = [raw = impl.get()] { raw->notify(); }});
+      if (!kueue) return Unexpected{"Kueue informers: " + kueue.error()};
+      impl->kueue = std::move(*kueue);
+      for (const auto& [kind, informer] : impl->kueue->informers()) {
+        informer->add_handler([raw = impl.get()](k8s::EventType, const k8s::ObjectPtr&, const k8s::ObjectPtr&) { raw->notify(); });
+      }
+    } else {
+      impl->log("graceful reclaim off: Kueue's Workload, ClusterQueue or LocalQueue kind is not in discovery");
+    }
   }
   impl->recorder = std::make_unique<k8s::EventRecorder>(impl->options.identity, [] { return std::chrono::system_clock::now(); });
   if (impl->options.leader_elect) {
@@ -245,6 +332,7 @@ Expected<bool> Controller::run(std::stop_token stop) {
   im.alive = true;
   std::stop_callback wake(stop, [&im] { im.cv.notify_all(); });
   im.informers->start();
+  if (im.kueue) im.kueue->start();
   std::jthread election;
   auto finish = [&](Expected<bool> result) {
     if (election.joinable()) {
@@ -252,11 +340,13 @@ Expected<bool> Controller::run(std::stop_token stop) {
       election.join();
     }
     im.informers->stop();
+    if (im.kueue) im.kueue->stop();
     im.alive = false;
     return result;
   };
   for (;;) {
     auto synced = im.informers->wait_for_sync(std::chrono::seconds(1));
+    if (synced && im.kueue) synced = im.kueue->wait_for_sync(std::chrono::seconds(1));
     if (synced) break;
     if (stop.stop_requested()) return finish(true);
     if (synced.error().reason != "Timeout") return finish(Unexpected{"informers: " + synced.error().describe()});
@@ -270,10 +360,17 @@ Expected<bool> Controller::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(im.m);
-      im.cv.wait_until(lock, next_resync, [&] { return stop.stop_requested() || im.dirty; });
+      const auto due = im.reclaim_wake ? std::min(next_resync, *im.reclaim_wake) : next_resync;
+      im.cv.wait_until(lock, due, [&] { return stop.stop_requested() || im.dirty; });
+      if (im.reclaim_wake && std::chrono::steady_clock::now() >= *im.reclaim_wake) im.dirty = true;
     }
     if (stop.stop_requested()) break;
-    if (const auto dead = im.informers->errors(); !dead.empty()) {
+    auto dead = im.informers->errors();
+    if (im.kueue) {
+      auto more = im.kueue->errors();
+      dead.insert(dead.end(), more.begin(), more.end());
+    }
+    if (!dead.empty()) {
       return finish(Unexpected{"informer for " + dead.front().first.kind + " stopped: " + dead.front().second.describe()});
     }
     if (!im.may_act()) {

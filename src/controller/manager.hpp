@@ -13,6 +13,9 @@
 //   - Each pass that changed something records it: an Event on each gpubank resource
 //     whose status changed, and one audit entry per created, configured, pruned, released
 //     or failed object in the store (--store), appended in one transaction after the pass.
+//   - Graceful reclaim (reclaim.hpp) runs after each policy pass with the Kueue backend:
+//     informers on Workloads, ClusterQueues and LocalQueues wake it, and a pass is due at
+//     the earliest deadline of a notice under way.
 //   - /healthz answers 200 while the loop runs, /readyz once the informers synced (a
 //     standby is ready: it can take over).
 //   - An informer that dies (403: RBAC wrong; repeated failures) ends run() with its error,
@@ -41,6 +44,8 @@ struct ControllerOptions {
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};
   std::chrono::milliseconds debounce{200};
   std::string store;         // SQLite path or PostgreSQL URL for the audit entries; empty: none
+  // Graceful reclaim (reclaim.hpp) with the Kueue backend, when Kueue's kinds are installed.
+  bool graceful_reclaim = true;
   int health_port = 8081;    // -1: no health listener; 0: any free port (tests)
   std::string health_address = "0.0.0.0";
   // One line per pass and per state change (leadership, sync), for the log.

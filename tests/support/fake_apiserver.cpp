@@ -55,6 +55,7 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
       {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true},
       {"", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, false},
       {"scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}, false},
+      {"batch", "v1", "jobs", "job", "Job", true, {}, true},
       {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
       {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false},
       {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},

@@ -1,0 +1,336 @@
+#include "controller/reclaim.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <tuple>
+
+#include "bank/attribution.hpp"
+#include "bank/victims.hpp"
+#include "core/timestamp.hpp"
+#include "policy/types.hpp"
+
+namespace gpubank::controller {
+namespace {
+
+using nlohmann::json;
+
+const json& field(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  const auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+std::string text(const json& o, const char* key) {
+  const json& v = field(o, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+std::optional<std::int64_t> time_ms(const std::string& rfc3339) {
+  if (rfc3339.empty()) return std::nullopt;
+  auto t = parse_rfc3339(rfc3339);
+  if (!t) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+}
+// A whole-number quantity ("4"); 0 for anything else (GPUs are counted in whole devices).
+std::int64_t whole_quantity(const json& v) {
+  if (v.is_number_integer()) return std::max<std::int64_t>(0, v.get<std::int64_t>());
+  if (!v.is_string()) return 0;
+  const std::string s = v.get<std::string>();
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  return ec == std::errc() && end == s.data() + s.size() && n >= 0 ? n : 0;
+}
+const json* condition(const json& workload, std::string_view type) {
+  const json& conditions = field(field(workload, "status"), "conditions");
+  if (!conditions.is_array()) return nullptr;
+  for (const json& c : conditions) {
+    if (text(c, "type") == type) return &c;
+  }
+  return nullptr;
+}
+bool condition_true(const json& workload, std::string_view type) {
+  const json* c = condition(workload, type);
+  return c != nullptr && text(*c, "status") == "True";
+}
+
+struct QueueInfo {
+  std::string group, pool, resource;
+};
+
+}  // namespace
+
+std::string_view step_name(ReclaimStep::Kind kind) {
+  switch (kind) {
+    case ReclaimStep::Kind::Notice: return "Notice";
+    case ReclaimStep::Kind::Stop: return "Stop";
+    case ReclaimStep::Kind::Resume: return "Resume";
+    case ReclaimStep::Kind::Cancel: return "Cancel";
+  }
+  return "Unknown";
+}
+
+std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, const std::vector<json>& cluster_queues,
+                                            const std::vector<json>& local_queues,
+                                            const std::map<std::string, std::int64_t>& owners) {
+  std::map<std::string, QueueInfo> queues;
+  for (const json& cq : cluster_queues) {
+    const json& labels = field(field(cq, "metadata"), "labels");
+    QueueInfo q{text(labels, "platform.gpubank.dev/business-group"), text(labels, "platform.gpubank.dev/resource-pool"), ""};
+    const json& groups = field(field(cq, "spec"), "resourceGroups");
+    if (groups.is_array() && !groups.empty()) {
+      const json& covered = field(groups[0], "coveredResources");
+      if (covered.is_array() && !covered.empty() && covered[0].is_string()) q.resource = covered[0].get<std::string>();
+    }
+    if (!q.group.empty() && !q.pool.empty() && !q.resource.empty()) queues[text(field(cq, "metadata"), "name")] = q;
+  }
+  std::map<std::string, std::string> local;  // "<ns>/<name>" -> ClusterQueue
+  for (const json& lq : local_queues) {
+    const json& meta = field(lq, "metadata");
+    local[text(meta, "namespace") + "/" + text(meta, "name")] = text(field(lq, "spec"), "clusterQueue");
+  }
+  std::vector<ClusterWorkload> out;
+  for (const json& w : workloads) {
+    const json& meta = field(w, "metadata");
+    const json& spec = field(w, "spec");
+    ClusterWorkload c;
+    const std::string ns = text(meta, "namespace");
+    c.key = ns + "/" + text(meta, "name");
+    c.cluster_queue = text(field(field(w, "status"), "admission"), "clusterQueue");
+    if (c.cluster_queue.empty()) {
+      const auto it = local.find(ns + "/" + text(spec, "queueName"));
+      if (it != local.end()) c.cluster_queue = it->second;
+    }
+    const auto q = queues.find(c.cluster_queue);
+    if (q == queues.end()) continue;  // not a queue gpubank rendered
+    c.group = q->second.group;
+    c.pool = q->second.pool;
+    const json& pod_sets = field(spec, "podSets");
+    json template_labels;
+    if (pod_sets.is_array()) {
+      for (const json& ps : pod_sets) {
+        const std::int64_t count = std::max<std::int64_t>(0, field(ps, "count").is_number_integer() ? field(ps, "count").get<std::int64_t>() : 1);
+        const json& pod_spec = field(field(ps, "template"), "spec");
+        std::int64_t per_pod = 0;
+        const json& containers = field(pod_spec, "containers");
+        if (containers.is_array()) {
+          for (const json& ct : containers) {
+            const json& resources = field(ct, "resources");
+            const json& requests = field(resources, "requests");
+            const json& limits = field(resources, "limits");
+            per_pod += whole_quantity(requests.contains(q->second.resource) ? requests[q->second.resource]
+                                                                            : field(limits, q->second.resource.c_str()));
+          }
+        }
+        c.gpus += count * per_pod;
+        if (template_labels.is_null()) template_labels = field(field(field(ps, "template"), "metadata"), "labels");
+      }
+    }
+    const json& active = field(spec, "active");
+    c.active = !active.is_boolean() || active.get<bool>();
+    c.finished = condition_true(w, "Finished");
+    c.admitted = condition_true(w, "QuotaReserved") && !c.finished;
+    if (const json* qr = condition(w, "QuotaReserved"); qr != nullptr && c.admitted) {
+      c.admitted_at_ms = time_ms(text(*qr, "lastTransitionTime")).value_or(0);
+    }
+    if (field(spec, "priority").is_number_integer()) c.priority = field(spec, "priority").get<std::int32_t>();
+    c.created_ms = time_ms(text(meta, "creationTimestamp")).value_or(0);
+    // The job's labels reach the Workload when Kueue copies them (labelKeysToCopy); the
+    // pod template always carries them.
+    const json& labels = field(meta, "labels");
+    auto label = [&](std::string_view key) {
+      std::string v = text(labels, std::string(key).c_str());
+      return v.empty() ? text(template_labels, std::string(key).c_str()) : v;
+    };
+    c.workload_type = label(kWorkloadTypeLabel);
+    if (c.workload_type == "batch") c.traits.emplace_back("batch");
+    if (label(kCheckpointableLabel) == "true") c.traits.emplace_back("checkpointable");
+    if (c.workload_type == "training") c.traits.emplace_back("training");
+    if (c.workload_type == "notebook") c.traits.emplace_back("development");
+    const json& annotations = field(meta, "annotations");
+    c.reclaim_for = text(annotations, std::string(kReclaimFor).c_str());
+    c.checkpoint_requested_ms = time_ms(text(annotations, std::string(kCheckpointRequested).c_str()));
+    c.reclaim_deadline_ms = time_ms(text(annotations, std::string(kReclaimDeadline).c_str()));
+    c.reclaimed_ms = time_ms(text(annotations, std::string(kReclaimedAt).c_str()));
+    if (const auto o = owners.find(c.key); o != owners.end()) c.checkpoint_completed_ms = o->second;
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(), [](const ClusterWorkload& a, const ClusterWorkload& b) { return a.key < b.key; });
+  return out;
+}
+
+ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads, std::int64_t now_ms) {
+  ReclaimPlan plan;
+  const policy::PlatformGuardrailsSpec* guardrails = set.guardrails_spec();
+  if (guardrails == nullptr) return plan;
+  auto is_protected = [&](const ClusterWorkload& w) {
+    return std::any_of(guardrails->protected_workload_types.begin(), guardrails->protected_workload_types.end(),
+                       [&](policy::WorkloadType t) {
+                         return (t == policy::WorkloadType::Inference && w.workload_type == "inference") ||
+                                (t == policy::WorkloadType::Training && w.workload_type == "training") ||
+                                (t == policy::WorkloadType::Batch && w.workload_type == "batch") ||
+                                (t == policy::WorkloadType::Notebook && w.workload_type == "notebook");
+                       });
+  };
+  std::map<std::string, int> capacity;
+  for (const policy::Pool& p : guardrails->pools) capacity[p.name] = p.capacity;
+
+  for (const auto& [pool, pool_capacity] : capacity) {
+    struct Lender {
+      std::int64_t guaranteed = 0;
+      std::vector<std::string> only_preempt;
+      std::int64_t grace_ms = 0;
+    };
+    std::map<std::string, Lender> lenders;
+    std::vector<bank::PoolGroupQuota> quotas;
+    for (const policy::PolicyObject& o : set.policies()) {
+      if (o.kind != policy::Kind::GPUQuotaPolicy) continue;
+      const auto& q = o.as<policy::GPUQuotaPolicySpec>();
+      if (q.resource_pool != pool) continue;
+      Lender l;
+      l.guaranteed = q.guaranteed;
+      l.grace_ms = guardrails->max_grace_period.milliseconds();
+      if (q.reclaim_policy) {
+        for (policy::WorkloadTrait t : q.reclaim_policy->only_preempt) {
+          l.only_preempt.emplace_back(t == policy::WorkloadTrait::Batch            ? "batch"
+                                      : t == policy::WorkloadTrait::Checkpointable ? "checkpointable"
+                                      : t == policy::WorkloadTrait::Training       ? "training"
+                                                                                   : "development");
+        }
+        if (q.reclaim_policy->grace_period) l.grace_ms = q.reclaim_policy->grace_period->milliseconds();
+      }
+      quotas.push_back({q.business_group, q.guaranteed,
+                        q.lending_limit ? std::optional<std::int64_t>(*q.lending_limit) : std::nullopt, l.only_preempt});
+      lenders[q.business_group] = l;
+    }
+    std::vector<bank::RunningWorkload> running;
+    std::map<std::string, std::int64_t> used;
+    std::int64_t in_use = 0;
+    std::map<std::string, const ClusterWorkload*> by_key;
+    for (const ClusterWorkload& w : workloads) {
+      if (w.pool != pool) continue;
+      by_key[w.key] = &w;
+      if (!w.admitted || !w.active) continue;
+      running.push_back({w.key, w.group, w.gpus, w.admitted_at_ms, w.traits});
+      used[w.group] += w.gpus;
+      in_use += w.gpus;
+    }
+    std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.admitted_at, a.name) < std::tie(b.admitted_at, b.name);
+    });
+    bank::BorrowTracker tracker(pool);
+    (void)tracker.update(now_ms, quotas, running);
+
+    // What each lender's pending workloads need within its guarantee, in Kueue's order
+    // (priority, then creation).
+    std::map<std::string, std::int64_t> need;
+    for (const auto& [group, lender] : lenders) {
+      std::vector<const ClusterWorkload*> pending;
+      for (const ClusterWorkload& w : workloads) {
+        if (w.pool == pool && w.group == group && w.active && !w.admitted && !w.finished && w.reclaimed_ms == std::nullopt) {
+          pending.push_back(&w);
+        }
+      }
+      std::sort(pending.begin(), pending.end(), [](const ClusterWorkload* a, const ClusterWorkload* b) {
+        return std::tuple(-a->priority, a->created_ms, a->key) < std::tuple(-b->priority, b->created_ms, b->key);
+      });
+      std::int64_t fits = 0;
+      for (const ClusterWorkload* w : pending) {
+        if (used[group] + fits + w->gpus <= lender.guaranteed) fits += w->gpus;
+      }
+      need[group] = fits;
+    }
+
+    // Notices under way: stop them when their job checkpointed or their grace is over;
+    // withdraw them when their lender needs nothing any more.
+    std::map<std::string, std::int64_t> under_notice;  // by lender
+    std::set<std::string> noticed;
+    for (const auto& [key, w] : by_key) {
+      if (w->reclaim_for.empty() || w->reclaimed_ms || !w->admitted || !w->active) continue;
+      noticed.insert(key);
+      const std::int64_t requested = w->checkpoint_requested_ms.value_or(0);
+      const std::int64_t deadline = w->reclaim_deadline_ms.value_or(now_ms);
+      ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", ""};
+      if (w->checkpoint_completed_ms && *w->checkpoint_completed_ms >= requested) {
+        s.reason = "CheckpointCompleted";
+        s.message = key + " checkpointed; it stops and gives " + std::to_string(w->gpus) + " GPUs of " + pool + " back to " +
+                    w->reclaim_for;
+        plan.steps.push_back(std::move(s));
+      } else if (now_ms >= deadline) {
+        s.reason = "GraceExpired";
+        s.message = key + " did not report a checkpoint within its grace period; it stops and gives " +
+                    std::to_string(w->gpus) + " GPUs of " + pool + " back to " + w->reclaim_for;
+        plan.steps.push_back(std::move(s));
+      } else if (need[w->reclaim_for] == 0) {
+        s.kind = ReclaimStep::Kind::Cancel;
+        s.reason = "DemandGone";
+        s.message = w->reclaim_for + " no longer needs its GPUs of " + pool + "; the notice to " + key + " is withdrawn";
+        plan.steps.push_back(std::move(s));
+      } else {
+        under_notice[w->reclaim_for] += w->gpus;
+        // Look again at the deadline, and every kCheckpointPollMs before it: a job's
+        // checkpoint-completed annotation is read, not watched.
+        const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
+        plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
+      }
+    }
+
+    // New notices: what each lender needs beyond the pool's free quota and the notices
+    // already under way, taken from what it lent.
+    std::int64_t free_quota = std::max<std::int64_t>(0, pool_capacity - in_use);
+    for (const auto& [group, lender] : lenders) {
+      const std::int64_t from_free = std::min(free_quota, need[group]);
+      free_quota -= from_free;
+      // What the lender still lacks, and what of it can be taken back from its loans.
+      const std::int64_t want = need[group] - from_free - under_notice[group];
+      if (want <= 0) continue;
+      const std::int64_t demand = std::min(want, tracker.lent_by(group) - under_notice[group]);
+      if (demand <= 0) {
+        plan.uncovered[pool + "/" + group] = want;
+        continue;
+      }
+      std::vector<bank::VictimCandidate> candidates;
+      std::set<std::string> seen;
+      for (const bank::Loan& loan : tracker.lent_records(group)) {
+        if (!seen.insert(loan.workload).second || noticed.contains(loan.workload)) continue;
+        const ClusterWorkload& w = *by_key.at(loan.workload);
+        bank::VictimCandidate c;
+        c.workload = w.key;
+        c.gpus = w.gpus;
+        const bool checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
+        c.klass = bank::classify({.running = true, .checkpointable = checkpointable,
+                                  .development = w.workload_type == "notebook",
+                                  .expected_runtime = std::numeric_limits<std::int64_t>::max()});
+        c.priority = w.priority;
+        c.admitted_at = w.admitted_at_ms;
+        c.protected_ = is_protected(w);
+        c.traits = w.traits;
+        if (!bank::eligible_victim(c, lender.only_preempt)) continue;
+        candidates.push_back(std::move(c));
+      }
+      const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), demand);
+      for (const bank::VictimCandidate& v : choice.victims) {
+        const std::int64_t deadline = now_ms + lender.grace_ms;
+        plan.steps.push_back({ReclaimStep::Kind::Notice, v.workload, group, pool, v.gpus, deadline, "CheckpointRequested",
+                              group + " needs " + std::to_string(demand) + " of the GPUs of " + pool + " it lent; " +
+                                  v.workload + " (" + std::to_string(v.gpus) + " GPUs, " +
+                                  std::string(bank::victim_class_name(v.klass)) + ") is asked to checkpoint and stops within " +
+                                  std::to_string(lender.grace_ms / 1000) + " s"});
+        const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
+        plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
+      }
+      if (want > choice.gpus) plan.uncovered[pool + "/" + group] = want - choice.gpus;
+    }
+
+    // Victims gpubank stopped come back once their lender needs nothing more.
+    for (const auto& [key, w] : by_key) {
+      if (!w->reclaimed_ms || w->active || w->finished) continue;
+      if (need[w->reclaim_for] > 0) continue;
+      plan.steps.push_back({ReclaimStep::Kind::Resume, key, w->reclaim_for, pool, w->gpus, 0, "LenderIdle",
+                            w->reclaim_for + " has no pending demand on " + pool + " any more; " + key +
+                                " is queued again"});
+    }
+  }
+  return plan;
+}
+
+}  // namespace gpubank::controller

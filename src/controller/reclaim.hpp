@@ -1,0 +1,112 @@
+// Graceful reclaim in a cluster, the pure half: what to do next, from the cluster's Kueue
+// Workloads, ClusterQueues and LocalQueues and the policy set, at a given time.
+//
+// gpubank renders every ClusterQueue with reclaimWithinCohort: Never, so Kueue never
+// preempts a borrower on its own; the bank does it gracefully, with the twin's rules
+// (src/bank): borrowed GPUs are attributed to lenders (bank::BorrowTracker), a lender's
+// demand is what its pending workloads need within its guarantee, victims are chosen
+// among the workloads running on what that lender lent (bank::choose_victims, honouring
+// reclaimPolicy.onlyPreempt, protected types and preemptible: false). Then, per victim:
+//
+//   Notice     annotate the victim's job (the Workload's controller owner: Job, JobSet,
+//              PyTorchJob, RayJob) with platform.gpubank.dev/checkpoint-requested=<time>
+//              and the Workload with the reclaim's lender and deadline (now + the lender's
+//              reclaimPolicy.gracePeriod, else the guardrails' maxGracePeriod)
+//   Stop       when the job reports platform.gpubank.dev/checkpoint-completed (a time at or
+//              after the request) or the deadline passed: set the Workload's spec.active to
+//              false, which releases its quota (Kueue evicts it); the lender's pending
+//              workload is then admitted by Kueue
+//   Resume     a victim stopped by gpubank is reactivated (spec.active true) once its
+//              lender has no pending demand left; Kueue queues it again
+//   Cancel     a notice whose lender has no demand left any more is withdrawn
+//
+// The reclaim's state lives in the Workload's annotations, not in the controller: a new
+// leader, or a restarted one, continues where the last one stopped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/policy_set.hpp"
+
+namespace gpubank::controller {
+
+inline constexpr std::string_view kCheckpointRequested = "platform.gpubank.dev/checkpoint-requested";
+inline constexpr std::string_view kCheckpointCompleted = "platform.gpubank.dev/checkpoint-completed";
+inline constexpr std::string_view kReclaimFor = "platform.gpubank.dev/reclaim-for";            // the lender
+inline constexpr std::string_view kReclaimDeadline = "platform.gpubank.dev/reclaim-deadline";  // RFC 3339
+inline constexpr std::string_view kReclaimedAt = "platform.gpubank.dev/reclaimed-at";          // stopped by gpubank
+inline constexpr std::string_view kWorkloadTypeLabel = "platform.gpubank.dev/workload-type";
+inline constexpr std::string_view kCheckpointableLabel = "platform.gpubank.dev/checkpointable";  // "true"
+// How often a notice's job is read for checkpoint-completed while the grace runs.
+inline constexpr std::int64_t kCheckpointPollMs = 5000;
+
+// A Kueue Workload as the planner needs it.
+struct ClusterWorkload {
+  std::string key;  // "<namespace>/<name>"
+  std::string cluster_queue;
+  std::string group;  // the ClusterQueue's platform.gpubank.dev/business-group label
+  std::string pool;   // its platform.gpubank.dev/resource-pool label
+  std::int64_t gpus = 0;
+  bool admitted = false;  // holds quota (QuotaReserved) and is not finished
+  bool active = true;     // spec.active
+  bool finished = false;
+  std::int32_t priority = 0;
+  std::int64_t admitted_at_ms = 0;  // QuotaReserved's lastTransitionTime
+  std::int64_t created_ms = 0;
+  std::string workload_type;        // the workload-type label ("" unknown)
+  std::vector<std::string> traits;  // batch, checkpointable, training, development
+  // The reclaim in progress (annotations).
+  std::string reclaim_for;
+  std::optional<std::int64_t> checkpoint_requested_ms;
+  std::optional<std::int64_t> reclaim_deadline_ms;
+  std::optional<std::int64_t> reclaimed_ms;           // spec.active set false by gpubank
+  std::optional<std::int64_t> checkpoint_completed_ms;  // from the owner job
+};
+
+// The Workloads, read from the objects: `workloads` as listed, `cluster_queues` and
+// `local_queues` to find each one's ClusterQueue (admitted: status.admission; pending:
+// its LocalQueue's) and the group and pool from the ClusterQueue's labels. Workloads of
+// queues gpubank did not render (no such labels) are left out. The GPU count is the
+// ClusterQueue's first covered resource summed over the pod sets (count x per-pod request).
+// `owners`: checkpoint-completed times of the owner jobs, by Workload key.
+[[nodiscard]] std::vector<ClusterWorkload> read_workloads(const std::vector<nlohmann::json>& workloads,
+                                                          const std::vector<nlohmann::json>& cluster_queues,
+                                                          const std::vector<nlohmann::json>& local_queues,
+                                                          const std::map<std::string, std::int64_t>& owners = {});
+
+struct ReclaimStep {
+  enum class Kind { Notice, Stop, Resume, Cancel };
+  Kind kind = Kind::Notice;
+  std::string workload;  // "<namespace>/<name>"
+  std::string lender;    // business group
+  std::string pool;
+  std::int64_t gpus = 0;
+  std::int64_t deadline_ms = 0;  // Notice
+  std::string reason;   // CheckpointRequested, CheckpointCompleted, GraceExpired, DemandGone, LenderIdle
+  std::string message;  // one sentence with the numbers
+};
+[[nodiscard]] std::string_view step_name(ReclaimStep::Kind kind);  // "Notice", ...
+
+struct ReclaimPlan {
+  std::vector<ReclaimStep> steps;
+  // When to look again: the earliest deadline of a notice under way, or the next
+  // checkpoint poll (kCheckpointPollMs) before it.
+  std::optional<std::int64_t> next_deadline_ms;
+  // Per "<pool>/<lender>": GPUs the lender needs within its guarantee that neither free
+  // quota, notices under way nor eligible victims cover (logged). Borrowers the lender's
+  // onlyPreempt excludes are attributed to the cohort, not to it, and are never its victims.
+  std::map<std::string, std::int64_t> uncovered;
+};
+
+// Pure: the same inputs give the same steps in the same order.
+[[nodiscard]] ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads,
+                                        std::int64_t now_ms);
+
+}  // namespace gpubank::controller

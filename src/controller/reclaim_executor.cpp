@@ -1,0 +1,134 @@
+#include "controller/reclaim_executor.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::controller {
+namespace {
+
+using nlohmann::json;
+
+std::string key_of(const json& w) {
+  const json& m = w["metadata"];
+  return m.value("namespace", "") + "/" + m.value("name", "");
+}
+
+std::string workload_path(const k8s::RestMapper& mapper, const json& w) {
+  auto mapping = mapper.find(w.value("apiVersion", "kueue.x-k8s.io/v1beta2"), "Workload");
+  if (!mapping) return {};
+  return mapping->object_path(w["metadata"].value("namespace", ""), w["metadata"].value("name", ""));
+}
+
+}  // namespace
+
+std::string rfc3339_seconds(std::int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
+}
+
+std::string owner_path(const k8s::RestMapper& mapper, const json& workload) {
+  const json& refs = workload["metadata"].contains("ownerReferences") ? workload["metadata"]["ownerReferences"] : json();
+  if (!refs.is_array()) return {};
+  for (const json& ref : refs) {
+    if (!ref.is_object() || !ref.value("controller", false)) continue;
+    auto mapping = mapper.find(ref.value("apiVersion", ""), ref.value("kind", ""));
+    if (!mapping) return {};
+    return mapping->object_path(workload["metadata"].value("namespace", ""), ref.value("name", ""));
+  }
+  return {};
+}
+
+std::map<std::string, std::int64_t> checkpoint_completions(k8s::Transport& transport, const k8s::RestMapper& mapper,
+                                                           const std::vector<json>& workloads) {
+  std::map<std::string, std::int64_t> out;
+  for (const json& w : workloads) {
+    const json& annotations = w["metadata"].contains("annotations") ? w["metadata"]["annotations"] : json();
+    if (!annotations.is_object() || !annotations.contains(std::string(kReclaimFor)) ||
+        annotations.contains(std::string(kReclaimedAt))) {
+      continue;
+    }
+    const std::string path = owner_path(mapper, w);
+    if (path.empty()) continue;
+    auto got = transport.get(path);
+    if (!got) continue;  // the next pass asks again
+    const json owner = json::parse(got->body, nullptr, false);
+    if (!owner.is_object()) continue;
+    const json& a = owner["metadata"].contains("annotations") ? owner["metadata"]["annotations"] : json();
+    if (!a.is_object() || !a.contains(std::string(kCheckpointCompleted)) || !a[std::string(kCheckpointCompleted)].is_string()) {
+      continue;
+    }
+    if (auto t = parse_rfc3339(a[std::string(kCheckpointCompleted)].get<std::string>())) {
+      out[key_of(w)] = std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+    }
+  }
+  return out;
+}
+
+std::vector<ReclaimOutcome> execute_reclaims(k8s::Transport& transport, const k8s::RestMapper& mapper,
+                                             const ReclaimPlan& plan, const std::map<std::string, json>& workloads,
+                                             std::int64_t now_ms) {
+  std::vector<ReclaimOutcome> out;
+  const std::string now = rfc3339_seconds(now_ms);
+  for (const ReclaimStep& step : plan.steps) {
+    ReclaimOutcome o{step, {}};
+    const auto it = workloads.find(step.workload);
+    if (it == workloads.end()) {
+      o.error = "the Workload is gone";
+      out.push_back(std::move(o));
+      continue;
+    }
+    const json& w = it->second;
+    const std::string path = workload_path(mapper, w);
+    const std::string job = owner_path(mapper, w);
+    json patch;
+    json job_patch;  // null: the job is not touched
+    switch (step.kind) {
+      case ReclaimStep::Kind::Notice:
+        patch = {{"metadata",
+                  {{"annotations",
+                    {{std::string(kReclaimFor), step.lender},
+                     {std::string(kCheckpointRequested), now},
+                     {std::string(kReclaimDeadline), rfc3339_seconds(step.deadline_ms)}}}}}};
+        job_patch = {{"metadata", {{"annotations", {{std::string(kCheckpointRequested), now}}}}}};
+        break;
+      case ReclaimStep::Kind::Stop:
+        patch = {{"spec", {{"active", false}}}, {"metadata", {{"annotations", {{std::string(kReclaimedAt), now}}}}}};
+        break;
+      case ReclaimStep::Kind::Resume:
+      case ReclaimStep::Kind::Cancel:
+        patch = {{"metadata",
+                  {{"annotations",
+                    {{std::string(kReclaimFor), nullptr},
+                     {std::string(kCheckpointRequested), nullptr},
+                     {std::string(kReclaimDeadline), nullptr},
+                     {std::string(kReclaimedAt), nullptr}}}}}};
+        if (step.kind == ReclaimStep::Kind::Resume) patch["spec"] = {{"active", true}};
+        job_patch = {{"metadata", {{"annotations", {{std::string(kCheckpointRequested), nullptr}}}}}};
+        break;
+    }
+    // The job first: a notice must reach the job before the Workload records it, so a
+    // failure in between is retried as a whole by the next pass.
+    if (!job_patch.is_null() && !job.empty()) {
+      if (auto r = transport.merge_patch(job, job_patch.dump()); !r && r.error().http_status != 404) {
+        o.error = r.error().describe();
+        out.push_back(std::move(o));
+        continue;
+      }
+    }
+    if (path.empty()) {
+      o.error = "Kueue's Workload kind is not in discovery";
+    } else if (auto r = transport.merge_patch(path, patch.dump()); !r) {
+      o.error = r.error().describe();
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace gpubank::controller

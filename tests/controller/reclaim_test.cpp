@@ -1,0 +1,284 @@
+// Graceful reclaim: the planner (pure) on the example policies, and the whole protocol on
+// a FAKE API server (cluster_fixture.hpp) where the test plays Kueue's part: it reserves
+// and releases quota on Workloads as Kueue would, following the controller's deactivation.
+#include "controller/reclaim.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "cluster_fixture.hpp"
+#include "controller/manager.hpp"
+#include "k8s/fake_client.hpp"
+#include "policy/policy_set.hpp"
+#include "store/store.hpp"
+#include "support/promtool.hpp"
+
+namespace gpubank::controller {
+namespace {
+
+using nlohmann::json;
+using Kind = ReclaimStep::Kind;
+
+constexpr std::int64_t kNow = 1'800'000'000'000;  // ms
+
+const policy::PolicySet& examples() {
+  static const policy::PolicySet set = policy::load_policy_set({gpubank::testing::examples_dir() + "/policies"});
+  return set;
+}
+
+ClusterWorkload running(const std::string& key, const std::string& group, std::int64_t gpus, std::int64_t admitted_at,
+                        std::vector<std::string> traits = {}, std::string type = "training") {
+  ClusterWorkload w;
+  w.key = key;
+  w.group = group;
+  w.pool = "h100-rdma-training";
+  w.cluster_queue = group + "-h100-rdma-training";
+  w.gpus = gpus;
+  w.admitted = true;
+  w.admitted_at_ms = admitted_at;
+  w.traits = std::move(traits);
+  w.workload_type = std::move(type);
+  return w;
+}
+ClusterWorkload pending(const std::string& key, const std::string& group, std::int64_t gpus) {
+  ClusterWorkload w = running(key, group, gpus, 0);
+  w.admitted = false;
+  w.created_ms = kNow - 1000;
+  return w;
+}
+
+// h100-rdma-training: 64 GPUs; search guaranteed 32, ads 16 (lends only to checkpointable
+// work, grace 10m), research 8. search runs 32 of its own and 16 more borrowed from ads'
+// idle guarantee; research runs its 8. ads now needs 16.
+std::vector<ClusterWorkload> borrowed_state(bool checkpointable = true) {
+  return {running("search/base", "search", 32, 1),
+          running("search/big", "search", 16, 2, checkpointable ? std::vector<std::string>{"training", "checkpointable"}
+                                                                 : std::vector<std::string>{"training"}),
+          running("research/r", "research", 8, 3), pending("ads/train", "ads", 16)};
+}
+
+TEST(ReclaimPlan, ALendersDemandSendsANoticeToTheBorrowerOnItsGpus) {
+  const ReclaimPlan plan = plan_reclaims(examples(), borrowed_state(), kNow);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  const ReclaimStep& s = plan.steps[0];
+  EXPECT_EQ(s.kind, Kind::Notice);
+  EXPECT_EQ(s.workload, "search/big");
+  EXPECT_EQ(s.lender, "ads");
+  EXPECT_EQ(s.gpus, 16);
+  EXPECT_EQ(s.deadline_ms, kNow + 10 * 60 * 1000);  // ads-training-h100: gracePeriod 10m
+  EXPECT_EQ(plan.next_deadline_ms, kNow + kCheckpointPollMs);
+  EXPECT_TRUE(plan.uncovered.empty());
+}
+
+TEST(ReclaimPlan, OnlyPreemptIsHonouredAndWhatCannotBeCoveredIsReported) {
+  // ads lends only to checkpointable work: a borrower that is not is never its victim.
+  const ReclaimPlan plan = plan_reclaims(examples(), borrowed_state(/*checkpointable=*/false), kNow);
+  EXPECT_TRUE(plan.steps.empty());
+  ASSERT_EQ(plan.uncovered.count("h100-rdma-training/ads"), 1U);
+  EXPECT_GT(plan.uncovered.at("h100-rdma-training/ads"), 0);
+}
+
+TEST(ReclaimPlan, ANoticeStopsOnCheckpointOrGraceAndIsWithdrawnWithoutDemand) {
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state[1].reclaim_for = "ads";
+  state[1].checkpoint_requested_ms = kNow;
+  state[1].reclaim_deadline_ms = kNow + 600'000;
+  // Under way: nothing new, a look again at the next poll.
+  ReclaimPlan plan = plan_reclaims(examples(), state, kNow + 1000);
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.next_deadline_ms, kNow + 1000 + kCheckpointPollMs);
+  // The job checkpointed.
+  state[1].checkpoint_completed_ms = kNow + 2000;
+  plan = plan_reclaims(examples(), state, kNow + 3000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Stop);
+  EXPECT_EQ(plan.steps[0].reason, "CheckpointCompleted");
+  // A completion from before the request does not count; the grace does.
+  state[1].checkpoint_completed_ms = kNow - 1;
+  plan = plan_reclaims(examples(), state, kNow + 600'000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].reason, "GraceExpired");
+  // The lender's demand went away (its job was deleted): the notice is withdrawn.
+  state.pop_back();
+  plan = plan_reclaims(examples(), state, kNow + 3000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Cancel);
+}
+
+TEST(ReclaimPlan, AStoppedVictimResumesOnceItsLenderNeedsNothing) {
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state[1].admitted = false;
+  state[1].active = false;
+  state[1].reclaim_for = "ads";
+  state[1].reclaimed_ms = kNow;
+  // ads' workload is still waiting for Kueue: the victim stays stopped.
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow + 1000).steps.empty());
+  // Kueue admitted it: the victim is queued again.
+  state[3].admitted = true;
+  state[3].admitted_at_ms = kNow + 1500;
+  const ReclaimPlan plan = plan_reclaims(examples(), state, kNow + 2000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Resume);
+  EXPECT_EQ(plan.steps[0].workload, "search/big");
+}
+
+TEST(ReclaimPlan, ProtectedWorkloadsAreNeverVictimsAndFreeQuotaComesFirst) {
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state[1].workload_type = "inference";  // protected by the guardrails
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());
+  // With 8 GPUs of the pool unused, a demand of 8 needs no reclaim at all.
+  state = borrowed_state();
+  state[3].gpus = 8;
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());
+}
+
+TEST(ReclaimPlan, TheSameInputsGiveTheSameSteps) {
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state.push_back(running("search/other", "search", 8, 5, {"training", "checkpointable"}));
+  const ReclaimPlan a = plan_reclaims(examples(), state, kNow);
+  std::reverse(state.begin(), state.end());
+  const ReclaimPlan b = plan_reclaims(examples(), state, kNow);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) {
+    EXPECT_EQ(a.steps[i].workload, b.steps[i].workload);
+    EXPECT_EQ(a.steps[i].message, b.steps[i].message);
+  }
+}
+
+// ---- End to end on the fake ----
+
+class ReclaimEndToEnd : public testing::ClusterFixture {
+ protected:
+  void SetUp() override {
+    ClusterFixture::SetUp();
+    put_policies({gpubank::testing::examples_dir() + "/policies"});
+  }
+
+  json job(const std::string& ns, const std::string& name) {
+    return put_object({{"apiVersion", "batch/v1"},
+                       {"kind", "Job"},
+                       {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "job-" + name}}},
+                       {"spec", {{"parallelism", 1}}}});
+  }
+  json workload(const std::string& ns, const std::string& name, const std::string& queue, std::int64_t pods,
+                bool admitted, bool checkpointable) {
+    json container{{"name", "trainer"}, {"image", "trainer:1"}};
+    container["resources"]["requests"]["nvidia.com/gpu"] = "8";
+    json pod_set{{"name", "main"}, {"count", pods}};
+    pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"},
+                                                 {"platform.gpubank.dev/checkpointable", checkpointable ? "true" : "false"}};
+    pod_set["template"]["spec"]["containers"] = json::array({container});
+    json owner{{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"name", name}, {"uid", "job-" + name}, {"controller", true}};
+    json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+    w["metadata"] = {{"name", name}, {"namespace", ns}};
+    w["metadata"]["ownerReferences"] = json::array({owner});
+    w["spec"] = {{"queueName", queue}, {"priority", 0}};
+    w["spec"]["podSets"] = json::array({pod_set});
+    if (admitted) admit(w, ns == "search-training" ? "search-h100-rdma-training" : ns + "-h100-rdma-training");
+    return put_object(w);
+  }
+  // Kueue's part: reserve quota and admit.
+  static void admit(json& w, const std::string& cluster_queue) {
+    w["status"]["admission"] = {{"clusterQueue", cluster_queue}};
+    w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
+                                  {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}},
+                                 {{"type", "Admitted"}, {"status", "True"}, {"reason", "Admitted"},
+                                  {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}}};
+  }
+  json get(const std::string& resource, const std::string& ns, const std::string& name) {
+    for (const json& o : fake_->objects(resource)) {
+      if (o["metadata"]["name"] == name && o["metadata"].value("namespace", "") == ns) return o;
+    }
+    return json();
+  }
+  static std::string annotation(const json& o, std::string_view key) {
+    if (!o.is_object() || !o["metadata"].contains("annotations")) return "";
+    return o["metadata"]["annotations"].value(std::string(key), "");
+  }
+};
+
+TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAuditEntry) {
+  gpubank::testing::ScratchDir dir;
+  ControllerOptions options;
+  options.identity = "replica-a";
+  options.health_port = -1;
+  options.debounce = std::chrono::milliseconds(10);
+  options.reconcile.default_namespace = "gpubank-system";
+  options.store = (dir.path() / "audit.db").string();
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+
+  // search runs 32 GPUs of its own and 16 borrowed; research its 8; ads asks for 16.
+  job("search-training", "base");
+  job("search-training", "big");
+  job("research", "r");
+  job("ads-training", "train");
+  workload("search-training", "base", "h100-rdma-training", 4, true, true);
+  workload("search-training", "big", "h100-rdma-training", 2, true, true);
+  workload("research", "r", "h100-rdma-training", 1, true, false);
+  workload("ads-training", "train", "h100-rdma-training", 2, false, false);
+
+  // 1. The notice: the job is asked to checkpoint, the Workload records the reclaim.
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "search-training", "big"), kReclaimFor) == "ads"; }));
+  json big = get("workloads", "search-training", "big");
+  EXPECT_FALSE(annotation(get("jobs", "search-training", "big"), kCheckpointRequested).empty());
+  EXPECT_FALSE(annotation(big, kReclaimDeadline).empty());
+  EXPECT_TRUE(annotation(get("jobs", "search-training", "base"), kCheckpointRequested).empty());
+
+  // 2. The job reports its checkpoint; 3. gpubank deactivates the Workload.
+  json big_job = get("jobs", "search-training", "big");
+  big_job["metadata"]["annotations"][std::string(kCheckpointCompleted)] = "2099-01-01T00:00:00Z";
+  put_object(big_job);
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    const json w = get("workloads", "search-training", "big");
+    return w["spec"].contains("active") && w["spec"]["active"] == false;
+  }));
+  EXPECT_FALSE(annotation(get("workloads", "search-training", "big"), kReclaimedAt).empty());
+
+  // 4. Kueue's part: the inactive Workload loses its quota; ads' workload is admitted.
+  big = get("workloads", "search-training", "big");
+  big["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "False"}, {"reason", "Inactive"},
+                                  {"lastTransitionTime", "2026-01-01T00:01:00Z"}, {"message", ""}},
+                                 {{"type", "Evicted"}, {"status", "True"}, {"reason", "InactiveWorkload"},
+                                  {"lastTransitionTime", "2026-01-01T00:01:00Z"}, {"message", ""}}};
+  big["status"].erase("admission");
+  put_object(big);
+  json train = get("workloads", "ads-training", "train");
+  admit(train, "ads-h100-rdma-training");
+  put_object(train);
+
+  // 5. The victim resumes: active again, the reclaim's annotations gone.
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    const json w = get("workloads", "search-training", "big");
+    return w["spec"]["active"] == true && annotation(w, kReclaimFor).empty();
+  }));
+  EXPECT_TRUE(annotation(get("jobs", "search-training", "big"), kCheckpointRequested).empty());
+  loop.request_stop();
+  loop.join();
+
+  std::vector<std::string> reasons;
+  for (const json& e : fake_->objects("events")) {
+    if (e["regarding"].value("kind", "") == "Workload") reasons.push_back(e.value("reason", ""));
+  }
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ReclaimNoticeSent"), reasons.end());
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "ReclaimVictimStopped"), reasons.end());
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Resumed"), reasons.end());
+  auto store = store::Store::open(options.store, {.create = false, .read_only = true});
+  ASSERT_TRUE(store.ok());
+  auto entries = (*store)->audit(0, 100000);
+  ASSERT_TRUE(entries.ok());
+  std::vector<std::string> actions;
+  for (const bank::AuditEntry& e : *entries) {
+    if (e.object == "Workload/search-training/big") actions.push_back(e.action + ":" + e.decision);
+  }
+  EXPECT_EQ(actions, (std::vector<std::string>{"ReclaimNoticeSent:CheckpointRequested",
+                                               "ReclaimVictimStopped:CheckpointCompleted", "Resumed:LenderIdle"}));
+}
+
+}  // namespace
+}  // namespace gpubank::controller
