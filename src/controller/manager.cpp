@@ -253,7 +253,7 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
   auto informers = k8s::InformerSet::create(config, impl->mapper, policy_kinds(),
                                             k8s::InformerOptions{.on_state_change = [raw = impl.get()] { raw->notify(); }});
   if (!informers) {
-    return Unexpected{informers.error() + " (install the CRDs first: kubectl apply --server-side -f deploy/crds/)"};
+    return Unexpected{informers.error() + " (install the CRDs first: kubectl apply --server-side -k deploy/crds)"};
   }
   impl->informers = std::move(*informers);
   for (const auto& [kind, informer] : impl->informers->informers()) {

@@ -83,7 +83,7 @@ Expected<std::unique_ptr<PolicyWatch>> PolicyWatch::create(const k8s::ClientConf
   auto informers = k8s::InformerSet::create(config, *mapper, policy_kinds(),
                                             k8s::InformerOptions{.on_state_change = [raw] { raw->notify(); }});
   if (!informers) {
-    return Unexpected{informers.error() + " (install the CRDs first: kubectl apply --server-side -f deploy/crds/)"};
+    return Unexpected{informers.error() + " (install the CRDs first: kubectl apply --server-side -k deploy/crds)"};
   }
   impl->informers = std::move(*informers);
   for (const auto& [kind, informer] : impl->informers->informers()) {

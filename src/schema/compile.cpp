@@ -288,6 +288,25 @@ class Compiler {
     if (s.list_type == ListType::Map && s.list_map_keys.empty()) {
       error(kRuleInvalidSchema, node.pos, path, "x-kubernetes-list-type: map needs x-kubernetes-list-map-keys");
     }
+    if (s.list_type == ListType::Map && s.items != nullptr) {
+      // The API server refuses keys that an item may lack: each must be a scalar property
+      // of the items, required or defaulted.
+      for (const auto& key : s.list_map_keys) {
+        const Schema* field = s.items->property(key);
+        const std::string at = path + ".x-kubernetes-list-map-keys";
+        if (field == nullptr) {
+          error(kRuleInvalidSchema, node.pos, at, "map key \"" + key + "\" is not a property of the items");
+        } else if (field->type == Type::Object || field->type == Type::Array) {
+          error(kRuleInvalidSchema, node.pos, at, "map key \"" + key + "\" must be a scalar");
+        } else if (!field->default_value && std::find(s.items->required.begin(), s.items->required.end(), key) ==
+                                                s.items->required.end()) {
+          error(kRuleInvalidSchema, node.pos, at,
+                "map key \"" + key +
+                    "\": this property is in x-kubernetes-list-map-keys, so it must have a default or be a "
+                    "required property");
+        }
+      }
+    }
     if (s.list_type != ListType::Atomic && s.type != Type::Array) {
       error(kRuleInvalidSchema, node.pos, path, "x-kubernetes-list-type applies to arrays only");
     }

@@ -28,8 +28,10 @@ class KubectlApply : public KubectlFixture {
     FakeApiServer::Options options;
     options.gpubank_kinds = false;
     if (!start(options)) GTEST_SKIP() << "kubectl is not on PATH: these tests run the real kubectl against the fake API server";
-    const auto crds = kubectl({"apply", "--server-side", "--validate=false", "-f",
-                               gpubank::testing::source_dir() + "/deploy/crds/"});
+    // -k: deploy/crds is a kustomization (deploy/base builds on it), which `-f` on the
+    // directory would try to apply as an object.
+    const auto crds = kubectl({"apply", "--server-side", "--validate=false", "-k",
+                               gpubank::testing::source_dir() + "/deploy/crds"});
     ASSERT_EQ(crds.status, 0) << crds.err;
     ASSERT_NE(crds.out.find("customresourcedefinition.apiextensions.k8s.io/gpuquotapolicies.platform.gpubank.dev serverside-applied"),
               std::string::npos) << crds.out;
