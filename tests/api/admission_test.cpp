@@ -415,5 +415,30 @@ TEST(AdmissionLease, TheRequesterMayNotApproveTheirOwnLeaseUnlessTheGuardrailsAl
   EXPECT_TRUE(allowed.allowed) << allowed.message;
 }
 
+// gpubank's controller reports on leases too: a listed controller may write
+// status.conditions and status.observedGeneration, and nothing else of a status.
+TEST(AdmissionLease, AControllerMayReportConditionsButNotApprove) {
+  const json before = lease_object("2026-12-01T05:00:00Z");
+  json reported = before;
+  reported["status"] = {{"observedGeneration", 1},
+                        {"conditions", {{{"type", "Applied"}, {"status", "True"}, {"reason", "Applied"},
+                                         {"message", "1 object(s) applied"}, {"lastTransitionTime", "2026-11-30T09:00:00Z"},
+                                         {"observedGeneration", 1}}}}};
+  // kube-system service accounts are controllers by default (kDefaultControllers).
+  const std::vector<std::string> controller{"system:serviceaccounts", "system:serviceaccounts:kube-system"};
+  const std::string sa = "system:serviceaccount:kube-system:gpubank-controller";
+  EXPECT_TRUE(decide(lease_review("UPDATE", reported, before, sa, controller, /*status=*/true)).allowed);
+  // The same controller approving the lease is not reporting.
+  json approving = reported;
+  approving["status"]["phase"] = "Approved";
+  approving["status"]["approval"] = approval_by("user:" + sa, before)["approval"];
+  const AdmissionDecision d = decide(lease_review("UPDATE", approving, before, sa, controller, /*status=*/true));
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.code, 403);
+  // Someone who is not a controller may not report either.
+  EXPECT_FALSE(decide(lease_review("UPDATE", reported, before, "mei.chen", kCsAdmin, /*status=*/true)).allowed);
+}
+
 }  // namespace
 }  // namespace gpubank::api
+
