@@ -1,9 +1,12 @@
 #include "render/kueue.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "core/quantity.hpp"
+#include "policy/cohort_quota.hpp"
 #include "policy/schema.hpp"
 #include "render/scheduling.hpp"
 
@@ -52,12 +55,20 @@ RenderedObject resource_flavor(const policy::Pool& pool, const PolicyObject& gua
   return {std::move(o), "kueue/resourceflavor-" + pool.name + ".yaml", {&guardrails}};
 }
 
-RenderedObject cohort(const policy::Pool& pool, const PolicyObject& guardrails) {
-  // One root cohort per pool: pools never share a GPU, so no quota flows between them.
-  Json o = object_head(kKueueApiVersion, "Cohort", pool.name);
-  o["metadata"]["labels"] = pool_labels(pool.name);
-  o["spec"] = Json::object();
-  return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", {&guardrails}};
+// One resource group covering the pool's GPU resource on its flavor, what a ClusterQueue
+// and a Cohort of the pool both carry; `quota` holds the amounts (nominalQuota, ...).
+Json gpu_resource_groups(const policy::Pool& pool, const Json& quota) {
+  const std::string resource = gpu_resource(pool);
+  Json named = Json::object();
+  named["name"] = resource;
+  named.update(quota);
+  Json flavor = Json::object();
+  flavor["name"] = pool.name;
+  flavor["resources"] = Json::array({std::move(named)});
+  Json rg = Json::object();
+  rg["coveredResources"] = Json::array({resource});
+  rg["flavors"] = Json::array({std::move(flavor)});
+  return Json::array({std::move(rg)});
 }
 
 // ---- per quota --------------------------------------------------------------------------
@@ -118,22 +129,15 @@ RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& poo
   // A big head that does not fit must not block smaller workloads behind it.
   spec["queueingStrategy"] = "BestEffortFIFO";
 
-  const std::string resource = gpu_resource(pool);
   Json quota = Json::object();
-  quota["name"] = resource;
   quota["nominalQuota"] = q.guaranteed;
   // maxCapacity is the hard cap (guaranteed <= maxCapacity <= guaranteed + borrowLimit),
   // so what the queue may borrow is maxCapacity - guaranteed (policy-api.md's mapping).
   // effective_max_capacity() is 64-bit, so this is exact for every pair of int32 fields.
+  // It bounds borrowing from the Cohort's own quota too.
   quota["borrowingLimit"] = q.effective_max_capacity() - q.guaranteed;
   if (q.lending_limit) quota["lendingLimit"] = *q.lending_limit;
-  Json flavor = Json::object();
-  flavor["name"] = pool.name;
-  flavor["resources"] = Json::array({std::move(quota)});
-  Json rg = Json::object();
-  rg["coveredResources"] = Json::array({resource});
-  rg["flavors"] = Json::array({std::move(flavor)});
-  spec["resourceGroups"] = Json::array({std::move(rg)});
+  spec["resourceGroups"] = gpu_resource_groups(pool, quota);
   spec["preemption"] = preemption(q, pool, group, priorities);
   spec["fairSharing"] = {{"weight", weight_quantity(q.fair_share_weight)}};
   o["spec"] = std::move(spec);
@@ -175,7 +179,7 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
   const PriorityModel priorities(g);
   for (const auto& pool : g.pools) {
     out.push_back(resource_flavor(pool, *guardrails));
-    out.push_back(cohort(pool, *guardrails));
+    out.push_back(render_kueue_cohort(set, pool));
   }
   for (const auto& rule : g.priorities) out.push_back(workload_priority_class(rule, *guardrails));
   for (const auto& q : quota_placements(set)) {
@@ -183,6 +187,31 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
     for (const auto& ns : q.group->effective_namespaces()) out.push_back(local_queue(ns, *q.quota, *guardrails));
   }
   return out;
+}
+
+RenderedObject render_kueue_cohort(const policy::PolicySet& set, const policy::Pool& pool,
+                                   std::span<const policy::CapacityLeaseSpec* const> active) {
+  const PolicyObject* guardrails = set.guardrails();
+  if (guardrails == nullptr) throw std::invalid_argument("render_kueue_cohort: the policy set has no PlatformGuardrails");
+  // One root cohort per pool: pools never share a GPU, so no quota flows between them and
+  // no parent is needed (Kueue's webhook refuses lending and borrowing limits on a root).
+  Json o = object_head(kKueueApiVersion, "Cohort", pool.name);
+  o["metadata"]["labels"] = pool_labels(pool.name);
+  // The GPUs no guarantee holds, so that idle ones can be borrowed: outside every quota
+  // they would sit idle whatever waits (policy/cohort_quota.hpp).
+  Json quota = Json::object();
+  quota["nominalQuota"] = policy::cohort_nominal_quota(set, pool, active);
+  Json spec = Json::object();
+  spec["resourceGroups"] = gpu_resource_groups(pool, quota);
+  o["spec"] = std::move(spec);
+  // The quota is what the pool's guarantees leave: they are its sources, by name.
+  std::vector<const PolicyObject*> sources;
+  for (const auto& q : quota_placements(set)) {
+    if (q.pool->name == pool.name) sources.push_back(q.policy);
+  }
+  std::sort(sources.begin(), sources.end(), [](const PolicyObject* a, const PolicyObject* b) { return a->name() < b->name(); });
+  sources.insert(sources.begin(), guardrails);
+  return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", std::move(sources)};
 }
 
 std::vector<RenderedObject> render_kueue_manager_config(const policy::PolicySet& set) {

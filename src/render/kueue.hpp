@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,15 @@ inline constexpr std::string_view kKueueApiVersion = "kueue.x-k8s.io/v1beta2";
 // kueue/clusterqueue-<group>-<pool>.yaml, kueue/localqueue-<namespace>.<pool>.yaml,
 // kueue/workloadpriorityclass-<name>.yaml. Objects are not stamped (render() does it).
 [[nodiscard]] std::vector<RenderedObject> render_kueue(const policy::PolicySet& set);
+
+// The Cohort of `pool` (a root: pools never share GPUs), holding as its own nominalQuota
+// the pool's GPUs no guarantee holds while the `active` CapacityLeases are in force
+// (policy/cohort_quota.hpp). render_kueue() writes it with no lease active; a controller
+// renders it again whenever a TemporaryQuota lease starts or ends, so that the quota
+// tree always adds up to the pool's capacity. Sources: the guardrails and the pool's
+// GPUQuotaPolicies (the quota depends on their guarantees). Not stamped.
+[[nodiscard]] RenderedObject render_kueue_cohort(const policy::PolicySet& set, const policy::Pool& pool,
+                                                 std::span<const policy::CapacityLeaseSpec* const> active = {});
 
 // Kueue's manager Configuration with waitForPodsReady on: a Workload admitted whose pods
 // are not all ready within the timeout (an unplaceable gang: nodes too fragmented, GPUs

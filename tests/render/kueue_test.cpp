@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "policy/cohort_quota.hpp"
+#include "render/consistency.hpp"
 #include "render/engines_fixture.hpp"
 #include "render/scheduling.hpp"
 
@@ -98,12 +100,88 @@ TEST(KueueRender, ResourceFlavorHasThePoolsLabelsAndToleratesItsTaints) {
   EXPECT_FALSE(manifest_at(r, "kueue/resourceflavor-l40s-inference.yaml")["spec"].contains("tolerations"));
 }
 
-TEST(KueueRender, OneCohortPerPool) {
+// The GPUs no group is guaranteed are the Cohort's own quota, so that idle ones can be
+// borrowed: 48 - 32 of h100-inference, 64 - 56 of h100-rdma-training, 56 - 32 MIG slices,
+// 16 - 8 L40S.
+TEST(KueueRender, EachPoolsCohortHoldsWhatNoGuaranteeHolds) {
   const RenderResult r = render_kueue_set(example_set());
   int cohorts = 0;
   for (const auto& o : r.objects) cohorts += o.manifest.value("kind", "") == "Cohort" ? 1 : 0;
   EXPECT_EQ(cohorts, 4);
-  EXPECT_EQ(manifest_at(r, "kueue/cohort-l40s-inference.yaml")["spec"].dump(), "{}");
+  const Json& cohort = manifest_at(r, "kueue/cohort-h100-inference.yaml");
+  EXPECT_EQ(cohort["spec"].dump(),
+            R"({"resourceGroups":[{"coveredResources":["nvidia.com/gpu"],"flavors":[{"name":"h100-inference",)"
+            R"("resources":[{"name":"nvidia.com/gpu","nominalQuota":16}]}]}]})");
+  // A root: no parent, no limits (Kueue's webhook allows them only under a parent).
+  EXPECT_FALSE(cohort["spec"].contains("parentName"));
+  // Its quota depends on the pool's guarantees: the quota policies are its sources.
+  EXPECT_EQ(cohort["metadata"]["annotations"][std::string(kAnnotationSource)],
+            "PlatformGuardrails/platform,GPUQuotaPolicy/ads-borrow-h100-inference,"
+            "GPUQuotaPolicy/customer-service-inference-h100,GPUQuotaPolicy/research-borrow-h100-inference,"
+            "GPUQuotaPolicy/search-borrow-h100-inference");
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-h100-rdma-training.yaml"))["nominalQuota"], 8);
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-l40s-inference.yaml"))["nominalQuota"], 8);
+  const Json& mig = quota_of(manifest_at(r, "kueue/cohort-mig-or-shared-development.yaml"));
+  EXPECT_EQ(mig.dump(), R"({"name":"nvidia.com/mig-1g.10gb","nominalQuota":24})");
+}
+
+// policy::cohort_nominal_quota, which the controller calls as leases start and end.
+TEST(CohortQuota, ActiveTemporaryQuotaLeasesComeOutOfTheCohort) {
+  const policy::PolicySet set = example_set();
+  const policy::Pool& training = *set.guardrails_spec()->find_pool("h100-rdma-training");
+  const policy::Pool& inference = *set.guardrails_spec()->find_pool("h100-inference");
+  EXPECT_EQ(policy::guaranteed_on_pool(set, "h100-rdma-training"), 56);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training), 8);
+
+  auto lease = [](std::string pool, policy::LeaseType type, int extra) {
+    policy::CapacityLeaseSpec l;
+    l.business_group = "ads";
+    l.resource_pool = std::move(pool);
+    l.type = type;
+    if (type == policy::LeaseType::TemporaryQuota) l.extra_guaranteed = extra;
+    return l;
+  };
+  const auto holiday = lease("h100-rdma-training", policy::LeaseType::TemporaryQuota, 6);
+  const auto protection = lease("h100-rdma-training", policy::LeaseType::Protection, 0);
+  const auto elsewhere = lease("h100-inference", policy::LeaseType::TemporaryQuota, 4);
+  const std::vector<const policy::CapacityLeaseSpec*> active{&holiday, &protection, &elsewhere};
+  // Only the TemporaryQuota lease on the pool counts: 64 - 56 - 6.
+  EXPECT_EQ(policy::lease_extras_on_pool(active, "h100-rdma-training"), 6);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training, active), 2);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, inference, active), 12);  // 48 - 32 - 4
+
+  // Extras beyond what no one is guaranteed (validation's lease.exceeds-pool, or a lease
+  // approved against another set): the Cohort holds nothing, never a negative quota.
+  const auto big = lease("h100-rdma-training", policy::LeaseType::TemporaryQuota, 12);
+  const std::vector<const policy::CapacityLeaseSpec*> too_much{&holiday, &big};
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training, too_much), 0);
+  EXPECT_EQ(policy::unguaranteed_gpus(64, 56, 18), 0);
+  EXPECT_EQ(policy::unguaranteed_gpus(64, 70, 0), 0);
+
+  // The Cohort object the controller applies then: same path, the new quota.
+  const RenderedObject cohort = render_kueue_cohort(set, training, active);
+  EXPECT_EQ(cohort.path, "kueue/cohort-h100-rdma-training.yaml");
+  EXPECT_EQ(quota_of(cohort.manifest)["nominalQuota"], 2);
+  EXPECT_EQ(cohort.sources.front(), set.guardrails());
+}
+
+// A pool whose capacity is all guaranteed: its Cohort holds 0 (rendered, so that a
+// controller only ever changes the number).
+TEST(CohortQuota, APoolWithNoUnguaranteedGpus) {
+  const auto set = gpubank::testing::from_yaml(guardrails_yaml() + quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 40\n") +
+                                               quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 24\n"));
+  const RenderResult r = render_kueue_set(set);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-gpu.yaml"))["nominalQuota"], 0);
+  policy::CapacityLeaseSpec lease;
+  lease.business_group = "a";
+  lease.resource_pool = "gpu";
+  lease.extra_guaranteed = 8;
+  const std::vector<const policy::CapacityLeaseSpec*> active{&lease};
+  EXPECT_EQ(policy::cohort_nominal_quota(set, *set.guardrails_spec()->find_pool("gpu"), active), 0);
+  const ConsistencyReport report = check_consistency(set);
+  ASSERT_EQ(report.pools.size(), 1u);
+  EXPECT_EQ(report.pools[0].cohort_quota, 0);
 }
 
 TEST(KueueRender, LocalQueuePerNamespaceNamedAfterThePool) {
