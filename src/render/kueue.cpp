@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 
 #include "core/quantity.hpp"
+#include "document/yaml_writer.hpp"
 #include "policy/cohort_quota.hpp"
 #include "policy/schema.hpp"
 #include "render/scheduling.hpp"
@@ -83,7 +85,7 @@ Json weight_quantity(double weight) {
 }
 
 Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const policy::Group& group,
-                const PriorityModel& priorities) {
+                const PriorityModel& priorities, bool fair_sharing) {
   // The part of the guarantee other queues may borrow; unset lendingLimit lends it all.
   const bool lends = q.guaranteed > 0 && q.lending_limit.value_or(q.guaranteed) > 0;
   const bool traits_only = q.reclaim_policy && !q.reclaim_policy->only_preempt.empty();
@@ -99,21 +101,26 @@ Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const pol
   Json borrow = Json::object();
   // A queue that lends may, while borrowing, displace lower-priority borrowers, up to the
   // highest unprotected class so that no protected workload is chosen. Kueue's CEL rule
-  // forbids borrowWithinCohort without reclaimWithinCohort.
-  if (reclaim != "Never" && priorities.highest_unprotected()) {
-    borrow["policy"] = "LowerPriority";
-    if (priorities.lowest_protected()) borrow["maxPriorityThreshold"] = *priorities.highest_unprotected();
-  } else {
-    borrow["policy"] = "Never";
+  // forbids borrowWithinCohort without reclaimWithinCohort. Under fair sharing Kueue
+  // ignores borrowWithinCohort (shares decide who yields while borrowing), so it is not
+  // written: reclaimWithinCohort's priority filter, which fair sharing keeps, is what
+  // keeps protected workloads from being chosen there.
+  if (!fair_sharing) {
+    if (reclaim != "Never" && priorities.highest_unprotected()) {
+      borrow["policy"] = "LowerPriority";
+      if (priorities.lowest_protected()) borrow["maxPriorityThreshold"] = *priorities.highest_unprotected();
+    } else {
+      borrow["policy"] = "Never";
+    }
+    p["borrowWithinCohort"] = std::move(borrow);
   }
-  p["borrowWithinCohort"] = std::move(borrow);
   // Within its own quota a group's higher classes go first.
   p["withinClusterQueue"] = "LowerPriority";
   return p;
 }
 
 RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& pool, const policy::Group& group,
-                             const PriorityModel& priorities, const PolicyObject& guardrails) {
+                             const PriorityModel& priorities, const PolicyObject& guardrails, bool fair_sharing) {
   const auto& q = policy.as<GPUQuotaPolicySpec>();
   const std::string name = queue_name(q);
   Json o = object_head(kKueueApiVersion, "ClusterQueue", name);
@@ -138,7 +145,7 @@ RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& poo
   quota["borrowingLimit"] = q.effective_max_capacity() - q.guaranteed;
   if (q.lending_limit) quota["lendingLimit"] = *q.lending_limit;
   spec["resourceGroups"] = gpu_resource_groups(pool, quota);
-  spec["preemption"] = preemption(q, pool, group, priorities);
+  spec["preemption"] = preemption(q, pool, group, priorities, fair_sharing);
   spec["fairSharing"] = {{"weight", weight_quantity(q.fair_share_weight)}};
   o["spec"] = std::move(spec);
   return {std::move(o), "kueue/clusterqueue-" + name + ".yaml", {&guardrails, &policy}};
@@ -183,7 +190,7 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
   }
   for (const auto& rule : g.priorities) out.push_back(workload_priority_class(rule, *guardrails));
   for (const auto& q : quota_placements(set)) {
-    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails));
+    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails, g.fair_sharing_enabled()));
     for (const auto& ns : q.group->effective_namespaces()) out.push_back(local_queue(ns, *q.quota, *guardrails));
   }
   return out;
@@ -214,24 +221,64 @@ RenderedObject render_kueue_cohort(const policy::PolicySet& set, const policy::P
   return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", std::move(sources)};
 }
 
+std::optional<Json> kueue_manager_configuration(const policy::PolicySet& set) {
+  const policy::PlatformGuardrailsSpec* g = set.guardrails_spec();
+  if (g == nullptr) return std::nullopt;
+  // v1beta2, the version of the Kueue releases that serve kueue.x-k8s.io/v1beta2 objects:
+  // a section's presence turns fair sharing and waitForPodsReady on (no `enable`).
+  Json c = Json::object();
+  c["apiVersion"] = "config.kueue.x-k8s.io/v1beta2";
+  c["kind"] = "Configuration";
+  // Kueue would suspend every Job without a queue label in the managed namespaces, CPU
+  // ones included, which no queue then admits; the webhook already makes GPU workloads
+  // name a queue.
+  c["manageJobsWithoutQueueName"] = false;
+  // Only the groups' namespaces: Kueue's pod-based integrations (pod, deployment,
+  // statefulset, leaderworkerset) then never touch system or platform namespaces.
+  std::set<std::string> namespaces;
+  for (const auto& group : g->groups) {
+    for (auto& ns : group.effective_namespaces()) namespaces.insert(std::move(ns));
+  }
+  Json values = Json::array();
+  for (const auto& ns : namespaces) values.push_back(ns);
+  c["managedJobsNamespaceSelector"] = {
+      {"matchExpressions",
+       Json::array({{{"key", kNamespaceNameLabel}, {"operator", "In"}, {"values", std::move(values)}}})}};
+  Json frameworks = Json::array();
+  for (std::string_view f : kKueueFrameworks) frameworks.push_back(std::string(f));
+  c["integrations"] = {{"frameworks", std::move(frameworks)}};
+  // The ClusterQueue quota and usage series (kueue_cluster_queue_nominal_quota, ...) that
+  // gpubank's recording rules and dashboards read (prometheus_rules.hpp); off by default.
+  c["metrics"] = {{"enableClusterQueueResources", true}};
+  Json excluded = Json::array();
+  for (std::string_view r : kKueueExcludedResourcePrefixes) excluded.push_back(std::string(r));
+  c["resources"] = {{"excludeResourcePrefixes", std::move(excluded)}};
+  if (g->fair_sharing_enabled()) {
+    Json strategies = Json::array();
+    for (std::string_view st : kFairSharingStrategies) strategies.push_back(std::string(st));
+    c["fairSharing"] = {{"preemptionStrategies", std::move(strategies)}};
+  }
+  Json requeuing = Json::object();
+  requeuing["timestamp"] = "Eviction";
+  requeuing["backoffBaseSeconds"] = kPodsReadyBackoffBaseSeconds;
+  requeuing["backoffMaxSeconds"] = kPodsReadyBackoffMaxSeconds;
+  Json pods_ready = Json::object();
+  pods_ready["timeout"] = std::to_string(kPodsReadyTimeoutSeconds) + "s";
+  pods_ready["blockAdmission"] = false;
+  pods_ready["requeuingStrategy"] = std::move(requeuing);
+  c["waitForPodsReady"] = std::move(pods_ready);
+  return c;
+}
+
 std::vector<RenderedObject> render_kueue_manager_config(const policy::PolicySet& set) {
   const PolicyObject* guardrails = set.guardrails();
-  if (guardrails == nullptr) return {};
-  // Kueue reads the file as YAML: written out here, the Configuration stays readable in
-  // the ConfigMap. v1beta2: the section's presence turns waitForPodsReady on.
-  const std::string configuration =
-      "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
-      "kind: Configuration\n"
-      "waitForPodsReady:\n"
-      "  timeout: " + std::to_string(kPodsReadyTimeoutSeconds) + "s\n"
-      "  blockAdmission: false\n"
-      "  requeuingStrategy:\n"
-      "    timestamp: Eviction\n"
-      "    backoffBaseSeconds: " + std::to_string(kPodsReadyBackoffBaseSeconds) + "\n"
-      "    backoffMaxSeconds: " + std::to_string(kPodsReadyBackoffMaxSeconds) + "\n";
+  const auto configuration = kueue_manager_configuration(set);
+  if (guardrails == nullptr || !configuration) return {};
+  // Kueue reads the file as YAML: written out as YAML, the Configuration stays readable
+  // in the ConfigMap.
   Json o = object_head("v1", "ConfigMap", std::string(kKueueManagerConfigMap));
   o["metadata"]["namespace"] = std::string(kKueueNamespace);
-  o["data"] = {{"controller_manager_config.yaml", configuration}};
+  o["data"] = {{"controller_manager_config.yaml", doc::to_yaml(*configuration)}};
   std::vector<RenderedObject> out;
   out.push_back({std::move(o), "kueue/configmap-" + std::string(kKueueManagerConfigMap) + ".yaml", {guardrails}});
   return out;

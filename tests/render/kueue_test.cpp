@@ -24,9 +24,12 @@ const Json& quota_of(const Json& cluster_queue) {
   return cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
 }
 
-// An admitted gang that cannot be placed must give its quota back (docs/render.md):
-// waitForPodsReady on in the ConfigMap Kueue's deployment reads its Configuration from.
-TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
+// Kueue's manager Configuration, as the example set needs it (docs/render.md): an admitted
+// gang that cannot be placed gives its quota back (waitForPodsReady), only GPUs count
+// against quota, every kind the webhook makes name a queue is managed, only in the groups'
+// namespaces, the ClusterQueue metrics the rendered rules read are on, and fair sharing
+// stays off (the guardrails do not turn it on).
+TEST(KueueRender, TheManagerConfigurationIsWhatThePoliciesNeed) {
   const RenderResult r = render_kueue_set(example_set());
   const Json& cm = manifest_at(r, "kueue/configmap-kueue-manager-config.yaml");
   EXPECT_EQ(cm["apiVersion"], "v1");
@@ -36,6 +39,37 @@ TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
   EXPECT_EQ(cm["data"]["controller_manager_config.yaml"],
             "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
             "kind: Configuration\n"
+            "manageJobsWithoutQueueName: false\n"
+            "managedJobsNamespaceSelector:\n"
+            "  matchExpressions:\n"
+            "    - key: kubernetes.io/metadata.name\n"
+            "      operator: In\n"
+            "      values:\n"
+            "        - ads\n"
+            "        - ads-training\n"
+            "        - customer-service\n"
+            "        - research\n"
+            "        - search\n"
+            "        - search-training\n"
+            "integrations:\n"
+            "  frameworks:\n"
+            "    - batch/job\n"
+            "    - deployment\n"
+            "    - jobset.x-k8s.io/jobset\n"
+            "    - kubeflow.org/pytorchjob\n"
+            "    - leaderworkerset.x-k8s.io/leaderworkerset\n"
+            "    - pod\n"
+            "    - ray.io/raycluster\n"
+            "    - ray.io/rayjob\n"
+            "    - statefulset\n"
+            "metrics:\n"
+            "  enableClusterQueueResources: true\n"
+            "resources:\n"
+            "  excludeResourcePrefixes:\n"
+            "    - cpu\n"
+            "    - memory\n"
+            "    - ephemeral-storage\n"
+            "    - hugepages-\n"
             "waitForPodsReady:\n"
             "  timeout: 600s\n"
             "  blockAdmission: false\n"
@@ -43,6 +77,60 @@ TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
             "    timestamp: Eviction\n"
             "    backoffBaseSeconds: 60\n"
             "    backoffMaxSeconds: 3600\n");
+  const auto config = kueue_manager_configuration(example_set());
+  ASSERT_TRUE(config.has_value());
+  EXPECT_FALSE(config->contains("fairSharing"));
+}
+
+// A platform that turns fair sharing on (guardrails fairSharing: true).
+policy::PolicySet fair_sharing_set(bool fair_sharing) {
+  return gpubank::testing::from_yaml(
+      guardrails_yaml() + (fair_sharing ? "  fairSharing: true\n" : "") +
+      quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 32\n  borrowLimit: 16\n  fairShareWeight: 2\n") +
+      quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 16\n  borrowLimit: 16\n"));
+}
+
+// Kueue ignores borrowWithinCohort under fair sharing: it is rendered in one mode only, and
+// the Configuration says which mode Kueue runs.
+TEST(KueueRender, FairSharingModeDecidesHowBorrowersYield) {
+  for (const bool fair : {false, true}) {
+    SCOPED_TRACE(fair ? "fair sharing" : "classic");
+    const RenderResult r = render_kueue_set(fair_sharing_set(fair));
+    ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+    const Json& a = manifest_at(r, "kueue/clusterqueue-a-gpu.yaml")["spec"];
+    // Both modes: reclaim within the guarantee, by priority, so that protected (serving)
+    // classes, which rank highest, are never chosen; the weight is written either way.
+    EXPECT_EQ(a["preemption"]["reclaimWithinCohort"], "LowerPriority");
+    EXPECT_EQ(a["preemption"]["withinClusterQueue"], "LowerPriority");
+    EXPECT_EQ(a["fairSharing"]["weight"], 2);
+    const std::string text = manifest_at(r, "kueue/configmap-kueue-manager-config.yaml")["data"]
+                                 ["controller_manager_config.yaml"].get<std::string>();
+    if (fair) {
+      EXPECT_FALSE(a["preemption"].contains("borrowWithinCohort"));
+      EXPECT_NE(text.find("fairSharing:\n  preemptionStrategies:\n    - LessThanOrEqualToFinalShare\n"
+                          "    - LessThanInitialShare\n"),
+                std::string::npos)
+          << text;
+    } else {
+      // Classic: while borrowing, displace lower classes up to the highest unprotected one.
+      EXPECT_EQ(a["preemption"]["borrowWithinCohort"].dump(), R"({"policy":"LowerPriority","maxPriorityThreshold":100})");
+      EXPECT_EQ(text.find("fairSharing"), std::string::npos) << text;
+    }
+  }
+  // No ClusterQueue of any example carries borrowWithinCohort once fair sharing is on.
+  policy::PolicySet examples = example_set();
+  policy::PolicyObject guardrails = *examples.guardrails();
+  std::get<policy::PlatformGuardrailsSpec>(guardrails.spec).fair_sharing = true;
+  ASSERT_TRUE(examples.upsert(std::move(guardrails)));
+  const RenderResult r = render_kueue_set(examples);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  int queues = 0;
+  for (const auto& o : r.objects) {
+    if (o.manifest.value("kind", "") != "ClusterQueue") continue;
+    ++queues;
+    EXPECT_FALSE(o.manifest["spec"]["preemption"].contains("borrowWithinCohort")) << o.path;
+  }
+  EXPECT_EQ(queues, 11);
 }
 
 TEST(KueueRender, ClusterQueueCarriesTheQuotaPolicy) {

@@ -2,7 +2,8 @@
 // them, load into the twin's Kueue admission unchanged (what `gpubank twin admit -f DIR`
 // runs), and on the h100-rdma-training cohort two groups borrow from each other up to
 // their caps. The twin's own runs (`twin run`, `gpubank up`) build the same quota tree,
-// Cohort quotas included, and move them with leases as the controller does.
+// Cohort quotas included, move them with leases as the controller does, and run in the
+// mode (fair sharing or not) the rendered manager Configuration says.
 //
 // The cohort, from the example quotas (Kueue: a queue keeps nominalQuota - lendingLimit
 // to itself; the rest of its nominal quota is the cohort's; it may use at most
@@ -272,6 +273,49 @@ leases:
     EXPECT_EQ(e.numbers.at("cohortQuota"), 0);
   }
   EXPECT_TRUE(said);
+}
+
+// Fair sharing or not, as the guardrails say: the ConfigMap `twin admit` reads turns it on
+// (ClusterQueues then report their weighted share), and the run engine, which reads the
+// same Configuration, admits by share instead of by arrival: at 2 minutes 16 GPUs come
+// free and two heads want them, a-late (a already far above its guarantee, first in line)
+// and b-late (b within its reach). Classic admission orders both borrowing heads by
+// priority, then creation: a-late. Fair sharing's tournament picks the lower share: b-late.
+TEST(RenderedKueueInTheTwin, TheTwinRunsInTheRenderedMode) {
+  for (const bool fair : {false, true}) {
+    SCOPED_TRACE(fair ? "fair sharing" : "classic");
+    const policy::PolicySet set = gpubank::testing::from_yaml(
+        testing::guardrails_yaml() + (fair ? "  fairSharing: true\n" : "") +
+        testing::quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 8\n  borrowLimit: 56\n") +
+        testing::quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 8\n  borrowLimit: 56\n"));
+    const Outcome admitted = admit({}, set);
+    for (const auto& item : admitted.list.at("items")) {
+      if (item.at("kind") != "ClusterQueue") continue;
+      EXPECT_EQ(item.at("status").contains("fairSharing"), fair) << item.at("metadata").at("name");
+    }
+
+    Diagnostics diagnostics;
+    const auto scenario = twin::run::parse_scenario(R"(workloads:
+- {name: a-big, businessGroup: a, resourcePool: gpu, gpus: 48, workloadType: training, priorityClass: batch, runTime: 10h}
+- {name: b-first, businessGroup: b, resourcePool: gpu, gpus: 16, workloadType: training, priorityClass: batch, runTime: 2m}
+- {name: a-late, businessGroup: a, resourcePool: gpu, gpus: 16, workloadType: training, priorityClass: batch,
+   arrivalTime: 1m, runTime: 1h}
+- {name: b-late, businessGroup: b, resourcePool: gpu, gpus: 16, workloadType: training, priorityClass: batch,
+   arrivalTime: 90s, runTime: 1h}
+)",
+                                                    "fair.yaml", diagnostics);
+    ASSERT_TRUE(scenario.has_value()) << diagnostics.front().to_string();
+    twin::run::RunOptions options;
+    options.until = 3 * 60'000;
+    const twin::run::RunResult r = twin::run::run_scenario(set, *scenario, options);
+    ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+    std::map<std::string, std::optional<twin::VirtualTime>> first_admitted;
+    for (const auto& w : r.workloads) first_admitted[w.workload] = w.first_admitted;
+    EXPECT_EQ(first_admitted.at("a/a-big"), 0);
+    EXPECT_EQ(first_admitted.at("b/b-first"), 0);
+    EXPECT_EQ(first_admitted.at(fair ? "b/b-late" : "a/a-late"), 120'000);
+    EXPECT_FALSE(first_admitted.at(fair ? "a/a-late" : "b/b-late").has_value());
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "bank/attribution.hpp"
 #include "bank/victims.hpp"
 #include "document/node.hpp"
+#include "kueue/admit.hpp"
 #include "kueue/bridge.hpp"
 #include "kueue/decode.hpp"
 #include "policy/authorize.hpp"
