@@ -2,10 +2,18 @@
 // is all or nothing per file: each file goes to a temporary name beside it, the file
 // system is synced once, then every file is renamed into place, so a crash leaves each
 // file either old or new, never half written.
+//
+// --out holds Kubernetes objects only, so that the directory is itself appliable: with
+// `kubectl apply -k DIR` through a generated kustomization (named `Kustomization`, which
+// kustomize reads and `kubectl apply -R -f DIR` does not), and with `kubectl apply -R -f
+// DIR`, which reads every .json, .yaml and .yml file. Grafana's raw dashboard models are
+// not objects: they go to --dashboards-out (their ConfigMaps, for Grafana's sidecar, are
+// objects and stay under --out).
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -33,9 +41,18 @@ struct RenderCommandOptions {
   std::vector<std::string> paths;
   std::string backend;
   std::string out;
+  std::string dashboards_out;
   bool check = false;
   Format format = Format::Text;
 };
+
+// The kustomization under --out. kustomize reads the first of kustomization.yaml,
+// kustomization.yml and Kustomization it finds; this one has no manifest extension, so
+// `kubectl apply -R -f` (which reads .json, .yaml, .yml) never takes it for an object.
+constexpr std::string_view kKustomizationFile = "Kustomization";
+// Written under --out but not meant to be applied (docs/render.md): left out of the
+// kustomization.
+constexpr std::string_view kNotApplied = "volcano/templates/";
 
 // Above this many objects, progress goes to stderr.
 constexpr std::size_t kProgressThreshold = 1000;
@@ -43,12 +60,13 @@ constexpr std::size_t kProgressThreshold = 1000;
 enum class Status { Rendered, Written, Unchanged, Removed };
 
 struct Entry {
-  std::string path;
+  std::string path;  // as listed: relative to --out, or under --dashboards-out
   std::string kind;
   std::string name;
   std::string ns;
   std::vector<std::string> sources;
   Status status = Status::Rendered;
+  fs::path file;  // where it is (or would be) written; empty when nowhere
 };
 
 std::string status_name(Status s, bool check) {
@@ -83,9 +101,22 @@ std::vector<doc::Document> read_documents(const fs::path& file, const std::strin
   return has_errors(ignored) ? std::vector<doc::Document>{} : docs;
 }
 
-// Files under `out` that gpubank wrote before (the managed-by label) and this render no
-// longer produces. Files without the label are never touched.
-std::vector<Entry> stale_files(const fs::path& out, const std::set<std::string>& rendered) {
+// A dashboard model gpubank rendered (render/grafana.hpp): uid gpubank-<slug>, tag gpubank.
+// Models carry no labels, so this is how a dashboard no longer rendered, or one an earlier
+// gpubank wrote under --out, is recognised as gpubank's.
+bool is_gpubank_dashboard(const doc::Node& root) {
+  if (!root.string_at("uid").starts_with("gpubank-")) return false;
+  const doc::Node* tags = root.find("tags");
+  if (tags == nullptr || tags->type != doc::NodeType::Sequence) return false;
+  return std::any_of(tags->items.begin(), tags->items.end(), [](const doc::Node& t) { return t.text == "gpubank"; });
+}
+
+// Files under `dir` that gpubank wrote before (the managed-by label, or a gpubank
+// dashboard model) and this render no longer produces there; `listed_under` prefixes the
+// paths reported. Files without either mark are never touched.
+std::vector<Entry> stale_files(const fs::path& dir, const std::set<std::string>& rendered,
+                               const std::string& listed_under = {}) {
+  const fs::path& out = dir;
   std::vector<Entry> stale;
   std::error_code ec;
   if (!fs::is_directory(out, ec)) return stale;
@@ -99,12 +130,18 @@ std::vector<Entry> stale_files(const fs::path& out, const std::set<std::string>&
     if (rendered.contains(rel)) continue;
     const auto text = read_text(file);
     if (!text) continue;
+    const std::string listed = listed_under.empty() ? rel : (fs::path(listed_under) / rel).generic_string();
     for (const auto& d : read_documents(file, *text)) {
+      if (ext == ".json" && is_gpubank_dashboard(d.root)) {
+        stale.push_back(Entry{listed, "GrafanaDashboard", std::string(d.root.string_at("title")), {}, {},
+                              Status::Removed, file});
+        break;
+      }
       const doc::Node* meta = d.root.find("metadata");
       const doc::Node* labels = meta != nullptr ? meta->find("labels") : nullptr;
       if (labels == nullptr || labels->string_at(render::kLabelManagedBy) != render::kManagedBy) continue;
-      stale.push_back(Entry{rel, std::string(d.root.string_at("kind")), std::string(meta->string_at("name")),
-                            std::string(meta->string_at("namespace")), {}, Status::Removed});
+      stale.push_back(Entry{listed, std::string(d.root.string_at("kind")), std::string(meta->string_at("name")),
+                            std::string(meta->string_at("namespace")), {}, Status::Removed, file});
       break;
     }
   }
@@ -155,29 +192,37 @@ struct Progress {
   }
 };
 
-// Writes the changed files and removes the stale ones; false (after a message) on failure.
-bool apply(const fs::path& out, const std::vector<render::RenderedObject>& objects,
-           const std::vector<std::string>& texts, std::vector<Entry>& entries, const std::vector<Entry>& stale,
-           const Progress& progress) {
+// Writes the entries marked Written (texts[i] for entries[i]) and removes the stale
+// files; `roots` are the directories written to. False (after a message) on failure.
+bool apply(const std::vector<fs::path>& roots, const std::vector<Entry>& entries, const std::vector<std::string>& texts,
+           const std::vector<Entry>& stale, const Progress& progress) {
   std::vector<std::pair<fs::path, fs::path>> renames;  // temporary -> target
   auto discard = [&] {
     std::error_code ec;
     for (const auto& [tmp, target] : renames) fs::remove(tmp, ec);
   };
-  for (std::size_t i = 0; i < objects.size(); ++i) {
+  auto sync_all = [&] {
+    for (const auto& root : roots) {
+      if (!sync_file_system(root)) {
+        std::cerr << "gpubank render: cannot sync " << root.string() << ": " << errno_text() << '\n';
+        return false;
+      }
+    }
+    return true;
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
     progress.step(i + 1, "writing");
     if (entries[i].status != Status::Written) continue;
-    const fs::path target = out / objects[i].path;
-    auto tmp = write_temporary(target, texts[i]);
+    auto tmp = write_temporary(entries[i].file, texts[i]);
     if (!tmp) {
-      std::cerr << "gpubank render: " << tmp.error() << "; nothing changed under " << out.string() << '\n';
+      std::cerr << "gpubank render: " << tmp.error() << "; nothing changed\n";
       discard();
       return false;
     }
-    renames.emplace_back(*tmp, target);
+    renames.emplace_back(*tmp, entries[i].file);
   }
-  if (!renames.empty() && !sync_file_system(out)) {
-    std::cerr << "gpubank render: cannot sync " << out.string() << ": " << errno_text() << "; nothing changed\n";
+  if (!renames.empty() && !sync_all()) {
+    std::cerr << "gpubank render: nothing changed\n";
     discard();
     return false;
   }
@@ -193,21 +238,35 @@ bool apply(const fs::path& out, const std::vector<render::RenderedObject>& objec
   }
   for (const auto& s : stale) {
     std::error_code ec;
-    fs::remove(out / s.path, ec);
+    fs::remove(s.file, ec);
     if (ec) {
-      std::cerr << "gpubank render: cannot remove " << (out / s.path).string() << ": " << ec.message() << '\n';
+      std::cerr << "gpubank render: cannot remove " << s.file.string() << ": " << ec.message() << '\n';
       return false;
     }
   }
   // The renames and removals themselves (directory entries) are durable once synced too.
-  if ((!renames.empty() || !stale.empty()) && !sync_file_system(out)) {
-    std::cerr << "gpubank render: cannot sync " << out.string() << ": " << errno_text() << '\n';
-    return false;
-  }
-  return true;
+  return (renames.empty() && stale.empty()) || sync_all();
 }
 
-Json to_json(const std::vector<Entry>& entries, const RenderCommandOptions& opt) {
+// The kustomization of the objects under --out (their paths): every one meant to be
+// applied, sorted.
+std::string kustomization_text(const std::set<std::string>& paths, std::size_t& resources) {
+  std::string text =
+      "# Generated by gpubank render: the objects of this directory, for `kubectl apply -k`.\n"
+      "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+      "kind: Kustomization\n"
+      "resources:\n";
+  resources = 0;
+  for (const auto& path : paths) {
+    if (path.starts_with(kNotApplied)) continue;
+    text += "- " + path + "\n";
+    ++resources;
+  }
+  return text;
+}
+
+Json to_json(const std::vector<Entry>& entries, const std::optional<Entry>& kustomization, std::size_t resources,
+             const RenderCommandOptions& opt) {
   Json list = Json::array();
   std::map<std::string, int> counts;
   for (const auto& e : entries) {
@@ -226,13 +285,20 @@ Json to_json(const std::vector<Entry>& entries, const RenderCommandOptions& opt)
   Json out = Json::object();
   out["backend"] = opt.backend;
   if (!opt.out.empty()) out["out"] = opt.out;
+  if (!opt.dashboards_out.empty()) out["dashboardsOut"] = opt.dashboards_out;
   out["check"] = opt.check;
   out["summary"] = std::move(summary);
   out["objects"] = std::move(list);
+  if (kustomization) {
+    out["kustomization"] = {{"path", kustomization->path},
+                            {"resources", resources},
+                            {"status", status_name(kustomization->status, opt.check)}};
+  }
   return out;
 }
 
-void print_text(const std::vector<Entry>& entries, const RenderCommandOptions& opt) {
+void print_text(const std::vector<Entry>& entries, const std::optional<Entry>& kustomization, std::size_t resources,
+                const RenderCommandOptions& opt) {
   std::map<Status, int> counts;
   for (const auto& e : entries) {
     ++counts[e.status];
@@ -240,6 +306,10 @@ void print_text(const std::vector<Entry>& entries, const RenderCommandOptions& o
     if (e.status == Status::Unchanged) continue;
     std::cout << status_name(e.status, opt.check) << "  " << e.path << "  " << e.kind << '/'
               << (e.ns.empty() ? "" : e.ns + "/") << e.name << '\n';
+  }
+  if (kustomization && kustomization->status != Status::Unchanged) {
+    std::cout << status_name(kustomization->status, opt.check) << "  " << kustomization->path << "  " << resources
+              << " resources for kubectl apply -k\n";
   }
   const std::size_t rendered = entries.size() - static_cast<std::size_t>(counts[Status::Removed]);
   std::cout << '\n' << rendered << " objects";
@@ -258,9 +328,25 @@ int run_render(const RenderCommandOptions& opt) {
     std::cerr << "gpubank render: --backend: \"" << opt.backend << "\" is neither kueue nor volcano\n";
     return 2;
   }
-  if (opt.out.empty() && !opt.check) {
+  if (opt.out.empty() && opt.dashboards_out.empty() && !opt.check) {
     std::cerr << "gpubank render: --out is required (or --check to render without writing)\n";
     return 2;
+  }
+  if (!opt.out.empty() && !opt.dashboards_out.empty()) {
+    std::error_code ec_out;
+    std::error_code ec_dashboards;
+    const fs::path a = fs::weakly_canonical(opt.out, ec_out);
+    const fs::path b = fs::weakly_canonical(opt.dashboards_out, ec_dashboards);
+    // kubectl apply -R -f would read the models, and a prune of one would see the other's files.
+    auto inside = [](const fs::path& dir, const fs::path& p) {
+      const auto rel = p.lexically_relative(dir);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    if (!ec_out && !ec_dashboards && (inside(a, b) || inside(b, a))) {
+      std::cerr << "gpubank render: --dashboards-out must be outside --out (and --out outside it): kubectl apply -R -f "
+                   "reads every .json file under --out\n";
+      return 2;
+    }
   }
   const auto started = std::chrono::steady_clock::now();
   const policy::PolicySet set = policy::load_policy_set(opt.paths);
@@ -284,9 +370,12 @@ int run_render(const RenderCommandOptions& opt) {
   }
 
   const fs::path out(opt.out);
+  const fs::path dashboards_out(opt.dashboards_out);
   std::vector<Entry> entries;
-  std::set<std::string> rendered;
-  const std::vector<std::string> texts = render::to_file_texts(result.objects);
+  std::vector<std::string> texts;
+  std::set<std::string> rendered, rendered_dashboards;  // relative to out, to dashboards_out
+  const std::vector<std::string> all_texts = render::to_file_texts(result.objects);
+  const bool writes = !opt.out.empty() || !opt.dashboards_out.empty();
   for (std::size_t i = 0; i < result.objects.size(); ++i) {
     const auto& o = result.objects[i];
     // Dashboards are Grafana's models, without kind or metadata: named by their title.
@@ -294,25 +383,69 @@ int run_render(const RenderCommandOptions& opt) {
     const bool k8s = meta != o.manifest.end() && meta->is_object();
     Entry e{o.path, o.manifest.value("kind", "GrafanaDashboard"),
             k8s ? meta->value("name", "") : o.manifest.value("title", ""), k8s ? meta->value("namespace", "") : "",
-            {}, Status::Rendered};
+            {}, Status::Rendered, {}};
     for (const auto* p : o.sources) e.sources.push_back(p->ref());
-    if (!opt.out.empty()) {
-      const auto existing = read_text(out / o.path);
-      e.status = existing && *existing == texts[i] ? Status::Unchanged : Status::Written;
+    if (!k8s) {
+      // A dashboard model goes to --dashboards-out only, flat, by its file name.
+      const std::string name = fs::path(o.path).filename().string();
+      if (writes && opt.dashboards_out.empty()) continue;
+      if (!opt.dashboards_out.empty()) {
+        e.file = dashboards_out / name;
+        e.path = e.file.generic_string();
+        rendered_dashboards.insert(name);
+      }
+    } else {
+      if (writes && opt.out.empty()) continue;
+      if (!opt.out.empty()) e.file = out / o.path;
+      rendered.insert(o.path);
     }
-    rendered.insert(o.path);
+    if (!e.file.empty()) {
+      const auto existing = read_text(e.file);
+      e.status = existing && *existing == all_texts[i] ? Status::Unchanged : Status::Written;
+    }
     entries.push_back(std::move(e));
+    texts.push_back(all_texts[i]);
   }
-  const std::vector<Entry> stale = opt.out.empty() ? std::vector<Entry>{} : stale_files(out, rendered);
-  if (!opt.check && !opt.out.empty() && !apply(out, result.objects, texts, entries, stale, progress)) return 1;
+  std::optional<Entry> kustomization;
+  std::size_t resources = 0;
+  std::string kustomization_body;
+  if (!opt.out.empty()) {
+    kustomization_body = kustomization_text(rendered, resources);
+    kustomization = Entry{std::string(kKustomizationFile), "Kustomization", {}, {}, {}, Status::Written,
+                          out / kKustomizationFile};
+    const auto existing = read_text(kustomization->file);
+    if (existing && *existing == kustomization_body) kustomization->status = Status::Unchanged;
+  }
+  std::vector<Entry> stale;
+  if (!opt.out.empty()) stale = stale_files(out, rendered);
+  if (!opt.dashboards_out.empty()) {
+    std::vector<Entry> more = stale_files(dashboards_out, rendered_dashboards, opt.dashboards_out);
+    // Only dashboard models: --dashboards-out may be a directory with other files.
+    for (auto& e : more) {
+      if (e.kind == "GrafanaDashboard") stale.push_back(std::move(e));
+    }
+  }
+  if (!opt.check && writes) {
+    std::vector<Entry> to_write = entries;
+    std::vector<std::string> to_write_texts = texts;
+    if (kustomization) {
+      to_write.push_back(*kustomization);
+      to_write_texts.push_back(kustomization_body);
+    }
+    std::vector<fs::path> roots;
+    if (!opt.out.empty()) roots.push_back(out);
+    if (!opt.dashboards_out.empty()) roots.push_back(dashboards_out);
+    const Progress writing{progress.on, to_write.size()};
+    if (!apply(roots, to_write, to_write_texts, stale, writing)) return 1;
+  }
 
   entries.insert(entries.end(), stale.begin(), stale.end());
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
   if (opt.format == Format::Text) {
     if (capacity) std::cout << capacity->to_text() << '\n';
-    print_text(entries, opt);
+    print_text(entries, kustomization, resources, opt);
   } else {
-    Json listing = to_json(entries, opt);
+    Json listing = to_json(entries, kustomization, resources, opt);
     if (capacity) listing["capacity"] = capacity->to_json();
     print_structured(std::cout, listing, opt.format);
   }
@@ -329,17 +462,21 @@ Command add_render_command(CLI::App& app) {
       "PriorityClasses), one file per object under --out. Exits 1 when the set is invalid or a check fails "
       "(nothing is written then), 2 on usage errors.");
   cmd->footer(
-      "Files are <area>/<kind>-<name>.yaml (kueue/, volcano/, scheduling/), byte-identical for the same policies. "
-      "Every object carries the label app.kubernetes.io/managed-by=gpubank and the annotations "
-      "platform.gpubank.dev/source-policy and platform.gpubank.dev/source-hash. A file is rewritten only when its "
-      "content changes, through a temporary file and a rename. Files under --out with the managed-by label that "
-      "this render no longer produces are removed. The text output lists what changed; -o json|yaml lists every "
-      "object with its sources and status. Mapping decisions: docs/render.md.");
+      "Files are <area>/<kind>-<name>.yaml (kueue/, volcano/, scheduling/, ...), byte-identical for the same policies, "
+      "with a generated Kustomization listing them: apply the directory with kubectl apply -k DIR (or kubectl apply "
+      "-R -f DIR). Grafana's raw dashboard models go to --dashboards-out (<slug>.json), never under --out; their "
+      "ConfigMaps are objects under --out. Every object carries the label app.kubernetes.io/managed-by=gpubank and the "
+      "annotations platform.gpubank.dev/source-policy and platform.gpubank.dev/source-hash. A file is rewritten only "
+      "when its content changes, through a temporary file and a rename. Files with the managed-by label (and gpubank "
+      "dashboard models) that this render no longer produces are removed. The text output lists what changed; -o "
+      "json|yaml lists every object with its sources and status. Mapping decisions: docs/render.md.");
   cmd->add_option("-f,--filename", opt->paths, "policy files and directories (.yaml, .yml, .json)")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--backend", opt->backend, "queueing engine: kueue or volcano")->required();
   cmd->add_option("--out", opt->out, "directory to write the objects to (created when missing)");
+  cmd->add_option("--dashboards-out", opt->dashboards_out,
+                  "directory to write Grafana's dashboard models to (<slug>.json; outside --out)");
   cmd->add_flag("--check", opt->check,
                 "validate, check and render, and report what would change under --out, without writing");
   add_output_option(*cmd, opt->format);

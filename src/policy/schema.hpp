@@ -235,6 +235,7 @@ struct Schema<policy::PlatformGuardrailsSpec> {
     v.optional("gpuHourPrice", s.gpu_hour_price);
     v.optional("currency", s.currency, CurrencyFormat{});
     v.optional("leaseApproval", s.lease_approval);
+    v.optional("fairSharing", s.fair_sharing);
   }
 };
 

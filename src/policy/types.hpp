@@ -129,7 +129,14 @@ struct PlatformGuardrailsSpec {
   // Unset (and left out when encoding, so guardrails that do not mention it hash as
   // before): the defaults of LeaseApprovalRules.
   std::optional<LeaseApprovalRules> lease_approval;
+  // Extension: whether the queueing engine shares idle quota by fair sharing (Kueue's
+  // fairSharing: dominant resource share divided by each queue's fairShareWeight) instead
+  // of by priority. A cluster-wide mode of the engine, so the platform's to choose, not a
+  // group's (docs/render.md, "Fair sharing"). Unset (left out when encoding, so guardrails
+  // that do not mention it hash as before): off.
+  std::optional<bool> fair_sharing;
 
+  [[nodiscard]] bool fair_sharing_enabled() const { return fair_sharing.value_or(false); }
   [[nodiscard]] bool allows_self_approval() const { return lease_approval && lease_approval->allow_self_approval; }
   [[nodiscard]] const Pool* find_pool(std::string_view name) const;
   [[nodiscard]] const Group* find_group(std::string_view name) const;

@@ -11,6 +11,7 @@
 
 #include "core/quantity.hpp"
 #include "document/decode.hpp"
+#include "policy/cohort_quota.hpp"
 #include "policy/report.hpp"
 #include "policy/schema.hpp"
 #include "policy/prewarm.hpp"
@@ -181,8 +182,7 @@ struct Service {
 
 class Checker {
  public:
-  Checker(const policy::PolicySet& set, const ConsistencyOptions& options)
-      : set_(set), options_(options), g_(set.guardrails_spec()) {}
+  explicit Checker(const policy::PolicySet& set) : set_(set), g_(set.guardrails_spec()) {}
 
   ConsistencyReport run() {
     if (g_ == nullptr) return std::move(out_);
@@ -217,8 +217,10 @@ class Checker {
     auto it = by_pool.find(pool);
     return it == by_pool.end() ? 0 : it->second;
   }
+  // What the pool's Cohort holds itself with no lease active (render_kueue_cohort): the
+  // check judges the static render, as the objects it writes are.
   Gpus cohort_own(const Pool& pool) const {
-    return options_.cohort_holds_unguaranteed ? std::max<Gpus>(0, pool.capacity - at(guaranteed_, pool.name)) : 0;
+    return policy::unguaranteed_gpus(pool.capacity, at(guaranteed_, pool.name), 0);
   }
   // What the rest of a pool's cohort can lend one group's queue (Kueue: the cohort's
   // subtree quota less the queue's own lendable part; lendingLimit keeps the rest private).
@@ -553,7 +555,7 @@ class Checker {
     row.pool = pool.name;
     row.capacity = pool.capacity;
     row.guaranteed = guaranteed_[pool.name];
-    row.outside_queues = std::max<Gpus>(0, pool.capacity - row.guaranteed - cohort_own(pool));
+    row.cohort_quota = cohort_own(pool);
     std::map<std::string, Gpus> claims;  // by group: what its guarantee or its services take back
     for (const auto& [key, o] : quotas_) {
       if (key.second == pool.name) claims[key.first] = o->as<GPUQuotaPolicySpec>().guaranteed;
@@ -733,7 +735,6 @@ class Checker {
   }
 
   const policy::PolicySet& set_;
-  ConsistencyOptions options_;
   const policy::PlatformGuardrailsSpec* g_;
   ConsistencyReport out_;
   std::map<std::pair<std::string, std::string>, const PolicyObject*> quotas_;  // (group, pool)
@@ -822,7 +823,7 @@ Json ConsistencyReport::to_json() const {
     pls.push_back(Json{{"resourcePool", p.pool},
                        {"capacity", p.capacity},
                        {"guaranteed", p.guaranteed},
-                       {"outsideQueues", p.outside_queues},
+                       {"cohortQuota", p.cohort_quota},
                        {"inferenceRequiredGPUs", p.inference_required},
                        {"lendableToNonPreemptible", p.lendable_to_non_preemptible},
                        {"nonPreemptibleBorrow", p.non_preemptible_borrow}});
@@ -853,10 +854,10 @@ std::string ConsistencyReport::to_text() const {
     g.push_back({r.queue, str(r.guaranteed), str(r.borrow_cap), str(r.max_capacity), str(r.lending_floor),
                  str(r.lendable), str(r.queue_reach), str(r.services), str(r.services_required), str(r.services_floor)});
   }
-  std::vector<std::vector<std::string>> p{{"POOL", "CAPACITY", "GUARANTEED", "OUTSIDE-QUEUES", "INFERENCE-NEED",
+  std::vector<std::vector<std::string>> p{{"POOL", "CAPACITY", "GUARANTEED", "COHORT", "INFERENCE-NEED",
                                            "LENDABLE-NP", "NON-PREEMPTIBLE-BORROW"}};
   for (const auto& r : pools) {
-    p.push_back({r.pool, str(r.capacity), str(r.guaranteed), str(r.outside_queues), str(r.inference_required),
+    p.push_back({r.pool, str(r.capacity), str(r.guaranteed), str(r.cohort_quota), str(r.inference_required),
                  str(r.lendable_to_non_preemptible), str(r.non_preemptible_borrow)});
   }
   std::string out = "Inference services (GPUs)\n" + table(s) + "\nQueues: group x pool (GPUs)\n" + table(g) +
@@ -871,8 +872,8 @@ std::string ConsistencyReport::to_text() const {
   return out;
 }
 
-ConsistencyReport check_consistency(const policy::PolicySet& set, const ConsistencyOptions& options) {
-  return Checker(set, options).run();
+ConsistencyReport check_consistency(const policy::PolicySet& set) {
+  return Checker(set).run();
 }
 
 }  // namespace gpubank::render

@@ -35,13 +35,6 @@ inline constexpr std::string_view kPrewarmNotExpressible = "render.prewarm-not-e
 inline constexpr std::string_view kBehaviorClamped = "render.behavior-clamped";
 }  // namespace rule
 
-struct ConsistencyOptions {
-  // Whether each pool's Kueue Cohort holds the GPUs no group is guaranteed (capacity
-  // minus the sum of guarantees) as its own nominalQuota. policy-api.md's mapping gives
-  // the Cohort no quota, which leaves those GPUs outside every queue.
-  bool cohort_holds_unguaranteed = false;
-};
-
 // GPU counts are devices of the pool's flavor; "allows" values are whole replicas' GPUs.
 // 64-bit: each policy count is an int32, and sums and products of them need not be.
 using Gpus = std::int64_t;
@@ -86,7 +79,9 @@ struct PoolCapacity {
   std::string pool;
   Gpus capacity = 0;
   Gpus guaranteed = 0;
-  Gpus outside_queues = 0;        // in no ClusterQueue's or Cohort's quota
+  // The GPUs no guarantee holds: the pool's Cohort's own quota (Volcano: the pool queue's
+  // deserved beyond its children's), borrowable by every queue within its cap.
+  Gpus cohort_quota = 0;
   Gpus inference_required = 0;    // sum over the pool's services at maxReplicas
   // GPUs in the queues that neither a guarantee nor an inference service at
   // maxReplicas ever claims back: all a non-preemptible borrower may hold safely.
@@ -106,7 +101,6 @@ struct ConsistencyReport {
   [[nodiscard]] std::string to_text() const;
 };
 
-[[nodiscard]] ConsistencyReport check_consistency(const policy::PolicySet& set,
-                                                  const ConsistencyOptions& options = {});
+[[nodiscard]] ConsistencyReport check_consistency(const policy::PolicySet& set);
 
 }  // namespace gpubank::render

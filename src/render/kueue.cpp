@@ -1,9 +1,14 @@
 #include "render/kueue.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
+#include <stdexcept>
 
 #include "core/quantity.hpp"
+#include "document/yaml_writer.hpp"
+#include "policy/cohort_quota.hpp"
 #include "policy/schema.hpp"
 #include "render/scheduling.hpp"
 
@@ -52,12 +57,20 @@ RenderedObject resource_flavor(const policy::Pool& pool, const PolicyObject& gua
   return {std::move(o), "kueue/resourceflavor-" + pool.name + ".yaml", {&guardrails}};
 }
 
-RenderedObject cohort(const policy::Pool& pool, const PolicyObject& guardrails) {
-  // One root cohort per pool: pools never share a GPU, so no quota flows between them.
-  Json o = object_head(kKueueApiVersion, "Cohort", pool.name);
-  o["metadata"]["labels"] = pool_labels(pool.name);
-  o["spec"] = Json::object();
-  return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", {&guardrails}};
+// One resource group covering the pool's GPU resource on its flavor, what a ClusterQueue
+// and a Cohort of the pool both carry; `quota` holds the amounts (nominalQuota, ...).
+Json gpu_resource_groups(const policy::Pool& pool, const Json& quota) {
+  const std::string resource = gpu_resource(pool);
+  Json named = Json::object();
+  named["name"] = resource;
+  named.update(quota);
+  Json flavor = Json::object();
+  flavor["name"] = pool.name;
+  flavor["resources"] = Json::array({std::move(named)});
+  Json rg = Json::object();
+  rg["coveredResources"] = Json::array({resource});
+  rg["flavors"] = Json::array({std::move(flavor)});
+  return Json::array({std::move(rg)});
 }
 
 // ---- per quota --------------------------------------------------------------------------
@@ -72,7 +85,7 @@ Json weight_quantity(double weight) {
 }
 
 Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const policy::Group& group,
-                const PriorityModel& priorities) {
+                const PriorityModel& priorities, bool fair_sharing) {
   // The part of the guarantee other queues may borrow; unset lendingLimit lends it all.
   const bool lends = q.guaranteed > 0 && q.lending_limit.value_or(q.guaranteed) > 0;
   const bool traits_only = q.reclaim_policy && !q.reclaim_policy->only_preempt.empty();
@@ -88,21 +101,26 @@ Json preemption(const GPUQuotaPolicySpec& q, const policy::Pool& pool, const pol
   Json borrow = Json::object();
   // A queue that lends may, while borrowing, displace lower-priority borrowers, up to the
   // highest unprotected class so that no protected workload is chosen. Kueue's CEL rule
-  // forbids borrowWithinCohort without reclaimWithinCohort.
-  if (reclaim != "Never" && priorities.highest_unprotected()) {
-    borrow["policy"] = "LowerPriority";
-    if (priorities.lowest_protected()) borrow["maxPriorityThreshold"] = *priorities.highest_unprotected();
-  } else {
-    borrow["policy"] = "Never";
+  // forbids borrowWithinCohort without reclaimWithinCohort. Under fair sharing Kueue
+  // ignores borrowWithinCohort (shares decide who yields while borrowing), so it is not
+  // written: reclaimWithinCohort's priority filter, which fair sharing keeps, is what
+  // keeps protected workloads from being chosen there.
+  if (!fair_sharing) {
+    if (reclaim != "Never" && priorities.highest_unprotected()) {
+      borrow["policy"] = "LowerPriority";
+      if (priorities.lowest_protected()) borrow["maxPriorityThreshold"] = *priorities.highest_unprotected();
+    } else {
+      borrow["policy"] = "Never";
+    }
+    p["borrowWithinCohort"] = std::move(borrow);
   }
-  p["borrowWithinCohort"] = std::move(borrow);
   // Within its own quota a group's higher classes go first.
   p["withinClusterQueue"] = "LowerPriority";
   return p;
 }
 
 RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& pool, const policy::Group& group,
-                             const PriorityModel& priorities, const PolicyObject& guardrails) {
+                             const PriorityModel& priorities, const PolicyObject& guardrails, bool fair_sharing) {
   const auto& q = policy.as<GPUQuotaPolicySpec>();
   const std::string name = queue_name(q);
   Json o = object_head(kKueueApiVersion, "ClusterQueue", name);
@@ -118,23 +136,16 @@ RenderedObject cluster_queue(const PolicyObject& policy, const policy::Pool& poo
   // A big head that does not fit must not block smaller workloads behind it.
   spec["queueingStrategy"] = "BestEffortFIFO";
 
-  const std::string resource = gpu_resource(pool);
   Json quota = Json::object();
-  quota["name"] = resource;
   quota["nominalQuota"] = q.guaranteed;
   // maxCapacity is the hard cap (guaranteed <= maxCapacity <= guaranteed + borrowLimit),
   // so what the queue may borrow is maxCapacity - guaranteed (policy-api.md's mapping).
   // effective_max_capacity() is 64-bit, so this is exact for every pair of int32 fields.
+  // It bounds borrowing from the Cohort's own quota too.
   quota["borrowingLimit"] = q.effective_max_capacity() - q.guaranteed;
   if (q.lending_limit) quota["lendingLimit"] = *q.lending_limit;
-  Json flavor = Json::object();
-  flavor["name"] = pool.name;
-  flavor["resources"] = Json::array({std::move(quota)});
-  Json rg = Json::object();
-  rg["coveredResources"] = Json::array({resource});
-  rg["flavors"] = Json::array({std::move(flavor)});
-  spec["resourceGroups"] = Json::array({std::move(rg)});
-  spec["preemption"] = preemption(q, pool, group, priorities);
+  spec["resourceGroups"] = gpu_resource_groups(pool, quota);
+  spec["preemption"] = preemption(q, pool, group, priorities, fair_sharing);
   spec["fairSharing"] = {{"weight", weight_quantity(q.fair_share_weight)}};
   o["spec"] = std::move(spec);
   return {std::move(o), "kueue/clusterqueue-" + name + ".yaml", {&guardrails, &policy}};
@@ -175,34 +186,99 @@ std::vector<RenderedObject> render_kueue(const policy::PolicySet& set) {
   const PriorityModel priorities(g);
   for (const auto& pool : g.pools) {
     out.push_back(resource_flavor(pool, *guardrails));
-    out.push_back(cohort(pool, *guardrails));
+    out.push_back(render_kueue_cohort(set, pool));
   }
   for (const auto& rule : g.priorities) out.push_back(workload_priority_class(rule, *guardrails));
   for (const auto& q : quota_placements(set)) {
-    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails));
+    out.push_back(cluster_queue(*q.policy, *q.pool, *q.group, priorities, *guardrails, g.fair_sharing_enabled()));
     for (const auto& ns : q.group->effective_namespaces()) out.push_back(local_queue(ns, *q.quota, *guardrails));
   }
   return out;
 }
 
+RenderedObject render_kueue_cohort(const policy::PolicySet& set, const policy::Pool& pool,
+                                   std::span<const policy::CapacityLeaseSpec* const> active) {
+  const PolicyObject* guardrails = set.guardrails();
+  if (guardrails == nullptr) throw std::invalid_argument("render_kueue_cohort: the policy set has no PlatformGuardrails");
+  // One root cohort per pool: pools never share a GPU, so no quota flows between them and
+  // no parent is needed (Kueue's webhook refuses lending and borrowing limits on a root).
+  Json o = object_head(kKueueApiVersion, "Cohort", pool.name);
+  o["metadata"]["labels"] = pool_labels(pool.name);
+  // The GPUs no guarantee holds, so that idle ones can be borrowed: outside every quota
+  // they would sit idle whatever waits (policy/cohort_quota.hpp).
+  Json quota = Json::object();
+  quota["nominalQuota"] = policy::cohort_nominal_quota(set, pool, active);
+  Json spec = Json::object();
+  spec["resourceGroups"] = gpu_resource_groups(pool, quota);
+  o["spec"] = std::move(spec);
+  // The quota is what the pool's guarantees leave: they are its sources, by name.
+  std::vector<const PolicyObject*> sources;
+  for (const auto& q : quota_placements(set)) {
+    if (q.pool->name == pool.name) sources.push_back(q.policy);
+  }
+  std::sort(sources.begin(), sources.end(), [](const PolicyObject* a, const PolicyObject* b) { return a->name() < b->name(); });
+  sources.insert(sources.begin(), guardrails);
+  return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", std::move(sources)};
+}
+
+std::optional<Json> kueue_manager_configuration(const policy::PolicySet& set) {
+  const policy::PlatformGuardrailsSpec* g = set.guardrails_spec();
+  if (g == nullptr) return std::nullopt;
+  // v1beta2, the version of the Kueue releases that serve kueue.x-k8s.io/v1beta2 objects:
+  // a section's presence turns fair sharing and waitForPodsReady on (no `enable`).
+  Json c = Json::object();
+  c["apiVersion"] = "config.kueue.x-k8s.io/v1beta2";
+  c["kind"] = "Configuration";
+  // Kueue would suspend every Job without a queue label in the managed namespaces, CPU
+  // ones included, which no queue then admits; the webhook already makes GPU workloads
+  // name a queue.
+  c["manageJobsWithoutQueueName"] = false;
+  // Only the groups' namespaces: Kueue's pod-based integrations (pod, deployment,
+  // statefulset, leaderworkerset) then never touch system or platform namespaces.
+  std::set<std::string> namespaces;
+  for (const auto& group : g->groups) {
+    for (auto& ns : group.effective_namespaces()) namespaces.insert(std::move(ns));
+  }
+  Json values = Json::array();
+  for (const auto& ns : namespaces) values.push_back(ns);
+  c["managedJobsNamespaceSelector"] = {
+      {"matchExpressions",
+       Json::array({{{"key", kNamespaceNameLabel}, {"operator", "In"}, {"values", std::move(values)}}})}};
+  Json frameworks = Json::array();
+  for (std::string_view f : kKueueFrameworks) frameworks.push_back(std::string(f));
+  c["integrations"] = {{"frameworks", std::move(frameworks)}};
+  // The ClusterQueue quota and usage series (kueue_cluster_queue_nominal_quota, ...) that
+  // gpubank's recording rules and dashboards read (prometheus_rules.hpp); off by default.
+  c["metrics"] = {{"enableClusterQueueResources", true}};
+  Json excluded = Json::array();
+  for (std::string_view r : kKueueExcludedResourcePrefixes) excluded.push_back(std::string(r));
+  c["resources"] = {{"excludeResourcePrefixes", std::move(excluded)}};
+  if (g->fair_sharing_enabled()) {
+    Json strategies = Json::array();
+    for (std::string_view st : kFairSharingStrategies) strategies.push_back(std::string(st));
+    c["fairSharing"] = {{"preemptionStrategies", std::move(strategies)}};
+  }
+  Json requeuing = Json::object();
+  requeuing["timestamp"] = "Eviction";
+  requeuing["backoffBaseSeconds"] = kPodsReadyBackoffBaseSeconds;
+  requeuing["backoffMaxSeconds"] = kPodsReadyBackoffMaxSeconds;
+  Json pods_ready = Json::object();
+  pods_ready["timeout"] = std::to_string(kPodsReadyTimeoutSeconds) + "s";
+  pods_ready["blockAdmission"] = false;
+  pods_ready["requeuingStrategy"] = std::move(requeuing);
+  c["waitForPodsReady"] = std::move(pods_ready);
+  return c;
+}
+
 std::vector<RenderedObject> render_kueue_manager_config(const policy::PolicySet& set) {
   const PolicyObject* guardrails = set.guardrails();
-  if (guardrails == nullptr) return {};
-  // Kueue reads the file as YAML: written out here, the Configuration stays readable in
-  // the ConfigMap. v1beta2: the section's presence turns waitForPodsReady on.
-  const std::string configuration =
-      "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
-      "kind: Configuration\n"
-      "waitForPodsReady:\n"
-      "  timeout: " + std::to_string(kPodsReadyTimeoutSeconds) + "s\n"
-      "  blockAdmission: false\n"
-      "  requeuingStrategy:\n"
-      "    timestamp: Eviction\n"
-      "    backoffBaseSeconds: " + std::to_string(kPodsReadyBackoffBaseSeconds) + "\n"
-      "    backoffMaxSeconds: " + std::to_string(kPodsReadyBackoffMaxSeconds) + "\n";
+  const auto configuration = kueue_manager_configuration(set);
+  if (guardrails == nullptr || !configuration) return {};
+  // Kueue reads the file as YAML: written out as YAML, the Configuration stays readable
+  // in the ConfigMap.
   Json o = object_head("v1", "ConfigMap", std::string(kKueueManagerConfigMap));
   o["metadata"]["namespace"] = std::string(kKueueNamespace);
-  o["data"] = {{"controller_manager_config.yaml", configuration}};
+  o["data"] = {{"controller_manager_config.yaml", doc::to_yaml(*configuration)}};
   std::vector<RenderedObject> out;
   out.push_back({std::move(o), "kueue/configmap-" + std::string(kKueueManagerConfigMap) + ".yaml", {guardrails}});
   return out;

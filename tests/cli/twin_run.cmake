@@ -16,8 +16,11 @@ cli_test(twin-run-example-text 0 "reclaim-1: search in h100-rdma-training, deman
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml)
 cli_test(twin-run-example-json 0 "\"kind\": \"ReclaimVictimStopped\""
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml -o json)
-cli_test(twin-run-protection-lease 0 "\"reason\": \"BorrowersProtected\""
-         -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/protection-lease.yaml -o json)
+# research reclaims: the protected fine-tune on its lent GPUs is not a victim; the borrower
+# on the GPUs no one is guaranteed (the Cohort's) is.
+cli_test(twin-run-protection-lease 0 "search-training/query-embeddings \\(8 GPUs, LongStateless\\): notice 7200 s"
+         "ranking-finetune \\(8 GPUs"
+         -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/protection-lease.yaml)
 
 # --store: a run persists its ledger and audit log; bank ledger and audit verify read them.
 set(RUN_STORE ${CMAKE_CURRENT_BINARY_DIR}/twin-run-store/run.db)

@@ -72,15 +72,15 @@ TEST(Consistency, TheExamplesAgreeOnEveryLayer) {
   EXPECT_EQ(llm.peak_floor, 24);     // daytime floor 6 x 4
   EXPECT_EQ(llm.quota_max_capacity, 40);
   EXPECT_EQ(llm.guardrail_max_capacity, 48);
-  EXPECT_EQ(llm.queue_allows, 32);   // nominal 32; the other queues guarantee nothing to lend
+  EXPECT_EQ(llm.queue_allows, 40);   // nominal 32 + 8 borrowed (its cap) of the 16 no one is guaranteed
   EXPECT_EQ(llm.pool_allows, 48);    // 6 nodes x 2 replicas
   EXPECT_EQ(llm.autoscaler_allows, 32);
   EXPECT_EQ(llm.burst_headroom, 4);
-  EXPECT_EQ(llm.lendable_to_non_preemptible, 0);  // every queued GPU is claimed by customer-service
+  EXPECT_EQ(llm.lendable_to_non_preemptible, 16);  // customer-service claims its 32; the Cohort's 16 no one
   const auto& emb = r.services[1];
   EXPECT_EQ(emb.policy, "customer-service-embeddings");
   EXPECT_EQ(emb.required, 8);
-  EXPECT_EQ(emb.queue_allows, 8);
+  EXPECT_EQ(emb.queue_allows, 16);  // nominal 8 + 8 borrowed of the 8 L40S no one is guaranteed
   EXPECT_EQ(emb.pool_allows, 16);
 
   ASSERT_EQ(r.groups.size(), 11u);  // one per GPUQuotaPolicy
@@ -91,17 +91,17 @@ TEST(Consistency, TheExamplesAgreeOnEveryLayer) {
   EXPECT_EQ(cs->borrow_cap, 8);
   EXPECT_EQ(cs->lending_floor, 8);
   EXPECT_EQ(cs->lendable, 24);
-  EXPECT_EQ(cs->queue_reach, 32);
+  EXPECT_EQ(cs->queue_reach, 40);
   EXPECT_EQ(cs->services_required, 32);
   EXPECT_EQ(cs->services_floor, 24);
   const auto search = std::find_if(r.groups.begin(), r.groups.end(),
                                    [](const auto& g) { return g.queue == "search-h100-rdma-training"; });
   ASSERT_NE(search, r.groups.end());
-  EXPECT_EQ(search->queue_reach, 48);  // 32 + 16 borrowed of the 24 ads and research lend
+  EXPECT_EQ(search->queue_reach, 48);  // 32 + 16 borrowed of the 24 ads and research lend and the Cohort's 8
 
   ASSERT_EQ(r.pools.size(), 4u);
   EXPECT_EQ(r.pools[0].pool, "h100-inference");
-  EXPECT_EQ(r.pools[0].outside_queues, 16);  // 48 - 32 guaranteed; the Cohort holds no quota
+  EXPECT_EQ(r.pools[0].cohort_quota, 16);  // 48 - 32 guaranteed: the Cohort's own quota
   EXPECT_EQ(r.pools[0].inference_required, 32);
 }
 
@@ -110,9 +110,11 @@ TEST(Consistency, TheExamplesAgreeOnEveryLayer) {
 
 TEST(Consistency, QueueLayerAllowsOnly24) {
   auto set = examples_with();
-  // customer-service keeps 16 (lends 8 of it) and may borrow 16; research now guarantees
-  // 8 on the pool and lends all of it. The quota's maxCapacity 32 passes validation, but
-  // the cohort can lend customer-service only research's 8.
+  // customer-service keeps 16 (lends 8 of it) and may borrow 16. research (8) and ads
+  // (16) now guarantee GPUs on the pool and lend none of them; the 8 left are no one's
+  // (the Cohort's own quota). The quota's maxCapacity 32 passes validation, but the
+  // cohort can lend customer-service only those 8. (The daytime floor drops to 4
+  // replicas, which the training groups' guarantees leave room for.)
   edit<GPUQuotaPolicySpec>(set, Kind::GPUQuotaPolicy, "customer-service-inference-h100", [](auto& q) {
     q.guaranteed = 16;
     q.borrow_limit = 16;
@@ -122,7 +124,15 @@ TEST(Consistency, QueueLayerAllowsOnly24) {
   edit<GPUQuotaPolicySpec>(set, Kind::GPUQuotaPolicy, "research-borrow-h100-inference", [](auto& q) {
     q.guaranteed = 8;
     q.borrow_limit = 8;
+    q.lending_limit = 0;
   });
+  edit<GPUQuotaPolicySpec>(set, Kind::GPUQuotaPolicy, "ads-borrow-h100-inference", [](auto& q) {
+    q.guaranteed = 16;
+    q.borrow_limit = 0;
+    q.lending_limit = 0;
+  });
+  edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training",
+                        [](auto& t) { t.windows[0].inference_replica_floor = policy::ReplicaFloor{4, {}}; });
   expect_valid(set);
   const auto r = check_consistency(set);
   const auto& d = only_error(r, rule::kQueueBelowMaxReplicas, "InferenceScalingPolicy", "customer-service-llm",
@@ -162,7 +172,7 @@ TEST(Consistency, PoolLayerAllowsOnly24) {
   expect_contains(d.message, "pool h100-inference (6 nodes of up to 6 GPUs) holds only 6 replicas of 4 GPUs");
   expect_contains(d.message, "(24 GPUs)");
   EXPECT_EQ(service(r, "customer-service-llm").pool_allows, 24);
-  EXPECT_EQ(service(r, "customer-service-llm").queue_allows, 32);  // the queue alone would allow it
+  EXPECT_EQ(service(r, "customer-service-llm").queue_allows, 36);  // the queue alone would allow it
 }
 
 TEST(Consistency, AutoscalerLayerAllowsOnly24) {
@@ -192,8 +202,9 @@ TEST(Consistency, WorkloadPodsAskingForAnotherShapeAreCaught) {
 
 TEST(Consistency, TidalFloorAboveWhatIsNotLentOut) {
   auto set = examples_with();
-  // At night the pool lends training all the queues can lend (24 of customer-service's
-  // 32; trainingBorrowLimit 40 is above that), leaving 24: a floor of 7 x 4 does not fit.
+  // At night the pool lends training all it may borrow: trainingBorrowLimit 40, within
+  // the 24 customer-service lends of its 32 plus the 16 the Cohort holds (no one is
+  // guaranteed them). That leaves 8: a floor of 7 x 4 does not fit.
   edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training",
                         [](auto& t) { t.windows[1].inference_replica_floor = policy::ReplicaFloor{7, {}}; });
   expect_valid(set);
@@ -202,13 +213,7 @@ TEST(Consistency, TidalFloorAboveWhatIsNotLentOut) {
                              "spec.windows[1].inferenceReplicaFloor");
   expect_contains(d.message, "window \"nighttime-training\"");
   expect_contains(d.message, "keeps 28 GPUs serving on pool h100-inference (customer-service-llm 7 x 4)");
-  expect_contains(d.message, "leaving 24 not lent out");
-
-  // Where the Cohort holds the 16 unguaranteed GPUs, training may borrow the full 40.
-  const auto with_cohort = check_consistency(set, {.cohort_holds_unguaranteed = true});
-  const auto& d2 = only_error(with_cohort, rule::kTidalFloorExceedsUnlent, "TidalPolicy", "weekday-serving-training",
-                              "spec.windows[1].inferenceReplicaFloor");
-  expect_contains(d2.message, "leaving 8 not lent out");
+  expect_contains(d.message, "leaving 8 not lent out");
 }
 
 // research serves a reranker on the same pool, with its own tidal policy.
@@ -234,6 +239,8 @@ policy::PolicySet with_research_reranker(int llm_night_floor, const char* start,
   set.upsert(tidal);
   edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training", [&](auto& s) {
     s.windows[1].inference_replica_floor = policy::ReplicaFloor{llm_night_floor, {}};
+    // Training borrows 24 at night, leaving 24 of the 48 for the floors.
+    s.windows[1].training_borrow_limit = 24;
   });
   return set;
 }
@@ -261,8 +268,13 @@ TEST(Consistency, ServicesOfOneGroupThatCannotAllScaleOutTogether) {
   second.metadata.name = "customer-service-rerank";
   auto& p = std::get<InferenceScalingPolicySpec>(second.spec);
   p.workload_ref.name = "rerank";
-  p.max_replicas = 2;
+  p.min_replicas = 3;
+  p.max_replicas = 3;
   set.upsert(second);
+  // At night training may borrow only 24, so the two services' floors (4 + 12) are not
+  // what is in conflict.
+  edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training",
+                        [](auto& t) { t.windows[1].training_borrow_limit = 24; });
   expect_valid(set);
   const auto r = check_consistency(set);
   std::vector<std::string> rules;
@@ -272,7 +284,8 @@ TEST(Consistency, ServicesOfOneGroupThatCannotAllScaleOutTogether) {
                        "render.queue-below-max-replicas InferenceScalingPolicy/customer-service-llm",
                        "render.services-exceed-queue GPUQuotaPolicy/customer-service-inference-h100"}))
       << all(r);
-  // The rerank service's floor (1 x 4) sits in the same queue: 32 - 4 leaves 7 LLM replicas.
+  // The queue reaches 40 (32 + 8 borrowed); the services need 32 + 12. The rerank
+  // service's floor (3 x 4) sits in the same queue: 40 - 12 leaves 7 LLM replicas.
   EXPECT_EQ(service(r, "customer-service-llm").queue_allows, 28);
 }
 
@@ -298,7 +311,9 @@ TEST(Consistency, NonPreemptibleTrainingMayNotBorrowWhatOthersNeedBack) {
   expect_valid(set);
   const auto r = check_consistency(set);
   const auto e = errors(r);
-  ASSERT_EQ(e.size(), 3u) << all(r);  // every pool search and ads may borrow on
+  // Both H100 pools; on the MIG pool the 24 slices no one is guaranteed cover what
+  // search and ads may borrow.
+  ASSERT_EQ(e.size(), 2u) << all(r);
   for (const auto* d : e) {
     EXPECT_EQ(d->rule, rule::kNonPreemptibleBorrowExceedsSpare);
     EXPECT_EQ(d->kind, "PlatformGuardrails");
@@ -309,7 +324,7 @@ TEST(Consistency, NonPreemptibleTrainingMayNotBorrowWhatOthersNeedBack) {
   });
   ASSERT_NE(h100, e.end());
   expect_contains((*h100)->message, "may borrow 32 GPUs on pool h100-inference (ads 16, search 16)");
-  expect_contains((*h100)->message, "only 0 of the pool's queued GPUs");
+  expect_contains((*h100)->message, "only 16 of the pool's queued GPUs");
   EXPECT_EQ(r.pools[0].non_preemptible_borrow, 32);
 }
 
@@ -350,9 +365,9 @@ TEST(Consistency, ReportIsDataAndText) {
   EXPECT_EQ(j["services"][0]["policy"], "customer-service-llm");
   EXPECT_EQ(j["services"][0]["requiredGPUs"], 32);
   EXPECT_EQ(j["services"][0]["replicaShape"]["tensorParallelSize"], 4);
-  EXPECT_EQ(j["services"][0]["queueAllows"], 32);
+  EXPECT_EQ(j["services"][0]["queueAllows"], 40);
   EXPECT_EQ(j["groups"][0]["clusterQueue"], "ads-h100-inference");
-  EXPECT_EQ(j["pools"][0]["outsideQueues"], 16);
+  EXPECT_EQ(j["pools"][0]["cohortQuota"], 16);
   EXPECT_EQ(j["errors"], 1);
   EXPECT_EQ(j["diagnostics"][0]["rule"], "render.tidal-floor-exceeds-unlent");
   EXPECT_EQ(j["diagnostics"][0]["path"], "spec.windows[1].inferenceReplicaFloor");

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "policy/cohort_quota.hpp"
+#include "render/consistency.hpp"
 #include "render/engines_fixture.hpp"
 #include "render/scheduling.hpp"
 
@@ -22,9 +24,12 @@ const Json& quota_of(const Json& cluster_queue) {
   return cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
 }
 
-// An admitted gang that cannot be placed must give its quota back (docs/render.md):
-// waitForPodsReady on in the ConfigMap Kueue's deployment reads its Configuration from.
-TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
+// Kueue's manager Configuration, as the example set needs it (docs/render.md): an admitted
+// gang that cannot be placed gives its quota back (waitForPodsReady), only GPUs count
+// against quota, every kind the webhook makes name a queue is managed, only in the groups'
+// namespaces, the ClusterQueue metrics the rendered rules read are on, and fair sharing
+// stays off (the guardrails do not turn it on).
+TEST(KueueRender, TheManagerConfigurationIsWhatThePoliciesNeed) {
   const RenderResult r = render_kueue_set(example_set());
   const Json& cm = manifest_at(r, "kueue/configmap-kueue-manager-config.yaml");
   EXPECT_EQ(cm["apiVersion"], "v1");
@@ -34,6 +39,37 @@ TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
   EXPECT_EQ(cm["data"]["controller_manager_config.yaml"],
             "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
             "kind: Configuration\n"
+            "manageJobsWithoutQueueName: false\n"
+            "managedJobsNamespaceSelector:\n"
+            "  matchExpressions:\n"
+            "    - key: kubernetes.io/metadata.name\n"
+            "      operator: In\n"
+            "      values:\n"
+            "        - ads\n"
+            "        - ads-training\n"
+            "        - customer-service\n"
+            "        - research\n"
+            "        - search\n"
+            "        - search-training\n"
+            "integrations:\n"
+            "  frameworks:\n"
+            "    - batch/job\n"
+            "    - deployment\n"
+            "    - jobset.x-k8s.io/jobset\n"
+            "    - kubeflow.org/pytorchjob\n"
+            "    - leaderworkerset.x-k8s.io/leaderworkerset\n"
+            "    - pod\n"
+            "    - ray.io/raycluster\n"
+            "    - ray.io/rayjob\n"
+            "    - statefulset\n"
+            "metrics:\n"
+            "  enableClusterQueueResources: true\n"
+            "resources:\n"
+            "  excludeResourcePrefixes:\n"
+            "    - cpu\n"
+            "    - memory\n"
+            "    - ephemeral-storage\n"
+            "    - hugepages-\n"
             "waitForPodsReady:\n"
             "  timeout: 600s\n"
             "  blockAdmission: false\n"
@@ -41,6 +77,60 @@ TEST(KueueRender, TheManagerConfigurationTurnsWaitForPodsReadyOn) {
             "    timestamp: Eviction\n"
             "    backoffBaseSeconds: 60\n"
             "    backoffMaxSeconds: 3600\n");
+  const auto config = kueue_manager_configuration(example_set());
+  ASSERT_TRUE(config.has_value());
+  EXPECT_FALSE(config->contains("fairSharing"));
+}
+
+// A platform that turns fair sharing on (guardrails fairSharing: true).
+policy::PolicySet fair_sharing_set(bool fair_sharing) {
+  return gpubank::testing::from_yaml(
+      guardrails_yaml() + (fair_sharing ? "  fairSharing: true\n" : "") +
+      quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 32\n  borrowLimit: 16\n  fairShareWeight: 2\n") +
+      quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 16\n  borrowLimit: 16\n"));
+}
+
+// Kueue ignores borrowWithinCohort under fair sharing: it is rendered in one mode only, and
+// the Configuration says which mode Kueue runs.
+TEST(KueueRender, FairSharingModeDecidesHowBorrowersYield) {
+  for (const bool fair : {false, true}) {
+    SCOPED_TRACE(fair ? "fair sharing" : "classic");
+    const RenderResult r = render_kueue_set(fair_sharing_set(fair));
+    ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+    const Json& a = manifest_at(r, "kueue/clusterqueue-a-gpu.yaml")["spec"];
+    // Both modes: reclaim within the guarantee, by priority, so that protected (serving)
+    // classes, which rank highest, are never chosen; the weight is written either way.
+    EXPECT_EQ(a["preemption"]["reclaimWithinCohort"], "LowerPriority");
+    EXPECT_EQ(a["preemption"]["withinClusterQueue"], "LowerPriority");
+    EXPECT_EQ(a["fairSharing"]["weight"], 2);
+    const std::string text = manifest_at(r, "kueue/configmap-kueue-manager-config.yaml")["data"]
+                                 ["controller_manager_config.yaml"].get<std::string>();
+    if (fair) {
+      EXPECT_FALSE(a["preemption"].contains("borrowWithinCohort"));
+      EXPECT_NE(text.find("fairSharing:\n  preemptionStrategies:\n    - LessThanOrEqualToFinalShare\n"
+                          "    - LessThanInitialShare\n"),
+                std::string::npos)
+          << text;
+    } else {
+      // Classic: while borrowing, displace lower classes up to the highest unprotected one.
+      EXPECT_EQ(a["preemption"]["borrowWithinCohort"].dump(), R"({"policy":"LowerPriority","maxPriorityThreshold":100})");
+      EXPECT_EQ(text.find("fairSharing"), std::string::npos) << text;
+    }
+  }
+  // No ClusterQueue of any example carries borrowWithinCohort once fair sharing is on.
+  policy::PolicySet examples = example_set();
+  policy::PolicyObject guardrails = *examples.guardrails();
+  std::get<policy::PlatformGuardrailsSpec>(guardrails.spec).fair_sharing = true;
+  ASSERT_TRUE(examples.upsert(std::move(guardrails)));
+  const RenderResult r = render_kueue_set(examples);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  int queues = 0;
+  for (const auto& o : r.objects) {
+    if (o.manifest.value("kind", "") != "ClusterQueue") continue;
+    ++queues;
+    EXPECT_FALSE(o.manifest["spec"]["preemption"].contains("borrowWithinCohort")) << o.path;
+  }
+  EXPECT_EQ(queues, 11);
 }
 
 TEST(KueueRender, ClusterQueueCarriesTheQuotaPolicy) {
@@ -98,12 +188,88 @@ TEST(KueueRender, ResourceFlavorHasThePoolsLabelsAndToleratesItsTaints) {
   EXPECT_FALSE(manifest_at(r, "kueue/resourceflavor-l40s-inference.yaml")["spec"].contains("tolerations"));
 }
 
-TEST(KueueRender, OneCohortPerPool) {
+// The GPUs no group is guaranteed are the Cohort's own quota, so that idle ones can be
+// borrowed: 48 - 32 of h100-inference, 64 - 56 of h100-rdma-training, 56 - 32 MIG slices,
+// 16 - 8 L40S.
+TEST(KueueRender, EachPoolsCohortHoldsWhatNoGuaranteeHolds) {
   const RenderResult r = render_kueue_set(example_set());
   int cohorts = 0;
   for (const auto& o : r.objects) cohorts += o.manifest.value("kind", "") == "Cohort" ? 1 : 0;
   EXPECT_EQ(cohorts, 4);
-  EXPECT_EQ(manifest_at(r, "kueue/cohort-l40s-inference.yaml")["spec"].dump(), "{}");
+  const Json& cohort = manifest_at(r, "kueue/cohort-h100-inference.yaml");
+  EXPECT_EQ(cohort["spec"].dump(),
+            R"({"resourceGroups":[{"coveredResources":["nvidia.com/gpu"],"flavors":[{"name":"h100-inference",)"
+            R"("resources":[{"name":"nvidia.com/gpu","nominalQuota":16}]}]}]})");
+  // A root: no parent, no limits (Kueue's webhook allows them only under a parent).
+  EXPECT_FALSE(cohort["spec"].contains("parentName"));
+  // Its quota depends on the pool's guarantees: the quota policies are its sources.
+  EXPECT_EQ(cohort["metadata"]["annotations"][std::string(kAnnotationSource)],
+            "PlatformGuardrails/platform,GPUQuotaPolicy/ads-borrow-h100-inference,"
+            "GPUQuotaPolicy/customer-service-inference-h100,GPUQuotaPolicy/research-borrow-h100-inference,"
+            "GPUQuotaPolicy/search-borrow-h100-inference");
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-h100-rdma-training.yaml"))["nominalQuota"], 8);
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-l40s-inference.yaml"))["nominalQuota"], 8);
+  const Json& mig = quota_of(manifest_at(r, "kueue/cohort-mig-or-shared-development.yaml"));
+  EXPECT_EQ(mig.dump(), R"({"name":"nvidia.com/mig-1g.10gb","nominalQuota":24})");
+}
+
+// policy::cohort_nominal_quota, which the controller calls as leases start and end.
+TEST(CohortQuota, ActiveTemporaryQuotaLeasesComeOutOfTheCohort) {
+  const policy::PolicySet set = example_set();
+  const policy::Pool& training = *set.guardrails_spec()->find_pool("h100-rdma-training");
+  const policy::Pool& inference = *set.guardrails_spec()->find_pool("h100-inference");
+  EXPECT_EQ(policy::guaranteed_on_pool(set, "h100-rdma-training"), 56);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training), 8);
+
+  auto lease = [](std::string pool, policy::LeaseType type, int extra) {
+    policy::CapacityLeaseSpec l;
+    l.business_group = "ads";
+    l.resource_pool = std::move(pool);
+    l.type = type;
+    if (type == policy::LeaseType::TemporaryQuota) l.extra_guaranteed = extra;
+    return l;
+  };
+  const auto holiday = lease("h100-rdma-training", policy::LeaseType::TemporaryQuota, 6);
+  const auto protection = lease("h100-rdma-training", policy::LeaseType::Protection, 0);
+  const auto elsewhere = lease("h100-inference", policy::LeaseType::TemporaryQuota, 4);
+  const std::vector<const policy::CapacityLeaseSpec*> active{&holiday, &protection, &elsewhere};
+  // Only the TemporaryQuota lease on the pool counts: 64 - 56 - 6.
+  EXPECT_EQ(policy::lease_extras_on_pool(active, "h100-rdma-training"), 6);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training, active), 2);
+  EXPECT_EQ(policy::cohort_nominal_quota(set, inference, active), 12);  // 48 - 32 - 4
+
+  // Extras beyond what no one is guaranteed (validation's lease.exceeds-pool, or a lease
+  // approved against another set): the Cohort holds nothing, never a negative quota.
+  const auto big = lease("h100-rdma-training", policy::LeaseType::TemporaryQuota, 12);
+  const std::vector<const policy::CapacityLeaseSpec*> too_much{&holiday, &big};
+  EXPECT_EQ(policy::cohort_nominal_quota(set, training, too_much), 0);
+  EXPECT_EQ(policy::unguaranteed_gpus(64, 56, 18), 0);
+  EXPECT_EQ(policy::unguaranteed_gpus(64, 70, 0), 0);
+
+  // The Cohort object the controller applies then: same path, the new quota.
+  const RenderedObject cohort = render_kueue_cohort(set, training, active);
+  EXPECT_EQ(cohort.path, "kueue/cohort-h100-rdma-training.yaml");
+  EXPECT_EQ(quota_of(cohort.manifest)["nominalQuota"], 2);
+  EXPECT_EQ(cohort.sources.front(), set.guardrails());
+}
+
+// A pool whose capacity is all guaranteed: its Cohort holds 0 (rendered, so that a
+// controller only ever changes the number).
+TEST(CohortQuota, APoolWithNoUnguaranteedGpus) {
+  const auto set = gpubank::testing::from_yaml(guardrails_yaml() + quota_yaml("a-gpu", "a", "gpu", "  guaranteed: 40\n") +
+                                               quota_yaml("b-gpu", "b", "gpu", "  guaranteed: 24\n"));
+  const RenderResult r = render_kueue_set(set);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().to_string();
+  EXPECT_EQ(quota_of(manifest_at(r, "kueue/cohort-gpu.yaml"))["nominalQuota"], 0);
+  policy::CapacityLeaseSpec lease;
+  lease.business_group = "a";
+  lease.resource_pool = "gpu";
+  lease.extra_guaranteed = 8;
+  const std::vector<const policy::CapacityLeaseSpec*> active{&lease};
+  EXPECT_EQ(policy::cohort_nominal_quota(set, *set.guardrails_spec()->find_pool("gpu"), active), 0);
+  const ConsistencyReport report = check_consistency(set);
+  ASSERT_EQ(report.pools.size(), 1u);
+  EXPECT_EQ(report.pools[0].cohort_quota, 0);
 }
 
 TEST(KueueRender, LocalQueuePerNamespaceNamedAfterThePool) {

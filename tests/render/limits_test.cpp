@@ -105,7 +105,7 @@ TEST(RenderLimits, APlatformAtTheGpuBoundRendersExactNumbersWithinThePool) {
   const RenderResult kueue = render(set, {Backend::Kueue});
   const Json& qb = manifest_at(kueue, "kueue/clusterqueue-b-gpu.yaml")["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
   EXPECT_EQ(qb["borrowingLimit"], 600000);
-  const ConsistencyReport report = check_consistency(set, {.cohort_holds_unguaranteed = true});
+  const ConsistencyReport report = check_consistency(set);
   ASSERT_EQ(report.groups.size(), 2u);
   EXPECT_EQ(report.groups[0].queue_reach, 1000000);  // a: 600000 + the 400000 b lends
   EXPECT_EQ(report.groups[1].queue_reach, 400001);   // b: 400000 + the 1 a lends

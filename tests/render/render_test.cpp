@@ -107,10 +107,14 @@ TEST(Render, ChangingOneBorrowLimitChangesExactlyOneClusterQueue) {
   const auto after = render(with_smaller_borrow_limit(), {Backend::Kueue});
   ASSERT_TRUE(after.ok());
   // The group's PrometheusRule reads the quota too (its quota-exhausted alert compares usage
-  // with nominal + borrowingLimit), so it changes with it; no other file does.
+  // with nominal + borrowingLimit), so it changes with it. The pool's Cohort lists the
+  // pool's quotas among its sources (its quota is what their guarantees leave), so only
+  // its source-hash annotation changes. No other file does.
   EXPECT_THAT(changed(texts(before), texts(after)),
-              ElementsAre("kueue/clusterqueue-search-h100-inference.yaml",
+              ElementsAre("kueue/clusterqueue-search-h100-inference.yaml", "kueue/cohort-h100-inference.yaml",
                           "monitoring/prometheusrule-gpubank-group-search.yaml"));
+  const Json& cohort = testing::manifest_at(after, "kueue/cohort-h100-inference.yaml");
+  EXPECT_EQ(cohort["spec"], testing::manifest_at(before, "kueue/cohort-h100-inference.yaml")["spec"]);
   const Json& cq = testing::manifest_at(after, "kueue/clusterqueue-search-h100-inference.yaml");
   const Json& quota = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
   EXPECT_EQ(quota["borrowingLimit"], 8);

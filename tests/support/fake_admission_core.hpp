@@ -61,6 +61,9 @@ class FakeAdmissionCore : public twin::AdmissionCore {
   Expected<bool> set_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
     return Unexpected{"FakeAdmissionCore: quota changes are not scripted"};
   }
+  Expected<bool> set_cohort_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
+    return Unexpected{"FakeAdmissionCore: quota changes are not scripted"};
+  }
   Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
   }

@@ -555,6 +555,12 @@ class Core final : public AdmissionCore {
       n.name = c.name;
       n.fair_weight = c.fair_weight;
       fill_quota(n, c.resource_groups);
+      auto& covered = cohort_covered_[static_cast<int>(nodes.size())];
+      for (const auto& g : c.resource_groups) {
+        for (const auto& fq : g.flavors) {
+          for (const auto& rq : fq.resources) covered.push_back(fr_of(flavor_index_.at(fq.flavor), rq.resource, false));
+        }
+      }
       cohort_index_.emplace(c.name, static_cast<int>(nodes.size()));
       nodes.push_back(std::move(n));
     }
@@ -807,6 +813,32 @@ class Core final : public AdmissionCore {
     return true;
   }
 
+  Expected<bool> set_cohort_quota(const std::string& cohort, const std::string& flavor,
+                                  const ResourceQuota& quota) override {
+    auto cit = cohort_index_.find(cohort);
+    if (cit == cohort_index_.end()) return Unexpected{"Cohort \"" + cohort + "\" does not exist"};
+    auto fit = flavor_index_.find(flavor);
+    if (fit == flavor_index_.end()) return Unexpected{"ResourceFlavor \"" + flavor + "\" does not exist"};
+    const int n = cit->second;
+    const int fr = fr_of(fit->second, quota.resource, false);
+    const auto covered = cohort_covered_.find(n);
+    if (fr < 0 || covered == cohort_covered_.end() ||
+        std::find(covered->second.begin(), covered->second.end(), fr) == covered->second.end()) {
+      return Unexpected{"Cohort " + cohort + " has no quota for " + quota.resource + " in flavor " + flavor};
+    }
+    if (quota.nominal < 0 || (quota.borrowing_limit && *quota.borrowing_limit < 0) ||
+        (quota.lending_limit && *quota.lending_limit < 0)) {
+      return Unexpected{"Cohort " + cohort + ": quotas must be >= 0"};
+    }
+    if (!tree_.has_parent(n) && (quota.borrowing_limit || quota.lending_limit)) {
+      return Unexpected{"Cohort " + cohort + ": borrowingLimit and lendingLimit need a parent Cohort"};
+    }
+    tree_.set_quota(n, fr, quota.nominal, quota.borrowing_limit.value_or(kNoLimit), quota.lending_limit.value_or(kNoLimit));
+    changed();
+    requeue_tree(n);
+    return true;
+  }
+
   Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
     if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};
@@ -855,7 +887,7 @@ class Core final : public AdmissionCore {
     const int fr = fr_of(f->second, resource, false);
     if (fr < 0) return std::nullopt;
     return QuotaFigures{tree_.subtree_quota(n, fr), tree_.usage(n, fr), tree_.available(n, fr),
-                        tree_.potential_available(n, fr)};
+                        tree_.potential_available(n, fr), tree_.nominal(n, fr)};
   }
 
  private:
@@ -1021,9 +1053,10 @@ class Core final : public AdmissionCore {
   }
 
   // QueueInadmissibleWorkloads for the whole cohort tree of a queue: quota was released.
-  void requeue_inadmissible(int queue) {
-    const int root = tree_.root(queues_[at(queue)].node);
-    std::vector<int> stack{root};
+  void requeue_inadmissible(int queue) { requeue_tree(queues_[at(queue)].node); }
+  // The same for the tree of any node.
+  void requeue_tree(int node) {
+    std::vector<int> stack{tree_.root(node)};
     while (!stack.empty()) {
       const int n = stack.back();
       stack.pop_back();
@@ -3512,6 +3545,7 @@ class Core final : public AdmissionCore {
   std::vector<int> node_queue_;  // node index -> queue index, -1 for cohorts
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::string, int> cohort_index_;
+  std::unordered_map<int, std::vector<int>> cohort_covered_;  // declared cohort node -> the frs its resource groups cover
   std::vector<std::unique_ptr<Wl>> workloads_;  // stable addresses, no copies on growth
   UidOrder uid_order_;
   static constexpr std::size_t kSparePendingNodes = 4096;

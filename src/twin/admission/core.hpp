@@ -89,6 +89,7 @@ struct ClusterQueueStatus {
 // Cohort-tree figures for one node and (flavor, resource): for inspection and properties.
 struct QuotaFigures {
   Amount subtree_quota = 0, usage = 0, available = 0, potential_available = 0;
+  Amount nominal = 0;  // the node's own nominalQuota
 };
 
 class AdmissionCore {
@@ -129,6 +130,13 @@ class AdmissionCore {
   // the queue's resource groups do not cover.
   virtual Expected<bool> set_quota(const std::string& cluster_queue, const std::string& flavor,
                                    const ResourceQuota& quota) = 0;
+  // The same for a declared Cohort's own quota (the Cohort object is updated: a pool's
+  // Cohort holds what no guarantee does, and a TemporaryQuota lease moves GPUs from it to a
+  // ClusterQueue). Fails for an unknown or implicit Cohort, a flavor or resource its
+  // resource groups do not cover, negative amounts, and limits on a root Cohort (Kueue's
+  // webhook allows borrowingLimit and lendingLimit only under a parent).
+  virtual Expected<bool> set_cohort_quota(const std::string& cohort, const std::string& flavor,
+                                          const ResourceQuota& quota) = 0;
   // Evicts an admitted workload outside a scheduling cycle: the twin's graceful reclaim
   // (an opt-in departure from Kueue) stops a victim after its grace period. Sets
   // Evicted=True and Preempted=True with `reason` and `message`; the workload keeps its

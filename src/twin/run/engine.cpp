@@ -599,6 +599,7 @@ std::vector<Position> Simulation::positions() const { return impl_->positions_no
 std::vector<WorkloadOutcome> Simulation::workloads() const { return impl_->workloads(); }
 std::vector<const ScenarioWorkload*> Simulation::workload_specs() const { return impl_->workload_specs(); }
 std::vector<QueueView> Simulation::queues() const { return impl_->queues(); }
+std::vector<CohortView> Simulation::cohorts() const { return impl_->cohorts(); }
 const cluster::Cluster* Simulation::cluster() const { return impl_->cluster(); }
 Expected<bool> Simulation::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                           std::int64_t ecc_double_bit) {

@@ -152,6 +152,14 @@ struct QueueView {
   std::int64_t pending = 0, admitted = 0;    // workloads
 };
 
+// A pool's Cohort now, as the core holds it (one per pool with a GPUQuotaPolicy; the
+// Cohort is named after the pool).
+struct CohortView {
+  std::string cohort, pool, flavor, resource;
+  std::int64_t nominal = 0;        // its own nominalQuota: what no guarantee in force holds
+  std::int64_t subtree_quota = 0;  // its own plus what its ClusterQueues lend (Kueue's subtreeQuota)
+};
+
 // What a business group got in a pool over the run (the summary of `twin run`).
 struct GroupStats {
   std::string business_group, pool;
@@ -222,6 +230,7 @@ class Simulation {
   // those submitted while running (submit()).
   [[nodiscard]] std::vector<const ScenarioWorkload*> workload_specs() const;
   [[nodiscard]] std::vector<QueueView> queues() const;
+  [[nodiscard]] std::vector<CohortView> cohorts() const;
   // The cluster with the placements now; nullptr without RunOptions::inventory.
   [[nodiscard]] const cluster::Cluster* cluster() const;
   // Marks a GPU (GPU-... or MIG-... uuid) unhealthy with an XID error (and double-bit ECC

@@ -61,6 +61,10 @@ bool Engine::refuse_borrowing(Sim& s, int index, VirtualTime now) {
   const std::string cohort = bank::cohort_lender(q.pool_name);
   std::int64_t unlent = 0;
   for (const auto& r : trial.open()) unlent += r.workload == s.key && r.lender == cohort ? r.gpus : 0;
+  // The Cohort's own quota (GPUs no one is guaranteed) lends to any workload: only what
+  // the pool's borrowers draw from the Cohort beyond it runs on guarantees that turn the
+  // workload away.
+  unlent = std::min(unlent, std::max<std::int64_t>(0, trial.lent_by(cohort) - pool.cohort_quota));
   if (unlent == 0) return false;
   std::string idle_lenders;
   for (const Quota* l : turning_away) {
@@ -393,6 +397,26 @@ void Engine::sync_quotas() {
       pool.touch();
     }
   }
+  // What a controller keeps each Cohort at: a lease's extra guarantee comes out of what no
+  // one is guaranteed, so the pool's quota tree still adds up to its capacity.
+  const auto active = active_leases();
+  for (auto& pool : pools_) {
+    const Amount cohort = policy::cohort_nominal_quota(policies_, *pool.pool, active);
+    if (cohort == pool.cohort_quota) continue;
+    auto set = core_->set_cohort_quota(pool.pool->name, pool.flavor, ResourceQuota{pool.resource, cohort, {}, {}});
+    if (!set) throw std::logic_error("twin run: " + set.error());
+    pool.cohort_quota = cohort;
+    core_changed_ = true;
+    pool.touch();
+  }
+}
+
+std::vector<const policy::CapacityLeaseSpec*> Engine::active_leases() const {
+  std::vector<const policy::CapacityLeaseSpec*> active;
+  for (const auto& l : leases_) {
+    if (l.active) active.push_back(l.spec);
+  }
+  return active;
 }
 
 // ---- leases -------------------------------------------------------------------------------
@@ -493,6 +517,8 @@ void Engine::lease_change(int index, VirtualTime now, bool activate) {
                                   : std::string(activate ? "Workloads it selects are protected from reclaim"
                                                          : "Workloads it selected may be reclaimed again"));
   e.numbers = {{"guaranteed", q.guaranteed}};
+  // The GPUs the pool's Cohort holds from now on: the extra guarantee comes out of them.
+  if (temporary) e.numbers["cohortQuota"] = policy::cohort_nominal_quota(policies_, *pools_[at(q.pool)].pool, active_leases());
   event(std::move(e));
   sync_quotas();
 }

@@ -21,9 +21,11 @@
 #include "bank/attribution.hpp"
 #include "bank/victims.hpp"
 #include "document/node.hpp"
+#include "kueue/admit.hpp"
 #include "kueue/bridge.hpp"
 #include "kueue/decode.hpp"
 #include "policy/authorize.hpp"
+#include "policy/cohort_quota.hpp"
 #include "policy/priority.hpp"
 #include "render/kueue.hpp"
 #include "render/object.hpp"
@@ -101,6 +103,9 @@ struct Pool {
   std::unique_ptr<bank::BorrowTracker> tracker;
   std::map<std::string, std::string> ended;  // since the last attribution
   std::set<int> holding;  // sims holding GPUs of the pool (Starting or Running)
+  // The nominalQuota of the pool's Cohort (named after the pool) in the core: what no
+  // guarantee in force holds (policy/cohort_quota.hpp), moved as leases start and end.
+  Amount cohort_quota = 0;
   // Something attribution or reclaim read changed since they last ran on this pool
   // (a workload's state, a quota, a lease, a reclaim): pools are separate cohorts, so an
   // unchanged pool gives the same answer again and is skipped.
@@ -376,8 +381,11 @@ class Engine {
   // Pushes each queue's quota to the core when it changed: guarantees move with
   // TemporaryQuota leases, and while a pool has a reclaim in progress no queue but the
   // reclaiming lenders' may start new borrowing (borrowingLimit held at 0; running work
-  // is not evicted by it, exactly as a lowered ClusterQueue limit in Kueue).
+  // is not evicted by it, exactly as a lowered ClusterQueue limit in Kueue). Then each
+  // pool's Cohort quota, which a lease's extra guarantee comes out of.
   void sync_quotas();
+  // The specs of the leases in force now.
+  [[nodiscard]] std::vector<const policy::CapacityLeaseSpec*> active_leases() const;
 
   // ---- leases -------------------------------------------------------------------------------
 
@@ -417,6 +425,7 @@ class Engine {
   // The per-queue figures up to `end` (open holdings and loans counted until then).
   [[nodiscard]] std::vector<GroupStats> group_stats(VirtualTime end) const;
   [[nodiscard]] std::vector<QueueView> queues() const;
+  [[nodiscard]] std::vector<CohortView> cohorts() const;
 
  private:
 

@@ -15,13 +15,32 @@ bool Engine::setup() {
   for (const auto& p : policies_.policies()) canonical += render::canonical_text(p) + "\n";
   result_.policy_version = render::sha256_hex(canonical);
 
-  // The Kueue objects `gpubank render` writes, read back the way `twin admit` reads them.
+  // The Kueue objects `gpubank render` writes, and its manager Configuration, read back
+  // the way `twin admit` reads them: the twin runs the quota tree and the mode (fair
+  // sharing or not) a cluster given those objects would. The Configuration's parts the
+  // core does not run (waitForPodsReady: RunOptions) are said as warnings by the reader;
+  // they are the render's, not the scenario's, so they are not reported here.
   kueue::ObjectSet objects;
+  Diagnostics manager_notes;
   for (const auto& o : render::render_kueue(policies_)) {
     const doc::Node node = doc::from_json(nlohmann::json::parse(o.manifest.dump()));
     kueue::decode_object(node, kueue::Source{o.path, 0, -1, {}, {}}, objects, result_.diagnostics);
   }
+  for (const auto& o : render::render_kueue_manager_config(policies_)) {
+    const doc::Node node = doc::from_json(nlohmann::json::parse(o.manifest.dump()));
+    kueue::decode_object(node, kueue::Source{o.path, 0, -1, {}, {}}, objects, manager_notes);
+  }
+  if (has_errors(manager_notes)) {
+    for (auto& d : manager_notes) {
+      if (d.severity == Severity::Error) result_.diagnostics.push_back(std::move(d));
+    }
+  }
   if (has_errors(result_.diagnostics)) return false;
+  auto core_options = kueue::AdmissionRun::core_options(objects, false, {}, manager_notes);
+  if (!core_options) {
+    error(kRulePolicies, "", "the rendered Kueue manager Configuration does not load: " + core_options.error());
+    return false;
+  }
   kueue::CoreInputs inputs = kueue::core_inputs(objects);
 
   for (const auto& p : policies_.policies()) {
@@ -47,6 +66,7 @@ bool Engine::setup() {
       pl.flavor = pool->name;
       pl.resource = render::gpu_resource(*pool);
       pl.tracker = std::make_unique<bank::BorrowTracker>(pool->name, options_.record_prefix);
+      pl.cohort_quota = policy::cohort_nominal_quota(policies_, *pool);  // as rendered
       pit = pool_index_.emplace(pool->name, static_cast<int>(pools_.size())).first;
       pools_.push_back(std::move(pl));
     }
@@ -83,8 +103,7 @@ bool Engine::setup() {
     }
   }
 
-  CoreOptions core_options;
-  auto core = AdmissionCore::create(core_options, std::move(inputs.flavors), std::move(inputs.cohorts),
+  auto core = AdmissionCore::create(*core_options, std::move(inputs.flavors), std::move(inputs.cohorts),
                                     std::move(inputs.queues));
   if (!core) {
     error(kRulePolicies, "", "the rendered Kueue objects do not load: " + core.error());

@@ -118,4 +118,23 @@ std::vector<QueueView> Engine::queues() const {
   return out;
 }
 
+std::vector<CohortView> Engine::cohorts() const {
+  std::vector<CohortView> out;
+  for (const auto& pool : pools_) {
+    CohortView v;
+    v.cohort = pool.pool->name;
+    v.pool = pool.pool->name;
+    v.flavor = pool.flavor;
+    v.resource = pool.resource;
+    // The core's figures, not the engine's own note of what it set: what admission runs on.
+    if (const auto figures = core_->figures(v.cohort, pool.flavor, pool.resource)) {
+      v.nominal = figures->nominal;
+      v.subtree_quota = figures->subtree_quota;
+    }
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(), [](const CohortView& a, const CohortView& b) { return a.pool < b.pool; });
+  return out;
+}
+
 }  // namespace gpubank::twin::run::detail

@@ -21,8 +21,9 @@ namespace gpubank::twin::live {
 namespace {
 
 // customer-service-llm's TTFT SLO attainment on seed 1 (docs/serving.md's table): 1871/1920
-// before waitForPodsReady and the Placing reclaim, 1880/1920 with them.
-constexpr double kSeedOneAttainment = 1880.0 / 1920.0;
+// before waitForPodsReady and the Placing reclaim, 1880/1920 with them, 1882/1920 since each
+// pool's Cohort holds the GPUs no group is guaranteed.
+constexpr double kSeedOneAttainment = 1882.0 / 1920.0;
 
 class ServingDayReclaim : public ::testing::TestWithParam<std::uint64_t> {};
 

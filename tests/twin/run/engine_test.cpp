@@ -18,9 +18,11 @@
 namespace gpubank::twin::run {
 namespace {
 
-// One 40-GPU pool; a and b guarantee 16 each and reclaim gracefully (10 and 5 minutes);
-// c has no guarantee and no reclaim policy; 8 GPUs are guaranteed to nobody (what
-// TemporaryQuota leases can hand out).
+// One pool; a and b guarantee 16 each and reclaim gracefully (10 and 5 minutes); c has no
+// guarantee and no reclaim policy. The pool holds exactly the 32 GPUs guaranteed, so its
+// Cohort holds nothing and the worked numbers are about lending between the groups. The
+// lease tests run on 40 GPUs (policies_on(kLeasePool)): 8 no one is guaranteed, which the
+// Cohort holds, borrowable by anyone, until a TemporaryQuota lease hands them out.
 constexpr std::string_view kPolicies = R"(
 apiVersion: platform.gpubank.dev/v1alpha1
 kind: PlatformGuardrails
@@ -28,7 +30,7 @@ metadata: {name: platform}
 spec:
   platformAdmins: [group:platform]
   pools:
-  - {name: train, gpuModel: H100, capacity: 40, role: training, gpusPerNode: 8}
+  - {name: train, gpuModel: H100, capacity: 32, role: training, gpusPerNode: 8}
   groups:
   - {name: a, costCenter: CC-1, admins: [group:a], namespaces: [a], limits: {train: {minGuaranteed: 0, maxCapacity: 32}}}
   - {name: b, costCenter: CC-2, admins: [group:b], namespaces: [b], limits: {train: {minGuaranteed: 0, maxCapacity: 32}}}
@@ -56,6 +58,15 @@ spec: {businessGroup: c, resourcePool: train, guaranteed: 0, borrowLimit: 16}
 )";
 
 constexpr std::int64_t kMinute = 60'000;
+constexpr int kLeasePool = 40;
+
+// kPolicies with the pool's capacity changed.
+std::string policies_on(int capacity) {
+  std::string text(kPolicies);
+  const std::string from = "capacity: 32,";
+  text.replace(text.find(from), from.size(), "capacity: " + std::to_string(capacity) + ",");
+  return text;
+}
 
 struct Fixture {
   policy::PolicySet policies = testing::from_yaml(kPolicies);
@@ -63,9 +74,10 @@ struct Fixture {
   RunResult result;
 };
 
-Fixture run_yaml(std::string_view workloads, RunOptions options = {}, std::string_view extra_policies = {}) {
+Fixture run_yaml(std::string_view workloads, RunOptions options = {}, std::string_view extra_policies = {},
+                 int capacity = 32) {
   Fixture f;
-  f.policies = testing::from_yaml(std::string(kPolicies) + std::string(extra_policies));
+  f.policies = testing::from_yaml(policies_on(capacity) + std::string(extra_policies));
   const Diagnostics checks = policy::validate(f.policies);
   EXPECT_FALSE(has_errors(checks)) << (checks.empty() ? "" : checks.front().to_string());
   Diagnostics diagnostics;
@@ -108,7 +120,8 @@ std::vector<std::string> victims(const RunResult& r) {
 
 // Replays the ledger and checks the caps at every step, then folds it in a LedgerBook;
 // returns GPU-ms per (lender, borrower).
-std::map<std::pair<std::string, std::string>, std::int64_t> check_ledger(const RunResult& r, std::int64_t c_cap = 16) {
+std::map<std::pair<std::string, std::string>, std::int64_t> check_ledger(const RunResult& r, std::int64_t c_cap = 16,
+                                                                      std::int64_t capacity = 32) {
   std::map<std::string, std::int64_t> used;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> open;  // record -> (start, gpus)
   std::map<std::string, std::string> pair_of;
@@ -145,7 +158,7 @@ std::map<std::pair<std::string, std::string>, std::int64_t> check_ledger(const R
       }
       total += gpus;
     }
-    EXPECT_LE(total, 40) << "the pool holds 40 GPUs; seq " << e.seq;
+    EXPECT_LE(total, capacity) << "the pool holds " << capacity << " GPUs; seq " << e.seq;
   }
   // And the ledger's own rules: nobody lends beyond min(lendingLimit, guaranteed - used),
   // no usage ends with its records open, closes match their opens.
@@ -392,9 +405,9 @@ leases:
 - {name: c-burst, requestedAt: 0s, requestedBy: {username: carol, groups: [c]}, decision: Approved, decidedAt: 30m,
    decidedBy: {username: pat, groups: [platform]}}
 )",
-                          {}, kLeases);
+                          {}, kLeases, kLeasePool);
   const auto& r = f.result;
-  check_ledger(r, 24);
+  check_ledger(r, 24, kLeasePool);
   EXPECT_EQ(events(r, "LeaseRequested").size(), 1u);
   ASSERT_EQ(events(r, "LeaseApproved", "CapacityLease/c-burst").size(), 1u);
   const auto activated = events(r, "LeaseActivated", "CapacityLease/c-burst");
@@ -407,18 +420,30 @@ leases:
     if (e.kind == bank::LedgerKind::QuotaSet && e.business_group == "c") quota_c.emplace_back(e.gpus, e.reason);
   }
   EXPECT_EQ(quota_c, (std::vector<std::pair<std::int64_t, std::string>>{{0, "Policy"}, {8, "LeaseActivated"}, {0, "LeaseExpired"}}));
-  // While the lease is active c-job runs within c's guarantee; c-job2 borrows a's idle 8,
-  // which a reclaims gracefully at 2h (10 minutes of grace).
+  // The lease's 8 come out of the 8 no one is guaranteed (the pool's Cohort), and go back.
+  EXPECT_EQ(activated.front()->numbers["cohortQuota"], 0);
+  EXPECT_EQ(events(r, "LeaseExpired", "CapacityLease/c-burst").front()->numbers["cohortQuota"], 8);
+  // Before the lease c-job borrows (a's idle guarantee, by the bank's attribution); while
+  // the lease is active it runs within c's guarantee; c-job2 borrows a's idle 8, which a
+  // reclaims gracefully at 2h (10 minutes of grace).
   ASSERT_EQ(r.reclaims.size(), 2u);
   EXPECT_EQ(r.reclaims[0].started, 120 * kMinute);
   EXPECT_EQ(r.reclaims[0].victims.at(0).workload, "c/c-job2");
   EXPECT_EQ(r.reclaims[0].victims.at(0).stopped, 130 * kMinute);
-  // After expiry c-job runs above c's guarantee again; when a needs its GPUs at 4h, the
-  // same graceful reclaim takes it back.
+  // At expiry the 8 GPUs return to the Cohort and c-job goes on on them, borrowing what no
+  // one is guaranteed (cohort:train); c-job2 comes back on a's idle 8 when a-own ends at
+  // 3h30, and a takes those back gracefully when it needs them at 4h. c-job is never
+  // stopped: nobody's guarantee is in it.
+  const auto cohort_borrow = events(r, "BorrowStarted", "Workload/c/c-job");
+  ASSERT_EQ(cohort_borrow.size(), 2u);
+  EXPECT_EQ(cohort_borrow[1]->t, 180 * kMinute);
+  EXPECT_EQ(cohort_borrow[1]->related, std::vector<std::string>{"BusinessGroup/cohort:train"});
   EXPECT_EQ(r.reclaims[1].started, 240 * kMinute);
-  EXPECT_EQ(r.reclaims[1].victims.at(0).workload, "c/c-job");
+  EXPECT_EQ(r.reclaims[1].victims.at(0).workload, "c/c-job2");
   EXPECT_EQ(r.reclaims[1].victims.at(0).stopped, 250 * kMinute);
   EXPECT_EQ(outcome(r, "a/a-again").first_admitted, 250 * kMinute);
+  EXPECT_EQ(outcome(r, "c/c-job").stops, 0);
+  EXPECT_EQ(outcome(r, "c/c-job").state, "Finished");
 }
 
 TEST(TwinRun, LeaseDecisionsNeedAPlatformAdministratorAndProtectionLeasesShieldWorkloads) {
@@ -430,6 +455,8 @@ workloads:
    arrivalTime: 1s, labels: {app: release}}
 - {name: b-other, businessGroup: b, resourcePool: train, gpus: 8, workloadType: training, priorityClass: standard, runTime: 10h,
    arrivalTime: 2s}
+- {name: c-serve, businessGroup: c, resourcePool: train, gpus: 8, workloadType: inference, priorityClass: serving, runTime: 10h,
+   arrivalTime: 3s}
 - {name: a-1, businessGroup: a, resourcePool: train, gpus: 16, workloadType: training, priorityClass: standard, runTime: 1h, arrivalTime: 1h}
 leases:
 - {name: b-release, requestedAt: 0s, requestedBy: {username: bo, groups: [b]}, decision: Approved, decidedAt: 1m,
@@ -439,9 +466,9 @@ leases:
 - {name: c-later, requestedAt: 0s, requestedBy: {username: carol, groups: [c]}, decision: Rejected, decidedAt: 1m,
    decidedBy: {username: pat, groups: [platform]}, reason: not this quarter}
 )",
-                          until(6 * 60 * kMinute), kLeases);
+                          until(6 * 60 * kMinute), kLeases, kLeasePool);
   const auto& r = f.result;
-  check_ledger(r);
+  check_ledger(r, 16, kLeasePool);
   const auto burst = events(r, "LeaseRejected", "CapacityLease/c-burst");
   ASSERT_EQ(burst.size(), 1u);
   EXPECT_EQ(burst.front()->reason, "NotAPlatformAdministrator");
@@ -450,8 +477,9 @@ leases:
   EXPECT_EQ(later.front()->reason, "RejectedByAdministrator");
   EXPECT_EQ(later.front()->message, "pat rejected c-later: not this quarter");
   EXPECT_TRUE(events(r, "LeaseActivated", "CapacityLease/c-burst").empty());
-  // a needs all 16 back; b-release is protected, so only b-other yields and a waits for
-  // the rest: the reclaim covers 8 of 16.
+  // b borrows a's 16; c's online inference holds the 8 no one is guaranteed (the
+  // Cohort's). a needs all 16 back; b-release is protected by its lease and c-serve by its
+  // type, so only b-other yields and a waits for the rest: the reclaim covers 8 of 16.
   ASSERT_EQ(r.reclaims.size(), 1u);
   ASSERT_EQ(r.reclaims[0].victims.size(), 1u);
   EXPECT_EQ(r.reclaims[0].victims[0].workload, "b/b-other");
@@ -469,7 +497,7 @@ leases:
 TEST(TwinRun, ApprovalRefusesALeaseThatWouldGuaranteeMoreThanThePoolHolds) {
   // Policy validation rejects such a set already (lease.exceeds-pool); the bank checks again
   // when it approves, against the leases approved by then, for sets that changed since.
-  const policy::PolicySet policies = testing::from_yaml(std::string(kPolicies) + std::string(kLeases) + R"(
+  const policy::PolicySet policies = testing::from_yaml(policies_on(kLeasePool) + std::string(kLeases) + R"(
 ---
 apiVersion: platform.gpubank.dev/v1alpha1
 kind: CapacityLease

@@ -215,7 +215,9 @@ TEST(BankPromises, RandomScenariosWithTidalReservationsKeepThem) {
   }
   // The runs exercise what they check.
   EXPECT_GT(inference, 500);
-  EXPECT_GT(reclaims, 20);
+  // (19 over the 100 seeds since each pool's Cohort holds the GPUs no one is guaranteed:
+  // borrowers take those first, so fewer lenders have to reclaim.)
+  EXPECT_GT(reclaims, 15);
   EXPECT_GT(reserved, 5);
   EXPECT_GT(refused, 0);
 }
