@@ -143,6 +143,9 @@ Json report_json(const controller::ReconcileReport& report, bool dry_run) {
     if (!p.error.empty()) entry["error"] = p.error;
     out["policies"].push_back(std::move(entry));
   }
+  out["activeLeases"] = report.active_leases;
+  out["adjustments"] = report.adjustments;
+  if (report.next_change) out["nextChange"] = format_rfc3339(*report.next_change);
   out["diagnostics"] = Json::array();
   for (const Diagnostic& d : report.diagnostics) out["diagnostics"].push_back(d.to_string());
   return out;
@@ -165,6 +168,8 @@ void print_text(const controller::ReconcileReport& report, bool dry_run) {
     if (!p.error.empty()) std::cout << " status not written: " << p.error;
     std::cout << '\n';
   }
+  for (const std::string& line : report.adjustments) std::cout << "at this time: " << line << '\n';
+  if (report.next_change) std::cout << "next lease or tidal change: " << format_rfc3339(*report.next_change) << '\n';
   using A = ObjectResult::Action;
   std::cout << (dry_run ? "dry run: " : "") << report.count(A::Created) << " to create, " << report.count(A::Configured)
             << " to configure, " << report.count(A::Pruned) << " to prune, " << report.count(A::Released)
@@ -227,6 +232,7 @@ int run_controller(const ControllerCommandOptions& opt) {
   options.force_conflicts = opt.force_conflicts;
   options.dry_run = opt.dry_run;
   options.default_namespace = default_namespace;
+  options.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
   const controller::ReconcileReport report =
       controller::reconcile_policies(**transport, *mapper, *policies, *live, options, now_rfc3339());
   if (opt.format == Format::Text) {

@@ -81,6 +81,8 @@ struct Controller::Impl {
   std::atomic<std::size_t> passes{0};
   // The earliest reclaim deadline still running: a pass is due then.
   std::optional<std::chrono::steady_clock::time_point> reclaim_wake;
+  // The next lease or tidal boundary: a pass is due then.
+  std::optional<std::chrono::steady_clock::time_point> time_wake;
 
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -103,7 +105,16 @@ struct Controller::Impl {
       log("pass skipped: listing managed objects: " + live.error().describe());
       return;
     }
-    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, options.reconcile, now_rfc3339());
+    ReconcileOptions reconcile = options.reconcile;
+    reconcile.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
+    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, reconcile, now_rfc3339());
+    for (const std::string& line : report.adjustments) log("at this time: " + line);
+    time_wake.reset();
+    if (report.next_change) {
+      // A lease or tidal boundary: run a pass then (a second late rather than early).
+      const auto in = std::chrono::duration_cast<std::chrono::milliseconds>(*report.next_change - *reconcile.at);
+      time_wake = std::chrono::steady_clock::now() + std::max(in, std::chrono::milliseconds(0)) + std::chrono::seconds(1);
+    }
     record(report, policies);
     if (kueue && report.rendered) reclaim_pass(read_cluster_policies(policies).set);
     passes.fetch_add(1);
@@ -360,9 +371,11 @@ Expected<bool> Controller::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(im.m);
-      const auto due = im.reclaim_wake ? std::min(next_resync, *im.reclaim_wake) : next_resync;
+      auto due = next_resync;
+      for (const auto& at : {im.reclaim_wake, im.time_wake}) {
+        if (at) due = std::min(due, *at);
+      }
       im.cv.wait_until(lock, due, [&] { return stop.stop_requested() || im.dirty; });
-      if (im.reclaim_wake && std::chrono::steady_clock::now() >= *im.reclaim_wake) im.dirty = true;
     }
     if (stop.stop_requested()) break;
     auto dead = im.informers->errors();

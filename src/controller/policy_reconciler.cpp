@@ -6,6 +6,7 @@
 
 #include "controller/diff.hpp"
 #include "controller/policy_source.hpp"
+#include "controller/time_controls.hpp"
 #include "k8s/watch_event.hpp"
 #include "policy/types.hpp"
 
@@ -134,6 +135,12 @@ ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMap
   std::map<std::string, std::size_t> applied_for;
   std::map<std::string, std::size_t> rendered_for;
 
+  if (report.rendered && options.at) {
+    TimeControls controls = adjust_for_time(rendered.objects, cluster.set, *options.at);
+    report.next_change = controls.next_change;
+    report.active_leases = std::move(controls.active_leases);
+    report.adjustments = std::move(controls.adjustments);
+  }
   if (report.rendered) {
     std::map<ObjectKey, const nlohmann::json*> live_by_key;
     for (const nlohmann::json& o : live) live_by_key.emplace(key_of(o), &o);

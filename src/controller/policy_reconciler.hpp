@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "controller/conditions.hpp"
 #include "controller/plan.hpp"
 #include "core/diagnostic.hpp"
+#include "core/timestamp.hpp"
 #include "k8s/apply.hpp"
 #include "k8s/transport.hpp"
 #include "render/render.hpp"
@@ -37,6 +39,9 @@ struct ReconcileOptions {
   bool force_conflicts = false;  // --force-conflicts: take over fields another manager owns
   bool dry_run = false;
   std::string default_namespace = "gpubank-system";
+  // Adjust the render to what holds at this time (time_controls.hpp: leases in force,
+  // tidal borrow limits); unset: the render as `gpubank render` writes it.
+  std::optional<Timestamp> at;
 };
 
 struct ObjectResult {
@@ -62,6 +67,11 @@ struct ReconcileReport {
   Diagnostics diagnostics;
   std::vector<ObjectResult> objects;
   std::vector<PolicyResult> policies;
+  // With ReconcileOptions::at: the next lease or tidal boundary (a pass is due then), the
+  // leases in force and what was adjusted.
+  std::optional<Timestamp> next_change;
+  std::vector<std::string> active_leases;
+  std::vector<std::string> adjustments;
 
   [[nodiscard]] std::size_t count(ObjectResult::Action action) const;
   // Objects that failed plus status writes that failed.
