@@ -28,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load webhook_abuse admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench inference_bench telemetry_bench placement_bench gpubank >&2
+  store_bench inference_bench telemetry_bench placement_bench watch_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -151,6 +151,9 @@ log "placement_bench (3 repetitions, medians; the Alibaba v2023 inventory)"
 "$build/bench/placement_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --summary="$out/placement.md" | tee "$out/placement.txt" >&2
 
+log "watch_bench (5 repetitions, medians; 5,000 Workloads, a burst of 10,000 updates, the fake API server in a child process)"
+"$build/bench/watch_bench" --repetitions=5 --summary="$out/watch.md" | tee "$out/watch.txt" >&2
+
 log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
 alibaba=../shared/traces/alibaba-gpu-v2023
 {
@@ -267,6 +270,10 @@ log "write $results"
   echo "## Placement on the Alibaba v2023 inventory: bench/placement_bench"
   echo
   cat "$out/placement.md"
+  echo
+  echo "## Watching 10,000 Workload updates: bench/watch_bench"
+  echo
+  cat "$out/watch.md"
   echo
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo

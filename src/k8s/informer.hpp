@@ -20,6 +20,7 @@
 //     event), error() holds the ApiError, wait_for_sync returns it, on_error is called, and
 //     running() is false. It is not restarted here: the caller decides (the controller exits
 //     so that Kubernetes restarts it with fresh discovery and credentials).
+//   - The thread is named "gpubank-inform" (top -H, /proc/PID/task/*/comm).
 //   - stop() cancels the Transport (a blocked watch returns at once, even when the server
 //     sends nothing) and joins the thread.
 #pragma once
