@@ -401,7 +401,7 @@ void Engine::sync_quotas() {
   // one is guaranteed, so the pool's quota tree still adds up to its capacity.
   const auto active = active_leases();
   for (auto& pool : pools_) {
-    const Amount cohort = policy::cohort_nominal_quota(policies_, *pool.pool, active);
+    const Amount cohort = cohort_quota_with(pool, active);
     if (cohort == pool.cohort_quota) continue;
     auto set = core_->set_cohort_quota(pool.pool->name, pool.flavor, ResourceQuota{pool.resource, cohort, {}, {}});
     if (!set) throw std::logic_error("twin run: " + set.error());
@@ -518,7 +518,7 @@ void Engine::lease_change(int index, VirtualTime now, bool activate) {
                                                          : "Workloads it selected may be reclaimed again"));
   e.numbers = {{"guaranteed", q.guaranteed}};
   // The GPUs the pool's Cohort holds from now on: the extra guarantee comes out of them.
-  if (temporary) e.numbers["cohortQuota"] = policy::cohort_nominal_quota(policies_, *pools_[at(q.pool)].pool, active_leases());
+  if (temporary) e.numbers["cohortQuota"] = cohort_quota_with(pools_[at(q.pool)], active_leases());
   event(std::move(e));
   sync_quotas();
 }

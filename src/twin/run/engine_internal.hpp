@@ -17,6 +17,7 @@
 #include <memory>
 #include <queue>
 #include <set>
+#include <span>
 #include <tuple>
 #include "bank/attribution.hpp"
 #include "bank/victims.hpp"
@@ -106,6 +107,7 @@ struct Pool {
   // The nominalQuota of the pool's Cohort (named after the pool) in the core: what no
   // guarantee in force holds (policy/cohort_quota.hpp), moved as leases start and end.
   Amount cohort_quota = 0;
+  std::int64_t guaranteed = 0;  // Σ guaranteed of its GPUQuotaPolicies, leases not included
   // Something attribution or reclaim read changed since they last ran on this pool
   // (a workload's state, a quota, a lease, a reclaim): pools are separate cohorts, so an
   // unchanged pool gives the same answer again and is skipped.
@@ -386,6 +388,12 @@ class Engine {
   void sync_quotas();
   // The specs of the leases in force now.
   [[nodiscard]] std::vector<const policy::CapacityLeaseSpec*> active_leases() const;
+  // policy::cohort_nominal_quota of the pool with `active` leases, from the sum kept at setup
+  // (sync_quotas runs at every instant; the policies do not change during a run).
+  [[nodiscard]] static Amount cohort_quota_with(const Pool& pool, std::span<const policy::CapacityLeaseSpec* const> active) {
+    return policy::unguaranteed_gpus(pool.pool->capacity, pool.guaranteed,
+                                     policy::lease_extras_on_pool(active, pool.pool->name));
+  }
 
   // ---- leases -------------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ bool Engine::setup() {
       pl.flavor = pool->name;
       pl.resource = render::gpu_resource(*pool);
       pl.tracker = std::make_unique<bank::BorrowTracker>(pool->name, options_.record_prefix);
+      pl.guaranteed = policy::guaranteed_on_pool(policies_, pool->name);
       pl.cohort_quota = policy::cohort_nominal_quota(policies_, *pool);  // as rendered
       pit = pool_index_.emplace(pool->name, static_cast<int>(pools_.size())).first;
       pools_.push_back(std::move(pl));
