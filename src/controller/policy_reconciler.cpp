@@ -27,11 +27,7 @@ k8s::ApiResult<std::vector<nlohmann::json>> list_all(k8s::Transport& transport, 
     if (!response) return response.error();
     auto page = k8s::parse_list_page(response->body);
     if (!page) {
-      k8s::ApiError e;
-      e.reason = "MalformedList";
-      e.message = page.error();
-      e.request = "GET " + target;
-      return e;
+      return k8s::client_error("MalformedList", page.error(), "GET " + target);
     }
     for (nlohmann::json& item : page->items) {
       // A typed list's items carry no apiVersion and kind; the mapping knows them.
@@ -44,12 +40,7 @@ k8s::ApiResult<std::vector<nlohmann::json>> list_all(k8s::Transport& transport, 
   return items;
 }
 
-k8s::ApiError not_mapped(std::string message) {
-  k8s::ApiError e;
-  e.reason = "NotMapped";
-  e.message = std::move(message);
-  return e;
-}
+k8s::ApiError not_mapped(std::string message) { return k8s::client_error("NotMapped", std::move(message)); }
 
 std::string resource_version(const nlohmann::json& object) {
   const auto m = object.find("metadata");

@@ -133,6 +133,7 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
       c.admitted_at_ms = time_ms(text(*qr, "lastTransitionTime")).value_or(0);
     }
     if (field(spec, "priority").is_number_integer()) c.priority = field(spec, "priority").get<std::int32_t>();
+    c.priority_class = text(spec, "priorityClassName");
     c.created_ms = time_ms(text(meta, "creationTimestamp")).value_or(0);
     // The job's labels reach the Workload when Kueue copies them (labelKeysToCopy); the
     // pod template always carries them.
@@ -303,6 +304,10 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
         c.priority = w.priority;
         c.admitted_at = w.admitted_at_ms;
         c.protected_ = is_protected(w);
+        // A priority class the guardrails declare `preemptible: false` is never a victim.
+        for (const policy::PriorityRule& rule : guardrails->priorities) {
+          if (rule.name == w.priority_class) c.preemptible = rule.preemptible;
+        }
         c.traits = w.traits;
         if (!bank::eligible_victim(c, lender.only_preempt)) continue;
         candidates.push_back(std::move(c));

@@ -58,6 +58,7 @@ struct ClusterWorkload {
   bool active = true;     // spec.active
   bool finished = false;
   std::int32_t priority = 0;
+  std::string priority_class;       // spec.priorityClassName
   std::int64_t admitted_at_ms = 0;  // QuotaReserved's lastTransitionTime
   std::int64_t created_ms = 0;
   std::string workload_type;        // the workload-type label ("" unknown)

@@ -281,11 +281,7 @@ void LeaderElector::step_down() {
 namespace {
 
 ApiError malformed_lease(const std::string& what, const std::string& request) {
-  ApiError e;
-  e.reason = "MalformedResponse";
-  e.message = what;
-  e.request = request;
-  return e;
+  return client_error("MalformedResponse", what, request);
 }
 
 }  // namespace

@@ -9,11 +9,7 @@ std::string with_query(const std::string& path, const std::string& query) {
 }
 
 ApiError malformed(const std::string& what, const std::string& request) {
-  ApiError e;
-  e.reason = "MalformedResponse";
-  e.message = what;
-  e.request = request;
-  return e;
+  return client_error("MalformedResponse", what, request);
 }
 
 }  // namespace

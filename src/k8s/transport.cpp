@@ -79,6 +79,14 @@ ApiError error_from_response(int http_status, std::string_view body) {
   return e;
 }
 
+ApiError client_error(std::string reason, std::string message, std::string request) {
+  ApiError e;
+  e.reason = std::move(reason);
+  e.message = std::move(message);
+  e.request = std::move(request);
+  return e;
+}
+
 std::string query_escape(std::string_view value) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

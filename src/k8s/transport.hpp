@@ -124,6 +124,10 @@ struct TransportOptions {
 // message from the status line and the body's first bytes.
 [[nodiscard]] ApiError error_from_response(int http_status, std::string_view body);
 
+// An error the client found itself (no HTTP status): a malformed answer, a kind discovery
+// does not map, ...
+[[nodiscard]] ApiError client_error(std::string reason, std::string message, std::string request = {});
+
 // Query parameters in a request target, each escaped.
 [[nodiscard]] std::string query_escape(std::string_view value);
 

@@ -19,21 +19,7 @@ class ControllerCommand : public testing::ClusterFixture {
   void SetUp() override {
     ClusterFixture::SetUp();
     put_policies({gpubank::testing::examples_dir() + "/policies"});
-    kubeconfig_ = k8s::testing::put(dir_.path(), "kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: )" + fake_->url() + R"(
-    certificate-authority-data: )" + k8s::testing::base64(fake_->ca_pem()) + R"(
-users:
-- name: tester
-  user: {token: fake-token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: tester, namespace: gpubank-system}
-current-context: fake
-)");
+    kubeconfig_ = testing::write_kubeconfig(*fake_, dir_.path());
   }
 
   ProcessResult gpubank(std::vector<std::string> args) {

@@ -133,6 +133,19 @@ TEST(ReclaimPlan, ProtectedWorkloadsAreNeverVictimsAndFreeQuotaComesFirst) {
   EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());
 }
 
+TEST(ReclaimPlan, APriorityClassThatIsNotPreemptibleIsNeverAVictim) {
+  const policy::PlatformGuardrailsSpec* g = examples().guardrails_spec();
+  ASSERT_NE(g, nullptr);
+  const auto fixed = std::find_if(g->priorities.begin(), g->priorities.end(),
+                                  [](const policy::PriorityRule& r) { return !r.preemptible; });
+  if (fixed == g->priorities.end()) GTEST_SKIP() << "the example guardrails declare no preemptible: false class";
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state[1].priority_class = fixed->name;
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());
+  state[1].priority_class.clear();
+  EXPECT_EQ(plan_reclaims(examples(), state, kNow).steps.size(), 1U);
+}
+
 TEST(ReclaimPlan, TheSameInputsGiveTheSameSteps) {
   std::vector<ClusterWorkload> state = borrowed_state();
   state.push_back(running("search/other", "search", 8, 5, {"training", "checkpointable"}));
