@@ -196,7 +196,9 @@ TEST_F(PolicyReconcilerTest, DryRunWritesNothingAndShowsEachChangeAsADiff) {
   EXPECT_EQ(fake_->resource_version(), empty);
   EXPECT_GT(preview.count(Action::Created), 40U);
   for (const ObjectResult& r : preview.objects) {
-    if (r.action == Action::Created) EXPECT_EQ(r.diff.rfind("--- /dev/null\n+++ desired/" + r.object + "\n@@ -0,0 ", 0), 0U) << r.diff;
+    if (r.action == Action::Created) {
+      EXPECT_EQ(r.diff.rfind("--- /dev/null\n+++ desired/" + r.object + "\n@@ -0,0 ", 0), 0U) << r.diff;
+    }
   }
 
   ASSERT_TRUE(reconcile().rendered);

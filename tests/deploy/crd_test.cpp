@@ -217,7 +217,9 @@ TEST(DeployCrd, EveryKindShowsAcceptedAndAppliedAndKeepsItsColumns) {
       EXPECT_THAT(columns, ::testing::IsSupersetOf({"Group=.spec.businessGroup", "Pool=.spec.resourcePool",
                                                     "Guaranteed=.spec.guaranteed", "Borrow=.spec.borrowLimit"}));
     }
-    if (kind == "CapacityLease") EXPECT_THAT(columns, ::testing::Contains("Phase=.status.phase"));
+    if (kind == "CapacityLease") {
+      EXPECT_THAT(columns, ::testing::Contains("Phase=.status.phase"));
+    }
   }
 }
 

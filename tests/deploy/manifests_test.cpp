@@ -98,7 +98,9 @@ TEST(DeployManifests, KustomizationsReferOnlyToWhatExists) {
     }
     for (const auto& patch : d.json.value("patches", Json::array())) {
       EXPECT_TRUE(patch.contains("path") != patch.contains("patch")) << d.file << ": " << patch.dump();
-      if (patch.contains("path")) EXPECT_TRUE(fs::exists(dir / patch["path"].get<std::string>())) << d.file << ": " << patch;
+      if (patch.contains("path")) {
+        EXPECT_TRUE(fs::exists(dir / patch["path"].get<std::string>())) << d.file << ": " << patch;
+      }
     }
   }
   EXPECT_EQ(kustomizations, 11u);  // crds, webhook, base, 4 components, 4 overlays
