@@ -35,13 +35,13 @@ namespace gpubank::controller {
 
 struct ReconcileOptions {
   render::Backend backend = render::Backend::Kueue;
-  PlanOptions plan;
+  PlanOptions plan{};
   bool force_conflicts = false;  // --force-conflicts: take over fields another manager owns
   bool dry_run = false;
   std::string default_namespace = "gpubank-system";
   // Adjust the render to what holds at this time (time_controls.hpp: leases in force,
   // tidal borrow limits); unset: the render as `gpubank render` writes it.
-  std::optional<Timestamp> at;
+  std::optional<Timestamp> at{};
 };
 
 struct ObjectResult {

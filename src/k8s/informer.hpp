@@ -56,14 +56,14 @@ using SnapshotPtr = std::shared_ptr<const CacheSnapshot>;
 struct InformerOptions {
   // Page size, watch timeout, failure limit. should_stop, on_list_begin and on_list_end are
   // the informer's own and are overwritten.
-  ListWatchOptions list_watch;
+  ListWatchOptions list_watch{};
   // For the informer's own Transport (a shared RateLimiter goes here).
-  TransportOptions transport;
+  TransportOptions transport{};
   // Called on the informer's thread when run() fails, before the thread ends.
-  std::function<void(const ApiError&)> on_error;
+  std::function<void(const ApiError&)> on_error{};
   // Called on the informer's thread, with no lock held, after it synced and after it ended
   // (stopped or failed): for a caller that waits on several informers at once.
-  std::function<void()> on_state_change;
+  std::function<void()> on_state_change{};
 };
 
 class Informer {

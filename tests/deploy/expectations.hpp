@@ -113,7 +113,9 @@ inline void expect_sane_role(const Json& role) {
       for (const auto& v : rule.value(field, Json::array())) {
         const std::string s = v.get<std::string>();
         EXPECT_EQ(s.find('*'), std::string::npos) << who << " " << field << ": " << s;
-        if (std::string(field) == "resources") EXPECT_FALSE(s == "secrets" || s.starts_with("secrets/")) << who;
+        if (std::string(field) == "resources") {
+          EXPECT_FALSE(s == "secrets" || s.starts_with("secrets/")) << who;
+        }
         if (std::string(field) == "verbs") {
           EXPECT_TRUE(s != "escalate" && s != "bind" && s != "impersonate" && s != "deletecollection") << who << ": " << s;
         }
