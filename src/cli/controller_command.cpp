@@ -115,12 +115,6 @@ int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, rend
   return 0;
 }
 
-std::string now_rfc3339() {
-  // Conditions carry whole seconds (metav1.Time).
-  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-  return format_rfc3339(Timestamp(now));
-}
-
 Json report_json(const controller::ReconcileReport& report, bool dry_run) {
   Json out;
   out["dryRun"] = dry_run;
@@ -234,7 +228,8 @@ int run_controller(const ControllerCommandOptions& opt) {
   options.default_namespace = default_namespace;
   options.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
   const controller::ReconcileReport report =
-      controller::reconcile_policies(**transport, *mapper, *policies, *live, options, now_rfc3339());
+      controller::reconcile_policies(**transport, *mapper, *policies, *live, options,
+                                  format_rfc3339(Timestamp(std::chrono::floor<std::chrono::seconds>(*options.at))));
   if (opt.format == Format::Text) {
     print_text(report, opt.dry_run);
   } else {

@@ -23,16 +23,6 @@ namespace {
 
 using Action = ObjectResult::Action;
 
-std::string now_rfc3339() {
-  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -107,7 +97,7 @@ struct Controller::Impl {
     }
     ReconcileOptions reconcile = options.reconcile;
     reconcile.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
-    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, reconcile, now_rfc3339());
+    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, reconcile, rfc3339_seconds(now_ms()));
     for (const std::string& line : report.adjustments) log("at this time: " + line);
     time_wake.reset();
     if (report.next_change) {

@@ -6,6 +6,7 @@
 
 #include "controller/diff.hpp"
 #include "controller/policy_source.hpp"
+#include "controller/policy_watch.hpp"
 #include "controller/time_controls.hpp"
 #include "k8s/watch_event.hpp"
 #include "policy/types.hpp"
@@ -99,10 +100,8 @@ k8s::ApiResult<std::vector<nlohmann::json>> list_managed(k8s::Transport& transpo
 
 k8s::ApiResult<std::vector<nlohmann::json>> list_policies(k8s::Transport& transport, const k8s::RestMapper& mapper) {
   std::vector<nlohmann::json> all;
-  for (const policy::Kind kind : {policy::Kind::PlatformGuardrails, policy::Kind::GPUQuotaPolicy,
-                                  policy::Kind::InferenceScalingPolicy, policy::Kind::TidalPolicy,
-                                  policy::Kind::CapacityLease, policy::Kind::LowUtilizationPolicy}) {
-    auto mapping = mapper.find(kPolicyApiVersion, policy::kind_name(kind));
+  for (const k8s::InformedKind& kind : policy_kinds()) {
+    auto mapping = mapper.find(kind.api_version, kind.kind);
     if (!mapping) continue;
     auto items = list_all(transport, *mapping, "");
     if (!items) return items.error();

@@ -1,7 +1,6 @@
 #include "controller/reclaim_executor.hpp"
 
 #include <chrono>
-#include <ctime>
 
 #include "core/timestamp.hpp"
 
@@ -24,12 +23,7 @@ std::string workload_path(const k8s::RestMapper& mapper, const json& w) {
 }  // namespace
 
 std::string rfc3339_seconds(std::int64_t ms) {
-  const std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char out[32];
-  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return out;
+  return format_rfc3339(Timestamp(std::chrono::seconds(ms / 1000)));
 }
 
 std::string owner_path(const k8s::RestMapper& mapper, const json& workload) {
