@@ -38,7 +38,8 @@ void earliest(std::optional<Timestamp>& next, Timestamp t) {
 
 }  // namespace
 
-TimeControls adjust_for_time(std::vector<render::RenderedObject>& objects, const policy::PolicySet& set, Timestamp now) {
+TimeControls adjust_for_time(std::vector<render::RenderedObject>& objects, const policy::PolicySet& set, Timestamp now,
+                             const bank::LedgerBook* /*ledger*/) {
   TimeControls out;
   const policy::PlatformGuardrailsSpec* guardrails = set.guardrails_spec();
   if (guardrails == nullptr) return out;
@@ -47,18 +48,13 @@ TimeControls adjust_for_time(std::vector<render::RenderedObject>& objects, const
   std::vector<const policy::CapacityLeaseSpec*> active;
   for (const policy::PolicyObject& o : set.policies()) {
     if (o.kind != policy::Kind::CapacityLease) continue;
+    const auto window = policy::lease_window(o);
+    if (!window) continue;
     const auto& lease = o.as<policy::CapacityLeaseSpec>();
-    if (!policy::approved_as_is(o) || !lease.end) continue;
-    std::optional<Timestamp> start = lease.start;
-    if (!start) {
-      const policy::ApprovalRead read = policy::read_approval(o.status);
-      if (read.approval && read.approval->approved_at) start = read.approval->approved_at;
-    }
-    if (!start) continue;
-    if (now < *start) {
-      earliest(out.next_change, *start);
-    } else if (now < *lease.end) {
-      earliest(out.next_change, *lease.end);
+    if (now < window->start) {
+      earliest(out.next_change, window->start);
+    } else if (now < window->end) {
+      earliest(out.next_change, window->end);
       if (lease.type == policy::LeaseType::TemporaryQuota) active.push_back(&lease);
       out.active_leases.push_back(o.ref());
     }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bank/ledger.hpp"
 #include "core/timestamp.hpp"
 #include "policy/policy_set.hpp"
 #include "render/object.hpp"
@@ -31,7 +32,9 @@ struct TimeControls {
 };
 
 // Pure. Objects the set renders are changed in place; nothing else is touched.
+// `ledger`: the cluster's ledger (cluster_ledger.hpp), for what depends on recorded
+// positions (the tidal admission hold); nullptr when there is none (no --store).
 [[nodiscard]] TimeControls adjust_for_time(std::vector<render::RenderedObject>& objects, const policy::PolicySet& set,
-                                           Timestamp now);
+                                           Timestamp now, const bank::LedgerBook* ledger = nullptr);
 
 }  // namespace gpubank::controller

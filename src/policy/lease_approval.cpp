@@ -58,6 +58,19 @@ bool approved_as_is(const PolicyObject& lease) {
   return read.approval && read.approval->spec_hash == lease_spec_hash(lease.as<CapacityLeaseSpec>());
 }
 
+std::optional<LeaseWindow> lease_window(const PolicyObject& lease) {
+  if (!approved_as_is(lease)) return std::nullopt;
+  const auto& spec = lease.as<CapacityLeaseSpec>();
+  if (!spec.end) return std::nullopt;
+  std::optional<Timestamp> start = spec.start;
+  if (!start) {
+    const ApprovalRead read = read_approval(lease.status);
+    if (read.approval && read.approval->approved_at) start = read.approval->approved_at;
+  }
+  if (!start) return std::nullopt;
+  return LeaseWindow{*start, *spec.end};
+}
+
 std::optional<std::string> requested_by(const PolicyObject& lease) {
   auto it = lease.metadata.annotations.find(std::string(kAnnotationRequestedBy));
   if (it == lease.metadata.annotations.end()) return std::nullopt;

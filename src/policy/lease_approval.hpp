@@ -39,6 +39,15 @@ struct ApprovalRead {
 // Whether the lease's status carries a well-formed approval of its current spec.
 [[nodiscard]] bool approved_as_is(const PolicyObject& lease);
 
+// When an approved lease is in force: [start, end), start being spec.start or, when the
+// lease names none, its approval time. nullopt for a lease not approved as is, without an
+// end, or without either start. The twin and the controller both follow it.
+struct LeaseWindow {
+  Timestamp start;
+  Timestamp end;
+};
+[[nodiscard]] std::optional<LeaseWindow> lease_window(const PolicyObject& lease);
+
 // The requester the lease records, if any.
 [[nodiscard]] std::optional<std::string> requested_by(const PolicyObject& lease);
 
