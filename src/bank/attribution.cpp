@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace gpubank::bank {
@@ -134,6 +135,11 @@ std::vector<BorrowChange> BorrowTracker::end_workload(const std::string& workloa
     return true;
   });
   return closed;
+}
+
+void BorrowTracker::resume(std::vector<Loan> open) {
+  if (!open_.empty()) throw std::logic_error("BorrowTracker::resume: records are open already");
+  open_ = std::move(open);
 }
 
 std::int64_t BorrowTracker::lent_by(const std::string& lender) const {

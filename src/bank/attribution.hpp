@@ -94,6 +94,11 @@ class BorrowTracker {
   // opening order. The next update() then has nothing of it left to close.
   std::vector<BorrowChange> end_workload(const std::string& workload, const std::string& reason);
 
+  // Adopts open records kept elsewhere (the ledger's, when a producer resumes from its
+  // store), in opening order; the tracker must not have any yet. New records still take
+  // this tracker's ids, so a resuming producer passes a new id prefix (its writer epoch).
+  void resume(std::vector<Loan> open);
+
   [[nodiscard]] const std::vector<Loan>& open() const { return open_; }
   // GPUs currently lent by `lender` (borrowed from it by others).
   [[nodiscard]] std::int64_t lent_by(const std::string& lender) const;

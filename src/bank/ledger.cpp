@@ -311,7 +311,7 @@ std::optional<std::string> LedgerBook::check(const LedgerEntry& e) const {
       if (it == open_usage_.end()) {
         return seq_prefix(e) + kind + " for " + where(e) + " without a UsageStarted [ledger.not-open]";
       }
-      const OpenUsage& u = it->second;
+      const Holding& u = it->second;
       if (u.business_group != e.business_group || u.gpus != e.gpus) {
         return seq_prefix(e) + kind + " for " + where(e) + " says group " + e.business_group + " with " +
                std::to_string(e.gpus) + " GPUs, but seq " + std::to_string(u.seq) + " started it for group " +
@@ -412,7 +412,7 @@ Expected<bool> LedgerBook::apply(const LedgerEntry& e) {
     }
     case LedgerKind::UsageStarted:
       step_for({e.pool, e.business_group}, e.time_ms).used += e.gpus;
-      open_usage_.emplace(std::make_tuple(e.pool, e.flavor, e.workload), OpenUsage{e.business_group, e.gpus, e.seq});
+      open_usage_.emplace(std::make_tuple(e.pool, e.flavor, e.workload), Holding{e.business_group, e.gpus, e.seq});
       break;
     case LedgerKind::UsageEnded:
       step_for({e.pool, e.business_group}, e.time_ms).used -= e.gpus;
@@ -562,6 +562,23 @@ std::vector<PairTotal> LedgerBook::pair_totals(std::int64_t from_ms, std::int64_
                             .pool = std::get<2>(key),
                             .gpu_ms = static_cast<std::int64_t>(std::min(sum.gpu_ms, kMax)),
                             .records = sum.records});
+  }
+  return out;
+}
+
+std::vector<OpenUsage> LedgerBook::open_usages() const {
+  std::vector<OpenUsage> out;
+  out.reserve(open_usage_.size());
+  for (const auto& [key, h] : open_usage_) {
+    out.push_back(OpenUsage{std::get<0>(key), std::get<1>(key), std::get<2>(key), h.business_group, h.gpus, h.seq});
+  }
+  return out;
+}
+
+std::vector<BorrowRecord> LedgerBook::open_records() const {
+  std::vector<BorrowRecord> out;
+  for (const BorrowRecord& r : records_) {
+    if (!r.end_ms) out.push_back(r);
   }
   return out;
 }

@@ -145,6 +145,17 @@ struct PairTotal {
   friend bool operator==(const PairTotal&, const PairTotal&) = default;
 };
 
+// A usage not ended yet (UsageStarted without its UsageEnded).
+struct OpenUsage {
+  std::string pool;
+  std::string flavor;
+  std::string workload;
+  std::string business_group;
+  std::int64_t gpus = 0;
+  std::int64_t seq = 0;  // of its UsageStarted
+  friend bool operator==(const OpenUsage&, const OpenUsage&) = default;
+};
+
 // Folds ledger entries in seq order and answers queries about any time up to the last
 // entry. Output is deterministic: positions sorted by (pool, group), records by opening
 // seq, pair totals by (lender, borrower, pool).
@@ -183,6 +194,10 @@ class LedgerBook {
   [[nodiscard]] std::vector<PairTotal> pair_totals(std::int64_t from_ms, std::int64_t to_ms) const;
   // Every entry naming the workload, in seq order.
   [[nodiscard]] std::vector<LedgerEntry> trail(std::string_view workload) const;
+  // Usages open after the last entry, by (pool, flavor, workload).
+  [[nodiscard]] std::vector<OpenUsage> open_usages() const;
+  // Borrow records open after the last entry, in opening order.
+  [[nodiscard]] std::vector<BorrowRecord> open_records() const;
 
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
   [[nodiscard]] std::int64_t last_seq() const { return entries_.empty() ? 0 : entries_.back().seq; }
@@ -201,7 +216,7 @@ class LedgerBook {
     std::int64_t borrowed = 0;
     std::int64_t lent = 0;
   };
-  struct OpenUsage {
+  struct Holding {
     std::string business_group;
     std::int64_t gpus = 0;
     std::int64_t seq = 0;
@@ -216,7 +231,7 @@ class LedgerBook {
 
   std::vector<LedgerEntry> entries_;
   std::map<Key, std::vector<Step>> history_;  // per key, steps in time order (one per time)
-  std::map<std::tuple<std::string, std::string, std::string>, OpenUsage> open_usage_;  // (pool, flavor, workload)
+  std::map<std::tuple<std::string, std::string, std::string>, Holding> open_usage_;  // (pool, flavor, workload)
   std::vector<BorrowRecord> records_;                                                  // in opening order
   std::map<std::string, std::size_t, std::less<>> record_index_;                       // id -> records_
   std::map<std::string, std::vector<std::size_t>, std::less<>> by_workload_;          // -> entries_

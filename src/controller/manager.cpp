@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "bank/audit.hpp"
-#include "k8s/apply.hpp"
+#include "controller/cluster_ledger.hpp"
+#include "controller/metrics.hpp"
 #include "controller/policy_watch.hpp"
+#include "k8s/apply.hpp"
 #include "controller/reclaim.hpp"
 #include "controller/reclaim_executor.hpp"
 #include "k8s/informer.hpp"
@@ -40,6 +42,19 @@ std::string audit_action(Action action) {
   return {};
 }
 
+std::string metric_action(Action action) {
+  switch (action) {
+    case Action::Created: return "created";
+    case Action::Configured: return "configured";
+    case Action::Pruned: return "pruned";
+    case Action::Released: return "released";
+    case Action::Failed: return "failed";
+    case Action::Unchanged:
+    case Action::Skipped: break;
+  }
+  return {};
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
@@ -58,6 +73,12 @@ struct Controller::Impl {
   std::unique_ptr<k8s::LeaderElector> elector;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<k8s::EventRecorder> recorder;
+  std::unique_ptr<ControllerMetrics> metrics;
+  // The cluster's ledger (cluster_ledger.hpp), kept by the replica that acts, with a store
+  // and the Kueue informers. Dropped (rebuilt from the store at the next pass, under a new
+  // writer epoch) when an append fails or leadership changes hands.
+  std::optional<ClusterLedger> ledger;
+  std::atomic<bool> drop_ledger{false};
 
   httplib::Server health;
   std::thread health_thread;
@@ -88,16 +109,55 @@ struct Controller::Impl {
 
   [[nodiscard]] bool may_act() const { return !options.leader_elect || (elector && elector->is_leader()); }
 
+  // Kueue's objects as the informers hold them.
+  struct KueueObjects {
+    std::vector<nlohmann::json> workloads, cluster_queues, local_queues;
+  };
+  KueueObjects kueue_objects() const {
+    KueueObjects out;
+    if (!kueue) return out;
+    for (nlohmann::json& o : snapshot_objects(*kueue)) {
+      const std::string kind = o.value("kind", "");
+      (kind == "Workload" ? out.workloads : kind == "ClusterQueue" ? out.cluster_queues : out.local_queues).push_back(std::move(o));
+    }
+    return out;
+  }
+
   void pass() {
+    const auto started = std::chrono::steady_clock::now();
+    auto done = [&](std::string_view result) {
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+      metrics->pass_done(result, took.count(), static_cast<double>(now_ms()) / 1000.0);
+    };
     const std::vector<nlohmann::json> policies = snapshot_objects(*informers);
     auto live = list_managed(*transport, mapper);
     if (!live) {
       log("pass skipped: listing managed objects: " + live.error().describe());
+      done("skipped");
       return;
     }
+    const ClusterPolicies cluster = read_cluster_policies(policies);
+    const auto wall = std::chrono::system_clock::now();
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+    const KueueObjects objects = kueue_objects();
+    const bool valid = !has_errors(cluster.set.diagnostics());
+    std::vector<ClusterWorkload> workloads;
+    std::optional<ReclaimPlan> plan;
+    if (kueue && valid) {
+      // Read every checkpoint-completed of a job under notice (GETs of the notices' jobs).
+      const auto owners = checkpoint_completions(*transport, mapper, objects.workloads);
+      workloads = read_workloads(objects.workloads, objects.cluster_queues, objects.local_queues, owners);
+      // The ledger first: the time controls read its positions (the tidal admission hold).
+      if (store) ledger_pass(cluster.set, workloads, now);
+      // The reclaim is planned before the policy pass, which holds the pool's other
+      // borrowers while it runs, and carried out after it.
+      if (options.graceful_reclaim) plan = plan_reclaims(cluster.set, workloads, now);
+    }
     ReconcileOptions reconcile = options.reconcile;
-    reconcile.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()));
-    const ReconcileReport report = reconcile_policies(*transport, mapper, policies, *live, reconcile, rfc3339_seconds(now_ms()));
+    reconcile.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(wall));
+    reconcile.ledger = ledger ? &ledger->book() : nullptr;
+    if (plan) reconcile.reclaiming = plan->reclaiming;
+    const ReconcileReport report = reconcile_policies(*transport, mapper, cluster, *live, reconcile, rfc3339_seconds(now));
     for (const std::string& line : report.adjustments) log("at this time: " + line);
     time_wake.reset();
     if (report.next_change) {
@@ -106,8 +166,10 @@ struct Controller::Impl {
       time_wake = std::chrono::steady_clock::now() + std::max(in, std::chrono::milliseconds(0)) + std::chrono::seconds(1);
     }
     record(report, policies);
-    if (kueue && report.rendered) reclaim_pass(read_cluster_policies(policies).set);
+    reclaim_wake.reset();
+    if (plan && report.rendered) carry_out(*plan, objects.workloads, now);
     passes.fetch_add(1);
+    done(report.rendered ? "rendered" : "invalid");
     log("pass " + std::to_string(passes.load()) + ": " + (report.rendered ? "rendered" : "policy set invalid") + ", " +
         std::to_string(report.count(Action::Created)) + " created, " + std::to_string(report.count(Action::Configured)) +
         " configured, " + std::to_string(report.count(Action::Pruned)) + " pruned, " +
@@ -115,18 +177,62 @@ struct Controller::Impl {
         " unchanged, " + std::to_string(report.failures()) + " failed");
   }
 
-  // Graceful reclaim (reclaim.hpp): plan from the Kueue informers' snapshots, carry out,
-  // record each step as an Event on the Workload and an audit entry.
-  void reclaim_pass(const policy::PolicySet& set) {
-    std::vector<nlohmann::json> workloads, cluster_queues, local_queues;
-    for (nlohmann::json& o : snapshot_objects(*kueue)) {
-      const std::string kind = o.value("kind", "");
-      (kind == "Workload" ? workloads : kind == "ClusterQueue" ? cluster_queues : local_queues).push_back(std::move(o));
+  // The ledger from the admitted Workloads (cluster_ledger.hpp): resumed from the store
+  // under a writer epoch of its own (which fences any other producer), then one append
+  // per pass with what changed.
+  void ledger_pass(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads, std::int64_t now) {
+    if (drop_ledger.exchange(false) && ledger) {
+      ledger.reset();
+      metrics->ledger_dropped();
     }
-    const std::int64_t now = now_ms();
-    const auto owners = checkpoint_completions(*transport, mapper, workloads);
-    const ReclaimPlan plan = plan_reclaims(set, read_workloads(workloads, cluster_queues, local_queues, owners), now);
-    reclaim_wake.reset();
+    if (!ledger) {
+      auto epoch = store->acquire_writer("gpubank-controller/" + options.identity);
+      if (!epoch) {
+        log("ledger not kept: " + epoch.error());
+        metrics->ledger_append_failed();
+        return;
+      }
+      auto book = store::load_book(*store);
+      if (!book) {
+        log("ledger not kept: reading the store: " + book.error());
+        metrics->ledger_append_failed();
+        return;
+      }
+      log("keeping the ledger as writer epoch " + std::to_string(*epoch) + " (" + std::to_string(book->size()) +
+          " entries stored)");
+      ledger = ClusterLedger::resume(std::move(*book), std::to_string(*epoch) + "-");
+      metrics->ledger_appended({}, ledger->book());
+    }
+    const std::vector<GroupQuota> quotas =
+        group_quotas(set, Timestamp(std::chrono::duration_cast<Timestamp::duration>(std::chrono::milliseconds(now))));
+    LedgerPass pass = ledger->observe(quotas, workloads, now);
+    for (const std::string& s : pass.skipped) log("ledger: left out " + s);
+    std::vector<bank::LedgerEntry> stored;
+    for (std::size_t i = 0; i < pass.entries.size(); i += store::kMaxBatch) {
+      const std::size_t n = std::min(store::kMaxBatch, pass.entries.size() - i);
+      auto appended = store->append(std::span(pass.entries).subspan(i, n), {});
+      if (!appended) {
+        // Batches before this one are stored: rebuilding from the store picks them up.
+        log("ledger entries not stored: " + appended.error());
+        metrics->ledger_append_failed();
+        ledger.reset();
+        metrics->ledger_dropped();
+        return;
+      }
+      stored.insert(stored.end(), appended->ledger.begin(), appended->ledger.end());
+    }
+    if (auto committed = ledger->commit(std::move(pass), stored); !committed) {
+      log("ledger: the stored entries do not fold (" + committed.error() + "); rebuilding from the store");
+      ledger.reset();
+      metrics->ledger_dropped();
+      return;
+    }
+    if (!stored.empty()) metrics->ledger_appended(stored, ledger->book());
+  }
+
+  // Graceful reclaim (reclaim.hpp): carry out the plan, record each step as an Event on
+  // the Workload and an audit entry.
+  void carry_out(const ReclaimPlan& plan, const std::vector<nlohmann::json>& workloads, std::int64_t now) {
     if (plan.next_deadline_ms) {
       reclaim_wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(0, *plan.next_deadline_ms - now));
     }
@@ -146,6 +252,7 @@ struct Controller::Impl {
                                  : step.kind == ReclaimStep::Kind::Resume ? "Resumed"
                                                                           : "ReclaimCancelled";
       log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? "" : " FAILED: " + o.error));
+      metrics->reclaim_step(step_name(step.kind), o.error.empty() ? step.reason : "Failed");
       const auto w = by_key.find(step.workload);
       if (w != by_key.end() && o.error.empty()) {
         k8s::EventSpec event;
@@ -202,6 +309,9 @@ struct Controller::Impl {
       event.action = "Reconcile";
       event.note = shown->type + ": " + shown->message;
       if (auto sent = recorder->emit(*transport, event); !sent) log("event not recorded: " + sent.error().describe());
+    }
+    for (const ObjectResult& r : report.objects) {
+      if (const std::string name = metric_action(r.action); !name.empty()) metrics->object(name);
     }
     if (!store) return;
     std::vector<bank::AuditEntry> entries;
@@ -260,8 +370,8 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
   for (const auto& [kind, informer] : impl->informers->informers()) {
     informer->add_handler([raw = impl.get()](k8s::EventType, const k8s::ObjectPtr&, const k8s::ObjectPtr&) { raw->notify(); });
   }
-  // Graceful reclaim needs Kueue's kinds (the Kueue backend, Kueue installed).
-  if (impl->options.reconcile.backend == render::Backend::Kueue && impl->options.graceful_reclaim) {
+  // Graceful reclaim and the ledger need Kueue's kinds (the Kueue backend, Kueue installed).
+  if (impl->options.reconcile.backend == render::Backend::Kueue) {
     const std::vector<k8s::InformedKind> kinds{{"kueue.x-k8s.io/v1beta2", "Workload"},
                                                {"kueue.x-k8s.io/v1beta2", "ClusterQueue"},
                                                {"kueue.x-k8s.io/v1beta2", "LocalQueue"}};
@@ -276,9 +386,13 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
         informer->add_handler([raw = impl.get()](k8s::EventType, const k8s::ObjectPtr&, const k8s::ObjectPtr&) { raw->notify(); });
       }
     } else {
-      impl->log("graceful reclaim off: Kueue's Workload, ClusterQueue or LocalQueue kind is not in discovery");
+      impl->log("graceful reclaim and the ledger off: Kueue's Workload, ClusterQueue or LocalQueue kind is not in discovery");
     }
   }
+  auto metrics = ControllerMetrics::create();
+  if (!metrics) return Unexpected{metrics.error()};
+  impl->metrics = std::move(*metrics);
+  impl->metrics->set_leader(!impl->options.leader_elect);
   impl->recorder = std::make_unique<k8s::EventRecorder>(impl->options.identity, [] { return std::chrono::system_clock::now(); });
   if (impl->options.leader_elect) {
     k8s::LeaderElectionOptions election = impl->options.election;
@@ -288,9 +402,15 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
     k8s::LeaderCallbacks callbacks;
     callbacks.on_started_leading = [raw] {
       raw->log("leading (lease " + raw->options.election.name + ")");
+      raw->drop_ledger = true;  // resume from the store: the last leader may have appended since
+      raw->metrics->set_leader(true);
       raw->notify();
     };
-    callbacks.on_stopped_leading = [raw] { raw->log("stopped leading"); };
+    callbacks.on_stopped_leading = [raw] {
+      raw->log("stopped leading");
+      raw->drop_ledger = true;
+      raw->metrics->set_leader(false);
+    };
     callbacks.on_new_leader = [raw](const std::string& holder) {
       raw->log(holder.empty() ? "the lease was released" : "leader is " + holder);
     };
@@ -312,6 +432,9 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
     impl->health.Get("/readyz", [raw](const httplib::Request&, httplib::Response& res) {
       res.status = raw->synced ? 200 : 503;
       res.set_content(raw->synced ? "ok\n" : "informers not synced\n", "text/plain");
+    });
+    impl->health.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
+      res.set_content(raw->metrics->text(), "text/plain; version=0.0.4; charset=utf-8");
     });
     const int port = impl->options.health_port == 0
                          ? impl->health.bind_to_any_port(impl->options.health_address)
@@ -353,6 +476,7 @@ Expected<bool> Controller::run(std::stop_token stop) {
     if (synced.error().reason != "Timeout") return finish(Unexpected{"informers: " + synced.error().describe()});
   }
   im.synced = true;
+  im.metrics->set_synced(true);
   im.log("informers synced");
   if (im.elector) {
     election = std::jthread([&im](std::stop_token s) { im.elector->run(s); });

@@ -44,7 +44,8 @@ struct ControllerOptions {
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};
   std::chrono::milliseconds debounce{200};
   std::string store;         // SQLite path or PostgreSQL URL for the audit entries; empty: none
-  // Graceful reclaim (reclaim.hpp) with the Kueue backend, when Kueue's kinds are installed.
+  // Graceful reclaim (reclaim.hpp) with the Kueue backend, when Kueue's kinds are installed
+  // (the ledger, with a store, needs only the kinds).
   bool graceful_reclaim = true;
   int health_port = 8081;    // -1: no health listener; 0: any free port (tests)
   std::string health_address = "0.0.0.0";

@@ -7,6 +7,7 @@
 #include "controller/diff.hpp"
 #include "controller/policy_source.hpp"
 #include "controller/policy_watch.hpp"
+#include "controller/reclaim.hpp"
 #include "controller/time_controls.hpp"
 #include "k8s/watch_event.hpp"
 #include "policy/types.hpp"
@@ -113,8 +114,13 @@ k8s::ApiResult<std::vector<nlohmann::json>> list_policies(k8s::Transport& transp
 ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMapper& mapper,
                                    const std::vector<nlohmann::json>& policies, const std::vector<nlohmann::json>& live,
                                    const ReconcileOptions& options, std::string_view now) {
+  return reconcile_policies(transport, mapper, read_cluster_policies(policies), live, options, now);
+}
+
+ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMapper& mapper, const ClusterPolicies& cluster,
+                                   const std::vector<nlohmann::json>& live, const ReconcileOptions& options,
+                                   std::string_view now) {
   ReconcileReport report;
-  ClusterPolicies cluster = read_cluster_policies(policies);
   render::RenderResult rendered = render::render(cluster.set, render::RenderOptions{.backend = options.backend});
   report.diagnostics = cluster.set.diagnostics();
   report.diagnostics.insert(report.diagnostics.end(), rendered.diagnostics.begin(), rendered.diagnostics.end());
@@ -126,10 +132,15 @@ ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMap
   std::map<std::string, std::size_t> rendered_for;
 
   if (report.rendered && options.at) {
-    TimeControls controls = adjust_for_time(rendered.objects, cluster.set, *options.at);
+    TimeControls controls = adjust_for_time(rendered.objects, cluster.set, *options.at, options.ledger);
     report.next_change = controls.next_change;
     report.active_leases = std::move(controls.active_leases);
     report.adjustments = std::move(controls.adjustments);
+  }
+  if (report.rendered && !options.reclaiming.empty()) {
+    for (std::string& line : hold_borrowing_during_reclaims(rendered.objects, options.reclaiming)) {
+      report.adjustments.push_back(std::move(line));
+    }
   }
   if (report.rendered) {
     std::map<ObjectKey, const nlohmann::json*> live_by_key;

@@ -16,15 +16,19 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bank/ledger.hpp"
 #include "controller/conditions.hpp"
 #include "controller/plan.hpp"
+#include "controller/policy_source.hpp"
 #include "core/diagnostic.hpp"
 #include "core/timestamp.hpp"
 #include "k8s/apply.hpp"
@@ -42,6 +46,12 @@ struct ReconcileOptions {
   // Adjust the render to what holds at this time (time_controls.hpp: leases in force,
   // tidal borrow limits); unset: the render as `gpubank render` writes it.
   std::optional<Timestamp> at{};
+  // The cluster's ledger, for time controls that depend on recorded positions (the tidal
+  // admission hold); nullptr: none kept.
+  const bank::LedgerBook* ledger = nullptr;
+  // Pools with a graceful reclaim under way and their lenders (ReclaimPlan::reclaiming):
+  // the other groups' ClusterQueues borrow nothing there meanwhile.
+  std::map<std::string, std::set<std::string>> reclaiming{};
 };
 
 struct ObjectResult {
@@ -92,6 +102,11 @@ struct ReconcileReport {
 // `now`: RFC 3339, for lastTransitionTime.
 [[nodiscard]] ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMapper& mapper,
                                                  const std::vector<nlohmann::json>& policies,
+                                                 const std::vector<nlohmann::json>& live, const ReconcileOptions& options,
+                                                 std::string_view now);
+// The same with the policies decoded already (read_cluster_policies).
+[[nodiscard]] ReconcileReport reconcile_policies(k8s::Transport& transport, const k8s::RestMapper& mapper,
+                                                 const ClusterPolicies& cluster,
                                                  const std::vector<nlohmann::json>& live, const ReconcileOptions& options,
                                                  std::string_view now);
 

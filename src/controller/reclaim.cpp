@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "bank/attribution.hpp"
+#include "controller/cluster_ledger.hpp"
 #include "bank/victims.hpp"
 #include "core/timestamp.hpp"
 #include "policy/types.hpp"
@@ -104,6 +105,17 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     if (q == queues.end()) continue;  // not a queue gpubank rendered
     c.group = q->second.group;
     c.pool = q->second.pool;
+    c.flavor = c.pool;  // gpubank names each pool's ResourceFlavor after the pool
+    const json& assignments = field(field(field(w, "status"), "admission"), "podSetAssignments");
+    if (assignments.is_array()) {
+      for (const json& a : assignments) {
+        const std::string flavor = text(field(a, "flavors"), q->second.resource.c_str());
+        if (!flavor.empty()) {
+          c.flavor = flavor;
+          break;
+        }
+      }
+    }
     const json& pod_sets = field(spec, "podSets");
     json template_labels;
     if (pod_sets.is_array()) {
@@ -174,6 +186,9 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
   };
   std::map<std::string, int> capacity;
   for (const policy::Pool& p : guardrails->pools) capacity[p.name] = p.capacity;
+  // Guarantees as Kueue enforces them now: TemporaryQuota leases in force included.
+  const std::vector<GroupQuota> quotas_now =
+      group_quotas(set, Timestamp(std::chrono::duration_cast<Timestamp::duration>(std::chrono::milliseconds(now_ms))));
 
   for (const auto& [pool, pool_capacity] : capacity) {
     struct Lender {
@@ -182,27 +197,10 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       std::int64_t grace_ms = 0;
     };
     std::map<std::string, Lender> lenders;
-    std::vector<bank::PoolGroupQuota> quotas;
-    for (const policy::PolicyObject& o : set.policies()) {
-      if (o.kind != policy::Kind::GPUQuotaPolicy) continue;
-      const auto& q = o.as<policy::GPUQuotaPolicySpec>();
-      if (q.resource_pool != pool) continue;
-      Lender l;
-      l.guaranteed = q.guaranteed;
-      l.grace_ms = guardrails->max_grace_period.milliseconds();
-      if (q.reclaim_policy) {
-        for (policy::WorkloadTrait t : q.reclaim_policy->only_preempt) {
-          l.only_preempt.emplace_back(t == policy::WorkloadTrait::Batch            ? "batch"
-                                      : t == policy::WorkloadTrait::Checkpointable ? "checkpointable"
-                                      : t == policy::WorkloadTrait::Training       ? "training"
-                                                                                   : "development");
-        }
-        if (q.reclaim_policy->grace_period) l.grace_ms = q.reclaim_policy->grace_period->milliseconds();
-      }
-      quotas.push_back({q.business_group, q.guaranteed,
-                        q.lending_limit ? std::optional<std::int64_t>(*q.lending_limit) : std::nullopt, l.only_preempt});
-      lenders[q.business_group] = l;
+    for (const GroupQuota& g : quotas_now) {
+      if (g.pool == pool) lenders[g.group] = Lender{g.guaranteed, g.lend_only_to, g.grace_ms};
     }
+    const std::vector<bank::PoolGroupQuota> quotas = pool_group_quotas(quotas_now, pool);
     std::vector<bank::RunningWorkload> running;
     std::map<std::string, std::int64_t> used;
     std::int64_t in_use = 0;
@@ -268,6 +266,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
         plan.steps.push_back(std::move(s));
       } else {
         under_notice[w->reclaim_for] += w->gpus;
+        plan.reclaiming[pool].insert(w->reclaim_for);
         // Look again at the deadline, and every kCheckpointPollMs before it: a job's
         // checkpoint-completed annotation is read, not watched.
         const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
@@ -313,6 +312,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
         candidates.push_back(std::move(c));
       }
       const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), demand);
+      if (!choice.victims.empty()) plan.reclaiming[pool].insert(group);
       for (const bank::VictimCandidate& v : choice.victims) {
         const std::int64_t deadline = now_ms + lender.grace_ms;
         plan.steps.push_back({ReclaimStep::Kind::Notice, v.workload, group, pool, v.gpus, deadline, "CheckpointRequested",
@@ -329,13 +329,52 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
     // Victims gpubank stopped come back once their lender needs nothing more.
     for (const auto& [key, w] : by_key) {
       if (!w->reclaimed_ms || w->active || w->finished) continue;
-      if (need[w->reclaim_for] > 0) continue;
+      if (need[w->reclaim_for] > 0) {
+        plan.reclaiming[pool].insert(w->reclaim_for);  // stopped; its lender is not admitted yet
+        continue;
+      }
       plan.steps.push_back({ReclaimStep::Kind::Resume, key, w->reclaim_for, pool, w->gpus, 0, "LenderIdle",
                             w->reclaim_for + " has no pending demand on " + pool + " any more; " + key +
                                 " is queued again"});
     }
   }
   return plan;
+}
+
+std::vector<std::string> hold_borrowing_during_reclaims(std::vector<render::RenderedObject>& objects,
+                                                        const std::map<std::string, std::set<std::string>>& reclaiming) {
+  std::vector<std::string> held;
+  for (render::RenderedObject& object : objects) {
+    render::Json& m = object.manifest;
+    if (m.value("kind", "") != "ClusterQueue" || !m.contains("metadata")) continue;
+    const render::Json& meta = m["metadata"];
+    const render::Json labels = meta.value("labels", render::Json::object());
+    const std::string pool = labels.value("platform.gpubank.dev/resource-pool", "");
+    const auto lenders = reclaiming.find(pool);
+    if (lenders == reclaiming.end() || lenders->second.contains(labels.value("platform.gpubank.dev/business-group", ""))) {
+      continue;
+    }
+    bool changed = false;
+    if (m.contains("spec") && m["spec"].contains("resourceGroups")) {
+      for (render::Json& group : m["spec"]["resourceGroups"]) {
+        if (!group.contains("flavors")) continue;
+        for (render::Json& f : group["flavors"]) {
+          if (f.value("name", "") != pool || !f.contains("resources")) continue;
+          for (render::Json& r : f["resources"]) {
+            r["borrowingLimit"] = 0;
+            changed = true;
+          }
+        }
+      }
+    }
+    std::string names;
+    for (const std::string& l : lenders->second) names += (names.empty() ? "" : ", ") + l;
+    if (changed) {
+      held.push_back("ClusterQueue/" + meta.value("name", "") + ": borrowingLimit 0 while " + names +
+                     " reclaim" + (lenders->second.size() == 1 ? "s" : "") + " on " + pool);
+    }
+  }
+  return held;
 }
 
 }  // namespace gpubank::controller

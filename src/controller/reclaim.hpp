@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/policy_set.hpp"
+#include "render/object.hpp"
 
 namespace gpubank::controller {
 
@@ -53,6 +55,7 @@ struct ClusterWorkload {
   std::string cluster_queue;
   std::string group;  // the ClusterQueue's platform.gpubank.dev/business-group label
   std::string pool;   // its platform.gpubank.dev/resource-pool label
+  std::string flavor;  // the ResourceFlavor admitted for the GPUs (status.admission); else the pool's
   std::int64_t gpus = 0;
   bool admitted = false;  // holds quota (QuotaReserved) and is not finished
   bool active = true;     // spec.active
@@ -104,10 +107,21 @@ struct ReclaimPlan {
   // quota, notices under way nor eligible victims cover (logged). Borrowers the lender's
   // onlyPreempt excludes are attributed to the cohort, not to it, and are never its victims.
   std::map<std::string, std::int64_t> uncovered;
+  // Per pool, the lenders with a reclaim under way after this plan: a notice sent or
+  // running, or a victim stopped while the lender still waits. While one runs, the pool's
+  // other groups borrow nothing new (hold_borrowing_during_reclaims), as in the twin: what
+  // a stopped victim frees goes to the lender, not to the next borrower.
+  std::map<std::string, std::set<std::string>> reclaiming;
 };
 
 // Pure: the same inputs give the same steps in the same order.
 [[nodiscard]] ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads,
                                         std::int64_t now_ms);
+
+// Sets borrowingLimit 0 on the pool's flavor of every rendered ClusterQueue of a pool in
+// `reclaiming` whose group is not one of the lenders reclaiming there (the twin's rule,
+// applied by the policy pass before the steps are carried out). One line per queue held.
+[[nodiscard]] std::vector<std::string> hold_borrowing_during_reclaims(
+    std::vector<render::RenderedObject>& objects, const std::map<std::string, std::set<std::string>>& reclaiming);
 
 }  // namespace gpubank::controller

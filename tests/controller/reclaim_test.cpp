@@ -4,6 +4,7 @@
 #include "controller/reclaim.hpp"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "controller/manager.hpp"
 #include "k8s/fake_client.hpp"
 #include "policy/policy_set.hpp"
+#include "render/render.hpp"
 #include "store/store.hpp"
 #include "support/promtool.hpp"
 
@@ -69,6 +71,38 @@ TEST(ReclaimPlan, ALendersDemandSendsANoticeToTheBorrowerOnItsGpus) {
   EXPECT_EQ(s.deadline_ms, kNow + 10 * 60 * 1000);  // ads-training-h100: gracePeriod 10m
   EXPECT_EQ(plan.next_deadline_ms, kNow + kCheckpointPollMs);
   EXPECT_TRUE(plan.uncovered.empty());
+}
+
+TEST(ReclaimPlan, WhileALenderReclaimsThePoolsOtherGroupsBorrowNothing) {
+  const ReclaimPlan plan = plan_reclaims(examples(), borrowed_state(), kNow);
+  ASSERT_EQ(plan.reclaiming.size(), 1U);
+  EXPECT_EQ(plan.reclaiming.at("h100-rdma-training"), (std::set<std::string>{"ads"}));
+  render::RenderResult rendered = render::render(examples(), render::RenderOptions{});
+  ASSERT_TRUE(rendered.ok());
+  const std::vector<std::string> held = hold_borrowing_during_reclaims(rendered.objects, plan.reclaiming);
+  std::map<std::string, render::Json> limits;  // ClusterQueue -> its h100-rdma-training resources
+  for (const render::RenderedObject& o : rendered.objects) {
+    if (o.manifest.value("kind", "") != "ClusterQueue") continue;
+    for (const render::Json& group : o.manifest["spec"]["resourceGroups"]) {
+      for (const render::Json& f : group["flavors"]) {
+        if (f["name"] == "h100-rdma-training") limits[o.manifest["metadata"]["name"]] = f["resources"][0];
+      }
+    }
+  }
+  ASSERT_TRUE(limits.contains("search-h100-rdma-training"));
+  EXPECT_EQ(limits["search-h100-rdma-training"]["borrowingLimit"], 0);
+  EXPECT_EQ(limits["research-h100-rdma-training"]["borrowingLimit"], 0);
+  EXPECT_NE(limits["ads-h100-rdma-training"]["borrowingLimit"], 0);  // the lender itself
+  EXPECT_EQ(held.size(), limits.size() - 1);
+  // A stopped victim keeps the hold while its lender waits; once the lender runs, it ends.
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state[1].admitted = false;
+  state[1].active = false;
+  state[1].reclaim_for = "ads";
+  state[1].reclaimed_ms = kNow - 1000;
+  EXPECT_EQ(plan_reclaims(examples(), state, kNow).reclaiming.at("h100-rdma-training"), (std::set<std::string>{"ads"}));
+  state[3].admitted = true;
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow).reclaiming.empty());
 }
 
 TEST(ReclaimPlan, OnlyPreemptIsHonouredAndWhatCannotBeCoveredIsReported) {
@@ -215,7 +249,8 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   gpubank::testing::ScratchDir dir;
   ControllerOptions options;
   options.identity = "replica-a";
-  options.health_port = -1;
+  options.health_port = 0;
+  options.health_address = "127.0.0.1";
   options.debounce = std::chrono::milliseconds(10);
   options.reconcile.default_namespace = "gpubank-system";
   options.store = (dir.path() / "audit.db").string();
@@ -242,6 +277,36 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   EXPECT_FALSE(annotation(get("jobs", "search-training", "big"), kCheckpointRequested).empty());
   EXPECT_FALSE(annotation(big, kReclaimDeadline).empty());
   EXPECT_TRUE(annotation(get("jobs", "search-training", "base"), kCheckpointRequested).empty());
+
+  // While ads reclaims, the pool's other groups borrow nothing new.
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    const json cq = get("clusterqueues", "", "research-h100-rdma-training");
+    return cq.is_object() && cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].value("borrowingLimit", -1) == 0;
+  }));
+
+  // The ledger kept from the admitted Workloads: on /metrics, search borrows ads' 16 idle
+  // GPUs (ads lends only to checkpointable work, which search/big is); the text passes the
+  // real promtool's check.
+  httplib::Client health("127.0.0.1", controller->health_port());
+  std::string scraped;
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    auto res = health.Get("/metrics");
+    scraped = res ? res->body : "";
+    return scraped.find(R"(gpubank_bank_loan_gpus{pool="h100-rdma-training",lender="ads",borrower="search"} 16)") !=
+           std::string::npos;
+  })) << scraped;
+  EXPECT_NE(scraped.find(R"(gpubank_quota_gpus{business_group="search",pool="h100-rdma-training",kind="borrowed"} 16)"),
+            std::string::npos);
+  EXPECT_NE(scraped.find(R"(gpubank_controller_reclaim_steps_total{step="Notice",reason="CheckpointRequested"} 1)"),
+            std::string::npos);
+  EXPECT_NE(scraped.find("gpubank_controller_leader 1"), std::string::npos);
+  const auto promtool = gpubank::testing::find_promtool();
+  ASSERT_TRUE(promtool) << gpubank::testing::kPromtoolMissing;
+  gpubank::testing::write_file(dir.path() / "controller.prom", scraped);
+  const auto lint = gpubank::testing::run_in(dir.path(), promtool->string() + " check metrics < controller.prom");
+  // Exit 3 is promtool's lint about the contract's "gpu_hours" names (docs/metrics-contract.md).
+  EXPECT_TRUE(lint.status == 0 || lint.status == 3) << lint.output;
+  EXPECT_EQ(lint.output.find("error"), std::string::npos) << lint.output;
 
   // 2. The job reports its checkpoint; 3. gpubank deactivates the Workload.
   json big_job = get("jobs", "search-training", "big");
@@ -271,8 +336,22 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
     return w["spec"]["active"] == true && annotation(w, kReclaimFor).empty();
   }));
   EXPECT_TRUE(annotation(get("jobs", "search-training", "big"), kCheckpointRequested).empty());
+  // The reclaim is over: research may borrow again.
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    const json cq = get("clusterqueues", "", "research-h100-rdma-training");
+    return cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].value("borrowingLimit", -1) > 0;
+  }));
   loop.request_stop();
   loop.join();
+  auto final_scrape = health.Get("/metrics");
+  ASSERT_TRUE(final_scrape);
+  EXPECT_NE(final_scrape->body.find(R"(gpubank_checkpoint_total{result="completed"} 1)"), std::string::npos);
+  EXPECT_NE(final_scrape->body.find(R"(gpubank_controller_reclaim_steps_total{step="Stop",reason="CheckpointCompleted"} 1)"),
+            std::string::npos);
+  EXPECT_NE(final_scrape->body.find(R"(gpubank_controller_reclaim_steps_total{step="Resume",reason="LenderIdle"} 1)"),
+            std::string::npos);
+  // The loan ended with the stop: no loan series is left.
+  EXPECT_EQ(final_scrape->body.find("gpubank_bank_loan_gpus{"), std::string::npos) << final_scrape->body;
 
   std::vector<std::string> reasons;
   for (const json& e : fake_->objects("events")) {
@@ -291,6 +370,20 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   }
   EXPECT_EQ(actions, (std::vector<std::string>{"ReclaimNoticeSent:CheckpointRequested",
                                                "ReclaimVictimStopped:CheckpointCompleted", "Resumed:LenderIdle"}));
+
+  // The ledger: the victim's usage and its loan from ads both end as Reclaimed; ads' own
+  // workload starts within its guarantee and borrows nothing.
+  auto book = store::load_book(**store);
+  ASSERT_TRUE(book.ok()) << book.error();
+  std::vector<std::string> trail;
+  for (const bank::LedgerEntry& e : book->trail("search-training/big")) {
+    trail.push_back(std::string(bank::kind_name(e.kind)) + " " + e.lender + " " + std::to_string(e.gpus) + " " + e.reason);
+  }
+  EXPECT_EQ(trail, (std::vector<std::string>{"UsageStarted  16 ", "BorrowOpened ads 16 ", "BorrowClosed ads 16 Reclaimed",
+                                             "UsageEnded  16 Reclaimed"}));
+  std::vector<std::string> ads;
+  for (const bank::LedgerEntry& e : book->trail("ads-training/train")) ads.push_back(std::string(bank::kind_name(e.kind)));
+  EXPECT_EQ(ads, (std::vector<std::string>{"UsageStarted"}));
 }
 
 }  // namespace

@@ -138,7 +138,11 @@ inline std::vector<std::string> expected_controller_args(const std::string& back
                                 "--leader-election-namespace=$(POD_NAMESPACE)",
                                 "--identity=$(POD_NAME)",
                                 "--backend=" + backend,
-                                "--health-port=8081"};
+                                "--health-port=8081",
+                                // takeover within 15 s of the leader dying: at most 10 s + 2.4 s
+                                "--lease-duration=10",
+                                "--renew-deadline=7",
+                                "--retry-period=2"};
   if (store == "sqlite") args.push_back("--store=/var/lib/gpubank/gpubank.db");
   if (store == "postgres") args.push_back("--store=$(GPUBANK_STORE_URL)");
   return args;
