@@ -1,0 +1,81 @@
+// The metadata snapshot: what `gpubank metasync` knows about the pods of one node, and the
+// only thing `gpubank exporter` knows about pods. The exporter holds no Kubernetes
+// credentials: it reads a signed snapshot (over HTTP with ETag, or from a file) and joins
+// it with the kubelet's PodResources answer and the GPU samples.
+//
+//   PodMeta       one pod, keyed by its UID: where it runs, and the attribution labels
+//                 (labels.hpp's allowlist only), as they were when the pod was first seen
+//                 (a later re-organisation does not rewrite a running pod's history)
+//   NodeSnapshot  the pods of one node, a generation that grows with every change, the
+//                 time it was produced; deleted pods stay as tombstones (deleted_ms set)
+//                 for the tombstone period, so the last samples still count for them
+//
+// Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot,
+// wrapped as {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC
+// is over the exact bytes of the canonical text with the shared key. Decoding verifies the
+// HMAC (constant-time compare) before parsing the inner text, and refuses: a bad or missing
+// signature, oversized input (kMaxSnapshotBytes), more than kMaxPods pods, unknown fields,
+// wrong types, values labels.hpp would not accept, duplicate UIDs. The error names the field
+// and the rule. Pure except write_snapshot_file / read_snapshot_file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.hpp"
+
+namespace gpubank::attribution {
+
+inline constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kMaxPods = 100'000;
+
+struct PodMeta {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  std::string node;
+  std::int64_t created_ms = 0;               // metadata.creationTimestamp
+  std::optional<std::int64_t> deleted_ms{};  // set while a tombstone
+  // The allowlisted attribution (labels.hpp); empty: unknown.
+  std::string business_group;
+  std::string owner_id;
+  std::string cost_center;
+  std::string queue;
+  std::string workload_type;
+  std::string workload_kind;  // the top-level owner's kind (PyTorchJob, Deployment, ..., Pod)
+  std::string workload;       // and its name
+  std::string workload_uid;   // and its UID
+  std::string model;
+  std::string model_version;
+  friend bool operator==(const PodMeta&, const PodMeta&) = default;
+};
+
+struct NodeSnapshot {
+  std::string node;
+  std::int64_t generation = 0;   // grows with every change of the node's pods
+  std::int64_t produced_ms = 0;  // when metasync wrote it
+  std::vector<PodMeta> pods;     // sorted by uid
+  friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
+
+  // The pod a PodResources entry (namespace, name) means: the live pod of that name, else
+  // the most recently deleted tombstone (its last samples); nullptr when none. PodResources
+  // carries no UID, so a reused name resolves to the pod that exists now.
+  [[nodiscard]] const PodMeta* resolve(std::string_view namespace_name, std::string_view name) const;
+};
+
+// The signed wire form.
+[[nodiscard]] std::string encode_snapshot(const NodeSnapshot& snapshot, std::string_view key);
+// Verifies and decodes; the error is "<field>: <rule>".
+[[nodiscard]] Expected<NodeSnapshot> decode_snapshot(std::string_view wire, std::string_view key);
+
+// Atomic replacement: write to a temporary file in the same directory, fsync it, rename it
+// over `path`, fsync the directory. A reader sees the old file or the new one, never half.
+[[nodiscard]] Expected<bool> write_snapshot_file(const std::string& path, const NodeSnapshot& snapshot,
+                                                 std::string_view key);
+[[nodiscard]] Expected<NodeSnapshot> read_snapshot_file(const std::string& path, std::string_view key);
+
+}  // namespace gpubank::attribution
