@@ -21,7 +21,10 @@ std::vector<k8s::InformedKind> policy_kinds() {
 std::vector<nlohmann::json> snapshot_objects(const k8s::InformerSet& informers) {
   std::vector<nlohmann::json> out;
   for (const auto& [kind, informer] : informers.informers()) {
-    for (const auto& [key, object] : informer->snapshot()->objects) {
+    // Held for the loop: the informer may swap in a new snapshot meanwhile, and a
+    // range-for over a member of the temporary shared_ptr would read freed memory.
+    const auto snapshot = informer->snapshot();
+    for (const auto& [key, object] : snapshot->objects) {
       nlohmann::json o = *object;
       // A typed list's items carry no apiVersion and kind; the informer's kind does.
       if (!o.contains("apiVersion")) o["apiVersion"] = kind.api_version;

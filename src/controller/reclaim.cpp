@@ -346,31 +346,21 @@ std::vector<std::string> hold_borrowing_during_reclaims(std::vector<render::Rend
   std::vector<std::string> held;
   for (render::RenderedObject& object : objects) {
     render::Json& m = object.manifest;
-    if (m.value("kind", "") != "ClusterQueue" || !m.contains("metadata")) continue;
-    const render::Json& meta = m["metadata"];
-    const render::Json labels = meta.value("labels", render::Json::object());
-    const std::string pool = labels.value("platform.gpubank.dev/resource-pool", "");
+    if (m.value("kind", "") != "ClusterQueue") continue;
+    const std::string pool = render::label_of(m, "platform.gpubank.dev/resource-pool");
     const auto lenders = reclaiming.find(pool);
-    if (lenders == reclaiming.end() || lenders->second.contains(labels.value("platform.gpubank.dev/business-group", ""))) {
+    if (lenders == reclaiming.end() || lenders->second.contains(render::label_of(m, "platform.gpubank.dev/business-group"))) {
       continue;
     }
     bool changed = false;
-    if (m.contains("spec") && m["spec"].contains("resourceGroups")) {
-      for (render::Json& group : m["spec"]["resourceGroups"]) {
-        if (!group.contains("flavors")) continue;
-        for (render::Json& f : group["flavors"]) {
-          if (f.value("name", "") != pool || !f.contains("resources")) continue;
-          for (render::Json& r : f["resources"]) {
-            r["borrowingLimit"] = 0;
-            changed = true;
-          }
-        }
-      }
+    for (render::Json* r : render::flavor_resources(m, pool)) {
+      (*r)["borrowingLimit"] = 0;
+      changed = true;
     }
     std::string names;
     for (const std::string& l : lenders->second) names += (names.empty() ? "" : ", ") + l;
     if (changed) {
-      held.push_back("ClusterQueue/" + meta.value("name", "") + ": borrowingLimit 0 while " + names +
+      held.push_back("ClusterQueue/" + m["metadata"].value("name", "") + ": borrowingLimit 0 while " + names +
                      " reclaim" + (lenders->second.size() == 1 ? "s" : "") + " on " + pool);
     }
   }

@@ -18,24 +18,9 @@ namespace {
 
 using Json = render::Json;
 
-// The resources of `flavor` in an object's spec.resourceGroups (a ClusterQueue or Cohort).
-std::vector<Json*> flavor_resources(Json& manifest, const std::string& flavor) {
-  std::vector<Json*> out;
-  if (!manifest.contains("spec") || !manifest["spec"].contains("resourceGroups")) return out;
-  for (Json& group : manifest["spec"]["resourceGroups"]) {
-    if (!group.contains("flavors")) continue;
-    for (Json& f : group["flavors"]) {
-      if (f.value("name", "") != flavor || !f.contains("resources")) continue;
-      for (Json& r : f["resources"]) out.push_back(&r);
-    }
-  }
-  return out;
-}
+using render::flavor_resources;
 
-std::string label(const Json& manifest, const char* key) {
-  if (!manifest.contains("metadata") || !manifest["metadata"].contains("labels")) return {};
-  return manifest["metadata"]["labels"].value(key, "");
-}
+std::string label(const Json& manifest, const char* key) { return render::label_of(manifest, key); }
 
 void earliest(std::optional<Timestamp>& next, Timestamp t) {
   if (!next || t < *next) next = t;

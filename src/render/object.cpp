@@ -51,6 +51,24 @@ void stamp_all(std::vector<RenderedObject>& objects) {
   for (auto& o : objects) stamper.stamp(o);
 }
 
+std::vector<Json*> flavor_resources(Json& manifest, std::string_view flavor) {
+  std::vector<Json*> out;
+  if (!manifest.contains("spec") || !manifest["spec"].contains("resourceGroups")) return out;
+  for (Json& group : manifest["spec"]["resourceGroups"]) {
+    if (!group.contains("flavors")) continue;
+    for (Json& f : group["flavors"]) {
+      if (f.value("name", "") != flavor || !f.contains("resources")) continue;
+      for (Json& r : f["resources"]) out.push_back(&r);
+    }
+  }
+  return out;
+}
+
+std::string label_of(const Json& manifest, std::string_view key) {
+  if (!manifest.contains("metadata") || !manifest["metadata"].contains("labels")) return {};
+  return manifest["metadata"]["labels"].value(std::string(key), "");
+}
+
 void sort_and_check_unique(std::vector<RenderedObject>& objects) {
   std::sort(objects.begin(), objects.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   for (std::size_t i = 1; i < objects.size(); ++i) {

@@ -57,6 +57,12 @@ void stamp_all(std::vector<RenderedObject>& objects);  // one Stamper for all
 // Lowercase hex sha256 of a text (moved to src/core; the name stays usable here).
 using gpubank::sha256_hex;
 
+// The resources of `flavor` in a rendered ClusterQueue's or Cohort's spec.resourceGroups
+// (what the controller's time controls and reclaim hold adjust).
+[[nodiscard]] std::vector<Json*> flavor_resources(Json& manifest, std::string_view flavor);
+// metadata.labels[key], or "" when absent.
+[[nodiscard]] std::string label_of(const Json& manifest, std::string_view key);
+
 // Sorts by path; fails on a duplicate path by throwing std::logic_error (a renderer bug,
 // not an input error).
 void sort_and_check_unique(std::vector<RenderedObject>& objects);
