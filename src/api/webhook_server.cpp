@@ -23,6 +23,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "api/process_memory.hpp"
+#include "api/webhook_metrics.hpp"
 #include "policy/validate.hpp"
 
 namespace gpubank::api {
@@ -80,6 +81,8 @@ class TlsCredentials {
 namespace {
 
 Timestamp wall_now() { return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now()); }
+
+double unix_seconds(Timestamp t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 // Fixed-width milliseconds, so audit lines sort by time as strings.
 std::string audit_time(Timestamp now) {
@@ -250,7 +253,7 @@ struct WebhookServer::Runtime {
       if constexpr (std::is_same_v<Stream, SslStream>) {
         stream_.async_handshake(net::ssl::stream_base::server,
                                 [self = this->shared_from_this()](beast::error_code ec) {
-                                  if (ec) return self->fail(ec);
+                                  if (ec) return self->fail(ec, Phase::Reading);
                                   self->read_request();
                                 });
       } else {
@@ -274,7 +277,7 @@ struct WebhookServer::Runtime {
       lowest().expires_after(lane_ == Lane::Health ? Duration(kHealthTimeout) : rt_.idle_timeout);
       stream_.async_read_some(buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec,
                                                                                        std::size_t n) {
-        if (ec) return self->fail(ec);
+        if (ec) return self->fail(ec, Phase::Idle);
         self->buffer_.commit(n);
         self->lowest().expires_after(self->request_timeout());
         self->read_request();
@@ -288,7 +291,7 @@ struct WebhookServer::Runtime {
         discard_->body_limit(kMaxReadBytes);
         http::async_read(stream_, buffer_, *discard_,
                          [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                           if (ec) return self->fail(ec);
+                           if (ec) return self->fail(ec, Phase::Reading);
                            self->respond(self->rt_.too_busy(self->discard_->get().version()), true);
                          });
         return;
@@ -306,6 +309,7 @@ struct WebhookServer::Runtime {
         // Stop reading here: the rest of the body is never read, the connection closes.
         const bool body = ec == http::error::body_limit;
         if (body) ++rt_.too_large;
+        rt_.metrics().rejected(body ? Rejection::TooLarge : Rejection::HeadersTooLarge);
         // (A Content-Length above the limit fails the header itself: its start line is read.)
         const bool review = review_endpoint(parser_->get().target()).has_value();
         const unsigned version = parser_->get().version() == 10 ? 10 : 11;
@@ -321,12 +325,13 @@ struct WebhookServer::Runtime {
       if (ec == http::error::end_of_stream) return close();
       if (ec && ec.category() == http::make_error_code(http::error::bad_target).category()) {
         // Not HTTP/1.x we can read: say so once and close.
+        rt_.metrics().rejected(Rejection::Malformed);
         return respond(make_response(http::status::bad_request, 11,
                                      nlohmann::json{{"status", 400}, {"message", ec.message()}}.dump(),
                                      "application/json"),
                        true);
       }
-      if (ec) return fail(ec);
+      if (ec) return fail(ec, Phase::Reading);
       HttpRequest req = parser_->release();
       const auto endpoint = review_endpoint(req.target());
       if (lane_ == Lane::Health || !endpoint || req.method() != http::verb::post) {
@@ -354,14 +359,22 @@ struct WebhookServer::Runtime {
       res_.prepare_payload();
       lowest().expires_after(request_timeout());
       http::async_write(stream_, res_, [self = this->shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-        if (ec) return self->fail(ec);
+        if (ec) return self->fail(ec, Phase::Writing);
         if (close_after) return self->close();
         self->wait_for_request();
       });
     }
 
-    void fail(beast::error_code ec) {
-      if (ec == beast::error::timeout) ++rt_.timed_out;
+    // Where a connection was when it failed: a deadline while a request (or the TLS
+    // handshake before it) is read refuses that request; one between requests only ends
+    // a kept-alive connection.
+    enum class Phase { Reading, Idle, Writing };
+
+    void fail(beast::error_code ec, Phase phase) {
+      if (ec == beast::error::timeout) {
+        ++rt_.timed_out;
+        if (phase == Phase::Reading) rt_.metrics().rejected(Rejection::Timeout);
+      }
       close();
     }
 
@@ -532,6 +545,7 @@ struct WebhookServer::Runtime {
   // again within the webhook's timeout (docs/webhook.md, "When it is full").
   HttpResponse too_busy(unsigned version) {
     ++refused;
+    metrics().rejected(Rejection::OverCapacity);
     HttpResponse res = make_response(
         http::status::too_many_requests, version,
         unread_review(429, "TooManyRequests",
@@ -542,15 +556,20 @@ struct WebhookServer::Runtime {
     return res;
   }
 
-  // GET /healthz and /readyz, and what is not a route.
+  WebhookMetrics& metrics() { return *server.metrics_; }
+
+  // GET /healthz, /readyz and /metrics, and what is not a route.
   HttpResponse answer_plain(const HttpRequest& req, bool health_only) {
     const std::string_view path = path_of(req.target());
-    if (path == "/healthz" || path == "/readyz") {
+    if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
       if (req.method() != http::verb::get) {
         HttpResponse res = make_response(http::status::method_not_allowed, req.version(),
                                          nlohmann::json{{"status", 405}, {"path", path}}.dump(), "application/json");
         res.set(http::field::allow, "GET");
         return res;
+      }
+      if (path == "/metrics") {
+        return make_response(http::status::ok, req.version(), server.metrics_text(), kMetricsContentType.data());
       }
       const bool ok = path == "/healthz" || server.ready_;
       return make_response(ok ? http::status::ok : http::status::service_unavailable, req.version(),
@@ -569,7 +588,7 @@ struct WebhookServer::Runtime {
 
   // A /validate or /mutate request the webhook will not decide because of how it is
   // framed; nullopt when it may be decided.
-  static std::optional<HttpResponse> check_framing(const HttpRequest& req) {
+  std::optional<HttpResponse> check_framing(const HttpRequest& req) {
     const auto encoding = req[http::field::content_encoding];
     if (!encoding.empty() && !beast::iequals(encoding, "identity")) {
       // The API server never compresses what it sends; a compressed body could unpack to
@@ -581,6 +600,7 @@ struct WebhookServer::Runtime {
                         "uncompressed"),
           "application/json");
       res.set(http::field::accept_encoding, "identity");
+      metrics().rejected(Rejection::UnsupportedEncoding);
       return res;
     }
     const bool chunked = req.chunked();
@@ -595,6 +615,7 @@ struct WebhookServer::Runtime {
                             " needs Content-Length or chunked encoding"),
           "application/json");
       res.keep_alive(false);
+      metrics().rejected(Rejection::LengthRequired);
       return res;
     }
     return std::nullopt;
@@ -602,6 +623,11 @@ struct WebhookServer::Runtime {
 
   // POST /validate and /mutate: decide, audit, answer (on the review pool).
   HttpResponse decide(const HttpRequest& req, Endpoint endpoint) {
+    const auto started = std::chrono::steady_clock::now();
+    const bool mutating = endpoint == Endpoint::Mutate;
+    auto record = [&](const AdmissionDecision& d) {
+      metrics().decision(mutating, d, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    };
     AdmissionDecision decision;
     try {
       const Timestamp now = wall_now();
@@ -609,6 +635,7 @@ struct WebhookServer::Runtime {
       decision = endpoint == Endpoint::Mutate ? review_mutation(*snap, req.body(), now) : review(*snap, req.body(), now);
       if (auto written = server.audit_->append(audit_entry(decision, now)); !written) {
         // Fail closed: a decision (or a patch) nobody can audit is not made.
+        metrics().audit_failure();
         decision.allowed = false;
         decision.code = 500;
         decision.reason = "InternalError";
@@ -619,18 +646,23 @@ struct WebhookServer::Runtime {
       }
       if (!decision.allowed) spdlog::info("denied {}: {}", describe(decision), decision.message);
       if (!decision.patch.empty()) spdlog::debug("patched {}: {}", describe(decision), decision.patch.dump());
-      return make_response(http::status::ok, req.version(), review_response(decision).dump(), "application/json");
+      HttpResponse res =
+          make_response(http::status::ok, req.version(), review_response(decision).dump(), "application/json");
+      record(decision);  // once the answer exists: a throw above is recorded (once) below
+      return res;
     } catch (const std::exception& e) {
       spdlog::error("request failed: {}", e.what());
       AdmissionDecision d;
-      d.mutating = endpoint == Endpoint::Mutate;
+      d.mutating = mutating;
       d.code = 500;
       d.reason = "InternalError";
       d.message = std::string("internal error: ") + e.what();
       // Still audited: a request that got no decision is a denial like any other.
       if (auto written = server.audit_->append(audit_entry(d, wall_now())); !written) {
+        metrics().audit_failure();
         spdlog::error("{}", written.error());
       }
+      record(d);
       return make_response(http::status::internal_server_error, req.version(), review_response(d).dump(),
                            "application/json");
     }
@@ -700,9 +732,13 @@ Expected<bool> WebhookServer::replace_policies(policy::PolicySet cluster, std::v
     }
   }
   auto fresh = snapshot_of(std::move(cluster), std::string(), origin, notes);
-  if (!fresh) return Unexpected{fresh.error()};
+  if (!fresh) {
+    metrics_->reload(false, 0);
+    return Unexpected{fresh.error()};
+  }
   std::lock_guard lock(snapshot_mu_);
   snapshot_ = std::move(*fresh);
+  metrics_->reload(true, unix_seconds(wall_now()));
   return true;
 }
 
@@ -723,6 +759,12 @@ Expected<std::unique_ptr<WebhookServer>> WebhookServer::create(const WebhookOpti
   std::unique_ptr<WebhookServer> server(
       new WebhookServer(options, std::move(*audit), std::move(*snapshot), std::move(*tls)));
   server->fingerprint_ = server->inputs_fingerprint();
+  try {
+    server->metrics_ = std::make_unique<WebhookMetrics>(options.version);
+  } catch (const std::exception& e) {
+    return Unexpected{std::string("cannot create the metrics: ") + e.what()};
+  }
+  server->metrics_->policies_loaded(unix_seconds(wall_now()));
   auto runtime = Runtime::create(*server);
   if (!runtime) return Unexpected{runtime.error()};
   server->runtime_ = std::move(*runtime);
@@ -783,6 +825,7 @@ Expected<bool> WebhookServer::reload(std::vector<std::string>& notes) {
   if (options_.cluster_policies) {
     // The policies follow the cluster (replace_policies); only the certificate is a file.
     auto tls = TlsCredentials::load(options_.tls_cert, options_.tls_key);
+    metrics_->reload(tls.ok(), 0);
     if (!tls) return Unexpected{tls.error()};
     std::lock_guard lock(snapshot_mu_);
     tls_ = std::move(*tls);
@@ -795,6 +838,7 @@ Expected<bool> WebhookServer::reload(std::vector<std::string>& notes) {
     if (fresh) snapshot_ = std::move(*fresh);
     if (tls) tls_ = std::move(*tls);
   }
+  metrics_->reload(fresh.ok() && tls.ok(), fresh ? unix_seconds(wall_now()) : 0);
   if (!fresh && !tls) return Unexpected{fresh.error() + "; " + tls.error()};
   if (!fresh) return Unexpected{fresh.error() + " (the TLS certificate was reloaded)"};
   if (!tls) return Unexpected{tls.error() + " (the policies were reloaded)"};
@@ -833,5 +877,7 @@ WebhookStats WebhookServer::stats() const {
   s.too_large = rt.too_large;
   return s;
 }
+
+std::string WebhookServer::metrics_text() const { return metrics_->render(stats()); }
 
 }  // namespace gpubank::api

@@ -1,5 +1,5 @@
 // The admission webhook's HTTPS server: POST /validate and POST /mutate (AdmissionReview),
-// GET /healthz and /readyz. Decisions come from review() and review_mutation()
+// GET /healthz, /readyz and /metrics. Decisions come from review() and review_mutation()
 // (admission.hpp); every decision is written to the audit log before it is answered, and
 // a decision that cannot be recorded is a denial.
 //
@@ -7,7 +7,8 @@
 // framed, every request has one deadline from its first byte to its last, connections
 // are counted and the ones over the limit are answered 429, and liveness and readiness
 // are also served on a plain-HTTP listener of their own that saturation of the main one
-// cannot starve. docs/webhook.md explains each limit.
+// cannot starve. docs/webhook.md explains each limit. Both listeners also serve GET
+// /metrics (webhook_metrics.hpp) for Prometheus.
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,7 @@ namespace gpubank::api {
 
 // A certificate chain and its private key, loaded from PEM files and checked to match.
 class TlsCredentials;
+class WebhookMetrics;
 
 struct WebhookOptions {
   std::string address = "0.0.0.0";
@@ -43,9 +45,11 @@ struct WebhookOptions {
   int max_connections = 256;   // served at once; the next ones are answered 429
   double request_timeout = 10;  // seconds from a request's first byte to its last
   double idle_timeout = 120;    // seconds a kept-alive connection may wait between requests
-  // Plain-HTTP /healthz and /readyz for the kubelet, apart from the HTTPS listener.
+  // Plain-HTTP /healthz and /readyz for the kubelet, and /metrics for Prometheus, apart
+  // from the HTTPS listener.
   std::string health_address = "0.0.0.0";
   int health_port = 8081;  // 0: any free port (tests); -1: none
+  std::string version = "unknown";  // gpubank_build_info{version}: the api library cannot see the CLI's
 };
 
 // The largest body the server reads: the API server's 3 MiB object limit plus the
@@ -93,6 +97,8 @@ class WebhookServer {
   Expected<bool> replace_policies(policy::PolicySet cluster, std::vector<std::string>& notes);
   [[nodiscard]] std::shared_ptr<const PolicySnapshot> snapshot() const;
   [[nodiscard]] WebhookStats stats() const;
+  // What GET /metrics serves (text format 0.0.4).
+  [[nodiscard]] std::string metrics_text() const;
 
   // The event loops, listeners and connections (webhook_server.cpp).
   struct Runtime;
@@ -110,6 +116,7 @@ class WebhookServer {
   std::shared_ptr<const TlsCredentials> tls_;  // guarded by snapshot_mu_
   std::string fingerprint_;                    // of the inputs last loaded
   std::atomic<bool> ready_{false};
+  std::unique_ptr<WebhookMetrics> metrics_;  // before runtime_: its connections record into it
   std::unique_ptr<Runtime> runtime_;  // last: it is stopped and joined before the rest goes
 };
 

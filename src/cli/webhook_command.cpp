@@ -12,6 +12,7 @@
 #include "controller/policy_watch.hpp"
 #include "k8s/client_config.hpp"
 #include "cli/command.hpp"
+#include "cli/version.hpp"
 #include "core/log_format.hpp"
 
 namespace gpubank::cli {
@@ -37,6 +38,7 @@ void report_reload(const Expected<bool>& result, const std::vector<std::string>&
 
 int run_webhook(WebhookCommandOptions opt) {
   opt.server.cluster_policies = opt.policies_from_cluster;
+  opt.server.version = kVersion;  // gpubank_build_info on /metrics
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
   // Every line the server logs (and webhook_server.cpp's) escapes the input it quotes.
   spdlog::set_formatter(escaping_log_formatter());
@@ -62,7 +64,7 @@ int run_webhook(WebhookCommandOptions opt) {
   spdlog::info("serving https://{}:{}/validate and /mutate (audit log {})", opt.server.address, *port,
                opt.server.audit_log);
   if (const int health = (*server)->health_port(); health >= 0) {
-    spdlog::info("serving http://{}:{}/healthz and /readyz", opt.server.health_address, health);
+    spdlog::info("serving http://{}:{}/healthz, /readyz and /metrics", opt.server.health_address, health);
   }
 
   api::WebhookServer* srv = server->get();
@@ -156,7 +158,7 @@ Command add_webhook_command(CLI::App& app) {
       "webhook",
       "Serve the validating admission webhook over HTTPS: POST /validate (admission.k8s.io/v1 AdmissionReview), "
       "and the mutating one: POST /mutate (the default priority class of protected workloads, as a JSON Patch); "
-      "GET /healthz and /readyz (also over plain HTTP on --health-port). SIGHUP, or a change of the files, reloads "
+      "GET /healthz, /readyz and /metrics (Prometheus text format; also over plain HTTP on --health-port). SIGHUP, or a change of the files, reloads "
       "the policies and the certificate.");
   auto& s = opt->server;
   cmd->add_option("--tls-cert", s.tls_cert, "PEM certificate (chain) the server presents")->required();
@@ -192,10 +194,10 @@ Command add_webhook_command(CLI::App& app) {
                   "seconds a kept-alive connection may wait for its next request (above the API server's 90)")
       ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--health-address", s.health_address, "address of the plain-HTTP /healthz and /readyz listener")
+  cmd->add_option("--health-address", s.health_address, "address of the plain-HTTP /healthz, /readyz and /metrics listener")
       ->capture_default_str();
   cmd->add_option("--health-port", s.health_port,
-                  "port of the plain-HTTP /healthz and /readyz listener (-1: none; the HTTPS port serves them too)")
+                  "port of the plain-HTTP /healthz, /readyz and /metrics listener (-1: none; the HTTPS port serves them too)")
       ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
   cmd->add_option("--reload-interval", opt->reload_interval,
