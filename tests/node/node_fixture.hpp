@@ -1,8 +1,11 @@
 // Shared by the node tests: fixture paths, expected allocations, a client of a fake kubelet.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "node/pod_resources.hpp"
 #include "support/fake_kubelet.hpp"

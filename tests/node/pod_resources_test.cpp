@@ -1,6 +1,7 @@
 // The PodResources client against the fake kubelet (a real gRPC server on a unix socket):
 // each recorded-style fixture flattened exactly, a >4 MiB answer read whole, and errors that
 // name the socket, the method and the gRPC status.
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
