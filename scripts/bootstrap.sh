@@ -14,6 +14,9 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libssl-dev openssl libsqlite3-dev libpqxx-dev
   # Boost.Beast and Boost.Asio (header-only) for the admission webhook's HTTPS server
   libboost-dev
+  # gRPC and protobuf: the node exporter's client of the kubelet's PodResources API (gRPC on a
+  # unix socket); protoc and grpc_cpp_plugin generate its C++ from proto/ at build time
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # zlib: bench/webhook_abuse builds its gzip bomb with it
   zlib1g-dev
   # the release build's process allocator (CMake option GPUBANK_MIMALLOC)

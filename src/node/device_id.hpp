@@ -3,8 +3,10 @@
 //   MIG-<uuid>              a MIG device (its own UUID; NVML maps it to parent + GI/CI)
 //   MIG-<uuid>::<n>         the same, as some plugin versions report it
 //   <uuid>::<n>, GPU-<uuid>::<n>   replica n of a time-sliced (shared) GPU
-//   nvidia<i>/gi<g>/vgpu<v> GKE's names: GPU index i, GPU instance g
-// Pure.
+//   nvidia<i>/gi<g>/vgpu<v> GKE's names: GPU index i, GPU instance g, shared replica v
+// Only these exact shapes parse (UUIDs in NVML's 8-4-4-4-12 hex form, returned lower-case as
+// NVML writes them; numbers in decimal without sign or leading zeros); anything else is
+// Unknown, never a guess. Pure.
 #pragma once
 
 #include <string>
@@ -16,7 +18,7 @@ struct DeviceRef {
   enum class Kind { Gpu, Mig, Replica, Indexed, Unknown };
   Kind kind = Kind::Unknown;
   std::string uuid;          // Gpu, Replica: "GPU-<uuid>" (prefix added when missing); Mig: "MIG-<uuid>"
-  int replica = -1;          // Replica: n; Mig with "::N": N
+  int replica = -1;          // Replica: n; Mig with "::N": N; Indexed: v (vgpu<v>)
   int gpu_index = -1;        // Indexed
   int gpu_instance = -1;     // Indexed
   friend bool operator==(const DeviceRef&, const DeviceRef&) = default;

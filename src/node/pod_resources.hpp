@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/expected.hpp"
@@ -43,12 +44,19 @@ struct PodResourcesOptions {
   std::chrono::milliseconds timeout{5000};
 };
 
+// "unix:<socket>" (the socket unchanged when it already says "unix:"): the gRPC target, and
+// what errors name.
+[[nodiscard]] std::string pod_resources_target(std::string_view socket);
+// gRPC's name of a status code ("UNAVAILABLE"), as errors spell it.
+[[nodiscard]] std::string_view grpc_status_name(int code);
+
 class PodResourcesClient {
  public:
   [[nodiscard]] static Expected<std::unique_ptr<PodResourcesClient>> create(const PodResourcesOptions& options);
   virtual ~PodResourcesClient() = default;
-  // Every device of every container (List), in the kubelet's order; an error names the
-  // gRPC status and the socket.
+  // Every device of every container (List), in the kubelet's order (per container: device
+  // plugin devices, then DRA claim devices); an error names the socket, the method and the
+  // gRPC status: "podresources unix:/... List: UNAVAILABLE: <gRPC's message>".
   [[nodiscard]] virtual Expected<std::vector<DeviceAllocation>> list() = 0;
   // The node's allocatable devices (GetAllocatableResources): resource_name and device_id
   // set, the pod fields empty.
