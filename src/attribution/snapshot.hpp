@@ -34,31 +34,31 @@ inline constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxPods = 100'000;
 
 struct PodMeta {
-  std::string uid;
-  std::string namespace_name;
-  std::string name;
-  std::string node;
+  std::string uid{};
+  std::string namespace_name{};
+  std::string name{};
+  std::string node{};
   std::int64_t created_ms = 0;               // metadata.creationTimestamp
   std::optional<std::int64_t> deleted_ms{};  // set while a tombstone
   // The allowlisted attribution (labels.hpp); empty: unknown.
-  std::string business_group;
-  std::string owner_id;
-  std::string cost_center;
-  std::string queue;
-  std::string workload_type;
-  std::string workload_kind;  // the top-level owner's kind (PyTorchJob, Deployment, ..., Pod)
-  std::string workload;       // and its name
-  std::string workload_uid;   // and its UID
-  std::string model;
-  std::string model_version;
+  std::string business_group{};
+  std::string owner_id{};
+  std::string cost_center{};
+  std::string queue{};
+  std::string workload_type{};
+  std::string workload_kind{};  // the top-level owner's kind (PyTorchJob, Deployment, ..., Pod)
+  std::string workload{};       // and its name
+  std::string workload_uid{};   // and its UID
+  std::string model{};
+  std::string model_version{};
   friend bool operator==(const PodMeta&, const PodMeta&) = default;
 };
 
 struct NodeSnapshot {
-  std::string node;
+  std::string node{};
   std::int64_t generation = 0;   // grows with every change of the node's pods
   std::int64_t produced_ms = 0;  // when metasync wrote it
-  std::vector<PodMeta> pods;     // sorted by uid
+  std::vector<PodMeta> pods{};   // sorted by uid
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 
   // The pod a PodResources entry (namespace, name) means: the live pod of that name, else
@@ -77,5 +77,12 @@ struct NodeSnapshot {
 [[nodiscard]] Expected<bool> write_snapshot_file(const std::string& path, const NodeSnapshot& snapshot,
                                                  std::string_view key);
 [[nodiscard]] Expected<NodeSnapshot> read_snapshot_file(const std::string& path, std::string_view key);
+
+// The shared key, from a file both sides read the same way: its bytes, less trailing
+// whitespace (so that `openssl rand -hex 32 > key` works; the newline is not part of the
+// key). Refused: an unreadable file, one larger than 64 KiB, and a key shorter than
+// kMinKeyBytes (an HMAC key should have the hash's 32 bytes of strength).
+inline constexpr std::size_t kMinKeyBytes = 32;
+[[nodiscard]] Expected<std::string> read_hmac_key_file(const std::string& path);
 
 }  // namespace gpubank::attribution
