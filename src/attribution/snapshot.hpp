@@ -6,17 +6,19 @@
 //   PodMeta       one pod, keyed by its UID: where it runs, and the attribution labels
 //                 (labels.hpp's allowlist only), as they were when the pod was first seen
 //                 (a later re-organisation does not rewrite a running pod's history)
-//   NodeSnapshot  the pods of one node, a generation that grows with every change, the
-//                 time it was produced; deleted pods stay as tombstones (deleted_ms set)
-//                 for the tombstone period, so the last samples still count for them
+//   NodeSnapshot  the pods of one node, a generation that grows with every change of its
+//                 content (and only then), the time of that change; deleted pods stay as
+//                 tombstones (deleted_ms set) for the tombstone period, so the last samples
+//                 still count for them
 //
-// Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot,
-// wrapped as {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC
-// is over the exact bytes of the canonical text with the shared key. Decoding verifies the
-// HMAC (constant-time compare) before parsing the inner text, and refuses: a bad or missing
+// Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot
+// ("version": 1; field names in docs/attribution.md), wrapped as
+// {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC is over
+// the exact bytes of the canonical text with the shared key. Decoding verifies the HMAC
+// (constant-time compare) before parsing the inner text, and refuses: a bad or missing
 // signature, oversized input (kMaxSnapshotBytes), more than kMaxPods pods, unknown fields,
-// wrong types, values labels.hpp would not accept, duplicate UIDs. The error names the field
-// and the rule. Pure except write_snapshot_file / read_snapshot_file.
+// wrong types, values labels.hpp would not accept, duplicate UIDs, an inner text that is not
+// canonical. The error names the field and the rule. Pure except the file functions.
 #pragma once
 
 #include <cstddef>
@@ -57,7 +59,7 @@ struct PodMeta {
 struct NodeSnapshot {
   std::string node{};
   std::int64_t generation = 0;   // grows with every change of the node's pods
-  std::int64_t produced_ms = 0;  // when metasync wrote it
+  std::int64_t produced_ms = 0;  // when this generation was made (its change), ms since 1970
   std::vector<PodMeta> pods{};   // sorted by uid
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 

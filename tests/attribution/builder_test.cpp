@@ -243,7 +243,7 @@ TEST(SnapshotBuilder, RejectedPodsAreCountedAndDroppedValuesCountedOnce) {
 // docs/attribution.md: a whole pod as nlohmann::json, the same pruned, and the builder's
 // PodMeta with its indexes.
 TEST(SnapshotBuilder, MemoryPerPod) {
-  constexpr int kPods = 2000;
+  constexpr int kPods = 400;
   std::vector<Json> pods;
   for (int i = 0; i < kPods; ++i) {
     Json p = pytorch_master();

@@ -187,13 +187,10 @@ TEST(SnapshotTamper, SignedButInvalidContentIsNamed) {
 }
 
 TEST(SnapshotTamper, TooManyPods) {
-  std::string pods;
-  pods.reserve((kMaxPods + 1) * 90);
-  char uid[16];
-  for (std::size_t i = 0; i <= kMaxPods; ++i) {
-    std::snprintf(uid, sizeof uid, "u%07zu", i);
-    pods += std::string(i == 0 ? "" : ",") + R"({"createdMs":0,"name":"p","namespace":"n","node":"gpu-node-1","uid":")" + uid + "\"}";
-  }
+  // Empty pods: the count is checked before any pod is.
+  std::string pods = "{}";
+  pods.reserve(3 * (kMaxPods + 1));
+  for (std::size_t i = 0; i < kMaxPods; ++i) pods += ",{}";
   const std::string inner = R"({"generation":1,"node":"gpu-node-1","pods":[)" + pods + R"(],"producedMs":1,"version":1})";
   expect_rejected(signed_wire(inner), "pods: more than 100000");
 }
@@ -269,7 +266,7 @@ TEST(SnapshotFile, ReaderNeverSeesATornFileDuringRewrites) {
     }
   });
   // Sizes vary from one write to the next, so a torn file would not parse.
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 150; ++i) {
     s.generation += 1;
     s.pods.resize(1 + static_cast<std::size_t>(i % 40), pod("p", "x"));
     for (std::size_t k = 0; k < s.pods.size(); ++k) s.pods[k].uid = "uid-" + std::to_string(i) + "-" + std::to_string(k);
