@@ -6,17 +6,19 @@
 //   PodMeta       one pod, keyed by its UID: where it runs, and the attribution labels
 //                 (labels.hpp's allowlist only), as they were when the pod was first seen
 //                 (a later re-organisation does not rewrite a running pod's history)
-//   NodeSnapshot  the pods of one node, a generation that grows with every change, the
-//                 time it was produced; deleted pods stay as tombstones (deleted_ms set)
-//                 for the tombstone period, so the last samples still count for them
+//   NodeSnapshot  the pods of one node, a generation that grows with every change of its
+//                 content (and only then), the time of that change; deleted pods stay as
+//                 tombstones (deleted_ms set) for the tombstone period, so the last samples
+//                 still count for them
 //
-// Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot,
-// wrapped as {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC
-// is over the exact bytes of the canonical text with the shared key. Decoding verifies the
-// HMAC (constant-time compare) before parsing the inner text, and refuses: a bad or missing
+// Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot
+// ("version": 1; field names in docs/attribution.md), wrapped as
+// {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC is over
+// the exact bytes of the canonical text with the shared key. Decoding verifies the HMAC
+// (constant-time compare) before parsing the inner text, and refuses: a bad or missing
 // signature, oversized input (kMaxSnapshotBytes), more than kMaxPods pods, unknown fields,
-// wrong types, values labels.hpp would not accept, duplicate UIDs. The error names the field
-// and the rule. Pure except write_snapshot_file / read_snapshot_file.
+// wrong types, values labels.hpp would not accept, duplicate UIDs, an inner text that is not
+// canonical. The error names the field and the rule. Pure except the file functions.
 #pragma once
 
 #include <cstddef>
@@ -34,31 +36,31 @@ inline constexpr std::size_t kMaxSnapshotBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxPods = 100'000;
 
 struct PodMeta {
-  std::string uid;
-  std::string namespace_name;
-  std::string name;
-  std::string node;
+  std::string uid{};
+  std::string namespace_name{};
+  std::string name{};
+  std::string node{};
   std::int64_t created_ms = 0;               // metadata.creationTimestamp
   std::optional<std::int64_t> deleted_ms{};  // set while a tombstone
   // The allowlisted attribution (labels.hpp); empty: unknown.
-  std::string business_group;
-  std::string owner_id;
-  std::string cost_center;
-  std::string queue;
-  std::string workload_type;
-  std::string workload_kind;  // the top-level owner's kind (PyTorchJob, Deployment, ..., Pod)
-  std::string workload;       // and its name
-  std::string workload_uid;   // and its UID
-  std::string model;
-  std::string model_version;
+  std::string business_group{};
+  std::string owner_id{};
+  std::string cost_center{};
+  std::string queue{};
+  std::string workload_type{};
+  std::string workload_kind{};  // the top-level owner's kind (PyTorchJob, Deployment, ..., Pod)
+  std::string workload{};       // and its name
+  std::string workload_uid{};   // and its UID
+  std::string model{};
+  std::string model_version{};
   friend bool operator==(const PodMeta&, const PodMeta&) = default;
 };
 
 struct NodeSnapshot {
-  std::string node;
+  std::string node{};
   std::int64_t generation = 0;   // grows with every change of the node's pods
-  std::int64_t produced_ms = 0;  // when metasync wrote it
-  std::vector<PodMeta> pods;     // sorted by uid
+  std::int64_t produced_ms = 0;  // when this generation was made (its change), ms since 1970
+  std::vector<PodMeta> pods{};   // sorted by uid
   friend bool operator==(const NodeSnapshot&, const NodeSnapshot&) = default;
 
   // The pod a PodResources entry (namespace, name) means: the live pod of that name, else
@@ -77,5 +79,12 @@ struct NodeSnapshot {
 [[nodiscard]] Expected<bool> write_snapshot_file(const std::string& path, const NodeSnapshot& snapshot,
                                                  std::string_view key);
 [[nodiscard]] Expected<NodeSnapshot> read_snapshot_file(const std::string& path, std::string_view key);
+
+// The shared key, from a file both sides read the same way: its bytes, less trailing
+// whitespace (so that `openssl rand -hex 32 > key` works; the newline is not part of the
+// key). Refused: an unreadable file, one larger than 64 KiB, and a key shorter than
+// kMinKeyBytes (an HMAC key should have the hash's 32 bytes of strength).
+inline constexpr std::size_t kMinKeyBytes = 32;
+[[nodiscard]] Expected<std::string> read_hmac_key_file(const std::string& path);
 
 }  // namespace gpubank::attribution

@@ -70,6 +70,9 @@ Command add_audit_command(CLI::App& app);
 // `gpubank tidal timeline|freeze|unfreeze`.
 Command add_tidal_command(CLI::App& app);
 
+// `gpubank metasync`: per-node signed pod metadata snapshots for the attribution exporters.
+Command add_metasync_command(CLI::App& app);
+
 // `gpubank up`: the embedded platform on the twin, served on loopback.
 Command add_up_command(CLI::App& app);
 

@@ -54,7 +54,7 @@ struct CacheSnapshot {
 using SnapshotPtr = std::shared_ptr<const CacheSnapshot>;
 
 struct InformerOptions {
-  // Page size, watch timeout, failure limit. should_stop, on_list_begin and on_list_end are
+  // Page size, watch timeout, failure limit, transform. should_stop, on_list_begin and on_list_end are
   // the informer's own and are overwritten.
   ListWatchOptions list_watch{};
   // For the informer's own Transport (a shared RateLimiter goes here).

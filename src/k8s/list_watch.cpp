@@ -43,7 +43,10 @@ ApiResult<std::monostate> ListWatch::list() {
       ++stats_.pages;
       // The first page's resourceVersion is the list's: later pages are served at it.
       if (resource_version.empty()) resource_version = page->resource_version;
-      for (auto& item : page->items) items.push_back(std::move(item));
+      for (auto& item : page->items) {
+        if (options_.transform) options_.transform(item);
+        items.push_back(std::move(item));
+      }
       token = page->continue_token;
     } while (!token.empty());
     if (expired) continue;
@@ -84,6 +87,7 @@ ListWatch::WatchEnd ListWatch::watch_once(ApiError& error) {
       return false;
     }
     if (event->type == EventType::Bookmark) ++stats_.bookmarks;
+    if (options_.transform && event->type != EventType::Bookmark) options_.transform(event->object);
     store_.apply(*event);
     if (stop_requested()) {
       end = WatchEnd::Stopped;

@@ -39,6 +39,11 @@ struct ListWatchOptions {
   // relist as one change).
   std::function<void()> on_list_begin;
   std::function<void()> on_list_end;
+  // Applied to every listed object and every ADDED/MODIFIED/DELETED object before the store
+  // keeps it (client-go's SetTransform): a caller that needs a few fields strips the rest
+  // here, so that neither the store nor an informer's cache holds whole objects. It must
+  // keep metadata.name and metadata.namespace (the store's key).
+  std::function<void(Json&)> transform;
 };
 
 struct ListWatchStats {
