@@ -72,6 +72,8 @@ Command add_tidal_command(CLI::App& app);
 
 // `gpubank metasync`: per-node signed pod metadata snapshots for the attribution exporters.
 Command add_metasync_command(CLI::App& app);
+// `gpubank exporter`: the node agent that attributes GPU samples (src/attribution/exporter.hpp).
+Command add_exporter_command(CLI::App& app);
 
 // `gpubank up`: the embedded platform on the twin, served on loopback.
 Command add_up_command(CLI::App& app);

@@ -1,0 +1,231 @@
+// The exporter's join (attribution/enrich.hpp): dcgm-exporter text as it prints it, the
+// kubelet's allocations and the metadata snapshot -> attributed samples and gpubank's own
+// per-device series. The mission's validation cases that do not need a process: same name
+// different UID, MIG, multi-container and multi-GPU per device, time-slicing, forged
+// upstream labels, a cache miss.
+#include "attribution/enrich.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "metrics/text_parser.hpp"
+#include "support/promtool.hpp"
+
+namespace gpubank::attribution {
+namespace {
+
+constexpr const char* kGpu0 = "GPU-5d6c58a2-7c52-3f4e-9f3a-0b1c2d3e4f50";
+constexpr const char* kGpu1 = "GPU-0b4e2f8c-3d1a-4c5b-8e7f-6a5b4c3d2e1f";
+constexpr const char* kMig = "MIG-2f0c1a4e-8b7d-5e6f-9a0b-1c2d3e4f5a6b";
+
+// dcgm-exporter's label order (node-apis.md): gpu, UUID, pci_bus_id, device, modelName,
+// [GPU_I_PROFILE, GPU_I_ID,] Hostname, then its own pod attributes when enabled.
+std::string dcgm_line(const char* family, const char* uuid, int gpu, double value, const std::string& extra = "") {
+  return std::string(family) + "{gpu=\"" + std::to_string(gpu) + "\",UUID=\"" + uuid +
+         "\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia" + std::to_string(gpu) +
+         "\",modelName=\"NVIDIA H100 80GB HBM3\"" + extra + ",Hostname=\"node-a\"} " + std::to_string(value) + "\n";
+}
+
+metrics::Exposition upstream(const std::string& samples) {
+  const std::string text = "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + samples;
+  auto parsed = metrics::parse_text(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  return *parsed;
+}
+
+PodMeta pod(const std::string& uid, const std::string& ns, const std::string& name, const std::string& group) {
+  PodMeta m;
+  m.uid = uid;
+  m.namespace_name = ns;
+  m.name = name;
+  m.node = "node-a";
+  m.created_ms = 1'000;
+  m.business_group = group;
+  m.owner_id = "u-1042";
+  m.cost_center = "cc-77";
+  m.queue = group + "-queue";
+  m.workload_type = "training";
+  m.workload_kind = "PyTorchJob";
+  m.workload = "llm-pretrain";
+  m.workload_uid = "6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10";
+  return m;
+}
+
+node::DeviceAllocation held(const std::string& ns, const std::string& pod_name, const std::string& container,
+                            const std::string& id, const std::string& resource = "nvidia.com/gpu") {
+  node::DeviceAllocation a;
+  a.namespace_name = ns;
+  a.pod = pod_name;
+  a.container = container;
+  a.resource_name = resource;
+  a.device_id = id;
+  return a;
+}
+
+const NodeInfo kNode{"node-a", "h100-rdma-training", "H100", "full"};
+
+// The labels of the samples of a family, one "k=v,k=v" line per sample.
+std::vector<std::string> series(const metrics::Exposition& e, const std::string& family) {
+  std::vector<std::string> out;
+  const metrics::Family* f = e.find(family);
+  if (f == nullptr) return out;
+  for (const metrics::Sample& s : f->samples) {
+    std::string line;
+    for (const metrics::Label& l : s.labels) line += (line.empty() ? "" : ",") + l.name + "=" + l.value;
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::string value_of(const metrics::Sample& s, const std::string& name) {
+  for (const auto& l : s.labels) {
+    if (l.name == name) return l.value;
+  }
+  return "<absent>";
+}
+
+TEST(Enrich, AHeldGpuGetsItsPodsAttributionAndAnIdleOneSaysUnallocated) {
+  NodeSnapshot snap{"node-a", 3, 5'000, {pod("uid-a", "search", "trainer-0", "search")}};
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 87) + dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 0)),
+                             allocations, &snap, {}, kNode);
+  const auto lines = series(result.exposition, "DCGM_FI_DEV_GPU_UTIL");
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_EQ(lines[0], std::string("gpu=0,UUID=") + kGpu0 +
+                          ",pci_bus_id=00000000:18:00.0,device=nvidia0,modelName=NVIDIA H100 80GB HBM3,Hostname=node-a,"
+                          "container=pytorch,namespace=search,pod=trainer-0,pod_uid=uid-a,business_group=search,"
+                          "owner_id=u-1042,cost_center=cc-77,queue=search-queue,workload_type=training,"
+                          "workload_kind=PyTorchJob,workload=llm-pretrain,"
+                          "workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,mapping_status=mapped");
+  EXPECT_EQ(value_of(result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples[1], "mapping_status"), "unallocated");
+  EXPECT_EQ(result.stats.by_status.at("mapped"), 1U);
+  EXPECT_EQ(result.stats.by_status.at("unallocated"), 1U);
+  // The value is the hardware's, untouched.
+  EXPECT_EQ(result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples[0].value, 87);
+  // gpubank's series: both devices (from the samples, no NVML here), one holder.
+  EXPECT_EQ(series(result.exposition, "gpubank_gpu_info").size(), 2U);
+  const auto alloc = series(result.exposition, "gpubank_gpu_allocation_info");
+  ASSERT_EQ(alloc.size(), 1U);
+  EXPECT_EQ(alloc[0], std::string("node=node-a,pool=h100-rdma-training,gpu_model=H100,partition=full,gpu_uuid=") + kGpu0 +
+                          ",namespace=search,pod=trainer-0,container=pytorch,business_group=search,owner_id=u-1042,"
+                          "cost_center=cc-77,workload_type=training,workload_kind=PyTorchJob,workload=llm-pretrain,"
+                          "queue=search-queue");
+}
+
+TEST(Enrich, ACacheMissKeepsTheSampleAsUnknownAndForgedUpstreamLabelsAreReplaced) {
+  // dcgm-exporter's own Kubernetes attributes (or a forged page) name another pod: the
+  // join decides, and the snapshot knows nothing yet.
+  const std::string forged = ",pod=\"ceo-laptop\",namespace=\"finance\",container=\"x\",business_group=\"finance\"";
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 50, forged)), allocations, nullptr, {}, kNode);
+  const metrics::Sample& s = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples.at(0);
+  EXPECT_EQ(value_of(s, "pod"), "trainer-0");
+  EXPECT_EQ(value_of(s, "namespace"), "search");
+  EXPECT_EQ(value_of(s, "business_group"), "<absent>");
+  EXPECT_EQ(value_of(s, "mapping_status"), "unknown");
+  EXPECT_EQ(result.stats.upstream_labels_removed, 4U);
+  EXPECT_TRUE(metrics::write_text(result.exposition).ok());
+}
+
+TEST(Enrich, ASameNameWithAnotherUidNeverInheritsTheOldPodsAttribution) {
+  PodMeta old_pod = pod("uid-old", "search", "trainer-0", "search");
+  old_pod.deleted_ms = 4'000;  // a tombstone
+  PodMeta new_pod = pod("uid-new", "search", "trainer-0", "ads");
+  NodeSnapshot snap{"node-a", 7, 5'000, {new_pod, old_pod}};
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 1)), allocations, &snap, {}, kNode);
+  const metrics::Sample& s = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples.at(0);
+  EXPECT_EQ(value_of(s, "pod_uid"), "uid-new");
+  EXPECT_EQ(value_of(s, "business_group"), "ads");
+}
+
+TEST(Enrich, MigInstancesAreAttributedPerGpuInstanceAndTheParentsSamplesToNoPod) {
+  std::vector<node::GpuDevice> inventory(1);
+  inventory[0].uuid = kGpu0;
+  inventory[0].mig_enabled = true;
+  inventory[0].mig = {node::MigDevice{kMig, 1, 0, "3g.40gb", 0},
+                      node::MigDevice{"MIG-7a8b9c0d-1e2f-5a3b-8c4d-5e6f7a8b9c0d", 9, 0, "1g.10gb", 0}};
+  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-n", "nlp", "notebook-0", "nlp")}};
+  const std::vector<node::DeviceAllocation> allocations{
+      held("nlp", "notebook-0", "lab", kMig, "nvidia.com/mig-3g.40gb")};
+  const std::string text = dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 12) +
+                           dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 40, ",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\"") +
+                           dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 0, ",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"9\"");
+  const auto result = enrich(upstream(text), allocations, &snap, inventory, kNode);
+  const auto& samples = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples;
+  ASSERT_EQ(samples.size(), 3U);
+  EXPECT_EQ(value_of(samples[0], "mapping_status"), "mig-parent");
+  EXPECT_EQ(value_of(samples[1], "mapping_status"), "mapped");
+  EXPECT_EQ(value_of(samples[1], "pod"), "notebook-0");
+  EXPECT_EQ(value_of(samples[2], "mapping_status"), "unallocated");
+  // gpubank_gpu_info: one per MIG instance (from NVML), none for the MIG-enabled parent.
+  EXPECT_EQ(series(result.exposition, "gpubank_gpu_info"),
+            (std::vector<std::string>{
+                std::string("node=node-a,pool=h100-rdma-training,gpu_model=H100,partition=full,gpu_uuid=") + kGpu0 + ",gpu_instance=1",
+                std::string("node=node-a,pool=h100-rdma-training,gpu_model=H100,partition=full,gpu_uuid=") + kGpu0 + ",gpu_instance=9"}));
+}
+
+TEST(Enrich, AMigDeviceWithoutAnInventoryIsReportedNotGuessed) {
+  const std::vector<node::DeviceAllocation> allocations{held("nlp", "notebook-0", "lab", kMig, "nvidia.com/mig-3g.40gb")};
+  const auto result =
+      enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 40, ",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\"")), allocations,
+             nullptr, {}, kNode);
+  EXPECT_EQ(result.stats.unresolved_devices, 1U);
+  ASSERT_EQ(result.unresolved.size(), 1U);
+  EXPECT_EQ(result.unresolved[0], std::string("nlp/notebook-0/lab: ") + kMig);
+  EXPECT_EQ(value_of(result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples[0], "mapping_status"), "unallocated");
+}
+
+TEST(Enrich, ATimeSlicedGpuGivesOneSharedSamplePerHolder) {
+  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-1", "dev", "a", "search"), pod("uid-2", "dev", "b", "ads")}};
+  const std::string uuid_only = std::string(kGpu1).substr(4);
+  const std::vector<node::DeviceAllocation> allocations{held("dev", "a", "c", uuid_only + "::0"),
+                                                        held("dev", "b", "c", uuid_only + "::1"),
+                                                        held("dev", "b", "c", uuid_only + "::2")};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 60)), allocations, &snap, {}, kNode);
+  const auto& samples = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples;
+  ASSERT_EQ(samples.size(), 2U);  // b holds two replicas: still one series
+  EXPECT_EQ(value_of(samples[0], "business_group"), "search");
+  EXPECT_EQ(value_of(samples[1], "business_group"), "ads");
+  EXPECT_EQ(value_of(samples[0], "sharing"), "time-sliced");
+  EXPECT_EQ(value_of(samples[1], "sharing"), "time-sliced");
+  EXPECT_EQ(result.stats.time_sliced, 2U);
+  EXPECT_TRUE(metrics::write_text(result.exposition).ok());
+}
+
+TEST(Enrich, EveryDeviceOfAMultiContainerPodGoesToItsOwnContainer) {
+  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-a", "search", "trainer-0", "search")}};
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "main", kGpu0),
+                                                        held("search", "trainer-0", "sidecar", kGpu1)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 90) + dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 10)),
+                             allocations, &snap, {}, kNode);
+  const auto& samples = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples;
+  ASSERT_EQ(samples.size(), 2U);
+  EXPECT_EQ(value_of(samples[0], "container"), "main");
+  EXPECT_EQ(value_of(samples[1], "container"), "sidecar");
+}
+
+TEST(Enrich, ThePageIsValidExpositionTextForTheRealPromtool) {
+  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-a", "search", "trainer-0", "search")}};
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 87) + dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 0)),
+                             allocations, &snap, {}, kNode);
+  auto text = metrics::write_text(result.exposition);
+  ASSERT_TRUE(text.ok()) << text.error();
+  const auto promtool = gpubank::testing::find_promtool();
+  ASSERT_TRUE(promtool) << gpubank::testing::kPromtoolMissing;
+  gpubank::testing::ScratchDir dir;
+  gpubank::testing::write_file(dir.path() / "page.prom", *text);
+  const auto lint = gpubank::testing::run_in(dir.path(), promtool->string() + " check metrics < page.prom");
+  // Exit 3 is a lint, not an error: dcgm-exporter's own label names (UUID, modelName) are
+  // camelCase and stay as dcgm-exporter writes them. Nothing else may be reported.
+  EXPECT_TRUE(lint.status == 0 || lint.status == 3) << lint.output;
+  std::istringstream lines(lint.output);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_NE(line.find("label names should be written in 'snake_case'"), std::string::npos) << line;
+  }
+}
+
+}  // namespace
+}  // namespace gpubank::attribution
