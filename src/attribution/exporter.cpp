@@ -162,7 +162,10 @@ Expected<std::unique_ptr<Exporter>> Exporter::create(ExporterOptions options, st
 
 Expected<bool> Exporter::run(std::stop_token stop) {
   Impl& im = *impl_;
-  if (im.pod_resources) im.pod_resources->start();
+  if (im.pod_resources) {
+    im.pod_resources->refresh();  // the first page already knows the node's allocations
+    im.pod_resources->start();
+  }
   std::thread http([&im] { im.server.listen_after_bind(); });
   std::mutex m;
   std::condition_variable_any cv;

@@ -17,6 +17,7 @@
 #include "api/webhook_fixture.hpp"
 #include "metrics/text_parser.hpp"
 #include "support/process.hpp"
+#include "support/prometheus_server.hpp"
 #include "support/promtool.hpp"
 
 namespace gpubank::api {
@@ -259,40 +260,10 @@ TEST_F(WebhookMetricsTest, ServedOnBothListenersWithBuildInfoAndReloadsAndPromto
 
 // ---- a real Prometheus scraping the health listener ------------------------------------
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-struct ChildProcess {
-  pid_t pid = -1;
-  ~ChildProcess() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-    }
-  }
-};
-
-// The value of a one-series instant query, or nullopt while Prometheus has none.
+using gpubank::testing::ChildProcess;
+using gpubank::testing::free_port;
 std::optional<double> query(httplib::Client& prometheus, const std::string& promql) {
-  auto r = prometheus.Get("/api/v1/query?query=" + httplib::detail::encode_query_param(promql));
-  if (!r || r->status != 200) return std::nullopt;
-  const json j = json::parse(r->body, nullptr, false);
-  if (!j.is_object() || j.value("status", "") != "success") return std::nullopt;
-  const auto& result = j["data"]["result"];
-  if (!result.is_array() || result.size() != 1) return std::nullopt;
-  return std::stod(result[0]["value"][1].get<std::string>());
+  return gpubank::testing::prometheus_query(prometheus, promql);
 }
 
 // deploy/components/monitoring's ServiceMonitor, reduced to a static target: Prometheus
