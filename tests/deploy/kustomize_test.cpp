@@ -49,6 +49,7 @@ TEST(DeployKustomize, EveryKustomizationBuilds) {
   EXPECT_EQ(build(deploy_dir() + "/crds").size(), 6u);
   EXPECT_FALSE(build(deploy_dir() + "/webhook").empty());
   EXPECT_FALSE(build(deploy_dir() + "/base").empty());
+  EXPECT_EQ(build(deploy_dir() + "/attribution").size(), 7u);
   for (const auto& o : kOverlays) EXPECT_FALSE(build(deploy_dir() + "/overlays/" + o.name).empty()) << o.name;
 }
 

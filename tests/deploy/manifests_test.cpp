@@ -103,7 +103,7 @@ TEST(DeployManifests, KustomizationsReferOnlyToWhatExists) {
       }
     }
   }
-  EXPECT_EQ(kustomizations, 11u);  // crds, webhook, base, 4 components, 4 overlays
+  EXPECT_EQ(kustomizations, 12u);  // crds, webhook, base, attribution, 4 components, 4 overlays
   // The overlays: the base, at most one backend component, exactly one store.
   for (const char* overlay : {"kueue-postgres", "kueue-sqlite", "volcano-postgres", "volcano-sqlite"}) {
     const Json* k = kustomization_of(deploy_dir() + "/overlays/" + overlay);
@@ -125,6 +125,7 @@ TEST(DeployManifests, EveryManifestIsReachableFromAnOverlay) {
     reachable(deploy_dir() + "/overlays/" + overlay, files, patches, seen);
   }
   reachable(deploy_dir() + "/components/monitoring", files, patches, seen);
+  reachable(deploy_dir() + "/attribution", files, patches, seen);
   std::set<std::string> yaml_files;
   for (const auto& d : all_docs()) {
     if (!is_kustomization(d.file)) yaml_files.insert(real_path(d.file));
@@ -266,6 +267,26 @@ TEST(DeployManifests, TheControllerRunsLeaderElectedWithProbesAndARestrictedSecu
 
 // deploy/docker/Dockerfile builds with packages scripts/bootstrap.sh installs (the
 // developers' and CI's list), from the release preset, and runs as 65532.
+// Attribution (issue 30): metasync may only read Pods; the exporter holds no Kubernetes
+// credentials (no token mounted) and reads the kubelet's socket read-only.
+TEST(DeployManifests, MetasyncOnlyReadsPodsAndTheExporterHoldsNoCredentials) {
+  const auto objects = shipped_objects();
+  const Json& role = find_object(objects, "ClusterRole", "gpubank-metasync");
+  ASSERT_TRUE(role.is_object());
+  EXPECT_EQ(role["rules"], Json::parse(R"([{"apiGroups":[""],"resources":["pods"],"verbs":["get","list","watch"]}])"));
+  const Json& daemonset = find_object(objects, "DaemonSet", "gpubank-exporter");
+  ASSERT_TRUE(daemonset.is_object());
+  const Json& pod = daemonset["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  EXPECT_FALSE(pod.contains("serviceAccountName"));
+  const Json& c = pod["containers"][0];
+  EXPECT_EQ(c["args"][0], "exporter");
+  for (const auto& m : c["volumeMounts"]) EXPECT_EQ(m.value("readOnly", false), true) << m.dump();
+  for (const auto& v : pod["volumes"]) EXPECT_FALSE(v.contains("projected")) << v.dump();
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], Json::parse(R"(["ALL"])"));
+}
+
 TEST(DeployManifests, TheDockerfileBuildsWhatTheRepositoryBuilds) {
   auto read = [](const std::string& path) {
     std::ifstream in(path);
@@ -296,7 +317,7 @@ TEST(DeployManifests, TheDockerfileBuildsWhatTheRepositoryBuilds) {
   EXPECT_THAT(dockerfile, HasSubstr("USER 65532:65532"));
   EXPECT_THAT(dockerfile, HasSubstr(R"(ENTRYPOINT ["/usr/local/bin/gpubank"])"));
   const std::string ignore = read(gpubank::testing::source_dir() + "/.dockerignore");
-  for (const char* kept : {"!CMakeLists.txt", "!CMakePresets.json", "!cmake/", "!cmd/", "!src/"}) {
+  for (const char* kept : {"!CMakeLists.txt", "!CMakePresets.json", "!cmake/", "!cmd/", "!proto/", "!src/"}) {
     EXPECT_THAT(ignore, HasSubstr(kept));
   }
 }
