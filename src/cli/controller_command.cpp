@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/command.hpp"
+#include "cli/signals.hpp"
 #include "controller/manager.hpp"
 #include "controller/policy_reconciler.hpp"
 #include "core/log_format.hpp"
@@ -63,13 +64,8 @@ std::string default_identity() {
 int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, render::Backend backend) {
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
   spdlog::set_formatter(escaping_log_formatter());
-  // SIGINT/SIGTERM stop the controller (a leader releases its Lease); blocked before any
-  // thread starts, so they all inherit the mask and one thread waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT/SIGTERM stop the controller (a leader releases its Lease).
+  StopOnSignal signals;  // before any thread starts
 
   controller::ControllerOptions options;
   options.reconcile.backend = backend;
@@ -94,20 +90,7 @@ int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, rend
     return 1;
   }
   if ((*controller)->health_port() >= 0) spdlog::info("serving http://0.0.0.0:{}/healthz and /readyz", (*controller)->health_port());
-  std::stop_source stop;
-  std::thread signal_thread([&stop, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig != 0) spdlog::info("signal {}: stopping", sig);
-    stop.request_stop();
-  });
-  const Expected<bool> result = (*controller)->run(stop.get_token());
-  // Wake the signal thread if the controller ended on its own.
-  if (!stop.stop_requested()) {
-    stop.request_stop();
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-  }
-  signal_thread.join();
+  const Expected<bool> result = signals.run([&](std::stop_token stop) { return (*controller)->run(stop); });
   if (!result) {
     std::cerr << "gpubank controller: " << result.error() << '\n';
     return 1;

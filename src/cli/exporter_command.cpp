@@ -12,6 +12,7 @@
 #include "attribution/exporter.hpp"
 #include "attribution/snapshot.hpp"
 #include "cli/command.hpp"
+#include "cli/signals.hpp"
 #include "node/nvml.hpp"
 #include "node/pod_resources.hpp"
 #include "node/pod_resources_cache.hpp"
@@ -58,6 +59,8 @@ int run_exporter(const ExporterCommandOptions& opt) {
     std::cerr << "gpubank exporter: --listen: \"" << opt.listen << "\" is not ADDRESS:PORT\n";
     return 2;
   }
+  // Before any thread starts: gRPC's channel and the HTTP client start their own.
+  StopOnSignal signals;
   std::string key;
   if (!opt.snapshot_url.empty() || !opt.snapshot_file.empty()) {
     if (opt.hmac_key_file.empty()) {
@@ -119,11 +122,6 @@ int run_exporter(const ExporterCommandOptions& opt) {
     pod_resources = std::make_unique<node::PodResourcesCache>(std::move(*client), interval);
   }
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   attribution::ExporterOptions options;
   options.node = attribution::NodeInfo{opt.node, opt.pool, opt.gpu_model, opt.partition};
@@ -138,19 +136,7 @@ int run_exporter(const ExporterCommandOptions& opt) {
     return 1;
   }
   spdlog::info("serving http://{}:{}/metrics", opt.listen.substr(0, colon), (*exporter)->port());
-  std::stop_source stop;
-  std::thread signal_thread([&stop, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig != 0) spdlog::info("signal {}: stopping", sig);
-    stop.request_stop();
-  });
-  const Expected<bool> result = (*exporter)->run(stop.get_token());
-  if (!stop.stop_requested()) {
-    stop.request_stop();
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-  }
-  signal_thread.join();
+  const Expected<bool> result = signals.run([&](std::stop_token stop) { return (*exporter)->run(stop); });
   if (!result) {
     std::cerr << "gpubank exporter: " << result.error() << '\n';
     return 1;

@@ -13,6 +13,7 @@
 
 #include "attribution/metasync.hpp"
 #include "cli/command.hpp"
+#include "cli/signals.hpp"
 #include "core/duration.hpp"
 #include "core/log_format.hpp"
 #include "k8s/client_config.hpp"
@@ -88,12 +89,7 @@ int run_metasync(const MetasyncCommandOptions& opt) {
   spdlog::set_formatter(escaping_log_formatter());
   options.log = [](const std::string& line) { spdlog::warn("{}", line); };
 
-  // SIGINT/SIGTERM stop it; blocked before any thread starts, so one thread waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopOnSignal signals;  // before any thread starts
 
   auto metasync = attribution::Metasync::create(std::move(*config), std::move(options));
   if (!metasync) {
@@ -111,19 +107,7 @@ int run_metasync(const MetasyncCommandOptions& opt) {
   if ((*metasync)->health_port() >= 0) spdlog::info("serving /healthz, /readyz and /metrics on port {}", (*metasync)->health_port());
   if (!opt.out_dir.empty()) spdlog::info("writing one snapshot per node to {}", opt.out_dir);
 
-  std::stop_source stop;
-  std::thread signal_thread([&stop, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig != 0 && !stop.stop_requested()) spdlog::info("signal {}: stopping", sig);
-    stop.request_stop();
-  });
-  const Expected<bool> result = (*metasync)->run(stop.get_token());
-  if (!stop.stop_requested()) {
-    stop.request_stop();
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-  }
-  signal_thread.join();
+  const Expected<bool> result = signals.run([&](std::stop_token stop) { return (*metasync)->run(stop); });
   (*metasync)->stop();
   if (!result) {
     std::cerr << "gpubank metasync: " << result.error() << '\n';
