@@ -16,6 +16,8 @@
 #include "k8s/apply.hpp"
 #include "k8s/fake_client.hpp"
 #include "k8s/fixture.hpp"
+#include "policy/decode.hpp"
+#include "policy/lease_approval.hpp"
 #include "support/fake_apiserver.hpp"
 #include "support/paths.hpp"
 
@@ -34,6 +36,23 @@ inline std::vector<nlohmann::json> read_objects(const std::vector<std::string>& 
   std::vector<nlohmann::json> out;
   for (const doc::Document& d : docs) out.push_back(doc::to_json(d.root));
   return out;
+}
+
+// The example policies with ads-holiday-retrain (8 more guaranteed GPUs for ads on
+// h100-rdma-training, 2026-12-19 00:00-20:00 UTC) approved, as its approver would write it.
+inline std::vector<nlohmann::json> examples_with_approved_lease() {
+  std::vector<nlohmann::json> objects = read_objects({gpubank::testing::examples_dir() + "/policies"});
+  for (nlohmann::json& o : objects) {
+    if (o["kind"] != "CapacityLease" || o["metadata"]["name"] != "ads-holiday-retrain") continue;
+    Diagnostics ignored;
+    const auto decoded = policy::decode_policy(doc::from_json(o), policy::Origin{}, ignored);
+    o["status"] = {{"phase", "Approved"},
+                   {"approval",
+                    {{"approvedBy", "user:pat"},
+                     {"specHash", policy::lease_spec_hash(decoded->as<policy::CapacityLeaseSpec>())},
+                     {"approvedAt", "2026-12-18T09:00:00Z"}}}};
+  }
+  return objects;
 }
 
 // The upstream CRDs for the kinds the fake does not serve by itself, without schemas;

@@ -208,22 +208,7 @@ TEST(ClusterLedger, AQuotaPolicyThatIsGoneLeavesNoGuarantee) {
 
 // ---- group_quotas on the example policies ----
 
-// The examples with ads-holiday-retrain (8 more guaranteed GPUs for ads on
-// h100-rdma-training, 2026-12-19 00:00-20:00 UTC) approved.
-policy::PolicySet examples_with_approved_lease() {
-  std::vector<nlohmann::json> objects = testing::read_objects({gpubank::testing::examples_dir() + "/policies"});
-  for (nlohmann::json& o : objects) {
-    if (o["kind"] != "CapacityLease" || o["metadata"]["name"] != "ads-holiday-retrain") continue;
-    Diagnostics ignored;
-    const auto decoded = policy::decode_policy(doc::from_json(o), policy::Origin{}, ignored);
-    o["status"] = {{"phase", "Approved"},
-                   {"approval",
-                    {{"approvedBy", "user:pat"},
-                     {"specHash", policy::lease_spec_hash(decoded->as<policy::CapacityLeaseSpec>())},
-                     {"approvedAt", "2026-12-18T09:00:00Z"}}}};
-  }
-  return read_cluster_policies(objects).set;
-}
+policy::PolicySet examples_with_approved_lease() { return read_cluster_policies(testing::examples_with_approved_lease()).set; }
 
 const GroupQuota* find(const std::vector<GroupQuota>& quotas, const std::string& pool, const std::string& group) {
   for (const GroupQuota& q : quotas) {

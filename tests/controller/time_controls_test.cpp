@@ -25,22 +25,8 @@ using nlohmann::json;
 
 Timestamp at(const char* rfc3339) { return *parse_rfc3339(rfc3339); }
 
-// The examples with ads-holiday-retrain (8 more guaranteed GPUs for ads on
-// h100-rdma-training, 2026-12-19 00:00-20:00 UTC) approved.
-std::vector<json> examples_with_approved_lease() {
-  std::vector<json> objects = testing::read_objects({gpubank::testing::examples_dir() + "/policies"});
-  for (json& o : objects) {
-    if (o["kind"] != "CapacityLease" || o["metadata"]["name"] != "ads-holiday-retrain") continue;
-    Diagnostics ignored;
-    const auto decoded = policy::decode_policy(doc::from_json(o), policy::Origin{}, ignored);
-    o["status"] = {{"phase", "Approved"},
-                   {"approval",
-                    {{"approvedBy", "user:pat"},
-                     {"specHash", policy::lease_spec_hash(decoded->as<policy::CapacityLeaseSpec>())},
-                     {"approvedAt", "2026-12-18T09:00:00Z"}}}};
-  }
-  return objects;
-}
+// The examples with ads-holiday-retrain approved (cluster_fixture.hpp).
+using testing::examples_with_approved_lease;
 
 json nvidia(const std::vector<render::RenderedObject>& objects, const std::string& kind, const std::string& name) {
   for (const render::RenderedObject& o : objects) {
