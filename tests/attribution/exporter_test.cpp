@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <mutex>
 #include <thread>
 
 #include "support/fake_kubelet.hpp"
@@ -44,7 +45,8 @@ class FakeDcgmExporter {
         res.status = 503;
         return;
       }
-      res.set_content(dcgm_page(), "text/plain; version=0.0.4");
+      std::lock_guard lock(m_);
+      res.set_content(page_.empty() ? dcgm_page() : page_, "text/plain; version=0.0.4");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -55,6 +57,11 @@ class FakeDcgmExporter {
   }
   [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/metrics"; }
   void set_down(bool down) { down_ = down; }
+  // What it serves instead of the normal page (empty: the normal page).
+  void set_page(std::string page) {
+    std::lock_guard lock(m_);
+    page_ = std::move(page);
+  }
   [[nodiscard]] int requests() const { return requests_; }
 
  private:
@@ -62,6 +69,8 @@ class FakeDcgmExporter {
   int port_ = -1;
   std::thread thread_;
   std::atomic<bool> down_{false};
+  std::mutex m_;
+  std::string page_;
   std::atomic<int> requests_{0};
 };
 
@@ -105,7 +114,8 @@ class ExporterEndToEnd : public ::testing::Test {
     ASSERT_TRUE(write_snapshot_file(snapshot_path_, snapshot, kKey).ok());
   }
 
-  std::unique_ptr<Exporter> make(std::chrono::milliseconds interval = std::chrono::milliseconds(200)) {
+  std::unique_ptr<Exporter> make(std::chrono::milliseconds interval = std::chrono::milliseconds(200),
+                                 std::vector<std::string>* log = nullptr) {
     auto upstream = dcgm_source(dcgm_.url(), std::chrono::milliseconds(1000));
     EXPECT_TRUE(upstream.ok()) << upstream.error();
     auto client = node::PodResourcesClient::create(node::PodResourcesOptions{.socket = kubelet_.socket_path()});
@@ -117,6 +127,7 @@ class ExporterEndToEnd : public ::testing::Test {
     options.listen_address = "127.0.0.1";
     options.port = 0;
     options.now_ms = [] { return std::int64_t{1'700'000'160'000}; };
+    if (log != nullptr) options.log = [log](const std::string& line) { log->push_back(line); };
     auto exporter = Exporter::create(options, std::move(*upstream), file_snapshot_source(snapshot_path_, kKey), std::move(cache));
     EXPECT_TRUE(exporter.ok()) << exporter.error();
     return std::move(*exporter);
@@ -165,7 +176,8 @@ TEST_F(ExporterEndToEnd, AScrapeReadsNothingAndAFailingInputKeepsTheLastPage) {
     auto res = client.Get("/readyz");
     return res && res->status == 200;
   }));
-  ASSERT_NE(exporter->page().find("mapping_status=\"mapped\""), std::string::npos) << exporter->page();
+  // Attributed at the first refresh (the run reads the kubelet before it).
+  ASSERT_NE(exporter->page().find("business_group=\"search\""), std::string::npos) << exporter->page();
   // Scrapes over HTTP touch no input: no upstream request, no kubelet call.
   const int upstream_calls = dcgm_.requests();
   const int kubelet_calls = kubelet_.list_calls();
@@ -188,6 +200,24 @@ TEST_F(ExporterEndToEnd, AScrapeReadsNothingAndAFailingInputKeepsTheLastPage) {
   EXPECT_NE(later.find("business_group=\"search\""), std::string::npos) << later;
   EXPECT_NE(later.find("gpubank_exporter_upstream_errors_total 1"), std::string::npos) << later;
   EXPECT_NE(later.find("gpubank_exporter_snapshot_rejections_total 1"), std::string::npos) << later;
+}
+
+TEST_F(ExporterEndToEnd, AMalformedOrOversizedUpstreamPageIsRefusedWithItsReasonAndTheLastPageKept) {
+  std::vector<std::string> log;
+  std::unique_ptr<Exporter> exporter = make(std::chrono::hours(1), &log);
+  std::jthread loop([&](std::stop_token stop) { (void)exporter->run(stop); });
+  ASSERT_TRUE(eventually([&] { return exporter->page().find("business_group=\"search\"") != std::string::npos; }));
+  dcgm_.set_page("DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-1\" 5\n");  // an unterminated label set
+  exporter->refresh();
+  dcgm_.set_page(std::string(17u << 20, '#'));  // over the 16 MiB limit
+  exporter->refresh();
+  ASSERT_EQ(log.size(), 2U);
+  EXPECT_NE(log[0].find("upstream: " + dcgm_.url() + ": "), std::string::npos) << log[0];
+  EXPECT_NE(log[0].find("metrics.text"), std::string::npos) << log[0];
+  EXPECT_NE(log[1].find("the page is over 16777216 bytes"), std::string::npos) << log[1];
+  const std::string page = exporter->page();
+  EXPECT_NE(page.find("gpubank_exporter_upstream_errors_total 2"), std::string::npos);
+  EXPECT_NE(page.find("business_group=\"search\""), std::string::npos);  // the last good samples, attributed
 }
 
 }  // namespace
