@@ -24,10 +24,10 @@ struct Holder {
 };
 
 // The labels the join decides; an upstream sample's own labels of these names are removed.
-constexpr std::array<std::string_view, 18> kJoinLabels{
+constexpr std::array<std::string_view, 17> kJoinLabels{
     "container",     "namespace",     "pod",      "pod_uid", "business_group", "owner_id",      "cost_center",
     "queue",         "workload_type", "workload_uid", "workload_kind", "workload", "model", "model_version",
-    "claim",         "sharing",       "mapping_status", "exported_pod"};
+    "claim",         "sharing",       "mapping_status"};
 
 bool is_join_label(std::string_view name) {
   return std::find(kJoinLabels.begin(), kJoinLabels.end(), name) != kJoinLabels.end();

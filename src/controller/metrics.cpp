@@ -1,5 +1,7 @@
 #include "controller/metrics.hpp"
 
+#include "metrics/bank_series.hpp"
+
 #include <map>
 #include <tuple>
 #include <utility>
@@ -7,6 +9,8 @@
 
 namespace gpubank::controller {
 namespace {
+
+namespace bank_series = metrics::bank_series;
 
 template <class T>
 Expected<bool> take(Expected<T*> family, T*& into) {
@@ -56,19 +60,14 @@ Expected<std::unique_ptr<ControllerMetrics>> ControllerMetrics::create() {
            take(r.counter("gpubank_controller_ledger_append_failures_total",
                           "Ledger appends the store refused or could not take (the pass's entries are computed again)."),
                 m->ledger_failures_),
-           take(r.gauge("gpubank_quota_gpus",
-                        "GPUs of a business group in a pool by kind: guaranteed, used, borrowed (use above the "
-                        "guarantee), lent (others' use of its unused guarantee), borrowable now, lending floor.",
-                        {"business_group", "pool", "kind"}),
+           take(r.gauge(bank_series::kQuotaGpus.name, bank_series::kQuotaGpus.help, bank_series::kQuotaGpus.labels()),
                 m->quota_),
-           take(r.gauge("gpubank_bank_loan_gpus", "GPUs of lender's guarantee on pool that borrower uses now, from the ledger.",
-                        {"pool", "lender", "borrower"}),
+           take(r.gauge(bank_series::kLoanGpus.name, bank_series::kLoanGpus.help, bank_series::kLoanGpus.labels()),
                 m->loans_),
-           take(r.counter("gpubank_checkpoint_total", "Checkpoints asked for on a reclaim notice, by result.", {"result"}),
+           take(r.counter(bank_series::kCheckpoints.name, bank_series::kCheckpoints.help, bank_series::kCheckpoints.labels()),
                 m->checkpoints_),
-           take(r.counter("gpubank_borrowed_gpu_hours_total",
-                          "GPU-hours borrowed, by lender, borrower and pool (integral of the borrow records).",
-                          {"lender", "borrower", "pool"}),
+           take(r.counter(bank_series::kBorrowedGpuHours.name, bank_series::kBorrowedGpuHours.help,
+                          bank_series::kBorrowedGpuHours.labels()),
                 m->borrowed_),
        }) {
     if (!made) return Unexpected{"controller metrics: " + made.error()};

@@ -1,5 +1,7 @@
 #include "twin/run/metrics.hpp"
 
+#include "metrics/bank_series.hpp"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -11,24 +13,18 @@ Expected<bool> export_metrics(const RunResult& r, metrics::Registry& registry) {
 
 Expected<bool> export_metrics(const RunResult& r, std::span<const Position> positions, VirtualTime now,
                               metrics::Registry& registry) {
-  auto quota = registry.gauge("gpubank_quota_gpus",
-                              "GPUs of a business group in a pool by kind: guaranteed, used, borrowed (use above the "
-                              "guarantee), lent (others' use of its unused guarantee), borrowable now, lending floor.",
-                              {"business_group", "pool", "kind"});
-  auto borrowed = registry.counter("gpubank_borrowed_gpu_hours_total",
-                                   "GPU-hours borrowed, by lender, borrower and pool (integral of the borrow records).",
-                                   {"lender", "borrower", "pool"});
+  namespace series = metrics::bank_series;
+  auto quota = registry.gauge(series::kQuotaGpus.name, series::kQuotaGpus.help, series::kQuotaGpus.labels());
+  auto borrowed =
+      registry.counter(series::kBorrowedGpuHours.name, series::kBorrowedGpuHours.help, series::kBorrowedGpuHours.labels());
   auto reclaims = registry.counter("gpubank_reclaims_total", "Graceful reclaims that ended, by result.", {"result"});
   auto duration = registry.histogram("gpubank_reclaim_duration_seconds",
                                      "Time from lender demand to the end of a graceful reclaim.", {},
                                      {1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600});
-  auto checkpoints = registry.counter("gpubank_checkpoint_total", "Checkpoints asked for on a reclaim notice, by result.",
-                                      {"result"});
+  auto checkpoints = registry.counter(series::kCheckpoints.name, series::kCheckpoints.help, series::kCheckpoints.labels());
   auto loss = registry.counter("gpubank_recompute_loss_gpu_hours_total",
                                "GPU-hours of work lost since the last checkpoint of stopped or preempted workloads.");
-  auto loans = registry.gauge("gpubank_bank_loan_gpus",
-                              "GPUs of lender's guarantee on pool that borrower uses now, from the ledger.",
-                              {"pool", "lender", "borrower"});
+  auto loans = registry.gauge(series::kLoanGpus.name, series::kLoanGpus.help, series::kLoanGpus.labels());
   if (!loans) return Unexpected{loans.error()};
   auto events = registry.counter("gpubank_events_total", "Decisions of the event log, by kind.", {"kind"});
   if (!quota) return Unexpected{quota.error()};
