@@ -604,31 +604,32 @@ struct FakeApiServer::Impl {
     beast::error_code ec;
     http::write_header(s, sr, ec);
     if (ec) return;
-    // Counted from here to every return below: tests wait for "a watch is open" on it.
-    struct OpenWatch {
-      Impl& im;
-      explicit OpenWatch(Impl& i) : im(i) {
-        std::lock_guard lock(im.m);
-        ++im.open_watch_count;
-        im.watch_cv.notify_all();
-      }
-      ~OpenWatch() {
-        std::lock_guard lock(im.m);
-        --im.open_watch_count;
-        im.watch_cv.notify_all();
-      }
-      OpenWatch(const OpenWatch&) = delete;
-      OpenWatch& operator=(const OpenWatch&) = delete;
-    } open_watch(*this);
     const bool bookmarks = query["allowWatchBookmarks"] == "true";
     const int timeout = query["timeoutSeconds"].empty() ? 1800 : std::stoi(query["timeoutSeconds"]);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
     const std::string from = query["resourceVersion"];
     auto relevant = [&](const Json& o) { return ns.empty() || o["metadata"].value("namespace", "") == ns; };
 
+    // Counted open under the same lock that takes end_watches()'s generation and the pending
+    // drop: a test that saw "a watch is open" and then ends watches or arms a drop always
+    // reaches this watch, never one that has yet to read them. Declared before the lock so
+    // that it is released after it.
+    struct OpenWatch {
+      Impl& im;
+      bool counted = false;
+      ~OpenWatch() {
+        if (!counted) return;
+        std::lock_guard guard(im.m);
+        --im.open_watch_count;
+        im.watch_cv.notify_all();
+      }
+    } open_watch{*this};
     std::unique_lock lock(m);
     const std::uint64_t generation = end_generation;
     std::optional<int> drop = std::exchange(drop_after, std::nullopt);
+    ++open_watch_count;
+    open_watch.counted = true;
+    watch_cv.notify_all();
     int sent = 0;
     std::string batch;
     std::size_t next = 0;
