@@ -22,8 +22,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "api/process_memory.hpp"
 #include "api/webhook_metrics.hpp"
+#include "core/process_memory.hpp"
 #include "policy/validate.hpp"
 
 namespace gpubank::api {

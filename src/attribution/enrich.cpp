@@ -40,6 +40,22 @@ std::string label_value(const Sample& s, std::string_view name) {
   return {};
 }
 
+// The series a sample belongs to: its name and label set, in any label order.
+std::string series_key(const Sample& s) {
+  std::vector<const Label*> labels;
+  labels.reserve(s.labels.size());
+  for (const Label& l : s.labels) labels.push_back(&l);
+  std::sort(labels.begin(), labels.end(), [](const Label* a, const Label* b) { return a->name < b->name; });
+  std::string key = s.name;
+  for (const Label* l : labels) {
+    key += '\0';
+    key += l->name;
+    key += '\0';
+    key += l->value;
+  }
+  return key;
+}
+
 struct Join {
   std::map<DeviceKey, std::vector<Holder>> holders;
   std::set<std::string> mig_parents_held;  // GPU UUIDs some of whose MIG instances are held
@@ -147,6 +163,7 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
   for (const metrics::Family& family : upstream.families) {
     metrics::Family f{family.name, family.type, family.help, {}};
     f.samples.reserve(family.samples.size());
+    std::set<std::string> seen_series;  // a device's series once stripped of the join labels
     for (const Sample& s : family.samples) {
       const std::string uuid = label_value(s, "UUID");
       if (uuid.empty()) {
@@ -165,6 +182,12 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
         }
         base.labels.push_back(l);
       }
+      // dcgm-exporter with its own pod mapping writes a time-sliced device once per pod; with
+      // those labels gone the copies are one series, which the join below expands once.
+      if (!seen_series.insert(series_key(base)).second) {
+        ++stats.upstream_duplicates;
+        continue;
+      }
       const auto h = join.holders.find(key);
       if (h == join.holders.end()) {
         const bool parent = key.second.empty() && join.mig_parents_held.contains(key.first);
@@ -176,9 +199,16 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
       }
       const bool shared = h->second.size() > 1 ||
                           std::any_of(h->second.begin(), h->second.end(), [](const Holder& x) { return x.shared; });
+      std::set<std::string> holder_series;
       for (const Holder& holder : h->second) {
         Sample one = base;
         add_holder_labels(one.labels, holder, stats);
+        // Two holders whose differing values were all refused would be one series twice,
+        // which no exposition may hold: the first is kept.
+        if (!holder_series.insert(series_key(one)).second) {
+          ++stats.holder_collisions;
+          continue;
+        }
         if (shared) {
           one.labels.push_back(Label{"sharing", "time-sliced"});
           ++stats.time_sliced;
@@ -211,6 +241,7 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
                        "Every allocatable device of the node: a whole GPU or one MIG GPU instance.", {}};
   metrics::Family allocation{"gpubank_gpu_allocation_info", metrics::MetricType::gauge,
                              "One series per device held by a container, with the pod's attribution.", {}};
+  std::set<std::string> allocation_series;
   for (const DeviceKey& d : devices) {
     info.samples.push_back(Sample{"gpubank_gpu_info", device_labels(d), 1, std::nullopt});
     const auto h = join.holders.find(d);
@@ -218,9 +249,11 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
     for (const Holder& holder : h->second) {
       std::vector<Label> labels = device_labels(d);
       const node::DeviceAllocation& a = *holder.allocation;
-      labels.push_back({"namespace", a.namespace_name});
-      labels.push_back({"pod", a.pod});
-      labels.push_back({"container", a.container});
+      // The kubelet's names, checked as the device samples' are.
+      for (const auto& [name, value, rule] : {std::tuple{"namespace", &a.namespace_name, "namespace"},
+                                              std::tuple{"pod", &a.pod, "name"}, std::tuple{"container", &a.container, "name"}}) {
+        if (!value->empty() && !check_value(rule, *value)) labels.push_back({name, *value});
+      }
       if (holder.meta != nullptr) {
         const PodMeta& m = *holder.meta;
         for (const auto& [name, value] : std::initializer_list<std::pair<const char*, const std::string*>>{
@@ -231,7 +264,9 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
         }
       }
       std::erase_if(labels, [](const Label& l) { return l.value.empty(); });
-      allocation.samples.push_back(Sample{"gpubank_gpu_allocation_info", std::move(labels), 1, std::nullopt});
+      Sample one{"gpubank_gpu_allocation_info", std::move(labels), 1, std::nullopt};
+      if (!allocation_series.insert(series_key(one)).second) continue;  // counted with the device samples
+      allocation.samples.push_back(std::move(one));
     }
   }
   out.exposition.families.push_back(std::move(info));

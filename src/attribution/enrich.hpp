@@ -51,7 +51,11 @@ struct EnrichStats {
   std::uint64_t time_sliced = 0;     // samples written per holder of a shared device
   std::uint64_t unresolved_devices = 0;  // held device IDs the inventory cannot place (logged)
   std::uint64_t upstream_labels_removed = 0;
+  std::uint64_t upstream_duplicates = 0;  // device samples equal to an earlier one once stripped (dropped)
   std::uint64_t values_dropped = 0;  // snapshot values check_value refused
+  // Holders of one device left with the same labels once refused values were dropped (two
+  // pods of one namespace whose names fail the rules): one series each time, not two.
+  std::uint64_t holder_collisions = 0;
 };
 
 struct EnrichResult {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "metrics/text_parser.hpp"
@@ -194,6 +196,27 @@ TEST(Enrich, ATimeSlicedGpuGivesOneSharedSamplePerHolder) {
   EXPECT_TRUE(metrics::write_text(result.exposition).ok());
 }
 
+// dcgm-exporter with its own Kubernetes mapping writes a time-sliced GPU once per pod. With
+// its pod labels removed the copies are one series: the join writes each holder once, never
+// the holders times the copies (which would be duplicate series on the page).
+TEST(Enrich, UpstreamCopiesOfATimeSlicedGpuBecomeOneSamplePerHolder) {
+  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-1", "dev", "a", "search"), pod("uid-2", "dev", "b", "ads")}};
+  const std::string uuid_only = std::string(kGpu1).substr(4);
+  const std::vector<node::DeviceAllocation> allocations{held("dev", "a", "c", uuid_only + "::0"),
+                                                        held("dev", "b", "c", uuid_only + "::1")};
+  const std::string text = dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 60, ",container=\"c\",namespace=\"dev\",pod=\"a\"") +
+                           dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 60, ",container=\"c\",namespace=\"dev\",pod=\"b\"");
+  const auto result = enrich(upstream(text), allocations, &snap, {}, kNode);
+  const auto& samples = result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples;
+  ASSERT_EQ(samples.size(), 2U);
+  EXPECT_EQ(value_of(samples[0], "pod"), "a");
+  EXPECT_EQ(value_of(samples[1], "pod"), "b");
+  EXPECT_EQ(result.stats.upstream_duplicates, 1U);
+  EXPECT_EQ(result.stats.by_status.at("mapped"), 2U);
+  auto reparsed = metrics::parse_text(metrics::write_text(result.exposition).value());
+  ASSERT_TRUE(reparsed.ok()) << reparsed.error();
+}
+
 TEST(Enrich, EveryDeviceOfAMultiContainerPodGoesToItsOwnContainer) {
   NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-a", "search", "trainer-0", "search")}};
   const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "main", kGpu0),
@@ -225,6 +248,91 @@ TEST(Enrich, ThePageIsValidExpositionTextForTheRealPromtool) {
   for (std::string line; std::getline(lines, line);) {
     EXPECT_NE(line.find("label names should be written in 'snake_case'"), std::string::npos) << line;
   }
+}
+
+}  // namespace
+}  // namespace gpubank::attribution
+
+namespace gpubank::attribution {
+namespace {
+
+std::size_t series_count(const metrics::Exposition& e) {
+  std::size_t n = 0;
+  for (const metrics::Family& f : e.families) n += f.samples.size();
+  return n;
+}
+
+// The series budget (issue 30): attribution adds labels, not series. On a node of 8 whole
+// GPUs x 30 fields, each GPU held by one container, the page has exactly the upstream's
+// series plus gpubank's own two per device (gpubank_gpu_info, gpubank_gpu_allocation_info);
+// a time-sliced GPU adds one series per extra holder and nothing else.
+TEST(Enrich, AttributionKeepsTheSeriesBudget) {
+  std::string text;
+  std::vector<std::string> uuids;
+  for (int g = 0; g < 8; ++g) {
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-%08x-7c52-3f4e-9f3a-0b1c2d3e4f5%d", 0x5d6c58a2 + g, g);
+    uuids.emplace_back(uuid);
+  }
+  for (int f = 0; f < 30; ++f) {
+    const std::string family = "DCGM_FI_FIELD_" + std::to_string(f);
+    text += "# TYPE " + family + " gauge\n";
+    for (int g = 0; g < 8; ++g) text += dcgm_line(family.c_str(), uuids[static_cast<std::size_t>(g)].c_str(), g, f + g);
+  }
+  text += "# TYPE go_goroutines gauge\ngo_goroutines 12\n";
+  auto page = metrics::parse_text(text);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(series_count(*page), 241u);
+
+  std::vector<node::DeviceAllocation> allocations;
+  NodeSnapshot snapshot{"node-a", 1, 1'000, {}};
+  for (int g = 0; g < 8; ++g) {
+    const std::string name = "trainer-" + std::to_string(g);
+    allocations.push_back(held("search", name, "pytorch", uuids[static_cast<std::size_t>(g)]));
+    snapshot.pods.push_back(pod("uid-" + std::to_string(g), "search", name, "search"));
+  }
+  EnrichResult exclusive = enrich(*page, allocations, &snapshot, {}, kNode);
+  EXPECT_EQ(exclusive.stats.by_status["mapped"], 240u);
+  EXPECT_EQ(series_count(exclusive.exposition), 241u + 8u + 8u);
+  EXPECT_TRUE(metrics::write_text(exclusive.exposition).ok());
+
+  // GPU 0 time-sliced between two more pods (three holders): 30 fields x 2 more series, and
+  // two more allocation series.
+  allocations.push_back(held("ads", "vllm-0", "server", uuids[0] + "::1"));
+  allocations.push_back(held("ads", "vllm-1", "server", uuids[0] + "::2"));
+  snapshot.pods.push_back(pod("uid-a", "ads", "vllm-0", "ads"));
+  snapshot.pods.push_back(pod("uid-b", "ads", "vllm-1", "ads"));
+  std::sort(snapshot.pods.begin(), snapshot.pods.end(), [](const PodMeta& a, const PodMeta& b) { return a.uid < b.uid; });
+  EnrichResult shared = enrich(*page, allocations, &snapshot, {}, kNode);
+  EXPECT_EQ(series_count(shared.exposition), 241u + 8u + 8u + 2u * 30u + 2u);
+  EXPECT_EQ(shared.stats.time_sliced, 3u * 30u);
+  EXPECT_TRUE(metrics::write_text(shared.exposition).ok());
+}
+
+}  // namespace
+}  // namespace gpubank::attribution
+
+namespace gpubank::attribution {
+namespace {
+
+// Found by enrich_fuzzer: names from the kubelet that are not Kubernetes names (bytes that
+// are not UTF-8) reached gpubank_gpu_allocation_info unchecked, and the writer refused the
+// whole page, so the exporter would have kept its last page forever. Now they are dropped
+// as on the device samples, and two holders left alike are one series.
+TEST(Enrich, NamesThatAreNotKubernetesNamesNeverMakeThePageUnwritable) {
+  const std::vector<node::DeviceAllocation> allocations{
+      held("ads\x8d", "vllm-0", "server", std::string(kGpu0) + "::0"),
+      held("ads", "bad pod!", "server", std::string(kGpu0) + "::1"),
+      held("ads", "bad pod?", "server", std::string(kGpu0) + "::2")};
+  EnrichResult r = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 50)), allocations, nullptr, {}, kNode);
+  auto text = metrics::write_text(r.exposition);
+  ASSERT_TRUE(text.ok()) << text.error();
+  EXPECT_EQ(text->find("ads\x8d"), std::string::npos);
+  EXPECT_EQ(text->find("bad pod"), std::string::npos);
+  // vllm-0 (its namespace dropped) and one of the two bad pods; the other collided.
+  EXPECT_EQ(series(r.exposition, "DCGM_FI_DEV_GPU_UTIL").size(), 2u);
+  EXPECT_EQ(r.stats.holder_collisions, 1u);
+  EXPECT_EQ(series(r.exposition, "gpubank_gpu_allocation_info").size(), 2u);
 }
 
 }  // namespace

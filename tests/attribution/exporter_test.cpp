@@ -190,6 +190,22 @@ TEST_F(ExporterEndToEnd, AScrapeReadsNothingAndAFailingInputKeepsTheLastPage) {
   EXPECT_EQ(dcgm_.requests(), upstream_calls);
   EXPECT_EQ(kubelet_.list_calls(), kubelet_calls);
 
+  // Prometheus asks for gzip: it gets the page compressed at the refresh (httplib's client
+  // inflates it here), smaller on the wire; q=0 and no header get the text itself.
+  const std::string text = exporter->page();
+  auto gzip = client.Get("/metrics", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(gzip);
+  EXPECT_EQ(gzip->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(gzip->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_LT(std::stoul(gzip->get_header_value("Content-Length")), text.size() / 2);
+  EXPECT_EQ(gzip->body, text);
+  for (const char* refused : {"gzip;q=0", "identity", "br, deflate"}) {
+    auto plain = client.Get("/metrics", {{"Accept-Encoding", refused}});
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->get_header_value("Content-Encoding"), "") << refused;
+    EXPECT_EQ(plain->body, text) << refused;
+  }
+
   // The upstream and the kubelet fail, the snapshot file is corrupted: the page keeps the
   // last good samples and attribution, and the self-metrics say what failed.
   dcgm_.set_down(true);

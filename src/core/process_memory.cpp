@@ -1,4 +1,4 @@
-#include "api/process_memory.hpp"
+#include "core/process_memory.hpp"
 
 #include <cstdlib>
 
@@ -9,7 +9,7 @@
 // symbol stays null and there is nothing to tune.
 #pragma weak mi_option_set
 
-namespace gpubank::api {
+namespace gpubank {
 
 void return_freed_memory_promptly() {
   if (&mi_option_set == nullptr) return;
@@ -21,4 +21,4 @@ void return_freed_memory_promptly() {
   mi_option_set(mi_option_decommit_delay, 0);
 }
 
-}  // namespace gpubank::api
+}  // namespace gpubank
