@@ -337,6 +337,15 @@ Expected<bool> Metasync::start() {
     if (!port) return Unexpected{port.error()};
     im.health_port = *port;
   }
+  if (!im.options.out_dir.empty()) {
+    // A metasync killed mid-write leaves its temporary file behind.
+    auto removed = remove_stale_temporaries(im.options.out_dir);
+    if (!removed) return Unexpected{"out dir: " + removed.error()};
+    if (!removed->empty()) {
+      im.log("removed " + std::to_string(removed->size()) + " temporary file(s) an earlier metasync left in " +
+             im.options.out_dir);
+    }
+  }
   im.started = true;
   if (im.port >= 0) {
     im.server_thread = std::thread([&im] {

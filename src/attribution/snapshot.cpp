@@ -295,6 +295,33 @@ Expected<bool> write_snapshot_file(const std::string& path, const NodeSnapshot& 
   return true;
 }
 
+Expected<std::vector<std::string>> remove_stale_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string own = ".tmp-" + std::to_string(::getpid()) + "-";
+  std::vector<std::string> removed;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Unexpected{"file: cannot list " + dir + ": " + ec.message()};
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return Unexpected{"file: cannot list " + dir + ": " + ec.message()};
+    const std::string name = it->path().filename().string();
+    const std::size_t at = name.find(".json.tmp-");
+    if (at == std::string::npos || name.find(own, at) == at + 5) continue;
+    // Only the exact shape: digits, '-', digits after ".tmp-".
+    const std::string_view tail = std::string_view(name).substr(at + 10);
+    const std::size_t dash = tail.find('-');
+    const auto digits = [](std::string_view v) {
+      return !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    if (dash == std::string_view::npos || !digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1))) continue;
+    if (!it->is_regular_file(ec)) continue;
+    if (fs::remove(it->path(), ec); ec) return Unexpected{"file: cannot remove " + it->path().string() + ": " + ec.message()};
+    removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 namespace {
 
 // The whole file, refused when larger than `limit`.

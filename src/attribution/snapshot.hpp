@@ -79,6 +79,11 @@ struct NodeSnapshot {
 [[nodiscard]] Expected<bool> write_snapshot_file(const std::string& path, const NodeSnapshot& snapshot,
                                                  std::string_view key);
 [[nodiscard]] Expected<NodeSnapshot> read_snapshot_file(const std::string& path, std::string_view key);
+// Removes what a writer killed between create and rename left in `dir`: files named as
+// write_snapshot_file names its temporaries ("<name>.json.tmp-<pid>-<n>") by another process
+// than this one. A reader never opens them (it reads "<node>.json" alone); without this they
+// would pile up, one per kill. One metasync writes a directory. Returns the names removed.
+[[nodiscard]] Expected<std::vector<std::string>> remove_stale_temporaries(const std::string& dir);
 
 // The shared key, from a file both sides read the same way: its bytes, less trailing
 // whitespace (so that `openssl rand -hex 32 > key` works; the newline is not part of the

@@ -4,6 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +290,28 @@ TEST(SnapshotFile, ReaderNeverSeesATornFileDuringRewrites) {
     EXPECT_EQ(entry.path().filename(), "gpu-node-17.json");
   }
   EXPECT_EQ(files, 1u);
+}
+
+// What a writer killed between create and rename leaves: another process's temporaries are
+// removed, this process's own (a write in flight) and anything not of that exact shape kept.
+TEST(SnapshotFile, StaleTemporariesOfAnotherWriterAreRemoved) {
+  gpubank::testing::ScratchDir dir;
+  const std::string own = std::to_string(::getpid());
+  const std::vector<std::string> names{"node-a.json",          "node-a.json.tmp-1-0",    "node-b.json.tmp-99999-12",
+                                       "node-a.json.tmp-" + own + "-3", "notes.tmp-1-0",  "node-a.json.tmp-x-0",
+                                       "node-a.json.tmp-1-",   "node-a.json.tmp-1-0.bak"};
+  for (const std::string& n : names) std::ofstream(dir.path() / n) << "x";
+  auto removed = remove_stale_temporaries(dir.path().string());
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"node-a.json.tmp-1-0", "node-b.json.tmp-99999-12"}));
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> kept{"node-a.json",         "node-a.json.tmp-" + own + "-3", "node-a.json.tmp-1-",
+                                "node-a.json.tmp-1-0.bak", "node-a.json.tmp-x-0",        "notes.tmp-1-0"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(left, kept);
+  EXPECT_FALSE(remove_stale_temporaries((dir.path() / "missing").string()).ok());
 }
 
 TEST(SnapshotFile, HmacKeyFile) {
