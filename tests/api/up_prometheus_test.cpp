@@ -179,6 +179,18 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
                             R"(count(DCGM_FI_DEV_GPU_UTIL * on (UUID) group_left (pool) )"
                             R"q(label_replace(gpubank_gpu_info{pool="h100-inference"}, "UUID", "$1", "gpu_uuid", "(.*)")))q");
   EXPECT_EQ(joined, 48);
+
+  // The mission's attribution checks, as PromQL on what Prometheus stored: every device
+  // sample has a mapping_status (the twin's nodes run the exporter's join), metasync knew
+  // every pod that held a device, and no device that is not shared is attributed to two
+  // pods at one time.
+  EXPECT_EQ(query(prometheus, R"(absent(DCGM_FI_DEV_POWER_USAGE{mapping_status=""}))"), 1);
+  EXPECT_EQ(query(prometheus, R"(absent(DCGM_FI_DEV_POWER_USAGE{mapping_status="unknown"}))"), 1);
+  EXPECT_GT(query(prometheus, R"(count(DCGM_FI_DEV_POWER_USAGE{mapping_status="mapped"}))").value_or(0), 0);
+  EXPECT_EQ(query(prometheus, R"(absent(count by (UUID, GPU_I_ID) (DCGM_FI_DEV_POWER_USAGE{mapping_status="mapped",sharing=""}) > 1))"),
+            1);
+  EXPECT_EQ(query(prometheus, R"(count(gpubank_gpu_allocation_info))"),
+            query(prometheus, R"(count(DCGM_FI_DEV_POWER_USAGE{mapping_status="mapped"}))"));
   std::filesystem::remove_all(dir);
 }
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
+#include "attribution/labels.hpp"
+#include "core/fnv1a.hpp"
 #include "metrics/exposition.hpp"
 #include "metrics/registry.hpp"
 #include "policy/schema.hpp"
@@ -459,6 +462,172 @@ Json gpu_view(const cluster::Cluster& c, cluster::GpuId id, const std::map<std::
   return j;
 }
 
+// What every twin node's driver reports (dcgm-exporter's DCGM_FI_DRIVER_VERSION label).
+constexpr const char* kDriverVersion = "580.159.04";
+// The twin's pods have one container.
+constexpr std::string_view kContainer = "main";
+
+// The twin's pods. The engine places workloads on units, not pods: a workload's units, in
+// unit order, are cut into pods of its GPUs per pod, never across a node, and named
+// <workload>-<index> as a Job's or a replica's pods would be.
+struct PodLayout {
+  struct Pod {
+    std::string workload;  // namespace/name
+    std::string name;
+    cluster::NodeId node = 0;
+    std::vector<cluster::UnitId> units;
+  };
+  std::vector<Pod> pods;
+  std::map<std::pair<std::string, cluster::UnitId>, std::string> pod_of;  // (workload, unit) -> pod
+};
+
+PodLayout pod_layout(const cluster::Cluster& c, const std::map<std::string, Holder>& held) {
+  struct Cursor {
+    std::size_t pod = 0;     // in out.pods
+    int next_index = 0;      // of the workload's next pod
+    std::int64_t units = 0;  // in the open pod
+  };
+  PodLayout out;
+  std::map<std::string, Cursor> open;
+  for (cluster::UnitId u = 0; u < c.unit_count(); ++u) {
+    const cluster::NodeId node = c.unit(u).node;
+    for (const auto& key : c.workloads_on_unit(u)) {
+      const auto it = held.find(key);
+      if (it == held.end()) continue;
+      const run::ScenarioWorkload* spec = it->second.spec;
+      const std::int64_t per_pod =
+          spec != nullptr ? std::max<std::int64_t>(1, spec->gpus) : std::numeric_limits<std::int64_t>::max();
+      auto [cursor, first] = open.try_emplace(key);
+      Cursor& k = cursor->second;
+      if (first || out.pods[k.pod].node != node || k.units >= per_pod) {
+        const std::string name = key.substr(key.find('/') + 1) + "-" + std::to_string(k.next_index++);
+        out.pods.push_back(PodLayout::Pod{key, name, node, {}});
+        k.pod = out.pods.size() - 1;
+        k.units = 0;
+      }
+      ++k.units;
+      out.pods[k.pod].units.push_back(u);
+      out.pod_of[{key, u}] = out.pods[k.pod].name;
+    }
+  }
+  return out;
+}
+
+attribution::NodeInfo node_info(const cluster::NodeSpec& node) {
+  return attribution::NodeInfo{node.name, std::string(node.pool()), node.gpu_model,
+                               node.mig ? node.mig->profile : std::string("full")};
+}
+
+// What NVML would list on node `n`: its GPUs, and on a MIG node their GPU instances (the
+// exporter learns MIG device UUIDs from it).
+std::vector<node::GpuDevice> inventory_of(const cluster::Cluster& c, cluster::NodeId n) {
+  constexpr std::uint64_t kMiB = 1024 * 1024;
+  const cluster::NodeSpec& spec = c.node(n);
+  std::vector<node::GpuDevice> out;
+  for (cluster::GpuId id = 0; id < c.gpu_count(); ++id) {
+    const cluster::Gpu& g = c.gpu(id);
+    if (g.node != n) continue;
+    node::GpuDevice d;
+    d.index = static_cast<unsigned>(g.index);
+    d.uuid = g.uuid;
+    d.name = nvml_name(spec);
+    d.pci_bus_id = g.pci_bus_id;
+    d.minor = static_cast<unsigned>(g.index);
+    d.memory_total = static_cast<std::uint64_t>(spec.gpu_memory_mib) * kMiB;
+    d.mig_enabled = spec.mig.has_value();
+    if (spec.mig) {
+      for (int s = 0; s < g.units; ++s) {
+        const cluster::Unit& unit = c.unit(g.first_unit + static_cast<cluster::UnitId>(s));
+        d.mig.push_back(node::MigDevice{unit.uuid, static_cast<unsigned>(unit.slice + 1), 0, spec.mig->profile,
+                                        static_cast<std::uint64_t>(spec.mig->slice_memory_mib) * kMiB});
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// The person a twin workload belongs to: its owner label, else one of the synthetic people of
+// the generated day (a service's on-call, or one of four engineers of the group).
+std::string owner_of(const Holder& h) {
+  if (h.spec != nullptr) {
+    if (const auto it = h.spec->labels.find(std::string(attribution::keys::kOwnerId)); it != h.spec->labels.end()) {
+      return it->second;
+    }
+    if (h.spec->workload_type == policy::WorkloadType::Inference) return h.outcome->business_group + "-oncall";
+  }
+  return h.outcome->business_group + "-user-" + std::to_string(fnv1a64(h.outcome->workload) % 4 + 1);
+}
+
+// The kubelet's device ID and resource name for a unit a pod holds.
+node::DeviceAllocation device_of(const cluster::Cluster& c, cluster::UnitId u, const std::string& workload) {
+  const cluster::Unit& unit = c.unit(u);
+  const cluster::NodeSpec& node = c.node(unit.node);
+  node::DeviceAllocation a;
+  if (node.mig) {
+    a.resource_name = "nvidia.com/mig-" + node.mig->profile;
+    a.device_id = unit.uuid;
+  } else if (!unit.whole) {
+    // A fraction of a time-sliced GPU: the device plugin's replica <uuid>::<n>.
+    const auto holders_of = c.workloads_on_unit(u);
+    const auto at = std::find(holders_of.begin(), holders_of.end(), workload);
+    a.resource_name = "nvidia.com/gpu.shared";
+    a.device_id = c.gpu(unit.gpu).uuid + "::" + std::to_string(at - holders_of.begin());
+  } else {
+    a.resource_name = "nvidia.com/gpu";
+    a.device_id = c.gpu(unit.gpu).uuid;
+  }
+  return a;
+}
+
+std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::string, Holder>& held,
+                               const PodLayout& layout, const policy::PolicySet& policies, const Timestamp& start) {
+  const policy::PlatformGuardrailsSpec* guardrails = policies.guardrails_spec();
+  std::vector<TwinPod> out;
+  out.reserve(layout.pods.size());
+  for (const PodLayout::Pod& pod : layout.pods) {
+    const Holder& h = held.at(pod.workload);
+    const auto slash = pod.workload.find('/');
+    TwinPodSpec s;
+    s.namespace_name = pod.workload.substr(0, slash);
+    s.name = pod.name;
+    s.node = c.node(pod.node).name;
+    // A new admission starts new pods (Kueue suspends and resumes the Job): a new UID.
+    s.uid = twin_uid("pod", s.namespace_name, pod.name, h.outcome->admissions);
+    s.created = rfc3339(start, h.outcome->first_admitted.value_or(0));
+    s.business_group = h.outcome->business_group;
+    if (guardrails != nullptr) {
+      for (const policy::Group& g : guardrails->groups) {
+        if (g.name == s.business_group) s.cost_center = g.cost_center;
+      }
+    }
+    s.owner_id = owner_of(h);
+    s.queue = h.outcome->pool;  // the LocalQueue the render names after the pool
+    const std::string workload = pod.workload.substr(slash + 1);
+    s.workload = workload;
+    if (h.spec != nullptr) {
+      s.workload_type = enum_name(h.spec->workload_type);
+      s.labels = h.spec->labels;
+      s.deployment = h.spec->workload_type == policy::WorkloadType::Inference;
+      // A replica's Deployment is the service's workloadRef (its `app` label).
+      if (const auto app = h.spec->labels.find("app"); s.deployment && app != h.spec->labels.end()) {
+        s.workload = app->second;
+      }
+    }
+    s.workload_uid = twin_uid("job", s.namespace_name, workload, 0);
+    TwinPod p{pod_object(s), {}};
+    for (const cluster::UnitId u : pod.units) {
+      node::DeviceAllocation a = device_of(c, u, pod.workload);
+      a.namespace_name = s.namespace_name;
+      a.pod = pod.name;
+      a.container = std::string(kContainer);
+      p.devices.push_back(std::move(a));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json Platform::gpus_json(const std::string& pool) const {
@@ -491,16 +660,13 @@ Expected<std::string> Platform::metrics_text() {
   if (auto done = run::export_metrics(simulation_.result(), positions, now(), registry); !done) {
     return Unexpected{done.error()};
   }
+  metrics::Exposition attributed;
   if (const cluster::Cluster* c = simulation_.cluster(); c != nullptr) {
-    auto dcgm = telemetry::register_dcgm(registry);
-    if (!dcgm) return Unexpected{dcgm.error()};
-    auto ours = telemetry::register_gpu_attribution(registry);
-    if (!ours) return Unexpected{ours.error()};
     const auto all = simulation_.workloads();
     const auto held = holders(all, simulation_.workload_specs());
+    const PodLayout layout = pod_layout(*c, held);
     energy_.resize(c->unit_count());
-    std::vector<telemetry::GpuState> devices;
-    devices.reserve(c->unit_count());
+    std::vector<std::vector<telemetry::GpuState>> devices(c->node_count());
     for (cluster::UnitId u = 0; u < c->unit_count(); ++u) {
       const cluster::Unit& unit = c->unit(u);
       const cluster::Gpu& g = c->gpu(unit.gpu);
@@ -512,15 +678,10 @@ Expected<std::string> Platform::metrics_text() {
       d.device = g.device;
       d.model_name = nvml_name(node);
       d.hostname = node.name;
-      d.driver_version = "580.159.04";
-      d.pool = std::string(node.pool());
+      d.driver_version = kDriverVersion;
       d.xid = g.last_xid;
       d.ecc_dbe_volatile = g.ecc_dbe;
-      d.gpu_model = node.gpu_model;
-      if (node.mig) {
-        d.mig = telemetry::MigInstance{node.mig->profile, unit.slice + 1};
-        d.partition = node.mig->profile;
-      }
+      if (node.mig) d.mig = telemetry::MigInstance{node.mig->profile, unit.slice + 1};
       telemetry::ActivityInput in;
       in.seed = day_.seed;
       in.device_key = telemetry::device_key(node.name, g.index, unit.slice);
@@ -528,16 +689,12 @@ Expected<std::string> Platform::metrics_text() {
         const auto it = held.find(key);
         if (it == held.end()) continue;
         const Holder& h = it->second;
-        const auto slash = key.find('/');
+        // dcgm-exporter's own pod mapping (the PodResources triple): the node's exporter
+        // replaces it with the join's.
         telemetry::Allocation a;
-        a.pod_namespace = key.substr(0, slash);
-        a.pod = key.substr(slash + 1) + "-0";
-        a.container = "main";
-        a.business_group = h.outcome->business_group;
-        a.workload = key.substr(slash + 1);
-        a.workload_kind = h.spec != nullptr && h.spec->workload_type == policy::WorkloadType::Inference ? "Deployment"
-                                                                                                        : "Job";
-        a.workload_type = h.spec != nullptr ? enum_name(h.spec->workload_type) : "";
+        a.pod_namespace = key.substr(0, key.find('/'));
+        a.pod = layout.pod_of.at({key, u});
+        a.container = std::string(kContainer);
         d.allocations.push_back(std::move(a));
         if (in.profile == telemetry::Profile::idle) {
           in.profile = profile_of(h);
@@ -577,16 +734,27 @@ Expected<std::string> Platform::metrics_text() {
       e.input = in;
       d.sample = telemetry::sample(spec, in, now(), telemetry::EnergyBase{e.since_ms, e.mj});
       e.last_mj = std::max(e.last_mj, d.sample.energy_mj);
-      devices.push_back(std::move(d));
+      devices[unit.node].push_back(std::move(d));
     }
-    if (auto s = telemetry::update_dcgm(*dcgm, devices); !s) return Unexpected{s.error()};
-    if (auto s = telemetry::update_gpu_attribution(*ours, devices); !s) return Unexpected{s.error()};
+    // Each node's dcgm-exporter page, then metasync and the exporters (node_agents.hpp).
+    std::vector<TwinNode> nodes;
+    nodes.reserve(c->node_count());
+    for (cluster::NodeId n = 0; n < c->node_count(); ++n) {
+      metrics::Registry page;
+      auto dcgm = telemetry::register_dcgm(page);
+      if (!dcgm) return Unexpected{dcgm.error()};
+      if (auto s = telemetry::update_dcgm(*dcgm, devices[n]); !s) return Unexpected{s.error()};
+      nodes.push_back(TwinNode{node_info(c->node(n)), page.collect(), inventory_of(*c, n)});
+    }
+    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_.start);
+    attributed = agents_.scrape(pods, nodes, now());
   }
   auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",
                               "The twin's clock: virtual seconds since the start of the embedded day.");
   if (!clock) return Unexpected{clock.error()};
   if (auto s = (*clock)->set({}, static_cast<double>(now()) / 1000.0); !s) return Unexpected{s.error()};
   metrics::Exposition all = registry.collect();
+  for (auto& f : attributed.families) all.families.push_back(std::move(f));
   const auto all_workloads = simulation_.workloads();
   auto kueue = queue_metrics_->families(simulation_.queues(), all_workloads);
   if (!kueue) return Unexpected{kueue.error()};

@@ -17,6 +17,7 @@
 #include "policy/policy_set.hpp"
 #include "twin/live/day.hpp"
 #include "twin/live/elastic.hpp"
+#include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
 #include "twin/live/serving.hpp"
 #include "twin/run/engine.hpp"
@@ -111,7 +112,9 @@ class Platform {
   Expected<bool> fail_model_loads(const std::string& policy, int count, const std::string& actor);
 
   // Prometheus text exposition of everything the platform exports now: the bank's
-  // series, dcgm-exporter's per device, gpubank_gpu_info / gpubank_gpu_allocation_info,
+  // series, dcgm-exporter's per device as each node's gpubank exporter attributes it
+  // (node_agents.hpp: its samples with mapping_status and the pods' attribution, with
+  // gpubank_gpu_info / gpubank_gpu_allocation_info),
   // Kueue's ClusterQueue families (queue_metrics.hpp) and vLLM's per replica.
   // Not const: the energy counters carry their integral across changes of a device's work.
   [[nodiscard]] Expected<std::string> metrics_text();
@@ -151,6 +154,8 @@ class Platform {
     double last_mj = 0;  // the counter last exposed
   };
   std::vector<DeviceEnergy> energy_;
+  // metasync and the nodes' exporters, run on the twin's pods at each scrape.
+  NodeAgents agents_;
 };
 
 }  // namespace gpubank::twin::live

@@ -390,47 +390,4 @@ metrics::Status update_dcgm(const DcgmFamilies& f, std::span<const GpuState> gpu
   return std::monostate{};
 }
 
-// ---- gpubank's own series ------------------------------------------------------------------
-
-Expected<GpuAttributionFamilies> register_gpu_attribution(metrics::Registry& registry) {
-  auto info = registry.gauge(
-      "gpubank_gpu_info",
-      "Every allocatable device of a node (a whole GPU or a MIG GPU instance) with its pool, the pool's gpuModel "
-      "and partition; always 1.",
-      {"node", "pool", "gpu_model", "partition", "gpu_uuid", "gpu_instance"});
-  if (!info) return Unexpected{info.error()};
-  auto allocation = registry.gauge(
-      "gpubank_gpu_allocation_info",
-      "A device held by a container, with the pod's attribution; always 1. A time-sliced device held by n "
-      "containers has n series.",
-      {"node", "pool", "gpu_model", "partition", "gpu_uuid", "gpu_instance", "namespace", "pod", "container",
-       "business_group", "owner_id", "cost_center", "workload_type", "workload_kind", "workload", "queue"});
-  if (!allocation) return Unexpected{allocation.error()};
-  return GpuAttributionFamilies{*info, *allocation};
-}
-
-metrics::Status update_gpu_attribution(const GpuAttributionFamilies& f, std::span<const GpuState> gpus) {
-  if (auto bad = repeated_device(gpus, "update_gpu_attribution")) return Unexpected{*bad};
-  Snapshot info;
-  Snapshot allocations;
-  info.reserve(gpus.size());
-  for (const GpuState& g : gpus) {
-    metrics::LabelValues device{g.hostname, g.pool, g.gpu_model, g.partition, g.uuid, instance_id(g)};
-    for (const std::string& value : device) {
-      if (auto bad = metrics::check_utf8(value, "update_gpu_attribution: device " + g.uuid)) return Unexpected{*bad};
-    }
-    for (const Allocation& a : g.allocations) {
-      metrics::LabelValues labels = device;
-      labels.insert(labels.end(), {a.pod_namespace, a.pod, a.container, a.business_group, a.owner_id, a.cost_center,
-                                   a.workload_type, a.workload_kind, a.workload, a.queue});
-      allocations.emplace_back(std::move(labels), 1);
-    }
-    info.emplace_back(std::move(device), 1);
-  }
-  // Allocations first: if they are refused nothing has changed, and the device labels of
-  // gpubank_gpu_info were checked above.
-  if (auto done = f.gpu_allocation_info->set_all(allocations); !done) return done;
-  return f.gpu_info->set_all(info);
-}
-
 }  // namespace gpubank::twin::telemetry

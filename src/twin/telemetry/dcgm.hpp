@@ -1,6 +1,7 @@
-// The twin's GPUs as dcgm-exporter exposes them, plus gpubank's own per-device series, so
-// that the dashboards, the rendered PrometheusRules and the scanner read the twin exactly as
-// they read a real cluster.
+// The twin's GPUs as dcgm-exporter exposes them, so that each twin node's gpubank exporter
+// attributes them with the code it runs on a cluster (twin/live/node_agents.hpp), and the
+// dashboards, the rendered PrometheusRules and the scanner read the twin exactly as they
+// read a real cluster.
 //
 // dcgm-exporter's families keep its names, types, HELP texts (etc/default-counters.csv) and
 // label order (internal/pkg/rendermetrics, NVIDIA/dcgm-exporter 4.5.3-4.8.2): gpu, UUID,
@@ -13,9 +14,7 @@
 //
 //   metrics::Registry registry;
 //   auto dcgm = register_dcgm(registry);           // once
-//   auto ours = register_gpu_attribution(registry);
 //   update_dcgm(*dcgm, gpus);                      // every scrape: the devices now
-//   update_gpu_attribution(*ours, gpus);
 #pragma once
 
 #include <cstdint>
@@ -41,19 +40,13 @@ struct MigInstance {
   int instance_id = 0;  // GPU_I_ID
 };
 
-// A container holding the device, with the pod's attribution (docs/metrics-contract.md,
-// gpubank_gpu_allocation_info).
+// A container holding the device, as dcgm-exporter's own pod mapping labels it (the
+// kubelet's PodResources triple). gpubank's exporter replaces these labels with its join's
+// (attribution/enrich.hpp).
 struct Allocation {
   std::string pod_namespace;
   std::string pod;
   std::string container;
-  std::string business_group;
-  std::string owner_id;
-  std::string cost_center;
-  std::string workload_type;  // training, inference, batch, notebook
-  std::string workload_kind;  // the top-level owner's kind: PyTorchJob, Deployment, ...
-  std::string workload;       // and its name
-  std::string queue;          // the Kueue LocalQueue; empty when none
 };
 
 // One device as the engine sees it at a scrape: a whole GPU, or one MIG GPU instance (then
@@ -73,11 +66,6 @@ struct GpuState {
   int xid = 0;                     // the last XID error, 0 = none
   std::int64_t ecc_dbe_volatile = 0;  // double-bit ECC errors since the driver loaded
   bool row_remap_failure = false;
-  // gpubank's attribution (gpubank_gpu_info): the node's pool, the pool's gpuModel key and
-  // partition ("full" or the MIG profile).
-  std::string pool;
-  std::string gpu_model;
-  std::string partition = "full";
 };
 
 struct DcgmOptions {
@@ -123,18 +111,5 @@ struct DcgmFamilies {
 // nothing: a repeated device (uuid + GPU_I_ID), a NaN, infinite or negative energy or a
 // negative ECC count changes nothing.
 metrics::Status update_dcgm(const DcgmFamilies& families, std::span<const GpuState> gpus);
-
-// ---- gpubank's own per-device series (docs/metrics-contract.md) -----------------------------
-
-struct GpuAttributionFamilies {
-  metrics::GaugeFamily* gpu_info = nullptr;             // gpubank_gpu_info
-  metrics::GaugeFamily* gpu_allocation_info = nullptr;  // gpubank_gpu_allocation_info
-};
-
-[[nodiscard]] Expected<GpuAttributionFamilies> register_gpu_attribution(metrics::Registry& registry);
-
-// gpubank_gpu_info = 1 per device; gpubank_gpu_allocation_info = 1 per device and
-// allocation. Devices not in `gpus` lose their series. A repeated device changes nothing.
-metrics::Status update_gpu_attribution(const GpuAttributionFamilies& families, std::span<const GpuState> gpus);
 
 }  // namespace gpubank::twin::telemetry

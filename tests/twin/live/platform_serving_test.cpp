@@ -124,6 +124,37 @@ Platform* PlatformServing::platform_ = nullptr;
 Scrape* PlatformServing::night_ = nullptr;
 Scrape* PlatformServing::peak_ = nullptr;
 
+// /metrics at 10:00 as the nodes' exporters write it (node_agents.hpp): each device sample
+// carries a mapping_status; every held device is known to metasync (the twin has no cache
+// misses); a device that is not shared is attributed to one pod at a time; and
+// gpubank_gpu_allocation_info has one series per attributed device sample, gpubank_gpu_info
+// one per device.
+TEST_F(PlatformServing, EveryDeviceSampleComesOutOfTheExportersJoin) {
+  std::map<std::string, std::set<std::string>> pods_of_device;  // devices not shared
+  std::set<std::string> devices;
+  std::map<std::string, std::size_t> by_status;
+  for (const auto* s : samples(peak_->exposition, "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_USAGE")) {
+    const std::string device = label(*s, "UUID") + "/" + label(*s, "GPU_I_ID");
+    const std::string status = label(*s, "mapping_status");
+    devices.insert(device);
+    ++by_status[status];
+    ASSERT_FALSE(status.empty()) << device;
+    EXPECT_NE(status, "unknown") << label(*s, "pod");
+    if (status != "mapped") continue;
+    EXPECT_FALSE(label(*s, "business_group").empty()) << device;
+    EXPECT_FALSE(label(*s, "owner_id").empty()) << device;
+    EXPECT_FALSE(label(*s, "pod_uid").empty()) << device;
+    EXPECT_TRUE(label(*s, "workload_kind") == "Job" || label(*s, "workload_kind") == "Deployment") << device;
+    if (label(*s, "sharing") != "time-sliced") pods_of_device[device].insert(label(*s, "pod_uid"));
+  }
+  EXPECT_GT(by_status["mapped"], 0U);
+  EXPECT_GT(by_status["unallocated"], 0U);
+  for (const auto& [device, uids] : pods_of_device) EXPECT_EQ(uids.size(), 1U) << device;
+  EXPECT_EQ(samples(peak_->exposition, "gpubank_gpu_allocation_info", "gpubank_gpu_allocation_info").size(),
+            by_status["mapped"]);
+  EXPECT_EQ(samples(peak_->exposition, "gpubank_gpu_info", "gpubank_gpu_info").size(), devices.size());
+}
+
 TEST_F(PlatformServing, TheLlmServiceHasSixReadyReplicasServingAtTenOClock) {
   const Json* llm = service(*peak_, "customer-service-llm");
   ASSERT_NE(llm, nullptr);

@@ -30,13 +30,6 @@ Allocation allocation(std::string ns, std::string pod, std::string container) {
   a.pod_namespace = std::move(ns);
   a.pod = std::move(pod);
   a.container = std::move(container);
-  a.business_group = "search";
-  a.owner_id = "u123";
-  a.cost_center = "CC-7";
-  a.workload_type = "training";
-  a.workload_kind = "PyTorchJob";
-  a.workload = "llama-ft";
-  a.queue = "search-h100";
   return a;
 }
 
@@ -64,8 +57,6 @@ std::vector<GpuState> cluster() {
   busy.sample.temperature_c = 69;
   busy.sample.sm_clock_mhz = 1980;
   busy.sample.energy_mj = 123456789.9;
-  busy.pool = "h100-train";
-  busy.gpu_model = "H100";
 
   GpuState idle = busy;
   idle.gpu_index = 1;
@@ -92,9 +83,6 @@ std::vector<GpuState> cluster() {
   mig1.allocations = {allocation("chat", "vllm-0", "vllm")};
   mig1.sample.gr_engine_active = 0.5;
   mig1.sample.gpu_util_pct = 50;
-  mig1.pool = "a100-mig";
-  mig1.gpu_model = "A100";
-  mig1.partition = "3g.40gb";
   GpuState mig2 = mig1;
   mig2.mig = MigInstance{"3g.40gb", 2};
   mig2.allocations.clear();
@@ -105,15 +93,12 @@ std::vector<GpuState> cluster() {
 struct Scrape {
   metrics::Registry registry;
   DcgmFamilies dcgm;
-  GpuAttributionFamilies ours;
 };
 
 std::unique_ptr<Scrape> scrape(const std::vector<GpuState>& gpus, const DcgmOptions& options = {}) {
   auto s = std::make_unique<Scrape>();
   s->dcgm = must(register_dcgm(s->registry, options));
-  s->ours = must(register_gpu_attribution(s->registry));
   if (auto d = update_dcgm(s->dcgm, gpus); !d) throw std::runtime_error(d.error());
-  if (auto d = update_gpu_attribution(s->ours, gpus); !d) throw std::runtime_error(d.error());
   return s;
 }
 
@@ -281,8 +266,6 @@ TEST(Dcgm, TimeSlicedDevicesHaveOneSeriesPerContainer) {
   EXPECT_EQ(label(util[1], "pod"), "llama-ft-worker-1");
   EXPECT_EQ(util[0].value, 93);
   EXPECT_EQ(util[1].value, 93);
-  EXPECT_EQ(where(e, "gpubank_gpu_allocation_info", "gpu_uuid", kH100Uuid).size(), 2u);
-  EXPECT_EQ(where(e, "gpubank_gpu_info", "gpu_uuid", kH100Uuid).size(), 1u);
 }
 
 TEST(Dcgm, DevicesThatGoAwayLoseTheirSeries) {
@@ -291,7 +274,6 @@ TEST(Dcgm, DevicesThatGoAwayLoseTheirSeries) {
   fewer.erase(fewer.begin() + 1);  // GPU 1 withdrawn
   fewer[0].allocations.clear();    // the pod on GPU 0 ended
   ok(update_dcgm(s->dcgm, fewer));
-  ok(update_gpu_attribution(s->ours, fewer));
   const metrics::Exposition e = must(metrics::parse_text(metrics::write_text(s->registry)));
   for (const auto& f : e.families) {
     for (const auto& sample : f.samples) {
@@ -301,8 +283,6 @@ TEST(Dcgm, DevicesThatGoAwayLoseTheirSeries) {
   }
   EXPECT_EQ(e.find("DCGM_FI_DEV_FB_USED")->samples.size(), 3u);
   EXPECT_EQ(e.find("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")->samples.size(), 3u);
-  EXPECT_EQ(e.find("gpubank_gpu_info")->samples.size(), 3u);
-  EXPECT_EQ(e.find("gpubank_gpu_allocation_info")->samples.size(), 1u);  // vllm-0 on the MIG instance
   // No devices at all: empty families.
   ok(update_dcgm(s->dcgm, {}));
   EXPECT_EQ(must(metrics::parse_text(metrics::write_text(s->registry))).find("DCGM_FI_DEV_FB_USED")->samples.size(), 0u);
@@ -320,8 +300,8 @@ TEST(Dcgm, RefusalsChangeNothing) {
                        "[telemetry.duplicate-device]");
   std::vector<GpuState> mig_twice = cluster();
   mig_twice[3].mig->instance_id = 1;
-  EXPECT_EQ(update_gpu_attribution(s->ours, mig_twice).error(),
-            "update_gpu_attribution: device GPU-9a0e3b7d-4c2f-6e18-b5d9-3f7c1a8e4b22 GPU instance 1 is listed twice "
+  EXPECT_EQ(update_dcgm(s->dcgm, mig_twice).error(),
+            "update_dcgm: device GPU-9a0e3b7d-4c2f-6e18-b5d9-3f7c1a8e4b22 GPU instance 1 is listed twice "
             "[telemetry.duplicate-device]");
   std::vector<GpuState> nan = cluster();
   nan[2].sample.energy_mj = std::numeric_limits<double>::quiet_NaN();
@@ -339,10 +319,9 @@ TEST(Dcgm, RefusalsChangeNothing) {
   std::vector<GpuState> bad = cluster();
   bad[1].hostname = "node-\xff";
   EXPECT_FALSE(update_dcgm(s->dcgm, bad).ok());
-  EXPECT_FALSE(update_gpu_attribution(s->ours, bad).ok());
-  std::vector<GpuState> bad_group = cluster();
-  bad_group[0].allocations[0].business_group = "\xc3(";
-  EXPECT_NE(update_gpu_attribution(s->ours, bad_group).error().find("[metrics.utf8]"), std::string::npos);
+  std::vector<GpuState> bad_pod = cluster();
+  bad_pod[0].allocations[0].pod = "\xc3(";
+  EXPECT_FALSE(update_dcgm(s->dcgm, bad_pod).ok());
   EXPECT_EQ(metrics::write_text(s->registry), before);
 }
 
@@ -354,41 +333,6 @@ TEST(Dcgm, XidMessagesFollowDcgmExportersTable) {
   EXPECT_EQ(xid_message(172), "Uncorrectable SRAM Error");
   EXPECT_EQ(xid_message(173), "Unknown Error");
   EXPECT_EQ(xid_message(-1), "Unknown Error");
-}
-
-TEST(GpuAttribution, InfoAndAllocationSeriesFollowTheContract) {
-  const auto s = scrape(cluster());
-  const metrics::Exposition e = must(metrics::parse_text(metrics::write_text(s->registry)));
-  const metrics::Family* info = e.find("gpubank_gpu_info");
-  ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->type, metrics::MetricType::gauge);
-  ASSERT_EQ(info->samples.size(), 4u);
-  const auto mig = where(e, "gpubank_gpu_info", "gpu_instance", "2");
-  ASSERT_EQ(mig.size(), 1u);
-  EXPECT_EQ(names_of(mig[0].labels),
-            (std::vector<std::string>{"node", "pool", "gpu_model", "partition", "gpu_uuid", "gpu_instance"}));
-  EXPECT_EQ(label(mig[0], "node"), "gpu-node-07");
-  EXPECT_EQ(label(mig[0], "pool"), "a100-mig");
-  EXPECT_EQ(label(mig[0], "gpu_model"), "A100");
-  EXPECT_EQ(label(mig[0], "partition"), "3g.40gb");
-  EXPECT_EQ(label(mig[0], "gpu_uuid"), kA100Uuid);
-  EXPECT_EQ(mig[0].value, 1);
-  const auto whole = where(e, "gpubank_gpu_info", "gpu_uuid", kH100Uuid);
-  ASSERT_EQ(whole.size(), 1u);
-  EXPECT_EQ(label(whole[0], "gpu_instance"), "");
-  EXPECT_EQ(label(whole[0], "partition"), "full");
-
-  const auto held = where(e, "gpubank_gpu_allocation_info", "gpu_uuid", kH100Uuid);
-  ASSERT_EQ(held.size(), 1u);
-  EXPECT_EQ(names_of(held[0].labels),
-            (std::vector<std::string>{"node", "pool", "gpu_model", "partition", "gpu_uuid", "gpu_instance", "namespace",
-                                      "pod", "container", "business_group", "owner_id", "cost_center", "workload_type",
-                                      "workload_kind", "workload", "queue"}));
-  EXPECT_EQ(label(held[0], "business_group"), "search");
-  EXPECT_EQ(label(held[0], "workload_kind"), "PyTorchJob");
-  EXPECT_EQ(label(held[0], "queue"), "search-h100");
-  EXPECT_EQ(held[0].value, 1);
-  EXPECT_EQ(e.find("gpubank_gpu_allocation_info")->samples.size(), 2u);  // worker-0 and vllm-0
 }
 
 TEST(Dcgm, TheSameStateWritesTheSameBytes) {
