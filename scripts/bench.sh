@@ -28,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load webhook_abuse admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench inference_bench telemetry_bench placement_bench watch_bench gpubank >&2
+  store_bench inference_bench telemetry_bench placement_bench watch_bench exporter_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -154,6 +154,9 @@ log "placement_bench (3 repetitions, medians; the Alibaba v2023 inventory)"
 log "watch_bench (5 repetitions, medians; 5,000 Workloads, a burst of 10,000 updates, the fake API server in a child process)"
 "$build/bench/watch_bench" --repetitions=5 --summary="$out/watch.md" | tee "$out/watch.txt" >&2
 
+log "exporter_bench (3 repetitions, medians; 8 GPUs x 7 MIG x 30 fields, 10 scrapers, a 60 s soak; the 1-hour soak is --soak-seconds 3600)"
+"$build/bench/exporter_bench" --repetitions 3 --summary "$out/exporter.md" | tee "$out/exporter.txt" >&2
+
 log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
 alibaba=../shared/traces/alibaba-gpu-v2023
 {
@@ -274,6 +277,10 @@ log "write $results"
   echo "## Watching 10,000 Workload updates: bench/watch_bench"
   echo
   cat "$out/watch.md"
+  echo
+  echo "## The node exporter, 8 GPUs x 7 MIG instances x 30 fields: bench/exporter_bench"
+  echo
+  cat "$out/exporter.md"
   echo
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo

@@ -22,6 +22,7 @@ std::int64_t wall_ms() {
 // Prometheus scrape asks for gzip and compressing a page of a megabyte on each scrape would
 // cost more CPU than the rest of the scrape (measured by bench/exporter_bench).
 constexpr std::size_t kServerThreads = 16;
+constexpr std::size_t kKeepAliveRequests = 10'000;
 
 struct Page {
   std::string text;
@@ -218,6 +219,10 @@ Expected<std::unique_ptr<Exporter>> Exporter::create(ExporterOptions options, st
   // enough threads for every scraper a node sees at once (two Prometheus replicas, a
   // federation, a debugging curl), so that none waits for another's keep-alive to expire.
   impl->server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  // httplib closes a keep-alive connection after 5 requests by default: scrapers in step
+  // then reconnect at the same moment, overflow httplib's listen backlog of 5 and wait 1 s
+  // for the kernel to retransmit their SYN (seen as 1,005 ms p99s in the benchmark).
+  impl->server.set_keep_alive_max_count(kKeepAliveRequests);
   impl->server.Get("/metrics", [raw](const httplib::Request& req, httplib::Response& res) {
     constexpr const char* kType = "text/plain; version=0.0.4; charset=utf-8";
     std::shared_ptr<const Page> page = raw->page.load();
