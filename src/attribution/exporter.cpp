@@ -29,20 +29,6 @@ struct Page {
   std::string gzip;  // empty: not compressed (serve the text)
 };
 
-std::string gzip_compress(const std::string& text) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int done = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return done == Z_STREAM_END ? out : std::string{};
-}
-
 // Whether an Accept-Encoding header allows gzip: a "gzip" (or "*") token without q=0.
 bool accepts_gzip(std::string_view header) {
   while (!header.empty()) {
@@ -138,7 +124,7 @@ struct Exporter::Impl {
     }
     auto next = std::make_shared<Page>();
     next->text = std::move(*text);
-    next->gzip = gzip_compress(next->text);
+    next->gzip = gzip_page(next->text);
     page.store(std::move(next));
     has_page = true;
   }
@@ -195,6 +181,20 @@ struct Exporter::Impl {
     for (const metrics::Family& f : self.families) result.exposition.families.push_back(f);
   }
 };
+
+std::string gzip_page(const std::string& text) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int done = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return done == Z_STREAM_END ? out : std::string{};
+}
 
 Exporter::Exporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Exporter::~Exporter() { impl_->server.stop(); }

@@ -39,6 +39,10 @@ struct ExporterOptions {
   std::function<std::int64_t()> now_ms{};
 };
 
+// The page compressed as /metrics serves it to a client that accepts gzip (once per
+// refresh, not per scrape); empty when zlib fails (the text is served then).
+[[nodiscard]] std::string gzip_page(const std::string& text);
+
 class Exporter {
  public:
   // `pod_resources` may be null (no kubelet socket: every held device is unknown, every

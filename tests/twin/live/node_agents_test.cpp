@@ -176,7 +176,9 @@ TEST(NodeAgents, EveryDeviceIsAttributedByTheJoinAndAReadmissionIsANewPod) {
   pods[0] = TwinPod{pod_object(again), {device(again, "nvidia.com/gpu", kGpu0)}};
   const metrics::Exposition second = agents.scrape(pods, n, 2'000);
   for (const auto* s : samples_of(second, "DCGM_FI_DEV_POWER_USAGE")) {
-    if (label(*s, "UUID") == kGpu0) EXPECT_EQ(label(*s, "pod_uid"), again.uid);
+    if (label(*s, "UUID") == kGpu0) {
+      EXPECT_EQ(label(*s, "pod_uid"), again.uid);
+    }
   }
   const auto snap = agents.builder().snapshot("h100-node-1");
   ASSERT_TRUE(snap.has_value());
