@@ -18,12 +18,12 @@ std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The page as served: its text, and the same gzip-compressed once per refresh, because every
-// Prometheus scrape asks for gzip and compressing a page of a megabyte on each scrape would
-// cost more CPU than the rest of the scrape (measured by bench/exporter_bench).
 constexpr std::size_t kServerThreads = 16;
 constexpr std::size_t kKeepAliveRequests = 10'000;
 
+// The page as served: its text, and the same gzip-compressed once per refresh, because every
+// Prometheus scrape asks for gzip and compressing a page of a megabyte on each scrape would
+// cost more CPU than the rest of the scrape (measured by bench/exporter_bench).
 struct Page {
   std::string text;
   std::string gzip;  // empty: not compressed (serve the text)
