@@ -17,7 +17,8 @@ packages=(
   # gRPC and protobuf: the node exporter's client of the kubelet's PodResources API (gRPC on a
   # unix socket); protoc and grpc_cpp_plugin generate its C++ from proto/ at build time
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  # zlib: bench/webhook_abuse builds its gzip bomb with it
+  # zlib: the node exporter gzips its page once per refresh; bench/webhook_abuse builds its
+  # gzip bomb with it
   zlib1g-dev
   # the release build's process allocator (CMake option GPUBANK_MIMALLOC)
   libmimalloc-dev
