@@ -303,7 +303,6 @@ Expected<std::vector<std::string>> remove_stale_temporaries(const std::string& d
   fs::directory_iterator it(dir, ec);
   if (ec) return Unexpected{"file: cannot list " + dir + ": " + ec.message()};
   for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) return Unexpected{"file: cannot list " + dir + ": " + ec.message()};
     const std::string name = it->path().filename().string();
     const std::size_t at = name.find(".json.tmp-");
     if (at == std::string::npos || name.find(own, at) == at + 5) continue;
@@ -318,6 +317,8 @@ Expected<std::vector<std::string>> remove_stale_temporaries(const std::string& d
     if (fs::remove(it->path(), ec); ec) return Unexpected{"file: cannot remove " + it->path().string() + ": " + ec.message()};
     removed.push_back(name);
   }
+  // A failed increment leaves the iterator at the end with `ec` set.
+  if (ec) return Unexpected{"file: cannot list " + dir + ": " + ec.message()};
   std::sort(removed.begin(), removed.end());
   return removed;
 }

@@ -91,9 +91,9 @@ metrics::Exposition NodeAgents::scrape(std::span<const TwinPod> pods, std::span<
   // metasync: the pods as a watch would report them since the last scrape.
   std::set<std::string, std::less<>> now_live;
   for (const TwinPod& p : pods) {
-    const std::string uid = p.object["metadata"].value("uid", "");
-    now_live.insert(uid);
-    if (!live_.contains(uid)) (void)builder_.upsert(p.object, now_ms);
+    now_live.insert(p.spec.uid);
+    // A pod's attribution is pinned at first sight: only a new one is written out.
+    if (!live_.contains(p.spec.uid)) (void)builder_.upsert(pod_object(p.spec), now_ms);
   }
   for (const std::string& uid : live_) {
     if (!now_live.contains(uid)) (void)builder_.remove(uid, now_ms);
@@ -104,7 +104,7 @@ metrics::Exposition NodeAgents::scrape(std::span<const TwinPod> pods, std::span<
   // The kubelets: each node's PodResources answer.
   std::map<std::string, std::vector<node::DeviceAllocation>, std::less<>> held;
   for (const TwinPod& p : pods) {
-    for (const node::DeviceAllocation& a : p.devices) held[p.object["spec"].value("nodeName", "")].push_back(a);
+    for (const node::DeviceAllocation& a : p.devices) held[p.spec.node].push_back(a);
   }
 
   // The exporters.

@@ -33,13 +33,6 @@
 
 namespace gpubank::twin::live {
 
-// A pod of the twin: the object the API server would list, and the devices the kubelet would
-// report for its containers.
-struct TwinPod {
-  nlohmann::json object;
-  std::vector<node::DeviceAllocation> devices;
-};
-
 // A GPU node of the twin: what its exporter knows of itself, and its dcgm-exporter's page.
 struct TwinNode {
   attribution::NodeInfo info;
@@ -63,6 +56,13 @@ struct TwinPodSpec {
 // owner's, Kueue's queue label, the controller ownerReference, spec.nodeName and phase
 // Running, so that attribution::pod_meta_from_json reads it as it reads a cluster's pod.
 [[nodiscard]] nlohmann::json pod_object(const TwinPodSpec& spec);
+
+// A pod of the twin: what it is (its Pod object is built from this only when metasync first
+// sees it, not on every scrape), and the devices the kubelet would report for its containers.
+struct TwinPod {
+  TwinPodSpec spec;
+  std::vector<node::DeviceAllocation> devices;
+};
 
 // A pod UID for the twin: uuid5 over "<kind>/<namespace>/<name>/<epoch>", so that the same
 // pod of the same admission keeps its UID and a re-admission gets a new one.

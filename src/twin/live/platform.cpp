@@ -615,10 +615,10 @@ std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::st
       }
     }
     s.workload_uid = twin_uid("job", s.namespace_name, workload, 0);
-    TwinPod p{pod_object(s), {}};
+    TwinPod p{std::move(s), {}};
     for (const cluster::UnitId u : pod.units) {
       node::DeviceAllocation a = device_of(c, u, pod.workload);
-      a.namespace_name = s.namespace_name;
+      a.namespace_name = p.spec.namespace_name;
       a.pod = pod.name;
       a.container = std::string(kContainer);
       p.devices.push_back(std::move(a));

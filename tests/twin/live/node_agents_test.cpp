@@ -130,8 +130,8 @@ TEST(NodeAgents, EveryDeviceIsAttributedByTheJoinAndAReadmissionIsANewPod) {
   TwinPodSpec notebook = job_pod("nb", "a100-node-1", 1);
   notebook.workload_type = "notebook";
   const std::vector<TwinNode> n = nodes();
-  std::vector<TwinPod> pods{{pod_object(trainer), {device(trainer, "nvidia.com/gpu", kGpu0)}},
-                            {pod_object(notebook), {device(notebook, "nvidia.com/mig-3g.40gb", kMig2)}}};
+  std::vector<TwinPod> pods{{trainer, {device(trainer, "nvidia.com/gpu", kGpu0)}},
+                            {notebook, {device(notebook, "nvidia.com/mig-3g.40gb", kMig2)}}};
   NodeAgents agents;
   const metrics::Exposition first = agents.scrape(pods, n, 1'000);
   for (const auto* s : samples_of(first, "DCGM_FI_DEV_POWER_USAGE")) {
@@ -173,7 +173,7 @@ TEST(NodeAgents, EveryDeviceIsAttributedByTheJoinAndAReadmissionIsANewPod) {
   // The trainer is stopped and admitted again: its old pod is a tombstone for five minutes,
   // the new one (same name, new UID) takes the device and never the old attribution.
   const TwinPodSpec again = job_pod("llm-pretrain", "h100-node-1", 2);
-  pods[0] = TwinPod{pod_object(again), {device(again, "nvidia.com/gpu", kGpu0)}};
+  pods[0] = TwinPod{again, {device(again, "nvidia.com/gpu", kGpu0)}};
   const metrics::Exposition second = agents.scrape(pods, n, 2'000);
   for (const auto* s : samples_of(second, "DCGM_FI_DEV_POWER_USAGE")) {
     if (label(*s, "UUID") == kGpu0) {
