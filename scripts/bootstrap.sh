@@ -28,6 +28,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # real Prometheus tooling: promtool checks and unit-tests the rendered rules
   prometheus
+  # a real Alertmanager: `gpubank scan` delivers its notices to its v2 API (tests/governance)
+  prometheus-alertmanager
   ca-certificates
 )
 

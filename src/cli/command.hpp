@@ -78,6 +78,9 @@ Command add_exporter_command(CLI::App& app);
 // `gpubank up`: the embedded platform on the twin, served on loopback.
 Command add_up_command(CLI::App& app);
 
+// `gpubank scan`: the low-utilisation scanner (src/governance/scanner.hpp).
+Command add_scan_command(CLI::App& app);
+
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);
 

@@ -1,0 +1,182 @@
+#include "governance/queries.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "document/decode.hpp"
+#include "policy/schema.hpp"
+
+namespace gpubank::governance {
+namespace {
+
+// The labels a workload's identity is summed by (docs/metrics-contract.md).
+constexpr const char* kIdentity =
+    "cluster, workload_uid, business_group, owner_id, namespace, workload_kind, workload, workload_type, pool, "
+    "gpu_model, partition, capacity_role, checkpointable, keep_running_until";
+
+std::string label(const serving::PromSample& s, const std::string& name) {
+  const auto it = s.labels.find(name);
+  return it == s.labels.end() ? std::string() : it->second;
+}
+
+// Each distinct window with the workload types its policies govern, in window order.
+std::map<std::int64_t, std::pair<Duration, std::set<std::string>>> windows_of(const std::vector<ScanPolicy>& policies) {
+  std::map<std::int64_t, std::pair<Duration, std::set<std::string>>> out;
+  for (const ScanPolicy& p : policies) {
+    auto& [window, types] = out[p.spec.window.milliseconds()];
+    window = p.spec.window;
+    types.insert(std::string(doc::enum_name(p.spec.match.workload_type)));
+  }
+  return out;
+}
+
+std::string selector(const std::set<std::string>& types) {
+  std::string alternatives;
+  for (const std::string& t : types) alternatives += (alternatives.empty() ? "" : "|") + t;
+  return "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"" + alternatives + "\"}";
+}
+
+// One expression per window, each tagged with its window, joined by `or`.
+template <class PerWindow>
+std::string over_windows(const std::vector<ScanPolicy>& policies, PerWindow per_window) {
+  std::string out;
+  for (const auto& [ms, entry] : windows_of(policies)) {
+    const std::string w = promql_duration(entry.first);
+    out += (out.empty() ? "" : "\nor ") + std::string("label_replace(") + per_window(w, selector(entry.second)) +
+           ", \"window\", \"" + w + "\", \"\", \"\")";
+  }
+  return out;
+}
+
+bool sets_power(const std::vector<ScanPolicy>& policies) {
+  return std::any_of(policies.begin(), policies.end(),
+                     [](const ScanPolicy& p) { return p.spec.thresholds.average_power_fraction.has_value(); });
+}
+
+Expected<std::optional<std::int64_t>> integer_label(const serving::PromSample& s, const std::string& name,
+                                                    std::string_view query) {
+  const std::string text = label(s, name);
+  if (text.empty()) return std::optional<std::int64_t>{};
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
+    return Unexpected{std::string(query) + ": label " + name + " must be Unix seconds (digits), got \"" + text + "\""};
+  }
+  return std::optional<std::int64_t>(v);
+}
+
+}  // namespace
+
+std::string promql_duration(const Duration& d) { return d.to_string(); }
+
+std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies) {
+  std::vector<Query> out;
+  out.push_back({"allocations", std::string("sum by (") + kIdentity +
+                                    ") (gpubank_gpu_allocation_info{workload_uid!=\"\"} / on (cluster, node, gpu_uuid, "
+                                    "gpu_instance) group_left count by (cluster, node, gpu_uuid, gpu_instance) "
+                                    "(gpubank_gpu_allocation_info))"});
+  out.push_back({"starts", "min by (cluster, workload_uid) (gpubank_pod_start_time_seconds{workload_uid!=\"\"})"});
+  out.push_back({"borrowing", "sum by (cluster, borrower, pool) (gpubank_bank_loan_gpus)"});
+  if (policies.empty()) return out;
+  out.push_back({"gpu_utilization", over_windows(policies, [](const std::string& w, const std::string& sel) {
+                   return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE" + sel +
+                          "[" + w + "])) or avg by (cluster, workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL" + sel +
+                          "[" + w + "]))";
+                 })});
+  out.push_back({"memory_utilization", over_windows(policies, [](const std::string& w, const std::string& sel) {
+                   return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
+                          "]) / (avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
+                          "]) + avg_over_time(DCGM_FI_DEV_FB_FREE" + sel + "[" + w + "])))";
+                 })});
+  if (sets_power(policies)) {
+    out.push_back({"power_fraction", over_windows(policies, [](const std::string& w, const std::string& sel) {
+                     return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_DEV_POWER_USAGE" + sel + "[" +
+                            w + "]) / avg_over_time(DCGM_FI_DEV_ENFORCED_POWER_LIMIT" + sel + "[" + w + "]))";
+                   })});
+  }
+  return out;
+}
+
+Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const std::vector<ScanPolicy>& policies) {
+  auto answer = [&](std::string_view name) -> const std::vector<serving::PromSample>& {
+    static const std::vector<serving::PromSample> none;
+    const auto it = answers.find(name);
+    return it == answers.end() ? none : it->second;
+  };
+
+  // Identity: the largest part of each workload names it; the GPUs of every part add up.
+  std::map<std::string, WorkloadFacts> by_uid;
+  std::map<std::string, double> largest;
+  for (const serving::PromSample& s : answer("allocations")) {
+    const std::string uid = label(s, "workload_uid");
+    if (uid.empty()) return Unexpected{std::string("allocations: a sample without workload_uid")};
+    if (!std::isfinite(s.value) || s.value < 0) {
+      return Unexpected{"allocations: workload " + uid + " holds a GPU count that is not a non-negative number"};
+    }
+    auto until = integer_label(s, "keep_running_until", "allocations");
+    if (!until) return Unexpected{until.error()};
+    WorkloadFacts& w = by_uid[uid];
+    const double gpus = w.gpus + s.value;
+    const auto seen = largest.find(uid);
+    if (seen == largest.end() || s.value > seen->second) {
+      largest[uid] = s.value;
+      w.workload_uid = uid;
+      w.cluster = label(s, "cluster");
+      w.business_group = label(s, "business_group");
+      w.owner_id = label(s, "owner_id");
+      w.namespace_name = label(s, "namespace");
+      w.workload_kind = label(s, "workload_kind");
+      w.workload = label(s, "workload");
+      w.workload_type = label(s, "workload_type");
+      w.pool = label(s, "pool");
+      w.gpu_model = label(s, "gpu_model");
+      w.partition = label(s, "partition");
+      w.capacity_role = label(s, "capacity_role");
+      w.checkpointable = label(s, "checkpointable");
+      w.keep_running_until_s = *until;
+    }
+    w.gpus = gpus;
+  }
+  for (const serving::PromSample& s : answer("starts")) {
+    const auto it = by_uid.find(label(s, "workload_uid"));
+    if (it != by_uid.end() && std::isfinite(s.value)) it->second.started_s = s.value;
+  }
+  std::map<std::pair<std::string, std::string>, double> borrowed;  // (group, pool)
+  for (const serving::PromSample& s : answer("borrowing")) {
+    if (std::isfinite(s.value)) borrowed[{label(s, "borrower"), label(s, "pool")}] += s.value;
+  }
+
+  // The averages over each workload's own window.
+  std::map<std::pair<std::string, std::string>, double> averages[3];  // (uid, window)
+  const char* names[3] = {"gpu_utilization", "memory_utilization", "power_fraction"};
+  for (int m = 0; m < 3; ++m) {
+    for (const serving::PromSample& s : answer(names[m])) {
+      const std::string uid = label(s, "workload_uid");
+      const std::string window = label(s, "window");
+      if (uid.empty() || window.empty()) {
+        return Unexpected{std::string(names[m]) + ": a sample without workload_uid or window"};
+      }
+      averages[m][{uid, window}] = s.value;
+    }
+  }
+  std::vector<WorkloadFacts> out;
+  out.reserve(by_uid.size());
+  for (auto& [uid, w] : by_uid) {
+    const auto b = borrowed.find({w.business_group, w.pool});
+    if (b != borrowed.end()) w.group_borrowed_gpus = b->second;
+    if (const ScanPolicy* p = governing_policy(w, policies)) {
+      const std::string window = promql_duration(p->spec.window);
+      std::optional<double>* into[3] = {&w.gpu_utilization, &w.memory_utilization, &w.power_fraction};
+      for (int m = 0; m < 3; ++m) {
+        const auto it = averages[m].find({uid, window});
+        if (it != averages[m].end() && std::isfinite(it->second)) *into[m] = it->second;
+      }
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace gpubank::governance

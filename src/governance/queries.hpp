@@ -1,0 +1,53 @@
+// The scanner's PromQL: a fixed, bounded set of aggregate instant queries, whatever the
+// number of workloads, pods or GPUs (never one query per pod), and the facts read back from
+// their answers. Pure.
+//
+//   allocations         gpubank_gpu_allocation_info summed by workload (a time-sliced device
+//                       counts 1/holders) with its attribution, pool and exception labels
+//   starts              the earliest gpubank_pod_start_time_seconds of each workload
+//   borrowing           gpubank_bank_loan_gpus summed by borrower and pool
+//   gpu_utilization     per workload and window: 100 x DCGM_FI_PROF_GR_ENGINE_ACTIVE, else
+//                       DCGM_FI_DEV_GPU_UTIL (MIG instances have only the first)
+//   memory_utilization  per workload and window: FB_USED / (FB_USED + FB_FREE)
+//   power_fraction      per workload and window: POWER_USAGE / ENFORCED_POWER_LIMIT (only
+//                       when some policy sets averagePowerFraction)
+//
+// The per-window queries average over every distinct window of the policies in one query
+// each (a `window` label tells them apart), restricted to the workload types those
+// policies govern: 5 or 6 queries per scan. Device samples are the attribution exporter's
+// (mapping_status="mapped", docs/attribution.md), so only attributed GPUs are judged.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/expected.hpp"
+#include "governance/lowutil.hpp"
+#include "serving/signals.hpp"
+
+namespace gpubank::governance {
+
+struct Query {
+  std::string name;    // "allocations", "starts", ...
+  std::string promql;
+};
+
+[[nodiscard]] std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies);
+
+// The answers, by query name (as read_prometheus_query returned them).
+using Answers = std::map<std::string, std::vector<serving::PromSample>, std::less<>>;
+
+// One WorkloadFacts per workload_uid in the allocations answer, sorted by uid, with the
+// averages over the window of the policy that governs it. A workload listed under several
+// pools or owners (pods that disagree) sums its GPUs and takes the labels of its largest
+// part. Fails, naming the query and label, on an answer that breaks the query's shape (a
+// sample without workload_uid or window, a non-numeric keep_running_until).
+[[nodiscard]] Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers,
+                                                              const std::vector<ScanPolicy>& policies);
+
+// The Go-style text of a window as the queries and the `window` label write it ("1h30m").
+[[nodiscard]] std::string promql_duration(const Duration& d);
+
+}  // namespace gpubank::governance

@@ -1,0 +1,102 @@
+// The scanner's PromQL plan is bounded (5 queries, 6 with a power threshold, whatever the
+// number of workloads) and its answers become one WorkloadFacts per workload.
+#include "governance/queries.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/policy_fixture.hpp"
+
+namespace gpubank::governance {
+namespace {
+
+serving::PromSample sample(std::map<std::string, std::string> labels, double value) {
+  return serving::PromSample{std::move(labels), value, 0};
+}
+
+TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus());
+  const std::vector<Query> plan = plan_queries(policies);
+  std::vector<std::string> names;
+  for (const Query& q : plan) names.push_back(q.name);
+  // notebooks-idle sets averagePowerFraction: the sixth query.
+  EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
+                                             "memory_utilization", "power_fraction"}));
+  // Both windows (30m for notebooks, 1h for training) in one query, each on its types.
+  EXPECT_EQ(plan[3].promql,
+            "label_replace(avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+            "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"notebook\"}[30m])) or avg by (cluster, "
+            "workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload_uid!=\"\", "
+            "workload_type=~\"notebook\"}[30m])), \"window\", \"30m\", \"\", \"\")\n"
+            "or label_replace(avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+            "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"training\"}[1h])) or avg by (cluster, "
+            "workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload_uid!=\"\", "
+            "workload_type=~\"training\"}[1h])), \"window\", \"1h\", \"\", \"\")");
+  // Without a power threshold, five.
+  std::vector<ScanPolicy> training_only;
+  for (const ScanPolicy& p : policies) {
+    if (p.name == "training-default") training_only.push_back(p);
+  }
+  EXPECT_EQ(plan_queries(training_only).size(), 5u);
+}
+
+TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus());
+  Answers a;
+  a["allocations"] = {
+      sample({{"workload_uid", "w1"}, {"business_group", "search"}, {"owner_id", "u1"}, {"namespace", "search"},
+              {"workload_kind", "PyTorchJob"}, {"workload", "ranker"}, {"workload_type", "training"},
+              {"pool", "h100-rdma-training"}, {"gpu_model", "H100"}, {"partition", "full"},
+              {"keep_running_until", "1764003600"}},
+             6),
+      // Two pods of w1 on another pool: its GPUs add up, the larger part names it.
+      sample({{"workload_uid", "w1"}, {"business_group", "search"}, {"workload_type", "training"}, {"pool", "other"}}, 2),
+      sample({{"workload_uid", "w2"}, {"business_group", "ads"}, {"workload_type", "notebook"},
+              {"pool", "mig-or-shared-development"}, {"capacity_role", "serving-floor"}},
+             0.5),
+  };
+  a["starts"] = {sample({{"workload_uid", "w1"}}, 1764000000), sample({{"workload_uid", "zz"}}, 1)};
+  a["borrowing"] = {sample({{"borrower", "search"}, {"pool", "h100-rdma-training"}}, 3),
+                    sample({{"borrower", "search"}, {"pool", "h100-rdma-training"}, {"lender", "x"}}, 1)};
+  a["gpu_utilization"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 4),
+                          sample({{"workload_uid", "w1"}, {"window", "30m"}}, 99),
+                          sample({{"workload_uid", "w2"}, {"window", "30m"}}, 2)};
+  a["memory_utilization"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 12)};
+  const auto facts = facts_from(a, policies);
+  ASSERT_TRUE(facts) << facts.error();
+  ASSERT_EQ(facts->size(), 2u);
+  const WorkloadFacts& w1 = (*facts)[0];
+  EXPECT_EQ(w1.workload_uid, "w1");
+  EXPECT_EQ(w1.gpus, 8);
+  EXPECT_EQ(w1.pool, "h100-rdma-training");
+  EXPECT_EQ(w1.owner_id, "u1");
+  EXPECT_EQ(w1.keep_running_until_s, 1764003600);
+  EXPECT_EQ(w1.started_s, 1764000000);
+  EXPECT_EQ(w1.group_borrowed_gpus, 4);
+  EXPECT_EQ(w1.gpu_utilization, 4);  // training-default's 1h, not the 30m average
+  EXPECT_EQ(w1.memory_utilization, 12);
+  EXPECT_FALSE(w1.power_fraction);
+  const WorkloadFacts& w2 = (*facts)[1];
+  EXPECT_EQ(w2.gpus, 0.5);
+  EXPECT_EQ(w2.capacity_role, "serving-floor");
+  EXPECT_EQ(w2.gpu_utilization, 2);
+  EXPECT_FALSE(w2.started_s);
+}
+
+TEST(ScanQueries, AnAnswerOfTheWrongShapeIsRefusedNamingTheLabel) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus());
+  Answers a;
+  a["allocations"] = {sample({{"workload_uid", "w1"}, {"keep_running_until", "tomorrow"}}, 1)};
+  EXPECT_EQ(facts_from(a, policies).error(),
+            "allocations: label keep_running_until must be Unix seconds (digits), got \"tomorrow\"");
+  a["allocations"] = {sample({{"owner_id", "u1"}}, 1)};
+  EXPECT_EQ(facts_from(a, policies).error(), "allocations: a sample without workload_uid");
+  a["allocations"] = {sample({{"workload_uid", "w1"}}, -1)};
+  EXPECT_EQ(facts_from(a, policies).error(),
+            "allocations: workload w1 holds a GPU count that is not a non-negative number");
+  a["allocations"] = {};
+  a["gpu_utilization"] = {sample({{"workload_uid", "w1"}}, 1)};
+  EXPECT_EQ(facts_from(a, policies).error(), "gpu_utilization: a sample without workload_uid or window");
+}
+
+}  // namespace
+}  // namespace gpubank::governance

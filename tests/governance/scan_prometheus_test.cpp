@@ -1,0 +1,384 @@
+// `gpubank scan` end to end: a real Prometheus holding eight hours of attributed GPU series
+// (written as OpenMetrics and turned into TSDB blocks by `promtool tsdb create-blocks-from
+// openmetrics`), a real Alertmanager (Debian prometheus-alertmanager) and a webhook
+// receiver on loopback, the record in a SQLite store. Four scans, each a new process:
+//
+//   T1        w-stuck (training, idle) and w-nb (a notebook idle for hours) are detected
+//             and their owners notified; w-ckpt is as idle but the bank sent it a checkpoint
+//             notice 2 minutes ago (checkpoint grace 20m): not flagged; w-floor is an
+//             inference serving floor at 5 %: excluded and counted; w-busy is fine.
+//   T1+15m    the scanner restarted: nothing is due, nobody is notified again (w-ckpt is
+//             still in its grace).
+//   T1+1h     w-nb escalates to its group's admins (notebooks-idle: after 1h); w-ckpt's
+//             grace is over and it is flagged.
+//   T1+2h     w-stuck recovered at T1+1h: resolved, and Alertmanager stops firing it.
+//
+// The policies are the examples' (training-default, notebooks-idle) and an inference policy.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/timestamp.hpp"
+#include "store/store.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
+#include "support/prometheus_server.hpp"
+
+namespace gpubank::governance {
+namespace {
+
+namespace fs = std::filesystem;
+using gpubank::testing::ChildProcess;
+using gpubank::testing::find_on_path;
+using gpubank::testing::free_port;
+using gpubank::testing::run_process;
+
+constexpr std::int64_t kMinute = 60;
+
+struct Workload {
+  std::string uid, type, group, owner, ns, kind, name, pool, capacity_role;
+  int gpus = 1;
+  std::function<double(std::int64_t)> util;  // percent at a minute relative to T1
+  double memory = 2;                          // percent
+  double power = 10;                          // percent of the limit
+};
+
+const std::string kInferencePolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: LowUtilizationPolicy
+metadata: {name: inference-idle}
+spec:
+  match: {workloadType: inference}
+  window: 60m
+  thresholds: {averageGpuUtilization: 10}
+  startupGracePeriod: 10m
+  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 24h}
+)";
+
+std::string labels_text(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    out += (i ? "," : "") + labels[i].first + "=\"" + labels[i].second + "\"";
+  }
+  return out + "}";
+}
+
+std::string rfc3339_s(std::int64_t s) { return format_rfc3339(Timestamp(std::chrono::seconds(s))); }
+
+class ScanPrometheusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    prometheus_bin_ = find_on_path("prometheus");
+    promtool_ = find_on_path("promtool");
+    alertmanager_bin_ = find_on_path("prometheus-alertmanager");
+    if (!alertmanager_bin_) alertmanager_bin_ = find_on_path("alertmanager");
+    if (!prometheus_bin_ || !promtool_ || !alertmanager_bin_) {
+      GTEST_SKIP() << "needs prometheus, promtool and prometheus-alertmanager (scripts/bootstrap.sh installs them)";
+    }
+    std::string pattern = (fs::temp_directory_path() / "gpubank-scan-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    t1_ = now / 60 * 60 - 3 * 3600;  // scans at T1 .. T1+2h, all in the past
+  }
+  void TearDown() override {
+    prometheus_.reset();
+    alertmanager_.reset();
+    if (hook_) hook_->stop();
+    if (hook_thread_.joinable()) hook_thread_.join();
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Eight hours of samples, a minute apart, ending at T1+3h.
+  void write_series(const std::vector<Workload>& workloads) {
+    std::ofstream out(dir_ / "series.om");
+    const std::int64_t from = t1_ - 5 * 3600;
+    const std::int64_t to = t1_ + 3 * 3600;
+    auto device_labels = [](const Workload& w, int i, bool attribution_only) {
+      std::vector<std::pair<std::string, std::string>> l;
+      if (!attribution_only) {
+        l = {{"UUID", "GPU-" + w.uid + "-" + std::to_string(i)}, {"gpu", std::to_string(i)}, {"Hostname", "node-1"},
+             {"mapping_status", "mapped"}};
+      }
+      l.insert(l.end(), {{"namespace", w.ns}, {"pod", w.name + "-0"}, {"container", "main"},
+                         {"business_group", w.group}, {"owner_id", w.owner}, {"workload_type", w.type},
+                         {"workload_kind", w.kind}, {"workload", w.name}, {"workload_uid", w.uid}});
+      return l;
+    };
+    auto family = [&](const std::string& name, const std::function<double(const Workload&, std::int64_t)>& value) {
+      out << "# TYPE " << name << " gauge\n";
+      for (const Workload& w : workloads) {
+        for (int i = 0; i < w.gpus; ++i) {
+          const std::string series = name + labels_text(device_labels(w, i, false));
+          for (std::int64_t t = from; t <= to; t += kMinute) {
+            out << series << ' ' << value(w, (t - t1_) / kMinute) << ' ' << t << '\n';
+          }
+        }
+      }
+    };
+    family("DCGM_FI_DEV_GPU_UTIL", [](const Workload& w, std::int64_t m) { return w.util(m); });
+    family("DCGM_FI_DEV_FB_USED", [](const Workload& w, std::int64_t) { return w.memory * 800; });
+    family("DCGM_FI_DEV_FB_FREE", [](const Workload& w, std::int64_t) { return (100 - w.memory) * 800; });
+    family("DCGM_FI_DEV_POWER_USAGE", [](const Workload& w, std::int64_t) { return w.power * 7; });
+    family("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", [](const Workload&, std::int64_t) { return 700; });
+    out << "# TYPE gpubank_gpu_allocation_info gauge\n";
+    for (const Workload& w : workloads) {
+      for (int i = 0; i < w.gpus; ++i) {
+        auto l = device_labels(w, i, true);
+        l.insert(l.begin(), {{"node", "node-1"}, {"pool", w.pool}, {"gpu_model", "H100"}, {"partition", "full"},
+                             {"gpu_uuid", "GPU-" + w.uid + "-" + std::to_string(i)}});
+        if (!w.capacity_role.empty()) l.push_back({"capacity_role", w.capacity_role});
+        for (std::int64_t t = from; t <= to; t += kMinute) out << "gpubank_gpu_allocation_info" << labels_text(l) << " 1 " << t << '\n';
+      }
+    }
+    out << "# TYPE gpubank_pod_start_time_seconds gauge\n";
+    for (const Workload& w : workloads) {
+      const std::string series = "gpubank_pod_start_time_seconds" +
+                                 labels_text({{"namespace", w.ns}, {"pod", w.name + "-0"}, {"pod_uid", "pod-" + w.uid},
+                                              {"workload_uid", w.uid}, {"business_group", w.group}, {"owner_id", w.owner}});
+      for (std::int64_t t = from; t <= to; t += kMinute) out << series << ' ' << from << ' ' << t << '\n';
+    }
+    out << "# EOF\n";
+  }
+
+  void start_prometheus() {
+    const auto blocks = run_process({promtool_->string(), "tsdb", "create-blocks-from", "openmetrics",
+                                     (dir_ / "series.om").string(), (dir_ / "tsdb").string()});
+    ASSERT_EQ(blocks.status, 0) << blocks.out << blocks.err;
+    std::ofstream(dir_ / "prometheus.yml") << "global:\n  scrape_interval: 1m\n";
+    prometheus_port_ = free_port();
+    prometheus_ = std::make_unique<ChildProcess>();
+    spawn(*prometheus_, *prometheus_bin_,
+          {"--config.file=" + (dir_ / "prometheus.yml").string(), "--storage.tsdb.path=" + (dir_ / "tsdb").string(),
+           "--storage.tsdb.retention.time=30d", "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_),
+           "--log.level=warn"},
+          dir_ / "prometheus.log");
+    wait_ready(prometheus_port_, "/-/ready");
+  }
+
+  void start_alertmanager() {
+    std::ofstream(dir_ / "alertmanager.yml") << "route:\n  receiver: none\nreceivers:\n- name: none\n";
+    alertmanager_port_ = free_port();
+    alertmanager_ = std::make_unique<ChildProcess>();
+    spawn(*alertmanager_, *alertmanager_bin_,
+          {"--config.file=" + (dir_ / "alertmanager.yml").string(), "--storage.path=" + (dir_ / "am").string(),
+           "--web.listen-address=127.0.0.1:" + std::to_string(alertmanager_port_), "--cluster.listen-address=",
+           "--log.level=warn"},
+          dir_ / "alertmanager.log");
+    wait_ready(alertmanager_port_, "/-/ready");
+  }
+
+  void start_webhook() {
+    hook_ = std::make_unique<httplib::Server>();
+    hook_->Post("/notices", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      notices_.push_back(nlohmann::json::parse(req.body, nullptr, false));
+      res.status = 204;
+    });
+    hook_port_ = hook_->bind_to_any_port("127.0.0.1");
+    hook_thread_ = std::thread([this] { hook_->listen_after_bind(); });
+  }
+
+  static void spawn(ChildProcess& child, const fs::path& binary, const std::vector<std::string>& args,
+                    const fs::path& log) {
+    child.pid = ::fork();
+    if (child.pid == 0) {
+      FILE* f = std::freopen(log.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+
+  static void wait_ready(int port, const char* path) {
+    httplib::Client c("127.0.0.1", port);
+    for (int i = 0; i < 600; ++i) {
+      if (auto r = c.Get(path); r && r->status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "nothing ready on port " << port;
+  }
+
+  nlohmann::json scan(std::int64_t at, int expect_status = 0, std::optional<int> alertmanager_port = std::nullopt) {
+    const auto r = run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "scan", "--prometheus",
+                                "http://127.0.0.1:" + std::to_string(prometheus_port_), "--policies",
+                                gpubank::testing::examples_dir() + "/policies", "--policies",
+                                (dir_ / "inference.yaml").string(), "--store", (dir_ / "governance.db").string(),
+                                "--alertmanager", "http://127.0.0.1:" + std::to_string(alertmanager_port.value_or(alertmanager_port_)),
+                                "--webhook", "http://127.0.0.1:" + std::to_string(hook_port_) + "/notices",
+                                "--portal-url", "https://gpubank.example", "--alert-ttl", "48h", "--at",
+                                rfc3339_s(at), "-o", "json"});
+    EXPECT_EQ(r.status, expect_status) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << r.out << r.err;
+    return j;
+  }
+
+  // (workload_uid, notify) of every alert Alertmanager fires now.
+  std::set<std::pair<std::string, std::string>> firing() {
+    httplib::Client c("127.0.0.1", alertmanager_port_);
+    auto r = c.Get("/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true");
+    EXPECT_TRUE(r && r->status == 200);
+    std::set<std::pair<std::string, std::string>> out;
+    if (!r) return out;
+    for (const auto& a : nlohmann::json::parse(r->body)) {
+      out.insert({a["labels"]["workload_uid"].get<std::string>(), a["labels"]["notify"].get<std::string>()});
+    }
+    return out;
+  }
+
+  std::vector<std::pair<std::string, std::string>> alerts_of(const nlohmann::json& scan) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& a : scan["alerts"]) out.push_back({a["workload_uid"], a["state"]});
+    return out;
+  }
+
+  fs::path dir_;
+  std::int64_t t1_ = 0;
+  std::optional<fs::path> prometheus_bin_, promtool_, alertmanager_bin_;
+  std::unique_ptr<ChildProcess> prometheus_, alertmanager_;
+  int prometheus_port_ = 0, alertmanager_port_ = 0, hook_port_ = 0;
+  std::unique_ptr<httplib::Server> hook_;
+  std::thread hook_thread_;
+  std::mutex mu_;
+  std::vector<nlohmann::json> notices_;
+};
+
+std::vector<Workload> standard_workloads() {
+  auto idle = [](std::int64_t) { return 1.0; };
+  return {
+      {"w-busy", "training", "search", "u-busy", "search", "PyTorchJob", "busy", "h100-rdma-training", "", 2,
+       [](std::int64_t) { return 85.0; }, 60, 60},
+      {"w-ckpt", "training", "research", "u-ckpt", "research", "PyTorchJob", "ckpt", "h100-rdma-training", "", 2, idle},
+      {"w-floor", "inference", "customer-service", "u-floor", "customer-service", "InferenceService", "llm",
+       "h100-inference", "serving-floor", 4, [](std::int64_t) { return 5.0; }, 30, 20},
+      {"w-nb", "notebook", "research", "u-nb", "research", "Pod", "nb", "mig-or-shared-development", "", 1,
+       [](std::int64_t) { return 0.0; }},
+      {"w-stuck", "training", "search", "u-stuck", "search", "PyTorchJob", "stuck", "h100-rdma-training", "", 1,
+       [](std::int64_t m) { return m >= 60 ? 90.0 : 1.0; }},  // recovers at T1+1h
+  };
+}
+
+TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
+  const std::vector<Workload> workloads = standard_workloads();
+  write_series(workloads);
+  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
+  start_prometheus();
+  start_alertmanager();
+  start_webhook();
+  if (HasFatalFailure()) return;
+
+  // The bank's checkpoint notice to w-ckpt's Kueue Workload, two minutes before T1.
+  {
+    auto store = store::Store::open((dir_ / "governance.db").string());
+    ASSERT_TRUE(store) << store.error();
+    bank::AuditEntry notice;
+    notice.time_ms = (t1_ - 2 * kMinute) * 1000;
+    notice.actor = "gpubank-controller/c-0";
+    notice.action = "ReclaimNoticeSent";
+    notice.object = "Workload/research/pytorchjob-ckpt-0f3a9";
+    notice.decision = "CheckpointRequested";
+    notice.reason = "search reclaims its guarantee";
+    notice.numbers = "{}";
+    ASSERT_TRUE((*store)->append({}, std::vector<bank::AuditEntry>{notice}));
+  }
+
+  // T1.
+  nlohmann::json s = scan(t1_);
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-nb", "Notified"}, {"w-stuck", "Notified"}}));
+  EXPECT_EQ(s["excluded"], (nlohmann::json{{"checkpoint-grace", 1}, {"serving-floor", 1}}));
+  EXPECT_EQ(s["verdicts"], (nlohmann::json{{"excluded", 2}, {"fine", 1}, {"low", 2}}));
+  EXPECT_EQ(s["workloads"], 5);
+  EXPECT_EQ(s["queries"].size(), 6u);  // notebooks-idle's power threshold adds the sixth
+  const auto& nb = s["alerts"][0]["evidence"];
+  EXPECT_EQ(nb["gpus"], 1);
+  EXPECT_EQ(nb["averageGpuUtilization"], 0);
+  EXPECT_DOUBLE_EQ(nb["averagePowerFraction"].get<double>(), 10);
+  EXPECT_EQ(nb["runningSeconds"], 5 * 3600);
+  EXPECT_EQ(nb["lowSeconds"], 30 * 60);  // notebooks-idle's window
+  EXPECT_EQ(firing(), (std::set<std::pair<std::string, std::string>>{{"w-nb", "owner"}, {"w-stuck", "owner"}}));
+  {
+    std::lock_guard lock(mu_);
+    ASSERT_EQ(notices_.size(), 2u);
+    EXPECT_EQ(notices_[0]["audience"], "owner");
+    EXPECT_EQ(notices_[0]["portalUrl"], "https://gpubank.example/workloads/w-nb");
+    EXPECT_EQ(notices_[0]["alert"]["evidence"]["ownerId"], "u-nb");
+  }
+
+  // T1+15m: a new process reads the record; nothing is due.
+  s = scan(t1_ + 15 * kMinute);
+  EXPECT_TRUE(s["alerts"].empty()) << s.dump();
+  EXPECT_EQ(s["openAlerts"], 2);
+  EXPECT_EQ(firing().size(), 2u);
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(notices_.size(), 2u);
+  }
+
+  // T1+1h: the notebook escalates; w-ckpt's checkpoint grace is over.
+  s = scan(t1_ + 60 * kMinute);
+  EXPECT_EQ(alerts_of(s),
+            (std::vector<std::pair<std::string, std::string>>{{"w-ckpt", "Notified"}, {"w-nb", "Escalated"}}));
+  EXPECT_EQ(firing(), (std::set<std::pair<std::string, std::string>>{{"w-ckpt", "owner"},
+                                                                       {"w-nb", "owner"},
+                                                                       {"w-nb", "business-group-admin"},
+                                                                       {"w-stuck", "owner"}}));
+  // T1+2h: w-stuck has been busy for the whole window: resolved, no longer firing.
+  s = scan(t1_ + 120 * kMinute);
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-stuck", "Resolved"}}));
+  EXPECT_EQ(s["alerts"][0]["resolution"], "recovered");
+  EXPECT_EQ(firing(), (std::set<std::pair<std::string, std::string>>{
+                          {"w-ckpt", "owner"}, {"w-nb", "owner"}, {"w-nb", "business-group-admin"}}));
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(notices_.size(), 5u);  // + w-ckpt's owner, w-nb's admins, w-stuck's resolution
+  EXPECT_EQ(notices_[3]["audience"], "business-group-admin");
+  EXPECT_EQ(notices_[4]["action"], "Resolved");
+}
+
+// Alertmanager down at the first scan: the alerts are detected and recorded, the notices
+// are not (exit 1, listed as undelivered); the next scan delivers and records them, once.
+TEST_F(ScanPrometheusTest, ANoticeThatCouldNotBeDeliveredIsDeliveredByTheNextScan) {
+  write_series(standard_workloads());
+  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
+  start_prometheus();
+  start_alertmanager();
+  start_webhook();
+  if (HasFatalFailure()) return;
+
+  nlohmann::json s = scan(t1_, 1, free_port());  // nobody listens there
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-ckpt", "Detected"},
+                                                                              {"w-nb", "Detected"},
+                                                                              {"w-stuck", "Detected"}}));
+  ASSERT_EQ(s["undelivered"].size(), 3u);
+  EXPECT_EQ(s["undelivered"][0], (nlohmann::json{{"workload_uid", "w-ckpt"}, {"action", "Notified"}, {"audience", "owner"}}));
+  EXPECT_TRUE(s["deliveryErrors"][0].get<std::string>().find("could not connect") != std::string::npos) << s.dump();
+  EXPECT_TRUE(firing().empty());
+
+  s = scan(t1_ + 5 * kMinute);
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-ckpt", "Notified"},
+                                                                              {"w-nb", "Notified"},
+                                                                              {"w-stuck", "Notified"}}));
+  EXPECT_EQ(firing().size(), 3u);
+  s = scan(t1_ + 10 * kMinute);
+  EXPECT_TRUE(s["alerts"].empty()) << s.dump();
+  std::lock_guard lock(mu_);
+  // The webhook took the first scan's notices too (it was up); the second scan sent them
+  // again with Alertmanager's: delivery is at least once, recording exactly once.
+  EXPECT_EQ(notices_.size(), 6u);
+}
+
+}  // namespace
+}  // namespace gpubank::governance
