@@ -7,15 +7,18 @@
 //      the exporter keeps its last page then);
 //   2. PodResources devices, one per line: "<namespace> <pod> <container> <resource> <id>"
 //      and optionally " <claim>" (a DRA claim device: driver gpu.nvidia.com);
-//   3. snapshot pods, one per line: "<uid> <namespace> <name> <business_group> <owner_id>".
+//   3. snapshot pods, one per line: "<uid> <namespace> <name> <business_group> <owner_id>"
+//      and optionally " <capacity_role> <checkpointable> <keep_running_until> <created_ms>".
 //
 // The node's inventory is fixed: GPU 0 whole, GPU 1 with MIG instances GI 1 and 9 (the UUIDs
 // in the seeds), so that MIG-..., "::N" replicas and nvidia<i>/gi<g> forms resolve.
 // Invariants: no crash; the joined page is valid exposition text (write_text accepts it: no
 // duplicate series, no bad label), and reads back equal; every device sample carries exactly
 // one mapping_status, one of the four, counted as the stats say; attribution labels only on
-// mapped samples; the join is deterministic.
+// mapped samples, the governance labels (capacity_role, ...) on none; at most one start time
+// per snapshot pod; the join is deterministic.
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -125,6 +128,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     m.node = "node-a";
     m.business_group = w[3];
     m.owner_id = w[4];
+    if (w.size() > 7) {
+      m.capacity_role = w[5];
+      m.checkpointable = w[6];
+      m.keep_running_until = w[7];
+    }
+    if (w.size() > 8) (void)std::from_chars(w[8].data(), w[8].data() + w[8].size(), m.created_ms);
     snapshot.pods.push_back(std::move(m));
   }
   std::sort(snapshot.pods.begin(), snapshot.pods.end(), [](const auto& a, const auto& b) { return a.uid < b.uid; });
@@ -153,6 +162,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       if (find(s, "UUID") != nullptr) ++counted;
     }
+  }
+  for (const auto& f : r.exposition.families) {
+    for (const auto& s : f.samples) {
+      if (find(s, "UUID") == nullptr) continue;
+      for (const char* name : {"capacity_role", "checkpointable", "keep_running_until"}) {
+        if (find(s, name) != nullptr) fail(f.name + ": a device sample with " + name);
+      }
+    }
+  }
+  if (const metrics::Family* starts = r.exposition.find("gpubank_pod_start_time_seconds");
+      starts == nullptr || starts->samples.size() > snapshot.pods.size()) {
+    fail("gpubank_pod_start_time_seconds missing, or more start times than pods");
   }
   std::uint64_t by_status = 0;
   for (const auto& [status, n] : r.stats.by_status) by_status += n;

@@ -43,10 +43,12 @@ void SnapshotBuilder::end(Entry& entry, std::int64_t now_ms, std::vector<std::st
 std::vector<std::string> SnapshotBuilder::upsert(const nlohmann::json& pod, std::int64_t now_ms) {
   const std::string uid = string_at(pod, {"metadata", "uid"});
   if (const auto it = pods_.find(uid); !uid.empty() && it != pods_.end()) {
-    // Known: only the node and the end may change, so the rest is not parsed again.
+    // Known: only the node, the end and keep-running-until may change, so the rest is not
+    // parsed again. (A refused annotation was counted when the pod was first seen.)
     PodMeta now = it->second.meta;
     now.node = string_at(pod, {"spec", "nodeName"});
     if (check_value("node", now.node)) now.node.clear();
+    now.keep_running_until = keep_running_until_of(pod);
     return upsert(now, pod_finished(pod), now_ms);
   }
   auto meta = pod_meta_from_json(pod, &stats_);
@@ -77,6 +79,8 @@ std::vector<std::string> SnapshotBuilder::upsert(const PodMeta& pod, bool finish
   }
   Entry& e = it->second;
   if (e.retired || e.gone) return changed;
+  const bool exception_changed = !e.meta.deleted_ms && e.meta.keep_running_until != pod.keep_running_until;
+  if (exception_changed) e.meta.keep_running_until = pod.keep_running_until;
   if (e.meta.node.empty()) {
     if (pod.node.empty()) return changed;
     // Scheduled: the one change of node there is (spec.nodeName is immutable once set).
@@ -89,7 +93,11 @@ std::vector<std::string> SnapshotBuilder::upsert(const PodMeta& pod, bool finish
     }
     return changed;
   }
-  if (finished && !e.meta.deleted_ms) end(e, now_ms, changed);
+  if (finished && !e.meta.deleted_ms) {
+    end(e, now_ms, changed);
+  } else if (exception_changed) {
+    bump(e.meta.node, now_ms, changed);
+  }
   return changed;
 }
 

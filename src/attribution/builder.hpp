@@ -7,8 +7,10 @@
 //     carried when metasync first saw it. A later label change (a re-organisation) does not
 //     rewrite it: the samples of a running pod keep the group it started under.
 //   - Later events may change only: the node, once, from none (pending) to the node the pod
-//     was scheduled on (spec.nodeName is immutable after that); and the pod's end, when it is
-//     deleted or finishes (phase Succeeded/Failed). Both make it a tombstone (deleted_ms).
+//     was scheduled on (spec.nodeName is immutable after that); the pod's end, when it is
+//     deleted or finishes (phase Succeeded/Failed), which makes it a tombstone (deleted_ms);
+//     and keep_running_until, the low-utilisation exception an owner may add or withdraw
+//     while the pod runs (it says nothing about who the pod belongs to).
 //   - A tombstone stays in its node's snapshot for the tombstone period, then expire()
 //     removes it. A finished pod that the API server still lists is remembered as retired
 //     (not in any snapshot) until it is deleted, so that its later events do not bring it

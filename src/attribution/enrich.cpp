@@ -23,11 +23,14 @@ struct Holder {
   bool shared = false;            // a time-slicing replica or a shared resource name
 };
 
-// The labels the join decides; an upstream sample's own labels of these names are removed.
-constexpr std::array<std::string_view, 17> kJoinLabels{
-    "container",     "namespace",     "pod",      "pod_uid", "business_group", "owner_id",      "cost_center",
-    "queue",         "workload_type", "workload_uid", "workload_kind", "workload", "model", "model_version",
-    "claim",         "sharing",       "mapping_status"};
+// The labels the join decides; an upstream sample's own labels of these names are removed
+// (the allowlist's last three are written on gpubank_gpu_allocation_info only, never on the
+// device samples: an upstream copy would still be a forgery).
+constexpr std::array<std::string_view, 20> kJoinLabels{
+    "container",     "namespace",      "pod",           "pod_uid",       "business_group",
+    "owner_id",      "cost_center",    "queue",         "workload_type", "workload_uid",
+    "workload_kind", "workload",       "model",         "model_version", "capacity_role",
+    "checkpointable", "keep_running_until", "claim",   "sharing",       "mapping_status"};
 
 bool is_join_label(std::string_view name) {
   return std::find(kJoinLabels.begin(), kJoinLabels.end(), name) != kJoinLabels.end();
@@ -150,6 +153,36 @@ void add_holder_labels(std::vector<Label>& labels, const Holder& h, EnrichStats&
   if (!a.claim_name.empty()) add("claim", a.claim_name);
 }
 
+// gpubank_pod_start_time_seconds: one sample per pod, its creation time, so that a query
+// can tell how long a workload has run without kube-state-metrics (docs/metrics-contract.md).
+metrics::Family pod_start_times(const std::set<const PodMeta*>& pods) {
+  metrics::Family family{"gpubank_pod_start_time_seconds", metrics::MetricType::gauge,
+                         "Creation time of each pod that holds a device of the node, in Unix seconds.", {}};
+  // By namespace, pod and UID, whatever the order of the devices was.
+  std::vector<const PodMeta*> sorted(pods.begin(), pods.end());
+  std::sort(sorted.begin(), sorted.end(), [](const PodMeta* a, const PodMeta* b) {
+    return std::tie(a->namespace_name, a->name, a->uid) < std::tie(b->namespace_name, b->name, b->uid);
+  });
+  std::set<std::string> written;
+  for (const PodMeta* m : sorted) {
+    // Unknown (no creationTimestamp): 0 would read as a pod running since 1970.
+    if (m->created_ms <= 0) continue;
+    std::vector<Label> labels;
+    for (const auto& [name, value, rule] : std::initializer_list<std::tuple<const char*, const std::string*, const char*>>{
+             {"namespace", &m->namespace_name, "namespace"}, {"pod", &m->name, "name"}, {"pod_uid", &m->uid, "pod_uid"},
+             {"workload_kind", &m->workload_kind, "workload_kind"}, {"workload", &m->workload, "workload"},
+             {"workload_uid", &m->workload_uid, "workload_uid"}, {"business_group", &m->business_group, "business_group"},
+             {"owner_id", &m->owner_id, "owner_id"}}) {
+      if (!value->empty() && !check_value(rule, *value)) labels.push_back({name, *value});
+    }
+    Sample one{"gpubank_pod_start_time_seconds", std::move(labels), static_cast<double>(m->created_ms) / 1000.0,
+               std::nullopt};
+    // Two pods left alike once refused values were dropped are one series, never two.
+    if (written.insert(series_key(one)).second) family.samples.push_back(std::move(one));
+  }
+  return family;
+}
+
 }  // namespace
 
 EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::DeviceAllocation> allocations,
@@ -242,6 +275,7 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
   metrics::Family allocation{"gpubank_gpu_allocation_info", metrics::MetricType::gauge,
                              "One series per device held by a container, with the pod's attribution.", {}};
   std::set<std::string> allocation_series;
+  std::set<const PodMeta*> holding_pods;  // the mapped pods, for gpubank_pod_start_time_seconds
   for (const DeviceKey& d : devices) {
     info.samples.push_back(Sample{"gpubank_gpu_info", device_labels(d), 1, std::nullopt});
     const auto h = join.holders.find(d);
@@ -256,11 +290,22 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
       }
       if (holder.meta != nullptr) {
         const PodMeta& m = *holder.meta;
-        for (const auto& [name, value] : std::initializer_list<std::pair<const char*, const std::string*>>{
-                 {"business_group", &m.business_group}, {"owner_id", &m.owner_id}, {"cost_center", &m.cost_center},
-                 {"workload_type", &m.workload_type}, {"workload_kind", &m.workload_kind}, {"workload", &m.workload},
-                 {"queue", &m.queue}}) {
-          if (!value->empty() && !check_value(name, *value)) labels.push_back({name, *value});
+        holding_pods.insert(&m);
+        // A refused value of the labels the device samples also carry is counted there; the
+        // governance labels appear here alone, so their refusals are counted here.
+        for (const auto& [name, value, own] : std::initializer_list<std::tuple<const char*, const std::string*, bool>>{
+                 {"business_group", &m.business_group, false}, {"owner_id", &m.owner_id, false},
+                 {"cost_center", &m.cost_center, false}, {"workload_type", &m.workload_type, false},
+                 {"workload_kind", &m.workload_kind, false}, {"workload", &m.workload, false},
+                 {"workload_uid", &m.workload_uid, false}, {"queue", &m.queue, false},
+                 {"capacity_role", &m.capacity_role, true}, {"checkpointable", &m.checkpointable, true},
+                 {"keep_running_until", &m.keep_running_until, true}}) {
+          if (value->empty()) continue;
+          if (!check_value(name, *value)) {
+            labels.push_back({name, *value});
+          } else if (own) {
+            ++stats.values_dropped;
+          }
         }
       }
       std::erase_if(labels, [](const Label& l) { return l.value.empty(); });
@@ -271,6 +316,7 @@ EnrichResult enrich(const metrics::Exposition& upstream, std::span<const node::D
   }
   out.exposition.families.push_back(std::move(info));
   out.exposition.families.push_back(std::move(allocation));
+  out.exposition.families.push_back(pod_start_times(holding_pods));
   return out;
 }
 

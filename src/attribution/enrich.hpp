@@ -1,7 +1,9 @@
 // The exporter's join, pure: GPU samples as dcgm-exporter (or the NVML source) writes them,
 // which container holds which device (the kubelet's PodResources), who each pod is (the
 // metadata snapshot) and what the devices are (NVML, for MIG) -> the same samples with
-// attribution labels, plus gpubank's own per-device series (docs/metrics-contract.md).
+// attribution labels, plus gpubank's own series (docs/metrics-contract.md): per device,
+// per holder of a device (with the pod's governance labels: capacity_role, checkpointable,
+// keep_running_until) and per pod holding one (its creation time).
 //
 // A sample names its device by `UUID` (for a MIG instance, the parent GPU's) and `GPU_I_ID`
 // (MIG only). A kubelet device ID names it by its own forms (node/device_id.hpp): GPU-...,
@@ -18,9 +20,10 @@
 // A device held by several containers (time-slicing, or a shared resource name) gives one
 // sample per holder with sharing="time-sliced": such samples must be shared, never ranked
 // as one pod's exclusive GPU. Labels added, after the upstream ones, when known: container,
-// namespace, pod, pod_uid, then the allowlist (labels.hpp), claim (DRA), sharing,
-// mapping_status. Upstream labels of those names (dcgm-exporter's own pod attributes, or
-// anything an upstream claims) are removed and counted: only the join decides them.
+// namespace, pod, pod_uid, then the allowlist (labels.hpp) less the governance labels, claim
+// (DRA), sharing, mapping_status. Upstream labels of those names and of the governance labels
+// (dcgm-exporter's own pod attributes, or anything an upstream claims) are removed and
+// counted: only the join decides them.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +55,9 @@ struct EnrichStats {
   std::uint64_t unresolved_devices = 0;  // held device IDs the inventory cannot place (logged)
   std::uint64_t upstream_labels_removed = 0;
   std::uint64_t upstream_duplicates = 0;  // device samples equal to an earlier one once stripped (dropped)
-  std::uint64_t values_dropped = 0;  // snapshot values check_value refused
+  // Snapshot values check_value refused: per device sample written, and per allocation series
+  // for the governance labels (which only gpubank_gpu_allocation_info carries).
+  std::uint64_t values_dropped = 0;
   // Holders of one device left with the same labels once refused values were dropped (two
   // pods of one namespace whose names fail the rules): one series each time, not two.
   std::uint64_t holder_collisions = 0;

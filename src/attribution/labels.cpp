@@ -1,6 +1,7 @@
 #include "attribution/labels.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/timestamp.hpp"
 
@@ -29,15 +30,18 @@ constexpr std::string_view kNotebookName = "notebook-name";
 }  // namespace owner_keys
 
 // Every label key any rule reads: what prune_pod keeps.
-constexpr std::array<std::string_view, 22> kReadLabels{
-    keys::kBusinessGroup,         keys::kCostCenter,           keys::kOwnerId,
-    keys::kWorkloadType,          keys::kModel,                keys::kModelVersion,
-    keys::kKueueQueue,            keys::kVolcanoQueueLabel,    owner_keys::kJobSetName,
-    owner_keys::kJobSetUid,       owner_keys::kKubeflowJobName, owner_keys::kKubeflowOperator,
-    owner_keys::kLwsName,         owner_keys::kRayCluster,     owner_keys::kRayOriginKind,
-    owner_keys::kRayOriginName,   owner_keys::kKServe,         owner_keys::kJobName,
-    owner_keys::kLegacyJobName,   owner_keys::kJobUid,         owner_keys::kPodTemplateHash,
-    owner_keys::kNotebookName};
+constexpr std::array<std::string_view, 24> kReadLabels{
+    keys::kBusinessGroup,         keys::kCostCenter,            keys::kOwnerId,
+    keys::kWorkloadType,          keys::kModel,                 keys::kModelVersion,
+    keys::kKueueQueue,            keys::kVolcanoQueueLabel,     keys::kCapacityRole,
+    keys::kCheckpointable,        owner_keys::kJobSetName,      owner_keys::kJobSetUid,
+    owner_keys::kKubeflowJobName, owner_keys::kKubeflowOperator, owner_keys::kLwsName,
+    owner_keys::kRayCluster,      owner_keys::kRayOriginKind,   owner_keys::kRayOriginName,
+    owner_keys::kKServe,          owner_keys::kJobName,         owner_keys::kLegacyJobName,
+    owner_keys::kJobUid,          owner_keys::kPodTemplateHash, owner_keys::kNotebookName};
+// Every annotation key any rule reads.
+constexpr std::array<std::string_view, 2> kReadAnnotations{keys::kVolcanoQueueAnnotation,
+                                                           keys::kKeepRunningUntilAnnotation};
 
 // The training operator's operator-name label, for a pod whose owner reference is not the
 // job itself.
@@ -51,6 +55,29 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kKubeflow
 }};
 
 constexpr std::array<std::string_view, 4> kWorkloadTypes{"training", "inference", "batch", "notebook"};
+constexpr std::array<std::string_view, 3> kCapacityRoles{"serving-floor", "burst-headroom", "borrowable-cold"};
+constexpr std::array<std::string_view, 2> kBooleans{"true", "false"};
+
+template <std::size_t N>
+bool one_of(const std::array<std::string_view, N>& allowed, std::string_view value) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+// Unix seconds as keep_running_until carries them: decimal digits without a leading zero,
+// few enough for any int64 reader (the scanner parses them).
+bool unix_seconds(std::string_view value) {
+  return value.size() <= 18 && value.find_first_not_of("0123456789") == std::string_view::npos &&
+         (value.size() == 1 || value.front() != '0');
+}
+
+// An RFC 3339 annotation as Unix seconds, rounded up to the whole second (an exception
+// "until 18:00:00.5" still holds at 18:00:00); empty when it is no timestamp or before 1970.
+std::string unix_seconds_of(const std::string& rfc3339) {
+  const auto t = parse_rfc3339(rfc3339);
+  if (!t) return {};
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(t->time_since_epoch()).count();
+  return seconds < 0 ? std::string() : std::to_string(seconds);
+}
 
 const Json& member(const Json& object, std::string_view key) {
   static const Json kNull;
@@ -99,6 +126,7 @@ std::string_view to_string(DropReason reason) {
     case DropReason::Email: return "email";
     case DropReason::NotAllowedValue: return "not-allowed-value";
     case DropReason::NotAllowlisted: return "not-allowlisted";
+    case DropReason::MalformedTime: return "malformed-time";
   }
   return "unknown";
 }
@@ -112,9 +140,10 @@ std::optional<DropReason> check_value(std::string_view field, std::string_view v
   // As Kubernetes label values and object names: alphanumeric at both ends (no ".." node
   // name can become a file name either).
   if (!alnum(value.front()) || !alnum(value.back())) return DropReason::BadCharacter;
-  if (field == "workload_type" && std::find(kWorkloadTypes.begin(), kWorkloadTypes.end(), value) == kWorkloadTypes.end()) {
-    return DropReason::NotAllowedValue;
-  }
+  if (field == "workload_type" && !one_of(kWorkloadTypes, value)) return DropReason::NotAllowedValue;
+  if (field == "capacity_role" && !one_of(kCapacityRoles, value)) return DropReason::NotAllowedValue;
+  if (field == "checkpointable" && !one_of(kBooleans, value)) return DropReason::NotAllowedValue;
+  if (field == "keep_running_until" && !unix_seconds(value)) return DropReason::MalformedTime;
   return std::nullopt;
 }
 
@@ -184,6 +213,22 @@ Workload resolve_workload(const Json& pod) {
   return {owner_kind, owner_name, owner_uid};
 }
 
+std::string keep_running_until_of(const Json& pod, LabelStats* stats) {
+  const std::string until =
+      text(member(member(pod, "metadata"), "annotations"), keys::kKeepRunningUntilAnnotation);
+  if (until.empty()) return {};
+  std::string seconds = unix_seconds_of(until);
+  if (seconds.empty()) {
+    if (stats != nullptr) stats->count("keep_running_until", DropReason::MalformedTime);
+    return {};
+  }
+  if (const auto bad = check_value("keep_running_until", seconds)) {
+    if (stats != nullptr) stats->count("keep_running_until", *bad);
+    return {};
+  }
+  return seconds;
+}
+
 Expected<PodMeta> pod_meta_from_json(const Json& pod, LabelStats* stats) {
   if (!pod.is_object()) return Unexpected{"pod: not an object"};
   const Json& metadata = member(pod, "metadata");
@@ -226,6 +271,9 @@ Expected<PodMeta> pod_meta_from_json(const Json& pod, LabelStats* stats) {
   if (queue.empty()) queue = text(member(metadata, "annotations"), keys::kVolcanoQueueAnnotation);
   if (queue.empty()) queue = text(labels, keys::kVolcanoQueueLabel);
   take("queue", std::move(queue), meta.queue);
+  take("capacity_role", text(labels, keys::kCapacityRole), meta.capacity_role);
+  take("checkpointable", text(labels, keys::kCheckpointable), meta.checkpointable);
+  meta.keep_running_until = keep_running_until_of(pod, stats);
   Workload workload = resolve_workload(pod);
   take("workload_kind", std::move(workload.kind), meta.workload_kind);
   take("workload", std::move(workload.name), meta.workload);
@@ -248,8 +296,8 @@ void prune_pod(Json& pod) {
     }
     if (!kept.empty()) m["labels"] = std::move(kept);
   }
-  if (const Json& v = member(member(metadata, "annotations"), keys::kVolcanoQueueAnnotation); !v.is_null()) {
-    m["annotations"][std::string(keys::kVolcanoQueueAnnotation)] = v;
+  for (const std::string_view key : kReadAnnotations) {
+    if (const Json& v = member(member(metadata, "annotations"), key); !v.is_null()) m["annotations"][std::string(key)] = v;
   }
   if (const Json* owner = controller_owner(metadata); owner != nullptr) {
     Json ref = Json::object();

@@ -12,7 +12,10 @@
 //     kMaxValueBytes bytes for attribution values; object names (namespace, pod, workload,
 //     node, UIDs) may have Kubernetes' own limit, kMaxNameBytes.
 //   - owner_id with an '@' is an e-mail address, a personal identifier: dropped ("email").
-//     workload_type must be training, inference, batch or notebook ("not-allowed-value").
+//     workload_type must be training, inference, batch or notebook, capacity_role
+//     serving-floor, burst-headroom or borrowable-cold, checkpointable true or false
+//     ("not-allowed-value"). keep_running_until is an instant as decimal Unix seconds, read
+//     from an RFC 3339 annotation ("malformed-time" when it is not one).
 #pragma once
 
 #include <array>
@@ -33,9 +36,10 @@ inline constexpr std::size_t kMaxValueBytes = 128;
 inline constexpr std::size_t kMaxNameBytes = 253;
 
 // The label names the attribution exporter may add to a sample.
-inline constexpr std::array<std::string_view, 11> kAllowlist{
-    "business_group", "owner_id", "cost_center", "queue",         "workload_type", "workload_uid",
-    "workload_kind",  "workload", "model",       "model_version", "pod_uid"};
+inline constexpr std::array<std::string_view, 14> kAllowlist{
+    "business_group", "owner_id",      "cost_center",   "queue",          "workload_type",
+    "workload_uid",   "workload_kind", "workload",      "model",          "model_version",
+    "pod_uid",        "capacity_role", "checkpointable", "keep_running_until"};
 [[nodiscard]] bool is_allowlisted(std::string_view label);
 
 // The pod label and annotation keys read (docs/attribution.md has the table).
@@ -49,10 +53,13 @@ inline constexpr std::string_view kModelVersion = "platform.gpubank.dev/model-ve
 inline constexpr std::string_view kKueueQueue = "kueue.x-k8s.io/queue-name";
 inline constexpr std::string_view kVolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name";
 inline constexpr std::string_view kVolcanoQueueLabel = "volcano.sh/queue-name";
+inline constexpr std::string_view kCapacityRole = "platform.gpubank.dev/capacity-role";
+inline constexpr std::string_view kCheckpointable = "platform.gpubank.dev/checkpointable";
+inline constexpr std::string_view kKeepRunningUntilAnnotation = "platform.gpubank.dev/keep-running-until";
 }  // namespace keys
 
 // Why a value was dropped.
-enum class DropReason { TooLong, BadCharacter, Email, NotAllowedValue, NotAllowlisted };
+enum class DropReason { TooLong, BadCharacter, Email, NotAllowedValue, NotAllowlisted, MalformedTime };
 [[nodiscard]] std::string_view to_string(DropReason reason);
 
 // Empty when `value` may be the value of `field` (an allowlisted label name, or one of the
@@ -75,6 +82,12 @@ struct LabelStats {
 // a valid name, or creationTimestamp is malformed.
 [[nodiscard]] Expected<PodMeta> pod_meta_from_json(const nlohmann::json& pod, LabelStats* stats = nullptr);
 
+// The keep-running-until annotation as keep_running_until carries it (decimal Unix
+// seconds), or empty when absent or refused (counted in `stats` when given). Unlike the
+// attribution it follows the pod: an owner may add or withdraw the exception while the pod
+// runs (SnapshotBuilder re-reads it on every update).
+[[nodiscard]] std::string keep_running_until_of(const nlohmann::json& pod, LabelStats* stats = nullptr);
+
 // The top-level owner of a pod from its controller ownerReference and well-known labels,
 // without asking the API server (the rules: docs/attribution.md). Values are unchecked.
 struct Workload {
@@ -87,7 +100,7 @@ struct Workload {
 
 // Strips a pod to what pod_meta_from_json and the informer's store need (name, namespace,
 // uid, creationTimestamp, deletionTimestamp, the controller ownerReference, the labels and
-// annotation of the table, spec.nodeName, status.phase), so that metasync's cache holds a
+// annotations of the table, spec.nodeName, status.phase), so that metasync's cache holds a
 // few hundred bytes per pod instead of the whole object. pod_meta_from_json(prune) ==
 // pod_meta_from_json(pod).
 void prune_pod(nlohmann::json& pod);

@@ -34,7 +34,9 @@ struct StringField {
   std::string_view label;
   std::string PodMeta::*member;
 };
-constexpr std::array<StringField, 10> kAttributionFields{{
+// Every one is optional: left out when empty, so that a snapshot of a metasync older than a
+// field (capacityRole, checkpointable, keepRunningUntil) still decodes.
+constexpr std::array<StringField, 13> kAttributionFields{{
     {"businessGroup", "business_group", &PodMeta::business_group},
     {"ownerId", "owner_id", &PodMeta::owner_id},
     {"costCenter", "cost_center", &PodMeta::cost_center},
@@ -45,6 +47,9 @@ constexpr std::array<StringField, 10> kAttributionFields{{
     {"workloadUid", "workload_uid", &PodMeta::workload_uid},
     {"model", "model", &PodMeta::model},
     {"modelVersion", "model_version", &PodMeta::model_version},
+    {"capacityRole", "capacity_role", &PodMeta::capacity_role},
+    {"checkpointable", "checkpointable", &PodMeta::checkpointable},
+    {"keepRunningUntil", "keep_running_until", &PodMeta::keep_running_until},
 }};
 // Required, non-empty.
 constexpr std::array<StringField, 4> kIdentityFields{{

@@ -12,7 +12,8 @@
 //                 still count for them
 //
 // Wire form: canonical JSON (keys sorted, no insignificant whitespace) of the snapshot
-// ("version": 1; field names in docs/attribution.md), wrapped as
+// ("version": 1; field names in docs/attribution.md; fields added later are optional, so a
+// snapshot of an older metasync still decodes), wrapped as
 // {"snapshot": <canonical text as a string>, "hmacSha256": "<64 hex>"}; the HMAC is over
 // the exact bytes of the canonical text with the shared key. Decoding verifies the HMAC
 // (constant-time compare) before parsing the inner text, and refuses: a bad or missing
@@ -53,6 +54,12 @@ struct PodMeta {
   std::string workload_uid{};   // and its UID
   std::string model{};
   std::string model_version{};
+  // What governance reads of the pod (docs/attribution.md): serving-floor, burst-headroom or
+  // borrowable-cold; "true" or "false"; until when the pod must not be stopped, as decimal
+  // Unix seconds. Empty: unknown.
+  std::string capacity_role{};
+  std::string checkpointable{};
+  std::string keep_running_until{};
   friend bool operator==(const PodMeta&, const PodMeta&) = default;
 };
 

@@ -32,7 +32,7 @@ namespace gpubank::governance {
 
 // One workload as Prometheus shows it at the scan's instant (queries.hpp reads it).
 struct WorkloadFacts {
-  std::string workload_uid;
+  std::string workload_uid;  // or "<kind>/<namespace>/<name>" where pods carry no UID (queries.hpp)
   std::string cluster;  // empty in a single-cluster Prometheus
   std::string business_group;
   std::string owner_id;

@@ -47,7 +47,7 @@ std::string severity_of(Audience a) {
 }
 
 constexpr const char* kExceptionPath =
-    "Annotate the workload with platform.gpubank.dev/keep-running-until=<RFC 3339 time> to keep it running until "
+    "Annotate its pods with platform.gpubank.dev/keep-running-until=<RFC 3339 time> to keep them running until "
     "then, or ask your business group's administrators to add an exclusion to the LowUtilizationPolicy.";
 
 std::string summary_of(const Alert& a) {

@@ -12,6 +12,9 @@ namespace gpubank::governance {
 namespace {
 
 // The labels a workload's identity is summed by (docs/metrics-contract.md).
+// A workload: its UID, or kind, namespace and name where the pods do not carry the UID
+// (Deployments, InferenceServices, LeaderWorkerSets: docs/attribution.md).
+constexpr const char* kWorkload = "cluster, namespace, workload_kind, workload, workload_uid";
 constexpr const char* kIdentity =
     "cluster, workload_uid, business_group, owner_id, namespace, workload_kind, workload, workload_type, pool, "
     "gpu_model, partition, capacity_role, checkpointable, keep_running_until";
@@ -19,6 +22,11 @@ constexpr const char* kIdentity =
 std::string label(const serving::PromSample& s, const std::string& name) {
   const auto it = s.labels.find(name);
   return it == s.labels.end() ? std::string() : it->second;
+}
+
+// The workload's key (workload_key()) from a sample's labels.
+std::string key_of(const serving::PromSample& s) {
+  return workload_key(label(s, "workload_uid"), label(s, "workload_kind"), label(s, "namespace"), label(s, "workload"));
 }
 
 // Each distinct window with the workload types its policies govern, in window order.
@@ -35,7 +43,7 @@ std::map<std::int64_t, std::pair<Duration, std::set<std::string>>> windows_of(co
 std::string selector(const std::set<std::string>& types) {
   std::string alternatives;
   for (const std::string& t : types) alternatives += (alternatives.empty() ? "" : "|") + t;
-  return "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"" + alternatives + "\"}";
+  return "{mapping_status=\"mapped\", workload!=\"\", workload_type=~\"" + alternatives + "\"}";
 }
 
 // One expression per window, each tagged with its window, joined by `or`.
@@ -71,28 +79,35 @@ Expected<std::optional<std::int64_t>> integer_label(const serving::PromSample& s
 
 std::string promql_duration(const Duration& d) { return d.to_string(); }
 
+std::string workload_key(std::string_view uid, std::string_view kind, std::string_view namespace_name,
+                         std::string_view name) {
+  if (!uid.empty()) return std::string(uid);
+  if (name.empty()) return {};
+  return std::string(kind) + "/" + std::string(namespace_name) + "/" + std::string(name);
+}
+
 std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies) {
   std::vector<Query> out;
   out.push_back({"allocations", std::string("sum by (") + kIdentity +
-                                    ") (gpubank_gpu_allocation_info{workload_uid!=\"\"} / on (cluster, node, gpu_uuid, "
+                                    ") (gpubank_gpu_allocation_info{workload!=\"\"} / on (cluster, node, gpu_uuid, "
                                     "gpu_instance) group_left count by (cluster, node, gpu_uuid, gpu_instance) "
                                     "(gpubank_gpu_allocation_info))"});
-  out.push_back({"starts", "min by (cluster, workload_uid) (gpubank_pod_start_time_seconds{workload_uid!=\"\"})"});
+  out.push_back({"starts", "min by (" + std::string(kWorkload) + ") (gpubank_pod_start_time_seconds{workload!=\"\"})"});
   out.push_back({"borrowing", "sum by (cluster, borrower, pool) (gpubank_bank_loan_gpus)"});
   if (policies.empty()) return out;
   out.push_back({"gpu_utilization", over_windows(policies, [](const std::string& w, const std::string& sel) {
-                   return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE" + sel +
-                          "[" + w + "])) or avg by (cluster, workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL" + sel +
+                   return "avg by (" + std::string(kWorkload) + ") (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE" + sel +
+                          "[" + w + "])) or avg by (" + std::string(kWorkload) + ") (avg_over_time(DCGM_FI_DEV_GPU_UTIL" + sel +
                           "[" + w + "]))";
                  })});
   out.push_back({"memory_utilization", over_windows(policies, [](const std::string& w, const std::string& sel) {
-                   return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
+                   return "avg by (" + std::string(kWorkload) + ") (100 * avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
                           "]) / (avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
                           "]) + avg_over_time(DCGM_FI_DEV_FB_FREE" + sel + "[" + w + "])))";
                  })});
   if (sets_power(policies)) {
     out.push_back({"power_fraction", over_windows(policies, [](const std::string& w, const std::string& sel) {
-                     return "avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_DEV_POWER_USAGE" + sel + "[" +
+                     return "avg by (" + std::string(kWorkload) + ") (100 * avg_over_time(DCGM_FI_DEV_POWER_USAGE" + sel + "[" +
                             w + "]) / avg_over_time(DCGM_FI_DEV_ENFORCED_POWER_LIMIT" + sel + "[" + w + "]))";
                    })});
   }
@@ -110,8 +125,8 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
   std::map<std::string, WorkloadFacts> by_uid;
   std::map<std::string, double> largest;
   for (const serving::PromSample& s : answer("allocations")) {
-    const std::string uid = label(s, "workload_uid");
-    if (uid.empty()) return Unexpected{std::string("allocations: a sample without workload_uid")};
+    const std::string uid = key_of(s);
+    if (uid.empty()) return Unexpected{std::string("allocations: a sample without workload_uid or workload")};
     if (!std::isfinite(s.value) || s.value < 0) {
       return Unexpected{"allocations: workload " + uid + " holds a GPU count that is not a non-negative number"};
     }
@@ -140,7 +155,7 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
     w.gpus = gpus;
   }
   for (const serving::PromSample& s : answer("starts")) {
-    const auto it = by_uid.find(label(s, "workload_uid"));
+    const auto it = by_uid.find(key_of(s));
     if (it != by_uid.end() && std::isfinite(s.value)) it->second.started_s = s.value;
   }
   std::map<std::pair<std::string, std::string>, double> borrowed;  // (group, pool)
@@ -153,10 +168,10 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
   const char* names[3] = {"gpu_utilization", "memory_utilization", "power_fraction"};
   for (int m = 0; m < 3; ++m) {
     for (const serving::PromSample& s : answer(names[m])) {
-      const std::string uid = label(s, "workload_uid");
+      const std::string uid = key_of(s);
       const std::string window = label(s, "window");
       if (uid.empty() || window.empty()) {
-        return Unexpected{std::string(names[m]) + ": a sample without workload_uid or window"};
+        return Unexpected{std::string(names[m]) + ": a sample without a workload or window"};
       }
       averages[m][{uid, window}] = s.value;
     }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/expected.hpp"
@@ -39,13 +40,20 @@ struct Query {
 // The answers, by query name (as read_prometheus_query returned them).
 using Answers = std::map<std::string, std::vector<serving::PromSample>, std::less<>>;
 
-// One WorkloadFacts per workload_uid in the allocations answer, sorted by uid, with the
+// One WorkloadFacts per workload (workload_key, kept in workload_uid) in the allocations
+// answer, sorted by key, with the
 // averages over the window of the policy that governs it. A workload listed under several
 // pools or owners (pods that disagree) sums its GPUs and takes the labels of its largest
 // part. Fails, naming the query and label, on an answer that breaks the query's shape (a
-// sample without workload_uid or window, a non-numeric keep_running_until).
+// sample without a workload or window, a non-numeric keep_running_until).
 [[nodiscard]] Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers,
                                                               const std::vector<ScanPolicy>& policies);
+
+// What the scanner keys a workload by: its UID, or "<kind>/<namespace>/<name>" when its pods
+// do not carry the UID (Deployments, InferenceServices, LeaderWorkerSets, Ray); empty when
+// not even the name is known (unattributed devices, never judged).
+[[nodiscard]] std::string workload_key(std::string_view uid, std::string_view kind, std::string_view namespace_name,
+                                       std::string_view name);
 
 // The Go-style text of a window as the queries and the `window` label write it ("1h30m").
 [[nodiscard]] std::string promql_duration(const Duration& d);

@@ -70,6 +70,30 @@ TEST(SnapshotBuilder, PinsAttributionAcrossALabelChange) {
   EXPECT_EQ(find(*s, "uid-1")->business_group, "search");
 }
 
+// The low-utilisation exception follows the pod (it says nothing of who owns it): added,
+// extended and withdrawn while the pod runs, each a new generation. A malformed value is
+// no exception.
+TEST(SnapshotBuilder, KeepRunningUntilFollowsTheRunningPod) {
+  SnapshotBuilder b;
+  Json pod = pod_named("uid-1", "llama-ft-master-0", "gpu-node-17");
+  b.upsert(pod, kT0);
+  const std::int64_t gen = b.generation("gpu-node-17");
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-05T18:00:00Z";
+  EXPECT_EQ(b.upsert(pod, kT0 + kMinute), std::vector<std::string>{"gpu-node-17"});
+  EXPECT_GT(b.generation("gpu-node-17"), gen);
+  EXPECT_EQ(b.snapshot("gpu-node-17")->pods[0].keep_running_until, "1796493600");
+  EXPECT_TRUE(b.upsert(pod, kT0 + 2 * kMinute).empty());  // unchanged: no new generation
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "tomorrow";
+  EXPECT_EQ(b.upsert(pod, kT0 + 3 * kMinute), std::vector<std::string>{"gpu-node-17"});
+  EXPECT_EQ(b.snapshot("gpu-node-17")->pods[0].keep_running_until, "");
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-06T00:00:00Z";
+  b.upsert(pod, kT0 + 4 * kMinute);
+  pod["metadata"]["annotations"].erase("platform.gpubank.dev/keep-running-until");
+  EXPECT_EQ(b.upsert(pod, kT0 + 5 * kMinute), std::vector<std::string>{"gpu-node-17"});
+  EXPECT_EQ(b.snapshot("gpu-node-17")->pods[0].keep_running_until, "");
+  EXPECT_EQ(b.snapshot("gpu-node-17")->pods[0].business_group, "search");  // the rest stays pinned
+}
+
 TEST(SnapshotBuilder, PendingPodJoinsItsNodeWhenScheduled) {
   SnapshotBuilder b;
   Json pod = pod_named("uid-p", "eval-0", "");

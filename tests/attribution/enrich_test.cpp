@@ -54,6 +54,15 @@ PodMeta pod(const std::string& uid, const std::string& ns, const std::string& na
   return m;
 }
 
+// A pod with the governance labels metasync reads (docs/attribution.md).
+PodMeta governed(PodMeta m) {
+  m.created_ms = 1'796'026'365'000;  // 2026-11-30T08:12:45Z
+  m.capacity_role = "burst-headroom";
+  m.checkpointable = "true";
+  m.keep_running_until = "1796493600";  // 2026-12-05T18:00:00Z
+  return m;
+}
+
 node::DeviceAllocation held(const std::string& ns, const std::string& pod_name, const std::string& container,
                             const std::string& id, const std::string& resource = "nvidia.com/gpu") {
   node::DeviceAllocation a;
@@ -112,7 +121,118 @@ TEST(Enrich, AHeldGpuGetsItsPodsAttributionAndAnIdleOneSaysUnallocated) {
   EXPECT_EQ(alloc[0], std::string("node=node-a,pool=h100-rdma-training,gpu_model=H100,partition=full,gpu_uuid=") + kGpu0 +
                           ",namespace=search,pod=trainer-0,container=pytorch,business_group=search,owner_id=u-1042,"
                           "cost_center=cc-77,workload_type=training,workload_kind=PyTorchJob,workload=llm-pretrain,"
-                          "queue=search-queue");
+                          "workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,queue=search-queue");
+  // The pod that holds it, with its creation time.
+  EXPECT_EQ(series(result.exposition, "gpubank_pod_start_time_seconds"),
+            (std::vector<std::string>{"namespace=search,pod=trainer-0,pod_uid=uid-a,workload_kind=PyTorchJob,"
+                                      "workload=llm-pretrain,workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,business_group=search,"
+                                      "owner_id=u-1042"}));
+  EXPECT_EQ(result.exposition.find("gpubank_pod_start_time_seconds")->samples[0].value, 1.0);
+}
+
+// What the low-utilisation scanner reads from Prometheus: the governance labels on
+// gpubank_gpu_allocation_info (never on the device samples, whose series the budget counts)
+// and each holding pod's creation time, once per pod however many devices it holds.
+TEST(Enrich, GovernanceLabelsOnAllocationsAndOneStartTimePerHoldingPod) {
+  PodMeta trainer = governed(pod("uid-a", "search", "trainer-0", "search"));
+  PodMeta server = pod("uid-b", "ads", "vllm-0", "ads");
+  server.created_ms = 1'796'026'400'500;
+  server.capacity_role = "serving-floor";
+  PodMeta idle = pod("uid-c", "ads", "vllm-1", "ads");  // in the snapshot, holding nothing
+  NodeSnapshot snap{"node-a", 1, 5'000, {trainer, server, idle}};
+  const std::string forged = ",capacity_role=\"serving-floor\",keep_running_until=\"4102444800\"";
+  const std::vector<node::DeviceAllocation> allocations{
+      held("search", "trainer-0", "pytorch", kGpu0), held("search", "trainer-0", "sidecar", kGpu1),
+      held("ads", "vllm-0", "server", kMig, "nvidia.com/mig-3g.40gb"),
+      held("dev", "unknown-0", "c", "GPU-11111111-2222-3333-4444-555555555555")};
+  std::vector<node::GpuDevice> inventory(4);
+  inventory[0].uuid = kGpu0;
+  inventory[1].uuid = kGpu1;
+  inventory[1].index = 1;
+  inventory[2].uuid = "GPU-7e2f0c1a-0000-4c5b-8e7f-6a5b4c3d2e1f";
+  inventory[2].index = 2;
+  inventory[2].mig_enabled = true;
+  inventory[2].mig = {node::MigDevice{kMig, 1, 0, "3g.40gb", 0}};
+  inventory[3].uuid = "GPU-11111111-2222-3333-4444-555555555555";
+  inventory[3].index = 3;
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 3, forged) +
+                                      dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 4)),
+                             allocations, &snap, inventory, kNode);
+  for (const metrics::Sample& s : result.exposition.find("DCGM_FI_DEV_GPU_UTIL")->samples) {
+    EXPECT_EQ(value_of(s, "mapping_status"), "mapped");
+    for (const char* name : {"capacity_role", "checkpointable", "keep_running_until"}) {
+      EXPECT_EQ(value_of(s, name), "<absent>") << name;
+    }
+  }
+  EXPECT_EQ(result.stats.upstream_labels_removed, 2u);  // the forged pair
+
+  const auto alloc = series(result.exposition, "gpubank_gpu_allocation_info");
+  ASSERT_EQ(alloc.size(), 4u);
+  const std::string device = "node=node-a,pool=h100-rdma-training,gpu_model=H100,partition=full,gpu_uuid=";
+  const std::string trainer_tail =
+      "business_group=search,owner_id=u-1042,cost_center=cc-77,workload_type=training,workload_kind=PyTorchJob,"
+      "workload=llm-pretrain,workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,queue=search-queue,"
+      "capacity_role=burst-headroom,checkpointable=true,keep_running_until=1796493600";
+  // In device order (GPU-0b4e..., GPU-1111..., GPU-5d6c..., GPU-7e2f...); the pod the
+  // snapshot does not know has its kubelet names alone.
+  EXPECT_EQ(alloc[0], device + kGpu1 + ",namespace=search,pod=trainer-0,container=sidecar," + trainer_tail);
+  EXPECT_EQ(alloc[1], device + "GPU-11111111-2222-3333-4444-555555555555,namespace=dev,pod=unknown-0,container=c");
+  EXPECT_EQ(alloc[2], device + kGpu0 + ",namespace=search,pod=trainer-0,container=pytorch," + trainer_tail);
+  EXPECT_EQ(alloc[3], device + "GPU-7e2f0c1a-0000-4c5b-8e7f-6a5b4c3d2e1f,gpu_instance=1,namespace=ads,pod=vllm-0,"
+                               "container=server,business_group=ads,owner_id=u-1042,cost_center=cc-77,"
+                               "workload_type=training,workload_kind=PyTorchJob,workload=llm-pretrain,"
+                               "workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,queue=ads-queue,"
+                               "capacity_role=serving-floor");
+
+  // One per mapped pod that holds a device: not the pod the snapshot does not know, not the
+  // one that holds nothing; sorted by namespace and pod; seconds with the milliseconds kept.
+  const metrics::Family* starts = result.exposition.find("gpubank_pod_start_time_seconds");
+  ASSERT_NE(starts, nullptr);
+  EXPECT_EQ(starts->type, metrics::MetricType::gauge);
+  EXPECT_EQ(series(result.exposition, "gpubank_pod_start_time_seconds"),
+            (std::vector<std::string>{
+                "namespace=ads,pod=vllm-0,pod_uid=uid-b,workload_kind=PyTorchJob,workload=llm-pretrain,"
+                "workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,business_group=ads,owner_id=u-1042",
+                "namespace=search,pod=trainer-0,pod_uid=uid-a,workload_kind=PyTorchJob,workload=llm-pretrain,"
+                "workload_uid=6c1f1a52-0d1e-4d7a-9a55-0e3c8f3b2a10,business_group=search,owner_id=u-1042"}));
+  EXPECT_EQ(starts->samples[0].value, 1'796'026'400.5);
+  EXPECT_EQ(starts->samples[1].value, 1'796'026'365.0);
+  // The families after the upstream's, in the documented order.
+  const auto& families = result.exposition.families;
+  ASSERT_GE(families.size(), 3u);
+  EXPECT_EQ(families[families.size() - 3].name, "gpubank_gpu_info");
+  EXPECT_EQ(families[families.size() - 2].name, "gpubank_gpu_allocation_info");
+  EXPECT_EQ(families.back().name, "gpubank_pod_start_time_seconds");
+  EXPECT_EQ(result.stats.values_dropped, 0u);
+  EXPECT_TRUE(metrics::write_text(result.exposition).ok());
+}
+
+// The snapshot is signed, but the join checks every value again: a governance value that
+// metasync would not have written is dropped from gpubank_gpu_allocation_info and counted,
+// and a pod without a creation time has no start-time series (0 would read as 1970).
+TEST(Enrich, RefusedGovernanceValuesAreDroppedAndCounted) {
+  PodMeta m = pod("uid-a", "search", "trainer-0", "search");
+  m.created_ms = 0;
+  m.capacity_role = "primary";
+  m.checkpointable = "yes";
+  m.keep_running_until = "2026-12-05T18:00:00Z";
+  NodeSnapshot snap{"node-a", 1, 5'000, {m}};
+  const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0),
+                                                        held("search", "trainer-0", "pytorch", kGpu1)};
+  const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 1) + dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 1)),
+                             allocations, &snap, {}, kNode);
+  const metrics::Family* alloc = result.exposition.find("gpubank_gpu_allocation_info");
+  ASSERT_NE(alloc, nullptr);
+  ASSERT_EQ(alloc->samples.size(), 2u);
+  for (const metrics::Sample& s : alloc->samples) {
+    EXPECT_EQ(value_of(s, "capacity_role"), "<absent>");
+    EXPECT_EQ(value_of(s, "checkpointable"), "<absent>");
+    EXPECT_EQ(value_of(s, "keep_running_until"), "<absent>");
+    EXPECT_EQ(value_of(s, "business_group"), "search");  // the rest is kept
+  }
+  EXPECT_EQ(result.stats.values_dropped, 3u * 2u);  // three values on each of two allocation series
+  EXPECT_TRUE(result.exposition.find("gpubank_pod_start_time_seconds")->samples.empty());
+  EXPECT_TRUE(metrics::write_text(result.exposition).ok());
 }
 
 TEST(Enrich, ACacheMissKeepsTheSampleAsUnknownAndForgedUpstreamLabelsAreReplaced) {
@@ -230,12 +350,14 @@ TEST(Enrich, EveryDeviceOfAMultiContainerPodGoesToItsOwnContainer) {
 }
 
 TEST(Enrich, ThePageIsValidExpositionTextForTheRealPromtool) {
-  NodeSnapshot snap{"node-a", 1, 5'000, {pod("uid-a", "search", "trainer-0", "search")}};
+  NodeSnapshot snap{"node-a", 1, 5'000, {governed(pod("uid-a", "search", "trainer-0", "search"))}};
   const std::vector<node::DeviceAllocation> allocations{held("search", "trainer-0", "pytorch", kGpu0)};
   const auto result = enrich(upstream(dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu0, 0, 87) + dcgm_line("DCGM_FI_DEV_GPU_UTIL", kGpu1, 1, 0)),
                              allocations, &snap, {}, kNode);
   auto text = metrics::write_text(result.exposition);
   ASSERT_TRUE(text.ok()) << text.error();
+  ASSERT_NE(text->find("gpubank_pod_start_time_seconds{"), std::string::npos);
+  ASSERT_NE(text->find("keep_running_until=\"1796493600\""), std::string::npos);
   const auto promtool = gpubank::testing::find_promtool();
   ASSERT_TRUE(promtool) << gpubank::testing::kPromtoolMissing;
   gpubank::testing::ScratchDir dir;
@@ -263,9 +385,11 @@ std::size_t series_count(const metrics::Exposition& e) {
 }
 
 // The series budget (issue 30): attribution adds labels, not series. On a node of 8 whole
-// GPUs x 30 fields, each GPU held by one container, the page has exactly the upstream's
-// series plus gpubank's own two per device (gpubank_gpu_info, gpubank_gpu_allocation_info);
-// a time-sliced GPU adds one series per extra holder and nothing else.
+// GPUs x 30 fields, each GPU held by one container of its own pod, the page has exactly the
+// upstream's series plus gpubank's own two per device (gpubank_gpu_info,
+// gpubank_gpu_allocation_info) and one per holding pod (gpubank_pod_start_time_seconds);
+// a time-sliced GPU adds one device series per extra holder, and that holder's allocation
+// and start-time series, nothing else.
 TEST(Enrich, AttributionKeepsTheSeriesBudget) {
   std::string text;
   std::vector<std::string> uuids;
@@ -293,18 +417,20 @@ TEST(Enrich, AttributionKeepsTheSeriesBudget) {
   }
   EnrichResult exclusive = enrich(*page, allocations, &snapshot, {}, kNode);
   EXPECT_EQ(exclusive.stats.by_status["mapped"], 240u);
-  EXPECT_EQ(series_count(exclusive.exposition), 241u + 8u + 8u);
+  // 241 upstream (8 x 30 device samples + go_goroutines) + 8 gpu_info + 8 allocation_info
+  // + 8 pod start times (one pod per GPU).
+  EXPECT_EQ(series_count(exclusive.exposition), 241u + 8u + 8u + 8u);
   EXPECT_TRUE(metrics::write_text(exclusive.exposition).ok());
 
-  // GPU 0 time-sliced between two more pods (three holders): 30 fields x 2 more series, and
-  // two more allocation series.
+  // GPU 0 time-sliced between two more pods (three holders): 30 fields x 2 more series, two
+  // more allocation series and two more pod start times.
   allocations.push_back(held("ads", "vllm-0", "server", uuids[0] + "::1"));
   allocations.push_back(held("ads", "vllm-1", "server", uuids[0] + "::2"));
   snapshot.pods.push_back(pod("uid-a", "ads", "vllm-0", "ads"));
   snapshot.pods.push_back(pod("uid-b", "ads", "vllm-1", "ads"));
   std::sort(snapshot.pods.begin(), snapshot.pods.end(), [](const PodMeta& a, const PodMeta& b) { return a.uid < b.uid; });
   EnrichResult shared = enrich(*page, allocations, &snapshot, {}, kNode);
-  EXPECT_EQ(series_count(shared.exposition), 241u + 8u + 8u + 2u * 30u + 2u);
+  EXPECT_EQ(series_count(shared.exposition), 241u + 8u + 8u + 8u + 2u * 30u + 2u + 2u);
   EXPECT_EQ(shared.stats.time_sliced, 3u * 30u);
   EXPECT_TRUE(metrics::write_text(shared.exposition).ok());
 }

@@ -20,9 +20,10 @@ PodMeta meta_of(const Json& pod, LabelStats* stats = nullptr) {
 }
 
 TEST(Labels, AllowlistIsTheContractsAndNothingElse) {
-  EXPECT_EQ(kAllowlist.size(), 11u);
+  EXPECT_EQ(kAllowlist.size(), 14u);
   for (const char* name : {"business_group", "owner_id", "cost_center", "queue", "workload_type", "workload_uid",
-                           "workload_kind", "workload", "model", "model_version", "pod_uid"}) {
+                           "workload_kind", "workload", "model", "model_version", "pod_uid", "capacity_role",
+                           "checkpointable", "keep_running_until"}) {
     EXPECT_TRUE(is_allowlisted(name)) << name;
   }
   for (const char* name : {"prompt", "request_id", "user", "email", "namespace", "pod", "", "Business_group"}) {
@@ -50,7 +51,87 @@ TEST(Labels, EverySourceOfARealPod) {
   EXPECT_EQ(m.workload_kind, "PyTorchJob");
   EXPECT_EQ(m.workload, "llama-ft");
   EXPECT_EQ(m.workload_uid, "9b2f6c1e-3d4a-4f7b-8e21-5c6d7e8f9a01");
+  // The governance labels: the pod carries none of them.
+  EXPECT_EQ(m.capacity_role, "");
+  EXPECT_EQ(m.checkpointable, "");
+  EXPECT_EQ(m.keep_running_until, "");
   EXPECT_EQ(stats.total(), 0u);
+}
+
+// What the low-utilisation scanner reads from Prometheus alone: the capacity role and
+// checkpointable labels as they are, the keep-running-until annotation as Unix seconds.
+TEST(Labels, GovernanceLabelsAndTheKeepRunningUntilAnnotation) {
+  Json pod = pytorch_master();
+  pod["metadata"]["labels"]["platform.gpubank.dev/capacity-role"] = "borrowable-cold";
+  pod["metadata"]["labels"]["platform.gpubank.dev/checkpointable"] = "true";
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-05T18:00:00Z";
+  LabelStats stats;
+  PodMeta m = meta_of(pod, &stats);
+  EXPECT_EQ(m.capacity_role, "borrowable-cold");
+  EXPECT_EQ(m.checkpointable, "true");
+  EXPECT_EQ(m.keep_running_until, "1796493600");
+  EXPECT_EQ(stats.total(), 0u);
+  for (const char* role : {"serving-floor", "burst-headroom", "borrowable-cold"}) {
+    pod["metadata"]["labels"]["platform.gpubank.dev/capacity-role"] = role;
+    EXPECT_EQ(meta_of(pod).capacity_role, role);
+  }
+  pod["metadata"]["labels"]["platform.gpubank.dev/checkpointable"] = "false";
+  EXPECT_EQ(meta_of(pod).checkpointable, "false");
+  // The same instant with an offset; a fraction of a second rounds up (the exception still
+  // holds at the whole second before it ends).
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-05T19:00:00+01:00";
+  EXPECT_EQ(meta_of(pod).keep_running_until, "1796493600");
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-05T17:59:59.25Z";
+  EXPECT_EQ(meta_of(pod).keep_running_until, "1796493600");
+  pod["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "1970-01-01T00:00:00Z";
+  EXPECT_EQ(meta_of(pod).keep_running_until, "0");
+}
+
+TEST(Labels, RefusedGovernanceValuesAreDroppedAndCounted) {
+  Json pod = pytorch_master();
+  auto& labels = pod["metadata"]["labels"];
+  auto& annotations = pod["metadata"]["annotations"];
+  LabelStats stats;
+  for (const char* role : {"Serving-Floor", "primary", "serving_floor"}) {
+    labels["platform.gpubank.dev/capacity-role"] = role;
+    EXPECT_EQ(meta_of(pod, &stats).capacity_role, "") << role;
+  }
+  EXPECT_EQ(stats.of("capacity_role", DropReason::NotAllowedValue), 3u);
+  labels["platform.gpubank.dev/capacity-role"] = "serving floor";
+  EXPECT_EQ(meta_of(pod, &stats).capacity_role, "");
+  EXPECT_EQ(stats.of("capacity_role", DropReason::BadCharacter), 1u);
+  labels.erase("platform.gpubank.dev/capacity-role");
+  for (const char* flag : {"True", "yes", "1"}) {
+    labels["platform.gpubank.dev/checkpointable"] = flag;
+    EXPECT_EQ(meta_of(pod, &stats).checkpointable, "") << flag;
+  }
+  EXPECT_EQ(stats.of("checkpointable", DropReason::NotAllowedValue), 3u);
+  labels.erase("platform.gpubank.dev/checkpointable");
+  // Not an RFC 3339 instant (no zone, a date alone, Unix seconds, a calendar error), or one
+  // before 1970: dropped, the pod's other attribution kept.
+  for (const char* until : {"2026-12-05T18:00:00", "2026-12-05", "1796493600", "2026-02-30T00:00:00Z", "tomorrow",
+                            "1969-12-31T23:59:59Z"}) {
+    annotations["platform.gpubank.dev/keep-running-until"] = until;
+    const PodMeta m = meta_of(pod, &stats);
+    EXPECT_EQ(m.keep_running_until, "") << until;
+    EXPECT_EQ(m.business_group, "search") << until;
+  }
+  EXPECT_EQ(stats.of("keep_running_until", DropReason::MalformedTime), 6u);
+  EXPECT_EQ(stats.total(), 13u);
+  EXPECT_EQ(to_string(DropReason::MalformedTime), "malformed-time");
+
+  // As a snapshot or the join sees the values: check_value's rules.
+  EXPECT_EQ(check_value("capacity_role", "burst-headroom"), std::nullopt);
+  EXPECT_EQ(check_value("capacity_role", "burst"), DropReason::NotAllowedValue);
+  EXPECT_EQ(check_value("checkpointable", "false"), std::nullopt);
+  EXPECT_EQ(check_value("checkpointable", "TRUE"), DropReason::NotAllowedValue);
+  EXPECT_EQ(check_value("keep_running_until", "1796493600"), std::nullopt);
+  EXPECT_EQ(check_value("keep_running_until", "0"), std::nullopt);
+  EXPECT_EQ(check_value("keep_running_until", "01796493600"), DropReason::MalformedTime);  // one spelling per instant
+  EXPECT_EQ(check_value("keep_running_until", "1796493600.5"), DropReason::MalformedTime);
+  EXPECT_EQ(check_value("keep_running_until", "2026-12-05"), DropReason::MalformedTime);
+  EXPECT_EQ(check_value("keep_running_until", std::string(18, '9')), std::nullopt);
+  EXPECT_EQ(check_value("keep_running_until", std::string(19, '9')), DropReason::MalformedTime);  // past int64
 }
 
 TEST(Labels, QueueFromKueueElseVolcanoAnnotationElseVolcanoLabel) {
@@ -217,6 +298,10 @@ TEST(Labels, PruneKeepsExactlyWhatAttributionReads) {
                             Json{{"apiVersion", "ray.io/v1"}, {"kind", "RayCluster"}, {"name", "rc"}, {"uid", "u"}},
                             Json{{"ray.io/cluster", "rc"}, {"ray.io/originated-from-crd", "RayJob"},
                                  {"ray.io/originated-from-cr-name", "tune"}}));
+  pods.push_back(pytorch_master());
+  pods.back()["metadata"]["labels"]["platform.gpubank.dev/capacity-role"] = "burst-headroom";
+  pods.back()["metadata"]["labels"]["platform.gpubank.dev/checkpointable"] = "true";
+  pods.back()["metadata"]["annotations"]["platform.gpubank.dev/keep-running-until"] = "2026-12-05T18:00:00Z";
   for (const Json& pod : pods) {
     Json pruned = pod;
     prune_pod(pruned);
@@ -228,6 +313,11 @@ TEST(Labels, PruneKeepsExactlyWhatAttributionReads) {
       EXPECT_EQ(text.find(gone), std::string::npos) << gone;
     }
   }
+  Json governed = pods.back();
+  prune_pod(governed);
+  EXPECT_EQ(meta_of(governed).capacity_role, "burst-headroom");
+  EXPECT_EQ(meta_of(governed).checkpointable, "true");
+  EXPECT_EQ(meta_of(governed).keep_running_until, "1796493600");
   Json finished = pytorch_master();
   finished["status"]["phase"] = "Succeeded";
   prune_pod(finished);

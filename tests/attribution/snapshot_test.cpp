@@ -102,6 +102,59 @@ TEST(SnapshotCodec, RoundTripsSortedByUid) {
   EXPECT_EQ(*again, empty);
 }
 
+// The governance fields (capacity role, checkpointable, keep-running-until) travel like the
+// attribution, and are optional: a snapshot written before they existed still decodes.
+TEST(SnapshotCodec, GovernanceFieldsRoundTripAndAnOlderSnapshotStillDecodes) {
+  NodeSnapshot s = sample();
+  s.pods[0].capacity_role = "serving-floor";
+  s.pods[0].checkpointable = "false";
+  s.pods[1].capacity_role = "borrowable-cold";
+  s.pods[1].checkpointable = "true";
+  s.pods[1].keep_running_until = "1796493600";
+  const std::string wire = encode_snapshot(s, kKey);
+  auto decoded = decode_snapshot(wire, kKey);
+  ASSERT_TRUE(decoded.ok()) << decoded.error();
+  EXPECT_EQ(*decoded, sorted(s));
+  const std::string inner = inner_of(wire);
+  EXPECT_NE(inner.find(R"("capacityRole":"borrowable-cold","checkpointable":"true",)"), std::string::npos) << inner;
+  EXPECT_NE(inner.find(R"("keepRunningUntil":"1796493600")"), std::string::npos) << inner;
+  // Left out when unknown, as every attribution field.
+  EXPECT_EQ(Json::parse(inner)["pods"][2].count("capacityRole"), 0u);
+
+  // The inner text of a metasync from before these fields (fuzz/corpus-seeds/snapshot/two-pods.json).
+  const std::string older =
+      R"({"generation":1796026400000,"node":"gpu-node-17","pods":[{"businessGroup":"search","costCenter":"cc-4711",)"
+      R"("createdMs":1796026365000,"model":"llama-3.1-70b","modelVersion":"v7","name":"llama-ft-master-0",)"
+      R"("namespace":"team-search","node":"gpu-node-17","ownerId":"u12345","queue":"search-train",)"
+      R"("uid":"1f0e2d3c-4b5a-4978-8a6b-5c4d3e2f1a00","workload":"llama-ft","workloadKind":"PyTorchJob",)"
+      R"("workloadType":"training","workloadUid":"9b2f6c1e-3d4a-4f7b-8e21-5c6d7e8f9a01"}],)"
+      R"("producedMs":1796026400000,"version":1})";
+  auto old = decode_snapshot(signed_wire(older), kKey);
+  ASSERT_TRUE(old.ok()) << old.error();
+  ASSERT_EQ(old->pods.size(), 1u);
+  EXPECT_EQ(old->pods[0].business_group, "search");
+  EXPECT_EQ(old->pods[0].capacity_role, "");
+  EXPECT_EQ(old->pods[0].checkpointable, "");
+  EXPECT_EQ(old->pods[0].keep_running_until, "");
+  // Encoded again it is the same text: nothing was added for the fields it lacks.
+  EXPECT_EQ(inner_of(encode_snapshot(*old, kKey)), older);
+
+  // Signed, but values metasync would not have written.
+  Json base = Json::parse(inner);
+  const auto reject = [&](const char* field, const Json& value, const std::string& message) {
+    SCOPED_TRACE(message);
+    Json changed = base;
+    changed["pods"][0][field] = value;
+    expect_rejected(signed_wire(changed.dump()), message);
+  };
+  reject("capacityRole", "primary", "pods[0].capacityRole: not-allowed-value");
+  reject("checkpointable", "yes", "pods[0].checkpointable: not-allowed-value");
+  reject("checkpointable", true, "pods[0].checkpointable: not a string");
+  reject("keepRunningUntil", "1796493600.5", "pods[0].keepRunningUntil: malformed-time");
+  reject("keepRunningUntil", "2026-12-05T18:00:00Z", "pods[0].keepRunningUntil: bad-character");
+  reject("keepRunningUntil", 1796493600, "pods[0].keepRunningUntil: not a string");
+}
+
 TEST(SnapshotTamper, OneByteOfTheInnerTextChanged) {
   const std::string wire = encode_snapshot(sample(), kKey);
   const std::size_t at = wire.find("search-train");

@@ -23,13 +23,15 @@ TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
                                              "memory_utilization", "power_fraction"}));
   // Both windows (30m for notebooks, 1h for training) in one query, each on its types.
   EXPECT_EQ(plan[3].promql,
-            "label_replace(avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-            "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"notebook\"}[30m])) or avg by (cluster, "
-            "workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload_uid!=\"\", "
+            "label_replace(avg by (cluster, namespace, workload_kind, workload, workload_uid) (100 * "
+            "avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{mapping_status=\"mapped\", workload!=\"\", "
+            "workload_type=~\"notebook\"}[30m])) or avg by (cluster, namespace, workload_kind, workload, workload_uid) "
+            "(avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload!=\"\", "
             "workload_type=~\"notebook\"}[30m])), \"window\", \"30m\", \"\", \"\")\n"
-            "or label_replace(avg by (cluster, workload_uid) (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-            "{mapping_status=\"mapped\", workload_uid!=\"\", workload_type=~\"training\"}[1h])) or avg by (cluster, "
-            "workload_uid) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload_uid!=\"\", "
+            "or label_replace(avg by (cluster, namespace, workload_kind, workload, workload_uid) (100 * "
+            "avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{mapping_status=\"mapped\", workload!=\"\", "
+            "workload_type=~\"training\"}[1h])) or avg by (cluster, namespace, workload_kind, workload, workload_uid) "
+            "(avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload!=\"\", "
             "workload_type=~\"training\"}[1h])), \"window\", \"1h\", \"\", \"\")");
   // Without a power threshold, five.
   std::vector<ScanPolicy> training_only;
@@ -82,6 +84,22 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
   EXPECT_FALSE(w2.started_s);
 }
 
+TEST(ScanQueries, AWorkloadWhosePodsCarryNoUidIsKeyedByKindNamespaceAndName) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus());
+  Answers a;
+  a["allocations"] = {sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "llm"},
+                              {"workload_type", "inference"}, {"capacity_role", "serving-floor"}},
+                             4)};
+  a["starts"] = {sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "llm"}}, 1764000000)};
+  const auto facts = facts_from(a, policies);
+  ASSERT_TRUE(facts) << facts.error();
+  ASSERT_EQ(facts->size(), 1u);
+  EXPECT_EQ((*facts)[0].workload_uid, "InferenceService/cs/llm");
+  EXPECT_EQ((*facts)[0].started_s, 1764000000);
+  EXPECT_EQ(workload_key("", "", "", ""), "");
+  EXPECT_EQ(workload_key("6c1f", "Job", "ns", "j"), "6c1f");
+}
+
 TEST(ScanQueries, AnAnswerOfTheWrongShapeIsRefusedNamingTheLabel) {
   const auto policies = scan_policies(gpubank::testing::examples_plus());
   Answers a;
@@ -89,13 +107,13 @@ TEST(ScanQueries, AnAnswerOfTheWrongShapeIsRefusedNamingTheLabel) {
   EXPECT_EQ(facts_from(a, policies).error(),
             "allocations: label keep_running_until must be Unix seconds (digits), got \"tomorrow\"");
   a["allocations"] = {sample({{"owner_id", "u1"}}, 1)};
-  EXPECT_EQ(facts_from(a, policies).error(), "allocations: a sample without workload_uid");
+  EXPECT_EQ(facts_from(a, policies).error(), "allocations: a sample without workload_uid or workload");
   a["allocations"] = {sample({{"workload_uid", "w1"}}, -1)};
   EXPECT_EQ(facts_from(a, policies).error(),
             "allocations: workload w1 holds a GPU count that is not a non-negative number");
   a["allocations"] = {};
   a["gpu_utilization"] = {sample({{"workload_uid", "w1"}}, 1)};
-  EXPECT_EQ(facts_from(a, policies).error(), "gpu_utilization: a sample without workload_uid or window");
+  EXPECT_EQ(facts_from(a, policies).error(), "gpu_utilization: a sample without a workload or window");
 }
 
 }  // namespace

@@ -32,14 +32,13 @@
 #include "store/store.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
+#include "support/prometheus_blocks.hpp"
 #include "support/prometheus_server.hpp"
 
 namespace gpubank::governance {
 namespace {
 
 namespace fs = std::filesystem;
-using gpubank::testing::ChildProcess;
-using gpubank::testing::find_on_path;
 using gpubank::testing::free_port;
 using gpubank::testing::run_process;
 
@@ -77,11 +76,7 @@ std::string rfc3339_s(std::int64_t s) { return format_rfc3339(Timestamp(std::chr
 class ScanPrometheusTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    prometheus_bin_ = find_on_path("prometheus");
-    promtool_ = find_on_path("promtool");
-    alertmanager_bin_ = find_on_path("prometheus-alertmanager");
-    if (!alertmanager_bin_) alertmanager_bin_ = find_on_path("alertmanager");
-    if (!prometheus_bin_ || !promtool_ || !alertmanager_bin_) {
+    if (!prometheus_.available() || !alertmanager_.available()) {
       GTEST_SKIP() << "needs prometheus, promtool and prometheus-alertmanager (scripts/bootstrap.sh installs them)";
     }
     std::string pattern = (fs::temp_directory_path() / "gpubank-scan-XXXXXX").string();
@@ -92,8 +87,6 @@ class ScanPrometheusTest : public ::testing::Test {
     t1_ = now / 60 * 60 - 3 * 3600;  // scans at T1 .. T1+2h, all in the past
   }
   void TearDown() override {
-    prometheus_.reset();
-    alertmanager_.reset();
     if (hook_) hook_->stop();
     if (hook_thread_.joinable()) hook_thread_.join();
     if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
@@ -145,38 +138,15 @@ class ScanPrometheusTest : public ::testing::Test {
     for (const Workload& w : workloads) {
       const std::string series = "gpubank_pod_start_time_seconds" +
                                  labels_text({{"namespace", w.ns}, {"pod", w.name + "-0"}, {"pod_uid", "pod-" + w.uid},
-                                              {"workload_uid", w.uid}, {"business_group", w.group}, {"owner_id", w.owner}});
+                                              {"workload_kind", w.kind}, {"workload", w.name}, {"workload_uid", w.uid},
+                                              {"business_group", w.group}, {"owner_id", w.owner}});
       for (std::int64_t t = from; t <= to; t += kMinute) out << series << ' ' << from << ' ' << t << '\n';
     }
     out << "# EOF\n";
   }
 
-  void start_prometheus() {
-    const auto blocks = run_process({promtool_->string(), "tsdb", "create-blocks-from", "openmetrics",
-                                     (dir_ / "series.om").string(), (dir_ / "tsdb").string()});
-    ASSERT_EQ(blocks.status, 0) << blocks.out << blocks.err;
-    std::ofstream(dir_ / "prometheus.yml") << "global:\n  scrape_interval: 1m\n";
-    prometheus_port_ = free_port();
-    prometheus_ = std::make_unique<ChildProcess>();
-    spawn(*prometheus_, *prometheus_bin_,
-          {"--config.file=" + (dir_ / "prometheus.yml").string(), "--storage.tsdb.path=" + (dir_ / "tsdb").string(),
-           "--storage.tsdb.retention.time=30d", "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_),
-           "--log.level=warn"},
-          dir_ / "prometheus.log");
-    wait_ready(prometheus_port_, "/-/ready");
-  }
-
-  void start_alertmanager() {
-    std::ofstream(dir_ / "alertmanager.yml") << "route:\n  receiver: none\nreceivers:\n- name: none\n";
-    alertmanager_port_ = free_port();
-    alertmanager_ = std::make_unique<ChildProcess>();
-    spawn(*alertmanager_, *alertmanager_bin_,
-          {"--config.file=" + (dir_ / "alertmanager.yml").string(), "--storage.path=" + (dir_ / "am").string(),
-           "--web.listen-address=127.0.0.1:" + std::to_string(alertmanager_port_), "--cluster.listen-address=",
-           "--log.level=warn"},
-          dir_ / "alertmanager.log");
-    wait_ready(alertmanager_port_, "/-/ready");
-  }
+  void start_prometheus() { ASSERT_EQ(prometheus_.start(dir_, dir_ / "series.om"), ""); }
+  void start_alertmanager() { ASSERT_EQ(alertmanager_.start(dir_), ""); }
 
   void start_webhook() {
     hook_ = std::make_unique<httplib::Server>();
@@ -189,35 +159,12 @@ class ScanPrometheusTest : public ::testing::Test {
     hook_thread_ = std::thread([this] { hook_->listen_after_bind(); });
   }
 
-  static void spawn(ChildProcess& child, const fs::path& binary, const std::vector<std::string>& args,
-                    const fs::path& log) {
-    child.pid = ::fork();
-    if (child.pid == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stderr);
-      (void)f;
-      std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-
-  static void wait_ready(int port, const char* path) {
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 600; ++i) {
-      if (auto r = c.Get(path); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "nothing ready on port " << port;
-  }
-
   nlohmann::json scan(std::int64_t at, int expect_status = 0, std::optional<int> alertmanager_port = std::nullopt) {
     const auto r = run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "scan", "--prometheus",
-                                "http://127.0.0.1:" + std::to_string(prometheus_port_), "--policies",
+                                prometheus_.url(), "--policies",
                                 gpubank::testing::examples_dir() + "/policies", "--policies",
                                 (dir_ / "inference.yaml").string(), "--store", (dir_ / "governance.db").string(),
-                                "--alertmanager", "http://127.0.0.1:" + std::to_string(alertmanager_port.value_or(alertmanager_port_)),
+                                "--alertmanager", "http://127.0.0.1:" + std::to_string(alertmanager_port.value_or(alertmanager_.port)),
                                 "--webhook", "http://127.0.0.1:" + std::to_string(hook_port_) + "/notices",
                                 "--portal-url", "https://gpubank.example", "--alert-ttl", "48h", "--at",
                                 rfc3339_s(at), "-o", "json"});
@@ -229,7 +176,7 @@ class ScanPrometheusTest : public ::testing::Test {
 
   // (workload_uid, notify) of every alert Alertmanager fires now.
   std::set<std::pair<std::string, std::string>> firing() {
-    httplib::Client c("127.0.0.1", alertmanager_port_);
+    httplib::Client c("127.0.0.1", alertmanager_.port);
     auto r = c.Get("/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true");
     EXPECT_TRUE(r && r->status == 200);
     std::set<std::pair<std::string, std::string>> out;
@@ -248,9 +195,9 @@ class ScanPrometheusTest : public ::testing::Test {
 
   fs::path dir_;
   std::int64_t t1_ = 0;
-  std::optional<fs::path> prometheus_bin_, promtool_, alertmanager_bin_;
-  std::unique_ptr<ChildProcess> prometheus_, alertmanager_;
-  int prometheus_port_ = 0, alertmanager_port_ = 0, hook_port_ = 0;
+  gpubank::testing::PrometheusOnBlocks prometheus_;
+  gpubank::testing::Alertmanager alertmanager_;
+  int hook_port_ = 0;
   std::unique_ptr<httplib::Server> hook_;
   std::thread hook_thread_;
   std::mutex mu_;

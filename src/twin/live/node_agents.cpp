@@ -59,6 +59,8 @@ Json pod_object(const TwinPodSpec& spec) {
   set_if(labels, keys::kOwnerId, spec.owner_id);
   set_if(labels, keys::kWorkloadType, spec.workload_type);
   set_if(labels, keys::kKueueQueue, spec.queue);
+  set_if(labels, keys::kCapacityRole, spec.capacity_role);
+  if (spec.checkpointable) labels[std::string(keys::kCheckpointable)] = "true";
   Json owner;
   if (spec.deployment) {
     const std::string hash = template_hash(spec.workload);

@@ -43,8 +43,13 @@ struct TwinNode {
 // What the twin knows of one pod, for pod_object().
 struct TwinPodSpec {
   std::string namespace_name, name, node, uid;
-  std::string created;  // RFC 3339
+  std::string created;  // RFC 3339: the admission that started the pod, in virtual time
   std::string business_group, cost_center, owner_id, workload_type, queue;
+  // The governance labels (docs/attribution.md): serving-floor, burst-headroom,
+  // borrowable-cold or empty; checkpointable writes "true", the one value admission lets a
+  // workload carry (absent otherwise, as on a cluster).
+  std::string capacity_role;
+  bool checkpointable = false;
   // The top-level owner: an inference replica belongs to a Deployment (through a ReplicaSet
   // named <workload>-<pod-template-hash>), everything else to a batch/v1 Job.
   bool deployment = false;
@@ -53,8 +58,9 @@ struct TwinPodSpec {
 };
 
 // The Pod object for `spec`: the labels admission writes (business group, cost centre), the
-// owner's, Kueue's queue label, the controller ownerReference, spec.nodeName and phase
-// Running, so that attribution::pod_meta_from_json reads it as it reads a cluster's pod.
+// owner's, Kueue's queue label, the governance labels, the controller ownerReference,
+// creationTimestamp, spec.nodeName and phase Running, so that
+// attribution::pod_meta_from_json reads it as it reads a cluster's pod.
 [[nodiscard]] nlohmann::json pod_object(const TwinPodSpec& spec);
 
 // A pod of the twin: what it is (its Pod object is built from this only when metasync first

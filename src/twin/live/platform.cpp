@@ -580,9 +580,28 @@ node::DeviceAllocation device_of(const cluster::Cluster& c, cluster::UnitId u, c
   return a;
 }
 
+// When the pods of each re-admitted holder were created: its last Admitted event (a new
+// admission starts new pods; first_admitted is the first one's). One pass over the events,
+// and none while no holder was admitted twice.
+std::map<std::string, VirtualTime, std::less<>> readmissions(const std::map<std::string, Holder>& held,
+                                                             std::span<const run::Event> events) {
+  std::map<std::string, VirtualTime, std::less<>> out;
+  const auto again = [](const auto& entry) { return entry.second.outcome->admissions > 1; };
+  if (std::none_of(held.begin(), held.end(), again)) return out;
+  constexpr std::string_view kPrefix = "Workload/";
+  for (const run::Event& e : events) {
+    if (e.kind != "Admitted" || !e.object.starts_with(kPrefix)) continue;
+    const auto h = held.find(e.object.substr(kPrefix.size()));
+    if (h != held.end() && again(*h)) out[h->first] = e.t;
+  }
+  return out;
+}
+
 std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::string, Holder>& held,
-                               const PodLayout& layout, const policy::PolicySet& policies, const Timestamp& start) {
+                               const PodLayout& layout, const policy::PolicySet& policies, const DayOptions& day,
+                               std::span<const run::Event> events) {
   const policy::PlatformGuardrailsSpec* guardrails = policies.guardrails_spec();
+  const auto admitted_again = readmissions(held, events);
   std::vector<TwinPod> out;
   out.reserve(layout.pods.size());
   for (const PodLayout::Pod& pod : layout.pods) {
@@ -594,7 +613,9 @@ std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::st
     s.node = c.node(pod.node).name;
     // A new admission starts new pods (Kueue suspends and resumes the Job): a new UID.
     s.uid = twin_uid("pod", s.namespace_name, pod.name, h.outcome->admissions);
-    s.created = rfc3339(start, h.outcome->first_admitted.value_or(0));
+    const auto readmitted = admitted_again.find(pod.workload);
+    s.created = rfc3339(day.start, readmitted != admitted_again.end() ? readmitted->second
+                                                                      : h.outcome->first_admitted.value_or(0));
     s.business_group = h.outcome->business_group;
     if (guardrails != nullptr) {
       for (const policy::Group& g : guardrails->groups) {
@@ -612,6 +633,16 @@ std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::st
       // A replica's Deployment is the service's workloadRef (its `app` label).
       if (const auto app = h.spec->labels.find("app"); s.deployment && app != h.spec->labels.end()) {
         s.workload = app->second;
+      }
+      s.checkpointable = h.spec->checkpointable;
+      // The serving controller labels each replica it creates (elastic.cpp: within the tidal
+      // floor when created, or headroom); planned replicas are the floor in force by
+      // construction (day.hpp: replica i runs while the floor is at least i).
+      if (const auto role = h.spec->labels.find(std::string(attribution::keys::kCapacityRole));
+          role != h.spec->labels.end()) {
+        s.capacity_role = role->second;
+      } else if (s.deployment && day.serving_control == DayOptions::ServingControl::Planned) {
+        s.capacity_role = "serving-floor";
       }
     }
     s.workload_uid = twin_uid("job", s.namespace_name, workload, 0);
@@ -746,7 +777,7 @@ Expected<std::string> Platform::metrics_text() {
       if (auto s = telemetry::update_dcgm(*dcgm, devices[n]); !s) return Unexpected{s.error()};
       nodes.push_back(TwinNode{node_info(c->node(n)), page.collect(), inventory_of(*c, n)});
     }
-    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_.start);
+    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_, events());
     attributed = agents_.scrape(pods, nodes, now());
   }
   auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",

@@ -108,6 +108,9 @@ TEST(TwinPods, MetasyncReadsATwinPodAsItReadsAClustersPod) {
   EXPECT_EQ(job->workload_kind, "Job");
   EXPECT_EQ(job->workload, "llm-pretrain");
   EXPECT_EQ(job->workload_uid, spec.workload_uid);
+  EXPECT_EQ(job->created_ms, 1'796'083'200'000);  // 2026-12-01T00:00:00Z
+  EXPECT_EQ(job->capacity_role, "");
+  EXPECT_EQ(job->checkpointable, "");  // absent, as admission leaves a pod that is not
 
   TwinPodSpec replica = spec;
   replica.name = "chat-r1-1-0";
@@ -119,6 +122,19 @@ TEST(TwinPods, MetasyncReadsATwinPodAsItReadsAClustersPod) {
   EXPECT_EQ(served->workload_kind, "Deployment");
   EXPECT_EQ(served->workload, "chat");
   EXPECT_EQ(served->workload_uid, "");  // a ReplicaSet's UID would be wrong for the Deployment
+
+  // The governance labels the twin knows: a replica's capacity role, a checkpointable job.
+  replica.capacity_role = "serving-floor";
+  served = attribution::pod_meta_from_json(pod_object(replica));
+  ASSERT_TRUE(served.ok()) << served.error();
+  EXPECT_EQ(served->capacity_role, "serving-floor");
+  TwinPodSpec checkpointed = spec;
+  checkpointed.checkpointable = true;
+  const nlohmann::json object = pod_object(checkpointed);
+  EXPECT_EQ(object["metadata"]["labels"]["platform.gpubank.dev/checkpointable"], "true");
+  auto resumable = attribution::pod_meta_from_json(object);
+  ASSERT_TRUE(resumable.ok()) << resumable.error();
+  EXPECT_EQ(resumable->checkpointable, "true");
 
   // A new admission is a new pod.
   EXPECT_NE(twin_uid("pod", "ns", "a-0", 1), twin_uid("pod", "ns", "a-0", 2));
@@ -152,6 +168,12 @@ TEST(NodeAgents, EveryDeviceIsAttributedByTheJoinAndAReadmissionIsANewPod) {
   EXPECT_EQ(samples_of(first, "DCGM_FI_DEV_POWER_USAGE").size(), 3U);
   EXPECT_EQ(samples_of(first, "gpubank_gpu_info").size(), 3U);
   ASSERT_EQ(samples_of(first, "gpubank_gpu_allocation_info").size(), 2U);
+  // One start time per pod, from its creationTimestamp, merged over the two nodes.
+  const auto starts = samples_of(first, "gpubank_pod_start_time_seconds");
+  ASSERT_EQ(starts.size(), 2U);
+  for (const auto* s : starts) EXPECT_EQ(s->value, 1'796'083'200.0) << label(*s, "pod");
+  EXPECT_EQ(label(*starts[0], "pod_uid"), trainer.uid);
+  EXPECT_EQ(label(*starts[1], "pod_uid"), notebook.uid);
   // Every sample of the two held devices is mapped, every other device sample is not.
   std::size_t held_samples = 0, device_samples = 0;
   for (const auto& f : first.families) {

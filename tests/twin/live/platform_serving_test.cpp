@@ -2,6 +2,7 @@
 // example policies and cluster, advanced as `gpubank up --speed max` does (60 s steps).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -153,6 +154,45 @@ TEST_F(PlatformServing, EveryDeviceSampleComesOutOfTheExportersJoin) {
   EXPECT_EQ(samples(peak_->exposition, "gpubank_gpu_allocation_info", "gpubank_gpu_allocation_info").size(),
             by_status["mapped"]);
   EXPECT_EQ(samples(peak_->exposition, "gpubank_gpu_info", "gpubank_gpu_info").size(), devices.size());
+
+  // The governance labels the low-utilisation scanner reads: the planned replicas are the
+  // serving floor by construction, the day's training jobs checkpoint; and one start time
+  // per pod holding a device, its admission in the day's virtual time.
+  std::set<std::string> holding_pods;
+  for (const auto* s : samples(peak_->exposition, "gpubank_gpu_allocation_info", "gpubank_gpu_allocation_info")) {
+    if (label(*s, "workload_kind") == "Deployment") EXPECT_EQ(label(*s, "capacity_role"), "serving-floor") << label(*s, "pod");
+    if (label(*s, "workload_type") == "training") EXPECT_EQ(label(*s, "checkpointable"), "true") << label(*s, "pod");
+    EXPECT_EQ(label(*s, "keep_running_until"), "") << label(*s, "pod");
+    EXPECT_FALSE(label(*s, "workload_uid").empty() && label(*s, "workload_kind") == "Job") << label(*s, "pod");
+    holding_pods.insert(label(*s, "namespace") + "/" + label(*s, "pod"));
+  }
+  const auto starts = samples(peak_->exposition, "gpubank_pod_start_time_seconds", "gpubank_pod_start_time_seconds");
+  EXPECT_EQ(starts.size(), holding_pods.size());
+  // The pod's creation is the admission that started it: the first one's, or a later one
+  // for a workload admitted again (its pods are new pods).
+  std::map<std::string, std::pair<double, int>> admitted;  // workload -> (first admission, admissions)
+  for (const auto& w : platform_->workloads_json({})) {
+    if (!w["firstAdmitted"].is_string()) continue;
+    const auto first = parse_rfc3339(w["firstAdmitted"].get<std::string>());
+    ASSERT_TRUE(first) << w.dump();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(first->time_since_epoch()).count();
+    admitted[w["workload"]] = {static_cast<double>(ms) / 1000.0, w["admissions"].get<int>()};  // as the exporter divides
+  }
+  int readmitted = 0;
+  for (const auto* s : starts) {
+    const std::string pod = label(*s, "namespace") + "/" + label(*s, "pod");
+    EXPECT_TRUE(holding_pods.contains(pod)) << pod;
+    const auto it = admitted.find(pod.substr(0, pod.rfind('-')));
+    ASSERT_NE(it, admitted.end()) << pod;
+    if (it->second.second == 1) {
+      EXPECT_EQ(s->value, it->second.first) << pod;
+    } else {
+      ++readmitted;
+      EXPECT_GT(s->value, it->second.first) << pod;
+      EXPECT_LE(s->value, 1'796'054'400.0 + 10 * 3600) << pod;  // not after the scrape (10:00)
+    }
+  }
+  RecordProperty("readmitted_pods", readmitted);
 }
 
 TEST_F(PlatformServing, TheLlmServiceHasSixReadyReplicasServingAtTenOClock) {
