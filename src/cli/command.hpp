@@ -80,6 +80,8 @@ Command add_up_command(CLI::App& app);
 
 // `gpubank scan`: the low-utilisation scanner (src/governance/scanner.hpp).
 Command add_scan_command(CLI::App& app);
+// `gpubank report showback`: GPU-hours and cost from Prometheus (src/governance/showback.hpp).
+Command add_report_command(CLI::App& app);
 
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);

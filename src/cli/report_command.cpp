@@ -1,0 +1,104 @@
+// gpubank report showback: GPU-hours and cost per business group, owner or workload over a
+// period, from Prometheus (src/governance/showback.hpp).
+//
+//   gpubank report showback --prometheus URL --policies DIR --from TIME --to TIME
+//                           [--level group|owner|workload] [--format table|csv|json|yaml]
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "core/duration.hpp"
+#include "core/timestamp.hpp"
+#include "governance/prometheus_client.hpp"
+#include "governance/showback.hpp"
+
+namespace gpubank::cli {
+namespace {
+
+struct ReportOptions {
+  std::string prometheus;
+  std::vector<std::string> policies;
+  std::string from;
+  std::string to;
+  std::string level = "group";
+  std::string format = "table";
+  std::string timeout = "60s";
+};
+
+Expected<std::int64_t> time_ms(const std::string& text, const char* flag) {
+  auto t = parse_rfc3339(text);
+  if (!t) return Unexpected{std::string(flag) + ": " + t.error()};
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+}
+
+int run_showback(const ReportOptions& opt) {
+  const char* me = "gpubank report showback";
+  auto from = time_ms(opt.from, "--from");
+  if (!from) return std::cerr << me << ": " << from.error() << '\n', 2;
+  auto to = time_ms(opt.to, "--to");
+  if (!to) return std::cerr << me << ": " << to.error() << '\n', 2;
+  auto period = governance::showback_period(*from, *to);
+  if (!period) return std::cerr << me << ": " << period.error() << '\n', 2;
+  auto timeout = Duration::parse(opt.timeout);
+  if (!timeout || timeout->milliseconds() <= 0) {
+    return std::cerr << me << ": --timeout: " << (timeout ? "must be positive" : timeout.error()) << '\n', 2;
+  }
+  const governance::ShowbackLevel level = opt.level == "owner"      ? governance::ShowbackLevel::Owner
+                                          : opt.level == "workload" ? governance::ShowbackLevel::Workload
+                                                                    : governance::ShowbackLevel::Group;
+  auto set = load_valid_policies(opt.policies, me);
+  if (!set) return 1;
+  const policy::PlatformGuardrailsSpec* guardrails = set->guardrails_spec();
+  if (guardrails == nullptr) return std::cerr << me << ": the policies hold no PlatformGuardrails (prices)\n", 1;
+  const auto policies = governance::scan_policies(*set);
+  auto prometheus = governance::PrometheusClient::create(opt.prometheus, std::chrono::milliseconds(timeout->milliseconds()));
+  if (!prometheus) return std::cerr << me << ": " << prometheus.error() << '\n', 2;
+
+  governance::Answers answers;
+  for (const governance::Query& q : governance::plan_showback(*period, policies)) {
+    auto samples = (*prometheus)->query(q.promql, period->to_ms - 1);
+    if (!samples) return std::cerr << me << ": query " << q.name << ": " << samples.error() << '\n', 1;
+    answers[q.name] = std::move(*samples);
+  }
+  auto showback = governance::showback_from(answers, *period, policies, *guardrails);
+  if (!showback) return std::cerr << me << ": " << showback.error() << '\n', 1;
+  for (const std::string& m : showback->unpriced_models) {
+    std::cerr << me << ": warning: GPU model " << m << " has no gpuHourPrice in the guardrails: its cost is 0\n";
+  }
+  if (opt.format == "csv") {
+    std::cout << governance::to_csv(*showback, level);
+  } else if (opt.format == "table") {
+    std::cout << governance::to_table(*showback, level);
+  } else {
+    print_structured(std::cout, governance::to_json(*showback, level), opt.format == "yaml" ? Format::Yaml : Format::Json);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_report_command(CLI::App& app) {
+  auto opt = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand("report", "FinOps reports from Prometheus: showback");
+  cmd->require_subcommand(1);
+  CLI::App* showback = cmd->add_subcommand(
+      "showback", "GPU-hours and cost per business group, owner or workload, with low-utilisation and serving-floor hours");
+  showback->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090)")->required();
+  showback->add_option("--policies", opt->policies, "Policy files or directories (prices from the guardrails)")
+      ->required();
+  showback->add_option("--from", opt->from, "Start of the period, RFC 3339 (rounded up to a minute)")->required();
+  showback->add_option("--to", opt->to, "End of the period, RFC 3339, exclusive (rounded down to a minute)")
+      ->required();
+  showback->add_option("--level", opt->level, "Rows per group (and pool), owner or workload")
+      ->check(CLI::IsMember({"group", "owner", "workload"}))
+      ->capture_default_str();
+  showback->add_option("--format,-o", opt->format, "table, csv, json or yaml")
+      ->check(CLI::IsMember({"table", "csv", "json", "yaml"}))
+      ->capture_default_str();
+  showback->add_option("--timeout", opt->timeout, "Timeout of each query")->capture_default_str();
+  return {cmd, [opt] { return run_showback(*opt); }};
+}
+
+}  // namespace gpubank::cli

@@ -1,0 +1,330 @@
+#include "governance/showback.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::governance {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::int64_t kMinuteMs = 60'000;
+constexpr std::int64_t kMaxMinutes = 400LL * 24 * 60;
+constexpr const char* kUnknown = "unknown";
+
+// A device held by n containers counts 1/n for each (docs/metrics-contract.md).
+constexpr const char* kShare =
+    "gpubank_gpu_allocation_info / on (cluster, node, gpu_uuid, gpu_instance) group_left count by (cluster, node, "
+    "gpu_uuid, gpu_instance) (gpubank_gpu_allocation_info)";
+constexpr const char* kUtilization =
+    "(100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{mapping_status=\"mapped\"} or DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\"})";
+
+std::string label(const serving::PromSample& s, const std::string& name) {
+  const auto it = s.labels.find(name);
+  return it == s.labels.end() ? std::string() : it->second;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < 5e-13 ? 0.0 : v);
+  return buf;
+}
+
+std::string low_query_name(double threshold) { return "low_below_" + number(threshold); }
+
+auto key_of(const ShowbackRow& r) {
+  return std::tie(r.pool, r.business_group, r.owner_id, r.namespace_name, r.workload_kind, r.workload, r.workload_uid,
+                  r.gpu_model, r.partition);
+}
+
+void add(ShowbackRow& into, const ShowbackRow& r) {
+  into.allocated_gpu_hours += r.allocated_gpu_hours;
+  into.low_utilization_gpu_hours += r.low_utilization_gpu_hours;
+  into.serving_floor_gpu_hours += r.serving_floor_gpu_hours;
+  into.cost += r.cost;
+  into.low_utilization_cost += r.low_utilization_cost;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string level_name(ShowbackLevel level) {
+  return level == ShowbackLevel::Group ? "group" : level == ShowbackLevel::Owner ? "owner" : "workload";
+}
+
+}  // namespace
+
+Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms) {
+  ShowbackPeriod p;
+  if (from_ms < 0 || to_ms < 0) return Unexpected{std::string("--from/--to: must not be before 1970")};
+  p.from_ms = (from_ms + kMinuteMs - 1) / kMinuteMs * kMinuteMs;  // up to a whole minute
+  p.to_ms = to_ms / kMinuteMs * kMinuteMs;                         // down to one
+  if (p.to_ms <= p.from_ms) return Unexpected{std::string("--from/--to: the period holds no whole minute")};
+  if (p.minutes() > kMaxMinutes) return Unexpected{std::string("--from/--to: the period is longer than 400 days")};
+  return p;
+}
+
+std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies) {
+  const std::string range = "[" + std::to_string(period.minutes()) + "m:1m]";
+  std::vector<Query> out;
+  out.push_back({"allocated", "sum by (cluster, business_group, owner_id, namespace, workload_kind, workload, "
+                              "workload_uid, workload_type, pool, gpu_model, partition, capacity_role) (sum_over_time((" +
+                                  std::string(kShare) + ")" + range + "))"});
+  std::set<double> thresholds;
+  for (const ScanPolicy& p : policies) {
+    if (p.spec.thresholds.average_gpu_utilization) thresholds.insert(*p.spec.thresholds.average_gpu_utilization);
+  }
+  for (double t : thresholds) {
+    out.push_back({low_query_name(t), "sum by (cluster, namespace, workload_kind, workload, workload_uid) "
+                                      "(sum_over_time(((" + std::string(kUtilization) +
+                                          " < bool " + number(t) + ") / on (cluster, Hostname, UUID, GPU_I_ID) "
+                                          "group_left count by (cluster, Hostname, UUID, GPU_I_ID) " +
+                                          kUtilization + ")" + range + "))"});
+  }
+  out.push_back({"loans", "sum by (cluster, lender, borrower, pool) (sum_over_time(gpubank_bank_loan_gpus" + range + "))"});
+  return out;
+}
+
+Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& period,
+                                 const std::vector<ScanPolicy>& policies,
+                                 const policy::PlatformGuardrailsSpec& guardrails) {
+  auto answer = [&](const std::string& name) -> const std::vector<serving::PromSample>* {
+    const auto it = answers.find(name);
+    return it == answers.end() ? nullptr : &it->second;
+  };
+  Showback out;
+  out.period = period;
+  out.currency = guardrails.currency;
+  std::set<std::string> unpriced;
+
+  // Device-minutes -> GPU-hours, per workload and pool.
+  std::map<std::string, double> allocated_by_uid;
+  std::vector<std::pair<ShowbackRow, std::string>> rows;  // with capacity_role
+  if (const auto* a = answer("allocated")) {
+    for (const serving::PromSample& s : *a) {
+      if (!std::isfinite(s.value) || s.value < 0) {
+        return Unexpected{std::string("allocated: a GPU-minute count that is not a non-negative number")};
+      }
+      ShowbackRow r;
+      r.business_group = label(s, "business_group");
+      if (r.business_group.empty()) r.business_group = kUnknown;
+      r.owner_id = label(s, "owner_id");
+      r.namespace_name = label(s, "namespace");
+      r.workload_kind = label(s, "workload_kind");
+      r.workload = label(s, "workload");
+      r.workload_uid = label(s, "workload_uid");
+      r.workload_type = label(s, "workload_type");
+      r.pool = label(s, "pool");
+      r.gpu_model = label(s, "gpu_model");
+      r.partition = label(s, "partition");
+      r.allocated_gpu_hours = s.value / 60.0;
+      const std::string role = label(s, "capacity_role");
+      if (role == "serving-floor") r.serving_floor_gpu_hours = r.allocated_gpu_hours;
+      const std::string key = workload_key(r.workload_uid, r.workload_kind, r.namespace_name, r.workload);
+      if (!key.empty()) allocated_by_uid[key] += r.allocated_gpu_hours;
+      rows.emplace_back(std::move(r), role);
+    }
+  }
+
+  // Low device-minutes under each workload's own threshold, shared among its rows.
+  std::map<std::string, std::map<std::string, double>> low_by_query;  // query -> uid -> minutes
+  for (const auto& [name, samples] : answers) {
+    if (!name.starts_with("low_below_")) continue;
+    for (const serving::PromSample& s : samples) {
+      const std::string uid = workload_key(label(s, "workload_uid"), label(s, "workload_kind"), label(s, "namespace"),
+                                           label(s, "workload"));
+      if (uid.empty() || !std::isfinite(s.value) || s.value < 0) continue;  // unattributed: no policy governs it
+      low_by_query[name][uid] += s.value;
+    }
+  }
+  for (auto& [r, role] : rows) {
+    const std::string key = workload_key(r.workload_uid, r.workload_kind, r.namespace_name, r.workload);
+    if (key.empty() || role == "serving-floor") continue;
+    WorkloadFacts w;
+    w.workload_type = r.workload_type;
+    w.business_group = r.business_group;
+    w.pool = r.pool;
+    const ScanPolicy* p = governing_policy(w, policies);
+    if (p == nullptr || !p->spec.thresholds.average_gpu_utilization) continue;
+    const auto q = low_by_query.find(low_query_name(*p->spec.thresholds.average_gpu_utilization));
+    if (q == low_by_query.end()) continue;
+    const auto m = q->second.find(key);
+    if (m == q->second.end()) continue;
+    const double total = allocated_by_uid[key];
+    const double share = total > 0 ? r.allocated_gpu_hours / total : 0;
+    // Never more low hours than held: a device sampled while its allocation was not.
+    r.low_utilization_gpu_hours = std::min(r.allocated_gpu_hours, m->second / 60.0 * share);
+  }
+
+  for (auto& [r, role] : rows) {
+    const auto price = guardrails.gpu_hour_price.find(r.gpu_model);
+    if (price == guardrails.gpu_hour_price.end()) {
+      if (!r.gpu_model.empty()) unpriced.insert(r.gpu_model);
+    } else {
+      r.cost = r.allocated_gpu_hours * price->second;
+      r.low_utilization_cost = r.low_utilization_gpu_hours * price->second;
+    }
+    out.rows.push_back(std::move(r));
+  }
+  std::sort(out.rows.begin(), out.rows.end(), [](const ShowbackRow& a, const ShowbackRow& b) {
+    return key_of(a) < key_of(b);
+  });
+
+  if (const auto* loans = answer("loans")) {
+    for (const serving::PromSample& s : *loans) {
+      if (!std::isfinite(s.value) || s.value < 0) continue;
+      const std::string pool = label(s, "pool");
+      out.loans[{label(s, "borrower"), pool}].borrowed_gpu_hours += s.value / 60.0;
+      out.loans[{label(s, "lender"), pool}].lent_gpu_hours += s.value / 60.0;
+    }
+  }
+  out.unpriced_models.assign(unpriced.begin(), unpriced.end());
+  return out;
+}
+
+std::vector<ShowbackRow> roll_up(const std::vector<ShowbackRow>& rows, ShowbackLevel level) {
+  if (level == ShowbackLevel::Workload) return rows;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, ShowbackRow> sums;
+  for (const ShowbackRow& r : rows) {
+    const std::string owner = level == ShowbackLevel::Owner ? r.owner_id : std::string();
+    ShowbackRow& s = sums[{r.pool, r.business_group, owner, r.gpu_model, r.partition}];
+    if (s.pool.empty() && s.business_group.empty()) {
+      s.pool = r.pool;
+      s.business_group = r.business_group;
+      s.owner_id = owner;
+      s.gpu_model = r.gpu_model;
+      s.partition = r.partition;
+    }
+    add(s, r);
+  }
+  std::vector<ShowbackRow> out;
+  out.reserve(sums.size());
+  for (auto& [key, r] : sums) out.push_back(std::move(r));
+  return out;
+}
+
+std::vector<ShowbackRow> showback_totals(const std::vector<ShowbackRow>& rows) {
+  std::map<std::string, ShowbackRow> pools;
+  ShowbackRow all;
+  for (const ShowbackRow& r : rows) {
+    ShowbackRow& p = pools[r.pool];
+    p.pool = r.pool;
+    p.gpu_model = r.gpu_model;
+    add(p, r);
+    add(all, r);
+  }
+  std::vector<ShowbackRow> out;
+  for (auto& [pool, r] : pools) out.push_back(std::move(r));
+  out.push_back(std::move(all));
+  return out;
+}
+
+Json to_json(const Showback& s, ShowbackLevel level) {
+  auto row_json = [](const ShowbackRow& r) {
+    Json j;
+    if (!r.pool.empty()) j["pool"] = r.pool;
+    if (!r.business_group.empty()) j["businessGroup"] = r.business_group;
+    if (!r.owner_id.empty()) j["ownerId"] = r.owner_id;
+    if (!r.workload.empty()) {
+      j["namespace"] = r.namespace_name;
+      j["workloadKind"] = r.workload_kind;
+      j["workload"] = r.workload;
+      if (!r.workload_uid.empty()) j["workloadUid"] = r.workload_uid;
+      j["workloadType"] = r.workload_type;
+    }
+    if (!r.gpu_model.empty()) j["gpuModel"] = r.gpu_model;
+    if (!r.partition.empty()) j["partition"] = r.partition;
+    j["allocatedGpuHours"] = r.allocated_gpu_hours;
+    j["lowUtilizationGpuHours"] = r.low_utilization_gpu_hours;
+    j["servingFloorGpuHours"] = r.serving_floor_gpu_hours;
+    j["cost"] = r.cost;
+    j["lowUtilizationCost"] = r.low_utilization_cost;
+    return j;
+  };
+  Json rows = Json::array();
+  for (const ShowbackRow& r : roll_up(s.rows, level)) rows.push_back(row_json(r));
+  Json totals = Json::array();
+  for (const ShowbackRow& r : showback_totals(s.rows)) totals.push_back(row_json(r));
+  Json loans = Json::array();
+  for (const auto& [key, l] : s.loans) {
+    loans.push_back(Json{{"businessGroup", key.first}, {"pool", key.second},
+                         {"borrowedGpuHours", l.borrowed_gpu_hours}, {"lentGpuHours", l.lent_gpu_hours}});
+  }
+  Json out{{"from", format_rfc3339(Timestamp(std::chrono::milliseconds(s.period.from_ms)))},
+           {"to", format_rfc3339(Timestamp(std::chrono::milliseconds(s.period.to_ms)))},
+           {"level", level_name(level)},
+           {"currency", s.currency},
+           {"rows", std::move(rows)},
+           {"totals", std::move(totals)},
+           {"loans", std::move(loans)}};
+  if (!s.unpriced_models.empty()) out["unpricedGpuModels"] = s.unpriced_models;
+  return out;
+}
+
+std::string to_csv(const Showback& s, ShowbackLevel level) {
+  std::ostringstream out;
+  out << "pool,business_group,owner_id,namespace,workload_kind,workload,workload_uid,gpu_model,partition,"
+         "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency\n";
+  for (const ShowbackRow& r : roll_up(s.rows, level)) {
+    for (const std::string* f : {&r.pool, &r.business_group, &r.owner_id, &r.namespace_name, &r.workload_kind,
+                                 &r.workload, &r.workload_uid, &r.gpu_model, &r.partition}) {
+      out << csv_field(*f) << ',';
+    }
+    out << fixed(r.allocated_gpu_hours, 4) << ',' << fixed(r.low_utilization_gpu_hours, 4) << ','
+        << fixed(r.serving_floor_gpu_hours, 4) << ',' << fixed(r.cost, 2) << ',' << fixed(r.low_utilization_cost, 2)
+        << ',' << csv_field(s.currency) << '\n';
+  }
+  return out.str();
+}
+
+std::string to_table(const Showback& s, ShowbackLevel level) {
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back({"POOL", "GROUP", level == ShowbackLevel::Group ? "" : "OWNER",
+                   level == ShowbackLevel::Workload ? "WORKLOAD" : "", "GPU", "GPU-HOURS", "LOW-UTIL", "FLOOR",
+                   "COST " + s.currency, "LOW-UTIL COST"});
+  auto push = [&](const ShowbackRow& r, const std::string& group) {
+    const std::string workload =
+        r.workload.empty() ? std::string() : r.workload_kind + " " + r.namespace_name + "/" + r.workload;
+    cells.push_back({r.pool, group, r.owner_id, workload,
+                     r.gpu_model + (r.partition.empty() || r.partition == "full" ? "" : " " + r.partition),
+                     fixed(r.allocated_gpu_hours, 2), fixed(r.low_utilization_gpu_hours, 2),
+                     fixed(r.serving_floor_gpu_hours, 2), fixed(r.cost, 2), fixed(r.low_utilization_cost, 2)});
+  };
+  for (const ShowbackRow& r : roll_up(s.rows, level)) push(r, r.business_group);
+  for (const ShowbackRow& r : showback_totals(s.rows)) push(r, r.pool.empty() ? "TOTAL" : "(pool total)");
+  std::vector<std::size_t> width(cells[0].size(), 0);
+  for (const auto& row : cells) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::ostringstream out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (width[i] == 0) continue;
+      const bool numeric = i >= 5;
+      const std::string pad(width[i] - row[i].size(), ' ');
+      line += (line.empty() ? "" : "  ") + (numeric ? pad + row[i] : row[i] + pad);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace gpubank::governance

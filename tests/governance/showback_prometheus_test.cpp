@@ -1,0 +1,206 @@
+// `gpubank report showback` against a real Prometheus holding a small fixed hour, with the
+// arithmetic written out. Prices (examples/policies): H100 3.5 USD per device-hour, A100
+// 0.3 per 1g.10gb slice. The period is [T0, T0+60m); the series run from T0-10m to T0+70m.
+//
+//   search/u1  a   training  2 H100 all hour at 50 %      2 x 60 = 120 min = 2.0 h, low 0       cost 7.00
+//   search/u2  b   training  1 H100, 5 % for 30 min, then 80 %  1.0 h, low 0.5 h (< 10 %)     cost 3.50, low 1.75
+//   ads/u3     c   training  1 H100 from T0+20m at 2 %    40 min = 0.6667 h, all low           cost 2.3333
+//   unknown        a pod without attribution, 1 H100      1.0 h (its own row, never dropped)   cost 3.50
+//   research/u4 d  notebook  half of a time-sliced 1g.10gb slice at 1 %: 0.5 h, low 0.5 h (< 5 %) cost 0.15
+//   research/u5 e  notebook  the other half                                0.5 h, low 0.5 h    cost 0.15
+//   customer-service/u6 f inference serving floor, 2 H100 at 3 %: 2.0 h, all serving floor, low 0  cost 7.00
+//   loans: ads borrows 1 GPU of search's on h100-rdma-training all hour: 1.0 h borrowed / lent
+//
+// Pools: h100-rdma-training 2 + 1 + 0.6667 + 1 = 4.6667 h (16.3333 USD), h100-inference 2 h
+// (7 USD), mig-or-shared-development 1 h (0.30 USD); in all 7.6667 h, 23.6333 USD.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/timestamp.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
+#include "support/prometheus_blocks.hpp"
+
+namespace gpubank::governance {
+namespace {
+
+namespace fs = std::filesystem;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string labels_text(const Labels& labels) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < labels.size(); ++i) out += (i ? "," : "") + labels[i].first + "=\"" + labels[i].second + "\"";
+  return out + "}";
+}
+
+struct Holder {
+  std::string uid, group, owner, type, pool, model, partition, role;
+  std::string pod;
+};
+
+class ShowbackPrometheusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!prometheus_.available()) GTEST_SKIP() << "needs prometheus and promtool (scripts/bootstrap.sh installs them)";
+    std::string pattern = (fs::temp_directory_path() / "gpubank-showback-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    t0_ = now / 3600 * 3600 - 3 * 3600;  // a whole hour, in the past
+  }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+
+  // A device held by `holders` (more than one: time-sliced), from minute `first` (relative
+  // to T0) to T0+70m, with utilisation util(minute) in percent.
+  struct Device {
+    std::string uuid, instance;
+    std::vector<Holder> holders;
+    std::int64_t first = -10;
+    std::function<double(std::int64_t)> util;
+    bool mapped = true;
+  };
+
+  void write(const std::vector<Device>& devices) {
+    std::ofstream out(dir_ / "series.om");
+    auto each_minute = [&](const Device& d, const std::function<void(std::int64_t, std::int64_t)>& f) {
+      for (std::int64_t m = d.first; m <= 70; ++m) f(m, t0_ + m * 60);
+    };
+    auto holder_labels = [](const Holder& h) {
+      Labels l{{"namespace", h.group.empty() ? "default" : h.group}, {"pod", h.pod}, {"container", "main"}};
+      if (!h.group.empty()) {
+        l.insert(l.end(), {{"business_group", h.group}, {"owner_id", h.owner}, {"workload_type", h.type},
+                           {"workload_kind", "Job"}, {"workload", "job-" + h.uid}, {"workload_uid", h.uid}});
+      }
+      if (!h.role.empty()) l.push_back({"capacity_role", h.role});
+      return l;
+    };
+    out << "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n";
+    for (const Device& d : devices) {
+      for (const Holder& h : d.holders) {
+        Labels l{{"UUID", d.uuid}, {"Hostname", "node-1"}, {"mapping_status", d.mapped ? "mapped" : "unknown"}};
+        if (!d.instance.empty()) l.push_back({"GPU_I_ID", d.instance});
+        if (d.holders.size() > 1) l.push_back({"sharing", "time-sliced"});
+        for (const auto& x : holder_labels(h)) l.push_back(x);
+        each_minute(d, [&](std::int64_t m, std::int64_t t) {
+          out << "DCGM_FI_PROF_GR_ENGINE_ACTIVE" << labels_text(l) << ' ' << d.util(m) / 100 << ' ' << t << '\n';
+        });
+      }
+    }
+    out << "# TYPE gpubank_gpu_allocation_info gauge\n";
+    for (const Device& d : devices) {
+      for (const Holder& h : d.holders) {
+        Labels l{{"node", "node-1"}, {"pool", h.pool}, {"gpu_model", h.model}, {"partition", h.partition},
+                 {"gpu_uuid", d.uuid}};
+        if (!d.instance.empty()) l.push_back({"gpu_instance", d.instance});
+        for (const auto& x : holder_labels(h)) l.push_back(x);
+        each_minute(d, [&](std::int64_t, std::int64_t t) { out << "gpubank_gpu_allocation_info" << labels_text(l) << " 1 " << t << '\n'; });
+      }
+    }
+    out << "# TYPE gpubank_bank_loan_gpus gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "gpubank_bank_loan_gpus{lender=\"search\",borrower=\"ads\",pool=\"h100-rdma-training\"} 1 " << t0_ + m * 60 << '\n';
+    }
+    out << "# EOF\n";
+  }
+
+  nlohmann::json report(const std::string& level) {
+    const auto r = gpubank::testing::run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", "showback",
+                                "--prometheus", prometheus_.url(), "--policies",
+                                gpubank::testing::examples_dir() + "/policies", "--from",
+                                format_rfc3339(Timestamp(std::chrono::seconds(t0_))), "--to",
+                                format_rfc3339(Timestamp(std::chrono::seconds(t0_ + 3600))), "--level", level,
+                                "--format", "json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_object() ? j : nlohmann::json{{"rows", nlohmann::json::array()}, {"totals", nlohmann::json::array()}};
+  }
+
+  fs::path dir_;
+  std::int64_t t0_ = 0;
+  gpubank::testing::PrometheusOnBlocks prometheus_;
+};
+
+double hours(const nlohmann::json& row) { return row["allocatedGpuHours"].get<double>(); }
+
+TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) {
+  const Holder a{"a", "search", "u1", "training", "h100-rdma-training", "H100", "full", "", "a-0"};
+  const Holder b{"b", "search", "u2", "training", "h100-rdma-training", "H100", "full", "", "b-0"};
+  const Holder c{"c", "ads", "u3", "training", "h100-rdma-training", "H100", "full", "", "c-0"};
+  const Holder anon{"", "", "", "", "h100-rdma-training", "H100", "full", "", "mystery-0"};
+  const Holder d{"d", "research", "u4", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "d-0"};
+  const Holder e{"e", "research", "u5", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "e-0"};
+  const Holder f{"f", "customer-service", "u6", "inference", "h100-inference", "H100", "full", "serving-floor", "f-0"};
+  auto at = [](double v) { return [v](std::int64_t) { return v; }; };
+  write({{"GPU-a0", "", {a}, -10, at(50)},
+         {"GPU-a1", "", {a}, -10, at(50)},
+         {"GPU-b0", "", {b}, -10, [](std::int64_t m) { return m < 30 ? 5.0 : 80.0; }},
+         {"GPU-c0", "", {c}, 20, at(2)},
+         {"GPU-x0", "", {anon}, -10, at(0), false},
+         {"GPU-mig", "3", {d, e}, -10, at(1)},
+         {"GPU-f0", "", {f}, -10, at(3)},
+         {"GPU-f1", "", {f}, -10, at(3)}});
+  ASSERT_EQ(prometheus_.start(dir_, dir_ / "series.om"), "");
+
+  const nlohmann::json w = report("workload");
+  ASSERT_EQ(w["rows"].size(), 7u) << w.dump();
+  std::map<std::string, nlohmann::json> by_uid;
+  for (const auto& r : w["rows"]) by_uid[r.value("workloadUid", std::string("unknown"))] = r;
+  EXPECT_NEAR(hours(by_uid["a"]), 2.0, 1e-9);
+  EXPECT_NEAR(by_uid["a"]["lowUtilizationGpuHours"].get<double>(), 0, 1e-9);
+  EXPECT_NEAR(by_uid["a"]["cost"].get<double>(), 7.0, 1e-9);
+  EXPECT_NEAR(hours(by_uid["b"]), 1.0, 1e-9);
+  EXPECT_NEAR(by_uid["b"]["lowUtilizationGpuHours"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(by_uid["b"]["lowUtilizationCost"].get<double>(), 1.75, 1e-9);
+  EXPECT_NEAR(hours(by_uid["c"]), 40.0 / 60, 1e-9);
+  EXPECT_NEAR(by_uid["c"]["lowUtilizationGpuHours"].get<double>(), 40.0 / 60, 1e-9);
+  EXPECT_EQ(by_uid["unknown"]["businessGroup"], "unknown");
+  EXPECT_NEAR(hours(by_uid["unknown"]), 1.0, 1e-9);
+  EXPECT_NEAR(hours(by_uid["d"]), 0.5, 1e-9);
+  EXPECT_NEAR(by_uid["d"]["lowUtilizationGpuHours"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(by_uid["d"]["cost"].get<double>(), 0.15, 1e-9);
+  EXPECT_NEAR(hours(by_uid["e"]), 0.5, 1e-9);
+  EXPECT_NEAR(hours(by_uid["f"]), 2.0, 1e-9);
+  EXPECT_NEAR(by_uid["f"]["servingFloorGpuHours"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(by_uid["f"]["lowUtilizationGpuHours"].get<double>(), 0, 1e-9);
+
+  // Totals per pool and overall.
+  std::map<std::string, nlohmann::json> totals;
+  for (const auto& t : w["totals"]) totals[t.value("pool", std::string("all"))] = t;
+  EXPECT_NEAR(hours(totals["h100-rdma-training"]), 2 + 1 + 40.0 / 60 + 1, 1e-9);
+  EXPECT_NEAR(totals["h100-rdma-training"]["cost"].get<double>(), (2 + 1 + 40.0 / 60 + 1) * 3.5, 1e-9);
+  EXPECT_NEAR(hours(totals["h100-inference"]), 2.0, 1e-9);
+  EXPECT_NEAR(hours(totals["mig-or-shared-development"]), 1.0, 1e-9);
+  EXPECT_NEAR(hours(totals["all"]), 7 + 2.0 / 3, 1e-9);
+  EXPECT_NEAR(totals["all"]["cost"].get<double>(), 23.6 + 0.1 / 3, 1e-9);
+
+  // Owners add up to their group, groups (and unknown) to the pool.
+  const nlohmann::json o = report("owner");
+  const nlohmann::json g = report("group");
+  std::map<std::string, double> owners_by_group;
+  for (const auto& r : o["rows"]) owners_by_group[r["businessGroup"].get<std::string>() + "/" + r["pool"].get<std::string>()] += hours(r);
+  double pool_sum = 0;
+  for (const auto& r : g["rows"]) {
+    const std::string key = r["businessGroup"].get<std::string>() + "/" + r["pool"].get<std::string>();
+    EXPECT_NEAR(owners_by_group[key], hours(r), 1e-9) << key;
+    if (r["pool"] == "h100-rdma-training") pool_sum += hours(r);
+  }
+  EXPECT_NEAR(pool_sum, hours(totals["h100-rdma-training"]), 1e-9);
+  ASSERT_EQ(g["loans"].size(), 2u);
+  EXPECT_EQ(g["loans"][0], (nlohmann::json{{"businessGroup", "ads"}, {"pool", "h100-rdma-training"},
+                                           {"borrowedGpuHours", 1.0}, {"lentGpuHours", 0.0}}));
+  EXPECT_EQ(g["loans"][1], (nlohmann::json{{"businessGroup", "search"}, {"pool", "h100-rdma-training"},
+                                           {"borrowedGpuHours", 0.0}, {"lentGpuHours", 1.0}}));
+}
+
+}  // namespace
+}  // namespace gpubank::governance
