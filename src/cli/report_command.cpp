@@ -1,8 +1,10 @@
-// gpubank report showback: GPU-hours and cost per business group, owner or workload over a
-// period, from Prometheus (src/governance/showback.hpp).
+// gpubank report showback|kpis|leaderboard: FinOps over a period, from Prometheus
+// (src/governance/showback.hpp, rankings.hpp). The three share one set of queries.
 //
-//   gpubank report showback --prometheus URL --policies DIR --from TIME --to TIME
-//                           [--level group|owner|workload] [--format table|csv|json|yaml]
+//   gpubank report showback    --prometheus URL --policies DIR --from TIME --to TIME
+//                              [--level group|owner|workload] [--format table|csv|json|yaml]
+//   gpubank report kpis        (the same options but --level)
+//   gpubank report leaderboard (the same, and --min-gpu-hours N)
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include "core/duration.hpp"
 #include "core/timestamp.hpp"
 #include "governance/prometheus_client.hpp"
+#include "governance/rankings.hpp"
 #include "governance/showback.hpp"
 
 namespace gpubank::cli {
@@ -25,7 +28,10 @@ struct ReportOptions {
   std::string level = "group";
   std::string format = "table";
   std::string timeout = "60s";
+  double min_gpu_hours = 10;
 };
+
+enum class Report { Showback, Kpis, Leaderboard };
 
 Expected<std::int64_t> time_ms(const std::string& text, const char* flag) {
   auto t = parse_rfc3339(text);
@@ -33,8 +39,9 @@ Expected<std::int64_t> time_ms(const std::string& text, const char* flag) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
 }
 
-int run_showback(const ReportOptions& opt) {
-  const char* me = "gpubank report showback";
+int run_report(const ReportOptions& opt, Report report) {
+  const std::string me = std::string("gpubank report ") +
+                         (report == Report::Showback ? "showback" : report == Report::Kpis ? "kpis" : "leaderboard");
   auto from = time_ms(opt.from, "--from");
   if (!from) return std::cerr << me << ": " << from.error() << '\n', 2;
   auto to = time_ms(opt.to, "--to");
@@ -67,12 +74,35 @@ int run_showback(const ReportOptions& opt) {
   for (const std::string& m : showback->unpriced_models) {
     std::cerr << me << ": warning: GPU model " << m << " has no gpuHourPrice in the guardrails: its cost is 0\n";
   }
+  const Format structured = opt.format == "yaml" ? Format::Yaml : Format::Json;
+  if (report == Report::Kpis) {
+    const auto k = governance::kpis(*showback, answers);
+    if (opt.format == "csv") {
+      std::cout << governance::kpi_csv(k);
+    } else if (opt.format == "table") {
+      std::cout << governance::kpi_table(k);
+    } else {
+      print_structured(std::cout, governance::to_json(k), structured);
+    }
+    return 0;
+  }
+  if (report == Report::Leaderboard) {
+    const auto board = governance::leaderboard(*showback, *guardrails, opt.min_gpu_hours);
+    if (opt.format == "csv") {
+      std::cout << governance::leaderboard_csv(board);
+    } else if (opt.format == "table") {
+      std::cout << governance::leaderboard_table(board, showback->currency);
+    } else {
+      print_structured(std::cout, governance::to_json(board), structured);
+    }
+    return 0;
+  }
   if (opt.format == "csv") {
     std::cout << governance::to_csv(*showback, level);
   } else if (opt.format == "table") {
     std::cout << governance::to_table(*showback, level);
   } else {
-    print_structured(std::cout, governance::to_json(*showback, level), opt.format == "yaml" ? Format::Yaml : Format::Json);
+    print_structured(std::cout, governance::to_json(*showback, level), structured);
   }
   return 0;
 }
@@ -81,24 +111,37 @@ int run_showback(const ReportOptions& opt) {
 
 Command add_report_command(CLI::App& app) {
   auto opt = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "FinOps reports from Prometheus: showback");
+  auto chosen = std::make_shared<Report>(Report::Showback);
+  CLI::App* cmd = app.add_subcommand("report", "FinOps reports from Prometheus: showback, KPIs, the team leaderboard");
   cmd->require_subcommand(1);
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090)")->required();
+    sub->add_option("--policies", opt->policies, "Policy files or directories (prices from the guardrails)")->required();
+    sub->add_option("--from", opt->from, "Start of the period, RFC 3339 (rounded up to a minute)")->required();
+    sub->add_option("--to", opt->to, "End of the period, RFC 3339, exclusive (rounded down to a minute)")->required();
+    sub->add_option("--format,-o", opt->format, "table, csv, json or yaml")
+        ->check(CLI::IsMember({"table", "csv", "json", "yaml"}))
+        ->capture_default_str();
+    sub->add_option("--timeout", opt->timeout, "Timeout of each query")->capture_default_str();
+  };
   CLI::App* showback = cmd->add_subcommand(
       "showback", "GPU-hours and cost per business group, owner or workload, with low-utilisation and serving-floor hours");
-  showback->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090)")->required();
-  showback->add_option("--policies", opt->policies, "Policy files or directories (prices from the guardrails)")
-      ->required();
-  showback->add_option("--from", opt->from, "Start of the period, RFC 3339 (rounded up to a minute)")->required();
-  showback->add_option("--to", opt->to, "End of the period, RFC 3339, exclusive (rounded down to a minute)")
-      ->required();
+  common(showback);
   showback->add_option("--level", opt->level, "Rows per group (and pool), owner or workload")
       ->check(CLI::IsMember({"group", "owner", "workload"}))
       ->capture_default_str();
-  showback->add_option("--format,-o", opt->format, "table, csv, json or yaml")
-      ->check(CLI::IsMember({"table", "csv", "json", "yaml"}))
+  showback->callback([chosen] { *chosen = Report::Showback; });
+  CLI::App* k = cmd->add_subcommand("kpis", "Allocation rate, borrow rate and idle waste per pool and per group on a pool");
+  common(k);
+  k->callback([chosen] { *chosen = Report::Kpis; });
+  CLI::App* board = cmd->add_subcommand(
+      "leaderboard", "Business groups ranked by idle-waste share within each class of devices (model, partition, sharing)");
+  common(board);
+  board->add_option("--min-gpu-hours", opt->min_gpu_hours, "Groups with fewer judged GPU-hours are listed unranked")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  showback->add_option("--timeout", opt->timeout, "Timeout of each query")->capture_default_str();
-  return {cmd, [opt] { return run_showback(*opt); }};
+  board->callback([chosen] { *chosen = Report::Leaderboard; });
+  return {cmd, [opt, chosen] { return run_report(*opt, *chosen); }};
 }
 
 }  // namespace gpubank::cli

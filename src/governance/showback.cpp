@@ -42,7 +42,10 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string low_query_name(double threshold) { return "low_below_" + number(threshold); }
+// One low-utilisation query per (threshold, startup grace) of the policies.
+std::string low_query_name(double threshold, const Duration& grace) {
+  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s";
+}
 
 auto key_of(const ShowbackRow& r) {
   return std::tie(r.pool, r.business_group, r.owner_id, r.namespace_name, r.workload_kind, r.workload, r.workload_uid,
@@ -86,18 +89,26 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
   out.push_back({"allocated", "sum by (cluster, business_group, owner_id, namespace, workload_kind, workload, "
                               "workload_uid, workload_type, pool, gpu_model, partition, capacity_role) (sum_over_time((" +
                                   std::string(kShare) + ")" + range + "))"});
-  std::set<double> thresholds;
+  std::set<std::pair<double, std::int64_t>> kinds;  // (threshold, startup grace in s)
   for (const ScanPolicy& p : policies) {
-    if (p.spec.thresholds.average_gpu_utilization) thresholds.insert(*p.spec.thresholds.average_gpu_utilization);
+    if (p.spec.thresholds.average_gpu_utilization) {
+      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds() / 1000});
+    }
   }
-  for (double t : thresholds) {
-    out.push_back({low_query_name(t), "sum by (cluster, namespace, workload_kind, workload, workload_uid) "
-                                      "(sum_over_time(((" + std::string(kUtilization) +
-                                          " < bool " + number(t) + ") / on (cluster, Hostname, UUID, GPU_I_ID) "
-                                          "group_left count by (cluster, Hostname, UUID, GPU_I_ID) " +
-                                          kUtilization + ")" + range + "))"});
+  for (const auto& [t, grace_s] : kinds) {
+    // Minutes under the startup grace (loading, compiling) are not waste: pods known to be
+    // younger than the grace at that minute are left out.
+    out.push_back({low_query_name(t, Duration(std::chrono::seconds(grace_s))),
+                   "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time((((" +
+                       std::string(kUtilization) + " < bool " + number(t) +
+                       ") / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
+                       "GPU_I_ID) " + kUtilization + ") unless on (cluster, namespace, pod) (time() - "
+                       "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + "))" + range + "))"});
   }
   out.push_back({"loans", "sum by (cluster, lender, borrower, pool) (sum_over_time(gpubank_bank_loan_gpus" + range + "))"});
+  out.push_back({"capacity", "sum by (cluster, pool, gpu_model) (sum_over_time(gpubank_gpu_info" + range + "))"});
+  out.push_back({"quota", "sum by (cluster, business_group, pool, kind) (sum_over_time(gpubank_quota_gpus{kind=~"
+                          "\"guaranteed|borrowable\"}" + range + "))"});
   return out;
 }
 
@@ -162,7 +173,7 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
     w.pool = r.pool;
     const ScanPolicy* p = governing_policy(w, policies);
     if (p == nullptr || !p->spec.thresholds.average_gpu_utilization) continue;
-    const auto q = low_by_query.find(low_query_name(*p->spec.thresholds.average_gpu_utilization));
+    const auto q = low_by_query.find(low_query_name(*p->spec.thresholds.average_gpu_utilization, p->spec.startup_grace_period));
     if (q == low_by_query.end()) continue;
     const auto m = q->second.find(key);
     if (m == q->second.end()) continue;

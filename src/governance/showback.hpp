@@ -14,8 +14,11 @@
 //
 // Low-utilisation GPU-hours: device-minutes whose utilisation (100 x
 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL) was below the
-// averageGpuUtilization threshold of the LowUtilizationPolicy governing the workload (one
-// query per distinct threshold), serving floors excluded (their hours are retention).
+// averageGpuUtilization threshold of the LowUtilizationPolicy governing the workload, not
+// counting minutes while a pod was younger than the policy's startupGracePeriod (one query
+// per distinct threshold and grace), serving floors excluded (their hours are retention).
+// The plan also asks for the pools' device-minutes and the groups' guaranteed and
+// borrowable GPU-minutes, for the KPIs (rankings.hpp).
 #pragma once
 
 #include <cstdint>

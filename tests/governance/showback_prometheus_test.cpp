@@ -4,7 +4,9 @@
 //
 //   search/u1  a   training  2 H100 all hour at 50 %      2 x 60 = 120 min = 2.0 h, low 0       cost 7.00
 //   search/u2  b   training  1 H100, 5 % for 30 min, then 80 %  1.0 h, low 0.5 h (< 10 %)     cost 3.50, low 1.75
-//   ads/u3     c   training  1 H100 from T0+20m at 2 %    40 min = 0.6667 h, all low           cost 2.3333
+//   ads/u3     c   training  1 H100 from T0+20m at 2 %    40 min = 0.6667 h, cost 2.3333; low only
+//                                                         after training-default's 30m startup
+//                                                         grace: T0+51m..T0+59m, 9 min = 0.15 h
 //   unknown        a pod without attribution, 1 H100      1.0 h (its own row, never dropped)   cost 3.50
 //   research/u4 d  notebook  half of a time-sliced 1g.10gb slice at 1 %: 0.5 h, low 0.5 h (< 5 %) cost 0.15
 //   research/u5 e  notebook  the other half                                0.5 h, low 0.5 h    cost 0.15
@@ -13,6 +15,14 @@
 //
 // Pools: h100-rdma-training 2 + 1 + 0.6667 + 1 = 4.6667 h (16.3333 USD), h100-inference 2 h
 // (7 USD), mig-or-shared-development 1 h (0.30 USD); in all 7.6667 h, 23.6333 USD.
+//
+// KPIs: devices (gpubank_gpu_info) 8 H100 training, 4 H100 inference, 7 slices: allocation
+// rates 4.6667/8 = 0.58333, 2/4 = 0.5, 1/7. Quotas: search guaranteed 4, ads guaranteed 2
+// and borrowable 2: search 3/4 = 0.75 allocated, no borrow rate (nothing borrowable); ads
+// 0.6667/2 allocated, borrowed 1/2 = 0.5.
+// Leaderboard (minimum 0.5 judged GPU-hours): H100/full/exclusive: ads 0.15/0.6667 = 0.225
+// first, search 0.5/3 = 0.1667 second, customer-service (all serving floor) and unknown
+// unranked; A100/1g.10gb/exclusive: research 1.0/1.0 first.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -106,6 +116,36 @@ class ShowbackPrometheusTest : public ::testing::Test {
         each_minute(d, [&](std::int64_t, std::int64_t t) { out << "gpubank_gpu_allocation_info" << labels_text(l) << " 1 " << t << '\n'; });
       }
     }
+    out << "# TYPE gpubank_pod_start_time_seconds gauge\n";
+    for (const Device& d : devices) {
+      for (const Holder& h : d.holders) {
+        if (h.group.empty()) continue;
+        Labels l{{"namespace", h.group}, {"pod", h.pod}, {"pod_uid", "pod-" + h.uid}, {"workload_kind", "Job"},
+                 {"workload", "job-" + h.uid}, {"workload_uid", h.uid}};
+        const std::int64_t start = d.first > -10 ? t0_ + d.first * 60 : t0_ - 5 * 3600;
+        each_minute(d, [&](std::int64_t, std::int64_t t) {
+          out << "gpubank_pod_start_time_seconds" << labels_text(l) << ' ' << start << ' ' << t << '\n';
+        });
+      }
+    }
+    out << "# TYPE gpubank_gpu_info gauge\n";
+    for (const auto& [pool, model, partition, n] :
+         {std::tuple{"h100-rdma-training", "H100", "full", 8}, std::tuple{"h100-inference", "H100", "full", 4},
+          std::tuple{"mig-or-shared-development", "A100", "1g.10gb", 7}}) {
+      for (int i = 0; i < n; ++i) {
+        const std::string series = "gpubank_gpu_info" + labels_text({{"node", "node-1"}, {"pool", pool},
+                                                                     {"gpu_model", model}, {"partition", partition},
+                                                                     {"gpu_uuid", std::string(pool) + "-" + std::to_string(i)}});
+        for (std::int64_t m = -10; m <= 70; ++m) out << series << " 1 " << t0_ + m * 60 << '\n';
+      }
+    }
+    out << "# TYPE gpubank_quota_gpus gauge\n";
+    for (const auto& [group, kind, value] : {std::tuple{"search", "guaranteed", 4}, std::tuple{"search", "borrowable", 0},
+                                             std::tuple{"ads", "guaranteed", 2}, std::tuple{"ads", "borrowable", 2}}) {
+      const std::string series = "gpubank_quota_gpus" + labels_text({{"business_group", group},
+                                                                       {"pool", "h100-rdma-training"}, {"kind", kind}});
+      for (std::int64_t m = -10; m <= 70; ++m) out << series << ' ' << value << ' ' << t0_ + m * 60 << '\n';
+    }
     out << "# TYPE gpubank_bank_loan_gpus gauge\n";
     for (std::int64_t m = -10; m <= 70; ++m) {
       out << "gpubank_bank_loan_gpus{lender=\"search\",borrower=\"ads\",pool=\"h100-rdma-training\"} 1 " << t0_ + m * 60 << '\n';
@@ -113,15 +153,19 @@ class ShowbackPrometheusTest : public ::testing::Test {
     out << "# EOF\n";
   }
 
-  nlohmann::json report(const std::string& level) {
-    const auto r = gpubank::testing::run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", "showback",
+  nlohmann::json report(const std::string& level, const std::string& which = "showback") {
+    std::vector<std::string> extra;
+    if (which == "showback") extra = {"--level", level};
+    if (which == "leaderboard") extra = {"--min-gpu-hours", "0.5"};
+    const auto r = gpubank::testing::run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", which,
                                 "--prometheus", prometheus_.url(), "--policies",
                                 gpubank::testing::examples_dir() + "/policies", "--from",
                                 format_rfc3339(Timestamp(std::chrono::seconds(t0_))), "--to",
-                                format_rfc3339(Timestamp(std::chrono::seconds(t0_ + 3600))), "--level", level,
-                                "--format", "json"});
+                                format_rfc3339(Timestamp(std::chrono::seconds(t0_ + 3600))), "--format", "json",
+                                extra.size() > 0 ? extra[0] : "--timeout", extra.size() > 1 ? extra[1] : "60s"});
     EXPECT_EQ(r.status, 0) << r.err;
     nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (which != "showback") return j.is_array() ? j : nlohmann::json::array();
     return j.is_object() ? j : nlohmann::json{{"rows", nlohmann::json::array()}, {"totals", nlohmann::json::array()}};
   }
 
@@ -162,7 +206,7 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   EXPECT_NEAR(by_uid["b"]["lowUtilizationGpuHours"].get<double>(), 0.5, 1e-9);
   EXPECT_NEAR(by_uid["b"]["lowUtilizationCost"].get<double>(), 1.75, 1e-9);
   EXPECT_NEAR(hours(by_uid["c"]), 40.0 / 60, 1e-9);
-  EXPECT_NEAR(by_uid["c"]["lowUtilizationGpuHours"].get<double>(), 40.0 / 60, 1e-9);
+  EXPECT_NEAR(by_uid["c"]["lowUtilizationGpuHours"].get<double>(), 9.0 / 60, 1e-9);  // after its startup grace
   EXPECT_EQ(by_uid["unknown"]["businessGroup"], "unknown");
   EXPECT_NEAR(hours(by_uid["unknown"]), 1.0, 1e-9);
   EXPECT_NEAR(hours(by_uid["d"]), 0.5, 1e-9);
@@ -200,6 +244,31 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
                                            {"borrowedGpuHours", 1.0}, {"lentGpuHours", 0.0}}));
   EXPECT_EQ(g["loans"][1], (nlohmann::json{{"businessGroup", "search"}, {"pool", "h100-rdma-training"},
                                            {"borrowedGpuHours", 0.0}, {"lentGpuHours", 1.0}}));
+
+  // KPIs.
+  std::map<std::string, nlohmann::json> kpi;
+  for (const auto& k : report("", "kpis")) kpi[k["pool"].get<std::string>() + "/" + k.value("businessGroup", "")] = k;
+  EXPECT_NEAR(kpi["h100-rdma-training/"]["allocationRate"].get<double>(), (4 + 2.0 / 3) / 8, 1e-9);
+  EXPECT_NEAR(kpi["h100-inference/"]["allocationRate"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(kpi["mig-or-shared-development/"]["allocationRate"].get<double>(), 1.0 / 7, 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/search"]["allocationRate"].get<double>(), 0.75, 1e-9);
+  EXPECT_TRUE(kpi["h100-rdma-training/search"]["borrowRate"].is_null());
+  EXPECT_NEAR(kpi["h100-rdma-training/ads"]["allocationRate"].get<double>(), (2.0 / 3) / 2, 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/ads"]["borrowRate"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/ads"]["idleWasteShare"].get<double>(), 0.15 / (2.0 / 3), 1e-9);
+  EXPECT_TRUE(kpi["h100-inference/customer-service"]["allocationRate"].is_null());  // no guarantee known
+
+  // The leaderboard.
+  std::vector<std::tuple<std::string, nlohmann::json, std::string>> board;
+  for (const auto& entry : report("", "leaderboard")) {
+    board.emplace_back(entry["deviceClass"], entry["rank"], entry["businessGroup"]);
+  }
+  EXPECT_EQ(board, (std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+                       {"A100/1g.10gb/exclusive", 1, "research"},
+                       {"H100/full/exclusive", 1, "ads"},
+                       {"H100/full/exclusive", 2, "search"},
+                       {"H100/full/exclusive", nullptr, "customer-service"},
+                       {"H100/full/exclusive", nullptr, "unknown"}}));
 }
 
 }  // namespace
