@@ -5,6 +5,7 @@
 //                              [--level group|owner|workload] [--format table|csv|json|yaml]
 //   gpubank report kpis        (the same options but --level)
 //   gpubank report leaderboard (the same, and --min-gpu-hours N)
+//   gpubank report review      (the same, and --store S for the alert record)
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -15,6 +16,8 @@
 #include "core/timestamp.hpp"
 #include "governance/prometheus_client.hpp"
 #include "governance/rankings.hpp"
+#include "governance/review.hpp"
+#include "store/store.hpp"
 #include "governance/showback.hpp"
 
 namespace gpubank::cli {
@@ -29,9 +32,10 @@ struct ReportOptions {
   std::string format = "table";
   std::string timeout = "60s";
   double min_gpu_hours = 10;
+  std::string store;
 };
 
-enum class Report { Showback, Kpis, Leaderboard };
+enum class Report { Showback, Kpis, Leaderboard, Review };
 
 Expected<std::int64_t> time_ms(const std::string& text, const char* flag) {
   auto t = parse_rfc3339(text);
@@ -41,7 +45,10 @@ Expected<std::int64_t> time_ms(const std::string& text, const char* flag) {
 
 int run_report(const ReportOptions& opt, Report report) {
   const std::string me = std::string("gpubank report ") +
-                         (report == Report::Showback ? "showback" : report == Report::Kpis ? "kpis" : "leaderboard");
+                         (report == Report::Showback ? "showback"
+                          : report == Report::Kpis   ? "kpis"
+                          : report == Report::Review ? "review"
+                                                     : "leaderboard");
   auto from = time_ms(opt.from, "--from");
   if (!from) return std::cerr << me << ": " << from.error() << '\n', 2;
   auto to = time_ms(opt.to, "--to");
@@ -64,7 +71,11 @@ int run_report(const ReportOptions& opt, Report report) {
   if (!prometheus) return std::cerr << me << ": " << prometheus.error() << '\n', 2;
 
   governance::Answers answers;
-  for (const governance::Query& q : governance::plan_showback(*period, policies)) {
+  std::vector<governance::Query> plan = governance::plan_showback(*period, policies);
+  if (report == Report::Review) {
+    for (governance::Query& q : governance::plan_review(*period)) plan.push_back(std::move(q));
+  }
+  for (const governance::Query& q : plan) {
     auto samples = (*prometheus)->query(q.promql, period->to_ms - 1);
     if (!samples) return std::cerr << me << ": query " << q.name << ": " << samples.error() << '\n', 1;
     answers[q.name] = std::move(*samples);
@@ -75,6 +86,24 @@ int run_report(const ReportOptions& opt, Report report) {
     std::cerr << me << ": warning: GPU model " << m << " has no gpuHourPrice in the guardrails: its cost is 0\n";
   }
   const Format structured = opt.format == "yaml" ? Format::Yaml : Format::Json;
+  if (report == Report::Review) {
+    std::optional<governance::AlertBook> book;
+    if (!opt.store.empty()) {
+      auto store = store::Store::open(opt.store, store::OpenOptions{.create = false, .read_only = true});
+      if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
+      book.emplace();
+      if (auto read = governance::refresh(**store, *book); !read) {
+        return std::cerr << me << ": --store: " << read.error() << '\n', 1;
+      }
+    }
+    const auto findings = governance::review(*showback, answers, *set, book ? &*book : nullptr);
+    if (opt.format == "table" || opt.format == "csv") {
+      std::cout << governance::review_text(findings);
+    } else {
+      print_structured(std::cout, governance::to_json(findings), structured);
+    }
+    return 0;
+  }
   if (report == Report::Kpis) {
     const auto k = governance::kpis(*showback, answers);
     if (opt.format == "csv") {
@@ -112,7 +141,8 @@ int run_report(const ReportOptions& opt, Report report) {
 Command add_report_command(CLI::App& app) {
   auto opt = std::make_shared<ReportOptions>();
   auto chosen = std::make_shared<Report>(Report::Showback);
-  CLI::App* cmd = app.add_subcommand("report", "FinOps reports from Prometheus: showback, KPIs, the team leaderboard");
+  CLI::App* cmd =
+      app.add_subcommand("report", "FinOps reports from Prometheus: showback, KPIs, the team leaderboard, the quota review");
   cmd->require_subcommand(1);
   auto common = [&](CLI::App* sub) {
     sub->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090)")->required();
@@ -141,6 +171,12 @@ Command add_report_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   board->callback([chosen] { *chosen = Report::Leaderboard; });
+  CLI::App* review = cmd->add_subcommand(
+      "review", "What to change in the quotas: unused guarantees, constant borrowing, long pending, orphans, "
+                "alerts that keep re-opening; each naming the policy and the evidence");
+  common(review);
+  review->add_option("--store", opt->store, "The scanner's store, for alerts that keep re-opening (read only)");
+  review->callback([chosen] { *chosen = Report::Review; });
   return {cmd, [opt, chosen] { return run_report(*opt, *chosen); }};
 }
 

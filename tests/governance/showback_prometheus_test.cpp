@@ -23,6 +23,11 @@
 // Leaderboard (minimum 0.5 judged GPU-hours): H100/full/exclusive: ads 0.15/0.6667 = 0.225
 // first, search 0.5/3 = 0.1667 second, customer-service (all serving floor) and unknown
 // unranked; A100/1g.10gb/exclusive: research 1.0/1.0 first.
+// Review (examples' quotas): every guarantee is under 30 % used (search 3 of 32 GPUs: lower
+// to ceil(3 x 1.2) = 4; ads 0.67 of 16: 1; customer-service 2 of 32 on h100-inference: 3;
+// research 1 of 16 slices: 2; the idle ones: 0); ads borrowed all 60 minutes, 1 GPU: raise
+// 16 to 17; search's ClusterQueue was inadmissible 30 of 60 minutes (over 25 %); Kueue's
+// legacy-team queue has no policy.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -146,6 +151,20 @@ class ShowbackPrometheusTest : public ::testing::Test {
                                                                        {"pool", "h100-rdma-training"}, {"kind", kind}});
       for (std::int64_t m = -10; m <= 70; ++m) out << series << ' ' << value << ' ' << t0_ + m * 60 << '\n';
     }
+    // Kueue: search's ClusterQueue has inadmissible work for the first 30 minutes; a queue
+    // no policy renders.
+    out << "# TYPE kueue_pending_workloads gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "kueue_pending_workloads{cluster_queue=\"search-h100-rdma-training\",status=\"inadmissible\"} "
+          << (m >= 0 && m < 30 ? 2 : 0) << ' ' << t0_ + m * 60 << '\n';
+    }
+    out << "# TYPE kueue_cluster_queue_nominal_quota gauge\n";
+    for (const char* queue : {"search-h100-rdma-training", "legacy-team"}) {
+      for (std::int64_t m = -10; m <= 70; ++m) {
+        out << "kueue_cluster_queue_nominal_quota{cluster_queue=\"" << queue
+            << "\",flavor=\"h100\",resource=\"nvidia.com/gpu\"} 8 " << t0_ + m * 60 << '\n';
+      }
+    }
     out << "# TYPE gpubank_bank_loan_gpus gauge\n";
     for (std::int64_t m = -10; m <= 70; ++m) {
       out << "gpubank_bank_loan_gpus{lender=\"search\",borrower=\"ads\",pool=\"h100-rdma-training\"} 1 " << t0_ + m * 60 << '\n';
@@ -157,6 +176,7 @@ class ShowbackPrometheusTest : public ::testing::Test {
     std::vector<std::string> extra;
     if (which == "showback") extra = {"--level", level};
     if (which == "leaderboard") extra = {"--min-gpu-hours", "0.5"};
+    if (which == "review") extra = {"--timeout", "60s"};
     const auto r = gpubank::testing::run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", which,
                                 "--prometheus", prometheus_.url(), "--policies",
                                 gpubank::testing::examples_dir() + "/policies", "--from",
@@ -165,7 +185,7 @@ class ShowbackPrometheusTest : public ::testing::Test {
                                 extra.size() > 0 ? extra[0] : "--timeout", extra.size() > 1 ? extra[1] : "60s"});
     EXPECT_EQ(r.status, 0) << r.err;
     nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-    if (which != "showback") return j.is_array() ? j : nlohmann::json::array();
+    if (which != "showback") return j.is_array() ? j : nlohmann::json::array();  // kpis, leaderboard, review
     return j.is_object() ? j : nlohmann::json{{"rows", nlohmann::json::array()}, {"totals", nlohmann::json::array()}};
   }
 
@@ -269,6 +289,37 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
                        {"H100/full/exclusive", 2, "search"},
                        {"H100/full/exclusive", nullptr, "customer-service"},
                        {"H100/full/exclusive", nullptr, "unknown"}}));
+
+  // The review.
+  std::vector<std::pair<std::string, std::string>> findings;
+  std::map<std::string, nlohmann::json> by_subject;
+  for (const auto& finding : report("", "review")) {
+    findings.emplace_back(finding["kind"], finding["subject"]);
+    by_subject[finding["kind"].get<std::string>() + " " + finding["subject"].get<std::string>()] = finding;
+  }
+  EXPECT_EQ(findings, (std::vector<std::pair<std::string, std::string>>{
+                          {"borrowed-most-of-the-time", "ads on h100-rdma-training"},
+                          {"guarantee-unused", "ads on h100-rdma-training"},
+                          {"guarantee-unused", "ads on mig-or-shared-development"},
+                          {"guarantee-unused", "customer-service on h100-inference"},
+                          {"guarantee-unused", "customer-service on l40s-inference"},
+                          {"guarantee-unused", "research on h100-rdma-training"},
+                          {"guarantee-unused", "research on mig-or-shared-development"},
+                          {"guarantee-unused", "search on h100-rdma-training"},
+                          {"guarantee-unused", "search on mig-or-shared-development"},
+                          {"pending-long", "ClusterQueue search-h100-rdma-training"},
+                          {"queue-without-policy", "ClusterQueue legacy-team"}}));
+  const auto& unused = by_subject["guarantee-unused search on h100-rdma-training"];
+  EXPECT_EQ(unused["policy"], "GPUQuotaPolicy/search-team-h100");
+  EXPECT_EQ(unused["evidence"]["suggestedGuaranteed"], 4);
+  EXPECT_EQ(by_subject["guarantee-unused research on mig-or-shared-development"]["evidence"]["suggestedGuaranteed"], 2);
+  EXPECT_EQ(by_subject["guarantee-unused customer-service on h100-inference"]["evidence"]["suggestedGuaranteed"], 3);
+  const auto& borrowed = by_subject["borrowed-most-of-the-time ads on h100-rdma-training"];
+  EXPECT_EQ(borrowed["policy"], "GPUQuotaPolicy/ads-training-h100");
+  EXPECT_EQ(borrowed["evidence"]["suggestedGuaranteed"], 17);
+  EXPECT_NEAR(by_subject["pending-long ClusterQueue search-h100-rdma-training"]["evidence"]["inadmissibleShare"]
+                  .get<double>(),
+              0.5, 1e-9);
 }
 
 }  // namespace
