@@ -20,11 +20,13 @@
 #include <spawn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
@@ -334,6 +336,53 @@ TEST_F(ScanPrometheusTest, ANoticeThatCouldNotBeDeliveredIsDeliveredByTheNextSca
   // The webhook took the first scan's notices too (it was up); the second scan sent them
   // again with Alertmanager's: delivery is at least once, recording exactly once.
   EXPECT_EQ(notices_.size(), 6u);
+}
+
+// `gpubank scan --every 1s`: a service that scans each second at the real time (the series
+// reach now) until SIGTERM, which ends it with status 0. Several scans, one notice each.
+TEST_F(ScanPrometheusTest, AsAServiceItScansEverySecondAndStopsOnSigterm) {
+  write_series(standard_workloads());
+  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
+  start_prometheus();
+  start_alertmanager();
+  start_webhook();
+  if (HasFatalFailure()) return;
+
+  std::vector<std::string> args = scan_argv(0);
+  const auto at = std::find(args.begin(), args.end(), "--at");
+  ASSERT_NE(at, args.end());
+  *at = "--every";
+  *(at + 1) = "1s";
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string out = (dir_ / "every.out").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Until three scans have printed (each -o json output is one object), at most a minute.
+  int scans = 0;
+  for (int i = 0; i < 600 && scans < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    scans = 0;
+    for (std::size_t p = text.find("\"openAlerts\""); p != std::string::npos; p = text.find("\"openAlerts\"", p + 1)) ++scans;
+  }
+  EXPECT_GE(scans, 3);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+
+  // The notebook (idle throughout) was notified once, however many scans ran.
+  std::lock_guard lock(mu_);
+  int nb = 0;
+  for (const auto& n : notices_) nb += n["alert"]["workloadUid"] == "w-nb" ? 1 : 0;
+  EXPECT_EQ(nb, 1);
 }
 
 // The crash test: `gpubank scan` SIGKILLed at seeded random moments (while it queries,
