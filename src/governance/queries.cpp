@@ -6,6 +6,7 @@
 #include <set>
 
 #include "document/decode.hpp"
+#include "governance/text.hpp"
 #include "policy/schema.hpp"
 
 namespace gpubank::governance {
@@ -18,11 +19,6 @@ constexpr const char* kWorkload = "cluster, namespace, workload_kind, workload, 
 constexpr const char* kIdentity =
     "cluster, workload_uid, business_group, owner_id, namespace, workload_kind, workload, workload_type, pool, "
     "gpu_model, partition, capacity_role, checkpointable, keep_running_until";
-
-std::string label(const serving::PromSample& s, const std::string& name) {
-  const auto it = s.labels.find(name);
-  return it == s.labels.end() ? std::string() : it->second;
-}
 
 // The workload's key (workload_key()) from a sample's labels.
 std::string key_of(const serving::PromSample& s) {

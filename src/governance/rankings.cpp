@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "document/decode.hpp"
+#include "governance/text.hpp"
 #include "policy/schema.hpp"
 
 namespace gpubank::governance {
@@ -14,43 +15,15 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string label(const serving::PromSample& s, const std::string& name) {
-  const auto it = s.labels.find(name);
-  return it == s.labels.end() ? std::string() : it->second;
-}
-
 std::optional<double> ratio(double num, double den) {
   if (!(den > 0)) return std::nullopt;
   return num / den;
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < 5e-13 ? 0.0 : v);
-  return buf;
-}
 std::string percent(const std::optional<double>& v) { return v ? fixed(*v * 100, 1) + "%" : "-"; }
 
 void optional_ratio(Json& j, const char* key, const std::optional<double>& v) {
   j[key] = v ? Json(*v) : Json(nullptr);
-}
-
-std::string render(const std::vector<std::vector<std::string>>& cells, std::size_t first_numeric) {
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& row : cells) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::ostringstream out;
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const std::string pad(width[i] - row[i].size(), ' ');
-      line += (i == 0 ? "" : "  ") + (i >= first_numeric ? pad + row[i] : row[i] + pad);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << '\n';
-  }
-  return out.str();
 }
 
 }  // namespace
@@ -206,7 +179,7 @@ std::string kpi_table(const std::vector<Kpi>& kpis) {
                      fixed(k.borrowed_gpu_hours, 2), percent(k.borrow_rate), fixed(k.low_utilization_gpu_hours, 2),
                      percent(k.idle_waste_share)});
   }
-  return render(cells, 3);
+  return render_columns(cells, 3);
 }
 
 std::string leaderboard_table(const std::vector<LeaderboardEntry>& board, const std::string& currency) {
@@ -217,7 +190,7 @@ std::string leaderboard_table(const std::vector<LeaderboardEntry>& board, const 
                      fixed(e.allocated_gpu_hours, 2), fixed(e.low_utilization_gpu_hours, 2),
                      percent(e.idle_waste_share), fixed(e.serving_floor_gpu_hours, 2), fixed(e.low_utilization_cost, 2)});
   }
-  return render(cells, 3);
+  return render_columns(cells, 3);
 }
 
 std::string kpi_csv(const std::vector<Kpi>& kpis) {

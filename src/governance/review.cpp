@@ -7,21 +7,13 @@
 #include <set>
 #include <sstream>
 
+#include "governance/text.hpp"
+
 namespace gpubank::governance {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string label(const serving::PromSample& s, const std::string& name) {
-  const auto it = s.labels.find(name);
-  return it == s.labels.end() ? std::string() : it->second;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 std::string percent(double v) { return fixed(v * 100, 0) + "%"; }
 
 const std::vector<serving::PromSample>& answer(const Answers& answers, std::string_view name) {

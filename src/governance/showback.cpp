@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/timestamp.hpp"
+#include "governance/text.hpp"
 
 namespace gpubank::governance {
 namespace {
@@ -25,20 +26,9 @@ constexpr const char* kShare =
 constexpr const char* kUtilization =
     "(100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{mapping_status=\"mapped\"} or DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\"})";
 
-std::string label(const serving::PromSample& s, const std::string& name) {
-  const auto it = s.labels.find(name);
-  return it == s.labels.end() ? std::string() : it->second;
-}
-
 std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < 5e-13 ? 0.0 : v);
   return buf;
 }
 
@@ -319,23 +309,7 @@ std::string to_table(const Showback& s, ShowbackLevel level) {
   };
   for (const ShowbackRow& r : roll_up(s.rows, level)) push(r, r.business_group);
   for (const ShowbackRow& r : showback_totals(s.rows)) push(r, r.pool.empty() ? "TOTAL" : "(pool total)");
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& row : cells) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::ostringstream out;
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (width[i] == 0) continue;
-      const bool numeric = i >= 5;
-      const std::string pad(width[i] - row[i].size(), ' ');
-      line += (line.empty() ? "" : "  ") + (numeric ? pad + row[i] : row[i] + pad);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << '\n';
-  }
-  return out.str();
+  return render_columns(cells, 5);
 }
 
 }  // namespace gpubank::governance

@@ -44,3 +44,36 @@ TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
 
 }  // namespace
 }  // namespace gpubank::governance
+
+namespace gpubank::governance {
+namespace {
+
+// The printed forms: an aligned table with the totals, and CSV with a header.
+TEST(ShowbackText, TableAndCsv) {
+  Showback s;
+  s.period = *showback_period(0, 3'600'000);
+  s.currency = "USD";
+  ShowbackRow a;
+  a.pool = "h100-rdma-training";
+  a.business_group = "search";
+  a.owner_id = "u1";
+  a.gpu_model = "H100";
+  a.partition = "full";
+  a.allocated_gpu_hours = 2;
+  a.low_utilization_gpu_hours = 0.5;
+  a.cost = 7;
+  a.low_utilization_cost = 1.75;
+  s.rows = {a};
+  EXPECT_EQ(to_table(s, ShowbackLevel::Group),
+            "POOL                GROUP         GPU   GPU-HOURS  LOW-UTIL  FLOOR  COST USD  LOW-UTIL COST\n"
+            "h100-rdma-training  search        H100       2.00      0.50   0.00      7.00           1.75\n"
+            "h100-rdma-training  (pool total)  H100       2.00      0.50   0.00      7.00           1.75\n"
+            "                    TOTAL                    2.00      0.50   0.00      7.00           1.75\n");
+  EXPECT_EQ(to_csv(s, ShowbackLevel::Owner),
+            "pool,business_group,owner_id,namespace,workload_kind,workload,workload_uid,gpu_model,partition,"
+            "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency\n"
+            "h100-rdma-training,search,u1,,,,,H100,full,2.0000,0.5000,0.0000,7.00,1.75,USD\n");
+}
+
+}  // namespace
+}  // namespace gpubank::governance
