@@ -16,10 +16,12 @@
 #include <filesystem>
 #include <thread>
 
+#include <date/date.h>
 #include <nlohmann/json.hpp>
 
 #include "serving/signals.hpp"
 #include "support/paths.hpp"
+#include "support/process.hpp"
 #include "support/promtool.hpp"
 
 namespace gpubank::testing {
@@ -191,6 +193,37 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
             1);
   EXPECT_EQ(query(prometheus, R"(count(gpubank_gpu_allocation_info))"),
             query(prometheus, R"(count(DCGM_FI_DEV_POWER_USAGE{mapping_status="mapped"}))"));
+
+  // The governance commands run against the twin's Prometheus unchanged: the scanner sees
+  // every attributed workload and gives each one verdict, and showback adds the twin's
+  // devices up. (The twin's pods were created in virtual time and Prometheus keeps wall
+  // time, so the verdicts themselves are not checked here: tests/governance does that.)
+  const std::string prometheus_url = "http://127.0.0.1:" + prometheus_arg;
+  const auto scanned = run_process({binary, "scan", "--prometheus", prometheus_url, "--policies", policies, "--store",
+                                    (dir / "governance.db").string(), "-o", "json"});
+  ASSERT_EQ(scanned.status, 0) << scanned.err;
+  const auto scan = nlohmann::json::parse(scanned.out, nullptr, false);
+  ASSERT_TRUE(scan.is_object()) << scanned.out;
+  const auto workloads =
+      query(prometheus, R"(count(count by (namespace, workload_kind, workload, workload_uid) (gpubank_gpu_allocation_info{workload!=""})))");
+  ASSERT_TRUE(workloads);
+  EXPECT_EQ(scan["workloads"], *workloads);
+  int judged = 0;
+  for (const auto& [verdict, n] : scan["verdicts"].items()) judged += n.get<int>();
+  EXPECT_EQ(judged, *workloads);
+  EXPECT_EQ(scan["queries"].size(), 6u);
+  // A period reaching past now: its last minute's sample is the latest scrape (Prometheus
+  // looks back five minutes), as the twin has run for seconds of wall time, not minutes.
+  const auto now = std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now());
+  auto at = [](auto t) { return date::format("%FT%TZ", t); };
+  const auto shown = run_process({binary, "report", "showback", "--prometheus", prometheus_url, "--policies", policies,
+                                  "--from", at(now - std::chrono::minutes(5)), "--to", at(now + std::chrono::minutes(2)),
+                                  "--format", "json"});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  const auto showback = nlohmann::json::parse(shown.out, nullptr, false);
+  ASSERT_TRUE(showback.is_object()) << shown.out;
+  EXPECT_FALSE(showback["rows"].empty());
+  EXPECT_GT(showback["totals"].back()["allocatedGpuHours"].get<double>(), 0);
   std::filesystem::remove_all(dir);
 }
 
