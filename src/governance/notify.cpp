@@ -83,6 +83,7 @@ void set_timeouts(httplib::Client& c, std::chrono::milliseconds timeout) {
   c.set_connection_timeout(seconds.count(), static_cast<time_t>(micros.count()));
   c.set_read_timeout(seconds.count(), static_cast<time_t>(micros.count()));
   c.set_write_timeout(seconds.count(), static_cast<time_t>(micros.count()));
+  c.set_tcp_nodelay(true);
 }
 
 Expected<bool> post_json(httplib::Client& client, const std::string& url, const std::string& path, const Json& body) {

@@ -19,6 +19,7 @@ class HttpPrometheus final : public PrometheusClient {
     client_.set_connection_timeout(seconds.count(), static_cast<time_t>(micros.count()));
     client_.set_read_timeout(seconds.count(), static_cast<time_t>(micros.count()));
     client_.set_keep_alive(true);
+    client_.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add ~40 ms to every query (bench/scan_bench)
   }
 
   Expected<std::vector<serving::PromSample>> query(const std::string& promql, std::int64_t time_ms) override {
