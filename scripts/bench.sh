@@ -28,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load webhook_abuse admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench inference_bench telemetry_bench placement_bench watch_bench exporter_bench gpubank >&2
+  store_bench inference_bench telemetry_bench placement_bench watch_bench exporter_bench scan_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -157,6 +157,12 @@ log "watch_bench (5 repetitions, medians; 5,000 Workloads, a burst of 10,000 upd
 log "exporter_bench (3 repetitions, medians; 8 GPUs x 7 MIG x 30 fields, 10 scrapers, a 60 s soak; the 1-hour soak is --soak-seconds 3600)"
 "$build/bench/exporter_bench" --repetitions 3 --summary "$out/exporter.md" | tee "$out/exporter.txt" >&2
 
+# The scan reads a real Prometheus (Debian's, installed by bootstrap.sh) that scrapes the
+# series from the benchmark; its data and SQLite stores go to $work/scan_bench, removed after.
+log "scan_bench (5 repetitions, medians; 10,000 workloads on 20,000 GPUs in a real Prometheus, a sample every 60 s, and every 30 s)"
+"$build/bench/scan_bench" --work-dir="$work" --summary="$out/scan.md" | tee "$out/scan.txt" >&2
+"$build/bench/scan_bench" --work-dir="$work" --step-seconds=30 --summary="$out/scan-30s.md" | tee "$out/scan-30s.txt" >&2
+
 log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
 alibaba=../shared/traces/alibaba-gpu-v2023
 {
@@ -212,7 +218,7 @@ build_type="$(cache CMAKE_BUILD_TYPE)"
 flags="$(cache CMAKE_CXX_FLAGS) $(cache CMAKE_CXX_FLAGS_RELEASE)"
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench ':!bench/RESULTS.md' && echo '' || echo ' (with uncommitted changes)')"
 libs="$(dpkg-query -W -f='${Package} ${Version}, ' libyaml-cpp-dev libcpp-httplib-dev libssl-dev libbenchmark-dev \
-  nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 libmimalloc-dev 2>/dev/null | sed 's/, $//')"
+  nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 libmimalloc-dev prometheus 2>/dev/null | sed 's/, $//')"
 allocator="$(test "$(cache GPUBANK_MIMALLOC)" = ON && echo "mimalloc (GPUBANK_MIMALLOC=ON), for gpubank and every benchmark" || echo "glibc malloc")"
 
 log "write $results"
@@ -281,6 +287,16 @@ log "write $results"
   echo "## The node exporter, 8 GPUs x 7 MIG instances x 30 fields: bench/exporter_bench"
   echo
   cat "$out/exporter.md"
+  echo
+  echo "## The low-utilisation scan, 10,000 workloads on 20,000 GPUs: bench/scan_bench"
+  echo
+  echo "### A sample every 60 s"
+  echo
+  cat "$out/scan.md"
+  echo
+  echo "### A sample every 30 s"
+  echo
+  cat "$out/scan-30s.md"
   echo
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo
