@@ -59,33 +59,6 @@ std::string summary_of(const Alert& a) {
          percent(e.memory_utilization) + " memory utilisation, low for " + hours(e.low_seconds);
 }
 
-struct Endpoint {
-  std::string base;
-  std::string path;
-};
-
-Expected<Endpoint> endpoint(const std::string& url, std::string_view flag) {
-  const std::string_view scheme = "http://";
-  if (!url.starts_with(scheme)) return Unexpected{std::string(flag) + ": " + url + ": must be an http:// URL"};
-  const auto slash = url.find('/', scheme.size());
-  if (slash == scheme.size() || url.size() == scheme.size()) {
-    return Unexpected{std::string(flag) + ": " + url + ": names no host"};
-  }
-  if (slash == std::string::npos) return Endpoint{url, ""};
-  std::string path = url.substr(slash);
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  return Endpoint{url.substr(0, slash), path};
-}
-
-void set_timeouts(httplib::Client& c, std::chrono::milliseconds timeout) {
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds);
-  c.set_connection_timeout(seconds.count(), static_cast<time_t>(micros.count()));
-  c.set_read_timeout(seconds.count(), static_cast<time_t>(micros.count()));
-  c.set_write_timeout(seconds.count(), static_cast<time_t>(micros.count()));
-  c.set_tcp_nodelay(true);
-}
-
 Expected<bool> post_json(httplib::Client& client, const std::string& url, const std::string& path, const Json& body) {
   auto res = client.Post(path.empty() ? "/" : path, body.dump(), "application/json");
   if (!res) return Unexpected{url + ": " + describe(res.error())};
@@ -97,9 +70,9 @@ Expected<bool> post_json(httplib::Client& client, const std::string& url, const 
 
 class AlertmanagerNotifier final : public Notifier {
  public:
-  AlertmanagerNotifier(std::string url, Endpoint e, std::chrono::milliseconds timeout, NoticeContext context)
+  AlertmanagerNotifier(std::string url, HttpEndpoint e, std::chrono::milliseconds timeout, NoticeContext context)
       : url_(std::move(url)), path_(e.path + "/api/v2/alerts"), client_(e.base), context_(std::move(context)) {
-    set_timeouts(client_, timeout);
+    configure_client(client_, timeout);
   }
   Expected<bool> deliver(std::span<const Transition> notices, std::int64_t now_ms) override {
     Json alerts = Json::array();
@@ -132,9 +105,9 @@ class AlertmanagerNotifier final : public Notifier {
 
 class WebhookNotifier final : public Notifier {
  public:
-  WebhookNotifier(std::string url, Endpoint e, std::chrono::milliseconds timeout, NoticeContext context)
+  WebhookNotifier(std::string url, HttpEndpoint e, std::chrono::milliseconds timeout, NoticeContext context)
       : url_(std::move(url)), path_(e.path), client_(e.base), context_(std::move(context)) {
-    set_timeouts(client_, timeout);
+    configure_client(client_, timeout);
   }
   Expected<bool> deliver(std::span<const Transition> notices, std::int64_t) override {
     for (const Transition& t : notices) {
@@ -212,14 +185,14 @@ Json alertmanager_alert(const Alert& a, Audience audience, std::int64_t now_ms, 
 
 Expected<std::unique_ptr<Notifier>> alertmanager_notifier(const std::string& url, std::chrono::milliseconds timeout,
                                                           NoticeContext context) {
-  auto e = endpoint(url, "--alertmanager");
+  auto e = split_http_url(url, "--alertmanager");
   if (!e) return Unexpected{e.error()};
   return std::unique_ptr<Notifier>(new AlertmanagerNotifier(url, *e, timeout, std::move(context)));
 }
 
 Expected<std::unique_ptr<Notifier>> webhook_notifier(const std::string& url, std::chrono::milliseconds timeout,
                                                      NoticeContext context) {
-  auto e = endpoint(url, "--webhook");
+  auto e = split_http_url(url, "--webhook");
   if (!e) return Unexpected{e.error()};
   return std::unique_ptr<Notifier>(new WebhookNotifier(url, *e, timeout, std::move(context)));
 }

@@ -14,12 +14,8 @@ class HttpPrometheus final : public PrometheusClient {
  public:
   HttpPrometheus(std::string url, const std::string& base, std::string prefix, std::chrono::milliseconds timeout)
       : url_(std::move(url)), prefix_(std::move(prefix)), client_(base) {
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds);
-    client_.set_connection_timeout(seconds.count(), static_cast<time_t>(micros.count()));
-    client_.set_read_timeout(seconds.count(), static_cast<time_t>(micros.count()));
+    configure_client(client_, timeout);
     client_.set_keep_alive(true);
-    client_.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add ~40 ms to every query (bench/scan_bench)
   }
 
   Expected<std::vector<serving::PromSample>> query(const std::string& promql, std::int64_t time_ms) override {
@@ -74,14 +70,9 @@ class HttpPrometheus final : public PrometheusClient {
 
 Expected<std::unique_ptr<PrometheusClient>> PrometheusClient::create(const std::string& url,
                                                                      std::chrono::milliseconds timeout) {
-  const std::string_view scheme = "http://";
-  if (!url.starts_with(scheme)) return Unexpected{"--prometheus: " + url + ": must be an http:// URL"};
-  const auto slash = url.find('/', scheme.size());
-  if (slash == scheme.size() || url.size() == scheme.size()) return Unexpected{"--prometheus: " + url + ": names no host"};
-  std::string base = slash == std::string::npos ? url : url.substr(0, slash);
-  std::string prefix = slash == std::string::npos ? std::string() : url.substr(slash);
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  return std::unique_ptr<PrometheusClient>(new HttpPrometheus(url, base, std::move(prefix), timeout));
+  auto e = split_http_url(url, "--prometheus");
+  if (!e) return Unexpected{e.error()};
+  return std::unique_ptr<PrometheusClient>(new HttpPrometheus(url, e->base, e->path, timeout));
 }
 
 }  // namespace gpubank::governance
