@@ -494,6 +494,7 @@ void Engine::decision(const Decision& d, VirtualTime now) {
       s.admitted_at = now;
       s.admission_seq = ++admissions_;
       ++s.outcome.admissions;
+      s.outcome.last_admitted = now;
       if (!s.outcome.first_admitted) {
         s.outcome.first_admitted = now;
         Quota& wq = quotas_[at(s.quota)];

@@ -139,6 +139,7 @@ struct WorkloadOutcome {
                                             // Checkpointing, Requeuing, Finished, Deleted, Deactivated
   std::int64_t gpus = 0;
   std::optional<VirtualTime> first_admitted, finished;
+  std::optional<VirtualTime> last_admitted;  // a re-admission starts new pods
   int admissions = 0, stops = 0;
   std::int64_t loss_gpu_ms = 0;
 };
