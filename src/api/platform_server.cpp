@@ -8,6 +8,7 @@
 
 #include "core/duration.hpp"
 #include "core/escape.hpp"
+#include "core/timestamp.hpp"
 
 namespace gpubank::api {
 
@@ -102,6 +103,57 @@ QueryResult<twin::live::EventFilter> parse_event_filter(const Params& params) {
   f.pool = param(params, "pool");
   f.object = param(params, "object");
   return f;
+}
+
+QueryResult<GovernanceQuery> parse_governance_query(const Params& params,
+                                                    std::initializer_list<std::string_view> known) {
+  if (auto e = check_known(params, known)) return *e;
+  GovernanceQuery q;
+  for (const char* key : {"from", "to"}) {
+    const auto it = params.find(key);
+    if (it == params.end()) continue;
+    const auto t = parse_rfc3339(it->second);
+    if (!t) {
+      return QueryError{key, "query.invalid-time",
+                        std::string(key) + " must be an RFC 3339 time (2026-11-30T16:00:00Z), got \"" +
+                            escape_text(it->second.substr(0, 40)) + "\""};
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+    if (ms < 0) return QueryError{key, "query.out-of-range", std::string(key) + " must not be before 1970"};
+    (std::string_view(key) == "from" ? q.from_ms : q.to_ms) = ms;
+  }
+  if (q.from_ms && q.to_ms && *q.to_ms <= *q.from_ms) {
+    return QueryError{"to", "query.empty-period", "to must be after from"};
+  }
+  if (const auto it = params.find("level"); it != params.end()) {
+    if (it->second == "group") {
+      q.level = governance::ShowbackLevel::Group;
+    } else if (it->second == "owner") {
+      q.level = governance::ShowbackLevel::Owner;
+    } else if (it->second == "workload") {
+      q.level = governance::ShowbackLevel::Workload;
+    } else {
+      return QueryError{"level", "query.invalid-enum",
+                        "level must be one of group, owner, workload, got \"" + escape_text(it->second.substr(0, 32)) +
+                            "\""};
+    }
+  }
+  if (const auto it = params.find("minGpuHours"); it != params.end()) {
+    const std::string& v = it->second;
+    double value = -1;
+    std::size_t used = 0;
+    try {
+      value = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (v.empty() || used != v.size() || !std::isfinite(value) || value < 0 || value > 1e6) {
+      return QueryError{"minGpuHours", "query.out-of-range",
+                        "minGpuHours must be a number from 0 to 1000000, got \"" + escape_text(v.substr(0, 32)) + "\""};
+    }
+    q.min_gpu_hours = value;
+  }
+  return q;
 }
 
 QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& params) {
@@ -376,6 +428,62 @@ void PlatformServer::install_routes() {
       send_json(res, ((*platform_).*view)(std::get<twin::live::Page>(page)));
     });
   };
+  // Governance in virtual time (twin/live/governance.hpp).
+  svr.Get("/api/v1/governance/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::lock_guard lock(mu_);
+    const twin::live::TwinGovernance* g = platform_->governance();
+    if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
+    send_json(res, g->alerts_json());
+  });
+  enum class Report { Showback, Kpis, Leaderboard };
+  // The parameters each report takes are checked by its route (parse_governance_query).
+  auto report = [this](httplib::Response& res, Report kind, const QueryResult<GovernanceQuery>& parsed) {
+    if (const auto* e = std::get_if<QueryError>(&parsed)) return send_error(res, 400, e->field, e->rule, e->message);
+    const GovernanceQuery& q = std::get<GovernanceQuery>(parsed);
+    std::lock_guard lock(mu_);
+    const twin::live::TwinGovernance* g = platform_->governance();
+    if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
+    const auto last = g->last_minute_ms();
+    const std::int64_t from = q.from_ms.value_or(platform_->unix_ms(0));
+    // Only minutes that have passed: the sample at the last minute stands for a minute that
+    // has only begun.
+    const std::int64_t to = q.to_ms.value_or(last ? *last : platform_->unix_ms(0));
+    auto period = governance::showback_period(from, to);
+    if (!period) {
+      return send_error(res, 400, q.to_ms ? "to" : "", "query.empty-period",
+                        q.to_ms || q.from_ms ? period.error() : "no whole virtual minute has passed yet");
+    }
+    Json out = Json::object();
+    out["from"] = format_rfc3339(Timestamp(std::chrono::milliseconds(period->from_ms)));
+    out["to"] = format_rfc3339(Timestamp(std::chrono::milliseconds(period->to_ms)));
+    if (kind == Report::Showback) {
+      auto s = g->showback(*period);
+      if (!s) return send_error(res, 500, "", "governance.internal", s.error());
+      Json report_json = governance::to_json(*s, q.level);  // items() of a temporary would dangle
+      for (auto& [k, v] : report_json.items()) out[k] = std::move(v);
+    } else if (kind == Report::Kpis) {
+      auto k = g->kpis(*period);
+      if (!k) return send_error(res, 500, "", "governance.internal", k.error());
+      out["kpis"] = governance::to_json(*k);
+    } else {
+      auto b = g->leaderboard(*period, q.min_gpu_hours);
+      if (!b) return send_error(res, 500, "", "governance.internal", b.error());
+      out["minGpuHours"] = q.min_gpu_hours;
+      out["leaderboard"] = governance::to_json(*b);
+    }
+    send_json(res, out);
+  };
+  svr.Get("/api/v1/governance/showback", [report](const httplib::Request& req, httplib::Response& res) {
+    report(res, Report::Showback, parse_governance_query(req.params, {"from", "to", "level"}));
+  });
+  svr.Get("/api/v1/governance/kpis", [report](const httplib::Request& req, httplib::Response& res) {
+    report(res, Report::Kpis, parse_governance_query(req.params, {"from", "to"}));
+  });
+  svr.Get("/api/v1/governance/leaderboard", [report](const httplib::Request& req, httplib::Response& res) {
+    report(res, Report::Leaderboard, parse_governance_query(req.params, {"from", "to", "minGpuHours"}));
+  });
+
   svr.Get("/api/v1/gpus", [this](const httplib::Request& req, httplib::Response& res) {
     if (auto e = check_known(req.params, {"pool"})) return send_error(res, 400, e->field, e->rule, e->message);
     std::lock_guard lock(mu_);

@@ -12,6 +12,11 @@
 //   POST /api/v1/gpus/<uuid>/health {"healthy": false, "xid": 79}   (fault injection)
 //   GET  /api/v1/services              inference services, replicas, TTFT p95
 //   GET  /api/v1/summary               per group and cluster figures so far (twin run's summary)
+//   GET  /api/v1/governance/alerts     the low-utilisation alerts, scanned every 15 virtual minutes
+//   GET  /api/v1/governance/showback?from=&to=&level=group|owner|workload
+//   GET  /api/v1/governance/kpis?from=&to=    /api/v1/governance/leaderboard?from=&to=&minGpuHours=
+//        (the reports of `gpubank report` over virtual time; from/to RFC 3339, by default the
+//        run so far; twin/live/governance.hpp)
 // Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 404
 // (unknown path or object) or 405. The clock: at speed s, one wall second advances s
 // virtual seconds; "max" advances as fast as the run allows, in slices short enough to keep
@@ -24,7 +29,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <initializer_list>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <variant>
 
@@ -55,6 +63,17 @@ using Params = std::multimap<std::string, std::string>;
 [[nodiscard]] QueryResult<twin::live::Page> parse_page(const Params& params);
 [[nodiscard]] QueryResult<twin::live::EventFilter> parse_event_filter(const Params& params);
 [[nodiscard]] QueryResult<twin::live::WorkloadFilter> parse_workload_filter(const Params& params);
+
+// The governance reports' parameters: from/to (RFC 3339, Unix ms here; unset: the run so
+// far), level (group, owner, workload) and minGpuHours (0..1e6), each only where `known`
+// lists it.
+struct GovernanceQuery {
+  std::optional<std::int64_t> from_ms, to_ms;
+  governance::ShowbackLevel level = governance::ShowbackLevel::Group;
+  double min_gpu_hours = 10;
+};
+[[nodiscard]] QueryResult<GovernanceQuery> parse_governance_query(const Params& params,
+                                                                  std::initializer_list<std::string_view> known);
 
 class PlatformServer {
  public:

@@ -189,6 +189,7 @@ int run_up(const UpOptions& opt) {
   day.seed = opt.seed;
   day.start = *start;
   day.hours = opt.hours;
+  day.governance = true;  // /api/v1/governance/: the scanner and the reports in virtual time
   day.llm_trace = opt.llm_trace;
   day.serving_load = opt.serving_load;
 

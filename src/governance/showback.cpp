@@ -32,11 +32,6 @@ std::string number(double v) {
   return buf;
 }
 
-// One low-utilisation query per (threshold, startup grace) of the policies.
-std::string low_query_name(double threshold, const Duration& grace) {
-  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s";
-}
-
 auto key_of(const ShowbackRow& r) {
   return std::tie(r.pool, r.business_group, r.owner_id, r.namespace_name, r.workload_kind, r.workload, r.workload_uid,
                   r.gpu_model, r.partition);
@@ -62,6 +57,10 @@ std::string level_name(ShowbackLevel level) {
 }
 
 }  // namespace
+
+std::string low_query_name(double threshold, const Duration& grace) {
+  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s";
+}
 
 Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms) {
   ShowbackPeriod p;

@@ -45,6 +45,10 @@ struct ShowbackPeriod {
 // The period cut to whole minutes; an error when it is empty or longer than 400 days.
 [[nodiscard]] Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms);
 
+// The name of the low-utilisation query for one (threshold, startup grace) of the policies:
+// one such query per distinct pair.
+[[nodiscard]] std::string low_query_name(double threshold, const Duration& grace);
+
 // The queries, evaluated at period.to_ms - 1 ms so the subquery's last minute is to - 1m.
 [[nodiscard]] std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies);
 

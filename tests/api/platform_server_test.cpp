@@ -29,6 +29,7 @@ class PlatformServerTest : public ::testing::Test {
     day.start = *parse_rfc3339("2026-11-30T16:00:00Z");
     day.hours = 12;  // 00:00-12:00 in Shanghai: the night and the daytime serving
     day.serving_load = 0.05;  // the API is under test, not the serving model
+    day.governance = true;    // as gpubank up runs it
     auto platform = twin::live::Platform::create(
         policy::load_policy_set({testing::source_dir() + "/examples/policies"}), day, run);
     ASSERT_TRUE(platform) << platform.error();
@@ -314,6 +315,91 @@ TEST_F(PlatformServerTest, MetricsCarryDcgmAndBankSeries) {
   EXPECT_NE(res->body.find("gpubank_quota_gpus{business_group=\"search\",pool=\"h100-rdma-training\",kind=\"used\"}"),
             std::string::npos);
   EXPECT_NE(res->body.find("gpubank_twin_virtual_time_seconds 43200"), std::string::npos);
+}
+
+TEST_F(PlatformServerTest, GovernanceServesAlertsAndReportsInVirtualTime) {
+  // Before a minute has passed there is nothing to report, but the scanner ran at 00:00.
+  EXPECT_EQ(get("/api/v1/governance/alerts")["scans"], 1);
+  EXPECT_EQ(get("/api/v1/governance/showback", 400)["rule"], "query.empty-period");
+
+  // The night's training, 00:00-06:00 Shanghai, in steps of five minutes, counting what each
+  // group held as quota but not yet on nodes (Placing: Kueue admitted it, the pods wait for
+  // room), which the run's used GPU-hours count and devices, so showback, do not.
+  std::map<std::string, double> placing_gpu_hours;
+  for (int i = 0; i < 72; ++i) {
+    for (const json& w : get("/api/v1/workloads?state=Placing")) {
+      placing_gpu_hours[w["businessGroup"]] += w["gpus"].get<double>() * 5 / 60;
+    }
+    post_clock(R"({"action": "step", "step": "5m"})");
+  }
+  const json alerts = get("/api/v1/governance/alerts");
+  EXPECT_EQ(alerts["scans"], 25);  // every 15 virtual minutes, 00:00 to 06:00
+  EXPECT_EQ(alerts["scannedAt"], "2026-11-30T22:00:00Z");
+  EXPECT_FALSE(alerts.contains("error")) << alerts.dump();
+  std::int64_t judged = 0;
+  for (const auto& [verdict, n] : alerts["verdicts"].items()) judged += n.get<std::int64_t>();
+  EXPECT_GT(judged, 0);
+  for (const json& a : alerts["open"]) {
+    EXPECT_FALSE(a["evidence"]["business_group"].get<std::string>().empty()) << a.dump();
+    EXPECT_NE(a["state"], "Resolved");
+  }
+
+  // Showback over the six hours: every group's allocated GPU-hours against the run's own
+  // integral of the quota its admitted workloads held (summary) less what was Placing,
+  // which count to the millisecond where the minutes and the five-minute steps sample:
+  // they agree within a few minutes per admission.
+  const json showback = get("/api/v1/governance/showback?level=group");
+  EXPECT_EQ(showback["from"], "2026-11-30T16:00:00Z");
+  EXPECT_EQ(showback["to"], "2026-11-30T22:00:00Z");
+  std::map<std::string, double> by_group;
+  for (const json& r : showback["rows"]) by_group[r["businessGroup"]] += r["allocatedGpuHours"].get<double>();
+  const json summary = get("/api/v1/summary");
+  std::size_t compared = 0;
+  for (const json& g : summary["groups"]) {
+    const double used = g["usedGpuHours"].get<double>();
+    const double admitted = g["admitted"].get<double>();
+    if (used <= 0) continue;
+    ++compared;
+    const std::string group = g["businessGroup"];
+    EXPECT_NEAR(by_group[group], used - placing_gpu_hours[group], admitted * 8 / 60.0 + 0.02 * used)
+        << g.dump() << " placing " << placing_gpu_hours[group];
+  }
+  EXPECT_GE(compared, 3u);
+  // Every pod of the twin carries its attribution: no device-hour is the "unknown" row.
+  EXPECT_FALSE(by_group.contains("unknown")) << showback.dump();
+
+  const json kpis = get("/api/v1/governance/kpis?from=2026-11-30T16:00:00Z&to=2026-11-30T22:00:00Z");
+  ASSERT_TRUE(kpis["kpis"].is_array());
+  bool training_pool = false;
+  for (const json& k : kpis["kpis"]) {
+    if (k["pool"] == "h100-rdma-training" && !k.contains("businessGroup")) {
+      training_pool = true;
+      EXPECT_GT(k["allocationRate"].get<double>(), 0.0) << k.dump();
+      EXPECT_LE(k["allocationRate"].get<double>(), 1.0) << k.dump();
+    }
+  }
+  EXPECT_TRUE(training_pool) << kpis.dump();
+  const json board = get("/api/v1/governance/leaderboard?minGpuHours=1");
+  EXPECT_EQ(board["minGpuHours"], 1.0);
+  EXPECT_FALSE(board["leaderboard"].empty());
+
+  // Bad input names the field and the rule.
+  json e = get("/api/v1/governance/showback?level=team", 400);
+  EXPECT_EQ(e["field"], "level");
+  EXPECT_EQ(e["rule"], "query.invalid-enum");
+  e = get("/api/v1/governance/kpis?from=yesterday", 400);
+  EXPECT_EQ(e["field"], "from");
+  EXPECT_EQ(e["rule"], "query.invalid-time");
+  e = get("/api/v1/governance/kpis?from=2026-11-30T20:00:00Z&to=2026-11-30T19:00:00Z", 400);
+  EXPECT_EQ(e["field"], "to");
+  e = get("/api/v1/governance/leaderboard?minGpuHours=-1", 400);
+  EXPECT_EQ(e["field"], "minGpuHours");
+  e = get("/api/v1/governance/leaderboard?minGpuHours=1e400", 400);
+  EXPECT_EQ(e["field"], "minGpuHours");
+  e = get("/api/v1/governance/kpis?level=group", 400);
+  EXPECT_EQ(e["rule"], "query.unknown-parameter");
+  e = get("/api/v1/governance/alerts?all=1", 400);
+  EXPECT_EQ(e["field"], "all");
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ struct DayOptions {
   enum class ServingControl { Autoscaler, Planned, Static, HpaGpuUtilization, Keda };
   ServingControl serving_control = ServingControl::Autoscaler;
   int static_replicas = 0;  // Static: replicas per service (0: its maxReplicas)
+  // Governance in virtual time (governance.hpp): the platform records every virtual minute
+  // for the low-utilisation scan (every 15 virtual minutes) and the FinOps reports. `gpubank
+  // up` turns it on; runs that do not read it (the comparisons, most tests) leave it off.
+  bool governance = false;
 };
 
 [[nodiscard]] std::string_view to_string(DayOptions::ServingControl control);

@@ -136,8 +136,10 @@ Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies,
   auto queue_metrics = QueueMetrics::create(p->scenario_, queues);
   if (!queue_metrics) return Unexpected{queue_metrics.error()};
   p->queue_metrics_ = std::move(*queue_metrics);
+  if (day.governance) p->governance_ = std::make_unique<TwinGovernance>(p->policies_);
   if (!p->follow_run()) return Unexpected{p->error()};
   if (!p->control_step()) return Unexpected{p->error()};
+  p->observe_governance();
   return p;
 }
 
@@ -187,9 +189,16 @@ bool Platform::advance_to(VirtualTime t) {
     const VirtualTime at = control_->next_step();
     if (!simulation_.advance_to(at) || !follow_run()) return false;
     if (!control_step()) return false;
+    observe_governance();
   }
   const bool ran = simulation_.advance_to(t);
-  return follow_run() && ran;
+  if (!follow_run() || !ran) return false;
+  observe_governance();
+  return true;
+}
+
+std::int64_t Platform::unix_ms(VirtualTime t) const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(day_.start.time_since_epoch()).count() + t;
 }
 
 Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, const std::string& actor) {
@@ -580,28 +589,9 @@ node::DeviceAllocation device_of(const cluster::Cluster& c, cluster::UnitId u, c
   return a;
 }
 
-// When the pods of each re-admitted holder were created: its last Admitted event (a new
-// admission starts new pods; first_admitted is the first one's). One pass over the events,
-// and none while no holder was admitted twice.
-std::map<std::string, VirtualTime, std::less<>> readmissions(const std::map<std::string, Holder>& held,
-                                                             std::span<const run::Event> events) {
-  std::map<std::string, VirtualTime, std::less<>> out;
-  const auto again = [](const auto& entry) { return entry.second.outcome->admissions > 1; };
-  if (std::none_of(held.begin(), held.end(), again)) return out;
-  constexpr std::string_view kPrefix = "Workload/";
-  for (const run::Event& e : events) {
-    if (e.kind != "Admitted" || !e.object.starts_with(kPrefix)) continue;
-    const auto h = held.find(e.object.substr(kPrefix.size()));
-    if (h != held.end() && again(*h)) out[h->first] = e.t;
-  }
-  return out;
-}
-
 std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::string, Holder>& held,
-                               const PodLayout& layout, const policy::PolicySet& policies, const DayOptions& day,
-                               std::span<const run::Event> events) {
+                               const PodLayout& layout, const policy::PolicySet& policies, const DayOptions& day) {
   const policy::PlatformGuardrailsSpec* guardrails = policies.guardrails_spec();
-  const auto admitted_again = readmissions(held, events);
   std::vector<TwinPod> out;
   out.reserve(layout.pods.size());
   for (const PodLayout::Pod& pod : layout.pods) {
@@ -613,9 +603,8 @@ std::vector<TwinPod> twin_pods(const cluster::Cluster& c, const std::map<std::st
     s.node = c.node(pod.node).name;
     // A new admission starts new pods (Kueue suspends and resumes the Job): a new UID.
     s.uid = twin_uid("pod", s.namespace_name, pod.name, h.outcome->admissions);
-    const auto readmitted = admitted_again.find(pod.workload);
-    s.created = rfc3339(day.start, readmitted != admitted_again.end() ? readmitted->second
-                                                                      : h.outcome->first_admitted.value_or(0));
+    // A new admission starts new pods: they were created at the last one.
+    s.created = rfc3339(day.start, h.outcome->last_admitted.value_or(h.outcome->first_admitted.value_or(0)));
     s.business_group = h.outcome->business_group;
     if (guardrails != nullptr) {
       for (const policy::Group& g : guardrails->groups) {
@@ -681,6 +670,161 @@ std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
   if (!id) return std::nullopt;
   const auto all = simulation_.workloads();
   return gpu_view(*c, *id, holders(all, simulation_.workload_specs()));
+}
+
+void Platform::observe_governance() {
+  constexpr std::int64_t kMinuteMs = 60'000;
+  if (!governance_ || persist_failed_) return;
+  const std::int64_t start_ms = unix_ms(0);
+  if (!governance_next_ms_) governance_next_ms_ = (start_ms + kMinuteMs - 1) / kMinuteMs * kMinuteMs;
+  const std::int64_t now_ms = unix_ms(now());
+  if (*governance_next_ms_ > now_ms) return;
+
+  // The bank's checkpoint notices and completions (the scanner reads them from the audit).
+  const auto all_events = events();
+  for (; governance_events_ < all_events.size(); ++governance_events_) {
+    const run::Event& e = all_events[governance_events_];
+    constexpr std::string_view kPrefix = "Workload/";
+    if ((e.kind == "ReclaimNoticeSent" || e.kind == "CheckpointCompleted") && e.object.starts_with(kPrefix)) {
+      last_checkpoint_ms_[e.object.substr(kPrefix.size())] = unix_ms(e.t);
+    }
+  }
+
+  // Who holds each device now, attributed as the exporter attributes it (metasync's reading
+  // of the pod object), and the activity input its utilisation comes from.
+  struct Held {
+    DeviceMinute labels;
+    telemetry::GpuModelSpec spec;
+    telemetry::ActivityInput in;
+  };
+  std::vector<Held> held_devices;
+  MinuteObservation minute;
+  if (const cluster::Cluster* c = simulation_.cluster(); c != nullptr) {
+    const auto all = simulation_.workloads();
+    const auto held = holders(all, simulation_.workload_specs());
+    const PodLayout layout = pod_layout(*c, held);
+    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_);
+    std::map<std::pair<std::string, std::string>, const attribution::PodMeta*> meta_of;  // (namespace, pod)
+    std::map<std::string, attribution::PodMeta, std::less<>> seen;
+    for (const TwinPod& pod : pods) {
+      auto it = pod_meta_.find(pod.spec.uid);
+      if (it == pod_meta_.end()) {
+        auto meta = attribution::pod_meta_from_json(pod_object(pod.spec));
+        if (!meta) continue;  // metasync would not attribute it either
+        it = pod_meta_.emplace(pod.spec.uid, std::move(*meta)).first;
+      }
+      seen.insert(*it);
+    }
+    pod_meta_ = std::move(seen);
+    for (const TwinPod& pod : pods) {
+      const auto it = pod_meta_.find(pod.spec.uid);
+      if (it != pod_meta_.end()) meta_of[{pod.spec.namespace_name, pod.spec.name}] = &it->second;
+    }
+    governance_since_.resize(c->unit_count());
+    for (cluster::UnitId u = 0; u < c->unit_count(); ++u) {
+      const cluster::Unit& unit = c->unit(u);
+      const cluster::Gpu& g = c->gpu(unit.gpu);
+      const cluster::NodeSpec& node = c->node(unit.node);
+      const attribution::NodeInfo info = node_info(node);
+      DeviceMinute base;
+      base.device = g.uuid + (node.mig ? "/" + std::to_string(unit.slice + 1) : std::string());
+      base.pool = info.pool;
+      base.gpu_model = info.gpu_model;
+      base.partition = info.partition;
+      std::vector<std::string> keys;
+      for (const auto& key : c->workloads_on_unit(u)) {
+        if (held.contains(key)) keys.push_back(key);
+      }
+      if (keys.empty()) {
+        governance_since_[u] = {};
+        minute.devices.push_back(base);
+        continue;
+      }
+      const auto model = telemetry::gpu_model_spec(node.gpu_model);
+      Held h{base, node.mig ? telemetry::mig_instance_spec(model, node.mig->slice_memory_mib) : model, {}};
+      h.in.seed = day_.seed;
+      h.in.device_key = telemetry::device_key(node.name, g.index, unit.slice);
+      const Holder& first = held.at(keys.front());
+      h.in.profile = profile_of(first);
+      h.in.workload_key = telemetry::workload_key(keys.front());
+      if (h.in.profile == telemetry::Profile::inference) {
+        const auto load = serving_->load_of(keys.front());
+        h.in.load = load ? load->load : 0.0;
+        h.in.weights_mib = load ? load->weights_mib : 0.0;
+        h.in.kv_cache_mib = load ? load->kv_cache_mib : 0.0;
+      }
+      const std::string signature =
+          std::string(telemetry::to_string(h.in.profile)) + "/" + std::to_string(h.in.workload_key);
+      if (governance_since_[u].first != signature) governance_since_[u] = {signature, now()};
+      h.in.start_ms = governance_since_[u].second;
+      for (const std::string& key : keys) {
+        DeviceMinute d = base;
+        d.share = 1.0 / static_cast<double>(keys.size());
+        const auto pod = layout.pod_of.find({key, u});
+        const auto meta = pod == layout.pod_of.end()
+                              ? meta_of.end()
+                              : meta_of.find({key.substr(0, key.find('/')), pod->second});
+        if (meta != meta_of.end()) {
+          const attribution::PodMeta& m = *meta->second;
+          d.business_group = m.business_group;
+          d.owner_id = m.owner_id;
+          d.namespace_name = m.namespace_name;
+          d.workload_kind = m.workload_kind;
+          d.workload = m.workload;
+          d.workload_uid = m.workload_uid;
+          d.workload_type = m.workload_type;
+          d.capacity_role = m.capacity_role;
+          d.checkpointable = m.checkpointable;
+          d.keep_running_until = m.keep_running_until;
+          d.pod_started_s = static_cast<double>(m.created_ms) / 1000.0;
+        }
+        Held each = h;
+        each.labels = std::move(d);
+        held_devices.push_back(std::move(each));
+      }
+    }
+  }
+  for (const run::Position& p : simulation_.positions()) {
+    minute.quotas.push_back(QuotaMinute{p.business_group, p.pool, static_cast<double>(p.guaranteed),
+                                        static_cast<double>(p.borrowable)});
+  }
+  const auto entries = ledger();
+  for (; governance_ledger_ < entries.size(); ++governance_ledger_) {
+    const bank::LedgerEntry& e = entries[governance_ledger_];
+    if (e.kind == bank::LedgerKind::BorrowOpened) {
+      open_loans_[e.record] = LoanMinute{e.lender, e.business_group, e.pool, static_cast<double>(e.gpus)};
+    } else if (e.kind == bank::LedgerKind::BorrowClosed) {
+      open_loans_.erase(e.record);
+    }
+  }
+  std::map<std::tuple<std::string, std::string, std::string>, double> loans;
+  for (const auto& [id, l] : open_loans_) loans[{l.lender, l.borrower, l.pool}] += l.gpus;
+  for (const auto& [k, gpus] : loans) {
+    minute.loans.push_back(LoanMinute{std::get<0>(k), std::get<1>(k), std::get<2>(k), gpus});
+  }
+  minute.last_checkpoint_ms = last_checkpoint_ms_;
+
+  // Each whole minute since the last one recorded, with the devices' activity at that minute.
+  const std::size_t free_devices = minute.devices.size();
+  for (; *governance_next_ms_ <= now_ms; *governance_next_ms_ += kMinuteMs) {
+    MinuteObservation m;
+    m.t_ms = *governance_next_ms_;
+    m.devices.assign(minute.devices.begin(), minute.devices.begin() + static_cast<std::ptrdiff_t>(free_devices));
+    const VirtualTime at = *governance_next_ms_ - start_ms;
+    for (const Held& h : held_devices) {
+      const telemetry::GpuSample x = telemetry::sample(h.spec, h.in, std::max(at, h.in.start_ms));
+      DeviceMinute d = h.labels;
+      d.gpu_utilization = 100.0 * x.gr_engine_active;
+      const double fb = static_cast<double>(x.fb_used_mib + x.fb_free_mib);
+      d.memory_utilization = fb > 0 ? 100.0 * static_cast<double>(x.fb_used_mib) / fb : 0.0;
+      d.power_fraction = x.power_limit_w > 0 ? 100.0 * x.power_w / x.power_limit_w : 0.0;
+      m.devices.push_back(std::move(d));
+    }
+    m.quotas = minute.quotas;
+    m.loans = minute.loans;
+    m.last_checkpoint_ms = minute.last_checkpoint_ms;
+    governance_->observe(std::move(m));
+  }
 }
 
 Expected<std::string> Platform::metrics_text() {
@@ -777,7 +921,7 @@ Expected<std::string> Platform::metrics_text() {
       if (auto s = telemetry::update_dcgm(*dcgm, devices[n]); !s) return Unexpected{s.error()};
       nodes.push_back(TwinNode{node_info(c->node(n)), page.collect(), inventory_of(*c, n)});
     }
-    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_, events());
+    const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_);
     attributed = agents_.scrape(pods, nodes, now());
   }
   auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",

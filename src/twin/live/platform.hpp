@@ -17,6 +17,7 @@
 #include "policy/policy_set.hpp"
 #include "twin/live/day.hpp"
 #include "twin/live/elastic.hpp"
+#include "twin/live/governance.hpp"
 #include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
 #include "twin/live/serving.hpp"
@@ -102,6 +103,11 @@ class Platform {
   Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                 std::int64_t ecc_double_bit = 0);
   [[nodiscard]] const Serving& serving() const { return *serving_; }
+  // The low-utilisation alerts and the FinOps reports in virtual time (governance.hpp);
+  // nullptr unless DayOptions::governance.
+  [[nodiscard]] const TwinGovernance* governance() const { return governance_.get(); }
+  // Unix ms of virtual time t.
+  [[nodiscard]] std::int64_t unix_ms(VirtualTime t) const;
   [[nodiscard]] const ElasticControl& control() const { return *control_; }
   // `gpubank tidal freeze|unfreeze <policy>`: pins (or releases) the replicas of the
   // TidalPolicy's services now; audited with `actor`.
@@ -123,6 +129,8 @@ class Platform {
   Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
   // Shows the services and the Kueue counters the run's new events, services to now().
   bool follow_run();
+  // Records every whole minute up to now() that governance has not seen, with the state now.
+  void observe_governance();
   // The serving controllers' step at now(), then the services follow what it did.
   bool control_step();
 
@@ -156,6 +164,15 @@ class Platform {
   std::vector<DeviceEnergy> energy_;
   // metasync and the nodes' exporters, run on the twin's pods at each scrape.
   NodeAgents agents_;
+  std::unique_ptr<TwinGovernance> governance_;
+  std::optional<std::int64_t> governance_next_ms_;  // the next Unix minute to record
+  // Per device (unit): the activity's signature and since when (its phases count from then).
+  std::vector<std::pair<std::string, std::int64_t>> governance_since_;
+  std::size_t governance_events_ = 0;  // events read for the checkpoints
+  std::size_t governance_ledger_ = 0;  // ledger entries read for the open loans
+  std::map<std::string, LoanMinute, std::less<>> open_loans_;  // by borrow record
+  std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms_;  // "<namespace>/<workload>"
+  std::map<std::string, attribution::PodMeta, std::less<>> pod_meta_;   // by pod UID, as metasync read them
 };
 
 }  // namespace gpubank::twin::live

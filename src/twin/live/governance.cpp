@@ -1,0 +1,314 @@
+#include "twin/live/governance.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/timestamp.hpp"
+#include "document/decode.hpp"
+#include "policy/schema.hpp"
+
+namespace gpubank::twin::live {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using serving::PromSample;
+
+constexpr std::int64_t kMinuteMs = 60'000;
+
+void add_minute(std::vector<TwinGovernance::MinuteValue>& into, std::int64_t t_ms, double value) {
+  if (!into.empty() && into.back().t_ms == t_ms) {
+    into.back().value += value;
+  } else {
+    into.push_back({t_ms, value});
+  }
+}
+
+double sum_in(const std::vector<TwinGovernance::MinuteValue>& values, std::int64_t from_ms, std::int64_t to_ms) {
+  const auto first = std::lower_bound(values.begin(), values.end(), from_ms,
+                                      [](const TwinGovernance::MinuteValue& v, std::int64_t t) { return v.t_ms < t; });
+  double sum = 0;
+  for (auto it = first; it != values.end() && it->t_ms < to_ms; ++it) sum += it->value;
+  return sum;
+}
+
+bool has_workload(const DeviceMinute& d) { return !d.workload.empty() || !d.workload_uid.empty(); }
+
+std::string key_of(const DeviceMinute& d) {
+  return governance::workload_key(d.workload_uid, d.workload_kind, d.namespace_name, d.workload);
+}
+
+// The (threshold, startup grace) pairs of the policies: one low query each (plan_showback).
+std::set<std::pair<double, std::int64_t>> low_kinds(const std::vector<governance::ScanPolicy>& policies) {
+  std::set<std::pair<double, std::int64_t>> kinds;
+  for (const governance::ScanPolicy& p : policies) {
+    if (p.spec.thresholds.average_gpu_utilization) {
+      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds()});
+    }
+  }
+  return kinds;
+}
+
+}  // namespace
+
+TwinGovernance::TwinGovernance(const policy::PolicySet& policies, std::int64_t scan_every_ms)
+    : policies_(policies),
+      scan_policies_(governance::scan_policies(policies)),
+      scan_every_ms_(std::max<std::int64_t>(kMinuteMs, scan_every_ms / kMinuteMs * kMinuteMs)) {
+  for (const governance::ScanPolicy& p : scan_policies_) {
+    longest_window_ms_ = std::max(longest_window_ms_, p.spec.window.milliseconds());
+  }
+}
+
+std::optional<std::int64_t> TwinGovernance::last_minute_ms() const { return last_ms_; }
+
+void TwinGovernance::observe(MinuteObservation minute) {
+  if (last_ms_ && minute.t_ms <= *last_ms_) return;
+  const std::int64_t t = minute.t_ms;
+  const auto kinds = low_kinds(scan_policies_);
+  std::set<std::string> devices_seen;
+  for (const DeviceMinute& d : minute.devices) {
+    if (devices_seen.insert(d.device).second) add_minute(capacity_[{d.pool, d.gpu_model}], t, 1.0);
+    if (d.share <= 0) continue;  // a free device: no allocation series
+    add_minute(allocated_[RowKey{d.business_group, d.owner_id, d.namespace_name, d.workload_kind, d.workload,
+                                 d.workload_uid, d.workload_type, d.pool, d.gpu_model, d.partition, d.capacity_role}],
+               t, d.share);
+    if (!has_workload(d)) continue;  // unattributed: no DCGM series of a workload
+    Series& s = series_[{key_of(d), d.device}];
+    s.last = d;
+    s.samples.push_back({t, d.gpu_utilization, d.memory_utilization, d.power_fraction});
+    // The low queries: `util < bool threshold` shared among the device's holders, unless the
+    // pod is younger than the grace (time() - start <= grace).
+    for (const auto& [threshold, grace_ms] : kinds) {
+      if (!(d.gpu_utilization < threshold)) continue;
+      if (static_cast<double>(t) / 1000.0 - d.pod_started_s <= static_cast<double>(grace_ms) / 1000.0) continue;
+      const std::string name =
+          governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)));
+      add_minute(low_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t, d.share);
+    }
+  }
+  for (const QuotaMinute& q : minute.quotas) {
+    add_minute(quota_[{q.business_group, q.pool, "guaranteed"}], t, q.guaranteed);
+    add_minute(quota_[{q.business_group, q.pool, "borrowable"}], t, q.borrowable);
+  }
+  for (const LoanMinute& l : minute.loans) add_minute(loans_[{l.lender, l.borrower, l.pool}], t, l.gpus);
+  // Only the longest window is ever read back.
+  for (auto it = series_.begin(); it != series_.end();) {
+    auto& samples = it->second.samples;
+    while (!samples.empty() && samples.front().t_ms <= t - longest_window_ms_) samples.pop_front();
+    it = samples.empty() ? series_.erase(it) : std::next(it);
+  }
+  last_ = std::move(minute);
+  last_ms_ = t;
+  if (t % scan_every_ms_ == 0) scan(t);
+}
+
+governance::Answers TwinGovernance::scan_answers() const {
+  governance::Answers out;
+  auto& allocations = out["allocations"];
+  auto& starts = out["starts"];
+  auto& borrowing = out["borrowing"];
+  std::map<std::map<std::string, std::string>, double> sums, earliest, borrowed;
+  for (const DeviceMinute& d : last_.devices) {
+    if (!has_workload(d)) continue;  // allocation_info{workload!=""}
+    sums[{{"workload_uid", d.workload_uid},     {"business_group", d.business_group},
+          {"owner_id", d.owner_id},             {"namespace", d.namespace_name},
+          {"workload_kind", d.workload_kind},   {"workload", d.workload},
+          {"workload_type", d.workload_type},   {"pool", d.pool},
+          {"gpu_model", d.gpu_model},           {"partition", d.partition},
+          {"capacity_role", d.capacity_role},   {"checkpointable", d.checkpointable},
+          {"keep_running_until", d.keep_running_until}}] += d.share;
+    std::map<std::string, std::string> w{{"namespace", d.namespace_name},
+                                         {"workload_kind", d.workload_kind},
+                                         {"workload", d.workload},
+                                         {"workload_uid", d.workload_uid}};
+    const auto [it, first] = earliest.try_emplace(std::move(w), d.pod_started_s);
+    if (!first) it->second = std::min(it->second, d.pod_started_s);
+  }
+  // Prometheus drops empty labels from a series: so do the answers.
+  auto sample = [](std::map<std::string, std::string> labels, double value) {
+    std::erase_if(labels, [](const auto& kv) { return kv.second.empty(); });
+    return PromSample{std::move(labels), value, 0};
+  };
+  for (auto& [labels, v] : sums) allocations.push_back(sample(labels, v));
+  for (auto& [labels, v] : earliest) starts.push_back(sample(labels, v));
+  for (const LoanMinute& l : last_.loans) borrowed[{{"borrower", l.borrower}, {"pool", l.pool}}] += l.gpus;
+  for (auto& [labels, v] : borrowed) borrowing.push_back(sample(labels, v));
+  if (scan_policies_.empty() || !last_ms_) return out;
+
+  // Per window: the per-series average over (t - window, t], averaged by workload, for the
+  // workload types the window's policies govern (plan_queries' selector).
+  std::map<std::int64_t, std::pair<Duration, std::set<std::string>>> windows;
+  bool power = false;
+  for (const governance::ScanPolicy& p : scan_policies_) {
+    auto& [window, types] = windows[p.spec.window.milliseconds()];
+    window = p.spec.window;
+    types.insert(std::string(doc::enum_name(p.spec.match.workload_type)));
+    power = power || p.spec.thresholds.average_power_fraction.has_value();
+  }
+  const std::int64_t t = *last_ms_;
+  for (const auto& [ms, entry] : windows) {
+    const std::string window = governance::promql_duration(entry.first);
+    struct Sums {
+      double gpu = 0, memory = 0, power = 0;
+      int series = 0;
+    };
+    std::map<std::map<std::string, std::string>, Sums> by_workload;
+    for (const auto& [key, s] : series_) {
+      if (!entry.second.contains(s.last.workload_type)) continue;
+      double gpu = 0, memory = 0, pw = 0;
+      int n = 0;
+      for (const Sample& x : s.samples) {
+        if (x.t_ms <= t - ms || x.t_ms > t) continue;
+        gpu += x.gpu;
+        memory += x.memory;
+        pw += x.power;
+        ++n;
+      }
+      if (n == 0) continue;
+      Sums& w = by_workload[{{"namespace", s.last.namespace_name},
+                             {"workload_kind", s.last.workload_kind},
+                             {"workload", s.last.workload},
+                             {"workload_uid", s.last.workload_uid},
+                             {"window", window}}];
+      w.gpu += gpu / n;
+      w.memory += memory / n;
+      w.power += pw / n;
+      ++w.series;
+    }
+    for (const auto& [labels, w] : by_workload) {
+      out["gpu_utilization"].push_back(sample(labels, w.gpu / w.series));
+      out["memory_utilization"].push_back(sample(labels, w.memory / w.series));
+      if (power) out["power_fraction"].push_back(sample(labels, w.power / w.series));
+    }
+  }
+  return out;
+}
+
+governance::Answers TwinGovernance::showback_answers(const governance::ShowbackPeriod& period) const {
+  governance::Answers out;
+  auto sample = [](std::map<std::string, std::string> labels, double value) {
+    std::erase_if(labels, [](const auto& kv) { return kv.second.empty(); });
+    return PromSample{std::move(labels), value, 0};
+  };
+  const std::int64_t from = period.from_ms;
+  const std::int64_t to = period.to_ms;
+  auto& allocated = out["allocated"];
+  for (const auto& [k, values] : allocated_) {
+    const double v = sum_in(values, from, to);
+    if (v <= 0) continue;
+    allocated.push_back(sample({{"business_group", k[0]}, {"owner_id", k[1]}, {"namespace", k[2]},
+                                {"workload_kind", k[3]}, {"workload", k[4]}, {"workload_uid", k[5]},
+                                {"workload_type", k[6]}, {"pool", k[7]}, {"gpu_model", k[8]}, {"partition", k[9]},
+                                {"capacity_role", k[10]}},
+                               v));
+  }
+  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
+    const std::string name = governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)));
+    auto& answer = out[name];
+    const auto q = low_.find(name);
+    if (q == low_.end()) continue;
+    for (const auto& [w, values] : q->second) {
+      const double v = sum_in(values, from, to);
+      if (v <= 0) continue;
+      answer.push_back(
+          sample({{"namespace", w[0]}, {"workload_kind", w[1]}, {"workload", w[2]}, {"workload_uid", w[3]}}, v));
+    }
+  }
+  auto& loans = out["loans"];
+  for (const auto& [k, values] : loans_) {
+    const double v = sum_in(values, from, to);
+    if (v > 0) {
+      loans.push_back(sample({{"lender", std::get<0>(k)}, {"borrower", std::get<1>(k)}, {"pool", std::get<2>(k)}}, v));
+    }
+  }
+  auto& capacity = out["capacity"];
+  for (const auto& [k, values] : capacity_) {
+    const double v = sum_in(values, from, to);
+    if (v > 0) capacity.push_back(sample({{"pool", k.first}, {"gpu_model", k.second}}, v));
+  }
+  auto& quota = out["quota"];
+  for (const auto& [k, values] : quota_) {
+    const double v = sum_in(values, from, to);
+    if (v > 0) {
+      quota.push_back(
+          sample({{"business_group", std::get<0>(k)}, {"pool", std::get<1>(k)}, {"kind", std::get<2>(k)}}, v));
+    }
+  }
+  return out;
+}
+
+Expected<governance::Showback> TwinGovernance::showback(const governance::ShowbackPeriod& period) const {
+  static const policy::PlatformGuardrailsSpec kNoGuardrails{};
+  const policy::PlatformGuardrailsSpec* g = policies_.guardrails_spec();
+  return governance::showback_from(showback_answers(period), period, scan_policies_, g != nullptr ? *g : kNoGuardrails);
+}
+
+Expected<std::vector<governance::Kpi>> TwinGovernance::kpis(const governance::ShowbackPeriod& period) const {
+  auto s = showback(period);
+  if (!s) return Unexpected{s.error()};
+  return governance::kpis(*s, showback_answers(period));
+}
+
+Expected<std::vector<governance::LeaderboardEntry>> TwinGovernance::leaderboard(const governance::ShowbackPeriod& period,
+                                                                               double min_gpu_hours) const {
+  static const policy::PlatformGuardrailsSpec kNoGuardrails{};
+  auto s = showback(period);
+  if (!s) return Unexpected{s.error()};
+  const policy::PlatformGuardrailsSpec* g = policies_.guardrails_spec();
+  return governance::leaderboard(*s, g != nullptr ? *g : kNoGuardrails, min_gpu_hours);
+}
+
+void TwinGovernance::scan(std::int64_t now_ms) {
+  auto facts = governance::facts_from(scan_answers(), scan_policies_);
+  if (!facts) {
+    scan_error_ = facts.error();
+    return;
+  }
+  scan_error_.clear();
+  std::vector<governance::Observed> observed;
+  observed.reserve(facts->size());
+  for (governance::WorkloadFacts& w : *facts) {
+    const auto cp = last_.last_checkpoint_ms.find(w.namespace_name + "/" + w.workload);
+    if (cp != last_.last_checkpoint_ms.end()) w.last_checkpoint_ms = cp->second;
+    governance::Verdict v = governance::assess(w, scan_policies_, now_ms);
+    observed.push_back({std::move(w), v});
+  }
+  governance::ScanResult result = governance::step(open_, last_ids_, observed, now_ms);
+  // No notifier on the twin: every notice the scan asks for is taken.
+  for (const governance::Transition& tr : result.transitions) {
+    const governance::Alert& a = tr.alert;
+    auto& id = last_ids_[a.workload_uid];
+    id = std::max(id, a.id);
+    if (a.state == governance::AlertState::Resolved) {
+      open_.erase(a.workload_uid);
+      resolved_.push_back(a);
+      if (resolved_.size() > kResolvedKept) resolved_.pop_front();
+    } else {
+      open_[a.workload_uid] = a;
+    }
+  }
+  last_verdicts_ = std::move(result.verdicts);
+  last_excluded_ = std::move(result.excluded);
+  last_scan_ms_ = now_ms;
+  ++scans_;
+}
+
+Json TwinGovernance::alerts_json() const {
+  Json open = Json::array();
+  for (const auto& [uid, a] : open_) open.push_back(governance::to_json(a));
+  Json resolved = Json::array();
+  for (const governance::Alert& a : resolved_) resolved.push_back(governance::to_json(a));
+  Json out = Json::object();
+  out["scannedAt"] =
+      last_scan_ms_ ? Json(format_rfc3339(Timestamp(std::chrono::milliseconds(*last_scan_ms_)))) : Json(nullptr);
+  out["scanEverySeconds"] = scan_every_ms_ / 1000;
+  out["scans"] = scans_;
+  out["verdicts"] = last_verdicts_;
+  out["excluded"] = last_excluded_;
+  if (!scan_error_.empty()) out["error"] = scan_error_;
+  out["open"] = std::move(open);
+  out["resolved"] = std::move(resolved);
+  return out;
+}
+
+}  // namespace gpubank::twin::live
