@@ -67,11 +67,12 @@ int run_report(const ReportOptions& opt, Report report) {
   const policy::PlatformGuardrailsSpec* guardrails = set->guardrails_spec();
   if (guardrails == nullptr) return std::cerr << me << ": the policies hold no PlatformGuardrails (prices)\n", 1;
   const auto policies = governance::scan_policies(*set);
+  const auto slos = governance::serving_slos(*set);
   auto prometheus = governance::PrometheusClient::create(opt.prometheus, std::chrono::milliseconds(timeout->milliseconds()));
   if (!prometheus) return std::cerr << me << ": " << prometheus.error() << '\n', 2;
 
   governance::Answers answers;
-  std::vector<governance::Query> plan = governance::plan_showback(*period, policies);
+  std::vector<governance::Query> plan = governance::plan_showback(*period, policies, slos);
   if (report == Report::Review) {
     for (governance::Query& q : governance::plan_review(*period)) plan.push_back(std::move(q));
   }
@@ -80,7 +81,7 @@ int run_report(const ReportOptions& opt, Report report) {
     if (!samples) return std::cerr << me << ": query " << q.name << ": " << samples.error() << '\n', 1;
     answers[q.name] = std::move(*samples);
   }
-  auto showback = governance::showback_from(answers, *period, policies, *guardrails);
+  auto showback = governance::showback_from(answers, *period, policies, *guardrails, slos);
   if (!showback) return std::cerr << me << ": " << showback.error() << '\n', 1;
   for (const std::string& m : showback->unpriced_models) {
     std::cerr << me << ": warning: GPU model " << m << " has no gpuHourPrice in the guardrails: its cost is 0\n";

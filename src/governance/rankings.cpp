@@ -41,6 +41,12 @@ std::vector<Kpi> kpis(const Showback& s, const Answers& answers) {
       k->gpu_model = r.gpu_model;
       k->allocated_gpu_hours += r.allocated_gpu_hours;
       k->low_utilization_gpu_hours += r.low_utilization_gpu_hours;
+      k->effective_gpu_hours += r.effective_gpu_hours;
+      k->measured_gpu_hours += r.measured_gpu_hours;
+      if (r.workload_type == "inference") {
+        k->inference_cost += r.cost;
+        k->effective_tokens += r.effective_tokens;
+      }
     }
   }
   if (const auto c = answers.find("capacity"); c != answers.end()) {
@@ -70,6 +76,8 @@ std::vector<Kpi> kpis(const Showback& s, const Answers& answers) {
     // A pool's borrowable is the sum of its groups'.
     k.borrow_rate = ratio(k.borrowed_gpu_hours, k.borrowable_gpu_hours);
     k.idle_waste_share = ratio(k.low_utilization_gpu_hours, k.allocated_gpu_hours);
+    k.effective_utilization = ratio(k.effective_gpu_hours, k.measured_gpu_hours);
+    k.inference_unit_cost = ratio(k.inference_cost, k.effective_tokens / 1e6);
     out.push_back(k);
   }
   // Pools' borrowable = their groups' (filled after the groups were read).
@@ -150,6 +158,14 @@ Json to_json(const std::vector<Kpi>& kpis) {
     optional_ratio(j, "allocationRate", k.allocation_rate);
     optional_ratio(j, "borrowRate", k.borrow_rate);
     optional_ratio(j, "idleWasteShare", k.idle_waste_share);
+    j["effectiveGpuHours"] = k.effective_gpu_hours;
+    j["measuredGpuHours"] = k.measured_gpu_hours;
+    optional_ratio(j, "effectiveUtilization", k.effective_utilization);
+    if (k.inference_cost > 0 || k.effective_tokens > 0) {
+      j["inferenceCost"] = k.inference_cost;
+      j["effectiveTokens"] = k.effective_tokens;
+      optional_ratio(j, "inferenceUnitCostPerMillionTokens", k.inference_unit_cost);
+    }
     out.push_back(std::move(j));
   }
   return out;
@@ -172,12 +188,14 @@ Json to_json(const std::vector<LeaderboardEntry>& board) {
 
 std::string kpi_table(const std::vector<Kpi>& kpis) {
   std::vector<std::vector<std::string>> cells{{"POOL", "GROUP", "GPU", "ALLOCATED", "AVAILABLE", "ALLOCATION",
-                                               "BORROWED", "BORROW RATE", "IDLE WASTE", "WASTE SHARE"}};
+                                               "BORROWED", "BORROW RATE", "IDLE WASTE", "WASTE SHARE", "EFFECTIVE",
+                                               "PER 1M TOKENS"}};
   for (const Kpi& k : kpis) {
     cells.push_back({k.pool, k.business_group.empty() ? "(pool)" : k.business_group, k.gpu_model,
                      fixed(k.allocated_gpu_hours, 2), fixed(k.available_gpu_hours, 2), percent(k.allocation_rate),
                      fixed(k.borrowed_gpu_hours, 2), percent(k.borrow_rate), fixed(k.low_utilization_gpu_hours, 2),
-                     percent(k.idle_waste_share)});
+                     percent(k.idle_waste_share), percent(k.effective_utilization),
+                     k.inference_unit_cost ? fixed(*k.inference_unit_cost, 2) : std::string("-")});
   }
   return render_columns(cells, 3);
 }
@@ -196,13 +214,17 @@ std::string leaderboard_table(const std::vector<LeaderboardEntry>& board, const 
 std::string kpi_csv(const std::vector<Kpi>& kpis) {
   std::ostringstream out;
   out << "pool,business_group,gpu_model,allocated_gpu_hours,available_gpu_hours,allocation_rate,borrowed_gpu_hours,"
-         "borrowable_gpu_hours,borrow_rate,low_utilization_gpu_hours,idle_waste_share\n";
+         "borrowable_gpu_hours,borrow_rate,low_utilization_gpu_hours,idle_waste_share,effective_gpu_hours,"
+         "measured_gpu_hours,effective_utilization,inference_cost,effective_tokens,inference_unit_cost\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
   for (const Kpi& k : kpis) {
     out << k.pool << ',' << k.business_group << ',' << k.gpu_model << ',' << fixed(k.allocated_gpu_hours, 4) << ','
         << fixed(k.available_gpu_hours, 4) << ',' << opt(k.allocation_rate) << ',' << fixed(k.borrowed_gpu_hours, 4)
         << ',' << fixed(k.borrowable_gpu_hours, 4) << ',' << opt(k.borrow_rate) << ','
-        << fixed(k.low_utilization_gpu_hours, 4) << ',' << opt(k.idle_waste_share) << '\n';
+        << fixed(k.low_utilization_gpu_hours, 4) << ',' << opt(k.idle_waste_share) << ','
+        << fixed(k.effective_gpu_hours, 4) << ',' << fixed(k.measured_gpu_hours, 4) << ','
+        << opt(k.effective_utilization) << ',' << fixed(k.inference_cost, 2) << ',' << fixed(k.effective_tokens, 0)
+        << ',' << opt(k.inference_unit_cost) << '\n';
   }
   return out.str();
 }

@@ -6,6 +6,9 @@
 //                     gpubank_gpu_info; a group: its guarantee, gpubank_quota_gpus{kind="guaranteed"})
 //   borrow rate       borrowed GPU-hours / borrowable GPU-hours (gpubank_quota_gpus{kind="borrowable"})
 //   idle waste        low-utilisation GPU-hours, absolute and as a share of the allocated
+//   effective utilisation  effective GPU-hours / measured GPU-hours (showback.hpp: the hours
+//                     a signal judged; a workload without one counts in neither)
+//   inference unit cost  the inference workloads' GPU cost / million effective tokens
 // Each is null when its denominator is zero (no capacity, no guarantee, nothing borrowable)
 // rather than a made-up 0 or infinity. Never one utilisation figure across GPU models: a
 // pool has one model, and group KPIs are per pool.
@@ -42,6 +45,12 @@ struct Kpi {
   std::optional<double> allocation_rate;
   std::optional<double> borrow_rate;
   std::optional<double> idle_waste_share;
+  double effective_gpu_hours = 0;
+  double measured_gpu_hours = 0;
+  double inference_cost = 0;
+  double effective_tokens = 0;
+  std::optional<double> effective_utilization;
+  std::optional<double> inference_unit_cost;  // currency per million effective tokens
 };
 
 // The KPIs from the showback and the answers to plan_showback's "capacity" and "quota".

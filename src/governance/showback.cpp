@@ -26,6 +26,26 @@ constexpr const char* kShare =
 constexpr const char* kUtilization =
     "(100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{mapping_status=\"mapped\"} or DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\"})";
 
+// The pod's workload, one series per pod, to join vLLM's per-pod series to.
+constexpr const char* kPodWorkload =
+    "max by (cluster, namespace, pod, workload_kind, workload, workload_uid) (gpubank_gpu_allocation_info)";
+constexpr const char* kByWorkload = "(cluster, namespace, workload_kind, workload, workload_uid)";
+
+// Per workload, tokens per minute (prompt and generated) and TTFT p95 at each point. A
+// two-minute rate: at least two samples at any scrape interval up to a minute, whether the
+// range is closed (Prometheus 2) or open on the left (3).
+std::string tokens_per_minute() {
+  return std::string("sum by ") + kByWorkload +
+         " ((sum by (cluster, namespace, pod) (rate(vllm:prompt_tokens_total[2m])) + sum by (cluster, namespace, pod) "
+         "(rate(vllm:generation_tokens_total[2m]))) * 60 * on (cluster, namespace, pod) group_left (workload_kind, "
+         "workload, workload_uid) " + kPodWorkload + ")";
+}
+std::string ttft_p95() {
+  return std::string("histogram_quantile(0.95, sum by (cluster, namespace, workload_kind, workload, workload_uid, le) "
+                     "(rate(vllm:time_to_first_token_seconds_bucket[2m]) * on (cluster, namespace, pod) group_left "
+                     "(workload_kind, workload, workload_uid) ") + kPodWorkload + "))";
+}
+
 std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
@@ -43,6 +63,10 @@ void add(ShowbackRow& into, const ShowbackRow& r) {
   into.serving_floor_gpu_hours += r.serving_floor_gpu_hours;
   into.cost += r.cost;
   into.low_utilization_cost += r.low_utilization_cost;
+  into.effective_gpu_hours += r.effective_gpu_hours;
+  into.measured_gpu_hours += r.measured_gpu_hours;
+  into.tokens += r.tokens;
+  into.effective_tokens += r.effective_tokens;
 }
 
 std::string csv_field(const std::string& s) {
@@ -62,6 +86,22 @@ std::string low_query_name(double threshold, const Duration& grace) {
   return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s";
 }
 
+std::string busy_query_name(double threshold) { return "busy_at_" + number(threshold); }
+std::string slo_minutes_query_name(double seconds) { return "slo_gpu_minutes_ttft_" + number(seconds) + "s"; }
+std::string slo_tokens_query_name(double seconds) { return "slo_tokens_ttft_" + number(seconds) + "s"; }
+
+std::vector<ServingSlo> serving_slos(const policy::PolicySet& set) {
+  std::vector<ServingSlo> out;
+  for (const policy::PolicyObject& p : set.policies()) {
+    if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
+    const auto& spec = p.as<policy::InferenceScalingPolicySpec>();
+    if (!spec.scale_up.ttft_p95) continue;
+    out.push_back({p.metadata.name, spec.workload_ref.namespace_, spec.workload_ref.name,
+                   static_cast<double>(spec.scale_up.ttft_p95->milliseconds()) / 1000.0});
+  }
+  return out;
+}
+
 Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms) {
   ShowbackPeriod p;
   if (from_ms < 0 || to_ms < 0) return Unexpected{std::string("--from/--to: must not be before 1970")};
@@ -72,7 +112,8 @@ Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_m
   return p;
 }
 
-std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies) {
+std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies,
+                                 const std::vector<ServingSlo>& slos) {
   const std::string range = "[" + std::to_string(period.minutes()) + "m:1m]";
   std::vector<Query> out;
   out.push_back({"allocated", "sum by (cluster, business_group, owner_id, namespace, workload_kind, workload, "
@@ -94,6 +135,27 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
                        "GPU_I_ID) " + kUtilization + ") unless on (cluster, namespace, pod) (time() - "
                        "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + "))" + range + "))"});
   }
+  std::set<double> thresholds;
+  for (const auto& [t, grace_s] : kinds) thresholds.insert(t);
+  for (const double t : thresholds) {
+    // Effective where no SLO says otherwise: busy device-minutes, shared among the holders.
+    out.push_back({busy_query_name(t),
+                   std::string("sum by ") + kByWorkload + " (sum_over_time(((" + kUtilization + " >= bool " + number(t) +
+                       ") / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
+                       "GPU_I_ID) " + kUtilization + ")" + range + "))"});
+  }
+  std::set<double> targets;
+  for (const ServingSlo& slo : slos) targets.insert(slo.ttft_p95_seconds);
+  if (!targets.empty()) {
+    out.push_back({kTokensQuery, std::string("sum by ") + kByWorkload + " (sum_over_time(" + tokens_per_minute() + range + "))"});
+  }
+  for (const double t : targets) {
+    const std::string met = " * on " + std::string(kByWorkload) + " (" + ttft_p95() + " <= bool " + number(t) + ")";
+    out.push_back({slo_minutes_query_name(t), std::string("sum by ") + kByWorkload + " (sum_over_time((sum by " +
+                                                  kByWorkload + " (" + kShare + ")" + met + ")" + range + "))"});
+    out.push_back({slo_tokens_query_name(t), std::string("sum by ") + kByWorkload + " (sum_over_time((" +
+                                                 tokens_per_minute() + met + ")" + range + "))"});
+  }
   out.push_back({"loans", "sum by (cluster, lender, borrower, pool) (sum_over_time(gpubank_bank_loan_gpus" + range + "))"});
   out.push_back({"capacity", "sum by (cluster, pool, gpu_model) (sum_over_time(gpubank_gpu_info" + range + "))"});
   out.push_back({"quota", "sum by (cluster, business_group, pool, kind) (sum_over_time(gpubank_quota_gpus{kind=~"
@@ -103,7 +165,8 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
 
 Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& period,
                                  const std::vector<ScanPolicy>& policies,
-                                 const policy::PlatformGuardrailsSpec& guardrails) {
+                                 const policy::PlatformGuardrailsSpec& guardrails,
+                                 const std::vector<ServingSlo>& slos) {
   auto answer = [&](const std::string& name) -> const std::vector<serving::PromSample>* {
     const auto it = answers.find(name);
     return it == answers.end() ? nullptr : &it->second;
@@ -142,10 +205,14 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
     }
   }
 
-  // Low device-minutes under each workload's own threshold, shared among its rows.
+  // Low device-minutes under each workload's own threshold, shared among its rows; the
+  // same for busy minutes, SLO minutes and tokens.
   std::map<std::string, std::map<std::string, double>> low_by_query;  // query -> uid -> minutes
   for (const auto& [name, samples] : answers) {
-    if (!name.starts_with("low_below_")) continue;
+    if (!name.starts_with("low_below_") && !name.starts_with("busy_at_") && !name.starts_with("slo_") &&
+        name != kTokensQuery) {
+      continue;
+    }
     for (const serving::PromSample& s : samples) {
       const std::string uid = workload_key(label(s, "workload_uid"), label(s, "workload_kind"), label(s, "namespace"),
                                            label(s, "workload"));
@@ -170,6 +237,45 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
     const double share = total > 0 ? r.allocated_gpu_hours / total : 0;
     // Never more low hours than held: a device sampled while its allocation was not.
     r.low_utilization_gpu_hours = std::min(r.allocated_gpu_hours, m->second / 60.0 * share);
+  }
+
+  // Effective hours and tokens, where a signal judges them.
+  auto per_workload = [&](const std::string& query, const std::string& key) -> std::optional<double> {
+    const auto q = low_by_query.find(query);
+    if (q == low_by_query.end()) return std::nullopt;
+    const auto m = q->second.find(key);
+    if (m == q->second.end()) return std::nullopt;
+    return m->second;
+  };
+  for (auto& [r, role] : rows) {
+    const std::string key = workload_key(r.workload_uid, r.workload_kind, r.namespace_name, r.workload);
+    if (key.empty()) continue;
+    const double total = allocated_by_uid[key];
+    const double share = total > 0 ? r.allocated_gpu_hours / total : 0;
+    const ServingSlo* slo = nullptr;
+    if (r.workload_type == "inference") {
+      for (const ServingSlo& x : slos) {
+        if (x.namespace_name == r.namespace_name && x.workload == r.workload) slo = &x;
+      }
+    }
+    const auto tokens = per_workload(kTokensQuery, key);  // none: no vLLM series of its pods
+    if (tokens) r.tokens = *tokens * share;
+    if (slo != nullptr && tokens) {
+      r.measured_gpu_hours = r.allocated_gpu_hours;
+      const double minutes = per_workload(slo_minutes_query_name(slo->ttft_p95_seconds), key).value_or(0);
+      r.effective_gpu_hours = std::min(r.allocated_gpu_hours, minutes / 60.0 * share);
+      r.effective_tokens = per_workload(slo_tokens_query_name(slo->ttft_p95_seconds), key).value_or(0) * share;
+      continue;
+    }
+    WorkloadFacts w;
+    w.workload_type = r.workload_type;
+    w.business_group = r.business_group;
+    w.pool = r.pool;
+    const ScanPolicy* p = governing_policy(w, policies);
+    if (p == nullptr || !p->spec.thresholds.average_gpu_utilization) continue;
+    r.measured_gpu_hours = r.allocated_gpu_hours;
+    const double minutes = per_workload(busy_query_name(*p->spec.thresholds.average_gpu_utilization), key).value_or(0);
+    r.effective_gpu_hours = std::min(r.allocated_gpu_hours, minutes / 60.0 * share);
   }
 
   for (auto& [r, role] : rows) {
@@ -255,6 +361,12 @@ Json to_json(const Showback& s, ShowbackLevel level) {
     j["servingFloorGpuHours"] = r.serving_floor_gpu_hours;
     j["cost"] = r.cost;
     j["lowUtilizationCost"] = r.low_utilization_cost;
+    j["effectiveGpuHours"] = r.effective_gpu_hours;
+    j["measuredGpuHours"] = r.measured_gpu_hours;
+    if (r.tokens > 0 || r.effective_tokens > 0) {
+      j["tokens"] = r.tokens;
+      j["effectiveTokens"] = r.effective_tokens;
+    }
     return j;
   };
   Json rows = Json::array();
@@ -280,7 +392,8 @@ Json to_json(const Showback& s, ShowbackLevel level) {
 std::string to_csv(const Showback& s, ShowbackLevel level) {
   std::ostringstream out;
   out << "pool,business_group,owner_id,namespace,workload_kind,workload,workload_uid,gpu_model,partition,"
-         "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency\n";
+         "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency,"
+         "effective_gpu_hours,measured_gpu_hours,tokens,effective_tokens\n";
   for (const ShowbackRow& r : roll_up(s.rows, level)) {
     for (const std::string* f : {&r.pool, &r.business_group, &r.owner_id, &r.namespace_name, &r.workload_kind,
                                  &r.workload, &r.workload_uid, &r.gpu_model, &r.partition}) {
@@ -288,7 +401,8 @@ std::string to_csv(const Showback& s, ShowbackLevel level) {
     }
     out << fixed(r.allocated_gpu_hours, 4) << ',' << fixed(r.low_utilization_gpu_hours, 4) << ','
         << fixed(r.serving_floor_gpu_hours, 4) << ',' << fixed(r.cost, 2) << ',' << fixed(r.low_utilization_cost, 2)
-        << ',' << csv_field(s.currency) << '\n';
+        << ',' << csv_field(s.currency) << ',' << fixed(r.effective_gpu_hours, 4) << ','
+        << fixed(r.measured_gpu_hours, 4) << ',' << fixed(r.tokens, 0) << ',' << fixed(r.effective_tokens, 0) << '\n';
   }
   return out.str();
 }
@@ -297,14 +411,16 @@ std::string to_table(const Showback& s, ShowbackLevel level) {
   std::vector<std::vector<std::string>> cells;
   cells.push_back({"POOL", "GROUP", level == ShowbackLevel::Group ? "" : "OWNER",
                    level == ShowbackLevel::Workload ? "WORKLOAD" : "", "GPU", "GPU-HOURS", "LOW-UTIL", "FLOOR",
-                   "COST " + s.currency, "LOW-UTIL COST"});
+                   "EFFECTIVE", "COST " + s.currency, "LOW-UTIL COST"});
   auto push = [&](const ShowbackRow& r, const std::string& group) {
     const std::string workload =
         r.workload.empty() ? std::string() : r.workload_kind + " " + r.namespace_name + "/" + r.workload;
     cells.push_back({r.pool, group, r.owner_id, workload,
                      r.gpu_model + (r.partition.empty() || r.partition == "full" ? "" : " " + r.partition),
                      fixed(r.allocated_gpu_hours, 2), fixed(r.low_utilization_gpu_hours, 2),
-                     fixed(r.serving_floor_gpu_hours, 2), fixed(r.cost, 2), fixed(r.low_utilization_cost, 2)});
+                     fixed(r.serving_floor_gpu_hours, 2),
+                     r.measured_gpu_hours > 0 ? fixed(r.effective_gpu_hours, 2) : std::string("-"), fixed(r.cost, 2),
+                     fixed(r.low_utilization_cost, 2)});
   };
   for (const ShowbackRow& r : roll_up(s.rows, level)) push(r, r.business_group);
   for (const ShowbackRow& r : showback_totals(s.rows)) push(r, r.pool.empty() ? "TOTAL" : "(pool total)");

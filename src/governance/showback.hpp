@@ -19,6 +19,23 @@
 // per distinct threshold and grace), serving floors excluded (their hours are retention).
 // The plan also asks for the pools' device-minutes and the groups' guaranteed and
 // borrowable GPU-minutes, for the KPIs (rankings.hpp).
+//
+// Effective GPU-hours: device-minutes that produced something, counted where a signal says
+// so ("measured" hours); a workload without one is measured nothing, never guessed.
+//   inference with an SLO   an InferenceScalingPolicy names the workload (workloadRef's
+//                           namespace and name) and sets scaleUp.ttftP95: a minute is
+//                           effective when vLLM's TTFT p95 over the last two minutes
+//                           (vllm:time_to_first_token_seconds_bucket of the workload's pods)
+//                           met it. A minute without requests has no p95 and is not
+//                           effective; a workload with no vLLM series at all in the period
+//                           falls to the rule below. Tokens (vllm:prompt_tokens_total +
+//                           vllm:generation_tokens_total) are counted per minute, and those
+//                           of the minutes within the SLO are the effective tokens.
+//   everything else         a LowUtilizationPolicy governs it: a device-minute at or above
+//                           its averageGpuUtilization threshold. No training-progress series
+//                           is standard, so busy stands for progress.
+// vLLM's series are joined to the workload through the pod (namespace, pod), as Prometheus's
+// PodMonitor labels them, and gpubank_gpu_allocation_info.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +49,7 @@
 #include "core/expected.hpp"
 #include "governance/lowutil.hpp"
 #include "governance/queries.hpp"
+#include "policy/policy_set.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::governance {
@@ -49,8 +67,25 @@ struct ShowbackPeriod {
 // one such query per distinct pair.
 [[nodiscard]] std::string low_query_name(double threshold, const Duration& grace);
 
+// The name of the query counting device-minutes at or above a utilisation threshold.
+[[nodiscard]] std::string busy_query_name(double threshold);
+
+// A serving SLO: an InferenceScalingPolicy's scaleUp.ttftP95 for its workloadRef.
+struct ServingSlo {
+  std::string policy;  // the InferenceScalingPolicy's name
+  std::string namespace_name, workload;
+  double ttft_p95_seconds = 0;
+};
+[[nodiscard]] std::vector<ServingSlo> serving_slos(const policy::PolicySet& set);
+// The names of the queries counting, per workload, the device-minutes and the tokens of the
+// minutes whose TTFT p95 met `seconds`; and of the one counting all tokens.
+[[nodiscard]] std::string slo_minutes_query_name(double seconds);
+[[nodiscard]] std::string slo_tokens_query_name(double seconds);
+inline constexpr const char* kTokensQuery = "tokens";
+
 // The queries, evaluated at period.to_ms - 1 ms so the subquery's last minute is to - 1m.
-[[nodiscard]] std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies);
+[[nodiscard]] std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector<ScanPolicy>& policies,
+                                               const std::vector<ServingSlo>& slos = {});
 
 // One workload on one pool (the finest level).
 struct ShowbackRow {
@@ -69,6 +104,10 @@ struct ShowbackRow {
   double serving_floor_gpu_hours = 0;
   double cost = 0;
   double low_utilization_cost = 0;
+  double effective_gpu_hours = 0;
+  double measured_gpu_hours = 0;  // the allocated hours some signal judged (see above)
+  double tokens = 0;              // prompt and generated, vLLM's counters
+  double effective_tokens = 0;    // those of the minutes within the SLO
 };
 
 struct GroupLoans {
@@ -86,7 +125,8 @@ struct Showback {
 
 [[nodiscard]] Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& period,
                                                const std::vector<ScanPolicy>& policies,
-                                               const policy::PlatformGuardrailsSpec& guardrails);
+                                               const policy::PlatformGuardrailsSpec& guardrails,
+                                               const std::vector<ServingSlo>& slos = {});
 
 // Rows summed to a level: "group" (business group and pool), "owner" (and owner), or
 // "workload" (every row). Each level's rows are followed by nothing else: totals are

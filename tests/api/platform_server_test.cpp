@@ -394,6 +394,30 @@ TEST_F(PlatformServerGovernanceTest, ServesAlertsAndReportsInVirtualTime) {
     }
   }
   EXPECT_TRUE(training_pool) << kpis.dump();
+  // The LLM service's replicas: their vLLM tokens and TTFT reach showback, so its hours are
+  // judged by its SLO and its tokens have a price.
+  const json by_workload = get("/api/v1/governance/showback?level=workload");
+  double llm_tokens = 0, llm_effective = 0, llm_measured = 0;
+  for (const json& r : by_workload["rows"]) {
+    if (r.value("workload", "") != "customer-service-llm") continue;
+    llm_tokens += r.value("tokens", 0.0);
+    llm_effective += r["effectiveGpuHours"].get<double>();
+    llm_measured += r["measuredGpuHours"].get<double>();
+  }
+  std::cout << "customer-service-llm: " << llm_tokens << " tokens, " << llm_effective << " of " << llm_measured
+            << " GPU-hours effective\n";
+  EXPECT_GT(llm_tokens, 0);
+  EXPECT_GT(llm_measured, 0);
+  EXPECT_GT(llm_effective, 0);
+  EXPECT_LE(llm_effective, llm_measured);
+  bool priced = false;
+  for (const json& k : kpis["kpis"]) {
+    if (k.value("businessGroup", "") == "customer-service" && k.contains("inferenceUnitCostPerMillionTokens") &&
+        k["inferenceUnitCostPerMillionTokens"].is_number()) {
+      priced = k["inferenceUnitCostPerMillionTokens"].get<double>() > 0;
+    }
+  }
+  EXPECT_TRUE(priced) << kpis.dump();
   const json board = get("/api/v1/governance/leaderboard?minGpuHours=1");
   EXPECT_EQ(board["minGpuHours"], 1.0);
   EXPECT_FALSE(board["leaderboard"].empty());

@@ -48,7 +48,8 @@ TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
 namespace gpubank::governance {
 namespace {
 
-// The printed forms: an aligned table with the totals, and CSV with a header.
+// The printed forms: an aligned table with the totals, and CSV with a header. The row has
+// no effectiveness signal: its effective hours print as "-", not 0.
 TEST(ShowbackText, TableAndCsv) {
   Showback s;
   s.period = *showback_period(0, 3'600'000);
@@ -65,14 +66,15 @@ TEST(ShowbackText, TableAndCsv) {
   a.low_utilization_cost = 1.75;
   s.rows = {a};
   EXPECT_EQ(to_table(s, ShowbackLevel::Group),
-            "POOL                GROUP         GPU   GPU-HOURS  LOW-UTIL  FLOOR  COST USD  LOW-UTIL COST\n"
-            "h100-rdma-training  search        H100       2.00      0.50   0.00      7.00           1.75\n"
-            "h100-rdma-training  (pool total)  H100       2.00      0.50   0.00      7.00           1.75\n"
-            "                    TOTAL                    2.00      0.50   0.00      7.00           1.75\n");
+            "POOL                GROUP         GPU   GPU-HOURS  LOW-UTIL  FLOOR  EFFECTIVE  COST USD  LOW-UTIL COST\n"
+            "h100-rdma-training  search        H100       2.00      0.50   0.00          -      7.00           1.75\n"
+            "h100-rdma-training  (pool total)  H100       2.00      0.50   0.00          -      7.00           1.75\n"
+            "                    TOTAL                    2.00      0.50   0.00          -      7.00           1.75\n");
   EXPECT_EQ(to_csv(s, ShowbackLevel::Owner),
             "pool,business_group,owner_id,namespace,workload_kind,workload,workload_uid,gpu_model,partition,"
-            "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency\n"
-            "h100-rdma-training,search,u1,,,,,H100,full,2.0000,0.5000,0.0000,7.00,1.75,USD\n");
+            "allocated_gpu_hours,low_utilization_gpu_hours,serving_floor_gpu_hours,cost,low_utilization_cost,currency,"
+            "effective_gpu_hours,measured_gpu_hours,tokens,effective_tokens\n"
+            "h100-rdma-training,search,u1,,,,,H100,full,2.0000,0.5000,0.0000,7.00,1.75,USD,0.0000,0.0000,0,0\n");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 //   research/u4 d  notebook  half of a time-sliced 1g.10gb slice at 1 %: 0.5 h, low 0.5 h (< 5 %) cost 0.15
 //   research/u5 e  notebook  the other half                                0.5 h, low 0.5 h    cost 0.15
 //   customer-service/u6 f inference serving floor, 2 H100 at 3 %: 2.0 h, all serving floor, low 0  cost 7.00
+//                       (Deployment customer-service-llm, whose InferenceScalingPolicy sets ttftP95 1500ms)
 //   loans: ads borrows 1 GPU of search's on h100-rdma-training all hour: 1.0 h borrowed / lent
 //
 // Pools: h100-rdma-training 2 + 1 + 0.6667 + 1 = 4.6667 h (16.3333 USD), h100-inference 2 h
@@ -23,6 +24,16 @@
 // Leaderboard (minimum 0.5 judged GPU-hours): H100/full/exclusive: ads 0.15/0.6667 = 0.225
 // first, search 0.5/3 = 0.1667 second, customer-service (all serving floor) and unknown
 // unranked; A100/1g.10gb/exclusive: research 1.0/1.0 first.
+// Effective hours: a busy device-minute (at or above the governing policy's threshold) for
+// training and notebooks, a minute within the TTFT SLO for f. a: 50 % >= 10 all hour, 2.0 h;
+// b: 30 min at 80 %, 0.5 h; c: 2 %, 0; d, e: 1 % < 5, 0; unknown: no policy, not measured.
+// f's pod serves 100 requests, 1,000 prompt and 500 generated tokens a minute; the requests
+// counted at the samples up to T0+40m answer within 0.5 s, later ones in 2.5-5 s. p95 over
+// two minutes (rate[2m]) meets 1.5 s at T0+0m..T0+40m (at +41m half the requests are slow:
+// p95 4.75 s): 41 minutes x 2 GPUs = 1.3667 h. Tokens 60 x 1,500 = 90,000, effective
+// 41 x 1,500 = 61,500. Effective utilisation: h100-rdma-training (2 + 0.5) / 3.6667 =
+// 0.6818, search 2.5 / 3, ads 0; h100-inference 1.3667 / 2. Inference unit cost:
+// customer-service 7.00 USD / 0.0615 million tokens = 113.82 USD per million.
 // Review (examples' quotas): every guarantee is under 30 % used (search 3 of 32 GPUs: lower
 // to ceil(3 x 1.2) = 4; ads 0.67 of 16: 1; customer-service 2 of 32 on h100-inference: 3;
 // research 1 of 16 slices: 2; the idle ones: 0); ads borrowed all 60 minutes, 1 GPU: raise
@@ -58,6 +69,9 @@ std::string labels_text(const Labels& labels) {
 struct Holder {
   std::string uid, group, owner, type, pool, model, partition, role;
   std::string pod;
+  std::string kind = "Job";
+  std::string workload;  // empty: "job-<uid>"
+  [[nodiscard]] std::string workload_name() const { return workload.empty() ? "job-" + uid : workload; }
 };
 
 class ShowbackPrometheusTest : public ::testing::Test {
@@ -94,7 +108,7 @@ class ShowbackPrometheusTest : public ::testing::Test {
       Labels l{{"namespace", h.group.empty() ? "default" : h.group}, {"pod", h.pod}, {"container", "main"}};
       if (!h.group.empty()) {
         l.insert(l.end(), {{"business_group", h.group}, {"owner_id", h.owner}, {"workload_type", h.type},
-                           {"workload_kind", "Job"}, {"workload", "job-" + h.uid}, {"workload_uid", h.uid}});
+                           {"workload_kind", h.kind}, {"workload", h.workload_name()}, {"workload_uid", h.uid}});
       }
       if (!h.role.empty()) l.push_back({"capacity_role", h.role});
       return l;
@@ -125,8 +139,8 @@ class ShowbackPrometheusTest : public ::testing::Test {
     for (const Device& d : devices) {
       for (const Holder& h : d.holders) {
         if (h.group.empty()) continue;
-        Labels l{{"namespace", h.group}, {"pod", h.pod}, {"pod_uid", "pod-" + h.uid}, {"workload_kind", "Job"},
-                 {"workload", "job-" + h.uid}, {"workload_uid", h.uid}};
+        Labels l{{"namespace", h.group}, {"pod", h.pod}, {"pod_uid", "pod-" + h.uid}, {"workload_kind", h.kind},
+                 {"workload", h.workload_name()}, {"workload_uid", h.uid}};
         const std::int64_t start = d.first > -10 ? t0_ + d.first * 60 : t0_ - 5 * 3600;
         each_minute(d, [&](std::int64_t, std::int64_t t) {
           out << "gpubank_pod_start_time_seconds" << labels_text(l) << ' ' << start << ' ' << t << '\n';
@@ -169,6 +183,28 @@ class ShowbackPrometheusTest : public ::testing::Test {
     for (std::int64_t m = -10; m <= 70; ++m) {
       out << "gpubank_bank_loan_gpus{lender=\"search\",borrower=\"ads\",pool=\"h100-rdma-training\"} 1 " << t0_ + m * 60 << '\n';
     }
+    // vLLM on f's pod, labelled as a PodMonitor scrape labels it: 100 requests, 1,000 prompt
+    // and 500 generated tokens a minute; those counted up to T0+40m fast, later ones slow.
+    const std::string pod = R"(namespace="customer-service",pod="f-0",model_name="customer-service-llm")";
+    out << "# TYPE vllm:prompt_tokens_total gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "vllm:prompt_tokens_total{" << pod << "} " << 1000 * (m + 10) << ' ' << t0_ + m * 60 << '\n';
+    }
+    out << "# TYPE vllm:generation_tokens_total gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "vllm:generation_tokens_total{" << pod << "} " << 500 * (m + 10) << ' ' << t0_ + m * 60 << '\n';
+    }
+    out << "# TYPE vllm:time_to_first_token_seconds_bucket gauge\n";
+    for (const char* le : {"0.25", "0.5", "1.0", "2.5", "5.0", "+Inf"}) {
+      const double bound = std::string(le) == "+Inf" ? 1e9 : std::stod(le);
+      for (std::int64_t m = -10; m <= 70; ++m) {
+        const std::int64_t fast = 100 * (std::min<std::int64_t>(m, 40) + 10);
+        const std::int64_t slow = 100 * std::max<std::int64_t>(0, m - 40);
+        const std::int64_t count = (bound >= 0.5 ? fast : 0) + (bound >= 5.0 ? slow : 0);
+        out << "vllm:time_to_first_token_seconds_bucket{" << pod << ",le=\"" << le << "\"} " << count << ' '
+            << t0_ + m * 60 << '\n';
+      }
+    }
     out << "# EOF\n";
   }
 
@@ -197,13 +233,14 @@ class ShowbackPrometheusTest : public ::testing::Test {
 double hours(const nlohmann::json& row) { return row["allocatedGpuHours"].get<double>(); }
 
 TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) {
-  const Holder a{"a", "search", "u1", "training", "h100-rdma-training", "H100", "full", "", "a-0"};
-  const Holder b{"b", "search", "u2", "training", "h100-rdma-training", "H100", "full", "", "b-0"};
-  const Holder c{"c", "ads", "u3", "training", "h100-rdma-training", "H100", "full", "", "c-0"};
-  const Holder anon{"", "", "", "", "h100-rdma-training", "H100", "full", "", "mystery-0"};
-  const Holder d{"d", "research", "u4", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "d-0"};
-  const Holder e{"e", "research", "u5", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "e-0"};
-  const Holder f{"f", "customer-service", "u6", "inference", "h100-inference", "H100", "full", "serving-floor", "f-0"};
+  const Holder a{"a", "search", "u1", "training", "h100-rdma-training", "H100", "full", "", "a-0", "Job", ""};
+  const Holder b{"b", "search", "u2", "training", "h100-rdma-training", "H100", "full", "", "b-0", "Job", ""};
+  const Holder c{"c", "ads", "u3", "training", "h100-rdma-training", "H100", "full", "", "c-0", "Job", ""};
+  const Holder anon{"", "", "", "", "h100-rdma-training", "H100", "full", "", "mystery-0", "Job", ""};
+  const Holder d{"d", "research", "u4", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "d-0", "Job", ""};
+  const Holder e{"e", "research", "u5", "notebook", "mig-or-shared-development", "A100", "1g.10gb", "", "e-0", "Job", ""};
+  const Holder f{"f", "customer-service", "u6", "inference", "h100-inference", "H100", "full", "serving-floor", "f-0",
+                 "Deployment", "customer-service-llm"};
   auto at = [](double v) { return [v](std::int64_t) { return v; }; };
   write({{"GPU-a0", "", {a}, -10, at(50)},
          {"GPU-a1", "", {a}, -10, at(50)},
@@ -236,6 +273,22 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   EXPECT_NEAR(hours(by_uid["f"]), 2.0, 1e-9);
   EXPECT_NEAR(by_uid["f"]["servingFloorGpuHours"].get<double>(), 2.0, 1e-9);
   EXPECT_NEAR(by_uid["f"]["lowUtilizationGpuHours"].get<double>(), 0, 1e-9);
+
+  // Effective hours and tokens.
+  auto effective = [&](const std::string& uid) { return by_uid[uid]["effectiveGpuHours"].get<double>(); };
+  auto measured = [&](const std::string& uid) { return by_uid[uid]["measuredGpuHours"].get<double>(); };
+  EXPECT_NEAR(effective("a"), 2.0, 1e-9);
+  EXPECT_NEAR(effective("b"), 0.5, 1e-9);
+  EXPECT_NEAR(effective("c"), 0, 1e-9);
+  EXPECT_NEAR(measured("c"), 40.0 / 60, 1e-9);
+  EXPECT_NEAR(effective("d"), 0, 1e-9);
+  EXPECT_NEAR(measured("d"), 0.5, 1e-9);
+  EXPECT_NEAR(measured("unknown"), 0, 1e-9);
+  EXPECT_NEAR(effective("f"), 82.0 / 60, 1e-6);
+  EXPECT_NEAR(measured("f"), 2.0, 1e-9);
+  EXPECT_NEAR(by_uid["f"]["tokens"].get<double>(), 90000, 1e-3);
+  EXPECT_NEAR(by_uid["f"]["effectiveTokens"].get<double>(), 61500, 1e-3);
+  EXPECT_FALSE(by_uid["a"].contains("tokens"));
 
   // Totals per pool and overall.
   std::map<std::string, nlohmann::json> totals;
@@ -277,6 +330,13 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   EXPECT_NEAR(kpi["h100-rdma-training/ads"]["borrowRate"].get<double>(), 0.5, 1e-9);
   EXPECT_NEAR(kpi["h100-rdma-training/ads"]["idleWasteShare"].get<double>(), 0.15 / (2.0 / 3), 1e-9);
   EXPECT_TRUE(kpi["h100-inference/customer-service"]["allocationRate"].is_null());  // no guarantee known
+  EXPECT_NEAR(kpi["h100-rdma-training/"]["effectiveUtilization"].get<double>(), 2.5 / (3 + 2.0 / 3), 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/search"]["effectiveUtilization"].get<double>(), 2.5 / 3, 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/ads"]["effectiveUtilization"].get<double>(), 0, 1e-9);
+  EXPECT_NEAR(kpi["h100-inference/"]["effectiveUtilization"].get<double>(), 82.0 / 60 / 2, 1e-6);
+  EXPECT_NEAR(kpi["h100-inference/customer-service"]["inferenceUnitCostPerMillionTokens"].get<double>(),
+              7.0 / 0.0615, 1e-6);
+  EXPECT_FALSE(kpi["h100-rdma-training/search"].contains("inferenceUnitCostPerMillionTokens"));
 
   // The leaderboard.
   std::vector<std::tuple<std::string, nlohmann::json, std::string>> board;

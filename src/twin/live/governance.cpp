@@ -31,6 +31,12 @@ double sum_in(const std::vector<TwinGovernance::MinuteValue>& values, std::int64
   return sum;
 }
 
+bool any_in(const std::vector<TwinGovernance::MinuteValue>& values, std::int64_t from_ms, std::int64_t to_ms) {
+  const auto first = std::lower_bound(values.begin(), values.end(), from_ms,
+                                      [](const TwinGovernance::MinuteValue& v, std::int64_t t) { return v.t_ms < t; });
+  return first != values.end() && first->t_ms < to_ms;
+}
+
 bool has_workload(const DeviceMinute& d) { return !d.workload.empty() || !d.workload_uid.empty(); }
 
 std::string key_of(const DeviceMinute& d) {
@@ -56,7 +62,10 @@ TwinGovernance::TwinGovernance(const policy::PolicySet& policies, std::int64_t s
       scan_every_ms_(std::max<std::int64_t>(kMinuteMs, scan_every_ms / kMinuteMs * kMinuteMs)) {
   for (const governance::ScanPolicy& p : scan_policies_) {
     longest_window_ms_ = std::max(longest_window_ms_, p.spec.window.milliseconds());
+    if (p.spec.thresholds.average_gpu_utilization) busy_thresholds_.insert(*p.spec.thresholds.average_gpu_utilization);
   }
+  slos_ = governance::serving_slos(policies);
+  for (const governance::ServingSlo& slo : slos_) slo_targets_.insert(slo.ttft_p95_seconds);
 }
 
 std::optional<std::int64_t> TwinGovernance::last_minute_ms() const { return last_ms_; }
@@ -66,6 +75,7 @@ void TwinGovernance::observe(MinuteObservation minute) {
   const std::int64_t t = minute.t_ms;
   const auto kinds = low_kinds(scan_policies_);
   std::set<std::string> devices_seen;
+  std::map<WorkloadLabels, double> workload_share;  // the SLO minutes' `sum by (workload) (share)`
   for (const DeviceMinute& d : minute.devices) {
     if (devices_seen.insert(d.device).second) add_minute(capacity_[{d.pool, d.gpu_model}], t, 1.0);
     if (d.share <= 0) continue;  // a free device: no allocation series
@@ -73,6 +83,7 @@ void TwinGovernance::observe(MinuteObservation minute) {
                                  d.workload_uid, d.workload_type, d.pool, d.gpu_model, d.partition, d.capacity_role}],
                t, d.share);
     if (!has_workload(d)) continue;  // unattributed: no DCGM series of a workload
+    workload_share[WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}] += d.share;
     Series& s = series_[{key_of(d), d.device}];
     s.last = d;
     s.samples.push_back({t, d.gpu_utilization, d.memory_utilization, d.power_fraction});
@@ -85,12 +96,35 @@ void TwinGovernance::observe(MinuteObservation minute) {
           governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)));
       add_minute(low_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t, d.share);
     }
+    // The busy queries (effective hours): `util >= bool threshold`, shared the same way.
+    for (const double threshold : busy_thresholds_) {
+      if (!(d.gpu_utilization >= threshold)) continue;
+      add_minute(busy_[governance::busy_query_name(threshold)]
+                      [WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}],
+                 t, d.share);
+    }
   }
   for (const QuotaMinute& q : minute.quotas) {
     add_minute(quota_[{q.business_group, q.pool, "guaranteed"}], t, q.guaranteed);
     add_minute(quota_[{q.business_group, q.pool, "borrowable"}], t, q.borrowable);
   }
   for (const LoanMinute& l : minute.loans) add_minute(loans_[{l.lender, l.borrower, l.pool}], t, l.gpus);
+  // Tokens, and the minutes and tokens within each SLO target (`p95 <= bool target`).
+  for (const ServingMinute& x : minute.serving) {
+    const WorkloadLabels w{x.namespace_name, x.workload_kind, x.workload, x.workload_uid};
+    // Recorded at 0 too: a workload whose pods have vLLM series answers the tokens query.
+    add_minute(serving_[governance::kTokensQuery][w], t, x.tokens_per_minute);
+    if (!x.ttft_p95_s) continue;
+    for (const double target : slo_targets_) {
+      if (!(*x.ttft_p95_s <= target)) continue;
+      if (const auto share = workload_share.find(w); share != workload_share.end()) {
+        add_minute(serving_[governance::slo_minutes_query_name(target)][w], t, share->second);
+      }
+      if (x.tokens_per_minute > 0) {
+        add_minute(serving_[governance::slo_tokens_query_name(target)][w], t, x.tokens_per_minute);
+      }
+    }
+  }
   // Only the longest window is ever read back.
   for (auto it = series_.begin(); it != series_.end();) {
     auto& samples = it->second.samples;
@@ -202,17 +236,26 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
                                 {"capacity_role", k[10]}},
                                v));
   }
-  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
-    const std::string name = governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)));
+  // keep_zero: a series with samples in the period answers even when they sum to 0.
+  auto per_workload = [&](const std::string& name, const auto& recorded, bool keep_zero = false) {
     auto& answer = out[name];
-    const auto q = low_.find(name);
-    if (q == low_.end()) continue;
+    const auto q = recorded.find(name);
+    if (q == recorded.end()) return;
     for (const auto& [w, values] : q->second) {
       const double v = sum_in(values, from, to);
-      if (v <= 0) continue;
+      if (v <= 0 && !(keep_zero && any_in(values, from, to))) continue;
       answer.push_back(
           sample({{"namespace", w[0]}, {"workload_kind", w[1]}, {"workload", w[2]}, {"workload_uid", w[3]}}, v));
     }
+  };
+  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
+    per_workload(governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms))), low_);
+  }
+  for (const double threshold : busy_thresholds_) per_workload(governance::busy_query_name(threshold), busy_);
+  if (!slo_targets_.empty()) per_workload(governance::kTokensQuery, serving_, true);
+  for (const double target : slo_targets_) {
+    per_workload(governance::slo_minutes_query_name(target), serving_);
+    per_workload(governance::slo_tokens_query_name(target), serving_);
   }
   auto& loans = out["loans"];
   for (const auto& [k, values] : loans_) {
@@ -240,7 +283,8 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
 Expected<governance::Showback> TwinGovernance::showback(const governance::ShowbackPeriod& period) const {
   static const policy::PlatformGuardrailsSpec kNoGuardrails{};
   const policy::PlatformGuardrailsSpec* g = policies_.guardrails_spec();
-  return governance::showback_from(showback_answers(period), period, scan_policies_, g != nullptr ? *g : kNoGuardrails);
+  return governance::showback_from(showback_answers(period), period, scan_policies_, g != nullptr ? *g : kNoGuardrails,
+                                   slos_);
 }
 
 Expected<std::vector<governance::Kpi>> TwinGovernance::kpis(const governance::ShowbackPeriod& period) const {

@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -63,6 +64,15 @@ struct LoanMinute {
   double gpus = 0;
 };
 
+// One inference workload's vLLM signals at a minute, as showback's PromQL reads them
+// (two-minute rates over its pods): tokens per minute, prompt and generated, and the TTFT
+// p95, none in a minute without requests.
+struct ServingMinute {
+  std::string namespace_name, workload_kind, workload, workload_uid;
+  double tokens_per_minute = 0;
+  std::optional<double> ttft_p95_s;
+};
+
 struct MinuteObservation {
   std::int64_t t_ms = 0;  // Unix ms of a whole virtual minute
   std::vector<DeviceMinute> devices;
@@ -71,6 +81,7 @@ struct MinuteObservation {
   // The bank's last checkpoint notice or completion per workload ("<namespace>/<workload>",
   // Unix ms): the checkpoint grace, as the scanner reads it from the controller's audit.
   std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms;
+  std::vector<ServingMinute> serving;
 };
 
 class TwinGovernance {
@@ -138,6 +149,12 @@ class TwinGovernance {
   std::map<std::pair<std::string, std::string>, Series> series_;  // (workload key, device)
   std::map<RowKey, std::vector<MinuteValue>> allocated_;
   std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> low_;  // query name -> workload -> minutes
+  std::set<double> busy_thresholds_;
+  std::vector<governance::ServingSlo> slos_;
+  std::set<double> slo_targets_;
+  // tokens, and the SLO minutes and tokens per target: query name -> workload -> minutes
+  std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> serving_;
+  std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> busy_;  // the same for busy minutes
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> loans_;  // lender, borrower, pool
   std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> capacity_;  // pool, gpu model
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> quota_;  // group, pool, kind

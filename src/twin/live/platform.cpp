@@ -9,11 +9,13 @@
 #include "attribution/labels.hpp"
 #include "core/fnv1a.hpp"
 #include "metrics/exposition.hpp"
+#include "metrics/histogram.hpp"
 #include "metrics/registry.hpp"
 #include "policy/schema.hpp"
 #include "twin/run/metrics.hpp"
 #include "twin/run/summary.hpp"
 #include "twin/telemetry/dcgm.hpp"
+#include "twin/inference/vllm_metrics.hpp"
 #include "twin/telemetry/profile.hpp"
 #include "twin/trace/azure_llm.hpp"
 
@@ -699,6 +701,8 @@ void Platform::observe_governance() {
   };
   std::vector<Held> held_devices;
   MinuteObservation minute;
+  // Each inference replica's workload labels, as its devices carry them.
+  std::map<std::string, std::array<std::string, 4>> replica_labels;
   if (const cluster::Cluster* c = simulation_.cluster(); c != nullptr) {
     const auto all = simulation_.workloads();
     const auto held = holders(all, simulation_.workload_specs());
@@ -777,6 +781,7 @@ void Platform::observe_governance() {
           d.checkpointable = m.checkpointable;
           d.keep_running_until = m.keep_running_until;
           d.pod_started_s = static_cast<double>(m.created_ms) / 1000.0;
+          replica_labels[key] = {d.namespace_name, d.workload_kind, d.workload, d.workload_uid};
         }
         Held each = h;
         each.labels = std::move(d);
@@ -806,6 +811,10 @@ void Platform::observe_governance() {
 
   // Each whole minute since the last one recorded, with the devices' activity at that minute.
   const std::size_t free_devices = minute.devices.size();
+  const std::vector<Serving::ReplicaCounters> counters = serving_->counters();
+  std::erase_if(serving_history_, [&](const auto& h) {
+    return std::none_of(counters.begin(), counters.end(), [&](const auto& c) { return c.workload == h.first; });
+  });
   for (; *governance_next_ms_ <= now_ms; *governance_next_ms_ += kMinuteMs) {
     MinuteObservation m;
     m.t_ms = *governance_next_ms_;
@@ -823,8 +832,51 @@ void Platform::observe_governance() {
     m.quotas = minute.quotas;
     m.loans = minute.loans;
     m.last_checkpoint_ms = minute.last_checkpoint_ms;
+    m.serving = serving_minutes(counters, replica_labels, m.t_ms);
     governance_->observe(std::move(m));
   }
+}
+
+std::vector<ServingMinute> Platform::serving_minutes(const std::vector<Serving::ReplicaCounters>& counters,
+                                                     const std::map<std::string, std::array<std::string, 4>>& labels,
+                                                     std::int64_t t_ms) {
+  // Per workload: tokens per minute and the TTFT buckets' increase over the last two minutes
+  // of its replicas, as rate(...[2m]) summed by workload reads them.
+  struct Sum {
+    double tokens_per_minute = 0;
+    std::vector<std::int64_t> buckets;
+  };
+  std::map<std::array<std::string, 4>, Sum> by_workload;
+  for (const Serving::ReplicaCounters& c : counters) {
+    auto& history = serving_history_[c.workload];
+    history.emplace_back(t_ms, c);
+    while (history.front().first < t_ms - 2 * 60'000) history.pop_front();
+    const auto l = labels.find(c.workload);
+    if (l == labels.end() || history.size() < 2) continue;  // a rate needs two samples
+    const auto& [first_ms, first] = history.front();
+    Sum& sum = by_workload[l->second];
+    const double minutes = static_cast<double>(t_ms - first_ms) / 60'000.0;
+    sum.tokens_per_minute += static_cast<double>(std::max<std::int64_t>(0, c.tokens - first.tokens)) / minutes;
+    sum.buckets.resize(std::max(sum.buckets.size(), c.ttft_buckets.size()), 0);
+    for (std::size_t i = 0; i < c.ttft_buckets.size() && i < first.ttft_buckets.size(); ++i) {
+      sum.buckets[i] += std::max<std::int64_t>(0, c.ttft_buckets[i] - first.ttft_buckets[i]);
+    }
+  }
+  std::vector<ServingMinute> out;
+  for (const auto& [l, sum] : by_workload) {
+    ServingMinute x{l[0], l[1], l[2], l[3], sum.tokens_per_minute, std::nullopt};
+    std::vector<metrics::Bucket> buckets;
+    double cumulative = 0;
+    for (std::size_t i = 0; i < sum.buckets.size(); ++i) {
+      cumulative += static_cast<double>(sum.buckets[i]);
+      const double bound = i < inference::kTtftBucketsSeconds.size() ? inference::kTtftBucketsSeconds[i]
+                                                                      : std::numeric_limits<double>::infinity();
+      buckets.push_back({bound, cumulative});
+    }
+    if (cumulative > 0) x.ttft_p95_s = metrics::bucket_quantile(0.95, std::move(buckets));
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 Expected<std::string> Platform::metrics_text() {

@@ -5,7 +5,10 @@
 // trace that create() reads.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -131,6 +134,11 @@ class Platform {
   bool follow_run();
   // Records every whole minute up to now() that governance has not seen, with the state now.
   void observe_governance();
+  // The inference workloads' tokens and TTFT p95 at minute t_ms from their replicas'
+  // counters (labels: each replica's workload labels); keeps serving_history_.
+  std::vector<ServingMinute> serving_minutes(const std::vector<Serving::ReplicaCounters>& counters,
+                                             const std::map<std::string, std::array<std::string, 4>>& labels,
+                                             std::int64_t t_ms);
   // The serving controllers' step at now(), then the services follow what it did.
   bool control_step();
 
@@ -173,6 +181,9 @@ class Platform {
   std::map<std::string, LoanMinute, std::less<>> open_loans_;  // by borrow record
   std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms_;  // "<namespace>/<workload>"
   std::map<std::string, attribution::PodMeta, std::less<>> pod_meta_;   // by pod UID, as metasync read them
+  // Per replica workload, its vLLM counters at the recorded minutes of the last two (what a
+  // two-minute rate reads).
+  std::map<std::string, std::deque<std::pair<std::int64_t, Serving::ReplicaCounters>>> serving_history_;
 };
 
 }  // namespace gpubank::twin::live

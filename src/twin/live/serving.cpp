@@ -504,6 +504,17 @@ std::vector<Serving::ReplicaStatus> Serving::replicas_of(const std::string& poli
   return out;
 }
 
+std::vector<Serving::ReplicaCounters> Serving::counters() const {
+  std::vector<ReplicaCounters> out;
+  for (const Live& s : services_) {
+    for (const auto& [key, r] : s.replicas) {
+      const inference::VllmCounters& c = s.service->counters(r.id);
+      out.push_back({key, c.prompt_tokens + c.generation_tokens, c.time_to_first_token.bucket_counts()});
+    }
+  }
+  return out;
+}
+
 Expected<bool> Serving::start_drain(const std::string& key) {
   const auto which = service_of_.find(key);
   if (which == service_of_.end()) return Unexpected{"no replica workload " + key};

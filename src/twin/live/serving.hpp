@@ -153,6 +153,14 @@ class Serving {
   };
   // The live replicas of the policy's service (pod started, not gone), by workload key.
   [[nodiscard]] std::vector<ReplicaStatus> replicas_of(const std::string& policy) const;
+  // What each live replica's vLLM counts so far, all replicas of every service: its tokens
+  // (prompt and generated) and its TTFT bucket counts (not cumulative, the last is +Inf).
+  struct ReplicaCounters {
+    std::string workload;  // the replica's workload key
+    std::int64_t tokens = 0;
+    std::vector<std::int64_t> ttft_buckets;
+  };
+  [[nodiscard]] std::vector<ReplicaCounters> counters() const;
   // Router weight 0, no new requests; the ones in flight finish (drain).
   Expected<bool> start_drain(const std::string& key);
   // The vLLM families of the policy's service (what its pods' /metrics would show).

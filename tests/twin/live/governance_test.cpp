@@ -51,6 +51,8 @@ DeviceMinute held(std::string device, std::string pool, std::string model, std::
 //             window 60m, below 10 % GPU and 15 % memory, startup grace 30m, checkpoint grace 20m)
 //   floor     customer-service's inference replica on h100-inference, 5 % busy,
 //             capacity-role serving-floor (no policy covers inference)
+//             Its vLLM: 1,500 tokens a minute with TTFT p95 0.4 s for minutes 0..59, 3 s for
+//             60..119 (customer-service-llm's ttftP95 is 1.5 s), no requests from 120.
 //   one free H100 in h100-rdma-training
 // search guarantees 8 GPUs on h100-rdma-training with 4 borrowable; ads lends search 2 GPUs
 // of it throughout.
@@ -85,6 +87,10 @@ TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180)
     o.quotas = {QuotaMinute{"search", "h100-rdma-training", 8, 4}};
     o.loans = {LoanMinute{"ads", "search", "h100-rdma-training", 2}};
     if (m >= 170) o.last_checkpoint_ms["search/ranker"] = base + 170 * kMinute;
+    if (m < 120) {
+      o.serving = {ServingMinute{"customer-service", "Deployment", "customer-service-llm", "", 1500,
+                                 m < 60 ? 0.4 : 3.0}};
+    }
     g.observe(std::move(o));
   }
   return g;
@@ -151,6 +157,14 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
   // The floor is retention, never waste.
   EXPECT_DOUBLE_EQ(by["customer-service-llm"].serving_floor_gpu_hours, 3.0);
   EXPECT_DOUBLE_EQ(by["customer-service-llm"].low_utilization_gpu_hours, 0.0);
+  // Effective: the training job busy (>= 10 %) for minutes 0..119, the notebook never
+  // (2 % < 5 %), the floor within its SLO for minutes 0..59; all three measured.
+  EXPECT_NEAR(by["ranker"].effective_gpu_hours, 2.0, 1e-9);
+  EXPECT_NEAR(by["alice-nb"].effective_gpu_hours, 0.0, 1e-9);
+  EXPECT_NEAR(by["customer-service-llm"].effective_gpu_hours, 1.0, 1e-9);
+  for (const auto& [name, r] : by) EXPECT_DOUBLE_EQ(r.measured_gpu_hours, 3.0) << name;
+  EXPECT_NEAR(by["customer-service-llm"].tokens, 120 * 1500.0, 1e-6);
+  EXPECT_NEAR(by["customer-service-llm"].effective_tokens, 60 * 1500.0, 1e-6);
   // ads lent search 2 GPUs for 180 minutes: 6 GPU-hours each way.
   EXPECT_DOUBLE_EQ(s->loans.at({"search", "h100-rdma-training"}).borrowed_gpu_hours, 6.0);
   EXPECT_DOUBLE_EQ(s->loans.at({"ads", "h100-rdma-training"}).lent_gpu_hours, 6.0);
@@ -166,6 +180,7 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
       EXPECT_DOUBLE_EQ(x.available_gpu_hours, 6.0);
       EXPECT_DOUBLE_EQ(*x.allocation_rate, 0.5);
       EXPECT_NEAR(*x.idle_waste_share, 1.0 / 3, 1e-9);
+      EXPECT_NEAR(*x.effective_utilization, 2.0 / 3, 1e-9);
     } else if (x.business_group == "search") {
       group_seen = true;
       // 8 guaranteed for 3 hours: 24 GPU-hours, 3 used; 6 of 12 borrowable GPU-hours borrowed.
@@ -175,6 +190,15 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
     }
   }
   EXPECT_TRUE(pool_seen && group_seen);
+  // Inference: 3 H100-hours for 90,000 tokens within the SLO.
+  bool serving_seen = false;
+  for (const governance::Kpi& x : *k) {
+    if (x.pool != "h100-inference" || x.business_group != "customer-service") continue;
+    serving_seen = true;
+    EXPECT_NEAR(*x.effective_utilization, 1.0 / 3, 1e-9);
+    EXPECT_NEAR(*x.inference_unit_cost, 3.0 * prices.at("H100") / 0.09, 1e-9);
+  }
+  EXPECT_TRUE(serving_seen);
 
   // A period before anything was recorded holds nothing; one cut short holds its minutes.
   auto early = governance::showback_period(base - 60 * kMinute, base);
