@@ -194,6 +194,16 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   EXPECT_EQ(query(prometheus, R"(count(gpubank_gpu_allocation_info))"),
             query(prometheus, R"(count(DCGM_FI_DEV_POWER_USAGE{mapping_status="mapped"}))"));
 
+  // vLLM's series carry the pod and namespace a PodMonitor scrape would give them, so they
+  // join to the pod's workload as showback's token and SLO queries join them.
+  const auto vllm_series = query(prometheus, R"(count(vllm:num_requests_running))");
+  ASSERT_TRUE(vllm_series);
+  EXPECT_GT(*vllm_series, 0);
+  EXPECT_EQ(query(prometheus,
+                  R"(count(vllm:num_requests_running * on (namespace, pod) group_left (workload) )"
+                  R"(max by (namespace, pod, workload) (gpubank_gpu_allocation_info)))"),
+            *vllm_series);
+
   // The governance commands run against the twin's Prometheus unchanged: the scanner sees
   // every attributed workload and gives each one verdict, and showback adds the twin's
   // devices up. (The twin's pods were created in virtual time and Prometheus keeps wall

@@ -888,6 +888,8 @@ Expected<std::string> Platform::metrics_text() {
     return Unexpected{done.error()};
   }
   metrics::Exposition attributed;
+  // Each vLLM replica's pod, labelled as a PodMonitor scrape labels a pod's series.
+  std::map<std::string, std::pair<std::string, std::string>> replica_pod;  // replica -> (namespace, pod)
   if (const cluster::Cluster* c = simulation_.cluster(); c != nullptr) {
     const auto all = simulation_.workloads();
     const auto held = holders(all, simulation_.workload_specs());
@@ -975,6 +977,15 @@ Expected<std::string> Platform::metrics_text() {
     }
     const std::vector<TwinPod> pods = twin_pods(*c, held, layout, policies_, day_);
     attributed = agents_.scrape(pods, nodes, now());
+    std::map<std::string, const TwinPod*> first_pod;  // by workload key; twin_pods keeps layout's order
+    for (std::size_t i = 0; i < pods.size() && i < layout.pods.size(); ++i) {
+      first_pod.try_emplace(layout.pods[i].workload, &pods[i]);
+    }
+    for (const auto& [replica, key] : serving_->replica_workloads()) {
+      if (const auto p = first_pod.find(key); p != first_pod.end()) {
+        replica_pod[replica] = {p->second->spec.namespace_name, p->second->spec.name};
+      }
+    }
   }
   auto clock = registry.gauge("gpubank_twin_virtual_time_seconds",
                               "The twin's clock: virtual seconds since the start of the embedded day.");
@@ -986,7 +997,20 @@ Expected<std::string> Platform::metrics_text() {
   auto kueue = queue_metrics_->families(simulation_.queues(), all_workloads);
   if (!kueue) return Unexpected{kueue.error()};
   for (auto& f : *kueue) all.families.push_back(std::move(f));
-  for (auto& f : serving_->families()) all.families.push_back(std::move(f));
+  for (auto& f : serving_->families()) {
+    if (f.name.starts_with("vllm:")) {
+      for (metrics::Sample& x : f.samples) {
+        const auto r = std::find_if(x.labels.begin(), x.labels.end(),
+                                    [](const metrics::Label& l) { return l.name == "replica"; });
+        if (r == x.labels.end()) continue;
+        const auto pod = replica_pod.find(r->value);
+        if (pod == replica_pod.end()) continue;
+        x.labels.push_back({"namespace", pod->second.first});
+        x.labels.push_back({"pod", pod->second.second});
+      }
+    }
+    all.families.push_back(std::move(f));
+  }
   // One order for the whole text, as a registry writes it (names are unique: write_text
   // refuses a family named twice).
   std::stable_sort(all.families.begin(), all.families.end(),

@@ -515,6 +515,14 @@ std::vector<Serving::ReplicaCounters> Serving::counters() const {
   return out;
 }
 
+std::map<std::string, std::string> Serving::replica_workloads() const {
+  std::map<std::string, std::string> out;
+  for (const Live& s : services_) {
+    for (const auto& [key, r] : s.replicas) out[s.service->replica_snapshot(r.id).name] = key;
+  }
+  return out;
+}
+
 Expected<bool> Serving::start_drain(const std::string& key) {
   const auto which = service_of_.find(key);
   if (which == service_of_.end()) return Unexpected{"no replica workload " + key};

@@ -161,6 +161,8 @@ class Serving {
     std::vector<std::int64_t> ttft_buckets;
   };
   [[nodiscard]] std::vector<ReplicaCounters> counters() const;
+  // Each live replica's name (the `replica` label of its vLLM series) and workload key.
+  [[nodiscard]] std::map<std::string, std::string> replica_workloads() const;
   // Router weight 0, no new requests; the ones in flight finish (drain).
   Expected<bool> start_drain(const std::string& key);
   // The vLLM families of the policy's service (what its pods' /metrics would show).
