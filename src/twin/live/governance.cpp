@@ -73,7 +73,14 @@ std::optional<std::int64_t> TwinGovernance::last_minute_ms() const { return last
 void TwinGovernance::observe(MinuteObservation minute) {
   if (last_ms_ && minute.t_ms <= *last_ms_) return;
   const std::int64_t t = minute.t_ms;
-  const auto kinds = low_kinds(scan_policies_);
+  // The query names, once per minute rather than once per device.
+  std::vector<std::tuple<double, std::int64_t, std::string>> kinds;
+  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
+    kinds.emplace_back(threshold, grace_ms,
+                       governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms))));
+  }
+  std::vector<std::pair<double, std::string>> busy;
+  for (const double threshold : busy_thresholds_) busy.emplace_back(threshold, governance::busy_query_name(threshold));
   std::set<std::string> devices_seen;
   std::map<WorkloadLabels, double> workload_share;  // the SLO minutes' `sum by (workload) (share)`
   for (const DeviceMinute& d : minute.devices) {
@@ -89,19 +96,16 @@ void TwinGovernance::observe(MinuteObservation minute) {
     s.samples.push_back({t, d.gpu_utilization, d.memory_utilization, d.power_fraction});
     // The low queries: `util < bool threshold` shared among the device's holders, unless the
     // pod is younger than the grace (time() - start <= grace).
-    for (const auto& [threshold, grace_ms] : kinds) {
+    for (const auto& [threshold, grace_ms, name] : kinds) {
       if (!(d.gpu_utilization < threshold)) continue;
       if (static_cast<double>(t) / 1000.0 - d.pod_started_s <= static_cast<double>(grace_ms) / 1000.0) continue;
-      const std::string name =
-          governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)));
       add_minute(low_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t, d.share);
     }
     // The busy queries (effective hours): `util >= bool threshold`, shared the same way.
-    for (const double threshold : busy_thresholds_) {
+    for (const auto& [threshold, name] : busy) {
       if (!(d.gpu_utilization >= threshold)) continue;
-      add_minute(busy_[governance::busy_query_name(threshold)]
-                      [WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}],
-                 t, d.share);
+      add_minute(busy_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t,
+                 d.share);
     }
   }
   for (const QuotaMinute& q : minute.quotas) {

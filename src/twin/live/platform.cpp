@@ -725,6 +725,8 @@ void Platform::observe_governance() {
       if (it != pod_meta_.end()) meta_of[{pod.spec.namespace_name, pod.spec.name}] = &it->second;
     }
     governance_since_.resize(c->unit_count());
+    minute.devices.reserve(c->unit_count());
+    held_devices.reserve(c->unit_count());
     for (cluster::UnitId u = 0; u < c->unit_count(); ++u) {
       const cluster::Unit& unit = c->unit(u);
       const cluster::Gpu& g = c->gpu(unit.gpu);
@@ -783,9 +785,7 @@ void Platform::observe_governance() {
           d.pod_started_s = static_cast<double>(m.created_ms) / 1000.0;
           replica_labels[key] = {d.namespace_name, d.workload_kind, d.workload, d.workload_uid};
         }
-        Held each = h;
-        each.labels = std::move(d);
-        held_devices.push_back(std::move(each));
+        held_devices.push_back(Held{std::move(d), h.spec, h.in});
       }
     }
   }
@@ -818,6 +818,7 @@ void Platform::observe_governance() {
   for (; *governance_next_ms_ <= now_ms; *governance_next_ms_ += kMinuteMs) {
     MinuteObservation m;
     m.t_ms = *governance_next_ms_;
+    m.devices.reserve(free_devices + held_devices.size());
     m.devices.assign(minute.devices.begin(), minute.devices.begin() + static_cast<std::ptrdiff_t>(free_devices));
     const VirtualTime at = *governance_next_ms_ - start_ms;
     for (const Held& h : held_devices) {
