@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/timestamp.hpp"
 #include "governance/text.hpp"
 
 namespace gpubank::governance {
@@ -35,6 +36,10 @@ std::vector<Query> plan_review(const ShowbackPeriod& period) {
                               range + "))"},
       {"cluster_queues", "group by (cluster, cluster_queue) (last_over_time(kueue_cluster_queue_nominal_quota[" +
                              minutes + "]))"},
+      // The most GPUs each group held on each pool in any minute (a time-sliced device 1/holders).
+      {"peak_used", "max by (cluster, business_group, pool) (max_over_time((sum by (cluster, business_group, pool) "
+                    "(gpubank_gpu_allocation_info / on (cluster, node, gpu_uuid, gpu_instance) group_left count by "
+                    "(cluster, node, gpu_uuid, gpu_instance) (gpubank_gpu_allocation_info)))" + range + "))"},
   };
 }
 
@@ -151,6 +156,45 @@ std::vector<Finding> review(const Showback& s, const Answers& answers, const pol
                      "Kueue has ClusterQueue " + queue + " but no GPUQuotaPolicy renders it: adopt it or delete it",
                      Json{{"clusterQueue", queue}}});
     }
+  }
+
+  // Leases: ended, or in force while the group never needed more than its guarantee.
+  const bool peaks_known = answers.contains("peak_used");
+  std::map<std::pair<std::string, std::string>, double> peak;
+  for (const serving::PromSample& x : answer(answers, "peak_used")) {
+    if (!std::isfinite(x.value)) continue;
+    double& most = peak[{label(x, "business_group"), label(x, "pool")}];  // one per cluster: the largest
+    most = std::max(most, x.value);
+  }
+  auto ms_of = [](const Timestamp& t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
+  for (const policy::PolicyObject& p : set.policies()) {
+    if (p.kind != policy::Kind::CapacityLease) continue;
+    const auto& l = p.as<policy::CapacityLeaseSpec>();
+    const std::string subject = l.business_group + " on " + l.resource_pool;
+    if (l.end && ms_of(*l.end) <= s.period.to_ms) {
+      out.push_back({"lease-expired", p.ref(), subject,
+                     "ended at " + format_rfc3339(*l.end) + ", before the period's end: it grants nothing any more, "
+                     "delete it",
+                     Json{{"end", format_rfc3339(*l.end)}}});
+      continue;
+    }
+    const bool in_force = (!l.start || ms_of(*l.start) < s.period.to_ms) && (!l.end || ms_of(*l.end) > s.period.from_ms);
+    if (!peaks_known || !in_force || l.type != policy::LeaseType::TemporaryQuota || !l.extra_guaranteed ||
+        *l.extra_guaranteed <= 0) {
+      continue;
+    }
+    const auto q = quotas.find({l.business_group, l.resource_pool});
+    const int guaranteed = q == quotas.end() ? 0 : q->second->as<policy::GPUQuotaPolicySpec>().guaranteed;
+    const auto held = peak.find({l.business_group, l.resource_pool});
+    const double most = held == peak.end() ? 0.0 : held->second;
+    if (most > guaranteed + 1e-9) continue;
+    out.push_back({"lease-unused", p.ref(), subject,
+                   "the group held at most " + fixed(most, 1) + " GPUs on the pool in any minute, within its " +
+                       std::to_string(guaranteed) + " guaranteed without the lease: the " +
+                       std::to_string(*l.extra_guaranteed) + " extra were not needed; let it end early or delete it",
+                   Json{{"peakGpusUsed", most}, {"guaranteed", guaranteed}, {"extraGuaranteed", *l.extra_guaranteed}}});
   }
 
   // Alerts that kept re-opening.

@@ -14,7 +14,12 @@
 //                         (`<group>-<pool>`, docs/render.md)
 //   alert-reopened        a workload whose low-utilisation alert opened `reopened_at_least`
 //                         times or more: a policy that flags it and an owner who disagrees
-// Not reviewed yet: leases expired or never used, inference replicas idle above their floor.
+//   lease-expired         a CapacityLease whose end is not after the period's end: it grants
+//                         nothing any more, delete it
+//   lease-unused          a TemporaryQuota lease in force during part of the period whose
+//                         group's use of the pool never went above its guarantee without the
+//                         lease (the peak of any minute of the period): the extra was not needed
+// Not reviewed yet: inference replicas idle above their floor.
 #pragma once
 
 #include <cstdint>

@@ -4,10 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include "core/timestamp.hpp"
 #include "support/policy_fixture.hpp"
 
 namespace gpubank::governance {
 namespace {
+
+std::optional<std::int64_t> parse_ms(const std::string& text) {
+  const auto t = parse_rfc3339(text);
+  if (!t) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+}
 
 TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
   const policy::PolicySet set = gpubank::testing::examples_plus();
@@ -40,6 +47,49 @@ TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
   EXPECT_EQ(f[1].message, "devices report pool h200-lab, which the guardrails do not define: add it to spec.pools");
   // Without the record there is nothing to say about alerts.
   EXPECT_EQ(review(s, answers, set, nullptr).size(), 1u);
+}
+
+// The examples' leases reviewed over 10:00-11:00Z on 19 December 2026: search's Protection
+// lease ended on 2 December; ads's TemporaryQuota (8 extra on h100-rdma-training, 19
+// December 00:00-20:00Z) is in force, and ads (16 guaranteed there) held at most 10 GPUs.
+TEST(QuotaReview, LeasesThatEndedOrWereNotNeeded) {
+  const policy::PolicySet set = gpubank::testing::examples_plus();
+  Showback s;
+  s.period = *showback_period(*parse_ms("2026-12-19T10:00:00Z"), *parse_ms("2026-12-19T11:00:00Z"));
+  for (const policy::PolicyObject& p : set.policies()) {  // every guarantee used: only leases remain
+    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
+    const auto& q = p.as<policy::GPUQuotaPolicySpec>();
+    ShowbackRow r;
+    r.business_group = q.business_group;
+    r.pool = q.resource_pool;
+    r.allocated_gpu_hours = q.guaranteed;
+    s.rows.push_back(r);
+  }
+  Answers answers;
+  answers["peak_used"] = {serving::PromSample{{{"business_group", "ads"}, {"pool", "h100-rdma-training"}}, 10, 0}};
+  auto kinds = [&](const Answers& a) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Finding& f : review(s, a, set, nullptr)) out.emplace_back(f.kind, f.policy);
+    return out;
+  };
+  EXPECT_EQ(kinds(answers), (std::vector<std::pair<std::string, std::string>>{
+                                {"lease-expired", "CapacityLease/search-ranking-finetune-protection"},
+                                {"lease-unused", "CapacityLease/ads-holiday-retrain"}}));
+  const auto f = review(s, answers, set, nullptr);
+  EXPECT_EQ(f[1].subject, "ads on h100-rdma-training");
+  EXPECT_EQ(f[1].evidence["peakGpusUsed"], 10.0);
+  EXPECT_EQ(f[1].evidence["guaranteed"], 16);
+  EXPECT_EQ(f[1].evidence["extraGuaranteed"], 8);
+  EXPECT_EQ(f[0].evidence["end"], "2026-12-02T12:00:00Z");
+
+  // Above the guarantee in some minute: the lease was needed.
+  answers["peak_used"] = {serving::PromSample{{{"business_group", "ads"}, {"pool", "h100-rdma-training"}}, 17, 0}};
+  EXPECT_EQ(kinds(answers).size(), 1u);
+  // Nothing known about the peaks: nothing said about use.
+  EXPECT_EQ(kinds({}).size(), 1u);
+  // A period before the lease: not in force, nothing to say.
+  s.period = *showback_period(*parse_ms("2026-12-01T10:00:00Z"), *parse_ms("2026-12-01T11:00:00Z"));
+  EXPECT_TRUE(review(s, answers, set, nullptr).empty());
 }
 
 }  // namespace

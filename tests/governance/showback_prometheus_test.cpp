@@ -354,6 +354,9 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   std::vector<std::pair<std::string, std::string>> findings;
   std::map<std::string, nlohmann::json> by_subject;
   for (const auto& finding : report("", "review")) {
+    // Lease findings depend on the date the test runs (the examples' leases have dates):
+    // review_test.cpp checks them over a fixed period.
+    if (finding["kind"].get<std::string>().starts_with("lease-")) continue;
     findings.emplace_back(finding["kind"], finding["subject"]);
     by_subject[finding["kind"].get<std::string>() + " " + finding["subject"].get<std::string>()] = finding;
   }
