@@ -48,6 +48,11 @@ foreach(line IN LISTS lines)
   endif()
 endforeach()
 list(REMOVE_DUPLICATES suites)
+# A test binary that lists nothing is a broken listing or filter, not an empty success.
+if(suites STREQUAL "")
+  file(REMOVE "${OUTPUT}")
+  message(FATAL_ERROR "${BINARY} lists no test for the filter \"${list_filter}\":\n${listing}")
+endif()
 
 set(script "")
 foreach(suite IN LISTS suites)

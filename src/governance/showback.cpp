@@ -76,6 +76,16 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// The LowUtilizationPolicy governing a row's workload, if it sets a utilisation threshold.
+const ScanPolicy* threshold_policy(const ShowbackRow& r, const std::vector<ScanPolicy>& policies) {
+  WorkloadFacts w;
+  w.workload_type = r.workload_type;
+  w.business_group = r.business_group;
+  w.pool = r.pool;
+  const ScanPolicy* p = governing_policy(w, policies);
+  return p != nullptr && p->spec.thresholds.average_gpu_utilization ? p : nullptr;
+}
+
 std::string level_name(ShowbackLevel level) {
   return level == ShowbackLevel::Group ? "group" : level == ShowbackLevel::Owner ? "owner" : "workload";
 }
@@ -207,7 +217,7 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
 
   // Low device-minutes under each workload's own threshold, shared among its rows; the
   // same for busy minutes, SLO minutes and tokens.
-  std::map<std::string, std::map<std::string, double>> low_by_query;  // query -> uid -> minutes
+  std::map<std::string, std::map<std::string, double>> per_workload_minutes;  // query -> workload -> value
   for (const auto& [name, samples] : answers) {
     if (!name.starts_with("low_below_") && !name.starts_with("busy_at_") && !name.starts_with("slo_") &&
         name != kTokensQuery) {
@@ -217,20 +227,17 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
       const std::string uid = workload_key(label(s, "workload_uid"), label(s, "workload_kind"), label(s, "namespace"),
                                            label(s, "workload"));
       if (uid.empty() || !std::isfinite(s.value) || s.value < 0) continue;  // unattributed: no policy governs it
-      low_by_query[name][uid] += s.value;
+      per_workload_minutes[name][uid] += s.value;
     }
   }
   for (auto& [r, role] : rows) {
     const std::string key = workload_key(r.workload_uid, r.workload_kind, r.namespace_name, r.workload);
     if (key.empty() || role == "serving-floor") continue;
-    WorkloadFacts w;
-    w.workload_type = r.workload_type;
-    w.business_group = r.business_group;
-    w.pool = r.pool;
-    const ScanPolicy* p = governing_policy(w, policies);
-    if (p == nullptr || !p->spec.thresholds.average_gpu_utilization) continue;
-    const auto q = low_by_query.find(low_query_name(*p->spec.thresholds.average_gpu_utilization, p->spec.startup_grace_period));
-    if (q == low_by_query.end()) continue;
+    const ScanPolicy* p = threshold_policy(r, policies);
+    if (p == nullptr) continue;
+    const double threshold = *p->spec.thresholds.average_gpu_utilization;
+    const auto q = per_workload_minutes.find(low_query_name(threshold, p->spec.startup_grace_period));
+    if (q == per_workload_minutes.end()) continue;
     const auto m = q->second.find(key);
     if (m == q->second.end()) continue;
     const double total = allocated_by_uid[key];
@@ -241,8 +248,8 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
 
   // Effective hours and tokens, where a signal judges them.
   auto per_workload = [&](const std::string& query, const std::string& key) -> std::optional<double> {
-    const auto q = low_by_query.find(query);
-    if (q == low_by_query.end()) return std::nullopt;
+    const auto q = per_workload_minutes.find(query);
+    if (q == per_workload_minutes.end()) return std::nullopt;
     const auto m = q->second.find(key);
     if (m == q->second.end()) return std::nullopt;
     return m->second;
@@ -267,12 +274,8 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
       r.effective_tokens = per_workload(slo_tokens_query_name(slo->ttft_p95_seconds), key).value_or(0) * share;
       continue;
     }
-    WorkloadFacts w;
-    w.workload_type = r.workload_type;
-    w.business_group = r.business_group;
-    w.pool = r.pool;
-    const ScanPolicy* p = governing_policy(w, policies);
-    if (p == nullptr || !p->spec.thresholds.average_gpu_utilization) continue;
+    const ScanPolicy* p = threshold_policy(r, policies);
+    if (p == nullptr) continue;
     r.measured_gpu_hours = r.allocated_gpu_hours;
     const double minutes = per_workload(busy_query_name(*p->spec.thresholds.average_gpu_utilization), key).value_or(0);
     r.effective_gpu_hours = std::min(r.allocated_gpu_hours, minutes / 60.0 * share);

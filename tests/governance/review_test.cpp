@@ -16,11 +16,11 @@ std::optional<std::int64_t> parse_ms(const std::string& text) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
 }
 
-TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
-  const policy::PolicySet set = gpubank::testing::examples_plus();
+// An hour in which every guarantee of the set was fully used, so that only the findings
+// under test remain.
+Showback every_guarantee_used(const policy::PolicySet& set, std::int64_t from_ms) {
   Showback s;
-  s.period = *showback_period(0, 3'600'000);
-  // Every guarantee fully used, so only the findings under test remain.
+  s.period = *showback_period(from_ms, from_ms + 3'600'000);
   for (const policy::PolicyObject& p : set.policies()) {
     if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
     const auto& q = p.as<policy::GPUQuotaPolicySpec>();
@@ -30,6 +30,12 @@ TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
     r.allocated_gpu_hours = q.guaranteed;
     s.rows.push_back(r);
   }
+  return s;
+}
+
+TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
+  const policy::PolicySet set = gpubank::testing::examples_plus();
+  const Showback s = every_guarantee_used(set, 0);
   Answers answers;
   answers["capacity"] = {serving::PromSample{{{"pool", "h200-lab"}, {"gpu_model", "H200"}}, 480, 0}};
   AlertBook book;
@@ -54,17 +60,7 @@ TEST(QuotaReview, AnUndefinedPoolAndAlertsThatKeepReopening) {
 // December 00:00-20:00Z) is in force, and ads (16 guaranteed there) held at most 10 GPUs.
 TEST(QuotaReview, LeasesThatEndedOrWereNotNeeded) {
   const policy::PolicySet set = gpubank::testing::examples_plus();
-  Showback s;
-  s.period = *showback_period(*parse_ms("2026-12-19T10:00:00Z"), *parse_ms("2026-12-19T11:00:00Z"));
-  for (const policy::PolicyObject& p : set.policies()) {  // every guarantee used: only leases remain
-    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
-    const auto& q = p.as<policy::GPUQuotaPolicySpec>();
-    ShowbackRow r;
-    r.business_group = q.business_group;
-    r.pool = q.resource_pool;
-    r.allocated_gpu_hours = q.guaranteed;
-    s.rows.push_back(r);
-  }
+  Showback s = every_guarantee_used(set, *parse_ms("2026-12-19T10:00:00Z"));
   Answers answers;
   answers["peak_used"] = {serving::PromSample{{{"business_group", "ads"}, {"pool", "h100-rdma-training"}}, 10, 0}};
   auto kinds = [&](const Answers& a) {
