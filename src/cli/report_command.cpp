@@ -74,7 +74,7 @@ int run_report(const ReportOptions& opt, Report report) {
   governance::Answers answers;
   std::vector<governance::Query> plan = governance::plan_showback(*period, policies, slos);
   if (report == Report::Review) {
-    for (governance::Query& q : governance::plan_review(*period)) plan.push_back(std::move(q));
+    for (governance::Query& q : governance::plan_review(*period, *set)) plan.push_back(std::move(q));
   }
   for (const governance::Query& q : plan) {
     auto samples = (*prometheus)->query(q.promql, period->to_ms - 1);

@@ -25,10 +25,34 @@ const std::vector<serving::PromSample>& answer(const Answers& answers, std::stri
 
 }  // namespace
 
-std::vector<Query> plan_review(const ShowbackPeriod& period) {
+std::string idle_above_floor_query_name(int min_replicas) {
+  return "idle_above_floor_" + std::to_string(min_replicas);
+}
+
+std::vector<Query> plan_review(const ShowbackPeriod& period, const policy::PolicySet& set) {
   const std::string minutes = std::to_string(period.minutes()) + "m";
   const std::string range = "[" + minutes + ":1m]";
-  return {
+  // Each vLLM pod's requests running and waiting, with its workload.
+  const std::string activity =
+      "((sum by (cluster, namespace, pod) (vllm:num_requests_running) + sum by (cluster, namespace, pod) "
+      "(vllm:num_requests_waiting)) * on (cluster, namespace, pod) group_left (workload) max by (cluster, namespace, "
+      "pod, workload) (gpubank_gpu_allocation_info))";
+  std::set<int> floors;
+  for (const policy::PolicyObject& p : set.policies()) {
+    if (p.kind == policy::Kind::InferenceScalingPolicy) {
+      floors.insert(p.as<policy::InferenceScalingPolicySpec>().min_replicas);
+    }
+  }
+  std::vector<Query> idle;
+  for (const int floor : floors) {
+    // Minutes with more pods than the floor and at least one idle pod.
+    idle.push_back({idle_above_floor_query_name(floor),
+                    "sum by (cluster, namespace, workload) (sum_over_time(((count by (cluster, namespace, workload) " +
+                        activity + " > bool " + std::to_string(floor) +
+                        ") * on (cluster, namespace, workload) (count by (cluster, namespace, workload) (" + activity +
+                        " == 0) >= bool 1))" + range + "))"});
+  }
+  std::vector<Query> out = {
       {"borrowing_minutes", "sum by (cluster, borrower, pool) (sum_over_time((sum by (cluster, borrower, pool) "
                             "(gpubank_bank_loan_gpus) > bool 0)" + range + "))"},
       {"pending_minutes", "sum by (cluster, cluster_queue) (sum_over_time((sum by (cluster, cluster_queue) "
@@ -41,6 +65,8 @@ std::vector<Query> plan_review(const ShowbackPeriod& period) {
                     "(gpubank_gpu_allocation_info / on (cluster, node, gpu_uuid, gpu_instance) group_left count by "
                     "(cluster, node, gpu_uuid, gpu_instance) (gpubank_gpu_allocation_info)))" + range + "))"},
   };
+  for (Query& q : idle) out.push_back(std::move(q));
+  return out;
 }
 
 std::vector<Finding> review(const Showback& s, const Answers& answers, const policy::PolicySet& set,
@@ -195,6 +221,28 @@ std::vector<Finding> review(const Showback& s, const Answers& answers, const pol
                        std::to_string(guaranteed) + " guaranteed without the lease: the " +
                        std::to_string(*l.extra_guaranteed) + " extra were not needed; let it end early or delete it",
                    Json{{"peakGpusUsed", most}, {"guaranteed", guaranteed}, {"extraGuaranteed", *l.extra_guaranteed}}});
+  }
+
+  // Inference replicas idle above their floor.
+  for (const policy::PolicyObject& p : set.policies()) {
+    if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
+    const auto& spec = p.as<policy::InferenceScalingPolicySpec>();
+    double idle_minutes = 0;
+    for (const serving::PromSample& x : answer(answers, idle_above_floor_query_name(spec.min_replicas))) {
+      if (std::isfinite(x.value) && label(x, "namespace") == spec.workload_ref.namespace_ &&
+          label(x, "workload") == spec.workload_ref.name) {
+        idle_minutes += x.value;
+      }
+    }
+    const double share = idle_minutes / period_minutes;
+    if (share <= options.idle_above) continue;
+    out.push_back({"replicas-idle-above-floor", p.ref(), spec.workload_ref.namespace_ + "/" + spec.workload_ref.name,
+                   "ran more than minReplicas (" + std::to_string(spec.min_replicas) +
+                       ") replicas with one or more idle during " + percent(share) +
+                       " of the period: lower the TidalPolicy's inferenceReplicaFloor for it, or shorten "
+                       "spec.scaleDown.stabilizationWindow",
+                   Json{{"idleAboveFloorMinutes", idle_minutes}, {"idleAboveFloorShare", share},
+                        {"minReplicas", spec.min_replicas}}});
   }
 
   // Alerts that kept re-opening.

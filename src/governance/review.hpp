@@ -19,7 +19,11 @@
 //   lease-unused          a TemporaryQuota lease in force during part of the period whose
 //                         group's use of the pool never went above its guarantee without the
 //                         lease (the peak of any minute of the period): the extra was not needed
-// Not reviewed yet: inference replicas idle above their floor.
+//   replicas-idle-above-floor  an inference service ran more replicas than its minReplicas
+//                         with at least one of them idle (no request running or waiting)
+//                         during more than `idle_above` of the minutes: its floor or its
+//                         scale-down keeps replicas nobody uses. Pods are matched to the
+//                         InferenceScalingPolicy by workloadRef namespace and name.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +44,13 @@ struct ReviewOptions {
   double borrowed_above = 0.5;
   double pending_above = 0.25;
   std::int64_t reopened_at_least = 3;
+  double idle_above = 0.5;
 };
 
-// The queries the review adds to plan_showback's.
-[[nodiscard]] std::vector<Query> plan_review(const ShowbackPeriod& period);
+// The queries the review adds to plan_showback's (one per distinct minReplicas of the
+// set's InferenceScalingPolicies for the idle replicas).
+[[nodiscard]] std::vector<Query> plan_review(const ShowbackPeriod& period, const policy::PolicySet& set);
+[[nodiscard]] std::string idle_above_floor_query_name(int min_replicas);
 
 struct Finding {
   std::string kind;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/timestamp.hpp"
 #include "support/policy_fixture.hpp"
 
@@ -85,6 +87,34 @@ TEST(QuotaReview, LeasesThatEndedOrWereNotNeeded) {
   EXPECT_EQ(kinds({}).size(), 1u);
   // A period before the lease: not in force, nothing to say.
   s.period = *showback_period(*parse_ms("2026-12-01T10:00:00Z"), *parse_ms("2026-12-01T11:00:00Z"));
+  EXPECT_TRUE(review(s, answers, set, nullptr).empty());
+}
+
+// customer-service-llm (minReplicas 1) ran two or more replicas with one idle during 40 of
+// the hour's 60 minutes: over half, a finding; 20 minutes is not.
+TEST(QuotaReview, InferenceReplicasIdleAboveTheirFloor) {
+  const policy::PolicySet set = gpubank::testing::examples_plus();
+  const Showback s = every_guarantee_used(set, 0);
+  std::set<int> floors;
+  for (const policy::PolicyObject& p : set.policies()) {
+    if (p.kind == policy::Kind::InferenceScalingPolicy) floors.insert(p.as<policy::InferenceScalingPolicySpec>().min_replicas);
+  }
+  std::size_t idle_queries = 0;
+  for (const Query& q : plan_review(s.period, set)) idle_queries += q.name.starts_with("idle_above_floor_") ? 1 : 0;
+  EXPECT_EQ(idle_queries, floors.size());
+
+  Answers answers;
+  answers[idle_above_floor_query_name(1)] = {
+      serving::PromSample{{{"namespace", "customer-service"}, {"workload", "customer-service-llm"}}, 40, 0},
+      serving::PromSample{{{"namespace", "elsewhere"}, {"workload", "customer-service-llm"}}, 60, 0}};
+  const auto f = review(s, answers, set, nullptr);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "replicas-idle-above-floor");
+  EXPECT_EQ(f[0].policy, "InferenceScalingPolicy/customer-service-llm");
+  EXPECT_EQ(f[0].subject, "customer-service/customer-service-llm");
+  EXPECT_EQ(f[0].evidence["idleAboveFloorMinutes"], 40.0);
+  EXPECT_EQ(f[0].evidence["minReplicas"], 1);
+  answers[idle_above_floor_query_name(1)][0].value = 20;
   EXPECT_TRUE(review(s, answers, set, nullptr).empty());
 }
 
