@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <tuple>
 
 #include "document/decode.hpp"
 #include "governance/text.hpp"
+#include "metrics/histogram.hpp"
 #include "policy/schema.hpp"
 
 namespace gpubank::governance {
@@ -70,6 +74,36 @@ std::vector<Kpi> kpis(const Showback& s, const Answers& answers) {
     at(key.second, key.first).borrowed_gpu_hours += loans.borrowed_gpu_hours;
     at(key.second, "").borrowed_gpu_hours += loans.borrowed_gpu_hours;
   }
+  // Queue wait: the ClusterQueue `<group>-<pool>` of each group KPI.
+  std::map<std::string, std::vector<metrics::Bucket>> wait_buckets;
+  std::map<std::string, double> wait_sum, wait_count;
+  auto each = [&](const char* name, auto&& f) {
+    if (const auto a = answers.find(name); a != answers.end()) {
+      for (const serving::PromSample& x : a->second) {
+        if (std::isfinite(x.value) && x.value >= 0) f(x);
+      }
+    }
+  };
+  each("queue_wait_buckets", [&](const serving::PromSample& x) {
+    const std::string le = label(x, "le");
+    const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+    wait_buckets[label(x, "cluster_queue")].push_back({bound, x.value});
+  });
+  each("queue_wait_sum", [&](const serving::PromSample& x) { wait_sum[label(x, "cluster_queue")] += x.value; });
+  each("queue_wait_count", [&](const serving::PromSample& x) { wait_count[label(x, "cluster_queue")] += x.value; });
+  for (auto& [key, k] : by) {
+    if (k.business_group.empty()) continue;
+    const std::string queue = k.business_group + "-" + k.pool;
+    const auto count = wait_count.find(queue);
+    if (count == wait_count.end() || !(count->second > 0)) continue;
+    k.admissions = count->second;
+    k.queue_wait_mean_seconds = wait_sum[queue] / count->second;
+    if (const auto b = wait_buckets.find(queue); b != wait_buckets.end()) {
+      const double p90 = metrics::bucket_quantile(0.9, b->second);
+      if (std::isfinite(p90)) k.queue_wait_p90_seconds = p90;
+    }
+  }
+
   std::vector<Kpi> out;
   for (auto& [key, k] : by) {
     k.allocation_rate = ratio(k.allocated_gpu_hours, k.available_gpu_hours);
@@ -165,6 +199,11 @@ Json to_json(const std::vector<Kpi>& kpis) {
       j["inferenceCost"] = k.inference_cost;
       j["effectiveTokens"] = k.effective_tokens;
       optional_ratio(j, "inferenceUnitCostPerMillionTokens", k.inference_unit_cost);
+    }
+    if (k.queue_wait_mean_seconds) {
+      j["admissions"] = k.admissions;
+      j["queueWaitMeanSeconds"] = *k.queue_wait_mean_seconds;
+      optional_ratio(j, "queueWaitP90Seconds", k.queue_wait_p90_seconds);
     }
     out.push_back(std::move(j));
   }

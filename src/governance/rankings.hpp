@@ -9,6 +9,9 @@
 //   effective utilisation  effective GPU-hours / measured GPU-hours (showback.hpp: the hours
 //                     a signal judged; a workload without one counts in neither)
 //   inference unit cost  the inference workloads' GPU cost / million effective tokens
+//   queue wait        a group's workloads' wait for admission on the pool (its ClusterQueue,
+//                     `<group>-<pool>` as rendered: kueue_admission_wait_time_seconds),
+//                     mean and p90 of the admissions in the period; none without admissions
 // Each is null when its denominator is zero (no capacity, no guarantee, nothing borrowable)
 // rather than a made-up 0 or infinity. Never one utilisation figure across GPU models: a
 // pool has one model, and group KPIs are per pool.
@@ -51,6 +54,8 @@ struct Kpi {
   double effective_tokens = 0;
   std::optional<double> effective_utilization;
   std::optional<double> inference_unit_cost;  // currency per million effective tokens
+  double admissions = 0;  // groups only: Kueue admissions in the period
+  std::optional<double> queue_wait_mean_seconds, queue_wait_p90_seconds;
 };
 
 // The KPIs from the showback and the answers to plan_showback's "capacity" and "quota".

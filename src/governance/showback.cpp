@@ -166,6 +166,16 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
     out.push_back({slo_tokens_query_name(t), std::string("sum by ") + kByWorkload + " (sum_over_time((" +
                                                  tokens_per_minute() + met + ")" + range + "))"});
   }
+  // Kueue's admission wait (per ClusterQueue, `<group>-<pool>` as rendered) over the period:
+  // what the buckets, the sum and the count grew by (rankings.hpp: queue wait).
+  const std::string window = "[" + std::to_string(period.minutes()) + "m]";
+  const std::string leaders = "{replica_role!=\"follower\"}";
+  out.push_back({"queue_wait_buckets", "sum by (cluster, cluster_queue, le) (increase(kueue_admission_wait_time_seconds_bucket" +
+                                           leaders + window + "))"});
+  out.push_back({"queue_wait_sum", "sum by (cluster, cluster_queue) (increase(kueue_admission_wait_time_seconds_sum" +
+                                       leaders + window + "))"});
+  out.push_back({"queue_wait_count", "sum by (cluster, cluster_queue) (increase(kueue_admission_wait_time_seconds_count" +
+                                         leaders + window + "))"});
   out.push_back({"loans", "sum by (cluster, lender, borrower, pool) (sum_over_time(gpubank_bank_loan_gpus" + range + "))"});
   out.push_back({"capacity", "sum by (cluster, pool, gpu_model) (sum_over_time(gpubank_gpu_info" + range + "))"});
   out.push_back({"quota", "sum by (cluster, business_group, pool, kind) (sum_over_time(gpubank_quota_gpus{kind=~"

@@ -42,6 +42,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,29 @@ class ShowbackPrometheusTest : public ::testing::Test {
         out << "kueue_cluster_queue_nominal_quota{cluster_queue=\"" << queue
             << "\",flavor=\"h100\",resource=\"nvidia.com/gpu\"} 8 " << t0_ + m * 60 << '\n';
       }
+    }
+    // Kueue admitted 10 of search's workloads on h100-rdma-training during the hour: nine
+    // after 30 s each, one after 1,200 s (counted at the samples of minutes 1..10).
+    out << "# TYPE kueue_admission_wait_time_seconds_bucket gauge\n";
+    for (const auto& [le, per] : {std::pair{"60", 1}, std::pair{"1800", 1}, std::pair{"+Inf", 1}}) {
+      for (std::int64_t m = -10; m <= 70; ++m) {
+        const std::int64_t admitted = std::clamp<std::int64_t>(m, 0, 10);
+        const std::int64_t fast = std::min<std::int64_t>(admitted, 9);
+        const std::int64_t value = std::string(le) == "60" ? fast : admitted * per;
+        out << "kueue_admission_wait_time_seconds_bucket{cluster_queue=\"search-h100-rdma-training\","
+            << "priority_class=\"batch\",le=\"" << le << "\"} " << value << ' ' << t0_ + m * 60 << '\n';
+      }
+    }
+    out << "# TYPE kueue_admission_wait_time_seconds_sum gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      const std::int64_t admitted = std::clamp<std::int64_t>(m, 0, 10);
+      out << "kueue_admission_wait_time_seconds_sum{cluster_queue=\"search-h100-rdma-training\",priority_class=\"batch\"} "
+          << 30 * std::min<std::int64_t>(admitted, 9) + (admitted == 10 ? 1200 : 0) << ' ' << t0_ + m * 60 << '\n';
+    }
+    out << "# TYPE kueue_admission_wait_time_seconds_count gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "kueue_admission_wait_time_seconds_count{cluster_queue=\"search-h100-rdma-training\",priority_class=\"batch\"} "
+          << std::clamp<std::int64_t>(m, 0, 10) << ' ' << t0_ + m * 60 << '\n';
     }
     out << "# TYPE gpubank_bank_loan_gpus gauge\n";
     for (std::int64_t m = -10; m <= 70; ++m) {
@@ -337,6 +361,12 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   EXPECT_NEAR(kpi["h100-inference/customer-service"]["inferenceUnitCostPerMillionTokens"].get<double>(),
               7.0 / 0.0615, 1e-6);
   EXPECT_FALSE(kpi["h100-rdma-training/search"].contains("inferenceUnitCostPerMillionTokens"));
+  // Queue wait: whatever Prometheus extrapolates scales the buckets, the sum and the count
+  // alike, so the mean (9 x 30 + 1,200) / 10 = 147 s and the p90 (rank 9 of 10: the top of
+  // the 0-60 s bucket) are exact.
+  EXPECT_NEAR(kpi["h100-rdma-training/search"]["queueWaitMeanSeconds"].get<double>(), 147, 1e-6);
+  EXPECT_NEAR(kpi["h100-rdma-training/search"]["queueWaitP90Seconds"].get<double>(), 60, 1e-6);
+  EXPECT_FALSE(kpi["h100-rdma-training/ads"].contains("queueWaitMeanSeconds"));
 
   // The leaderboard.
   std::vector<std::tuple<std::string, nlohmann::json, std::string>> board;
