@@ -5,7 +5,9 @@
 
 #include "core/timestamp.hpp"
 #include "document/decode.hpp"
+#include "metrics/number.hpp"
 #include "policy/schema.hpp"
+#include "twin/telemetry/kueue_metrics.hpp"
 
 namespace gpubank::twin::live {
 namespace {
@@ -113,6 +115,17 @@ void TwinGovernance::observe(MinuteObservation minute) {
     add_minute(quota_[{q.business_group, q.pool, "borrowable"}], t, q.borrowable);
   }
   for (const LoanMinute& l : minute.loans) add_minute(loans_[{l.lender, l.borrower, l.pool}], t, l.gpus);
+  // Kueue's admission waits: the histogram's increase at this minute.
+  static const std::vector<double> kBounds = telemetry::kueue_exponential_buckets(16);
+  for (const AdmissionMinute& a : minute.admissions) {
+    QueueWait& q = queue_wait_[a.cluster_queue];
+    q.buckets.resize(kBounds.size() + 1);
+    add_minute(q.count, t, 1);
+    add_minute(q.sum, t, a.wait_seconds);
+    for (std::size_t i = 0; i <= kBounds.size(); ++i) {
+      if (i == kBounds.size() || a.wait_seconds <= kBounds[i]) add_minute(q.buckets[i], t, 1);
+    }
+  }
   // Tokens, and the minutes and tokens within each SLO target (`p95 <= bool target`).
   for (const ServingMinute& x : minute.serving) {
     const WorkloadLabels w{x.namespace_name, x.workload_kind, x.workload, x.workload_uid};
@@ -260,6 +273,20 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
   for (const double target : slo_targets_) {
     per_workload(governance::slo_minutes_query_name(target), serving_);
     per_workload(governance::slo_tokens_query_name(target), serving_);
+  }
+  static const std::vector<double> kBounds = telemetry::kueue_exponential_buckets(16);
+  auto& wait_buckets = out["queue_wait_buckets"];
+  auto& wait_sum = out["queue_wait_sum"];
+  auto& wait_count = out["queue_wait_count"];
+  for (const auto& [queue, q] : queue_wait_) {
+    const double count = sum_in(q.count, from, to);
+    if (count <= 0) continue;
+    wait_count.push_back(sample({{"cluster_queue", queue}}, count));
+    wait_sum.push_back(sample({{"cluster_queue", queue}}, sum_in(q.sum, from, to)));
+    for (std::size_t i = 0; i < q.buckets.size(); ++i) {
+      const std::string le = i < kBounds.size() ? metrics::format_value(kBounds[i]) : std::string("+Inf");
+      wait_buckets.push_back(sample({{"cluster_queue", queue}, {"le", le}}, sum_in(q.buckets[i], from, to)));
+    }
   }
   auto& loans = out["loans"];
   for (const auto& [k, values] : loans_) {

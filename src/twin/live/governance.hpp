@@ -73,6 +73,13 @@ struct ServingMinute {
   std::optional<double> ttft_p95_s;
 };
 
+// A Kueue admission counted at this minute (it happened since the minute before), with
+// what kueue_admission_wait_time_seconds observed.
+struct AdmissionMinute {
+  std::string cluster_queue;
+  double wait_seconds = 0;
+};
+
 struct MinuteObservation {
   std::int64_t t_ms = 0;  // Unix ms of a whole virtual minute
   std::vector<DeviceMinute> devices;
@@ -82,6 +89,7 @@ struct MinuteObservation {
   // Unix ms): the checkpoint grace, as the scanner reads it from the controller's audit.
   std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms;
   std::vector<ServingMinute> serving;
+  std::vector<AdmissionMinute> admissions;
 };
 
 class TwinGovernance {
@@ -154,6 +162,12 @@ class TwinGovernance {
   std::set<double> slo_targets_;
   // tokens, and the SLO minutes and tokens per target: query name -> workload -> minutes
   std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> serving_;
+  // Admission waits per ClusterQueue: count, sum and each bucket's count (Kueue's bounds).
+  struct QueueWait {
+    std::vector<MinuteValue> count, sum;
+    std::vector<std::vector<MinuteValue>> buckets;  // by kAdmissionWaitBounds, then +Inf
+  };
+  std::map<std::string, QueueWait> queue_wait_;
   std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> busy_;  // the same for busy minutes
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> loans_;  // lender, borrower, pool
   std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> capacity_;  // pool, gpu model

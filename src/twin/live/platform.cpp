@@ -834,6 +834,13 @@ void Platform::observe_governance() {
     m.loans = minute.loans;
     m.last_checkpoint_ms = minute.last_checkpoint_ms;
     m.serving = serving_minutes(counters, replica_labels, m.t_ms);
+    // Admissions since the minute before, counted at the first minute at or after them.
+    const auto& admitted = queue_metrics_->admissions();
+    for (; governance_admissions_ < admitted.size() && unix_ms(admitted[governance_admissions_].t) <= m.t_ms;
+         ++governance_admissions_) {
+      const QueueMetrics::Admission& a = admitted[governance_admissions_];
+      m.admissions.push_back({a.cluster_queue, a.wait_seconds});
+    }
     governance_->observe(std::move(m));
   }
 }

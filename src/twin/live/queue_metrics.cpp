@@ -55,6 +55,7 @@ metrics::Status QueueMetrics::follow(std::span<const run::Event> events) {
       if (requeued != requeued_at_.end()) requeued_at_.erase(requeued);
       const double wait_s = static_cast<double>(std::max<VirtualTime>(0, e.t - since)) / 1000.0;
       if (auto s = kueue_.admitted(e.queue, priority, wait_s); !s) return s;
+      admissions_.push_back({e.t, e.queue, wait_s});
       if (auto s = kueue_.quota_reserved(e.queue, priority, wait_s); !s) return s;
       continue;
     }

@@ -41,6 +41,14 @@ class QueueMetrics {
   // Counts the events not seen yet.
   metrics::Status follow(std::span<const run::Event> events);
 
+  // Every admission followed so far, in order: what kueue_admission_wait_time_seconds observed.
+  struct Admission {
+    VirtualTime t = 0;
+    std::string cluster_queue;
+    double wait_seconds = 0;
+  };
+  [[nodiscard]] const std::vector<Admission>& admissions() const { return admissions_; }
+
   // Every Kueue family now, sorted by name: gauges from `queues` and `workloads`
   // (index-aligned with the scenario's workloads), counters from the events followed.
   Expected<std::vector<metrics::Family>> families(std::span<const run::QueueView> queues,
@@ -59,6 +67,7 @@ class QueueMetrics {
   std::map<std::string, std::string> queues_;               // "group/pool" -> ClusterQueue
   std::map<std::string, VirtualTime> requeued_at_;          // evicted workloads -> back in the queue
   std::size_t seen_ = 0;
+  std::vector<Admission> admissions_;
 };
 
 }  // namespace gpubank::twin::live

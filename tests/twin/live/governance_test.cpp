@@ -87,6 +87,9 @@ TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180)
     o.quotas = {QuotaMinute{"search", "h100-rdma-training", 8, 4}};
     o.loans = {LoanMinute{"ads", "search", "h100-rdma-training", 2}};
     if (m >= 170) o.last_checkpoint_ms["search/ranker"] = base + 170 * kMinute;
+    if (m == 10) {  // search's queue admits two workloads, after 30 s and 600 s
+      o.admissions = {AdmissionMinute{"search-h100-rdma-training", 30}, AdmissionMinute{"search-h100-rdma-training", 600}};
+    }
     if (m < 120) {
       o.serving = {ServingMinute{"customer-service", "Deployment", "customer-service-llm", "", 1500,
                                  m < 60 ? 0.4 : 3.0}};
@@ -187,6 +190,11 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
       EXPECT_DOUBLE_EQ(x.available_gpu_hours, 24.0);
       EXPECT_DOUBLE_EQ(*x.allocation_rate, 3.0 / 24);
       EXPECT_DOUBLE_EQ(*x.borrow_rate, 0.5);
+      // Kueue's buckets (1, 2.5, 5, ... 320, 640 s): rank 1.8 of 2 lies in (320, 640], at
+      // 320 + 320 x 0.8 = 576 s; the mean is (30 + 600) / 2.
+      EXPECT_DOUBLE_EQ(x.admissions, 2);
+      EXPECT_DOUBLE_EQ(*x.queue_wait_mean_seconds, 315);
+      EXPECT_NEAR(*x.queue_wait_p90_seconds, 576, 1e-9);
     }
   }
   EXPECT_TRUE(pool_seen && group_seen);
