@@ -228,13 +228,14 @@ Json to_json(const std::vector<LeaderboardEntry>& board) {
 std::string kpi_table(const std::vector<Kpi>& kpis) {
   std::vector<std::vector<std::string>> cells{{"POOL", "GROUP", "GPU", "ALLOCATED", "AVAILABLE", "ALLOCATION",
                                                "BORROWED", "BORROW RATE", "IDLE WASTE", "WASTE SHARE", "EFFECTIVE",
-                                               "PER 1M TOKENS"}};
+                                               "PER 1M TOKENS", "WAIT P90 S"}};
   for (const Kpi& k : kpis) {
     cells.push_back({k.pool, k.business_group.empty() ? "(pool)" : k.business_group, k.gpu_model,
                      fixed(k.allocated_gpu_hours, 2), fixed(k.available_gpu_hours, 2), percent(k.allocation_rate),
                      fixed(k.borrowed_gpu_hours, 2), percent(k.borrow_rate), fixed(k.low_utilization_gpu_hours, 2),
                      percent(k.idle_waste_share), percent(k.effective_utilization),
-                     k.inference_unit_cost ? fixed(*k.inference_unit_cost, 2) : std::string("-")});
+                     k.inference_unit_cost ? fixed(*k.inference_unit_cost, 2) : std::string("-"),
+                     k.queue_wait_p90_seconds ? fixed(*k.queue_wait_p90_seconds, 0) : std::string("-")});
   }
   return render_columns(cells, 3);
 }
@@ -254,7 +255,8 @@ std::string kpi_csv(const std::vector<Kpi>& kpis) {
   std::ostringstream out;
   out << "pool,business_group,gpu_model,allocated_gpu_hours,available_gpu_hours,allocation_rate,borrowed_gpu_hours,"
          "borrowable_gpu_hours,borrow_rate,low_utilization_gpu_hours,idle_waste_share,effective_gpu_hours,"
-         "measured_gpu_hours,effective_utilization,inference_cost,effective_tokens,inference_unit_cost\n";
+         "measured_gpu_hours,effective_utilization,inference_cost,effective_tokens,inference_unit_cost,admissions,"
+         "queue_wait_mean_seconds,queue_wait_p90_seconds\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
   for (const Kpi& k : kpis) {
     out << k.pool << ',' << k.business_group << ',' << k.gpu_model << ',' << fixed(k.allocated_gpu_hours, 4) << ','
@@ -263,7 +265,8 @@ std::string kpi_csv(const std::vector<Kpi>& kpis) {
         << fixed(k.low_utilization_gpu_hours, 4) << ',' << opt(k.idle_waste_share) << ','
         << fixed(k.effective_gpu_hours, 4) << ',' << fixed(k.measured_gpu_hours, 4) << ','
         << opt(k.effective_utilization) << ',' << fixed(k.inference_cost, 2) << ',' << fixed(k.effective_tokens, 0)
-        << ',' << opt(k.inference_unit_cost) << '\n';
+        << ',' << opt(k.inference_unit_cost) << ',' << fixed(k.admissions, 0) << ',' << opt(k.queue_wait_mean_seconds)
+        << ',' << opt(k.queue_wait_p90_seconds) << '\n';
   }
   return out.str();
 }
