@@ -126,17 +126,13 @@ QueryResult<GovernanceQuery> parse_governance_query(const Params& params,
     return QueryError{"to", "query.empty-period", "to must be after from"};
   }
   if (const auto it = params.find("level"); it != params.end()) {
-    if (it->second == "group") {
-      q.level = governance::ShowbackLevel::Group;
-    } else if (it->second == "owner") {
-      q.level = governance::ShowbackLevel::Owner;
-    } else if (it->second == "workload") {
-      q.level = governance::ShowbackLevel::Workload;
-    } else {
+    const auto level = governance::showback_level(it->second);
+    if (!level) {
       return QueryError{"level", "query.invalid-enum",
                         "level must be one of group, owner, workload, got \"" + escape_text(it->second.substr(0, 32)) +
                             "\""};
     }
+    q.level = *level;
   }
   if (const auto it = params.find("minGpuHours"); it != params.end()) {
     const std::string& v = it->second;

@@ -59,9 +59,8 @@ int run_report(const ReportOptions& opt, Report report) {
   if (!timeout || timeout->milliseconds() <= 0) {
     return std::cerr << me << ": --timeout: " << (timeout ? "must be positive" : timeout.error()) << '\n', 2;
   }
-  const governance::ShowbackLevel level = opt.level == "owner"      ? governance::ShowbackLevel::Owner
-                                          : opt.level == "workload" ? governance::ShowbackLevel::Workload
-                                                                    : governance::ShowbackLevel::Group;
+  // --level is checked against the same three names by the option parser.
+  const governance::ShowbackLevel level = governance::showback_level(opt.level).value_or(governance::ShowbackLevel::Group);
   auto set = load_valid_policies(opt.policies, me);
   if (!set) return 1;
   const policy::PlatformGuardrailsSpec* guardrails = set->guardrails_spec();

@@ -112,6 +112,13 @@ std::vector<ServingSlo> serving_slos(const policy::PolicySet& set) {
   return out;
 }
 
+std::optional<ShowbackLevel> showback_level(std::string_view name) {
+  if (name == "group") return ShowbackLevel::Group;
+  if (name == "owner") return ShowbackLevel::Owner;
+  if (name == "workload") return ShowbackLevel::Workload;
+  return std::nullopt;
+}
+
 Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms) {
   ShowbackPeriod p;
   if (from_ms < 0 || to_ms < 0) return Unexpected{std::string("--from/--to: must not be before 1970")};

@@ -42,6 +42,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -132,6 +133,8 @@ struct Showback {
 // "workload" (every row). Each level's rows are followed by nothing else: totals are
 // separate (showback_totals).
 enum class ShowbackLevel { Group, Owner, Workload };
+// "group", "owner" or "workload"; none for anything else.
+[[nodiscard]] std::optional<ShowbackLevel> showback_level(std::string_view name);
 [[nodiscard]] std::vector<ShowbackRow> roll_up(const std::vector<ShowbackRow>& rows, ShowbackLevel level);
 
 // Per pool (business_group empty) and overall (pool empty too).

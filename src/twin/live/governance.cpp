@@ -33,6 +33,12 @@ double sum_in(const std::vector<TwinGovernance::MinuteValue>& values, std::int64
   return sum;
 }
 
+// kueue_admission_wait_time_seconds's bucket bounds, as Kueue (and the twin's KueueMetrics) sets them.
+const std::vector<double>& admission_wait_bounds() {
+  static const std::vector<double> bounds = telemetry::kueue_exponential_buckets(16);
+  return bounds;
+}
+
 bool any_in(const std::vector<TwinGovernance::MinuteValue>& values, std::int64_t from_ms, std::int64_t to_ms) {
   const auto first = std::lower_bound(values.begin(), values.end(), from_ms,
                                       [](const TwinGovernance::MinuteValue& v, std::int64_t t) { return v.t_ms < t; });
@@ -116,14 +122,14 @@ void TwinGovernance::observe(MinuteObservation minute) {
   }
   for (const LoanMinute& l : minute.loans) add_minute(loans_[{l.lender, l.borrower, l.pool}], t, l.gpus);
   // Kueue's admission waits: the histogram's increase at this minute.
-  static const std::vector<double> kBounds = telemetry::kueue_exponential_buckets(16);
+  const std::vector<double>& bounds = admission_wait_bounds();
   for (const AdmissionMinute& a : minute.admissions) {
     QueueWait& q = queue_wait_[a.cluster_queue];
-    q.buckets.resize(kBounds.size() + 1);
+    q.buckets.resize(bounds.size() + 1);
     add_minute(q.count, t, 1);
     add_minute(q.sum, t, a.wait_seconds);
-    for (std::size_t i = 0; i <= kBounds.size(); ++i) {
-      if (i == kBounds.size() || a.wait_seconds <= kBounds[i]) add_minute(q.buckets[i], t, 1);
+    for (std::size_t i = 0; i <= bounds.size(); ++i) {
+      if (i == bounds.size() || a.wait_seconds <= bounds[i]) add_minute(q.buckets[i], t, 1);
     }
   }
   // Tokens, and the minutes and tokens within each SLO target (`p95 <= bool target`).
@@ -274,7 +280,7 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
     per_workload(governance::slo_minutes_query_name(target), serving_);
     per_workload(governance::slo_tokens_query_name(target), serving_);
   }
-  static const std::vector<double> kBounds = telemetry::kueue_exponential_buckets(16);
+  const std::vector<double>& bounds = admission_wait_bounds();
   auto& wait_buckets = out["queue_wait_buckets"];
   auto& wait_sum = out["queue_wait_sum"];
   auto& wait_count = out["queue_wait_count"];
@@ -284,7 +290,7 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
     wait_count.push_back(sample({{"cluster_queue", queue}}, count));
     wait_sum.push_back(sample({{"cluster_queue", queue}}, sum_in(q.sum, from, to)));
     for (std::size_t i = 0; i < q.buckets.size(); ++i) {
-      const std::string le = i < kBounds.size() ? metrics::format_value(kBounds[i]) : std::string("+Inf");
+      const std::string le = i < bounds.size() ? metrics::format_value(bounds[i]) : std::string("+Inf");
       wait_buckets.push_back(sample({{"cluster_queue", queue}, {"le", le}}, sum_in(q.buckets[i], from, to)));
     }
   }

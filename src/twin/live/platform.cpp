@@ -9,13 +9,11 @@
 #include "attribution/labels.hpp"
 #include "core/fnv1a.hpp"
 #include "metrics/exposition.hpp"
-#include "metrics/histogram.hpp"
 #include "metrics/registry.hpp"
 #include "policy/schema.hpp"
 #include "twin/run/metrics.hpp"
 #include "twin/run/summary.hpp"
 #include "twin/telemetry/dcgm.hpp"
-#include "twin/inference/vllm_metrics.hpp"
 #include "twin/telemetry/profile.hpp"
 #include "twin/trace/azure_llm.hpp"
 
@@ -872,17 +870,7 @@ std::vector<ServingMinute> Platform::serving_minutes(const std::vector<Serving::
   }
   std::vector<ServingMinute> out;
   for (const auto& [l, sum] : by_workload) {
-    ServingMinute x{l[0], l[1], l[2], l[3], sum.tokens_per_minute, std::nullopt};
-    std::vector<metrics::Bucket> buckets;
-    double cumulative = 0;
-    for (std::size_t i = 0; i < sum.buckets.size(); ++i) {
-      cumulative += static_cast<double>(sum.buckets[i]);
-      const double bound = i < inference::kTtftBucketsSeconds.size() ? inference::kTtftBucketsSeconds[i]
-                                                                      : std::numeric_limits<double>::infinity();
-      buckets.push_back({bound, cumulative});
-    }
-    if (cumulative > 0) x.ttft_p95_s = metrics::bucket_quantile(0.95, std::move(buckets));
-    out.push_back(std::move(x));
+    out.push_back(ServingMinute{l[0], l[1], l[2], l[3], sum.tokens_per_minute, ttft_quantile(0.95, sum.buckets)});
   }
   return out;
 }

@@ -368,20 +368,26 @@ std::vector<std::int64_t> Serving::ttft_buckets(const Live& s) const {
   return sum;
 }
 
-std::optional<double> Serving::ttft_p95(const Live& s) const {
-  if (s.ttft_history.empty()) return std::nullopt;
-  const auto& base = s.ttft_history.front().second;
-  const auto& now = s.ttft_history.back().second;
+std::optional<double> ttft_quantile(double q, std::span<const std::int64_t> counts) {
   std::vector<metrics::Bucket> buckets;
   double cumulative = 0;
-  for (std::size_t i = 0; i < now.size(); ++i) {
-    cumulative += static_cast<double>(now[i] - base[i]);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    cumulative += static_cast<double>(counts[i]);
     const double bound = i < inference::kTtftBucketsSeconds.size() ? inference::kTtftBucketsSeconds[i]
                                                                     : std::numeric_limits<double>::infinity();
     buckets.push_back({bound, cumulative});
   }
   if (cumulative <= 0) return std::nullopt;
-  return metrics::bucket_quantile(0.95, std::move(buckets));
+  return metrics::bucket_quantile(q, std::move(buckets));
+}
+
+std::optional<double> Serving::ttft_p95(const Live& s) const {
+  if (s.ttft_history.empty()) return std::nullopt;
+  const auto& base = s.ttft_history.front().second;
+  const auto& now = s.ttft_history.back().second;
+  std::vector<std::int64_t> grown(now.size());
+  for (std::size_t i = 0; i < now.size(); ++i) grown[i] = now[i] - base[i];
+  return ttft_quantile(0.95, grown);
 }
 
 std::vector<metrics::Family> Serving::families() const {

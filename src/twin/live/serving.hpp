@@ -106,6 +106,10 @@ class RequestSource {
 // The local hour (0-23) at `start` in the policies' TidalPolicy time zone (UTC without one).
 [[nodiscard]] int local_hour_at(const policy::PolicySet& policies, const Timestamp& start);
 
+// histogram_quantile(q, ...) over vLLM's TTFT buckets given as counts per bucket (not
+// cumulative; the last is +Inf), e.g. what each bucket grew by; none without observations.
+[[nodiscard]] std::optional<double> ttft_quantile(double q, std::span<const std::int64_t> counts);
+
 // A replica's share of its GPUs' work, for the telemetry's inference profile.
 struct ReplicaLoad {
   double load = 0;         // tokens processed over what it processes at capacity, 0..1
