@@ -239,6 +239,13 @@ std::string hours_from(std::string_view allocated) {
   return "sum_over_time(" + std::string(allocated) + "[1h]) / " + std::to_string(kRuleSamplesPerHour);
 }
 
+// Tokens of the last hour from a per-second rate recorded every minute: each sample stands
+// for 60 seconds.
+std::string tokens_from(std::string_view rate, std::string_view by) {
+  return "sum by (" + std::string(by) + ") (sum_over_time(" + std::string(rate) + "[1h])) * " +
+         std::to_string(3600 / kRuleSamplesPerHour);
+}
+
 std::string xid_match(std::span<const int> xids) {
   std::string out;
   for (int x : xids) {
@@ -304,6 +311,13 @@ Json attribution_rules() {
                          "sum by (cluster, namespace, workload_kind, workload) (rate(vllm:time_to_first_token_"
                          "seconds_count[5m])" +
                              pod_workload + ")"));
+  // Per pod first: vLLM's two counters need not carry the same labels.
+  rules.push_back(record(series::kTokensRate,
+                         "sum by (cluster, business_group, namespace, workload_kind, workload) ((sum by (cluster, "
+                         "namespace, pod) (rate(vllm:prompt_tokens_total[5m])) + sum by (cluster, namespace, pod) "
+                         "(rate(vllm:generation_tokens_total[5m]))) * on (cluster, namespace, pod) group_left "
+                         "(business_group, workload_kind, workload) group by (cluster, namespace, pod, business_group, "
+                         "workload_kind, workload) (gpubank_gpu_allocation_info))"));
   return rules;
 }
 
@@ -318,6 +332,10 @@ Json capacity_rules() {
                          "sum by (cluster, pool, gpu_model) (" + std::string(series::kAllocationShare) + ")"));
   // The biggest replica that still fits one node: what fragmentation leaves.
   rules.push_back(record(series::kPoolLargestFree, "max by (cluster, pool) (" + std::string(series::kNodeFree) + ")"));
+  // The allocation-rate KPI: allocated over available devices.
+  rules.push_back(record(series::kPoolAllocationRate, "sum by (cluster, pool) (" + std::string(series::kPoolAllocated) +
+                                                          ") / sum by (cluster, pool) (" +
+                                                          std::string(series::kPoolCapacity) + ")"));
   return rules;
 }
 
@@ -357,6 +375,36 @@ Json finops_rules(const policy::PlatformGuardrailsSpec& g) {
                              std::string(series::kAllocationLowUtilization) + ")"));
   rules.push_back(record(series::kGroupPoolLowUtilHours, hours_from(series::kGroupPoolLowUtil)));
   rules.push_back(record(series::kGroupPoolLowUtilCost, std::string(series::kGroupPoolLowUtilHours) + price_join));
+
+  // Effective and measured devices: a serving workload is judged by its TTFT SLO while vLLM
+  // reports, anything else a LowUtilizationPolicy governs by its utilisation threshold. The
+  // per-policy objects record both parts (other groups: at most a minute late).
+  const std::string by_group_pool = "sum by (cluster, business_group, cost_center, pool, gpu_model) (";
+  const std::string busy = "(" + std::string(series::kAllocationBusy) +
+                           " unless on (cluster, namespace, workload_kind, workload) " +
+                           std::string(series::kSloJudged) + ")";
+  rules.push_back(record(series::kGroupPoolEffective, by_group_pool + busy + " or " + std::string(series::kWithinSlo) + ")"));
+  rules.push_back(record(series::kGroupPoolMeasured, by_group_pool + "(" + share + " and on (" +
+                                                         std::string(kAllocationKey) + ") " + busy + ") or " +
+                                                         std::string(series::kSloJudged) + ")"));
+  rules.push_back(record(series::kGroupPoolEffectiveHours, hours_from(series::kGroupPoolEffective)));
+  rules.push_back(record(series::kGroupPoolMeasuredHours, hours_from(series::kGroupPoolMeasured)));
+  // Serving-floor retention: devices kept warm for the floor, whatever their utilisation.
+  rules.push_back(record(series::kGroupPoolServingFloor, by_group_pool + share + "{capacity_role=\"serving-floor\"})"));
+  rules.push_back(record(series::kGroupPoolServingFloorHours, hours_from(series::kGroupPoolServingFloor)));
+  rules.push_back(record(series::kGroupPoolServingFloorCost, std::string(series::kGroupPoolServingFloorHours) + price_join));
+  // The inference unit cost: inference GPU cost over the effective tokens, per million.
+  rules.push_back(record(series::kGroupPoolInference, by_group_pool + share + "{workload_type=\"inference\"})"));
+  rules.push_back(record(series::kGroupPoolInferenceHours, hours_from(series::kGroupPoolInference)));
+  rules.push_back(record(series::kGroupPoolInferenceCost, std::string(series::kGroupPoolInferenceHours) + price_join));
+  rules.push_back(record(series::kGroupTokens, tokens_from(series::kTokensRate, "cluster, business_group")));
+  rules.push_back(record(series::kGroupPoolEffectiveTokens,
+                         tokens_from(series::kEffectiveTokensRate, "cluster, business_group, pool")));
+  rules.push_back(record(series::kGroupPoolUnitCost,
+                         "sum by (cluster, business_group, pool, currency) (" +
+                             std::string(series::kGroupPoolInferenceCost) +
+                             ") / on (cluster, business_group, pool) group_left () (" +
+                             std::string(series::kGroupPoolEffectiveTokens) + " / 1000000 > 0)"));
   return rules;
 }
 
@@ -395,6 +443,24 @@ Json bank_rules(const policy::PlatformGuardrailsSpec& g) {
                                              pools)));
   rules.push_back(record(series::kQueueBorrowed, "clamp_min(" + std::string(series::kQueueUsed) + " - " +
                                                      std::string(series::kQueueNominal) + ", 0)"));
+  rules.push_back(record(series::kGroupPoolBorrowedHours, hours_from(series::kGroupPoolBorrowed)));
+  rules.push_back(record(series::kGroupPoolLentHours, hours_from(series::kGroupPoolLent)));
+  // Work lost by stopped or preempted workloads (the controller's counter, per victim group).
+  rules.push_back(record(series::kGroupPoolRecomputeLoss, "sum by (cluster, business_group, pool) "
+                                                          "(increase(gpubank_recompute_loss_gpu_hours_total[1h]))"));
+  // Queue wait: Kueue's kueue_admission_wait_time_seconds histogram (creation or requeue to
+  // admission) over the last hour; hours without an admission have no figure.
+  auto admitted = [](std::string_view part, std::string_view by) {
+    return "sum by (cluster, cluster_queue" + std::string(by) + ") (increase(kueue_admission_wait_time_seconds_" +
+           std::string(part) + "{replica_role!=\"follower\"}[1h]))";
+  };
+  const std::string any = " and " + admitted("count", "") + " > 0";
+  rules.push_back(record(series::kQueueAdmissions, with_group_and_pool(admitted("count", ""), pools)));
+  rules.push_back(record(series::kQueueWaitMean,
+                         with_group_and_pool(admitted("sum", "") + " / (" + admitted("count", "") + " > 0)", pools)));
+  rules.push_back(record(series::kQueueWaitP90, with_group_and_pool("histogram_quantile(0.9, " +
+                                                                        admitted("bucket", ", le") + ")" + any,
+                                                                    pools)));
   return rules;
 }
 
@@ -630,6 +696,20 @@ RenderedObject inference_object(const PolicyObject& isp, const PolicyObject& gua
     for (std::string_view w : kBurnWindows) {
       rules.push_back(record(ratio_name(w), ttft_error_ratio(sel, target, w), Json{{"business_group", s.business_group}}));
     }
+    // Effective hours and tokens (governance/showback.hpp): a minute is within the SLO when
+    // at most the error budget of the last five minutes' requests were slow, which is the
+    // p95 meeting the target; a minute without requests has no ratio below it.
+    const std::string on_workload = " on (cluster, namespace, workload_kind, workload) ";
+    const std::string ratio = ratio_name("5m") + "{" + sel + "}";
+    const std::string met = " *" + on_workload + "group_left () (" + ratio + " <= bool " +
+                            std::string(kTtftErrorBudget) + ")";
+    rules.push_back(record(series::kSloJudged,
+                           "sum by (cluster, business_group, cost_center, pool, gpu_model, namespace, workload_kind, "
+                           "workload) (" + std::string(series::kAllocationShare) + "{" + sel + "}) and" +
+                               on_workload + ratio));
+    rules.push_back(record(series::kWithinSlo, std::string(series::kSloJudged) + "{" + sel + "}" + met));
+    rules.push_back(record(series::kEffectiveTokensRate, std::string(series::kTokensRate) + "{" + sel + "}" + met,
+                           Json{{"business_group", s.business_group}, {"pool", s.resource_pool}}));
     auto burn = [&](std::span<const BurnWindow> windows) {
       std::string out;
       for (const BurnWindow& b : windows) {
@@ -820,14 +900,24 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
   // The most specific policy decides for a workload (group beats pool beats neither).
   std::vector<const PolicyObject*> sources{&o};
   for (const PolicyObject* platform : policy::overridden_platform_policies(o, set)) sources.push_back(platform);
+  std::string not_more_specific;
   for (const LowUtilMatch& other : all) {
     if (other.object == self.object || other.specificity() <= self.specificity() || !self.overlaps(other)) continue;
-    expr += " unless on (" + key + ") gpubank_gpu_allocation_info{" + other.matchers() + "}";
+    not_more_specific += " unless on (" + key + ") gpubank_gpu_allocation_info{" + other.matchers() + "}";
     sources.push_back(other.object);
   }
+  expr += not_more_specific;
 
   Json rules = Json::array();
   rules.push_back(record(series::kAllocationLowUtilization, expr, Json{{"lowutil_policy", o.name()}}));
+  if (s.thresholds.average_gpu_utilization) {
+    // Busy device-minutes count as effective: no training-progress series is standard.
+    rules.push_back(record(series::kAllocationBusy,
+                           std::string(series::kAllocationShare) + "{" + sel + "} * on (" + key + ") group_left () (" +
+                               std::string(series::kAllocationUtilization) + "{" + sel + "} >= bool " +
+                               number(*s.thresholds.average_gpu_utilization) + ")" + not_more_specific,
+                           Json{{"lowutil_policy", o.name()}}));
+  }
   const std::string flagged = "sum by (cluster, business_group, namespace, pod, owner_id, workload_kind, workload, "
                               "lowutil_policy) (" + std::string(series::kAllocationLowUtilization) +
                               "{lowutil_policy=" + quote(o.name()) + "})";

@@ -34,10 +34,21 @@ inline constexpr std::string_view kAllocationUtilization = "allocation:dcgm_util
 inline constexpr std::string_view kAllocationMemoryUsed = "allocation:dcgm_memory_used:percent";
 inline constexpr std::string_view kAllocationPower = "allocation:dcgm_power_usage:percent_of_limit";
 inline constexpr std::string_view kAllocationLowUtilization = "allocation:gpubank_gpu_low_utilization:share";
+// Per LowUtilizationPolicy with a GPU utilisation threshold: the share while at or above it
+// (0 while below), for the allocations the policy governs.
+inline constexpr std::string_view kAllocationBusy = "allocation:gpubank_gpu_busy:share";
 // vLLM time to first token per serving workload.
 inline constexpr std::string_view kTtftBucketRate = "namespace_workload:vllm_time_to_first_token_seconds_bucket:rate5m";
 inline constexpr std::string_view kTtftCountRate = "namespace_workload:vllm_time_to_first_token_seconds_count:rate5m";
 inline constexpr std::string_view kTtftTarget = "namespace_workload:gpubank_ttft_p95_target:seconds";
+// Tokens (prompt and generated) per second per serving workload, with its business group.
+inline constexpr std::string_view kTokensRate = "namespace_workload:vllm_tokens:rate5m";
+// Per InferenceScalingPolicy with a TTFT target: the workload's devices while vLLM reports
+// requests (judged by the SLO), those of them while the p95 met the target, and the tokens
+// served while it did.
+inline constexpr std::string_view kSloJudged = "namespace_workload:gpubank_gpus_slo_judged:sum";
+inline constexpr std::string_view kWithinSlo = "namespace_workload:gpubank_gpus_within_slo:sum";
+inline constexpr std::string_view kEffectiveTokensRate = "namespace_workload:gpubank_effective_tokens:rate5m";
 // Whole replicas of a service's shape the free GPUs of its pool form.
 inline constexpr std::string_view kPlaceableReplicas = "namespace_workload:gpubank_placeable_replicas:count";
 // Capacity and fragmentation.
@@ -64,6 +75,25 @@ inline constexpr std::string_view kGroupPoolCost = "business_group_pool:gpubank_
 inline constexpr std::string_view kGroupPoolLowUtil = "business_group_pool:gpubank_gpus_low_utilization:sum";
 inline constexpr std::string_view kGroupPoolLowUtilHours = "business_group_pool:gpubank_low_utilization_gpu_hours:increase1h";
 inline constexpr std::string_view kGroupPoolLowUtilCost = "business_group_pool:gpubank_low_utilization_cost:increase1h";
+// Effective and measured devices (governance/showback.hpp defines them): the SLO judges
+// serving workloads while vLLM reports, the utilisation threshold everything else a
+// LowUtilizationPolicy governs.
+inline constexpr std::string_view kGroupPoolEffective = "business_group_pool:gpubank_gpus_effective:sum";
+inline constexpr std::string_view kGroupPoolMeasured = "business_group_pool:gpubank_gpus_measured:sum";
+inline constexpr std::string_view kGroupPoolEffectiveHours = "business_group_pool:gpubank_effective_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolMeasuredHours = "business_group_pool:gpubank_measured_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolServingFloor = "business_group_pool:gpubank_gpus_serving_floor:sum";
+inline constexpr std::string_view kGroupPoolServingFloorHours =
+    "business_group_pool:gpubank_serving_floor_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolServingFloorCost = "business_group_pool:gpubank_serving_floor_cost:increase1h";
+inline constexpr std::string_view kGroupPoolInference = "business_group_pool:gpubank_gpus_inference:sum";
+inline constexpr std::string_view kGroupPoolInferenceHours = "business_group_pool:gpubank_inference_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolInferenceCost = "business_group_pool:gpubank_inference_cost:increase1h";
+inline constexpr std::string_view kGroupTokens = "business_group:gpubank_tokens:increase1h";
+inline constexpr std::string_view kGroupPoolEffectiveTokens = "business_group_pool:gpubank_effective_tokens:increase1h";
+inline constexpr std::string_view kGroupPoolUnitCost =
+    "business_group_pool:gpubank_inference_cost_per_million_effective_tokens:ratio1h";
+inline constexpr std::string_view kPoolAllocationRate = "pool:gpubank_gpus_allocated:ratio";
 // The bank: the ledger's loans and Kueue's ClusterQueue figures.
 inline constexpr std::string_view kGroupPoolBorrowed = "business_group_pool:gpubank_gpus_borrowed:sum";
 inline constexpr std::string_view kGroupPoolLent = "business_group_pool:gpubank_gpus_lent:sum";
@@ -73,6 +103,13 @@ inline constexpr std::string_view kQueueBorrowingLimit = "cluster_queue:kueue_gp
 inline constexpr std::string_view kQueuePendingGpus = "cluster_queue:kueue_gpus_pending:sum";
 inline constexpr std::string_view kQueuePendingWorkloads = "cluster_queue:kueue_pending_workloads:sum";
 inline constexpr std::string_view kQueueBorrowed = "cluster_queue:kueue_gpus_borrowed:sum";
+inline constexpr std::string_view kGroupPoolBorrowedHours = "business_group_pool:gpubank_borrowed_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolLentHours = "business_group_pool:gpubank_lent_gpu_hours:increase1h";
+inline constexpr std::string_view kGroupPoolRecomputeLoss = "business_group_pool:gpubank_recompute_loss_gpu_hours:increase1h";
+// Kueue's admission wait per ClusterQueue over the last hour.
+inline constexpr std::string_view kQueueAdmissions = "cluster_queue:kueue_admitted_workloads:increase1h";
+inline constexpr std::string_view kQueueWaitMean = "cluster_queue:kueue_admission_wait_time_seconds:mean1h";
+inline constexpr std::string_view kQueueWaitP90 = "cluster_queue:kueue_admission_wait_time_seconds:p90_1h";
 }  // namespace series
 
 // PromQL text, shared with the dashboards.
