@@ -141,6 +141,15 @@ struct Controller::Impl {
     const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
     const KueueObjects objects = kueue_objects();
     const bool valid = !has_errors(cluster.set.diagnostics());
+    if (valid) {
+      std::vector<std::pair<std::string, std::string>> group_pools;
+      for (const policy::PolicyObject& p : cluster.set.policies()) {
+        if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
+        const auto& q = p.as<policy::GPUQuotaPolicySpec>();
+        group_pools.emplace_back(q.business_group, q.resource_pool);
+      }
+      metrics->declare_quotas(group_pools);
+    }
     std::vector<ClusterWorkload> workloads;
     std::optional<ReclaimPlan> plan;
     if (kueue && valid) {
@@ -253,6 +262,9 @@ struct Controller::Impl {
                                                                           : "ReclaimCancelled";
       log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? "" : " FAILED: " + o.error));
       metrics->reclaim_step(step_name(step.kind), o.error.empty() ? step.reason : "Failed");
+      if (step.kind == ReclaimStep::Kind::Stop && o.error.empty() && step.recompute_loss_gpu_ms) {
+        metrics->recompute_loss(step.victim_group, step.pool, *step.recompute_loss_gpu_ms);
+      }
       const auto w = by_key.find(step.workload);
       if (w != by_key.end() && o.error.empty()) {
         k8s::EventSpec event;
@@ -272,8 +284,12 @@ struct Controller::Impl {
       e.object = ("Workload/" + step.workload).substr(0, bank::kMaxAuditFieldLength);
       e.decision = o.error.empty() ? step.reason : "Failed";
       e.reason = (o.error.empty() ? step.message : step.message + "; failed: " + o.error).substr(0, bank::kMaxAuditReasonLength);
-      e.numbers = nlohmann::json{{"gpus", step.gpus}, {"lender", step.lender}, {"pool", step.pool},
-                                 {"deadlineMs", step.deadline_ms}}.dump();
+      nlohmann::json numbers{{"gpus", step.gpus}, {"lender", step.lender}, {"pool", step.pool},
+                             {"deadlineMs", step.deadline_ms}};
+      if (step.kind == ReclaimStep::Kind::Stop && step.recompute_loss_gpu_ms) {
+        numbers["recomputeLossGpuHours"] = static_cast<double>(*step.recompute_loss_gpu_ms) / 3.6e6;
+      }
+      e.numbers = numbers.dump();
       entries.push_back(std::move(e));
     }
     if (!entries.empty()) {

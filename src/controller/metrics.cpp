@@ -66,6 +66,9 @@ Expected<std::unique_ptr<ControllerMetrics>> ControllerMetrics::create() {
                 m->loans_),
            take(r.counter(bank_series::kCheckpoints.name, bank_series::kCheckpoints.help, bank_series::kCheckpoints.labels()),
                 m->checkpoints_),
+           take(r.counter(bank_series::kRecomputeLossGpuHours.name, bank_series::kRecomputeLossGpuHours.help,
+                          bank_series::kRecomputeLossGpuHours.labels()),
+                m->recompute_loss_),
            take(r.counter(bank_series::kBorrowedGpuHours.name, bank_series::kBorrowedGpuHours.help,
                           bank_series::kBorrowedGpuHours.labels()),
                 m->borrowed_),
@@ -106,6 +109,16 @@ void ControllerMetrics::reclaim_step(std::string_view step, std::string_view rea
   // A stop ends the checkpoint its notice asked for: the job reported it, or the grace ran out.
   if (step == "Stop" && reason == "CheckpointCompleted") ignore(checkpoints_->inc({"completed"}));
   if (step == "Stop" && reason == "GraceExpired") ignore(checkpoints_->inc({"failed"}));
+}
+
+void ControllerMetrics::recompute_loss(std::string_view group, std::string_view pool, std::int64_t gpu_ms) {
+  std::lock_guard lock(m_);
+  ignore(recompute_loss_->inc({std::string(group), std::string(pool)}, static_cast<double>(std::max<std::int64_t>(0, gpu_ms)) / 3.6e6));
+}
+
+void ControllerMetrics::declare_quotas(const std::vector<std::pair<std::string, std::string>>& group_pools) {
+  std::lock_guard lock(m_);
+  for (const auto& [group, pool] : group_pools) ignore(recompute_loss_->inc({group, pool}, 0));
 }
 
 void ControllerMetrics::ledger_appended(std::span<const bank::LedgerEntry> entries, const bank::LedgerBook& book) {

@@ -8,8 +8,11 @@
 //                                                          to the ledger's last entry
 //   gpubank_checkpoint_total{result}                       counter: completed (the job reported it
 //                                                          before its victim stopped), failed (grace ran out)
-// The twin's reclaim episodes (gpubank_reclaims_total, _duration_seconds), recompute loss
-// and event log have no cluster counterpart here: the controller counts steps instead.
+//   gpubank_recompute_loss_gpu_hours_total{business_group,pool}  counter: per stopped victim,
+//                                                          its GPUs x the time since its last
+//                                                          checkpoint (else its admission)
+// The twin's reclaim episodes (gpubank_reclaims_total, _duration_seconds) and event log
+// have no cluster counterpart here: the controller counts steps instead.
 // and the controller's own:
 //   gpubank_controller_leader                              gauge: 1 while this replica acts
 //   gpubank_controller_informers_synced                    gauge
@@ -32,6 +35,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bank/ledger.hpp"
 #include "core/expected.hpp"
@@ -49,6 +54,11 @@ class ControllerMetrics {
   void pass_done(std::string_view result, double seconds, double unix_seconds);
   void object(std::string_view action);  // created, configured, pruned, released, failed
   void reclaim_step(std::string_view step, std::string_view reason);
+  // Work a stopped victim of `group` lost on `pool`.
+  void recompute_loss(std::string_view group, std::string_view pool, std::int64_t gpu_ms);
+  // Every (group, pool) of the policy set's GPUQuotaPolicies, at 0 from the start: an
+  // increase() over a period then sees the first loss too.
+  void declare_quotas(const std::vector<std::pair<std::string, std::string>>& group_pools);
   void ledger_appended(std::span<const bank::LedgerEntry> entries, const bank::LedgerBook& book);
   void ledger_append_failed();
   // The replica stopped keeping the ledger (lost the lead, or the store failed).
@@ -73,6 +83,7 @@ class ControllerMetrics {
   metrics::GaugeFamily* loans_ = nullptr;
   metrics::CounterFamily* borrowed_ = nullptr;
   metrics::CounterFamily* checkpoints_ = nullptr;
+  metrics::CounterFamily* recompute_loss_ = nullptr;
 };
 
 }  // namespace gpubank::controller

@@ -248,7 +248,13 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       noticed.insert(key);
       const std::int64_t requested = w->checkpoint_requested_ms.value_or(0);
       const std::int64_t deadline = w->reclaim_deadline_ms.value_or(now_ms);
-      ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", ""};
+      ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", "", w->group, {}};
+      // Work since the later of its admission (a resumed job restarts from its checkpoint)
+      // and its last checkpoint is lost.
+      if (w->checkpoint_completed_ms || w->admitted_at_ms > 0) {
+        const std::int64_t since = std::max(w->checkpoint_completed_ms.value_or(0), w->admitted_at_ms);
+        s.recompute_loss_gpu_ms = w->gpus * std::max<std::int64_t>(0, now_ms - since);
+      }
       if (w->checkpoint_completed_ms && *w->checkpoint_completed_ms >= requested) {
         s.reason = "CheckpointCompleted";
         s.message = key + " checkpointed; it stops and gives " + std::to_string(w->gpus) + " GPUs of " + pool + " back to " +
@@ -319,7 +325,8 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
                               group + " needs " + std::to_string(demand) + " of the GPUs of " + pool + " it lent; " +
                                   v.workload + " (" + std::to_string(v.gpus) + " GPUs, " +
                                   std::string(bank::victim_class_name(v.klass)) + ") is asked to checkpoint and stops within " +
-                                  std::to_string(lender.grace_ms / 1000) + " s"});
+                                  std::to_string(lender.grace_ms / 1000) + " s",
+                            "", std::nullopt});
         const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
         plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
       }
@@ -335,7 +342,8 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       }
       plan.steps.push_back({ReclaimStep::Kind::Resume, key, w->reclaim_for, pool, w->gpus, 0, "LenderIdle",
                             w->reclaim_for + " has no pending demand on " + pool + " any more; " + key +
-                                " is queued again"});
+                                " is queued again",
+                            "", std::nullopt});
     }
   }
   return plan;

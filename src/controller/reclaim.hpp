@@ -95,6 +95,11 @@ struct ReclaimStep {
   std::int64_t deadline_ms = 0;  // Notice
   std::string reason;   // CheckpointRequested, CheckpointCompleted, GraceExpired, DemandGone, LenderIdle
   std::string message;  // one sentence with the numbers
+  // Stop: the victim's group, and the GPU-ms of work it loses: GPUs x the time since the
+  // later of its admission and its job's last checkpoint-completed (one reported before the
+  // notice counts too); unknown (none) when neither time is known.
+  std::string victim_group;
+  std::optional<std::int64_t> recompute_loss_gpu_ms;
 };
 [[nodiscard]] std::string_view step_name(ReclaimStep::Kind kind);  // "Notice", ...
 

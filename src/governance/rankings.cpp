@@ -73,6 +73,8 @@ std::vector<Kpi> kpis(const Showback& s, const Answers& answers) {
     if (key.first.empty()) continue;
     at(key.second, key.first).borrowed_gpu_hours += loans.borrowed_gpu_hours;
     at(key.second, "").borrowed_gpu_hours += loans.borrowed_gpu_hours;
+    at(key.second, key.first).recompute_loss_gpu_hours += loans.recompute_loss_gpu_hours;
+    at(key.second, "").recompute_loss_gpu_hours += loans.recompute_loss_gpu_hours;
   }
   // Queue wait: the ClusterQueue `<group>-<pool>` of each group KPI.
   std::map<std::string, std::vector<metrics::Bucket>> wait_buckets;
@@ -191,6 +193,7 @@ Json to_json(const std::vector<Kpi>& kpis) {
     j["lowUtilizationGpuHours"] = k.low_utilization_gpu_hours;
     optional_ratio(j, "allocationRate", k.allocation_rate);
     optional_ratio(j, "borrowRate", k.borrow_rate);
+    j["recomputeLossGpuHours"] = k.recompute_loss_gpu_hours;
     optional_ratio(j, "idleWasteShare", k.idle_waste_share);
     j["effectiveGpuHours"] = k.effective_gpu_hours;
     j["measuredGpuHours"] = k.measured_gpu_hours;
@@ -227,12 +230,13 @@ Json to_json(const std::vector<LeaderboardEntry>& board) {
 
 std::string kpi_table(const std::vector<Kpi>& kpis) {
   std::vector<std::vector<std::string>> cells{{"POOL", "GROUP", "GPU", "ALLOCATED", "AVAILABLE", "ALLOCATION",
-                                               "BORROWED", "BORROW RATE", "IDLE WASTE", "WASTE SHARE", "EFFECTIVE",
+                                               "BORROWED", "BORROW RATE", "RECOMPUTE", "IDLE WASTE", "WASTE SHARE", "EFFECTIVE",
                                                "PER 1M TOKENS", "WAIT P90 S"}};
   for (const Kpi& k : kpis) {
     cells.push_back({k.pool, k.business_group.empty() ? "(pool)" : k.business_group, k.gpu_model,
                      fixed(k.allocated_gpu_hours, 2), fixed(k.available_gpu_hours, 2), percent(k.allocation_rate),
-                     fixed(k.borrowed_gpu_hours, 2), percent(k.borrow_rate), fixed(k.low_utilization_gpu_hours, 2),
+                     fixed(k.borrowed_gpu_hours, 2), percent(k.borrow_rate), fixed(k.recompute_loss_gpu_hours, 2),
+                     fixed(k.low_utilization_gpu_hours, 2),
                      percent(k.idle_waste_share), percent(k.effective_utilization),
                      k.inference_unit_cost ? fixed(*k.inference_unit_cost, 2) : std::string("-"),
                      k.queue_wait_p90_seconds ? fixed(*k.queue_wait_p90_seconds, 0) : std::string("-")});
@@ -254,7 +258,7 @@ std::string leaderboard_table(const std::vector<LeaderboardEntry>& board, const 
 std::string kpi_csv(const std::vector<Kpi>& kpis) {
   std::ostringstream out;
   out << "pool,business_group,gpu_model,allocated_gpu_hours,available_gpu_hours,allocation_rate,borrowed_gpu_hours,"
-         "borrowable_gpu_hours,borrow_rate,low_utilization_gpu_hours,idle_waste_share,effective_gpu_hours,"
+         "borrowable_gpu_hours,borrow_rate,recompute_loss_gpu_hours,low_utilization_gpu_hours,idle_waste_share,effective_gpu_hours,"
          "measured_gpu_hours,effective_utilization,inference_cost,effective_tokens,inference_unit_cost,admissions,"
          "queue_wait_mean_seconds,queue_wait_p90_seconds\n";
   auto opt = [](const std::optional<double>& v) { return v ? fixed(*v, 6) : std::string(); };
@@ -262,7 +266,7 @@ std::string kpi_csv(const std::vector<Kpi>& kpis) {
     out << k.pool << ',' << k.business_group << ',' << k.gpu_model << ',' << fixed(k.allocated_gpu_hours, 4) << ','
         << fixed(k.available_gpu_hours, 4) << ',' << opt(k.allocation_rate) << ',' << fixed(k.borrowed_gpu_hours, 4)
         << ',' << fixed(k.borrowable_gpu_hours, 4) << ',' << opt(k.borrow_rate) << ','
-        << fixed(k.low_utilization_gpu_hours, 4) << ',' << opt(k.idle_waste_share) << ','
+        << fixed(k.recompute_loss_gpu_hours, 4) << ',' << fixed(k.low_utilization_gpu_hours, 4) << ',' << opt(k.idle_waste_share) << ','
         << fixed(k.effective_gpu_hours, 4) << ',' << fixed(k.measured_gpu_hours, 4) << ','
         << opt(k.effective_utilization) << ',' << fixed(k.inference_cost, 2) << ',' << fixed(k.effective_tokens, 0)
         << ',' << opt(k.inference_unit_cost) << ',' << fixed(k.admissions, 0) << ',' << opt(k.queue_wait_mean_seconds)

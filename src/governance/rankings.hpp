@@ -9,6 +9,8 @@
 //   effective utilisation  effective GPU-hours / measured GPU-hours (showback.hpp: the hours
 //                     a signal judged; a workload without one counts in neither)
 //   inference unit cost  the inference workloads' GPU cost / million effective tokens
+//   recompute loss    GPU-hours of work a group's workloads lost when stopped before their
+//                     next checkpoint (showback.hpp), absolute: reclaim's price
 //   queue wait        a group's workloads' wait for admission on the pool (its ClusterQueue,
 //                     `<group>-<pool>` as rendered: kueue_admission_wait_time_seconds),
 //                     mean and p90 of the admissions in the period; none without admissions
@@ -44,6 +46,7 @@ struct Kpi {
   double available_gpu_hours = 0;   // the pool's devices, or the group's guarantee
   double borrowed_gpu_hours = 0;
   double borrowable_gpu_hours = 0;
+  double recompute_loss_gpu_hours = 0;
   double low_utilization_gpu_hours = 0;
   std::optional<double> allocation_rate;
   std::optional<double> borrow_rate;

@@ -184,6 +184,8 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
   out.push_back({"queue_wait_count", "sum by (cluster, cluster_queue) (increase(kueue_admission_wait_time_seconds_count" +
                                          leaders + window + "))"});
   out.push_back({"loans", "sum by (cluster, lender, borrower, pool) (sum_over_time(gpubank_bank_loan_gpus" + range + "))"});
+  out.push_back({"recompute_loss", "sum by (cluster, business_group, pool) (increase(gpubank_recompute_loss_gpu_hours_"
+                                   "total" + window + "))"});
   out.push_back({"capacity", "sum by (cluster, pool, gpu_model) (sum_over_time(gpubank_gpu_info" + range + "))"});
   out.push_back({"quota", "sum by (cluster, business_group, pool, kind) (sum_over_time(gpubank_quota_gpus{kind=~"
                           "\"guaranteed|borrowable\"}" + range + "))"});
@@ -320,6 +322,13 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
       out.loans[{label(s, "lender"), pool}].lent_gpu_hours += s.value / 60.0;
     }
   }
+  if (const auto* loss = answer("recompute_loss")) {
+    for (const serving::PromSample& s : *loss) {
+      if (!std::isfinite(s.value) || s.value <= 0) continue;  // a reset counter reads 0, never less
+      std::string group = label(s, "business_group");
+      out.loans[{group.empty() ? kUnknown : std::move(group), label(s, "pool")}].recompute_loss_gpu_hours += s.value;
+    }
+  }
   out.unpriced_models.assign(unpriced.begin(), unpriced.end());
   return out;
 }
@@ -396,7 +405,8 @@ Json to_json(const Showback& s, ShowbackLevel level) {
   Json loans = Json::array();
   for (const auto& [key, l] : s.loans) {
     loans.push_back(Json{{"businessGroup", key.first}, {"pool", key.second},
-                         {"borrowedGpuHours", l.borrowed_gpu_hours}, {"lentGpuHours", l.lent_gpu_hours}});
+                         {"borrowedGpuHours", l.borrowed_gpu_hours}, {"lentGpuHours", l.lent_gpu_hours},
+                         {"recomputeLossGpuHours", l.recompute_loss_gpu_hours}});
   }
   Json out{{"from", format_rfc3339(Timestamp(std::chrono::milliseconds(s.period.from_ms)))},
            {"to", format_rfc3339(Timestamp(std::chrono::milliseconds(s.period.to_ms)))},

@@ -17,6 +17,8 @@
 // averageGpuUtilization threshold of the LowUtilizationPolicy governing the workload, not
 // counting minutes while a pod was younger than the policy's startupGracePeriod (one query
 // per distinct threshold and grace), serving floors excluded (their hours are retention).
+// Recomputation loss: what gpubank_recompute_loss_gpu_hours_total{business_group,pool} (the
+// controller's and the twin's) grew by over the period.
 // The plan also asks for the pools' device-minutes and the groups' guaranteed and
 // borrowable GPU-minutes, for the KPIs (rankings.hpp).
 //
@@ -111,9 +113,13 @@ struct ShowbackRow {
   double effective_tokens = 0;    // those of the minutes within the SLO
 };
 
+// What a group's position in the bank cost or earned on a pool: borrowed and lent GPU-hours
+// (the ledger's loans), and the GPU-hours of work its workloads lost when stopped or
+// preempted before their next checkpoint (gpubank_recompute_loss_gpu_hours_total).
 struct GroupLoans {
   double borrowed_gpu_hours = 0;
   double lent_gpu_hours = 0;
+  double recompute_loss_gpu_hours = 0;
 };
 
 struct Showback {

@@ -35,5 +35,10 @@ inline constexpr Series kBorrowedGpuHours{
     {"lender", "borrower", "pool"}, 3};
 inline constexpr Series kCheckpoints{"gpubank_checkpoint_total", "Checkpoints asked for on a reclaim notice, by result.",
                                      {"result"}, 1};
+inline constexpr Series kRecomputeLossGpuHours{
+    "gpubank_recompute_loss_gpu_hours_total",
+    "GPU-hours of work lost since the last checkpoint of stopped or preempted workloads, by their business group and "
+    "pool.",
+    {"business_group", "pool"}, 2};
 
 }  // namespace gpubank::metrics::bank_series

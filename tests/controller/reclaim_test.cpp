@@ -128,11 +128,28 @@ TEST(ReclaimPlan, ANoticeStopsOnCheckpointOrGraceAndIsWithdrawnWithoutDemand) {
   ASSERT_EQ(plan.steps.size(), 1U);
   EXPECT_EQ(plan.steps[0].kind, Kind::Stop);
   EXPECT_EQ(plan.steps[0].reason, "CheckpointCompleted");
-  // A completion from before the request does not count; the grace does.
+  // The second since its checkpoint is lost, on 16 GPUs, and it is search's loss.
+  EXPECT_EQ(plan.steps[0].victim_group, "search");
+  EXPECT_EQ(plan.steps[0].recompute_loss_gpu_ms, 16 * 1000);
+  // A completion from before the request does not count; the grace does. The work since
+  // that older checkpoint is lost.
   state[1].checkpoint_completed_ms = kNow - 1;
   plan = plan_reclaims(examples(), state, kNow + 600'000);
   ASSERT_EQ(plan.steps.size(), 1U);
   EXPECT_EQ(plan.steps[0].reason, "GraceExpired");
+  EXPECT_EQ(plan.steps[0].recompute_loss_gpu_ms, 16 * 600'001);
+  // No checkpoint ever: everything since its admission.
+  state[1].checkpoint_completed_ms.reset();
+  state[1].admitted_at_ms = kNow - 3'600'000;
+  plan = plan_reclaims(examples(), state, kNow + 600'000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].recompute_loss_gpu_ms, 16 * 4'200'000);
+  // Neither time known (a Workload without QuotaReserved's time): the loss is unknown, not 0.
+  state[1].admitted_at_ms = 0;
+  plan = plan_reclaims(examples(), state, kNow + 600'000);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_FALSE(plan.steps[0].recompute_loss_gpu_ms.has_value());
+  state[1].admitted_at_ms = 2;
   // The lender's demand went away (its job was deleted): the notice is withdrawn.
   state.pop_back();
   plan = plan_reclaims(examples(), state, kNow + 3000);
@@ -349,6 +366,13 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   EXPECT_NE(final_scrape->body.find(R"(gpubank_controller_reclaim_steps_total{step="Stop",reason="CheckpointCompleted"} 1)"),
             std::string::npos);
   EXPECT_NE(final_scrape->body.find(R"(gpubank_controller_reclaim_steps_total{step="Resume",reason="LenderIdle"} 1)"),
+            std::string::npos);
+  // The victim checkpointed "after" the stop (its job's clock says 2099): nothing lost, and
+  // every group's series exists from the start, at 0.
+  EXPECT_NE(final_scrape->body.find(R"(gpubank_recompute_loss_gpu_hours_total{business_group="search",pool="h100-rdma-training"} 0)"),
+            std::string::npos)
+      << final_scrape->body;
+  EXPECT_NE(final_scrape->body.find(R"(gpubank_recompute_loss_gpu_hours_total{business_group="ads",pool="h100-rdma-training"} 0)"),
             std::string::npos);
   // The loan ended with the stop: no loan series is left.
   EXPECT_EQ(final_scrape->body.find("gpubank_bank_loan_gpus{"), std::string::npos) << final_scrape->body;

@@ -13,6 +13,8 @@
 //   customer-service/u6 f inference serving floor, 2 H100 at 3 %: 2.0 h, all serving floor, low 0  cost 7.00
 //                       (Deployment customer-service-llm, whose InferenceScalingPolicy sets ttftP95 1500ms)
 //   loans: ads borrows 1 GPU of search's on h100-rdma-training all hour: 1.0 h borrowed / lent
+//   recompute loss: ads 0.5 GPU-hours; search 0.25 + 0.1 across a counter reset (x Prometheus'
+//                   extrapolation of increase(), written out at the check)
 //
 // Pools: h100-rdma-training 2 + 1 + 0.6667 + 1 = 4.6667 h (16.3333 USD), h100-inference 2 h
 // (7 USD), mig-or-shared-development 1 h (0.30 USD); in all 7.6667 h, 23.6333 USD.
@@ -207,6 +209,19 @@ class ShowbackPrometheusTest : public ::testing::Test {
     for (std::int64_t m = -10; m <= 70; ++m) {
       out << "gpubank_bank_loan_gpus{lender=\"search\",borrower=\"ads\",pool=\"h100-rdma-training\"} 1 " << t0_ + m * 60 << '\n';
     }
+    // Recompute loss (the controller's counter): ads loses 0.5 GPU-hours at T0+30m; search
+    // 0.25 at T0+10m, then the controller restarts (the counter resets at T0+40m) and it
+    // loses 0.1 more at T0+50m.
+    out << "# TYPE gpubank_recompute_loss_gpu_hours_total gauge\n";
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      out << "gpubank_recompute_loss_gpu_hours_total{business_group=\"ads\",pool=\"h100-rdma-training\"} "
+          << (m >= 30 ? 0.5 : 0.0) << ' ' << t0_ + m * 60 << '\n';
+    }
+    for (std::int64_t m = -10; m <= 70; ++m) {
+      const double v = m < 10 ? 0.0 : m < 40 ? 0.25 : m < 50 ? 0.0 : 0.1;
+      out << "gpubank_recompute_loss_gpu_hours_total{business_group=\"search\",pool=\"h100-rdma-training\"} " << v
+          << ' ' << t0_ + m * 60 << '\n';
+    }
     // vLLM on f's pod, labelled as a PodMonitor scrape labels it: 100 requests, 1,000 prompt
     // and 500 generated tokens a minute; those counted up to T0+40m fast, later ones slow.
     const std::string pod = R"(namespace="customer-service",pod="f-0",model_name="customer-service-llm")";
@@ -326,7 +341,7 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
 
   // Owners add up to their group, groups (and unknown) to the pool.
   const nlohmann::json o = report("owner");
-  const nlohmann::json g = report("group");
+  nlohmann::json g = report("group");
   std::map<std::string, double> owners_by_group;
   for (const auto& r : o["rows"]) owners_by_group[r["businessGroup"].get<std::string>() + "/" + r["pool"].get<std::string>()] += hours(r);
   double pool_sum = 0;
@@ -337,6 +352,16 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   }
   EXPECT_NEAR(pool_sum, hours(totals["h100-rdma-training"]), 1e-9);
   ASSERT_EQ(g["loans"].size(), 2u);
+  // Recompute loss is increase() over the period: evaluated at T0+60m-1ms, the samples at
+  // T0..T0+59m (3,540 s apart) extrapolate to the window's end (59.999 s further) and not
+  // before the first one (the counter is 0 there). search's counter reset is bridged:
+  // 0.25 + 0.1.
+  const double extrapolated = 3599.999 / 3540;
+  const auto loss = [](const nlohmann::json& loans) { return loans["recomputeLossGpuHours"].get<double>(); };
+  EXPECT_NEAR(loss(g["loans"][0]), 0.5 * extrapolated, 1e-9);
+  EXPECT_NEAR(loss(g["loans"][1]), 0.35 * extrapolated, 1e-9);
+  g["loans"][0].erase("recomputeLossGpuHours");
+  g["loans"][1].erase("recomputeLossGpuHours");
   EXPECT_EQ(g["loans"][0], (nlohmann::json{{"businessGroup", "ads"}, {"pool", "h100-rdma-training"},
                                            {"borrowedGpuHours", 1.0}, {"lentGpuHours", 0.0}}));
   EXPECT_EQ(g["loans"][1], (nlohmann::json{{"businessGroup", "search"}, {"pool", "h100-rdma-training"},
@@ -367,6 +392,8 @@ TEST_F(ShowbackPrometheusTest, HandComputedHourAddsUpFromOwnersToGroupsToPools) 
   EXPECT_NEAR(kpi["h100-rdma-training/search"]["queueWaitMeanSeconds"].get<double>(), 147, 1e-6);
   EXPECT_NEAR(kpi["h100-rdma-training/search"]["queueWaitP90Seconds"].get<double>(), 60, 1e-6);
   EXPECT_FALSE(kpi["h100-rdma-training/ads"].contains("queueWaitMeanSeconds"));
+  EXPECT_NEAR(kpi["h100-rdma-training/ads"]["recomputeLossGpuHours"].get<double>(), 0.5 * 3599.999 / 3540, 1e-9);
+  EXPECT_NEAR(kpi["h100-rdma-training/"]["recomputeLossGpuHours"].get<double>(), 0.85 * 3599.999 / 3540, 1e-9);
 
   // The leaderboard.
   std::vector<std::tuple<std::string, nlohmann::json, std::string>> board;

@@ -121,6 +121,9 @@ void TwinGovernance::observe(MinuteObservation minute) {
     add_minute(quota_[{q.business_group, q.pool, "borrowable"}], t, q.borrowable);
   }
   for (const LoanMinute& l : minute.loans) add_minute(loans_[{l.lender, l.borrower, l.pool}], t, l.gpus);
+  for (const LossMinute& l : minute.recompute_loss) {
+    if (l.gpu_hours > 0) add_minute(recompute_loss_[{l.business_group, l.pool}], t, l.gpu_hours);
+  }
   // Kueue's admission waits: the histogram's increase at this minute.
   const std::vector<double>& bounds = admission_wait_bounds();
   for (const AdmissionMinute& a : minute.admissions) {
@@ -300,6 +303,11 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
     if (v > 0) {
       loans.push_back(sample({{"lender", std::get<0>(k)}, {"borrower", std::get<1>(k)}, {"pool", std::get<2>(k)}}, v));
     }
+  }
+  auto& loss = out["recompute_loss"];
+  for (const auto& [k, values] : recompute_loss_) {
+    const double v = sum_in(values, from, to);
+    if (v > 0) loss.push_back(sample({{"business_group", k.first}, {"pool", k.second}}, v));
   }
   auto& capacity = out["capacity"];
   for (const auto& [k, values] : capacity_) {

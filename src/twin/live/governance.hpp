@@ -80,6 +80,13 @@ struct AdmissionMinute {
   double wait_seconds = 0;
 };
 
+// GPU-hours of work a group's workloads lost on a pool since the minute before (stopped or
+// preempted after their last checkpoint): the increase of
+// gpubank_recompute_loss_gpu_hours_total{business_group,pool}.
+struct LossMinute {
+  std::string business_group, pool;
+  double gpu_hours = 0;
+};
 struct MinuteObservation {
   std::int64_t t_ms = 0;  // Unix ms of a whole virtual minute
   std::vector<DeviceMinute> devices;
@@ -90,6 +97,7 @@ struct MinuteObservation {
   std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms;
   std::vector<ServingMinute> serving;
   std::vector<AdmissionMinute> admissions;
+  std::vector<LossMinute> recompute_loss;
 };
 
 class TwinGovernance {
@@ -170,6 +178,7 @@ class TwinGovernance {
   std::map<std::string, QueueWait> queue_wait_;
   std::map<std::string, std::map<WorkloadLabels, std::vector<MinuteValue>>> busy_;  // the same for busy minutes
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> loans_;  // lender, borrower, pool
+  std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> recompute_loss_;  // group, pool
   std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> capacity_;  // pool, gpu model
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> quota_;  // group, pool, kind
   std::map<std::string, governance::Alert, std::less<>> open_;

@@ -813,8 +813,18 @@ void Platform::observe_governance() {
   std::erase_if(serving_history_, [&](const auto& h) {
     return std::none_of(counters.begin(), counters.end(), [&](const auto& c) { return c.workload == h.first; });
   });
+  // Recompute loss since the last call, counted at the first minute recorded now.
+  std::vector<LossMinute> loss;
+  if (*governance_next_ms_ <= now_ms) {
+    for (const run::GroupStats& g : simulation_.stats().groups) {
+      std::int64_t& seen = governance_loss_ms_[{g.business_group, g.pool}];
+      if (g.loss_gpu_ms > seen) loss.push_back({g.business_group, g.pool, static_cast<double>(g.loss_gpu_ms - seen) / 3.6e6});
+      seen = std::max(seen, g.loss_gpu_ms);
+    }
+  }
   for (; *governance_next_ms_ <= now_ms; *governance_next_ms_ += kMinuteMs) {
     MinuteObservation m;
+    m.recompute_loss = std::exchange(loss, {});  // the first minute only
     m.t_ms = *governance_next_ms_;
     m.devices.reserve(free_devices + held_devices.size());
     m.devices.assign(minute.devices.begin(), minute.devices.begin() + static_cast<std::ptrdiff_t>(free_devices));

@@ -179,6 +179,7 @@ class Platform {
   std::size_t governance_events_ = 0;  // events read for the checkpoints
   std::size_t governance_ledger_ = 0;  // ledger entries read for the open loans
   std::size_t governance_admissions_ = 0;  // Kueue admissions counted (queue wait)
+  std::map<std::pair<std::string, std::string>, std::int64_t> governance_loss_ms_;  // (group, pool): counted so far
   std::map<std::string, LoanMinute, std::less<>> open_loans_;  // by borrow record
   std::map<std::string, std::int64_t, std::less<>> last_checkpoint_ms_;  // "<namespace>/<workload>"
   std::map<std::string, attribution::PodMeta, std::less<>> pod_meta_;   // by pod UID, as metasync read them

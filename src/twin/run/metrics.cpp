@@ -22,8 +22,8 @@ Expected<bool> export_metrics(const RunResult& r, std::span<const Position> posi
                                      "Time from lender demand to the end of a graceful reclaim.", {},
                                      {1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600});
   auto checkpoints = registry.counter(series::kCheckpoints.name, series::kCheckpoints.help, series::kCheckpoints.labels());
-  auto loss = registry.counter("gpubank_recompute_loss_gpu_hours_total",
-                               "GPU-hours of work lost since the last checkpoint of stopped or preempted workloads.");
+  auto loss = registry.counter(series::kRecomputeLossGpuHours.name, series::kRecomputeLossGpuHours.help,
+                               series::kRecomputeLossGpuHours.labels());
   auto loans = registry.gauge(series::kLoanGpus.name, series::kLoanGpus.help, series::kLoanGpus.labels());
   if (!loans) return Unexpected{loans.error()};
   auto events = registry.counter("gpubank_events_total", "Decisions of the event log, by kind.", {"kind"});
@@ -88,7 +88,20 @@ Expected<bool> export_metrics(const RunResult& r, std::span<const Position> posi
   }
   if (auto s = (*checkpoints)->inc({"completed"}, static_cast<double>(r.checkpoints_ok)); !s) return Unexpected{s.error()};
   if (auto s = (*checkpoints)->inc({"failed"}, static_cast<double>(r.checkpoints_failed)); !s) return Unexpected{s.error()};
-  if (auto s = (*loss)->inc({}, static_cast<double>(r.recompute_loss_gpu_ms) / 3.6e6); !s) return Unexpected{s.error()};
+  // Per group and pool (every GPUQuotaPolicy's, from the start, so increase() sees the first
+  // loss); what no group's workloads lost (none today) would be "unknown".
+  std::int64_t attributed = 0;
+  for (const GroupStats& g : r.groups) {
+    attributed += g.loss_gpu_ms;
+    if (auto s = (*loss)->inc({g.business_group, g.pool}, static_cast<double>(g.loss_gpu_ms) / 3.6e6); !s) {
+      return Unexpected{s.error()};
+    }
+  }
+  if (r.recompute_loss_gpu_ms > attributed) {
+    if (auto s = (*loss)->inc({"unknown", ""}, static_cast<double>(r.recompute_loss_gpu_ms - attributed) / 3.6e6); !s) {
+      return Unexpected{s.error()};
+    }
+  }
   for (const auto& e : r.events) {
     if (auto s = (*events)->inc({e.kind}); !s) return Unexpected{s.error()};
   }

@@ -5,7 +5,7 @@
 //   gpubank_reclaims_total{result}                 counter: completed|cancelled
 //   gpubank_reclaim_duration_seconds               histogram, from ReclaimStarted to its end
 //   gpubank_checkpoint_total{result}               counter: completed|failed
-//   gpubank_recompute_loss_gpu_hours_total         counter
+//   gpubank_recompute_loss_gpu_hours_total{business_group,pool}   counter: of the group's workloads
 //   gpubank_events_total{kind}                     counter: every decision of the event log
 // Pure: a function of the run's result at its end. (The names keep the "gpu_hours":
 // promtool's linter would prefer seconds as the base unit and says so, exit 3.)

@@ -55,7 +55,8 @@ DeviceMinute held(std::string device, std::string pool, std::string model, std::
 //             60..119 (customer-service-llm's ttftP95 is 1.5 s), no requests from 120.
 //   one free H100 in h100-rdma-training
 // search guarantees 8 GPUs on h100-rdma-training with 4 borrowable; ads lends search 2 GPUs
-// of it throughout.
+// of it throughout. search's stopped workloads lose 0.5 GPU-hours of work at minute 30 and
+// 0.25 at minute 100.
 TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180) {
   TwinGovernance g(policies);
   const std::int64_t base = base_ms();
@@ -90,6 +91,8 @@ TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180)
     if (m == 10) {  // search's queue admits two workloads, after 30 s and 600 s
       o.admissions = {AdmissionMinute{"search-h100-rdma-training", 30}, AdmissionMinute{"search-h100-rdma-training", 600}};
     }
+    if (m == 30) o.recompute_loss = {LossMinute{"search", "h100-rdma-training", 0.5}};
+    if (m == 100) o.recompute_loss = {LossMinute{"search", "h100-rdma-training", 0.25}};
     if (m < 120) {
       o.serving = {ServingMinute{"customer-service", "Deployment", "customer-service-llm", "", 1500,
                                  m < 60 ? 0.4 : 3.0}};
@@ -171,6 +174,8 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
   // ads lent search 2 GPUs for 180 minutes: 6 GPU-hours each way.
   EXPECT_DOUBLE_EQ(s->loans.at({"search", "h100-rdma-training"}).borrowed_gpu_hours, 6.0);
   EXPECT_DOUBLE_EQ(s->loans.at({"ads", "h100-rdma-training"}).lent_gpu_hours, 6.0);
+  EXPECT_DOUBLE_EQ(s->loans.at({"search", "h100-rdma-training"}).recompute_loss_gpu_hours, 0.75);
+  EXPECT_DOUBLE_EQ(s->loans.at({"ads", "h100-rdma-training"}).recompute_loss_gpu_hours, 0.0);
 
   auto k = g.kpis(*period);
   ASSERT_TRUE(k) << k.error();
@@ -218,6 +223,7 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
   auto first = g.showback(*hour);
   ASSERT_TRUE(first);
   for (const auto& r : first->rows) EXPECT_DOUBLE_EQ(r.allocated_gpu_hours, 1.0) << r.workload;
+  EXPECT_DOUBLE_EQ(first->loans.at({"search", "h100-rdma-training"}).recompute_loss_gpu_hours, 0.5);
 }
 
 TEST(TwinGovernance, AMinuteSeenTwiceOrOutOfOrderIsIgnored) {

@@ -578,7 +578,15 @@ TEST(TwinRun, MetricsCountEveryDecisionAndPromtoolReadsThem) {
   EXPECT_EQ(value("gpubank_reclaims_total", {{"result", "cancelled"}}), 0);
   EXPECT_EQ(value("gpubank_reclaim_duration_seconds_count", {}), 5);
   EXPECT_EQ(value("gpubank_checkpoint_total", {{"result", "completed"}}), 1);
-  EXPECT_DOUBLE_EQ(value("gpubank_recompute_loss_gpu_hours_total", {}), static_cast<double>(r.recompute_loss_gpu_ms) / 3.6e6);
+  // Recompute loss by the group whose workloads lost it; the groups add up to the run's.
+  std::int64_t loss_ms = 0;
+  for (const auto& g : r.groups) {
+    EXPECT_DOUBLE_EQ(value("gpubank_recompute_loss_gpu_hours_total", {{"business_group", g.business_group}, {"pool", g.pool}}),
+                     static_cast<double>(g.loss_gpu_ms) / 3.6e6)
+        << g.business_group << "/" << g.pool;
+    loss_ms += g.loss_gpu_ms;
+  }
+  EXPECT_EQ(loss_ms, r.recompute_loss_gpu_ms);
   EXPECT_EQ(value("gpubank_quota_gpus", {{"business_group", "a"}, {"pool", "train"}, {"kind", "guaranteed"}}), 16);
   const auto totals = check_ledger(r);
   std::int64_t open_ms = 0;  // records still open at the end count up to it
