@@ -7,9 +7,10 @@
 #include "support/fake_apply.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
-using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
 Json gpubank_discovery() {

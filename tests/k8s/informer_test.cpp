@@ -14,10 +14,11 @@
 #include "payloads.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
-using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kSync{60'000};  // a hang guard: wait_for_sync returns when synced

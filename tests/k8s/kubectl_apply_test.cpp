@@ -17,10 +17,11 @@
 #include "support/paths.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
-using Json = nlohmann::json;
 
 class KubectlApply : public KubectlFixture {
  protected:

@@ -20,10 +20,11 @@
 #include "support/process.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
-using Json = nlohmann::json;
 
 struct Invocation {
   std::optional<std::string> kubeconfig_env;  // KUBECONFIG

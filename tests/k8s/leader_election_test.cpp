@@ -16,11 +16,12 @@
 #include "kubectl_fixture.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
 using namespace std::chrono;
-using Json = nlohmann::json;
 
 constexpr system_clock::time_point kWall{seconds(1'767'225'600)};  // 2026-01-01T00:00:00Z
 const steady_clock::time_point kT0{};

@@ -12,10 +12,11 @@
 #include "payloads.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
-using Json = nlohmann::json;
 
 ListWatchOptions paged(int page_size) {
   ListWatchOptions options;

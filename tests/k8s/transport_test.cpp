@@ -8,11 +8,12 @@
 #include "payloads.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
 using std::chrono::milliseconds;
-using Json = nlohmann::json;
 
 TEST(Backoff, DoublesWithJitterUpToTheCap) {
   RetryPolicy p;

@@ -9,10 +9,11 @@
 #include "k8s/apply.hpp"
 
 namespace gpubank::k8s {
+// The alias src/k8s/watch_event.hpp declares (a unity build may include it after this file).
+using Json = nlohmann::json;
 namespace {
 
 using namespace testing;
-using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
 Json quota(int guaranteed, const std::string& name = "search-team-h100") {
