@@ -80,6 +80,7 @@ Evidence evidence_of(const WorkloadFacts& w, const Verdict& v, std::int64_t now_
   e.gpu_utilization = w.gpu_utilization;
   e.memory_utilization = w.memory_utilization;
   e.power_fraction = w.power_fraction;
+  e.tokens_per_second = w.tokens_per_second;
   e.group_borrowed_gpus = w.group_borrowed_gpus;
   e.reason = v.reason;
   return e;
@@ -203,6 +204,7 @@ Json to_json(const Evidence& e) {
   optional_number(j, "averageGpuUtilization", e.gpu_utilization);
   optional_number(j, "averageMemoryUtilization", e.memory_utilization);
   optional_number(j, "averagePowerFraction", e.power_fraction);
+  optional_number(j, "tokensPerSecond", e.tokens_per_second);
   j["groupBorrowedGpus"] = e.group_borrowed_gpus;
   j["reason"] = e.reason;
   return j;
@@ -296,7 +298,8 @@ Expected<Alert> alert_from_json(const nlohmann::json& j) {
     }
     for (const auto& [key, into] : {std::pair{"averageGpuUtilization", &e.gpu_utilization},
                                     std::pair{"averageMemoryUtilization", &e.memory_utilization},
-                                    std::pair{"averagePowerFraction", &e.power_fraction}}) {
+                                    std::pair{"averagePowerFraction", &e.power_fraction},
+                                    std::pair{"tokensPerSecond", &e.tokens_per_second}}) {
       auto v = number(key);
       if (!v) return Unexpected{v.error()};
       *into = *v;

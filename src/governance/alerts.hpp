@@ -57,6 +57,7 @@ struct Evidence {
   std::optional<double> gpu_utilization;
   std::optional<double> memory_utilization;
   std::optional<double> power_fraction;
+  std::optional<double> tokens_per_second;  // vLLM's, where its pods report tokens
   double group_borrowed_gpus = 0;
   std::string reason;  // which thresholds held
   friend bool operator==(const Evidence&, const Evidence&) = default;

@@ -50,6 +50,12 @@ std::string format_percent(double v) {
   return buf;
 }
 
+std::string format_rate(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 }  // namespace
 
 std::optional<double> WorkloadFacts::running_seconds(std::int64_t now_ms) const {
@@ -144,6 +150,16 @@ Verdict assess(const WorkloadFacts& w, const std::vector<ScanPolicy>& policies, 
   std::string below;
   for (const Check& c : checks) {
     if (!c.threshold->has_value()) continue;
+    if (c.value == &w.memory_utilization && w.tokens_per_second) {
+      // A vLLM server's memory is its KV cache, held from start: tokens say whether it is used.
+      if (*w.tokens_per_second > 0) {
+        v.kind = VerdictKind::Fine;
+        v.reason = "served " + format_rate(*w.tokens_per_second) + " tokens/s (vLLM holds its memory for the KV cache)";
+        return v;
+      }
+      below += (below.empty() ? "" : ", ") + std::string("no tokens served");
+      continue;
+    }
     if (!c.value->has_value() || !std::isfinite(**c.value)) {
       v.kind = VerdictKind::NoData;
       v.reason = "no " + std::string(c.what) + " samples";

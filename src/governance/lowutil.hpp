@@ -15,6 +15,11 @@
 //   short-history        running for less than the window: the average would cover a part
 // A workload no policy matches is "uncovered"; one without a sample for a threshold's metric
 // is "no-data". Neither is judged.
+//
+// Token throughput: vLLM takes most of the GPU's memory for its KV cache at start
+// (--gpu-memory-utilization, 0.9 by default), so a vLLM workload's memory says nothing about
+// use. Where its pods report tokens, the memory threshold is read as "served tokens in the
+// window": a server that served none is below it, one that served any is not.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +57,8 @@ struct WorkloadFacts {
   std::optional<double> gpu_utilization;
   std::optional<double> memory_utilization;
   std::optional<double> power_fraction;
+  // vLLM's tokens per second over the window; none when its pods have no vLLM series.
+  std::optional<double> tokens_per_second;
   double group_borrowed_gpus = 0;  // what the business group borrows on the pool now (the ledger's loans)
   std::optional<std::int64_t> last_checkpoint_ms;  // the bank's last checkpoint notice or completion
 

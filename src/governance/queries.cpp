@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "document/decode.hpp"
@@ -101,6 +102,20 @@ std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies) {
                           "]) / (avg_over_time(DCGM_FI_DEV_FB_USED" + sel + "[" + w +
                           "]) + avg_over_time(DCGM_FI_DEV_FB_FREE" + sel + "[" + w + "])))";
                  })});
+  // Token throughput of the serving workloads the policies govern: vLLM's prompt and
+  // generated tokens per second over the window, its pods joined to their workload.
+  std::vector<ScanPolicy> serving;
+  std::copy_if(policies.begin(), policies.end(), std::back_inserter(serving),
+               [](const ScanPolicy& p) { return p.spec.match.workload_type == policy::WorkloadType::Inference; });
+  if (!serving.empty()) {
+    out.push_back({"token_throughput", over_windows(serving, [](const std::string& w, const std::string&) {
+                     return "sum by (" + std::string(kWorkload) + ") ((sum by (cluster, namespace, pod) "
+                            "(rate(vllm:prompt_tokens_total[" + w + "])) + sum by (cluster, namespace, pod) "
+                            "(rate(vllm:generation_tokens_total[" + w + "]))) * on (cluster, namespace, pod) "
+                            "group_left (workload_kind, workload, workload_uid) max by (cluster, namespace, pod, "
+                            "workload_kind, workload, workload_uid) (gpubank_gpu_allocation_info{workload!=\"\"}))";
+                   })});
+  }
   if (sets_power(policies)) {
     out.push_back({"power_fraction", over_windows(policies, [](const std::string& w, const std::string& sel) {
                      return "avg by (" + std::string(kWorkload) + ") (100 * avg_over_time(DCGM_FI_DEV_POWER_USAGE" + sel + "[" +
@@ -160,9 +175,9 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
   }
 
   // The averages over each workload's own window.
-  std::map<std::pair<std::string, std::string>, double> averages[3];  // (uid, window)
-  const char* names[3] = {"gpu_utilization", "memory_utilization", "power_fraction"};
-  for (int m = 0; m < 3; ++m) {
+  std::map<std::pair<std::string, std::string>, double> averages[4];  // (uid, window)
+  const char* names[4] = {"gpu_utilization", "memory_utilization", "power_fraction", "token_throughput"};
+  for (int m = 0; m < 4; ++m) {
     for (const serving::PromSample& s : answer(names[m])) {
       const std::string uid = key_of(s);
       const std::string window = label(s, "window");
@@ -179,10 +194,11 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
     if (b != borrowed.end()) w.group_borrowed_gpus = b->second;
     if (const ScanPolicy* p = governing_policy(w, policies)) {
       const std::string window = promql_duration(p->spec.window);
-      std::optional<double>* into[3] = {&w.gpu_utilization, &w.memory_utilization, &w.power_fraction};
-      for (int m = 0; m < 3; ++m) {
+      std::optional<double>* into[4] = {&w.gpu_utilization, &w.memory_utilization, &w.power_fraction,
+                                        &w.tokens_per_second};
+      for (int m = 0; m < 4; ++m) {
         const auto it = averages[m].find({uid, window});
-        if (it != averages[m].end() && std::isfinite(it->second)) *into[m] = it->second;
+        if (it != averages[m].end() && std::isfinite(it->second) && it->second >= 0) *into[m] = it->second;
       }
     }
     out.push_back(std::move(w));

@@ -11,10 +11,13 @@
 //   memory_utilization  per workload and window: FB_USED / (FB_USED + FB_FREE)
 //   power_fraction      per workload and window: POWER_USAGE / ENFORCED_POWER_LIMIT (only
 //                       when some policy sets averagePowerFraction)
+//   token_throughput    per workload and window: vLLM's prompt plus generated tokens per
+//                       second, its pods joined through gpubank_gpu_allocation_info (only
+//                       when some policy governs inference)
 //
 // The per-window queries average over every distinct window of the policies in one query
 // each (a `window` label tells them apart), restricted to the workload types those
-// policies govern: 5 or 6 queries per scan. Device samples are the attribution exporter's
+// policies govern: 5 to 7 queries per scan. Device samples are the attribution exporter's
 // (mapping_status="mapped", docs/attribution.md), so only attributed GPUs are judged.
 #pragma once
 

@@ -50,6 +50,41 @@ TEST(LowUtilVerdict, BothThresholdsMustHold) {
   EXPECT_EQ(assess(training(10, 1), policies, kNow).kind, VerdictKind::Fine);
 }
 
+// vLLM holds most of its GPU's memory for the KV cache from the start: where the pods report
+// tokens, the memory threshold reads "served no token in the window" instead.
+TEST(LowUtilVerdict, AVllmServersMemoryIsJudgedByItsTokens) {
+  const auto policies = example_policies(R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: LowUtilizationPolicy
+metadata: {name: serving-idle}
+spec:
+  match: {workloadType: inference}
+  window: 2h
+  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
+  startupGracePeriod: 15m
+  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
+)");
+  WorkloadFacts w = training(2, 92);  // 92 %: the KV cache
+  w.workload_type = "inference";
+  w.workload_kind = "InferenceService";
+  w.pool = "h100-inference";
+  // Without token series: memory decides, and 92 % is not below 20 %.
+  EXPECT_EQ(assess(w, policies, kNow).kind, VerdictKind::Fine);
+  // No token in two hours: idle, whatever the memory.
+  w.tokens_per_second = 0;
+  const Verdict idle = assess(w, policies, kNow);
+  EXPECT_EQ(idle.kind, VerdictKind::Low);
+  EXPECT_EQ(idle.reason, "GPU utilisation 2.0% < 5.0%, no tokens served");
+  // A trickle of traffic uses the cache: fine.
+  w.tokens_per_second = 0.25;
+  const Verdict serving = assess(w, policies, kNow);
+  EXPECT_EQ(serving.kind, VerdictKind::Fine);
+  EXPECT_EQ(serving.reason, "served 0.25 tokens/s (vLLM holds its memory for the KV cache)");
+  // Busy GPUs are fine before tokens are looked at.
+  w.gpu_utilization = 40;
+  w.tokens_per_second = 0;
+  EXPECT_EQ(assess(w, policies, kNow).reason, "GPU utilisation 40.0% is not below 5.0%");
+}
+
 TEST(LowUtilVerdict, NoSamplesIsNoVerdict) {
   WorkloadFacts w = training(3, 10);
   w.memory_utilization.reset();

@@ -1,4 +1,5 @@
-// The scanner's PromQL plan is bounded (5 queries, 6 with a power threshold, whatever the
+// The scanner's PromQL plan is bounded (5 queries, 6 with a power threshold, 7 with a policy on
+// inference, whatever the
 // number of workloads) and its answers become one WorkloadFacts per workload.
 #include "governance/queries.hpp"
 
@@ -82,6 +83,56 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
   EXPECT_EQ(w2.capacity_role, "serving-floor");
   EXPECT_EQ(w2.gpu_utilization, 2);
   EXPECT_FALSE(w2.started_s);
+}
+
+// A policy on inference adds one query: vLLM's token throughput over that policy's window,
+// its pods joined to their workload; the facts carry it under the governing window.
+constexpr std::string_view kServingPolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: LowUtilizationPolicy
+metadata: {name: serving-idle}
+spec:
+  match: {workloadType: inference}
+  window: 2h
+  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
+  startupGracePeriod: 15m
+  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
+)";
+
+TEST(ScanQueries, APolicyOnInferenceAsksForTokenThroughput) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus(kServingPolicy));
+  const std::vector<Query> plan = plan_queries(policies);
+  std::vector<std::string> names;
+  for (const Query& q : plan) names.push_back(q.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
+                                             "memory_utilization", "token_throughput", "power_fraction"}));
+  EXPECT_EQ(plan[5].promql,
+            "label_replace(sum by (cluster, namespace, workload_kind, workload, workload_uid) ((sum by (cluster, "
+            "namespace, pod) (rate(vllm:prompt_tokens_total[2h])) + sum by (cluster, namespace, pod) "
+            "(rate(vllm:generation_tokens_total[2h]))) * on (cluster, namespace, pod) group_left (workload_kind, "
+            "workload, workload_uid) max by (cluster, namespace, pod, workload_kind, workload, workload_uid) "
+            "(gpubank_gpu_allocation_info{workload!=\"\"})), \"window\", \"2h\", \"\", \"\")");
+  Answers a;
+  a["allocations"] = {sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "llm"},
+                              {"workload_type", "inference"}, {"pool", "h100-inference"}},
+                             4),
+                      sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "quiet"},
+                              {"workload_type", "inference"}, {"pool", "h100-inference"}},
+                             4)};
+  a["token_throughput"] = {
+      sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "llm"}, {"window", "2h"}}, 42.5),
+      sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "llm"}, {"window", "1h"}}, 99),
+      // Prometheus' rate of a counter is never negative: such an answer is not a throughput.
+      sample({{"workload_kind", "InferenceService"}, {"namespace", "cs"}, {"workload", "quiet"}, {"window", "2h"}}, -1)};
+  const auto facts = facts_from(a, policies);
+  ASSERT_TRUE(facts) << facts.error();
+  ASSERT_EQ(facts->size(), 2u);
+  EXPECT_EQ((*facts)[0].workload, "llm");
+  EXPECT_EQ((*facts)[0].tokens_per_second, 42.5);  // serving-idle's 2h
+  EXPECT_FALSE((*facts)[1].tokens_per_second);
+  // Without a policy on inference, no token query.
+  for (const Query& q : plan_queries(scan_policies(gpubank::testing::examples_plus()))) {
+    EXPECT_NE(q.name, "token_throughput");
+  }
 }
 
 TEST(ScanQueries, AWorkloadWhosePodsCarryNoUidIsKeyedByKindNamespaceAndName) {

@@ -260,7 +260,8 @@ TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
   EXPECT_EQ(s["excluded"], (nlohmann::json{{"checkpoint-grace", 1}, {"serving-floor", 1}}));
   EXPECT_EQ(s["verdicts"], (nlohmann::json{{"excluded", 2}, {"fine", 1}, {"low", 2}}));
   EXPECT_EQ(s["workloads"], 5);
-  EXPECT_EQ(s["queries"].size(), 6u);  // notebooks-idle's power threshold adds the sixth
+  // notebooks-idle's power threshold adds the sixth, inference-idle the token throughput
+  EXPECT_EQ(s["queries"].size(), 7u);
   const auto& nb = s["alerts"][0]["evidence"];
   EXPECT_EQ(nb["gpus"], 1);
   EXPECT_EQ(nb["averageGpuUtilization"], 0);

@@ -240,6 +240,24 @@ governance::Answers TwinGovernance::scan_answers() const {
       out["memory_utilization"].push_back(sample(labels, w.memory / w.series));
       if (power) out["power_fraction"].push_back(sample(labels, w.power / w.series));
     }
+    // Token throughput (inference policies' windows): the recorded tokens per minute over the
+    // minutes of the window the workload's vLLM series existed, per second, as rate() reads them.
+    if (!entry.second.contains("inference")) continue;
+    const auto tokens = serving_.find(governance::kTokensQuery);
+    if (tokens == serving_.end()) continue;
+    for (const auto& [w, minutes] : tokens->second) {
+      double sum = 0;
+      int n = 0;
+      for (const MinuteValue& m : minutes) {
+        if (m.t_ms <= t - ms || m.t_ms > t) continue;
+        sum += m.value;
+        ++n;
+      }
+      if (n == 0) continue;
+      out["token_throughput"].push_back(sample({{"namespace", w[0]}, {"workload_kind", w[1]}, {"workload", w[2]},
+                                                {"workload_uid", w[3]}, {"window", window}},
+                                               sum / (60.0 * n)));
+    }
   }
   return out;
 }

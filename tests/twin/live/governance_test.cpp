@@ -6,6 +6,7 @@
 #include "core/timestamp.hpp"
 #include "policy/policy_set.hpp"
 #include "support/paths.hpp"
+#include "support/policy_fixture.hpp"
 #include "twin/live/governance.hpp"
 
 namespace gpubank::twin::live {
@@ -224,6 +225,32 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
   ASSERT_TRUE(first);
   for (const auto& r : first->rows) EXPECT_DOUBLE_EQ(r.allocated_gpu_hours, 1.0) << r.workload;
   EXPECT_DOUBLE_EQ(first->loans.at({"search", "h100-rdma-training"}).recompute_loss_gpu_hours, 0.5);
+}
+
+// With a policy on inference the scanner asks for vLLM's token throughput, and the twin
+// answers it from the recorded minutes: at minute 180, serving-idle's 2h window holds minutes
+// 61..180, of which 61..119 had vLLM series at 1,500 tokens a minute: 25 tokens a second.
+TEST(TwinGovernance, TokenThroughputOverAServingPolicysWindow) {
+  const auto policies = gpubank::testing::examples_plus(R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: LowUtilizationPolicy
+metadata: {name: serving-idle}
+spec:
+  match: {workloadType: inference}
+  window: 2h
+  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
+  startupGracePeriod: 15m
+  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
+)");
+  const TwinGovernance g = three_hours(policies);
+  const governance::Answers a = g.scan_answers();
+  ASSERT_TRUE(a.contains("token_throughput"));
+  const auto& tokens = a.at("token_throughput");
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0].labels.at("workload"), "customer-service-llm");
+  EXPECT_EQ(tokens[0].labels.at("window"), "2h");
+  EXPECT_DOUBLE_EQ(tokens[0].value, 25.0);
+  // Without one, no such answer.
+  EXPECT_FALSE(three_hours(example_policies()).scan_answers().contains("token_throughput"));
 }
 
 TEST(TwinGovernance, AMinuteSeenTwiceOrOutOfOrderIsIgnored) {
