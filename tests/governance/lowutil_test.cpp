@@ -53,16 +53,7 @@ TEST(LowUtilVerdict, BothThresholdsMustHold) {
 // vLLM holds most of its GPU's memory for the KV cache from the start: where the pods report
 // tokens, the memory threshold reads "served no token in the window" instead.
 TEST(LowUtilVerdict, AVllmServersMemoryIsJudgedByItsTokens) {
-  const auto policies = example_policies(R"(apiVersion: platform.gpubank.dev/v1alpha1
-kind: LowUtilizationPolicy
-metadata: {name: serving-idle}
-spec:
-  match: {workloadType: inference}
-  window: 2h
-  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
-  startupGracePeriod: 15m
-  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
-)");
+  const auto policies = example_policies(gpubank::testing::kServingIdlePolicy);
   WorkloadFacts w = training(2, 92);  // 92 %: the KV cache
   w.workload_type = "inference";
   w.workload_kind = "InferenceService";

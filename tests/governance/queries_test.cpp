@@ -87,19 +87,8 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
 
 // A policy on inference adds one query: vLLM's token throughput over that policy's window,
 // its pods joined to their workload; the facts carry it under the governing window.
-constexpr std::string_view kServingPolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
-kind: LowUtilizationPolicy
-metadata: {name: serving-idle}
-spec:
-  match: {workloadType: inference}
-  window: 2h
-  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
-  startupGracePeriod: 15m
-  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
-)";
-
 TEST(ScanQueries, APolicyOnInferenceAsksForTokenThroughput) {
-  const auto policies = scan_policies(gpubank::testing::examples_plus(kServingPolicy));
+  const auto policies = scan_policies(gpubank::testing::examples_plus(gpubank::testing::kServingIdlePolicy));
   const std::vector<Query> plan = plan_queries(policies);
   std::vector<std::string> names;
   for (const Query& q : plan) names.push_back(q.name);

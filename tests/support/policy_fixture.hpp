@@ -24,6 +24,19 @@ inline policy::PolicySet examples_plus(std::string_view extra_yaml = {}) {
   return set;
 }
 
+// A LowUtilizationPolicy on inference (the examples have none): GPU below 5 % and memory
+// below 20 % over 2h, the policy that makes the scanner ask for vLLM's token throughput.
+inline constexpr std::string_view kServingIdlePolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: LowUtilizationPolicy
+metadata: {name: serving-idle}
+spec:
+  match: {workloadType: inference}
+  window: 2h
+  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
+  startupGracePeriod: 15m
+  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
+)";
+
 inline policy::PolicySet from_yaml(std::string_view yaml) {
   policy::PolicySet set;
   std::vector<doc::Document> docs;

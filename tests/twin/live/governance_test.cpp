@@ -231,16 +231,7 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
 // answers it from the recorded minutes: at minute 180, serving-idle's 2h window holds minutes
 // 61..180, of which 61..119 had vLLM series at 1,500 tokens a minute: 25 tokens a second.
 TEST(TwinGovernance, TokenThroughputOverAServingPolicysWindow) {
-  const auto policies = gpubank::testing::examples_plus(R"(apiVersion: platform.gpubank.dev/v1alpha1
-kind: LowUtilizationPolicy
-metadata: {name: serving-idle}
-spec:
-  match: {workloadType: inference}
-  window: 2h
-  thresholds: {averageGpuUtilization: 5, averageMemoryUtilization: 20}
-  startupGracePeriod: 15m
-  notify: {first: owner, after: 4h, escalateTo: business-group-admin, repeatInterval: 12h}
-)");
+  const auto policies = gpubank::testing::examples_plus(gpubank::testing::kServingIdlePolicy);
   const TwinGovernance g = three_hours(policies);
   const governance::Answers a = g.scan_answers();
   ASSERT_TRUE(a.contains("token_throughput"));
