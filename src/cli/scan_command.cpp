@@ -7,6 +7,14 @@
 //
 // Exit codes: 0 the scan ran (whatever it found), 1 it failed (Prometheus, the store, the
 // policies) or a notice could not be delivered (it is retried at the next scan), 2 usage.
+//
+//   gpubank scan alerts [--store LOCATION | --data-dir DIR] [-o text|json|yaml]
+//   gpubank scan approve|reject WORKLOAD_UID --policies DIR --user NAME [--group G ...]
+//                [--reason TEXT] [--store LOCATION | --data-dir DIR] [-o text|json|yaml]
+//
+// list the open alerts, and record a person's decision on a ReclaimCandidate
+// (governance/reclaim_approval.hpp; `gpubank controller` carries out approved ones). Exit
+// 1 when the decision is refused (the message names the rule).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -22,6 +30,7 @@
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
 #include "governance/notify.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "governance/scanner.hpp"
 #include "store/store.hpp"
 
@@ -77,8 +86,99 @@ void print_text(std::ostream& out, const governance::ScanReport& r, bool verbose
   }
 }
 
+// The store: --store, else governance.db under --data-dir (created), else under the default.
+Expected<std::string> store_location(const std::string& store, const std::string& data_dir) {
+  if (!store.empty()) return store;
+  const std::string dir = data_dir.empty() ? default_data_dir() : data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unexpected{"--data-dir: cannot create " + dir + ": " + ec.message()};
+  return (std::filesystem::path(dir) / "governance.db").string();
+}
+
+struct DecisionOptions {
+  std::string workload_uid;
+  std::vector<std::string> policies;
+  std::string store;
+  std::string data_dir;
+  std::string user;
+  std::vector<std::string> groups;
+  std::string reason;
+  Format format = Format::Text;
+};
+
+int run_alerts(const DecisionOptions& opt) {
+  const char* me = "gpubank scan alerts";
+  auto location = store_location(opt.store, opt.data_dir);
+  if (!location) return std::cerr << me << ": " << location.error() << '\n', 1;
+  auto store = store::Store::open(*location);
+  if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
+  governance::AlertBook book;
+  if (auto read = governance::refresh(**store, book); !read) return std::cerr << me << ": " << read.error() << '\n', 1;
+  if (opt.format != Format::Text) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& [uid, a] : book.open) out.push_back(governance::to_json(a));
+    print_structured(std::cout, out, opt.format);
+    return 0;
+  }
+  std::cout << book.open.size() << " open alerts\n";
+  for (const auto& [uid, a] : book.open) {
+    const governance::Evidence& e = a.evidence;
+    std::cout << "  " << governance::to_string(a.state) << "  " << escape_text(uid) << "  " << escape_text(e.business_group)
+              << "/" << escape_text(e.owner_id) << "  " << escape_text(e.workload_kind) << " "
+              << escape_text(e.namespace_name) << "/" << escape_text(e.workload) << "  " << e.gpus << " GPUs";
+    if (a.decision) {
+      std::cout << "  " << (a.decision->approved ? "approved" : "rejected") << " by " << escape_text(a.decision->by);
+    }
+    std::cout << '\n';
+  }
+  return 0;
+}
+
+int run_decision(const DecisionOptions& opt, bool approve) {
+  const std::string me = std::string("gpubank scan ") + (approve ? "approve" : "reject");
+  auto set = load_valid_policies(opt.policies, me);
+  if (!set) return 1;
+  auto location = store_location(opt.store, opt.data_dir);
+  if (!location) return std::cerr << me << ": " << location.error() << '\n', 1;
+  auto store = store::Store::open(*location);
+  if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
+  governance::AlertBook book;
+  if (auto read = governance::refresh(**store, book); !read) return std::cerr << me << ": " << read.error() << '\n', 1;
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  governance::DecisionRequest request{opt.workload_uid, approve, {opt.user, opt.groups}, opt.reason};
+  auto transition = governance::decide(book, request, *set, now);
+  if (!transition) return std::cerr << me << ": " << escape_text(transition.error()) << '\n', 1;
+  // Two people deciding at once both append; the fold keeps the first decision, so read
+  // back whose it is.
+  if (auto recorded = governance::record(**store, book, std::span(&*transition, 1), now); !recorded) {
+    return std::cerr << me << ": " << recorded.error() << '\n', 1;
+  }
+  const auto it = book.open.find(opt.workload_uid);
+  const bool took = it != book.open.end() && it->second.decision && it->second.decision->by == opt.user &&
+                    it->second.decision->at_ms == now;
+  if (!took) {
+    return std::cerr << me << ": another decision on " << escape_text(opt.workload_uid) << " was recorded first\n", 1;
+  }
+  if (opt.format != Format::Text) {
+    print_structured(std::cout, governance::to_json(it->second), opt.format);
+  } else {
+    std::cout << (approve ? "approved" : "rejected") << " the reclaim of " << escape_text(it->second.evidence.workload_kind)
+              << " " << escape_text(it->second.evidence.namespace_name) << "/" << escape_text(it->second.evidence.workload)
+              << " (" << it->second.evidence.gpus << " GPUs, alert " << it->second.id << ")"
+              << (approve ? "; gpubank controller stops it after a checkpoint or its grace period" : "") << '\n';
+  }
+  return 0;
+}
+
 int run_scan(const ScanOptions& opt) {
   const char* me = "gpubank scan";
+  if (opt.prometheus.empty() || opt.policies.empty()) {
+    std::cerr << me << ": " << (opt.prometheus.empty() ? "--prometheus" : "--policies") << " is required\n"
+              << "Run with --help for more information.\n";
+    return 2;
+  }
   auto timeout = Duration::parse(opt.timeout);
   if (!timeout || timeout->milliseconds() <= 0) {
     std::cerr << me << ": --timeout: " << (timeout ? "must be positive" : timeout.error()) << '\n';
@@ -114,15 +214,9 @@ int run_scan(const ScanOptions& opt) {
   auto prometheus = governance::PrometheusClient::create(opt.prometheus, limit);
   if (!prometheus) return std::cerr << me << ": " << prometheus.error() << '\n', 2;
 
-  std::string location = opt.store;
-  if (location.empty()) {
-    const std::string dir = opt.data_dir.empty() ? default_data_dir() : opt.data_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return std::cerr << me << ": --data-dir: cannot create " << dir << ": " << ec.message() << '\n', 1;
-    location = (std::filesystem::path(dir) / "governance.db").string();
-  }
-  auto store = store::Store::open(location);
+  auto location = store_location(opt.store, opt.data_dir);
+  if (!location) return std::cerr << me << ": " << location.error() << '\n', 1;
+  auto store = store::Store::open(*location);
   if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
 
   governance::NoticeContext context{opt.portal_url, std::chrono::milliseconds(ttl->milliseconds())};
@@ -183,8 +277,8 @@ Command add_scan_command(CLI::App& app) {
   auto opt = std::make_shared<ScanOptions>();
   CLI::App* cmd = app.add_subcommand(
       "scan", "Find workloads that hold GPUs at low utilisation (LowUtilizationPolicy), track their alerts and notify");
-  cmd->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090)")->required();
-  cmd->add_option("--policies", opt->policies, "Policy files or directories")->required();
+  cmd->add_option("--prometheus", opt->prometheus, "Prometheus base URL (http://host:9090); required to scan");
+  cmd->add_option("--policies", opt->policies, "Policy files or directories; required to scan");
   cmd->add_option("--store", opt->store, "Where the alert record lives: a SQLite file or a postgresql:// URL");
   cmd->add_option("--data-dir", opt->data_dir,
                   "Directory of the default store (governance.db); default $GPUBANK_DATA_DIR, $XDG_DATA_HOME/gpubank "
@@ -202,7 +296,40 @@ Command add_scan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--verbose", opt->verbose, "List every workload's verdict, not only alerts that changed");
   add_output_option(*cmd, opt->format);
-  return {cmd, [opt] { return run_scan(*opt); }};
+
+  auto decision = std::make_shared<DecisionOptions>();
+  enum class Chosen { Scan, Alerts, Approve, Reject };
+  auto chosen = std::make_shared<Chosen>(Chosen::Scan);
+  auto where = [decision](CLI::App* sub) {
+    sub->add_option("--store", decision->store, "The scanner's store: a SQLite file or a postgresql:// URL");
+    sub->add_option("--data-dir", decision->data_dir, "Directory of the default store (governance.db)");
+    add_output_option(*sub, decision->format);
+  };
+  CLI::App* alerts = cmd->add_subcommand("alerts", "List the open low-utilisation alerts from the store, with decisions");
+  where(alerts);
+  alerts->callback([chosen] { *chosen = Chosen::Alerts; });
+  for (const bool approve : {true, false}) {
+    CLI::App* sub = cmd->add_subcommand(
+        approve ? "approve" : "reject",
+        approve ? "Approve the reclaim of a ReclaimCandidate: gpubank controller stops it after a checkpoint or its grace"
+                : "Reject the reclaim of a ReclaimCandidate: it keeps its GPUs (a decision is final)");
+    sub->add_option("workload-uid", decision->workload_uid, "The alert's workload UID (gpubank scan alerts)")->required();
+    sub->add_option("--policies", decision->policies, "Policy files or directories (who may decide)")->required();
+    sub->add_option("--user", decision->user, "Who decides (the audit entry's actor)")->required();
+    sub->add_option("--group", decision->groups, "A group the user belongs to (repeatable; matches group: subjects)");
+    sub->add_option("--reason", decision->reason, "Why, for the record (at most 1024 bytes)");
+    where(sub);
+    sub->callback([chosen, approve] { *chosen = approve ? Chosen::Approve : Chosen::Reject; });
+  }
+  return {cmd, [opt, decision, chosen] {
+            switch (*chosen) {
+              case Chosen::Alerts: return run_alerts(*decision);
+              case Chosen::Approve: return run_decision(*decision, true);
+              case Chosen::Reject: return run_decision(*decision, false);
+              case Chosen::Scan: break;
+            }
+            return run_scan(*opt);
+          }};
 }
 
 }  // namespace gpubank::cli

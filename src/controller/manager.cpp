@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -16,6 +17,8 @@
 #include "k8s/apply.hpp"
 #include "controller/reclaim.hpp"
 #include "controller/reclaim_executor.hpp"
+#include "governance/alert_store.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "k8s/informer.hpp"
 #include "policy/types.hpp"
 #include "store/store.hpp"
@@ -90,6 +93,11 @@ struct Controller::Impl {
   std::atomic<bool> synced{false};
   std::atomic<bool> alive{false};
   std::atomic<std::size_t> passes{0};
+  // Low-utilisation reclaims people approved (governance/reclaim_approval.hpp), read from
+  // the store's record: at each pass, and every approval_poll between passes.
+  governance::AlertBook alerts;
+  std::vector<ApprovedStop> approved;
+
   // The earliest reclaim deadline still running: a pass is due then.
   std::optional<std::chrono::steady_clock::time_point> reclaim_wake;
   // The next lease or tidal boundary: a pass is due then.
@@ -160,7 +168,10 @@ struct Controller::Impl {
       if (store) ledger_pass(cluster.set, workloads, now);
       // The reclaim is planned before the policy pass, which holds the pool's other
       // borrowers while it runs, and carried out after it.
-      if (options.graceful_reclaim) plan = plan_reclaims(cluster.set, workloads, now);
+      if (options.graceful_reclaim) {
+        if (store) (void)read_approvals();
+        plan = plan_reclaims(cluster.set, workloads, now, approved);
+      }
     }
     ReconcileOptions reconcile = options.reconcile;
     reconcile.at = Timestamp(std::chrono::time_point_cast<std::chrono::nanoseconds>(wall));
@@ -184,6 +195,26 @@ struct Controller::Impl {
         " configured, " + std::to_string(report.count(Action::Pruned)) + " pruned, " +
         std::to_string(report.count(Action::Released)) + " released, " + std::to_string(report.count(Action::Unchanged)) +
         " unchanged, " + std::to_string(report.failures()) + " failed");
+  }
+
+  bool watches_approvals() const { return store && kueue && options.graceful_reclaim; }
+
+  // Reads the decisions recorded since the last read; true when the approved set changed.
+  bool read_approvals() {
+    if (auto read = governance::refresh(*store, alerts); !read) {
+      log("approved reclaims not read: " + read.error());
+      return false;
+    }
+    std::vector<ApprovedStop> now;
+    for (const governance::ApprovedReclaim& a : governance::approved_reclaims(alerts)) {
+      now.push_back({a.workload_uid, a.alert_id, a.approver});
+    }
+    const bool changed = now.size() != approved.size() ||
+                         !std::equal(now.begin(), now.end(), approved.begin(), [](const auto& x, const auto& y) {
+                           return x.owner_uid == y.owner_uid && x.alert_id == y.alert_id;
+                         });
+    approved = std::move(now);
+    return changed;
   }
 
   // The ledger from the admitted Workloads (cluster_ledger.hpp): resumed from the store
@@ -498,6 +529,7 @@ Expected<bool> Controller::run(std::stop_token stop) {
     election = std::jthread([&im](std::stop_token s) { im.elector->run(s); });
   }
   auto next_resync = std::chrono::steady_clock::now() + im.options.resync_period;
+  auto next_approval_read = std::chrono::steady_clock::now() + im.options.approval_poll;
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(im.m);
@@ -505,9 +537,25 @@ Expected<bool> Controller::run(std::stop_token stop) {
       for (const auto& at : {im.reclaim_wake, im.time_wake}) {
         if (at) due = std::min(due, *at);
       }
+      if (im.watches_approvals()) due = std::min(due, next_approval_read);
       im.cv.wait_until(lock, due, [&] { return stop.stop_requested() || im.dirty; });
     }
     if (stop.stop_requested()) break;
+    // An approval is an entry in the store, not a change the informers see: read the new
+    // ones, and run a pass only when the approved set changed (or something else is due).
+    const auto woke = std::chrono::steady_clock::now();
+    if (im.watches_approvals() && woke >= next_approval_read) {
+      next_approval_read = woke + im.options.approval_poll;
+      if (im.may_act() && im.read_approvals()) {
+        std::lock_guard lock(im.m);
+        im.dirty = true;
+      }
+    }
+    {
+      std::lock_guard lock(im.m);
+      const auto reached = [&](const auto& at) { return at && woke >= *at; };
+      if (!im.dirty && woke < next_resync && !reached(im.reclaim_wake) && !reached(im.time_wake)) continue;
+    }
     auto dead = im.informers->errors();
     if (im.kueue) {
       auto more = im.kueue->errors();

@@ -16,6 +16,9 @@
 //   - Graceful reclaim (reclaim.hpp) runs after each policy pass with the Kueue backend:
 //     informers on Workloads, ClusterQueues and LocalQueues wake it, and a pass is due at
 //     the earliest deadline of a notice under way.
+//   - Low-utilisation reclaims approved with `gpubank scan approve` (the store's record,
+//     governance/reclaim_approval.hpp) are read every approval_poll; a new one starts its
+//     notice at once (reclaim.hpp).
 //   - /healthz answers 200 while the loop runs, /readyz once the informers synced (a
 //     standby is ready: it can take over).
 //   - An informer that dies (403: RBAC wrong; repeated failures) ends run() with its error,
@@ -47,6 +50,9 @@ struct ControllerOptions {
   // Graceful reclaim (reclaim.hpp) with the Kueue backend, when Kueue's kinds are installed
   // (the ledger, with a store, needs only the kinds).
   bool graceful_reclaim = true;
+  // How often the store is read for low-utilisation reclaims people approved (gpubank scan
+  // approve) between passes.
+  std::chrono::milliseconds approval_poll{std::chrono::seconds(15)};
   int health_port = 8081;    // -1: no health listener; 0: any free port (tests)
   std::string health_address = "0.0.0.0";
   // One line per pass and per state change (leadership, sync), for the log.

@@ -96,6 +96,11 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     ClusterWorkload c;
     const std::string ns = text(meta, "namespace");
     c.key = ns + "/" + text(meta, "name");
+    if (const json& refs = field(meta, "ownerReferences"); refs.is_array()) {
+      for (const json& r : refs) {
+        if (field(r, "controller").is_boolean() && field(r, "controller").get<bool>()) c.owner_uid = text(r, "uid");
+      }
+    }
     c.cluster_queue = text(field(field(w, "status"), "admission"), "clusterQueue");
     if (c.cluster_queue.empty()) {
       const auto it = local.find(ns + "/" + text(spec, "queueName"));
@@ -171,7 +176,8 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
   return out;
 }
 
-ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads, std::int64_t now_ms) {
+ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads, std::int64_t now_ms,
+                          const std::vector<ApprovedStop>& approved) {
   ReclaimPlan plan;
   const policy::PlatformGuardrailsSpec* guardrails = set.guardrails_spec();
   if (guardrails == nullptr) return plan;
@@ -246,6 +252,11 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
     for (const auto& [key, w] : by_key) {
       if (w->reclaim_for.empty() || w->reclaimed_ms || !w->admitted || !w->active) continue;
       noticed.insert(key);
+      const bool approved_stop = w->reclaim_for == kApprovedLowUtilization;
+      const std::string gives_back = approved_stop ? "frees " + std::to_string(w->gpus) + " GPUs of " + pool +
+                                                         " (an approved low-utilisation reclaim)"
+                                                   : "gives " + std::to_string(w->gpus) + " GPUs of " + pool +
+                                                         " back to " + w->reclaim_for;
       const std::int64_t requested = w->checkpoint_requested_ms.value_or(0);
       const std::int64_t deadline = w->reclaim_deadline_ms.value_or(now_ms);
       ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", "", w->group, {}};
@@ -257,27 +268,49 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       }
       if (w->checkpoint_completed_ms && *w->checkpoint_completed_ms >= requested) {
         s.reason = "CheckpointCompleted";
-        s.message = key + " checkpointed; it stops and gives " + std::to_string(w->gpus) + " GPUs of " + pool + " back to " +
-                    w->reclaim_for;
+        s.message = key + " checkpointed; it stops and " + gives_back;
         plan.steps.push_back(std::move(s));
       } else if (now_ms >= deadline) {
         s.reason = "GraceExpired";
-        s.message = key + " did not report a checkpoint within its grace period; it stops and gives " +
-                    std::to_string(w->gpus) + " GPUs of " + pool + " back to " + w->reclaim_for;
+        s.message = key + " did not report a checkpoint within its grace period; it stops and " + gives_back;
         plan.steps.push_back(std::move(s));
-      } else if (need[w->reclaim_for] == 0) {
+      } else if (!approved_stop && need[w->reclaim_for] == 0) {
         s.kind = ReclaimStep::Kind::Cancel;
         s.reason = "DemandGone";
         s.message = w->reclaim_for + " no longer needs its GPUs of " + pool + "; the notice to " + key + " is withdrawn";
         plan.steps.push_back(std::move(s));
       } else {
-        under_notice[w->reclaim_for] += w->gpus;
-        plan.reclaiming[pool].insert(w->reclaim_for);
+        if (!approved_stop) {
+          under_notice[w->reclaim_for] += w->gpus;
+          plan.reclaiming[pool].insert(w->reclaim_for);
+        }
         // Look again at the deadline, and every kCheckpointPollMs before it: a job's
         // checkpoint-completed annotation is read, not watched.
         const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
         plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
       }
+    }
+
+    // Approved low-utilisation reclaims: a notice to each running Workload of an approved
+    // job that has none yet, with its own group's grace.
+    for (const auto& [key, w] : by_key) {
+      if (!w->admitted || !w->active || !w->reclaim_for.empty() || w->reclaimed_ms || w->owner_uid.empty()) continue;
+      const std::string& owner = w->owner_uid;
+      const auto a =
+          std::find_if(approved.begin(), approved.end(), [&](const ApprovedStop& x) { return x.owner_uid == owner; });
+      if (a == approved.end()) continue;
+      const auto own = lenders.find(w->group);
+      const std::int64_t grace_ms = own != lenders.end() ? own->second.grace_ms : guardrails->max_grace_period.milliseconds();
+      const std::int64_t deadline = now_ms + grace_ms;
+      noticed.insert(key);
+      plan.steps.push_back({ReclaimStep::Kind::Notice, key, std::string(kApprovedLowUtilization), pool, w->gpus, deadline,
+                            "ReclaimApproved",
+                            a->approver + " approved the reclaim of " + key + " (" + std::to_string(w->gpus) +
+                                " GPUs of " + pool + ", low-utilisation alert " + std::to_string(a->alert_id) +
+                                "); it is asked to checkpoint and stops within " + std::to_string(grace_ms / 1000) + " s",
+                            "", std::nullopt});
+      const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
+      plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
     }
 
     // New notices: what each lender needs beyond the pool's free quota and the notices
@@ -335,7 +368,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
 
     // Victims gpubank stopped come back once their lender needs nothing more.
     for (const auto& [key, w] : by_key) {
-      if (!w->reclaimed_ms || w->active || w->finished) continue;
+      if (!w->reclaimed_ms || w->active || w->finished || w->reclaim_for == kApprovedLowUtilization) continue;
       if (need[w->reclaim_for] > 0) {
         plan.reclaiming[pool].insert(w->reclaim_for);  // stopped; its lender is not admitted yet
         continue;

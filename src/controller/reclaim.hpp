@@ -20,6 +20,11 @@
 //              lender has no pending demand left; Kueue queues it again
 //   Cancel     a notice whose lender has no demand left any more is withdrawn
 //
+// A low-utilisation reclaim a person approved (governance/reclaim_approval.hpp) takes the
+// same Notice and Stop, with reclaim-for "approved:low-utilization" instead of a lender and
+// the victim group's own grace. It is never cancelled or resumed (the approval stands; the
+// owner reactivates the job when there is work for it) and holds nobody's borrowing.
+//
 // The reclaim's state lives in the Workload's annotations, not in the controller: a new
 // leader, or a restarted one, continues where the last one stopped.
 #pragma once
@@ -46,12 +51,15 @@ inline constexpr std::string_view kReclaimDeadline = "platform.gpubank.dev/recla
 inline constexpr std::string_view kReclaimedAt = "platform.gpubank.dev/reclaimed-at";          // stopped by gpubank
 inline constexpr std::string_view kWorkloadTypeLabel = "platform.gpubank.dev/workload-type";
 inline constexpr std::string_view kCheckpointableLabel = "platform.gpubank.dev/checkpointable";  // "true"
+// reclaim-for of an approved low-utilisation reclaim: not a group name (a colon).
+inline constexpr std::string_view kApprovedLowUtilization = "approved:low-utilization";
 // How often a notice's job is read for checkpoint-completed while the grace runs.
 inline constexpr std::int64_t kCheckpointPollMs = 5000;
 
 // A Kueue Workload as the planner needs it.
 struct ClusterWorkload {
   std::string key;  // "<namespace>/<name>"
+  std::string owner_uid;  // the controller owner's metadata.uid (the job's): what attribution calls workload_uid
   std::string cluster_queue;
   std::string group;  // the ClusterQueue's platform.gpubank.dev/business-group label
   std::string pool;   // its platform.gpubank.dev/resource-pool label
@@ -119,9 +127,17 @@ struct ReclaimPlan {
   std::map<std::string, std::set<std::string>> reclaiming;
 };
 
+// A low-utilisation reclaim a person approved, for the Workload whose controller owner has
+// this UID.
+struct ApprovedStop {
+  std::string owner_uid;
+  std::int64_t alert_id = 0;
+  std::string approver;
+};
+
 // Pure: the same inputs give the same steps in the same order.
 [[nodiscard]] ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<ClusterWorkload>& workloads,
-                                        std::int64_t now_ms);
+                                        std::int64_t now_ms, const std::vector<ApprovedStop>& approved = {});
 
 // Sets borrowingLimit 0 on the pool's flavor of every rendered ClusterQueue of a pool in
 // `reclaiming` whose group is not one of the lenders reclaiming there (the twin's rule,

@@ -6,7 +6,14 @@
 namespace gpubank::governance {
 namespace {
 
-void fold(AlertBook& book, const Alert& a) {
+void fold(AlertBook& book, Alert a) {
+  // A decision is final: a scanner transition computed before it was recorded (the scan
+  // and `gpubank scan approve` run concurrently) carries it on, and a second decision
+  // recorded concurrently with the first has no effect.
+  if (const auto it = book.open.find(a.workload_uid); it != book.open.end() && it->second.id == a.id &&
+                                                      it->second.decision && a.decision != it->second.decision) {
+    a.decision = it->second.decision;
+  }
   std::int64_t& last = book.last_ids[a.workload_uid];
   if (a.id > last) {
     last = a.id;
@@ -16,7 +23,7 @@ void fold(AlertBook& book, const Alert& a) {
     const auto it = book.open.find(a.workload_uid);
     if (it != book.open.end() && it->second.id == a.id) book.open.erase(it);
   } else {
-    book.open[a.workload_uid] = a;
+    book.open[a.workload_uid] = std::move(a);
   }
 }
 
@@ -24,6 +31,10 @@ std::string object_of(const Alert& a) {
   const Evidence& e = a.evidence;
   if (e.workload_kind.empty() || e.namespace_name.empty() || e.workload.empty()) return "Workload/" + a.workload_uid;
   return e.workload_kind + "/" + e.namespace_name + "/" + e.workload;
+}
+
+bool is_decision_action(std::string_view action) {
+  return action == "LowUtilizationReclaimApproved" || action == "LowUtilizationReclaimRejected";
 }
 
 bool is_checkpoint(const bank::AuditEntry& e) {
@@ -39,10 +50,17 @@ Expected<bool> refresh(store::Store& store, AlertBook& book) {
     if (!page) return Unexpected{page.error()};
     for (const bank::AuditEntry& e : *page) {
       book.last_seq = e.seq;
-      if (e.actor == kScanActor && e.action.starts_with(kActionPrefix)) {
+      const bool decision = is_decision_action(e.action);
+      if ((e.actor == kScanActor && e.action.starts_with(kActionPrefix)) || decision) {
         const nlohmann::json numbers = nlohmann::json::parse(e.numbers, nullptr, false);
         auto alert = alert_from_json(numbers);
         if (!alert) return Unexpected{"audit entry " + std::to_string(e.seq) + ": " + alert.error()};
+        // A person's decision is recorded under their name: one that names another decider
+        // was not written by `gpubank scan approve|reject`.
+        if (decision && (!alert->decision || alert->decision->by != e.actor)) {
+          return Unexpected{"audit entry " + std::to_string(e.seq) + ": a reclaim decision must be recorded by its decider (actor " +
+                            e.actor + ")"};
+        }
         fold(book, *alert);
         ++book.transitions;
       } else if (is_checkpoint(e) && e.object.starts_with("Workload/")) {
@@ -57,12 +75,16 @@ Expected<bool> refresh(store::Store& store, AlertBook& book) {
 bank::AuditEntry audit_entry(const Transition& t, std::int64_t now_ms) {
   bank::AuditEntry e;
   e.time_ms = now_ms;
-  e.actor = std::string(kScanActor);
+  const bool decision = t.action == "ReclaimApproved" || t.action == "ReclaimRejected";
+  e.actor = decision && t.alert.decision ? t.alert.decision->by.substr(0, bank::kMaxAuditFieldLength)
+                                         : std::string(kScanActor);
   e.action = std::string(kActionPrefix) + t.action;
   e.object = object_of(t.alert).substr(0, bank::kMaxAuditFieldLength);
   e.policy_version = "LowUtilizationPolicy/" + t.alert.policy;
   e.decision = std::string(to_string(t.alert.state));
-  std::string reason = t.alert.state == AlertState::Resolved ? t.alert.resolution : t.alert.evidence.reason;
+  std::string reason = t.alert.state == AlertState::Resolved ? t.alert.resolution
+                       : decision && t.alert.decision ? t.alert.decision->reason
+                                                      : t.alert.evidence.reason;
   if (t.notice) reason += (reason.empty() ? "" : "; ") + std::string("notice delivered to ") + std::string(to_string(*t.notice));
   e.reason = reason.empty() ? t.action : reason.substr(0, bank::kMaxAuditReasonLength);
   e.numbers = to_json(t.alert).dump();

@@ -3,7 +3,9 @@
 // "LowUtilization<action>", object "<workloadKind>/<namespace>/<workload>", decision the new
 // state, numbers the alert as JSON. A scan's transitions go in one transaction, so a crash
 // leaves all or none of them; the open alerts are the fold of the record, so a restarted
-// scanner continues where the last commit left it and never notifies twice.
+// scanner continues where the last commit left it and never notifies twice. A person's
+// reclaim decision (reclaim_approval.hpp) is an entry of the same kind whose actor is that
+// person, action "LowUtilizationReclaimApproved" or "...Rejected".
 //
 // The same log holds the bank's checkpoint notices (`gpubank controller`'s
 // ReclaimNoticeSent / ReclaimVictimStopped with CheckpointCompleted), which give the

@@ -185,9 +185,9 @@ ScanResult step(const std::map<std::string, Alert, std::less<>>& open,
       case AlertState::Resolved: break;  // not open
     }
   }
-  // Alerts of workloads that hold no GPU any more.
+  // Alerts of workloads that hold no GPU any more: an approved reclaim did it, or they ended.
   for (const auto& [uid, a] : open) {
-    if (!seen.contains(uid)) resolve(a, "ended");
+    if (!seen.contains(uid)) resolve(a, a.decision && a.decision->approved ? "reclaimed" : "ended");
   }
   std::stable_sort(out.transitions.begin(), out.transitions.end(), [](const Transition& x, const Transition& y) {
     return x.alert.workload_uid < y.alert.workload_uid;
@@ -223,6 +223,12 @@ Json to_json(const Alert& a) {
   if (a.last_audience) j["lastAudience"] = std::string(to_string(*a.last_audience));
   optional_time(j, "resolvedMs", a.resolved_ms);
   if (!a.resolution.empty()) j["resolution"] = a.resolution;
+  if (a.decision) {
+    j["decision"] = Json{{"verdict", a.decision->approved ? "Approved" : "Rejected"},
+                         {"by", a.decision->by},
+                         {"atMs", a.decision->at_ms},
+                         {"reason", a.decision->reason}};
+  }
   j["evidence"] = to_json(a.evidence);
   return j;
 }
@@ -271,6 +277,25 @@ Expected<Alert> alert_from_json(const nlohmann::json& j) {
       if (to_string(x) == audience) a.last_audience = x;
     }
     if (!a.last_audience) return Unexpected{"alert.lastAudience: unknown audience \"" + audience + "\""};
+  }
+  if (const auto d = j.find("decision"); d != j.end()) {
+    if (!d->is_object()) return Unexpected{std::string("alert.decision: must be an object")};
+    ReclaimDecision decision;
+    std::string verdict;
+    for (auto e : {text(*d, "verdict", verdict), text(*d, "by", decision.by), text(*d, "reason", decision.reason)}) {
+      if (e) return Unexpected{"alert.decision." + *e};
+    }
+    if (verdict != "Approved" && verdict != "Rejected") {
+      return Unexpected{"alert.decision.verdict: must be Approved or Rejected, not \"" + verdict + "\""};
+    }
+    decision.approved = verdict == "Approved";
+    if (decision.by.empty()) return Unexpected{std::string("alert.decision.by: required")};
+    const auto at = d->find("atMs");
+    if (at == d->end() || !at->is_number_integer()) {
+      return Unexpected{std::string("alert.decision.atMs: required, an integer")};
+    }
+    decision.at_ms = at->get<std::int64_t>();
+    a.decision = std::move(decision);
   }
   const auto ev = j.find("evidence");
   if (ev != j.end()) {

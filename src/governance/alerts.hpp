@@ -13,8 +13,9 @@
 // shell records Notified only once a notice was delivered, so a failed delivery is asked
 // for again at the next scan and never lost, and a restarted scanner (which reads the
 // record) never notifies twice. While low, a notice is repeated every notify.repeatInterval
-// (to whoever was last told). Reclaim or downgrade of a ReclaimCandidate needs an approval
-// (not decided here). A workload without a verdict this scan (no data, not covered) keeps
+// (to whoever was last told). A ReclaimCandidate is reclaimed only once a person approved
+// it (reclaim_approval.hpp); its alert then resolves "reclaimed" when the workload holds no
+// GPU any more. A workload without a verdict this scan (no data, not covered) keeps
 // its alert as it is; one that is no longer allocated resolves it ("ended").
 #pragma once
 
@@ -63,6 +64,15 @@ struct Evidence {
   friend bool operator==(const Evidence&, const Evidence&) = default;
 };
 
+// A person's decision on a ReclaimCandidate (reclaim_approval.hpp). Final: one per alert.
+struct ReclaimDecision {
+  bool approved = false;
+  std::string by;  // the deciding user's name: the audit entry's actor
+  std::int64_t at_ms = 0;
+  std::string reason;
+  friend bool operator==(const ReclaimDecision&, const ReclaimDecision&) = default;
+};
+
 struct Alert {
   std::int64_t id = 0;  // this workload's n-th alert (a re-opened one gets the next)
   std::string workload_uid;
@@ -75,7 +85,8 @@ struct Alert {
   std::optional<std::int64_t> last_notice_ms;   // the last notice of any kind
   std::optional<Audience> last_audience;
   std::optional<std::int64_t> resolved_ms;
-  std::string resolution;  // "recovered", "excluded: <reason>", "ended"
+  std::string resolution;  // "recovered", "excluded: <reason>", "ended", "reclaimed"
+  std::optional<ReclaimDecision> decision;  // on a ReclaimCandidate, once decided
   Evidence evidence;       // as of the last transition
   friend bool operator==(const Alert&, const Alert&) = default;
 };
@@ -85,7 +96,9 @@ struct Alert {
 struct Transition {
   std::optional<AlertState> from;  // none for a new alert
   Alert alert;                     // after the change
-  std::string action;              // "Detected", "Notified", "Renotified", "Escalated", "ReclaimCandidate", "Resolved"
+  // "Detected", "Notified", "Renotified", "Escalated", "ReclaimCandidate", "Resolved", and a
+  // person's "ReclaimApproved" or "ReclaimRejected"
+  std::string action;
   std::optional<Audience> notice;
 };
 

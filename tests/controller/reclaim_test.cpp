@@ -10,6 +10,8 @@
 
 #include "cluster_fixture.hpp"
 #include "controller/manager.hpp"
+#include "governance/alert_store.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "k8s/fake_client.hpp"
 #include "policy/policy_set.hpp"
 #include "render/render.hpp"
@@ -210,6 +212,46 @@ TEST(ReclaimPlan, TheSameInputsGiveTheSameSteps) {
   }
 }
 
+TEST(ReclaimPlan, AnApprovedLowUtilisationReclaimStopsItsWorkloadAndIsNeverWithdrawnOrResumed) {
+  // research/r (owner UID job-r) idles on its own 8 GPUs; nobody needs them.
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state.pop_back();  // ads needs nothing
+  state[2].owner_uid = "job-r";
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());  // no approval, nothing
+  const std::vector<ApprovedStop> approved{{"job-r", 3, "sam"}, {"job-gone", 1, "sam"}};
+  ReclaimPlan plan = plan_reclaims(examples(), state, kNow, approved);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Notice);
+  EXPECT_EQ(plan.steps[0].workload, "research/r");
+  EXPECT_EQ(plan.steps[0].lender, kApprovedLowUtilization);
+  EXPECT_EQ(plan.steps[0].reason, "ReclaimApproved");
+  // research-training-h100: gracePeriod 15m.
+  EXPECT_EQ(plan.steps[0].deadline_ms, kNow + 15 * 60 * 1000);
+  EXPECT_EQ(plan.steps[0].message,
+            "sam approved the reclaim of research/r (8 GPUs of h100-rdma-training, low-utilisation alert 3); it is asked "
+            "to checkpoint and stops within 900 s");
+  EXPECT_TRUE(plan.reclaiming.empty());  // nobody's borrowing is held for it
+
+  // Under way without demand from anyone: not withdrawn; stopped at the grace's end.
+  state[2].reclaim_for = std::string(kApprovedLowUtilization);
+  state[2].checkpoint_requested_ms = kNow;
+  state[2].reclaim_deadline_ms = kNow + 600'000;
+  plan = plan_reclaims(examples(), state, kNow + 1000, approved);
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.next_deadline_ms, kNow + 1000 + kCheckpointPollMs);
+  plan = plan_reclaims(examples(), state, kNow + 600'000, approved);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Stop);
+  EXPECT_EQ(plan.steps[0].reason, "GraceExpired");
+  EXPECT_EQ(plan.steps[0].message, "research/r did not report a checkpoint within its grace period; it stops and frees 8 "
+                                   "GPUs of h100-rdma-training (an approved low-utilisation reclaim)");
+  // Stopped: it stays stopped (no lender to wait for); its owner reactivates the job.
+  state[2].admitted = false;
+  state[2].active = false;
+  state[2].reclaimed_ms = kNow + 600'000;
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow + 700'000, approved).steps.empty());
+}
+
 // ---- End to end on the fake ----
 
 class ReclaimEndToEnd : public testing::ClusterFixture {
@@ -408,6 +450,68 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   std::vector<std::string> ads;
   for (const bank::LedgerEntry& e : book->trail("ads-training/train")) ads.push_back(std::string(bank::kind_name(e.kind)));
   EXPECT_EQ(ads, (std::vector<std::string>{"UsageStarted"}));
+}
+
+// `gpubank scan approve` records the decision in the store the controller reads: the
+// controller finds it at its next look (approval_poll), notices the Workload of the approved
+// job, and stops it once the job reports its checkpoint. No informer event is involved.
+TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckpoint) {
+  gpubank::testing::ScratchDir dir;
+  ControllerOptions options;
+  options.identity = "replica-a";
+  options.health_port = -1;
+  options.debounce = std::chrono::milliseconds(10);
+  options.approval_poll = std::chrono::milliseconds(50);
+  options.reconcile.default_namespace = "gpubank-system";
+  options.store = (dir.path() / "audit.db").string();
+  job("research", "r");
+  workload("research", "r", "h100-rdma-training", 1, true, true);
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  EXPECT_TRUE(annotation(get("workloads", "research", "r"), kReclaimFor).empty());
+
+  // The scanner's record: job-r became a reclaim candidate; research's admin approves.
+  {
+    auto store = store::Store::open(options.store);
+    ASSERT_TRUE(store.ok()) << store.error();
+    governance::Alert a;
+    a.id = 1;
+    a.workload_uid = "job-r";
+    a.policy = "training-idle";
+    a.state = governance::AlertState::ReclaimCandidate;
+    a.evidence.business_group = "research";
+    a.evidence.workload_kind = "Job";
+    a.evidence.namespace_name = "research";
+    a.evidence.workload = "r";
+    a.evidence.gpus = 8;
+    governance::AlertBook book;
+    const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
+    ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
+    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week"}, examples(), kNow);
+    ASSERT_TRUE(decided.ok()) << decided.error();
+    ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
+  }
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "research", "r"), kReclaimFor) == kApprovedLowUtilization; }));
+  EXPECT_FALSE(annotation(get("jobs", "research", "r"), kCheckpointRequested).empty());
+  json r_job = get("jobs", "research", "r");
+  r_job["metadata"]["annotations"][std::string(kCheckpointCompleted)] = "2099-01-01T00:00:00Z";
+  put_object(r_job);
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    const json w = get("workloads", "research", "r");
+    return w["spec"].contains("active") && w["spec"]["active"] == false;
+  }));
+  loop.request_stop();
+  loop.join();
+  std::vector<std::string> reasons;
+  for (const json& e : fake_->objects("events")) {
+    if (e["regarding"].value("name", "") == "r") reasons.push_back(e.value("reason", "") + " " + e.value("note", ""));
+  }
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("rita approved the reclaim of research/r"), std::string::npos) << reasons[0];
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+#include "governance/reclaim_approval.hpp"
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::governance {
+
+policy::AuthResult authorize_decision(const policy::UserInfo& user, const Alert& alert, const policy::PolicySet& set) {
+  const policy::PlatformGuardrailsSpec* guardrails = set.guardrails_spec();
+  const std::string& group = alert.evidence.business_group;
+  if (guardrails != nullptr) {
+    if (policy::is_platform_admin(user, *guardrails)) return {};
+    if (const policy::Group* g = guardrails->find_group(group); g != nullptr && policy::is_group_admin(user, *g)) return {};
+  }
+  return {false, "governance.decision-forbidden",
+          "user " + user.username + " is neither a platform administrator nor an admin of business group " +
+              (group.empty() ? std::string("(unknown)") : group) + ", which alone decide on its reclaim"};
+}
+
+Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request, const policy::PolicySet& set,
+                            std::int64_t now_ms) {
+  if (request.user.username.empty()) return Unexpected{std::string("user: required (who decides)")};
+  if (request.user.username.size() > kMaxDeciderLength) {
+    return Unexpected{"user: at most " + std::to_string(kMaxDeciderLength) + " bytes"};
+  }
+  if (request.reason.size() > kMaxDecisionReasonLength) {
+    return Unexpected{"reason: at most " + std::to_string(kMaxDecisionReasonLength) + " bytes"};
+  }
+  const auto it = book.open.find(request.workload_uid);
+  if (it == book.open.end()) {
+    return Unexpected{"workload " + request.workload_uid + ": no open low-utilisation alert (resolved, or never raised)"};
+  }
+  const Alert& a = it->second;
+  if (a.state != AlertState::ReclaimCandidate) {
+    return Unexpected{"alert.state: only a ReclaimCandidate is approved or rejected; the alert of " + a.workload_uid +
+                      " is " + std::string(to_string(a.state))};
+  }
+  if (a.decision) {
+    return Unexpected{"alert.decision: already " + std::string(a.decision->approved ? "approved" : "rejected") + " by " +
+                      a.decision->by + " at " + format_rfc3339(Timestamp(std::chrono::milliseconds(a.decision->at_ms))) +
+                      "; a decision is final"};
+  }
+  if (const policy::AuthResult auth = authorize_decision(request.user, a, set); !auth.allowed) {
+    return Unexpected{std::string(auth.rule) + ": " + auth.message};
+  }
+  Transition t{a.state, a, request.approve ? "ReclaimApproved" : "ReclaimRejected", std::nullopt};
+  t.alert.decision = ReclaimDecision{request.approve, request.user.username, now_ms, request.reason};
+  return t;
+}
+
+std::vector<ApprovedReclaim> approved_reclaims(const AlertBook& book) {
+  std::vector<ApprovedReclaim> out;
+  for (const auto& [uid, a] : book.open) {
+    if (a.state == AlertState::ReclaimCandidate && a.decision && a.decision->approved) {
+      out.push_back({uid, a.id, a.decision->by, a.decision->at_ms});
+    }
+  }
+  return out;
+}
+
+}  // namespace gpubank::governance

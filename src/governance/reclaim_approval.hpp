@@ -1,0 +1,59 @@
+// Approving the reclaim of a ReclaimCandidate: the lifecycle's last step is a person's.
+//
+//   gpubank scan approve|reject <workload-uid> --user NAME   records the decision (decide)
+//   gpubank controller --store ...                          acts on the approved ones
+//                                                            (controller/reclaim.hpp)
+//   gpubank scan                                            resolves the alert "reclaimed"
+//                                                            once the workload holds no GPU
+//
+// Who decides: a platform administrator (the guardrails' platformAdmins) or an admin of the
+// alert's business group (the guardrails' groups[].admins). A decision is final: one per alert;
+// a rejected candidate stays open (and is re-notified) until its utilisation recovers or it
+// ends. The decision is an audit entry whose actor is the decider, in the same transaction
+// discipline as the scanner's transitions (alert_store.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.hpp"
+#include "governance/alert_store.hpp"
+#include "governance/alerts.hpp"
+#include "policy/authorize.hpp"
+#include "policy/policy_set.hpp"
+
+namespace gpubank::governance {
+
+inline constexpr std::size_t kMaxDecisionReasonLength = 1024;
+inline constexpr std::size_t kMaxDeciderLength = 253;  // a Kubernetes user name's bound
+
+struct DecisionRequest {
+  std::string workload_uid;
+  bool approve = true;
+  policy::UserInfo user;
+  std::string reason;
+};
+
+// May the user decide on this alert? Denied: the rule ("governance.decision-forbidden") and
+// a message naming who may.
+[[nodiscard]] policy::AuthResult authorize_decision(const policy::UserInfo& user, const Alert& alert,
+                                                    const policy::PolicySet& set);
+
+// The transition that records the decision, from the open alert: an error names the field
+// and the rule (no such open alert, not a ReclaimCandidate, already decided, forbidden,
+// reason too long). Pure.
+[[nodiscard]] Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request,
+                                          const policy::PolicySet& set, std::int64_t now_ms);
+
+// The open alerts whose reclaim was approved: what the controller stops.
+struct ApprovedReclaim {
+  std::string workload_uid;  // the workload's controller owner (the job): its metadata.uid
+  std::int64_t alert_id = 0;
+  std::string approver;
+  std::int64_t approved_ms = 0;
+};
+[[nodiscard]] std::vector<ApprovedReclaim> approved_reclaims(const AlertBook& book);
+
+}  // namespace gpubank::governance
