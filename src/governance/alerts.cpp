@@ -81,6 +81,7 @@ Evidence evidence_of(const WorkloadFacts& w, const Verdict& v, std::int64_t now_
   e.memory_utilization = w.memory_utilization;
   e.power_fraction = w.power_fraction;
   e.tokens_per_second = w.tokens_per_second;
+  e.training_steps = w.training_steps;
   e.group_borrowed_gpus = w.group_borrowed_gpus;
   e.reason = v.reason;
   return e;
@@ -205,6 +206,7 @@ Json to_json(const Evidence& e) {
   optional_number(j, "averageMemoryUtilization", e.memory_utilization);
   optional_number(j, "averagePowerFraction", e.power_fraction);
   optional_number(j, "tokensPerSecond", e.tokens_per_second);
+  optional_number(j, "trainingSteps", e.training_steps);
   j["groupBorrowedGpus"] = e.group_borrowed_gpus;
   j["reason"] = e.reason;
   return j;
@@ -324,7 +326,8 @@ Expected<Alert> alert_from_json(const nlohmann::json& j) {
     for (const auto& [key, into] : {std::pair{"averageGpuUtilization", &e.gpu_utilization},
                                     std::pair{"averageMemoryUtilization", &e.memory_utilization},
                                     std::pair{"averagePowerFraction", &e.power_fraction},
-                                    std::pair{"tokensPerSecond", &e.tokens_per_second}}) {
+                                    std::pair{"tokensPerSecond", &e.tokens_per_second},
+                                    std::pair{"trainingSteps", &e.training_steps}}) {
       auto v = number(key);
       if (!v) return Unexpected{v.error()};
       *into = *v;

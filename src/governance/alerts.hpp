@@ -59,6 +59,7 @@ struct Evidence {
   std::optional<double> memory_utilization;
   std::optional<double> power_fraction;
   std::optional<double> tokens_per_second;  // vLLM's, where its pods report tokens
+  std::optional<double> training_steps;     // over the window, where its pods report steps
   double group_borrowed_gpus = 0;
   std::string reason;  // which thresholds held
   friend bool operator==(const Evidence&, const Evidence&) = default;

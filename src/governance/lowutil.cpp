@@ -137,6 +137,22 @@ Verdict assess(const WorkloadFacts& w, const std::vector<ScanPolicy>& policies, 
   }
   if (!running || *running * 1000 < static_cast<double>(ms(s.window))) return excluded("short-history");
 
+  if (w.training_steps && (w.workload_type == "training" || w.workload_type == "batch")) {
+    const std::string window = s.window.to_string();
+    const std::string busy =
+        w.gpu_utilization ? " at GPU utilisation " + format_percent(*w.gpu_utilization) : std::string();
+    // increase() of a counter that did not move is exactly 0; anything below one step is
+    // extrapolation of a counter that did not move either.
+    if (*w.training_steps < 1) {
+      v.kind = VerdictKind::Low;
+      v.reason = "no training steps in " + window + busy;
+      return v;
+    }
+    v.kind = VerdictKind::Fine;
+    v.reason = format_rate(*w.training_steps) + " training steps in " + window + busy;
+    return v;
+  }
+
   struct Check {
     const std::optional<double>* threshold;
     const std::optional<double>* value;

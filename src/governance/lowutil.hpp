@@ -20,6 +20,12 @@
 // (--gpu-memory-utilization, 0.9 by default), so a vLLM workload's memory says nothing about
 // use. Where its pods report tokens, the memory threshold is read as "served tokens in the
 // window": a server that served none is below it, one that served any is not.
+//
+// Training progress: where a training or batch workload's pods report
+// gpubank_training_steps_total, progress decides instead of the thresholds. No step over
+// the window is low whatever the utilisation (a job hung in a collective keeps its GPUs
+// busy and makes no progress); any step is fine (an input-bound job is slow, not idle).
+// Utilisation judges only workloads that report no steps.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +65,8 @@ struct WorkloadFacts {
   std::optional<double> power_fraction;
   // vLLM's tokens per second over the window; none when its pods have no vLLM series.
   std::optional<double> tokens_per_second;
+  // Training steps completed over the window; none when its pods do not report them.
+  std::optional<double> training_steps;
   double group_borrowed_gpus = 0;  // what the business group borrows on the pool now (the ledger's loans)
   std::optional<std::int64_t> last_checkpoint_ms;  // the bank's last checkpoint notice or completion
 

@@ -30,6 +30,10 @@ std::string percent(const std::optional<double>& v) {
 std::string suggested_action(const Evidence& e) {
   if (e.workload_type == "notebook") return "Stop the notebook server, or release its GPUs while you are away.";
   if (e.workload_type == "inference") return "Lower the service's minReplicas or scale it to zero outside its traffic.";
+  if (e.training_steps && *e.training_steps < 1) {
+    return "The job made no training step in the window: look for a hang (a collective waiting on a lost rank, a "
+           "deadlocked data loader); restart it from its last checkpoint or stop it to release the GPUs.";
+  }
   if (e.workload_type == "training") {
     return "Check the data pipeline and the job's progress; if it is stuck, checkpoint and stop it to release the GPUs.";
   }

@@ -116,6 +116,21 @@ std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies) {
                             "workload_kind, workload, workload_uid) (gpubank_gpu_allocation_info{workload!=\"\"}))";
                    })});
   }
+  // Training progress of the training and batch work the policies govern: steps over the
+  // window, the largest of a workload's pods (data-parallel ranks all count every step).
+  std::vector<ScanPolicy> stepping;
+  std::copy_if(policies.begin(), policies.end(), std::back_inserter(stepping), [](const ScanPolicy& p) {
+    return p.spec.match.workload_type == policy::WorkloadType::Training ||
+           p.spec.match.workload_type == policy::WorkloadType::Batch;
+  });
+  if (!stepping.empty()) {
+    out.push_back({"training_progress", over_windows(stepping, [](const std::string& w, const std::string&) {
+                     return "max by (" + std::string(kWorkload) + ") (increase(" + std::string(kTrainingStepsSeries) +
+                            "[" + w + "]) * on (cluster, namespace, pod) group_left (workload_kind, workload, "
+                            "workload_uid) max by (cluster, namespace, pod, workload_kind, workload, workload_uid) "
+                            "(gpubank_gpu_allocation_info{workload!=\"\"}))";
+                   })});
+  }
   if (sets_power(policies)) {
     out.push_back({"power_fraction", over_windows(policies, [](const std::string& w, const std::string& sel) {
                      return "avg by (" + std::string(kWorkload) + ") (100 * avg_over_time(DCGM_FI_DEV_POWER_USAGE" + sel + "[" +
@@ -175,9 +190,11 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
   }
 
   // The averages over each workload's own window.
-  std::map<std::pair<std::string, std::string>, double> averages[4];  // (uid, window)
-  const char* names[4] = {"gpu_utilization", "memory_utilization", "power_fraction", "token_throughput"};
-  for (int m = 0; m < 4; ++m) {
+  constexpr int kMeasures = 5;
+  std::map<std::pair<std::string, std::string>, double> averages[kMeasures];  // (uid, window)
+  const char* names[kMeasures] = {"gpu_utilization", "memory_utilization", "power_fraction", "token_throughput",
+                                  "training_progress"};
+  for (int m = 0; m < kMeasures; ++m) {
     for (const serving::PromSample& s : answer(names[m])) {
       const std::string uid = key_of(s);
       const std::string window = label(s, "window");
@@ -194,9 +211,9 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
     if (b != borrowed.end()) w.group_borrowed_gpus = b->second;
     if (const ScanPolicy* p = governing_policy(w, policies)) {
       const std::string window = promql_duration(p->spec.window);
-      std::optional<double>* into[4] = {&w.gpu_utilization, &w.memory_utilization, &w.power_fraction,
-                                        &w.tokens_per_second};
-      for (int m = 0; m < 4; ++m) {
+      std::optional<double>* into[kMeasures] = {&w.gpu_utilization, &w.memory_utilization, &w.power_fraction,
+                                                &w.tokens_per_second, &w.training_steps};
+      for (int m = 0; m < kMeasures; ++m) {
         const auto it = averages[m].find({uid, window});
         if (it != averages[m].end() && std::isfinite(it->second) && it->second >= 0) *into[m] = it->second;
       }

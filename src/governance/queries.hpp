@@ -14,10 +14,14 @@
 //   token_throughput    per workload and window: vLLM's prompt plus generated tokens per
 //                       second, its pods joined through gpubank_gpu_allocation_info (only
 //                       when some policy governs inference)
+//   training_progress   per workload and window: the training steps its pods completed
+//                       (increase of gpubank_training_steps_total, the largest of its
+//                       pods: every rank counts the same steps), joined the same way (only
+//                       when some policy governs training or batch work)
 //
 // The per-window queries average over every distinct window of the policies in one query
 // each (a `window` label tells them apart), restricted to the workload types those
-// policies govern: 5 to 7 queries per scan. Device samples are the attribution exporter's
+// policies govern: 5 to 8 queries per scan. Device samples are the attribution exporter's
 // (mapping_status="mapped", docs/attribution.md), so only attributed GPUs are judged.
 #pragma once
 
@@ -32,6 +36,10 @@
 #include "serving/signals.hpp"
 
 namespace gpubank::governance {
+
+// The training-progress counter a training job's pods may export (docs/metrics-contract.md):
+// optimizer steps completed, scraped with the pod's namespace and pod labels.
+inline constexpr std::string_view kTrainingStepsSeries = "gpubank_training_steps_total";
 
 struct Query {
   std::string name;    // "allocations", "starts", ...

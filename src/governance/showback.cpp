@@ -52,6 +52,20 @@ std::string number(double v) {
   return buf;
 }
 
+// Per device and minute, 1 or 0. A pod that reports training steps (gpubank_training_steps_total,
+// docs/metrics-contract.md) is busy in a minute in which its steps advanced and low in one in
+// which they did not, whatever its utilisation: a job hung in a collective spins its GPUs
+// without progress, an input-bound one progresses at low utilisation. Any other device is
+// busy at or above the threshold and low below it. Two minutes of increase: at least two
+// samples at any scrape interval up to a minute.
+std::string device_minute(double threshold, bool busy) {
+  const std::string steps = "max by (cluster, namespace, pod) (increase(" + std::string(kTrainingStepsSeries) + "[2m]))";
+  return std::string("((") + kUtilization + (busy ? " >= bool " : " < bool ") + number(threshold) +
+         ") unless on (cluster, namespace, pod) " + steps + ") or ((" + kUtilization +
+         " >= bool -1) * on (cluster, namespace, pod) group_left () (" + steps + (busy ? " > bool 0" : " == bool 0") +
+         "))";
+}
+
 auto key_of(const ShowbackRow& r) {
   return std::tie(r.pool, r.business_group, r.owner_id, r.namespace_name, r.workload_kind, r.workload, r.workload_uid,
                   r.gpu_model, r.partition);
@@ -146,19 +160,20 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
     // Minutes under the startup grace (loading, compiling) are not waste: pods known to be
     // younger than the grace at that minute are left out.
     out.push_back({low_query_name(t, Duration(std::chrono::seconds(grace_s))),
-                   "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time((((" +
-                       std::string(kUtilization) + " < bool " + number(t) +
-                       ") / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
+                   "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time(((" +
+                       device_minute(t, false) +
+                       " / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
                        "GPU_I_ID) " + kUtilization + ") unless on (cluster, namespace, pod) (time() - "
                        "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + "))" + range + "))"});
   }
   std::set<double> thresholds;
   for (const auto& [t, grace_s] : kinds) thresholds.insert(t);
   for (const double t : thresholds) {
-    // Effective where no SLO says otherwise: busy device-minutes, shared among the holders.
+    // Effective where no SLO says otherwise: busy (or progressing) device-minutes, shared
+    // among the holders.
     out.push_back({busy_query_name(t),
-                   std::string("sum by ") + kByWorkload + " (sum_over_time(((" + kUtilization + " >= bool " + number(t) +
-                       ") / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
+                   std::string("sum by ") + kByWorkload + " (sum_over_time((" + device_minute(t, true) +
+                       " / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
                        "GPU_I_ID) " + kUtilization + ")" + range + "))"});
   }
   std::set<double> targets;

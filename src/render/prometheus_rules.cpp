@@ -884,6 +884,21 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
     below(series::kAllocationPower, *s.thresholds.average_power_fraction);
     note("power draw", *s.thresholds.average_power_fraction);
   }
+  // Training and batch pods that report their steps are judged by them, as the scanner
+  // judges them (governance/lowutil.hpp): no step over the window is low whatever the
+  // utilisation, a step is not.
+  const bool by_steps =
+      s.match.workload_type == policy::WorkloadType::Training || s.match.workload_type == policy::WorkloadType::Batch;
+  auto steps_over = [](const std::string& range) {
+    return "max by (cluster, namespace, pod) (increase(" + std::string(series::kTrainingSteps) + "[" + range + "]))";
+  };
+  if (by_steps) {
+    expr = "((" + expr + ") unless on (cluster, namespace, pod) " + steps_over(window) + ") or (" +
+           std::string(series::kAllocationShare) + "{" + sel + "} and on (cluster, namespace, pod) " + steps_over(window) +
+           " < 1)";
+    thresholds += " (or no training step)";
+  }
+  expr = "(" + expr + ")";
   if (s.startup_grace_period.nanoseconds().count() > 0) {
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(s.startup_grace_period.nanoseconds()).count();
     expr += " and on (cluster, namespace, pod) time() - kube_pod_start_time > " + std::to_string(seconds);
@@ -911,12 +926,17 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
   Json rules = Json::array();
   rules.push_back(record(series::kAllocationLowUtilization, expr, Json{{"lowutil_policy", o.name()}}));
   if (s.thresholds.average_gpu_utilization) {
-    // Busy device-minutes count as effective: no training-progress series is standard.
-    rules.push_back(record(series::kAllocationBusy,
-                           std::string(series::kAllocationShare) + "{" + sel + "} * on (" + key + ") group_left () (" +
-                               std::string(series::kAllocationUtilization) + "{" + sel + "} >= bool " +
-                               number(*s.thresholds.average_gpu_utilization) + ")" + not_more_specific,
-                           Json{{"lowutil_policy", o.name()}}));
+    // Busy device-minutes count as effective, or, where a training pod reports its steps,
+    // minutes in which they advanced (two minutes of increase, as the report reads them).
+    std::string busy = std::string(series::kAllocationShare) + "{" + sel + "} * on (" + key + ") group_left () (" +
+                       std::string(series::kAllocationUtilization) + "{" + sel + "} >= bool " +
+                       number(*s.thresholds.average_gpu_utilization) + ")";
+    if (by_steps) {
+      busy = "(" + busy + " unless on (cluster, namespace, pod) " + steps_over("2m") + ") or (" +
+             std::string(series::kAllocationShare) + "{" + sel + "} * on (cluster, namespace, pod) group_left () (" +
+             steps_over("2m") + " > bool 0))";
+    }
+    rules.push_back(record(series::kAllocationBusy, "(" + busy + ")" + not_more_specific, Json{{"lowutil_policy", o.name()}}));
   }
   const std::string flagged = "sum by (cluster, business_group, namespace, pod, owner_id, workload_kind, workload, "
                               "lowutil_policy) (" + std::string(series::kAllocationLowUtilization) +
@@ -924,6 +944,10 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
   const std::string what = "Pod {{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.workload_kind }} "
                            "{{ $labels.workload }}) holds {{ $value }} GPUs with " + thresholds + " over " + window;
   std::string then = o.ref() + " marks it as low utilisation.";
+  if (by_steps) {
+    then += " Where its pods report " + std::string(series::kTrainingSteps) +
+            ", the steps decide instead (none over the window is low, any is not).";
+  }
   if (s.checkpoint_grace_period.nanoseconds().count() > 0) {
     then += " The owner has " + duration(s.checkpoint_grace_period) + " to checkpoint before it may be reclaimed.";
   }

@@ -35,7 +35,9 @@ inline constexpr std::string_view kAllocationMemoryUsed = "allocation:dcgm_memor
 inline constexpr std::string_view kAllocationPower = "allocation:dcgm_power_usage:percent_of_limit";
 inline constexpr std::string_view kAllocationLowUtilization = "allocation:gpubank_gpu_low_utilization:share";
 // Per LowUtilizationPolicy with a GPU utilisation threshold: the share while at or above it
-// (0 while below), for the allocations the policy governs.
+// (0 while below), for the allocations the policy governs; for training and batch pods that
+// report kTrainingSteps, the share while their steps advance (0 while they do not).
+inline constexpr std::string_view kTrainingSteps = "gpubank_training_steps_total";  // the job's own counter
 inline constexpr std::string_view kAllocationBusy = "allocation:gpubank_gpu_busy:share";
 // vLLM time to first token per serving workload.
 inline constexpr std::string_view kTtftBucketRate = "namespace_workload:vllm_time_to_first_token_seconds_bucket:rate5m";

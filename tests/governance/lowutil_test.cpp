@@ -76,6 +76,39 @@ TEST(LowUtilVerdict, AVllmServersMemoryIsJudgedByItsTokens) {
   EXPECT_EQ(assess(w, policies, kNow).reason, "GPU utilisation 40.0% is not below 5.0%");
 }
 
+// Where a training job reports gpubank_training_steps_total, progress decides: a hung job
+// (busy GPUs, no step) is low, an input-bound one (idle GPUs, steps) is fine. The exceptions
+// still come first.
+TEST(LowUtilVerdict, ATrainingJobsStepsDecideOverItsUtilisation) {
+  const auto policies = example_policies();
+  WorkloadFacts hung = training(97, 60);
+  hung.training_steps = 0;
+  const Verdict stalled = assess(hung, policies, kNow);
+  EXPECT_EQ(stalled.kind, VerdictKind::Low);
+  EXPECT_EQ(stalled.reason, "no training steps in 1h at GPU utilisation 97.0%");
+  hung.training_steps = 0.4;  // extrapolation of a counter that did not move
+  EXPECT_EQ(assess(hung, policies, kNow).kind, VerdictKind::Low);
+  WorkloadFacts slow = training(3, 10);
+  slow.training_steps = 120;
+  const Verdict progressing = assess(slow, policies, kNow);
+  EXPECT_EQ(progressing.kind, VerdictKind::Fine);
+  EXPECT_EQ(progressing.reason, "120 training steps in 1h at GPU utilisation 3.0%");
+  // Without utilisation samples, steps still judge.
+  slow.gpu_utilization.reset();
+  slow.memory_utilization.reset();
+  EXPECT_EQ(assess(slow, policies, kNow).reason, "120 training steps in 1h");
+  // Exceptions first: a checkpoint a minute ago excuses the stall.
+  hung.last_checkpoint_ms = kNow - 60'000;
+  EXPECT_EQ(assess(hung, policies, kNow).reason, "checkpoint-grace");
+  // A notebook's steps, if it exported any, do not replace its thresholds.
+  WorkloadFacts nb = training(1, 10);
+  nb.workload_type = "notebook";
+  nb.pool = "mig-or-shared-development";
+  nb.power_fraction = 3;
+  nb.training_steps = 50;
+  EXPECT_EQ(assess(nb, policies, kNow).kind, VerdictKind::Low);
+}
+
 TEST(LowUtilVerdict, NoSamplesIsNoVerdict) {
   WorkloadFacts w = training(3, 10);
   w.memory_utilization.reset();

@@ -19,9 +19,15 @@ TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
   const std::vector<Query> plan = plan_queries(policies);
   std::vector<std::string> names;
   for (const Query& q : plan) names.push_back(q.name);
-  // notebooks-idle sets averagePowerFraction: the sixth query.
+  // training-default governs training: its steps; notebooks-idle sets averagePowerFraction.
   EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
-                                             "memory_utilization", "power_fraction"}));
+                                             "memory_utilization", "training_progress", "power_fraction"}));
+  // Steps over training-default's hour only: the notebooks' window asks for none.
+  EXPECT_EQ(plan[5].promql,
+            "label_replace(max by (cluster, namespace, workload_kind, workload, workload_uid) "
+            "(increase(gpubank_training_steps_total[1h]) * on (cluster, namespace, pod) group_left (workload_kind, "
+            "workload, workload_uid) max by (cluster, namespace, pod, workload_kind, workload, workload_uid) "
+            "(gpubank_gpu_allocation_info{workload!=\"\"})), \"window\", \"1h\", \"\", \"\")");
   // Both windows (30m for notebooks, 1h for training) in one query, each on its types.
   EXPECT_EQ(plan[3].promql,
             "label_replace(avg by (cluster, namespace, workload_kind, workload, workload_uid) (100 * "
@@ -34,12 +40,16 @@ TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
             "workload_type=~\"training\"}[1h])) or avg by (cluster, namespace, workload_kind, workload, workload_uid) "
             "(avg_over_time(DCGM_FI_DEV_GPU_UTIL{mapping_status=\"mapped\", workload!=\"\", "
             "workload_type=~\"training\"}[1h])), \"window\", \"1h\", \"\", \"\")");
-  // Without a power threshold, five.
-  std::vector<ScanPolicy> training_only;
+  // Without a power threshold, six; without training or batch work either, five.
+  std::vector<ScanPolicy> training_only, notebooks_only;
   for (const ScanPolicy& p : policies) {
     if (p.name == "training-default") training_only.push_back(p);
+    if (p.spec.match.workload_type == policy::WorkloadType::Notebook) notebooks_only.push_back(p);
   }
-  EXPECT_EQ(plan_queries(training_only).size(), 5u);
+  EXPECT_EQ(plan_queries(training_only).size(), 6u);
+  ASSERT_FALSE(notebooks_only.empty());
+  EXPECT_EQ(plan_queries(notebooks_only).size(), 6u);  // with notebooks-idle's power
+  EXPECT_EQ(plan_queries(notebooks_only)[5].name, "power_fraction");
 }
 
 TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
@@ -64,6 +74,7 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
                           sample({{"workload_uid", "w1"}, {"window", "30m"}}, 99),
                           sample({{"workload_uid", "w2"}, {"window", "30m"}}, 2)};
   a["memory_utilization"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 12)};
+  a["training_progress"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 240)};
   const auto facts = facts_from(a, policies);
   ASSERT_TRUE(facts) << facts.error();
   ASSERT_EQ(facts->size(), 2u);
@@ -78,6 +89,7 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
   EXPECT_EQ(w1.gpu_utilization, 4);  // training-default's 1h, not the 30m average
   EXPECT_EQ(w1.memory_utilization, 12);
   EXPECT_FALSE(w1.power_fraction);
+  EXPECT_EQ(w1.training_steps, 240);
   const WorkloadFacts& w2 = (*facts)[1];
   EXPECT_EQ(w2.gpus, 0.5);
   EXPECT_EQ(w2.capacity_role, "serving-floor");
@@ -93,7 +105,8 @@ TEST(ScanQueries, APolicyOnInferenceAsksForTokenThroughput) {
   std::vector<std::string> names;
   for (const Query& q : plan) names.push_back(q.name);
   EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
-                                             "memory_utilization", "token_throughput", "power_fraction"}));
+                                             "memory_utilization", "token_throughput", "training_progress",
+                                             "power_fraction"}));
   EXPECT_EQ(plan[5].promql,
             "label_replace(sum by (cluster, namespace, workload_kind, workload, workload_uid) ((sum by (cluster, "
             "namespace, pod) (rate(vllm:prompt_tokens_total[2h])) + sum by (cluster, namespace, pod) "

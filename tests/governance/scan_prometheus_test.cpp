@@ -56,6 +56,8 @@ struct Workload {
   std::function<double(std::int64_t)> util;  // percent at a minute relative to T1
   double memory = 2;                          // percent
   double power = 10;                          // percent of the limit
+  // gpubank_training_steps_total of its pod at a minute relative to T1; none: not reported.
+  std::function<double(std::int64_t)> steps = {};
 };
 
 const std::string kInferencePolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
@@ -139,6 +141,13 @@ class ScanPrometheusTest : public ::testing::Test {
         if (!w.capacity_role.empty()) l.push_back({"capacity_role", w.capacity_role});
         for (std::int64_t t = from; t <= to; t += kMinute) out << "gpubank_gpu_allocation_info" << labels_text(l) << " 1 " << t << '\n';
       }
+    }
+    out << "# TYPE gpubank_training_steps counter\n";
+    for (const Workload& w : workloads) {
+      if (!w.steps) continue;
+      const std::string series =
+          "gpubank_training_steps_total" + labels_text({{"namespace", w.ns}, {"pod", w.name + "-0"}, {"container", "main"}});
+      for (std::int64_t t = from; t <= to; t += kMinute) out << series << ' ' << w.steps((t - t1_) / kMinute) << ' ' << t << '\n';
     }
     out << "# TYPE gpubank_pod_start_time_seconds gauge\n";
     for (const Workload& w : workloads) {
@@ -260,8 +269,9 @@ TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
   EXPECT_EQ(s["excluded"], (nlohmann::json{{"checkpoint-grace", 1}, {"serving-floor", 1}}));
   EXPECT_EQ(s["verdicts"], (nlohmann::json{{"excluded", 2}, {"fine", 1}, {"low", 2}}));
   EXPECT_EQ(s["workloads"], 5);
-  // notebooks-idle's power threshold adds the sixth, inference-idle the token throughput
-  EXPECT_EQ(s["queries"].size(), 7u);
+  // notebooks-idle's power threshold adds the sixth, inference-idle the token throughput,
+  // training-default the training progress
+  EXPECT_EQ(s["queries"].size(), 8u);
   const auto& nb = s["alerts"][0]["evidence"];
   EXPECT_EQ(nb["gpus"], 1);
   EXPECT_EQ(nb["averageGpuUtilization"], 0);
@@ -305,6 +315,61 @@ TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
   ASSERT_EQ(notices_.size(), 5u);  // + w-ckpt's owner, w-nb's admins, w-stuck's resolution
   EXPECT_EQ(notices_[3]["audience"], "business-group-admin");
   EXPECT_EQ(notices_[4]["action"], "Resolved");
+}
+
+// Training progress decides where a job reports it: a job hung in a collective (GPUs at
+// 97 %, no step for 90 minutes) is low, an input-bound one (3 %, a step a minute) is not; a
+// job without the counter is judged by its utilisation. The showback of the same hour
+// agrees: the hung job's 2 GPU-hours are low and none effective, the slow job's hour is
+// effective and not low, the silent idle job's hour low.
+TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
+  const std::vector<Workload> workloads{
+      {"w-hung", "training", "search", "u-hung", "search", "PyTorchJob", "hung", "h100-rdma-training", "", 2,
+       [](std::int64_t) { return 97.0; }, 60, 60, [](std::int64_t m) { return 10.0 * static_cast<double>(std::min<std::int64_t>(m, -90) + 300); }},
+      {"w-slow", "training", "search", "u-slow", "search", "PyTorchJob", "slow", "h100-rdma-training", "", 1,
+       [](std::int64_t) { return 3.0; }, 2, 10, [](std::int64_t m) { return static_cast<double>(m + 300); }},
+      {"w-idle", "training", "research", "u-idle", "research", "PyTorchJob", "idle", "h100-rdma-training", "", 1,
+       [](std::int64_t) { return 1.0; }},
+  };
+  write_series(workloads);
+  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
+  start_prometheus();
+  start_alertmanager();
+  start_webhook();
+  if (HasFatalFailure()) return;
+
+  nlohmann::json s = scan(t1_);
+  EXPECT_EQ(s["queries"].size(), 8u);  // + training_progress
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-hung", "Notified"}, {"w-idle", "Notified"}}));
+  ASSERT_EQ(s["alerts"].size(), 2u);
+  const auto& hung = s["alerts"][0]["evidence"];
+  EXPECT_EQ(hung["reason"], "no training steps in 1h at GPU utilisation 97.0%");
+  EXPECT_EQ(hung["trainingSteps"], 0);
+  EXPECT_EQ(s["alerts"][1]["evidence"]["reason"], "GPU utilisation 1.0% < 10.0%, memory utilisation 2.0% < 15.0%");
+  EXPECT_FALSE(s["alerts"][1]["evidence"].contains("trainingSteps"));
+  {
+    std::lock_guard lock(mu_);
+    std::map<std::string, std::string> actions;
+    for (const auto& n : notices_) actions[n["alert"]["workloadUid"]] = n["suggestedAction"];
+    EXPECT_TRUE(actions["w-hung"].starts_with("The job made no training step in the window: look for a hang"))
+        << actions["w-hung"];
+    EXPECT_TRUE(actions["w-idle"].starts_with("Check the data pipeline")) << actions["w-idle"];
+  }
+
+  const auto r = gpubank::testing::run_process(
+      {gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", "showback", "--prometheus", prometheus_.url(),
+       "--policies", gpubank::testing::examples_dir() + "/policies", "--from", rfc3339_s(t1_ - 3600), "--to",
+       rfc3339_s(t1_), "--level", "workload", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  std::map<std::string, std::pair<double, double>> low_and_effective;
+  for (const auto& row : report["rows"]) {
+    low_and_effective[row.value("workloadUid", "")] = {row["lowUtilizationGpuHours"].get<double>(),
+                                                       row["effectiveGpuHours"].get<double>()};
+  }
+  using P = std::pair<double, double>;
+  EXPECT_EQ(low_and_effective, (std::map<std::string, P>{{"w-hung", P{2, 0}}, {"w-idle", P{1, 0}}, {"w-slow", P{0, 1}}}))
+      << r.out;
 }
 
 // Alertmanager down at the first scan: the alerts are detected and recorded, the notices
