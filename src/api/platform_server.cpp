@@ -432,7 +432,7 @@ void PlatformServer::install_routes() {
     if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
     send_json(res, g->alerts_json());
   });
-  enum class Report { Showback, Kpis, Leaderboard };
+  enum class Report { Showback, Kpis, Leaderboard, Review };
   // The parameters each report takes are checked by its route (parse_governance_query).
   auto report = [this](httplib::Response& res, Report kind, const QueryResult<GovernanceQuery>& parsed) {
     if (const auto* e = std::get_if<QueryError>(&parsed)) return send_error(res, 400, e->field, e->rule, e->message);
@@ -462,6 +462,10 @@ void PlatformServer::install_routes() {
       auto k = g->kpis(*period);
       if (!k) return send_error(res, 500, "", "governance.internal", k.error());
       out["kpis"] = governance::to_json(*k);
+    } else if (kind == Report::Review) {
+      auto findings = g->review(*period);
+      if (!findings) return send_error(res, 500, "", "governance.internal", findings.error());
+      out["findings"] = governance::to_json(*findings);
     } else {
       auto b = g->leaderboard(*period, q.min_gpu_hours);
       if (!b) return send_error(res, 500, "", "governance.internal", b.error());
@@ -475,6 +479,9 @@ void PlatformServer::install_routes() {
   });
   svr.Get("/api/v1/governance/kpis", [report](const httplib::Request& req, httplib::Response& res) {
     report(res, Report::Kpis, parse_governance_query(req.params, {"from", "to"}));
+  });
+  svr.Get("/api/v1/governance/review", [report](const httplib::Request& req, httplib::Response& res) {
+    report(res, Report::Review, parse_governance_query(req.params, {"from", "to"}));
   });
   svr.Get("/api/v1/governance/leaderboard", [report](const httplib::Request& req, httplib::Response& res) {
     report(res, Report::Leaderboard, parse_governance_query(req.params, {"from", "to", "minGpuHours"}));

@@ -15,6 +15,7 @@
 //   GET  /api/v1/governance/alerts     the low-utilisation alerts, scanned every 15 virtual minutes
 //   GET  /api/v1/governance/showback?from=&to=&level=group|owner|workload
 //   GET  /api/v1/governance/kpis?from=&to=    /api/v1/governance/leaderboard?from=&to=&minGpuHours=
+//   GET  /api/v1/governance/review?from=&to=  the quota review's findings
 //        (the reports of `gpubank report` over virtual time; from/to RFC 3339, by default the
 //        run so far; twin/live/governance.hpp)
 // Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 404

@@ -2,6 +2,8 @@
 // input answered with the field and the rule.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <httplib.h>
 
 #include <sstream>
@@ -452,6 +454,24 @@ TEST_F(PlatformServerGovernanceTest, ServesAlertsAndReportsInVirtualTime) {
   const json board = get("/api/v1/governance/leaderboard?minGpuHours=1");
   EXPECT_EQ(board["minGpuHours"], 1.0);
   EXPECT_FALSE(board["leaderboard"].empty());
+
+  // The quota review over the same night, from the recorded minutes and the alert record.
+  const json review = get("/api/v1/governance/review?from=2026-11-30T16:00:00Z&to=2026-11-30T22:00:00Z");
+  ASSERT_TRUE(review["findings"].is_array()) << review.dump();
+  std::cout << "review: " << review["findings"].size() << " findings over the night\n";
+  // The night's training queues wait for quota (the twin leaves tried workloads pending).
+  bool pending_long = false;
+  for (const json& f : review["findings"]) pending_long = pending_long || f["kind"] == "pending-long";
+  EXPECT_TRUE(pending_long) << review.dump();
+  const std::set<std::string> known{"guarantee-unused",  "borrowed-most-of-the-time", "pending-long",
+                                    "pool-without-policy", "queue-without-policy",    "alert-reopened",
+                                    "lease-expired",       "lease-unused",            "replicas-idle-above-floor"};
+  for (const json& f : review["findings"]) {
+    EXPECT_TRUE(known.contains(f["kind"].get<std::string>())) << f.dump();
+    EXPECT_FALSE(f["policy"].get<std::string>().empty()) << f.dump();
+    EXPECT_FALSE(f["message"].get<std::string>().empty()) << f.dump();
+  }
+  EXPECT_EQ(get("/api/v1/governance/review?level=group", 400)["rule"], "query.unknown-parameter");
 
   // Bad input names the field and the rule.
   json e = get("/api/v1/governance/showback?level=team", 400);

@@ -137,6 +137,16 @@ void TwinGovernance::observe(MinuteObservation minute) {
   }
   // Tokens, and the minutes and tokens within each SLO target (`p95 <= bool target`).
   for (const ServingMinute& x : minute.serving) {
+    if (x.pods > 0) {
+      auto& r = replicas_[{x.namespace_name, x.workload}];
+      if (!r.empty() && r.back().t_ms == t) {
+        r.back().pods += x.pods;
+        r.back().idle += x.idle_pods;
+      } else {
+        r.push_back({t, x.pods, x.idle_pods});
+      }
+    }
+    if (!x.rated) continue;
     const WorkloadLabels w{x.namespace_name, x.workload_kind, x.workload, x.workload_uid};
     // Recorded at 0 too: a workload whose pods have vLLM series answers the tokens query.
     add_minute(serving_[governance::kTokensQuery][w], t, x.tokens_per_minute);
@@ -150,6 +160,10 @@ void TwinGovernance::observe(MinuteObservation minute) {
         add_minute(serving_[governance::slo_tokens_query_name(target)][w], t, x.tokens_per_minute);
       }
     }
+  }
+  for (const PendingMinute& p : minute.pending) {
+    add_minute(queues_seen_[p.cluster_queue], t, 1);
+    if (p.workloads > 0) add_minute(pending_[p.cluster_queue], t, 1);
   }
   // Only the longest window is ever read back.
   for (auto it = series_.begin(); it != series_.end();) {
@@ -348,6 +362,78 @@ Expected<governance::Showback> TwinGovernance::showback(const governance::Showba
   const policy::PlatformGuardrailsSpec* g = policies_.guardrails_spec();
   return governance::showback_from(showback_answers(period), period, scan_policies_, g != nullptr ? *g : kNoGuardrails,
                                    slos_);
+}
+
+governance::Answers TwinGovernance::review_answers(const governance::ShowbackPeriod& period) const {
+  governance::Answers out = showback_answers(period);
+  auto sample = [](std::map<std::string, std::string> labels, double value) {
+    std::erase_if(labels, [](const auto& kv) { return kv.second.empty(); });
+    return PromSample{std::move(labels), value, 0};
+  };
+  const std::int64_t from = period.from_ms;
+  const std::int64_t to = period.to_ms;
+  auto in_period = [&](std::int64_t t) { return t >= from && t < to; };
+  // borrowing_minutes: minutes a group borrowed anything on a pool (summed over lenders).
+  std::map<std::pair<std::string, std::string>, std::set<std::int64_t>> borrowing;
+  for (const auto& [k, values] : loans_) {
+    for (const MinuteValue& v : values) {
+      if (v.value > 0 && in_period(v.t_ms)) borrowing[{std::get<1>(k), std::get<2>(k)}].insert(v.t_ms);
+    }
+  }
+  auto& borrowing_minutes = out["borrowing_minutes"];
+  for (const auto& [k, minutes] : borrowing) {
+    borrowing_minutes.push_back(sample({{"borrower", k.first}, {"pool", k.second}}, static_cast<double>(minutes.size())));
+  }
+  auto& pending = out["pending_minutes"];
+  for (const auto& [queue, values] : pending_) {
+    const double v = sum_in(values, from, to);
+    if (v > 0) pending.push_back(sample({{"cluster_queue", queue}}, v));
+  }
+  auto& queues = out["cluster_queues"];
+  for (const auto& [queue, values] : queues_seen_) {
+    if (any_in(values, from, to)) queues.push_back(sample({{"cluster_queue", queue}}, 1));
+  }
+  // peak_used: the most GPUs a group held on a pool in any minute.
+  std::map<std::pair<std::string, std::string>, std::map<std::int64_t, double>> used;
+  for (const auto& [k, values] : allocated_) {
+    for (const MinuteValue& v : values) {
+      if (in_period(v.t_ms)) used[{k[0], k[7]}][v.t_ms] += v.value;
+    }
+  }
+  auto& peak = out["peak_used"];
+  for (const auto& [k, minutes] : used) {
+    double most = 0;
+    for (const auto& [t, v] : minutes) most = std::max(most, v);
+    peak.push_back(sample({{"business_group", k.first}, {"pool", k.second}}, most));
+  }
+  // idle_above_floor_<n>: minutes with more pods than n and one of them idle.
+  std::set<int> floors;
+  for (const policy::PolicyObject& p : policies_.policies()) {
+    if (p.kind == policy::Kind::InferenceScalingPolicy) floors.insert(p.as<policy::InferenceScalingPolicySpec>().min_replicas);
+  }
+  for (const int floor : floors) {
+    auto& idle = out[governance::idle_above_floor_query_name(floor)];
+    for (const auto& [w, minutes] : replicas_) {
+      double n = 0;
+      for (const ReplicasMinute& m : minutes) {
+        if (in_period(m.t_ms) && m.pods > floor && m.idle >= 1) n += 1;
+      }
+      if (n > 0) idle.push_back(sample({{"namespace", w.first}, {"workload", w.second}}, n));
+    }
+  }
+  return out;
+}
+
+Expected<std::vector<governance::Finding>> TwinGovernance::review(const governance::ShowbackPeriod& period,
+                                                                  const governance::ReviewOptions& options) const {
+  auto s = showback(period);
+  if (!s) return Unexpected{s.error()};
+  // The alert record as the scanner's store would fold it: each alert id is one opening.
+  governance::AlertBook book;
+  book.open = open_;
+  book.last_ids = last_ids_;
+  for (const auto& [uid, id] : last_ids_) book.reopened[uid] = id;
+  return governance::review(*s, review_answers(period), policies_, &book, options);
 }
 
 Expected<std::vector<governance::Kpi>> TwinGovernance::kpis(const governance::ShowbackPeriod& period) const {

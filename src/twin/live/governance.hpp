@@ -32,6 +32,7 @@
 #include "governance/lowutil.hpp"
 #include "governance/queries.hpp"
 #include "governance/rankings.hpp"
+#include "governance/review.hpp"
 #include "governance/showback.hpp"
 #include "policy/policy_set.hpp"
 
@@ -71,6 +72,19 @@ struct ServingMinute {
   std::string namespace_name, workload_kind, workload, workload_uid;
   double tokens_per_minute = 0;
   std::optional<double> ttft_p95_s;
+  // Its pods with vLLM series, and those with no request running or waiting (the review's
+  // idle replicas). rated: false while no pod has the two samples a rate needs (the tokens
+  // and TTFT above say nothing then).
+  int pods = 0, idle_pods = 0;
+  bool rated = true;
+};
+
+// A ClusterQueue at a minute with the workloads it leaves pending: the twin runs admission
+// at every instant, so a workload still pending was tried and did not fit (what Kueue
+// reports as kueue_pending_workloads{status="inadmissible"}).
+struct PendingMinute {
+  std::string cluster_queue;
+  std::int64_t workloads = 0;
 };
 
 // A Kueue admission counted at this minute (it happened since the minute before), with
@@ -98,6 +112,7 @@ struct MinuteObservation {
   std::vector<ServingMinute> serving;
   std::vector<AdmissionMinute> admissions;
   std::vector<LossMinute> recompute_loss;
+  std::vector<PendingMinute> pending;  // every ClusterQueue, 0 included
 };
 
 class TwinGovernance {
@@ -120,6 +135,11 @@ class TwinGovernance {
   [[nodiscard]] Expected<std::vector<governance::Kpi>> kpis(const governance::ShowbackPeriod& period) const;
   [[nodiscard]] Expected<std::vector<governance::LeaderboardEntry>> leaderboard(
       const governance::ShowbackPeriod& period, double min_gpu_hours) const;
+  // What Prometheus would answer to plan_showback and plan_review over `period`, and the
+  // quota review from them with the alert record (`gpubank report review --store`).
+  [[nodiscard]] governance::Answers review_answers(const governance::ShowbackPeriod& period) const;
+  [[nodiscard]] Expected<std::vector<governance::Finding>> review(const governance::ShowbackPeriod& period,
+                                                                  const governance::ReviewOptions& options = {}) const;
 
   // The alert record: every alert still open, and the last scan's verdict and exclusion counts.
   [[nodiscard]] const std::map<std::string, governance::Alert, std::less<>>& open_alerts() const { return open_; }
@@ -181,6 +201,13 @@ class TwinGovernance {
   std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> recompute_loss_;  // group, pool
   std::map<std::pair<std::string, std::string>, std::vector<MinuteValue>> capacity_;  // pool, gpu model
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<MinuteValue>> quota_;  // group, pool, kind
+  // The review's: minutes a ClusterQueue left work pending (value 1), minutes it existed.
+  std::map<std::string, std::vector<MinuteValue>> pending_, queues_seen_;
+  struct ReplicasMinute {
+    std::int64_t t_ms = 0;
+    int pods = 0, idle = 0;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<ReplicasMinute>> replicas_;  // (namespace, workload)
   std::map<std::string, governance::Alert, std::less<>> open_;
   std::map<std::string, std::int64_t, std::less<>> last_ids_;
   std::deque<governance::Alert> resolved_;

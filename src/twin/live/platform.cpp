@@ -787,6 +787,7 @@ void Platform::observe_governance() {
       }
     }
   }
+  for (const run::QueueView& q : simulation_.queues()) minute.pending.push_back({q.cluster_queue, q.pending});
   for (const run::Position& p : simulation_.positions()) {
     minute.quotas.push_back(QuotaMinute{p.business_group, p.pool, static_cast<double>(p.guaranteed),
                                         static_cast<double>(p.borrowable)});
@@ -842,6 +843,7 @@ void Platform::observe_governance() {
     m.loans = minute.loans;
     m.last_checkpoint_ms = minute.last_checkpoint_ms;
     m.serving = serving_minutes(counters, replica_labels, m.t_ms);
+    m.pending = minute.pending;
     // Admissions since the minute before, counted at the first minute at or after them.
     const auto& admitted = queue_metrics_->admissions();
     for (; governance_admissions_ < admitted.size() && unix_ms(admitted[governance_admissions_].t) <= m.t_ms;
@@ -863,12 +865,17 @@ std::vector<ServingMinute> Platform::serving_minutes(const std::vector<Serving::
     std::vector<std::int64_t> buckets;
   };
   std::map<std::array<std::string, 4>, Sum> by_workload;
+  std::map<std::array<std::string, 4>, std::pair<int, int>> pods;  // pods, idle ones
   for (const Serving::ReplicaCounters& c : counters) {
     auto& history = serving_history_[c.workload];
     history.emplace_back(t_ms, c);
     while (history.front().first < t_ms - 2 * 60'000) history.pop_front();
     const auto l = labels.find(c.workload);
-    if (l == labels.end() || history.size() < 2) continue;  // a rate needs two samples
+    if (l == labels.end()) continue;
+    auto& [n, idle] = pods[l->second];
+    ++n;
+    if (c.in_flight == 0) ++idle;
+    if (history.size() < 2) continue;  // a rate needs two samples
     const auto& [first_ms, first] = history.front();
     Sum& sum = by_workload[l->second];
     const double minutes = static_cast<double>(t_ms - first_ms) / 60'000.0;
@@ -879,8 +886,21 @@ std::vector<ServingMinute> Platform::serving_minutes(const std::vector<Serving::
     }
   }
   std::vector<ServingMinute> out;
-  for (const auto& [l, sum] : by_workload) {
-    out.push_back(ServingMinute{l[0], l[1], l[2], l[3], sum.tokens_per_minute, ttft_quantile(0.95, sum.buckets)});
+  for (const auto& [l, count] : pods) {
+    const auto sum = by_workload.find(l);
+    ServingMinute m;
+    m.namespace_name = l[0];
+    m.workload_kind = l[1];
+    m.workload = l[2];
+    m.workload_uid = l[3];
+    m.pods = count.first;
+    m.idle_pods = count.second;
+    m.rated = sum != by_workload.end();
+    if (m.rated) {
+      m.tokens_per_minute = sum->second.tokens_per_minute;
+      m.ttft_p95_s = ttft_quantile(0.95, sum->second.buckets);
+    }
+    out.push_back(std::move(m));
   }
   return out;
 }

@@ -515,7 +515,8 @@ std::vector<Serving::ReplicaCounters> Serving::counters() const {
   for (const Live& s : services_) {
     for (const auto& [key, r] : s.replicas) {
       const inference::VllmCounters& c = s.service->counters(r.id);
-      out.push_back({key, c.prompt_tokens + c.generation_tokens, c.time_to_first_token.bucket_counts()});
+      out.push_back({key, c.prompt_tokens + c.generation_tokens, c.time_to_first_token.bucket_counts(),
+                     s.service->replica_snapshot(r.id).in_flight});
     }
   }
   return out;

@@ -163,6 +163,7 @@ class Serving {
     std::string workload;  // the replica's workload key
     std::int64_t tokens = 0;
     std::vector<std::int64_t> ttft_buckets;
+    std::int64_t in_flight = 0;  // requests running or waiting now (vllm:num_requests_running + _waiting)
   };
   [[nodiscard]] std::vector<ReplicaCounters> counters() const;
   // Each live replica's name (the `replica` label of its vLLM series) and workload key.

@@ -57,7 +57,8 @@ DeviceMinute held(std::string device, std::string pool, std::string model, std::
 //   one free H100 in h100-rdma-training
 // search guarantees 8 GPUs on h100-rdma-training with 4 borrowable; ads lends search 2 GPUs
 // of it throughout. search's stopped workloads lose 0.5 GPU-hours of work at minute 30 and
-// 0.25 at minute 100.
+// 0.25 at minute 100. search's ClusterQueue leaves 2 workloads pending for minutes 0..89,
+// ads' none. The serving workload runs 3 pods, one idle, while it serves (minutes 0..119).
 TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180) {
   TwinGovernance g(policies);
   const std::int64_t base = base_ms();
@@ -92,11 +93,12 @@ TwinGovernance three_hours(const policy::PolicySet& policies, int minutes = 180)
     if (m == 10) {  // search's queue admits two workloads, after 30 s and 600 s
       o.admissions = {AdmissionMinute{"search-h100-rdma-training", 30}, AdmissionMinute{"search-h100-rdma-training", 600}};
     }
+    o.pending = {PendingMinute{"search-h100-rdma-training", m < 90 ? 2 : 0}, PendingMinute{"ads-h100-rdma-training", 0}};
     if (m == 30) o.recompute_loss = {LossMinute{"search", "h100-rdma-training", 0.5}};
     if (m == 100) o.recompute_loss = {LossMinute{"search", "h100-rdma-training", 0.25}};
     if (m < 120) {
       o.serving = {ServingMinute{"customer-service", "Deployment", "customer-service-llm", "", 1500,
-                                 m < 60 ? 0.4 : 3.0}};
+                                 m < 60 ? 0.4 : 3.0, 3, 1, true}};
     }
     g.observe(std::move(o));
   }
@@ -242,6 +244,41 @@ TEST(TwinGovernance, TokenThroughputOverAServingPolicysWindow) {
   EXPECT_DOUBLE_EQ(tokens[0].value, 25.0);
   // Without one, no such answer.
   EXPECT_FALSE(three_hours(example_policies()).scan_answers().contains("token_throughput"));
+}
+
+TEST(TwinGovernance, TheQuotaReviewReadsTheRecordedMinutes) {
+  const auto policies = example_policies();
+  const TwinGovernance g = three_hours(policies);
+  const auto period = governance::showback_period(base_ms(), base_ms() + 180 * kMinute);
+  ASSERT_TRUE(period);
+  const governance::Answers a = g.review_answers(*period);
+  auto one = [&](const std::string& query) {
+    EXPECT_EQ(a.at(query).size(), 1u) << query;
+    return a.at(query).empty() ? serving::PromSample{} : a.at(query)[0];
+  };
+  // search borrowed in each of the 180 minutes; its queue had work pending in 90.
+  EXPECT_EQ(one("borrowing_minutes").value, 180);
+  EXPECT_EQ(one("borrowing_minutes").labels.at("borrower"), "search");
+  EXPECT_EQ(one("pending_minutes").value, 90);
+  EXPECT_EQ(one("pending_minutes").labels.at("cluster_queue"), "search-h100-rdma-training");
+  EXPECT_EQ(a.at("cluster_queues").size(), 2u);
+  // 3 pods above minReplicas 1 with one idle, minutes 0..119; both services' floor is 1.
+  EXPECT_EQ(one("idle_above_floor_1").value, 120);
+  // The most search held in a minute: its one H100.
+  bool search_peak = false;
+  for (const auto& x : a.at("peak_used")) {
+    if (x.labels.at("business_group") == "search") search_peak = x.value == 1;
+  }
+  EXPECT_TRUE(search_peak);
+
+  const auto findings = g.review(*period);
+  ASSERT_TRUE(findings) << findings.error();
+  std::map<std::string, std::string> kinds;  // kind -> subject
+  for (const governance::Finding& f : *findings) kinds[f.kind] = f.subject;
+  EXPECT_EQ(kinds["borrowed-most-of-the-time"], "search on h100-rdma-training");
+  EXPECT_EQ(kinds["pending-long"], "ClusterQueue search-h100-rdma-training");  // 50 % > 25 %
+  EXPECT_EQ(kinds["replicas-idle-above-floor"], "customer-service/customer-service-llm");  // 67 % > 50 %
+  EXPECT_FALSE(kinds.contains("queue-without-policy"));
 }
 
 TEST(TwinGovernance, AMinuteSeenTwiceOrOutOfOrderIsIgnored) {
