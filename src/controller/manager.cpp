@@ -166,6 +166,17 @@ struct Controller::Impl {
       workloads = read_workloads(objects.workloads, objects.cluster_queues, objects.local_queues, owners);
       // The ledger first: the time controls read its positions (the tidal admission hold).
       if (store) ledger_pass(cluster.set, workloads, now);
+      // The checkpoint window the reports leave out of waste: each job holding GPUs with a
+      // checkpoint notice or completion.
+      std::vector<std::pair<std::vector<std::string>, double>> checkpoints;
+      for (const ClusterWorkload& w : workloads) {
+        if (!w.admitted || !w.active || w.owner_name.empty()) continue;
+        const std::int64_t last = std::max(w.checkpoint_requested_ms.value_or(0), w.checkpoint_completed_ms.value_or(0));
+        if (last <= 0) continue;
+        const std::string ns = w.key.substr(0, w.key.find('/'));
+        checkpoints.push_back({{ns, w.owner_kind, w.owner_name}, static_cast<double>(last) / 1000.0});
+      }
+      metrics->last_checkpoints(checkpoints);
       // The reclaim is planned before the policy pass, which holds the pool's other
       // borrowers while it runs, and carried out after it.
       if (options.graceful_reclaim) {

@@ -66,6 +66,9 @@ Expected<std::unique_ptr<ControllerMetrics>> ControllerMetrics::create() {
                 m->loans_),
            take(r.counter(bank_series::kCheckpoints.name, bank_series::kCheckpoints.help, bank_series::kCheckpoints.labels()),
                 m->checkpoints_),
+           take(r.gauge(bank_series::kLastCheckpoint.name, bank_series::kLastCheckpoint.help,
+                        bank_series::kLastCheckpoint.labels()),
+                m->last_checkpoint_),
            take(r.counter(bank_series::kRecomputeLossGpuHours.name, bank_series::kRecomputeLossGpuHours.help,
                           bank_series::kRecomputeLossGpuHours.labels()),
                 m->recompute_loss_),
@@ -84,6 +87,14 @@ Expected<std::unique_ptr<ControllerMetrics>> ControllerMetrics::create() {
 void ControllerMetrics::set_leader(bool leading) {
   std::lock_guard lock(m_);
   ignore(leader_->set({}, leading ? 1 : 0));
+}
+
+void ControllerMetrics::last_checkpoints(const std::vector<std::pair<std::vector<std::string>, double>>& jobs) {
+  std::lock_guard lock(m_);
+  std::vector<std::pair<metrics::LabelValues, double>> snapshot;
+  snapshot.reserve(jobs.size());
+  for (const auto& [labels, t] : jobs) snapshot.emplace_back(metrics::LabelValues(labels.begin(), labels.end()), t);
+  ignore(last_checkpoint_->set_all(snapshot));
 }
 
 void ControllerMetrics::set_synced(bool synced) {

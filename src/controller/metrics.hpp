@@ -8,6 +8,9 @@
 //                                                          to the ledger's last entry
 //   gpubank_checkpoint_total{result}                       counter: completed (the job reported it
 //                                                          before its victim stopped), failed (grace ran out)
+//   gpubank_last_checkpoint_timestamp_seconds{namespace,workload_kind,workload}  gauge: per job
+//                                                          holding GPUs, its last checkpoint notice
+//                                                          or completion (the reports' checkpoint window)
 //   gpubank_recompute_loss_gpu_hours_total{business_group,pool}  counter: per stopped victim,
 //                                                          its GPUs x the time since its last
 //                                                          checkpoint (else its admission)
@@ -54,6 +57,9 @@ class ControllerMetrics {
   void pass_done(std::string_view result, double seconds, double unix_seconds);
   void object(std::string_view action);  // created, configured, pruned, released, failed
   void reclaim_step(std::string_view step, std::string_view reason);
+  // Per job holding GPUs ({namespace, workload_kind, workload}), the Unix seconds of its last
+  // checkpoint notice or completion: replaces the family (jobs that left drop out).
+  void last_checkpoints(const std::vector<std::pair<std::vector<std::string>, double>>& jobs);
   // Work a stopped victim of `group` lost on `pool`.
   void recompute_loss(std::string_view group, std::string_view pool, std::int64_t gpu_ms);
   // Every (group, pool) of the policy set's GPUQuotaPolicies, at 0 from the start: an
@@ -81,6 +87,7 @@ class ControllerMetrics {
   metrics::CounterFamily* ledger_failures_ = nullptr;
   metrics::GaugeFamily* quota_ = nullptr;
   metrics::GaugeFamily* loans_ = nullptr;
+  metrics::GaugeFamily* last_checkpoint_ = nullptr;
   metrics::CounterFamily* borrowed_ = nullptr;
   metrics::CounterFamily* checkpoints_ = nullptr;
   metrics::CounterFamily* recompute_loss_ = nullptr;

@@ -98,7 +98,11 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     c.key = ns + "/" + text(meta, "name");
     if (const json& refs = field(meta, "ownerReferences"); refs.is_array()) {
       for (const json& r : refs) {
-        if (field(r, "controller").is_boolean() && field(r, "controller").get<bool>()) c.owner_uid = text(r, "uid");
+        if (field(r, "controller").is_boolean() && field(r, "controller").get<bool>()) {
+          c.owner_uid = text(r, "uid");
+          c.owner_kind = text(r, "kind");
+          c.owner_name = text(r, "name");
+        }
       }
     }
     c.cluster_queue = text(field(field(w, "status"), "admission"), "clusterQueue");

@@ -60,6 +60,7 @@ inline constexpr std::int64_t kCheckpointPollMs = 5000;
 struct ClusterWorkload {
   std::string key;  // "<namespace>/<name>"
   std::string owner_uid;  // the controller owner's metadata.uid (the job's): what attribution calls workload_uid
+  std::string owner_kind, owner_name;  // the controller owner (the job): attribution's workload_kind and workload
   std::string cluster_queue;
   std::string group;  // the ClusterQueue's platform.gpubank.dev/business-group label
   std::string pool;   // its platform.gpubank.dev/resource-pool label

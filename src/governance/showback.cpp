@@ -106,8 +106,9 @@ std::string level_name(ShowbackLevel level) {
 
 }  // namespace
 
-std::string low_query_name(double threshold, const Duration& grace) {
-  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s";
+std::string low_query_name(double threshold, const Duration& grace, const Duration& checkpoint_grace) {
+  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s_ckpt_" +
+         std::to_string(checkpoint_grace.milliseconds() / 1000) + "s";
 }
 
 std::string busy_query_name(double threshold) { return "busy_at_" + number(threshold); }
@@ -150,24 +151,32 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
   out.push_back({"allocated", "sum by (cluster, business_group, owner_id, namespace, workload_kind, workload, "
                               "workload_uid, workload_type, pool, gpu_model, partition, capacity_role) (sum_over_time((" +
                                   std::string(kShare) + ")" + range + "))"});
-  std::set<std::pair<double, std::int64_t>> kinds;  // (threshold, startup grace in s)
+  // (threshold, startup grace in s, checkpoint grace in s)
+  std::set<std::tuple<double, std::int64_t, std::int64_t>> kinds;
   for (const ScanPolicy& p : policies) {
     if (p.spec.thresholds.average_gpu_utilization) {
-      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds() / 1000});
+      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds() / 1000,
+                    p.spec.checkpoint_grace_period.milliseconds() / 1000});
     }
   }
-  for (const auto& [t, grace_s] : kinds) {
+  for (const auto& [t, grace_s, checkpoint_s] : kinds) {
     // Minutes under the startup grace (loading, compiling) are not waste: pods known to be
-    // younger than the grace at that minute are left out.
-    out.push_back({low_query_name(t, Duration(std::chrono::seconds(grace_s))),
-                   "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time(((" +
+    // younger than the grace at that minute are left out. Nor is a checkpoint's dip: the
+    // job's last checkpoint notice or completion less than the checkpoint grace before.
+    std::string expr = "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time(((" +
                        device_minute(t, false) +
                        " / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
                        "GPU_I_ID) " + kUtilization + ") unless on (cluster, namespace, pod) (time() - "
-                       "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + "))" + range + "))"});
+                       "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + ")";
+    if (checkpoint_s > 0) {
+      expr += " unless on (cluster, namespace, workload_kind, workload) (time() - "
+              "gpubank_last_checkpoint_timestamp_seconds <= " + std::to_string(checkpoint_s) + ")";
+    }
+    out.push_back({low_query_name(t, Duration(std::chrono::seconds(grace_s)), Duration(std::chrono::seconds(checkpoint_s))),
+                   expr + ")" + range + "))"});
   }
   std::set<double> thresholds;
-  for (const auto& [t, grace_s] : kinds) thresholds.insert(t);
+  for (const auto& [t, grace_s, checkpoint_s] : kinds) thresholds.insert(t);
   for (const double t : thresholds) {
     // Effective where no SLO says otherwise: busy (or progressing) device-minutes, shared
     // among the holders.
@@ -270,7 +279,8 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
     const ScanPolicy* p = threshold_policy(r, policies);
     if (p == nullptr) continue;
     const double threshold = *p->spec.thresholds.average_gpu_utilization;
-    const auto q = per_workload_minutes.find(low_query_name(threshold, p->spec.startup_grace_period));
+    const auto q = per_workload_minutes.find(
+        low_query_name(threshold, p->spec.startup_grace_period, p->spec.checkpoint_grace_period));
     if (q == per_workload_minutes.end()) continue;
     const auto m = q->second.find(key);
     if (m == q->second.end()) continue;

@@ -66,9 +66,9 @@ struct ShowbackPeriod {
 // The period cut to whole minutes; an error when it is empty or longer than 400 days.
 [[nodiscard]] Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms);
 
-// The name of the low-utilisation query for one (threshold, startup grace) of the policies:
-// one such query per distinct pair.
-[[nodiscard]] std::string low_query_name(double threshold, const Duration& grace);
+// The name of the low-utilisation query for one (threshold, startup grace, checkpoint grace)
+// of the policies: one such query per distinct triple.
+[[nodiscard]] std::string low_query_name(double threshold, const Duration& grace, const Duration& checkpoint_grace);
 
 // The name of the query counting device-minutes at or above a utilisation threshold.
 [[nodiscard]] std::string busy_query_name(double threshold);

@@ -40,5 +40,11 @@ inline constexpr Series kRecomputeLossGpuHours{
     "GPU-hours of work lost since the last checkpoint of stopped or preempted workloads, by their business group and "
     "pool.",
     {"business_group", "pool"}, 2};
+// The checkpoint window (docs/governance.md): while a job checkpoints for a reclaim notice,
+// and for the LowUtilizationPolicy's checkpointGracePeriod after, its GPUs' dip is not waste.
+inline constexpr Series kLastCheckpoint{
+    "gpubank_last_checkpoint_timestamp_seconds",
+    "Unix time of the last checkpoint a job was asked for (a reclaim notice) or reported, for jobs that hold GPUs.",
+    {"namespace", "workload_kind", "workload"}, 3};
 
 }  // namespace gpubank::metrics::bank_series

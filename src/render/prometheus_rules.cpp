@@ -903,6 +903,13 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(s.startup_grace_period.nanoseconds()).count();
     expr += " and on (cluster, namespace, pod) time() - kube_pod_start_time > " + std::to_string(seconds);
   }
+  if (s.checkpoint_grace_period.nanoseconds().count() > 0) {
+    // A checkpoint's dip is not idleness: the controller's last notice or completion.
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(s.checkpoint_grace_period.nanoseconds()).count();
+    expr += " unless on (cluster, namespace, workload_kind, workload) time() - "
+            "gpubank_last_checkpoint_timestamp_seconds <= " + std::to_string(seconds);
+  }
   for (const policy::Exclusion& e : s.exclude_when) {
     if (e.label) {
       expr += " unless on (cluster, namespace, pod) kube_pod_labels{" + ksm_name("label_", *e.label) + "=" +

@@ -359,6 +359,17 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   EXPECT_NE(scraped.find(R"(gpubank_controller_reclaim_steps_total{step="Notice",reason="CheckpointRequested"} 1)"),
             std::string::npos);
   EXPECT_NE(scraped.find("gpubank_controller_leader 1"), std::string::npos);
+  // The checkpoint window the reports leave out of waste: the job under notice, by the
+  // labels attribution gives its pods.
+  ASSERT_TRUE(k8s::testing::eventually([&] {
+    auto res = health.Get("/metrics");
+    scraped = res ? res->body : "";
+    return scraped.find(R"(gpubank_last_checkpoint_timestamp_seconds{namespace="search-training",workload_kind="Job",)"
+                        R"(workload="big"})") != std::string::npos;
+  })) << scraped;
+  EXPECT_EQ(scraped.find(R"(gpubank_last_checkpoint_timestamp_seconds{namespace="search-training",workload_kind="Job",)"
+                         R"(workload="base"})"),
+            std::string::npos);
   const auto promtool = gpubank::testing::find_promtool();
   ASSERT_TRUE(promtool) << gpubank::testing::kPromtoolMissing;
   gpubank::testing::write_file(dir.path() / "controller.prom", scraped);

@@ -58,6 +58,8 @@ struct Workload {
   double power = 10;                          // percent of the limit
   // gpubank_training_steps_total of its pod at a minute relative to T1; none: not reported.
   std::function<double(std::int64_t)> steps = {};
+  // The controller's gpubank_last_checkpoint_timestamp_seconds from this minute (relative to T1) on.
+  std::optional<std::int64_t> checkpoint_at = {};
 };
 
 const std::string kInferencePolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
@@ -148,6 +150,14 @@ class ScanPrometheusTest : public ::testing::Test {
       const std::string series =
           "gpubank_training_steps_total" + labels_text({{"namespace", w.ns}, {"pod", w.name + "-0"}, {"container", "main"}});
       for (std::int64_t t = from; t <= to; t += kMinute) out << series << ' ' << w.steps((t - t1_) / kMinute) << ' ' << t << '\n';
+    }
+    out << "# TYPE gpubank_last_checkpoint_timestamp_seconds gauge\n";
+    for (const Workload& w : workloads) {
+      if (!w.checkpoint_at) continue;
+      const std::string series = "gpubank_last_checkpoint_timestamp_seconds" +
+                                 labels_text({{"namespace", w.ns}, {"workload_kind", w.kind}, {"workload", w.name}});
+      const std::int64_t at = t1_ + *w.checkpoint_at * kMinute;
+      for (std::int64_t t = at; t <= to; t += kMinute) out << series << ' ' << at << ' ' << t << '\n';
     }
     out << "# TYPE gpubank_pod_start_time_seconds gauge\n";
     for (const Workload& w : workloads) {
@@ -321,7 +331,10 @@ TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
 // 97 %, no step for 90 minutes) is low, an input-bound one (3 %, a step a minute) is not; a
 // job without the counter is judged by its utilisation. The showback of the same hour
 // agrees: the hung job's 2 GPU-hours are low and none effective, the slow job's hour is
-// effective and not low, the silent idle job's hour low.
+// effective and not low, the silent idle job's hour low but for its checkpoint window: the
+// controller reports a checkpoint notice at T1-10m, and training-default's 20-minute
+// checkpoint grace leaves the period's minutes T1-10m..T1-1m (10 of its 60: `to` is
+// exclusive) out.
 TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
   const std::vector<Workload> workloads{
       {"w-hung", "training", "search", "u-hung", "search", "PyTorchJob", "hung", "h100-rdma-training", "", 2,
@@ -329,7 +342,7 @@ TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
       {"w-slow", "training", "search", "u-slow", "search", "PyTorchJob", "slow", "h100-rdma-training", "", 1,
        [](std::int64_t) { return 3.0; }, 2, 10, [](std::int64_t m) { return static_cast<double>(m + 300); }},
       {"w-idle", "training", "research", "u-idle", "research", "PyTorchJob", "idle", "h100-rdma-training", "", 1,
-       [](std::int64_t) { return 1.0; }},
+       [](std::int64_t) { return 1.0; }, 2, 10, {}, -10},
   };
   write_series(workloads);
   std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
@@ -368,7 +381,8 @@ TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
                                                        row["effectiveGpuHours"].get<double>()};
   }
   using P = std::pair<double, double>;
-  EXPECT_EQ(low_and_effective, (std::map<std::string, P>{{"w-hung", P{2, 0}}, {"w-idle", P{1, 0}}, {"w-slow", P{0, 1}}}))
+  EXPECT_EQ(low_and_effective,
+            (std::map<std::string, P>{{"w-hung", P{2, 0}}, {"w-idle", P{50.0 / 60, 0}}, {"w-slow", P{0, 1}}}))
       << r.out;
 }
 

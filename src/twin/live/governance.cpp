@@ -51,15 +51,22 @@ std::string key_of(const DeviceMinute& d) {
   return governance::workload_key(d.workload_uid, d.workload_kind, d.namespace_name, d.workload);
 }
 
-// The (threshold, startup grace) pairs of the policies: one low query each (plan_showback).
-std::set<std::pair<double, std::int64_t>> low_kinds(const std::vector<governance::ScanPolicy>& policies) {
-  std::set<std::pair<double, std::int64_t>> kinds;
+// The (threshold, startup grace, checkpoint grace) of the policies: one low query each
+// (plan_showback).
+std::set<std::tuple<double, std::int64_t, std::int64_t>> low_kinds(const std::vector<governance::ScanPolicy>& policies) {
+  std::set<std::tuple<double, std::int64_t, std::int64_t>> kinds;
   for (const governance::ScanPolicy& p : policies) {
     if (p.spec.thresholds.average_gpu_utilization) {
-      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds()});
+      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds(),
+                    p.spec.checkpoint_grace_period.milliseconds()});
     }
   }
   return kinds;
+}
+
+std::string low_name(double threshold, std::int64_t grace_ms, std::int64_t checkpoint_ms) {
+  return governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)),
+                                    Duration(std::chrono::milliseconds(checkpoint_ms)));
 }
 
 }  // namespace
@@ -82,10 +89,9 @@ void TwinGovernance::observe(MinuteObservation minute) {
   if (last_ms_ && minute.t_ms <= *last_ms_) return;
   const std::int64_t t = minute.t_ms;
   // The query names, once per minute rather than once per device.
-  std::vector<std::tuple<double, std::int64_t, std::string>> kinds;
-  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
-    kinds.emplace_back(threshold, grace_ms,
-                       governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms))));
+  std::vector<std::tuple<double, std::int64_t, std::int64_t, std::string>> kinds;
+  for (const auto& [threshold, grace_ms, checkpoint_ms] : low_kinds(scan_policies_)) {
+    kinds.emplace_back(threshold, grace_ms, checkpoint_ms, low_name(threshold, grace_ms, checkpoint_ms));
   }
   std::vector<std::pair<double, std::string>> busy;
   for (const double threshold : busy_thresholds_) busy.emplace_back(threshold, governance::busy_query_name(threshold));
@@ -104,9 +110,15 @@ void TwinGovernance::observe(MinuteObservation minute) {
     s.samples.push_back({t, d.gpu_utilization, d.memory_utilization, d.power_fraction});
     // The low queries: `util < bool threshold` shared among the device's holders, unless the
     // pod is younger than the grace (time() - start <= grace).
-    for (const auto& [threshold, grace_ms, name] : kinds) {
+    // The checkpoint window: the bank's last notice or completion for the workload
+    // (gpubank_last_checkpoint_timestamp_seconds), as the controller exports it.
+    const auto checkpoint = minute.last_checkpoint_ms.find(d.namespace_name + "/" + d.workload);
+    for (const auto& [threshold, grace_ms, checkpoint_ms, name] : kinds) {
       if (!(d.gpu_utilization < threshold)) continue;
       if (static_cast<double>(t) / 1000.0 - d.pod_started_s <= static_cast<double>(grace_ms) / 1000.0) continue;
+      if (checkpoint_ms > 0 && checkpoint != minute.last_checkpoint_ms.end() && t - checkpoint->second <= checkpoint_ms) {
+        continue;
+      }
       add_minute(low_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t, d.share);
     }
     // The busy queries (effective hours): `util >= bool threshold`, shared the same way.
@@ -306,8 +318,8 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
           sample({{"namespace", w[0]}, {"workload_kind", w[1]}, {"workload", w[2]}, {"workload_uid", w[3]}}, v));
     }
   };
-  for (const auto& [threshold, grace_ms] : low_kinds(scan_policies_)) {
-    per_workload(governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms))), low_);
+  for (const auto& [threshold, grace_ms, checkpoint_ms] : low_kinds(scan_policies_)) {
+    per_workload(low_name(threshold, grace_ms, checkpoint_ms), low_);
   }
   for (const double threshold : busy_thresholds_) per_workload(governance::busy_query_name(threshold), busy_);
   if (!slo_targets_.empty()) per_workload(governance::kTokensQuery, serving_, true);

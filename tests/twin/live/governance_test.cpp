@@ -160,9 +160,11 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
   // The notebook: low in every minute after its 10-minute grace, 11..179: 169 minutes.
   EXPECT_NEAR(by["alice-nb"].low_utilization_gpu_hours, 169.0 / 60, 1e-9);
   EXPECT_NEAR(by["alice-nb"].cost, 3.0 * prices.at("A100"), 1e-9);
-  // The training job: low from minute 120 (after its 30-minute grace): 60 minutes.
-  EXPECT_NEAR(by["ranker"].low_utilization_gpu_hours, 1.0, 1e-9);
-  EXPECT_NEAR(by["ranker"].low_utilization_cost, 1.0 * prices.at("H100"), 1e-9);
+  // The training job: low from minute 120 (after its 30-minute grace), but not in its
+  // checkpoint window: the notice at minute 170 and training-default's 20-minute checkpoint
+  // grace leave out 170..179. 120..169: 50 minutes.
+  EXPECT_NEAR(by["ranker"].low_utilization_gpu_hours, 50.0 / 60, 1e-9);
+  EXPECT_NEAR(by["ranker"].low_utilization_cost, 50.0 / 60 * prices.at("H100"), 1e-9);
   // The floor is retention, never waste.
   EXPECT_DOUBLE_EQ(by["customer-service-llm"].serving_floor_gpu_hours, 3.0);
   EXPECT_DOUBLE_EQ(by["customer-service-llm"].low_utilization_gpu_hours, 0.0);
@@ -187,10 +189,10 @@ TEST(TwinGovernance, ShowbackAndKpisAddUpToTheMinutes) {
     if (x.pool != "h100-rdma-training") continue;
     if (x.business_group.empty()) {
       pool_seen = true;
-      // Two devices for three hours, one held: half allocated; a third of it idle.
+      // Two devices for three hours, one held: half allocated; 50 of its 180 minutes idle.
       EXPECT_DOUBLE_EQ(x.available_gpu_hours, 6.0);
       EXPECT_DOUBLE_EQ(*x.allocation_rate, 0.5);
-      EXPECT_NEAR(*x.idle_waste_share, 1.0 / 3, 1e-9);
+      EXPECT_NEAR(*x.idle_waste_share, 50.0 / 180, 1e-9);
       EXPECT_NEAR(*x.effective_utilization, 2.0 / 3, 1e-9);
     } else if (x.business_group == "search") {
       group_seen = true;
