@@ -107,14 +107,26 @@ struct DecisionOptions {
   Format format = Format::Text;
 };
 
+// The store the options name, opened, and its alert record folded.
+struct OpenRecord {
+  std::unique_ptr<store::Store> store;
+  governance::AlertBook book;
+};
+Expected<OpenRecord> open_record(const DecisionOptions& opt) {
+  auto location = store_location(opt.store, opt.data_dir);
+  if (!location) return Unexpected{location.error()};
+  auto store = store::Store::open(*location);
+  if (!store) return Unexpected{"--store: " + store.error()};
+  OpenRecord r{std::move(*store), {}};
+  if (auto read = governance::refresh(*r.store, r.book); !read) return Unexpected{read.error()};
+  return r;
+}
+
 int run_alerts(const DecisionOptions& opt) {
   const char* me = "gpubank scan alerts";
-  auto location = store_location(opt.store, opt.data_dir);
-  if (!location) return std::cerr << me << ": " << location.error() << '\n', 1;
-  auto store = store::Store::open(*location);
-  if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
-  governance::AlertBook book;
-  if (auto read = governance::refresh(**store, book); !read) return std::cerr << me << ": " << read.error() << '\n', 1;
+  auto record = open_record(opt);
+  if (!record) return std::cerr << me << ": " << record.error() << '\n', 1;
+  const governance::AlertBook& book = record->book;
   if (opt.format != Format::Text) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto& [uid, a] : book.open) out.push_back(governance::to_json(a));
@@ -139,12 +151,9 @@ int run_decision(const DecisionOptions& opt, bool approve) {
   const std::string me = std::string("gpubank scan ") + (approve ? "approve" : "reject");
   auto set = load_valid_policies(opt.policies, me);
   if (!set) return 1;
-  auto location = store_location(opt.store, opt.data_dir);
-  if (!location) return std::cerr << me << ": " << location.error() << '\n', 1;
-  auto store = store::Store::open(*location);
-  if (!store) return std::cerr << me << ": --store: " << store.error() << '\n', 1;
-  governance::AlertBook book;
-  if (auto read = governance::refresh(**store, book); !read) return std::cerr << me << ": " << read.error() << '\n', 1;
+  auto record = open_record(opt);
+  if (!record) return std::cerr << me << ": " << record.error() << '\n', 1;
+  governance::AlertBook& book = record->book;
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   governance::DecisionRequest request{opt.workload_uid, approve, {opt.user, opt.groups}, opt.reason};
@@ -152,7 +161,7 @@ int run_decision(const DecisionOptions& opt, bool approve) {
   if (!transition) return std::cerr << me << ": " << escape_text(transition.error()) << '\n', 1;
   // Two people deciding at once both append; the fold keeps the first decision, so read
   // back whose it is.
-  if (auto recorded = governance::record(**store, book, std::span(&*transition, 1), now); !recorded) {
+  if (auto recorded = governance::record(*record->store, book, std::span(&*transition, 1), now); !recorded) {
     return std::cerr << me << ": " << recorded.error() << '\n', 1;
   }
   const auto it = book.open.find(opt.workload_uid);

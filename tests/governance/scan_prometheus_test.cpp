@@ -171,6 +171,14 @@ class ScanPrometheusTest : public ::testing::Test {
   }
 
   void start_prometheus() { ASSERT_EQ(prometheus_.start(dir_, dir_ / "series.om"), ""); }
+  // The series, the inference policy, Prometheus, Alertmanager and the webhook.
+  void start_all(const std::vector<Workload>& workloads) {
+    write_series(workloads);
+    std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
+    start_prometheus();
+    start_alertmanager();
+    start_webhook();
+  }
   void start_alertmanager() { ASSERT_EQ(alertmanager_.start(dir_), ""); }
 
   void start_webhook() {
@@ -251,11 +259,7 @@ std::vector<Workload> standard_workloads() {
 
 TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
   const std::vector<Workload> workloads = standard_workloads();
-  write_series(workloads);
-  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
-  start_prometheus();
-  start_alertmanager();
-  start_webhook();
+  start_all(workloads);
   if (HasFatalFailure()) return;
 
   // The bank's checkpoint notice to w-ckpt's Kueue Workload, two minutes before T1.
@@ -344,11 +348,7 @@ TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
       {"w-idle", "training", "research", "u-idle", "research", "PyTorchJob", "idle", "h100-rdma-training", "", 1,
        [](std::int64_t) { return 1.0; }, 2, 10, {}, -10},
   };
-  write_series(workloads);
-  std::ofstream(dir_ / "inference.yaml") << kInferencePolicy;
-  start_prometheus();
-  start_alertmanager();
-  start_webhook();
+  start_all(workloads);
   if (HasFatalFailure()) return;
 
   nlohmann::json s = scan(t1_);
