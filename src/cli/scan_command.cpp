@@ -11,6 +11,7 @@
 //   gpubank scan alerts [--store LOCATION | --data-dir DIR] [-o text|json|yaml]
 //   gpubank scan approve|reject WORKLOAD_UID --policies DIR --user NAME [--group G ...]
 //                [--reason TEXT] [--store LOCATION | --data-dir DIR] [-o text|json|yaml]
+//   gpubank scan approve WORKLOAD_UID --downgrade-to CLASS ...   a downgrade, not a reclaim
 //
 // list the open alerts, and record a person's decision on a ReclaimCandidate
 // (governance/reclaim_approval.hpp; `gpubank controller` carries out approved ones). Exit
@@ -104,6 +105,7 @@ struct DecisionOptions {
   std::string user;
   std::vector<std::string> groups;
   std::string reason;
+  std::string downgrade_to;
   Format format = Format::Text;
 };
 
@@ -140,7 +142,11 @@ int run_alerts(const DecisionOptions& opt) {
               << "/" << escape_text(e.owner_id) << "  " << escape_text(e.workload_kind) << " "
               << escape_text(e.namespace_name) << "/" << escape_text(e.workload) << "  " << e.gpus << " GPUs";
     if (a.decision) {
-      std::cout << "  " << (a.decision->approved ? "approved" : "rejected") << " by " << escape_text(a.decision->by);
+      std::cout << "  " << (!a.decision->approved              ? std::string("rejected")
+                            : a.decision->downgrade_to.empty() ? std::string("reclaim approved")
+                                                               : "downgrade to " + escape_text(a.decision->downgrade_to) +
+                                                                     " approved")
+                << " by " << escape_text(a.decision->by);
     }
     std::cout << '\n';
   }
@@ -156,7 +162,7 @@ int run_decision(const DecisionOptions& opt, bool approve) {
   governance::AlertBook& book = record->book;
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  governance::DecisionRequest request{opt.workload_uid, approve, {opt.user, opt.groups}, opt.reason};
+  governance::DecisionRequest request{opt.workload_uid, approve, {opt.user, opt.groups}, opt.reason, opt.downgrade_to};
   auto transition = governance::decide(book, request, *set, now);
   if (!transition) return std::cerr << me << ": " << escape_text(transition.error()) << '\n', 1;
   // Two people deciding at once both append; the fold keeps the first decision, so read
@@ -173,10 +179,16 @@ int run_decision(const DecisionOptions& opt, bool approve) {
   if (opt.format != Format::Text) {
     print_structured(std::cout, governance::to_json(it->second), opt.format);
   } else {
-    std::cout << (approve ? "approved" : "rejected") << " the reclaim of " << escape_text(it->second.evidence.workload_kind)
-              << " " << escape_text(it->second.evidence.namespace_name) << "/" << escape_text(it->second.evidence.workload)
-              << " (" << it->second.evidence.gpus << " GPUs, alert " << it->second.id << ")"
-              << (approve ? "; gpubank controller stops it after a checkpoint or its grace period" : "") << '\n';
+    const bool downgrade = !opt.downgrade_to.empty();
+    std::cout << (approve ? "approved" : "rejected") << (downgrade ? " the downgrade of " : " the reclaim of ")
+              << escape_text(it->second.evidence.workload_kind) << " " << escape_text(it->second.evidence.namespace_name)
+              << "/" << escape_text(it->second.evidence.workload) << " (" << it->second.evidence.gpus << " GPUs, alert "
+              << it->second.id << ")"
+              << (!approve   ? std::string()
+                  : downgrade ? "; gpubank controller moves it to priority class " + escape_text(opt.downgrade_to) +
+                                    ", where higher-priority work may preempt it"
+                              : std::string("; gpubank controller stops it after a checkpoint or its grace period"))
+              << '\n';
   }
   return 0;
 }
@@ -327,6 +339,11 @@ Command add_scan_command(CLI::App& app) {
     sub->add_option("--user", decision->user, "Who decides (the audit entry's actor)")->required();
     sub->add_option("--group", decision->groups, "A group the user belongs to (repeatable; matches group: subjects)");
     sub->add_option("--reason", decision->reason, "Why, for the record (at most 1024 bytes)");
+    if (approve) {
+      sub->add_option("--downgrade-to", decision->downgrade_to,
+                      "Approve a downgrade to this priority class (one of the guardrails' priorities, preemptible) "
+                      "instead of a reclaim: the workload keeps running, preemptible by higher-priority work");
+    }
     where(sub);
     sub->callback([chosen, approve] { *chosen = approve ? Chosen::Approve : Chosen::Reject; });
   }

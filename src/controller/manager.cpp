@@ -97,6 +97,7 @@ struct Controller::Impl {
   // the store's record: at each pass, and every approval_poll between passes.
   governance::AlertBook alerts;
   std::vector<ApprovedStop> approved;
+  std::set<std::string> downgrade_skips_logged;  // "<workload>\n<why>" already logged
 
   // The earliest reclaim deadline still running: a pass is due then.
   std::optional<std::chrono::steady_clock::time_point> reclaim_wake;
@@ -218,7 +219,7 @@ struct Controller::Impl {
     }
     std::vector<ApprovedStop> now;
     for (const governance::ApprovedReclaim& a : governance::approved_reclaims(alerts)) {
-      now.push_back({a.workload_uid, a.alert_id, a.approver});
+      now.push_back({a.workload_uid, a.alert_id, a.approver, a.downgrade_to});
     }
     const bool changed = now.size() != approved.size() ||
                          !std::equal(now.begin(), now.end(), approved.begin(), [](const auto& x, const auto& y) {
@@ -290,6 +291,10 @@ struct Controller::Impl {
     for (const auto& [where, gpus] : plan.uncovered) {
       log("reclaim: " + where + " needs " + std::to_string(gpus) + " more GPUs than eligible victims hold");
     }
+    for (const auto& [workload, why] : plan.downgrades_skipped) {
+      // Once per workload and reason: the plan says it again at every pass.
+      if (downgrade_skips_logged.insert(workload + "\n" + why).second) log("downgrade of " + workload + " not done: " + why);
+    }
     if (plan.steps.empty()) return;
     std::map<std::string, nlohmann::json> by_key;
     for (const nlohmann::json& w : workloads) {
@@ -301,6 +306,7 @@ struct Controller::Impl {
       const std::string reason = step.kind == ReclaimStep::Kind::Notice  ? "ReclaimNoticeSent"
                                  : step.kind == ReclaimStep::Kind::Stop  ? "ReclaimVictimStopped"
                                  : step.kind == ReclaimStep::Kind::Resume ? "Resumed"
+                                 : step.kind == ReclaimStep::Kind::Downgrade ? "WorkloadDowngraded"
                                                                           : "ReclaimCancelled";
       log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? "" : " FAILED: " + o.error));
       metrics->reclaim_step(step_name(step.kind), o.error.empty() ? step.reason : "Failed");
@@ -330,6 +336,10 @@ struct Controller::Impl {
                              {"deadlineMs", step.deadline_ms}};
       if (step.kind == ReclaimStep::Kind::Stop && step.recompute_loss_gpu_ms) {
         numbers["recomputeLossGpuHours"] = static_cast<double>(*step.recompute_loss_gpu_ms) / 3.6e6;
+      }
+      if (step.kind == ReclaimStep::Kind::Downgrade) {
+        numbers["priorityClass"] = step.priority_class;
+        numbers["priority"] = step.priority;
       }
       e.numbers = numbers.dump();
       entries.push_back(std::move(e));

@@ -66,6 +66,7 @@ std::string_view step_name(ReclaimStep::Kind kind) {
     case ReclaimStep::Kind::Stop: return "Stop";
     case ReclaimStep::Kind::Resume: return "Resume";
     case ReclaimStep::Kind::Cancel: return "Cancel";
+    case ReclaimStep::Kind::Downgrade: return "Downgrade";
   }
   return "Unknown";
 }
@@ -155,6 +156,7 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     }
     if (field(spec, "priority").is_number_integer()) c.priority = field(spec, "priority").get<std::int32_t>();
     c.priority_class = text(spec, "priorityClassName");
+    if (c.priority_class.empty()) c.priority_class = text(field(spec, "priorityClassRef"), "name");
     c.created_ms = time_ms(text(meta, "creationTimestamp")).value_or(0);
     // The job's labels reach the Workload when Kueue copies them (labelKeysToCopy); the
     // pod template always carries them.
@@ -173,6 +175,7 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     c.checkpoint_requested_ms = time_ms(text(annotations, std::string(kCheckpointRequested).c_str()));
     c.reclaim_deadline_ms = time_ms(text(annotations, std::string(kReclaimDeadline).c_str()));
     c.reclaimed_ms = time_ms(text(annotations, std::string(kReclaimedAt).c_str()));
+    c.downgraded_to = text(annotations, std::string(kDowngradedTo).c_str());
     if (const auto o = owners.find(c.key); o != owners.end()) c.checkpoint_completed_ms = o->second;
     out.push_back(std::move(c));
   }
@@ -263,7 +266,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
                                                          " back to " + w->reclaim_for;
       const std::int64_t requested = w->checkpoint_requested_ms.value_or(0);
       const std::int64_t deadline = w->reclaim_deadline_ms.value_or(now_ms);
-      ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", "", w->group, {}};
+      ReclaimStep s{ReclaimStep::Kind::Stop, key, w->reclaim_for, pool, w->gpus, deadline, "", "", w->group, {}, "", 0};
       // Work since the later of its admission (a resumed job restarts from its checkpoint)
       // and its last checkpoint is lost.
       if (w->checkpoint_completed_ms || w->admitted_at_ms > 0) {
@@ -303,6 +306,27 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       const auto a =
           std::find_if(approved.begin(), approved.end(), [&](const ApprovedStop& x) { return x.owner_uid == owner; });
       if (a == approved.end()) continue;
+      if (!a->downgrade_to.empty()) {
+        const auto rule = std::find_if(guardrails->priorities.begin(), guardrails->priorities.end(),
+                                       [&](const policy::PriorityRule& r) { return r.name == a->downgrade_to; });
+        if (rule == guardrails->priorities.end()) {
+          plan.downgrades_skipped[key] = "priority class " + a->downgrade_to + " is no longer among the guardrails' priorities";
+        } else if (w->priority <= rule->value) {
+          if (w->downgraded_to != a->downgrade_to) {
+            plan.downgrades_skipped[key] = "its priority " + std::to_string(w->priority) + " is not above " +
+                                           a->downgrade_to + "'s " + std::to_string(rule->value);
+          }
+        } else {
+          ReclaimStep step{ReclaimStep::Kind::Downgrade, key, "", pool, w->gpus, 0, "DowngradeApproved",
+                           a->approver + " approved the downgrade of " + key + " (" + std::to_string(w->gpus) +
+                               " GPUs of " + pool + ", low-utilisation alert " + std::to_string(a->alert_id) +
+                               ") from priority " + std::to_string(w->priority) + " to " + rule->name + " (" +
+                               std::to_string(rule->value) + "); it keeps running, preemptible by work above it",
+                           "", std::nullopt, rule->name, rule->value};
+          plan.steps.push_back(std::move(step));
+        }
+        continue;
+      }
       const auto own = lenders.find(w->group);
       const std::int64_t grace_ms = own != lenders.end() ? own->second.grace_ms : guardrails->max_grace_period.milliseconds();
       const std::int64_t deadline = now_ms + grace_ms;
@@ -312,7 +336,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
                             a->approver + " approved the reclaim of " + key + " (" + std::to_string(w->gpus) +
                                 " GPUs of " + pool + ", low-utilisation alert " + std::to_string(a->alert_id) +
                                 "); it is asked to checkpoint and stops within " + std::to_string(grace_ms / 1000) + " s",
-                            "", std::nullopt});
+                            "", std::nullopt, "", 0});
       const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
       plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
     }
@@ -363,7 +387,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
                                   v.workload + " (" + std::to_string(v.gpus) + " GPUs, " +
                                   std::string(bank::victim_class_name(v.klass)) + ") is asked to checkpoint and stops within " +
                                   std::to_string(lender.grace_ms / 1000) + " s",
-                            "", std::nullopt});
+                            "", std::nullopt, "", 0});
         const std::int64_t due = std::min(deadline, now_ms + kCheckpointPollMs);
         plan.next_deadline_ms = std::min(plan.next_deadline_ms.value_or(due), due);
       }
@@ -380,7 +404,7 @@ ReclaimPlan plan_reclaims(const policy::PolicySet& set, const std::vector<Cluste
       plan.steps.push_back({ReclaimStep::Kind::Resume, key, w->reclaim_for, pool, w->gpus, 0, "LenderIdle",
                             w->reclaim_for + " has no pending demand on " + pool + " any more; " + key +
                                 " is queued again",
-                            "", std::nullopt});
+                            "", std::nullopt, "", 0});
     }
   }
   return plan;

@@ -25,6 +25,17 @@
 // the victim group's own grace. It is never cancelled or resumed (the approval stands; the
 // owner reactivates the job when there is work for it) and holds nobody's borrowing.
 //
+//   Downgrade  an approved downgrade instead: the Workload's spec.priority becomes the
+//              class's value (the guardrails' priorities, rendered as Kueue
+//              WorkloadPriorityClasses with the same values); where the Workload refers to
+//              a WorkloadPriorityClass, the reference and the job's
+//              kueue.x-k8s.io/priority-class label move to the new class too, so Kueue's
+//              job reconciler (v0.12+ re-reads that label) agrees. Kueue's Workload CRD
+//              keeps priority mutable at all times, and the class name mutable while quota
+//              is reserved only for WorkloadPriorityClasses; a pod PriorityClass reference
+//              is left as it is. Marked platform.gpubank.dev/downgraded-to; redone when
+//              the priority is found raised again.
+//
 // The reclaim's state lives in the Workload's annotations, not in the controller: a new
 // leader, or a restarted one, continues where the last one stopped.
 #pragma once
@@ -49,6 +60,8 @@ inline constexpr std::string_view kCheckpointCompleted = "platform.gpubank.dev/c
 inline constexpr std::string_view kReclaimFor = "platform.gpubank.dev/reclaim-for";            // the lender
 inline constexpr std::string_view kReclaimDeadline = "platform.gpubank.dev/reclaim-deadline";  // RFC 3339
 inline constexpr std::string_view kReclaimedAt = "platform.gpubank.dev/reclaimed-at";          // stopped by gpubank
+inline constexpr std::string_view kDowngradedTo = "platform.gpubank.dev/downgraded-to";  // an approved downgrade's class
+inline constexpr std::string_view kKueuePriorityClassLabel = "kueue.x-k8s.io/priority-class";
 inline constexpr std::string_view kWorkloadTypeLabel = "platform.gpubank.dev/workload-type";
 inline constexpr std::string_view kCheckpointableLabel = "platform.gpubank.dev/checkpointable";  // "true"
 // reclaim-for of an approved low-utilisation reclaim: not a group name (a colon).
@@ -70,7 +83,8 @@ struct ClusterWorkload {
   bool active = true;     // spec.active
   bool finished = false;
   std::int32_t priority = 0;
-  std::string priority_class;       // spec.priorityClassName
+  std::string priority_class;       // spec.priorityClassName (v1beta1) or spec.priorityClassRef.name (v1beta2)
+  std::string downgraded_to;        // the downgraded-to annotation
   std::int64_t admitted_at_ms = 0;  // QuotaReserved's lastTransitionTime
   std::int64_t created_ms = 0;
   std::string workload_type;        // the workload-type label ("" unknown)
@@ -95,7 +109,7 @@ struct ClusterWorkload {
                                                           const std::map<std::string, std::int64_t>& owners = {});
 
 struct ReclaimStep {
-  enum class Kind { Notice, Stop, Resume, Cancel };
+  enum class Kind { Notice, Stop, Resume, Cancel, Downgrade };
   Kind kind = Kind::Notice;
   std::string workload;  // "<namespace>/<name>"
   std::string lender;    // business group
@@ -109,6 +123,9 @@ struct ReclaimStep {
   // notice counts too); unknown (none) when neither time is known.
   std::string victim_group;
   std::optional<std::int64_t> recompute_loss_gpu_ms;
+  // Downgrade: the priority class and its value.
+  std::string priority_class;
+  std::int32_t priority = 0;
 };
 [[nodiscard]] std::string_view step_name(ReclaimStep::Kind kind);  // "Notice", ...
 
@@ -126,6 +143,9 @@ struct ReclaimPlan {
   // other groups borrow nothing new (hold_borrowing_during_reclaims), as in the twin: what
   // a stopped victim frees goes to the lender, not to the next borrower.
   std::map<std::string, std::set<std::string>> reclaiming;
+  // Approved downgrades not carried out, with why (the class is gone from the guardrails,
+  // or the workload's priority is not above it): one line each, by Workload key.
+  std::map<std::string, std::string> downgrades_skipped;
 };
 
 // A low-utilisation reclaim a person approved, for the Workload whose controller owner has
@@ -134,6 +154,7 @@ struct ApprovedStop {
   std::string owner_uid;
   std::int64_t alert_id = 0;
   std::string approver;
+  std::string downgrade_to;  // a downgrade to this priority class instead of a stop
 };
 
 // Pure: the same inputs give the same steps in the same order.

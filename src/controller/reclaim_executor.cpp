@@ -105,6 +105,23 @@ std::vector<ReclaimOutcome> execute_reclaims(k8s::Transport& transport, const k8
         if (step.kind == ReclaimStep::Kind::Resume) patch["spec"] = {{"active", true}};
         job_patch = {{"metadata", {{"annotations", {{std::string(kCheckpointRequested), nullptr}}}}}};
         break;
+      case ReclaimStep::Kind::Downgrade: {
+        // spec.priority is mutable at any time (Kueue's Workload CRD); the class reference
+        // only when it names a WorkloadPriorityClass, and then the job's label must follow
+        // or Kueue's job reconciler would set the old class back.
+        const json& spec = w.contains("spec") ? w["spec"] : json::object();
+        const json& ref = spec.contains("priorityClassRef") ? spec["priorityClassRef"] : json();
+        const bool v1beta2_ref = ref.is_object() && ref.value("group", "") == "kueue.x-k8s.io";
+        const bool v1beta1_ref = spec.is_object() && spec.value("priorityClassSource", "") == "kueue.x-k8s.io/workloadpriorityclass";
+        patch = {{"spec", {{"priority", step.priority}}},
+                 {"metadata", {{"annotations", {{std::string(kDowngradedTo), step.priority_class}}}}}};
+        if (v1beta2_ref) patch["spec"]["priorityClassRef"] = {{"name", step.priority_class}};
+        if (v1beta1_ref) patch["spec"]["priorityClassName"] = step.priority_class;
+        if (v1beta1_ref || v1beta2_ref) {
+          job_patch = {{"metadata", {{"labels", {{std::string(kKueuePriorityClassLabel), step.priority_class}}}}}};
+        }
+        break;
+      }
     }
     // The job first: a notice must reach the job before the Workload records it, so a
     // failure in between is retried as a whole by the next pass.

@@ -179,6 +179,10 @@ ScanResult step(const std::map<std::string, Alert, std::less<>>& open,
         }
         break;
       case AlertState::ReclaimCandidate:
+        // An approved downgrade keeps the workload running, preemptible: asking again for
+        // a decision already taken would only be noise. It stays open until utilisation
+        // recovers or it ends.
+        if (a.decision && a.decision->approved && !a.decision->downgrade_to.empty()) break;
         if (due(a.last_notice_ms, notify.repeat_interval, now_ms)) {
           with_notice(a.state, "Renotified", a.last_audience.value_or(Audience::Owner));
         }
@@ -186,9 +190,12 @@ ScanResult step(const std::map<std::string, Alert, std::less<>>& open,
       case AlertState::Resolved: break;  // not open
     }
   }
-  // Alerts of workloads that hold no GPU any more: an approved reclaim did it, or they ended.
+  // Alerts of workloads that hold no GPU any more: an approved reclaim did it, or they ended
+  // (a downgraded one too: it was left running).
   for (const auto& [uid, a] : open) {
-    if (!seen.contains(uid)) resolve(a, a.decision && a.decision->approved ? "reclaimed" : "ended");
+    if (seen.contains(uid)) continue;
+    const bool reclaimed = a.decision && a.decision->approved && a.decision->downgrade_to.empty();
+    resolve(a, reclaimed ? "reclaimed" : "ended");
   }
   std::stable_sort(out.transitions.begin(), out.transitions.end(), [](const Transition& x, const Transition& y) {
     return x.alert.workload_uid < y.alert.workload_uid;
@@ -230,6 +237,7 @@ Json to_json(const Alert& a) {
                          {"by", a.decision->by},
                          {"atMs", a.decision->at_ms},
                          {"reason", a.decision->reason}};
+    if (!a.decision->downgrade_to.empty()) j["decision"]["downgradeTo"] = a.decision->downgrade_to;
   }
   j["evidence"] = to_json(a.evidence);
   return j;
@@ -284,7 +292,8 @@ Expected<Alert> alert_from_json(const nlohmann::json& j) {
     if (!d->is_object()) return Unexpected{std::string("alert.decision: must be an object")};
     ReclaimDecision decision;
     std::string verdict;
-    for (auto e : {text(*d, "verdict", verdict), text(*d, "by", decision.by), text(*d, "reason", decision.reason)}) {
+    for (auto e : {text(*d, "verdict", verdict), text(*d, "by", decision.by), text(*d, "reason", decision.reason),
+                   text(*d, "downgradeTo", decision.downgrade_to)}) {
       if (e) return Unexpected{"alert.decision." + *e};
     }
     if (verdict != "Approved" && verdict != "Rejected") {
@@ -292,6 +301,9 @@ Expected<Alert> alert_from_json(const nlohmann::json& j) {
     }
     decision.approved = verdict == "Approved";
     if (decision.by.empty()) return Unexpected{std::string("alert.decision.by: required")};
+    if (!decision.approved && !decision.downgrade_to.empty()) {
+      return Unexpected{std::string("alert.decision.downgradeTo: only on an approved decision")};
+    }
     const auto at = d->find("atMs");
     if (at == d->end() || !at->is_number_integer()) {
       return Unexpected{std::string("alert.decision.atMs: required, an integer")};

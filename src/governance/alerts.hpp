@@ -71,6 +71,10 @@ struct ReclaimDecision {
   std::string by;  // the deciding user's name: the audit entry's actor
   std::int64_t at_ms = 0;
   std::string reason;
+  // Approved as a downgrade instead of a reclaim: the WorkloadPriorityClass (one of the
+  // guardrails' priorities) the workload is moved to; it keeps running, preemptible by
+  // anyone above it. Empty: a reclaim (stopped after a checkpoint or its grace).
+  std::string downgrade_to;
   friend bool operator==(const ReclaimDecision&, const ReclaimDecision&) = default;
 };
 

@@ -1,6 +1,7 @@
 // Approving the reclaim of a ReclaimCandidate: the lifecycle's last step is a person's.
 //
-//   gpubank scan approve|reject <workload-uid> --user NAME   records the decision (decide)
+//   gpubank scan approve|reject <workload-uid> --user NAME   records the decision (decide);
+//     approve --downgrade-to CLASS                           a downgrade instead of a reclaim
 //   gpubank controller --store ...                          acts on the approved ones
 //                                                            (controller/reclaim.hpp)
 //   gpubank scan                                            resolves the alert "reclaimed"
@@ -34,6 +35,11 @@ struct DecisionRequest {
   bool approve = true;
   policy::UserInfo user;
   std::string reason;
+  // Approve a downgrade to this priority class instead of a reclaim. It must be one of the
+  // guardrails' priorities that applies to the alert's group and workload type and is
+  // preemptible (a downgrade exists to make the GPUs preemptible); the controller checks
+  // that its value is below the workload's priority.
+  std::string downgrade_to;
 };
 
 // May the user decide on this alert? Denied: the rule ("governance.decision-forbidden") and
@@ -47,12 +53,13 @@ struct DecisionRequest {
 [[nodiscard]] Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request,
                                           const policy::PolicySet& set, std::int64_t now_ms);
 
-// The open alerts whose reclaim was approved: what the controller stops.
+// The open alerts whose reclaim or downgrade was approved: what the controller acts on.
 struct ApprovedReclaim {
   std::string workload_uid;  // the workload's controller owner (the job): its metadata.uid
   std::int64_t alert_id = 0;
   std::string approver;
   std::int64_t approved_ms = 0;
+  std::string downgrade_to;  // empty: stop it (a reclaim)
 };
 [[nodiscard]] std::vector<ApprovedReclaim> approved_reclaims(const AlertBook& book);
 

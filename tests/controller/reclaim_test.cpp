@@ -218,7 +218,7 @@ TEST(ReclaimPlan, AnApprovedLowUtilisationReclaimStopsItsWorkloadAndIsNeverWithd
   state.pop_back();  // ads needs nothing
   state[2].owner_uid = "job-r";
   EXPECT_TRUE(plan_reclaims(examples(), state, kNow).steps.empty());  // no approval, nothing
-  const std::vector<ApprovedStop> approved{{"job-r", 3, "sam"}, {"job-gone", 1, "sam"}};
+  const std::vector<ApprovedStop> approved{{"job-r", 3, "sam", ""}, {"job-gone", 1, "sam", ""}};
   ReclaimPlan plan = plan_reclaims(examples(), state, kNow, approved);
   ASSERT_EQ(plan.steps.size(), 1U);
   EXPECT_EQ(plan.steps[0].kind, Kind::Notice);
@@ -250,6 +250,51 @@ TEST(ReclaimPlan, AnApprovedLowUtilisationReclaimStopsItsWorkloadAndIsNeverWithd
   state[2].active = false;
   state[2].reclaimed_ms = kNow + 600'000;
   EXPECT_TRUE(plan_reclaims(examples(), state, kNow + 700'000, approved).steps.empty());
+}
+
+TEST(ReclaimPlan, AnApprovedDowngradeLowersThePriorityOnceAndNeverStopsTheWorkload) {
+  // research/r (owner UID job-r, priority training-standard = 10000) idles on 8 GPUs.
+  std::vector<ClusterWorkload> state = borrowed_state();
+  state.pop_back();
+  state[2].owner_uid = "job-r";
+  state[2].priority = 10000;
+  state[2].priority_class = "training-standard";
+  const std::vector<ApprovedStop> approved{{"job-r", 3, "sam", "batch-low"}};
+  ReclaimPlan plan = plan_reclaims(examples(), state, kNow, approved);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  const ReclaimStep& s = plan.steps[0];
+  EXPECT_EQ(s.kind, Kind::Downgrade);
+  EXPECT_EQ(s.workload, "research/r");
+  EXPECT_EQ(s.priority_class, "batch-low");
+  EXPECT_EQ(s.priority, 1000);
+  EXPECT_EQ(s.reason, "DowngradeApproved");
+  EXPECT_EQ(s.message, "sam approved the downgrade of research/r (8 GPUs of h100-rdma-training, low-utilisation alert 3) "
+                       "from priority 10000 to batch-low (1000); it keeps running, preemptible by work above it");
+  EXPECT_FALSE(plan.next_deadline_ms);  // no grace: nothing to wait for
+  EXPECT_TRUE(plan.reclaiming.empty());
+
+  // Done: nothing more, however long it idles.
+  state[2].priority = 1000;
+  state[2].priority_class = "batch-low";
+  state[2].downgraded_to = "batch-low";
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow + 3'600'000, approved).steps.empty());
+  EXPECT_TRUE(plan_reclaims(examples(), state, kNow, approved).downgrades_skipped.empty());
+  // Raised again (someone edited it back): downgraded again.
+  state[2].priority = 10000;
+  plan = plan_reclaims(examples(), state, kNow, approved);
+  ASSERT_EQ(plan.steps.size(), 1U);
+  EXPECT_EQ(plan.steps[0].kind, Kind::Downgrade);
+  // Already below the class: not raised to it, and said why.
+  state[2].priority = 500;
+  state[2].downgraded_to.clear();
+  plan = plan_reclaims(examples(), state, kNow, approved);
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.downgrades_skipped.at("research/r"), "its priority 500 is not above batch-low's 1000");
+  // A class the guardrails no longer list is not applied.
+  state[2].priority = 10000;
+  plan = plan_reclaims(examples(), state, kNow, {{"job-r", 3, "sam", "gold"}});
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_EQ(plan.downgrades_skipped.at("research/r"), "priority class gold is no longer among the guardrails' priorities");
 }
 
 // ---- End to end on the fake ----
@@ -501,7 +546,7 @@ TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckp
     governance::AlertBook book;
     const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
     ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
-    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week"}, examples(), kNow);
+    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week", ""}, examples(), kNow);
     ASSERT_TRUE(decided.ok()) << decided.error();
     ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
   }
@@ -523,6 +568,76 @@ TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckp
   }
   ASSERT_FALSE(reasons.empty());
   EXPECT_NE(reasons[0].find("rita approved the reclaim of research/r"), std::string::npos) << reasons[0];
+}
+
+// An approved downgrade: the Workload (v1beta2, referring to the WorkloadPriorityClass
+// training-standard) gets batch-low's value and reference, the job's
+// kueue.x-k8s.io/priority-class label follows, and the Workload keeps running.
+TEST_F(ReclaimEndToEnd, ADowngradeApprovedInTheStoreMovesTheWorkloadAndItsJobToTheLowerClass) {
+  gpubank::testing::ScratchDir dir;
+  ControllerOptions options;
+  options.identity = "replica-a";
+  options.health_port = -1;
+  options.debounce = std::chrono::milliseconds(10);
+  options.approval_poll = std::chrono::milliseconds(50);
+  options.reconcile.default_namespace = "gpubank-system";
+  options.store = (dir.path() / "audit.db").string();
+  json j = job("research", "r");
+  j["metadata"]["labels"][std::string(kKueuePriorityClassLabel)] = "training-standard";
+  put_object(j);
+  json w = workload("research", "r", "h100-rdma-training", 1, true, true);
+  w["spec"]["priority"] = 10000;
+  w["spec"]["priorityClassRef"] = {{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", "training-standard"}};
+  put_object(w);
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  {
+    auto store = store::Store::open(options.store);
+    ASSERT_TRUE(store.ok()) << store.error();
+    governance::Alert a;
+    a.id = 1;
+    a.workload_uid = "job-r";
+    a.policy = "training-idle";
+    a.state = governance::AlertState::ReclaimCandidate;
+    a.evidence.business_group = "research";
+    a.evidence.workload_type = "training";
+    a.evidence.workload_kind = "Job";
+    a.evidence.namespace_name = "research";
+    a.evidence.workload = "r";
+    a.evidence.gpus = 8;
+    governance::AlertBook book;
+    const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
+    ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
+    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week", "batch-low"},
+                                      examples(), kNow);
+    ASSERT_TRUE(decided.ok()) << decided.error();
+    ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
+  }
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "research", "r"), kDowngradedTo) == "batch-low"; }));
+  const int passes_then = static_cast<int>(controller->passes());
+  ASSERT_TRUE(k8s::testing::eventually([&] { return static_cast<int>(controller->passes()) >= passes_then + 2; }));
+  loop.request_stop();
+  loop.join();
+  const json after = get("workloads", "research", "r");
+  EXPECT_EQ(after["spec"]["priority"], 1000);
+  EXPECT_EQ(after["spec"]["priorityClassRef"],
+            (json{{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", "batch-low"}}));
+  EXPECT_FALSE(after["spec"].contains("active") && after["spec"]["active"] == false);  // still running
+  EXPECT_TRUE(annotation(after, kReclaimFor).empty());
+  EXPECT_EQ(get("jobs", "research", "r")["metadata"]["labels"][std::string(kKueuePriorityClassLabel)], "batch-low");
+  std::vector<std::string> reasons;
+  for (const json& e : fake_->objects("events")) {
+    if (e["regarding"].value("name", "") == "r") reasons.push_back(e.value("reason", "") + ": " + e.value("note", ""));
+  }
+  // One downgrade, however many passes ran after it.
+  ASSERT_EQ(reasons.size(), 1U) << ::testing::PrintToString(reasons);
+  EXPECT_EQ(reasons[0], "WorkloadDowngraded: rita approved the downgrade of research/r (8 GPUs of h100-rdma-training, "
+                        "low-utilisation alert 1) from priority 10000 to batch-low (1000); it keeps running, preemptible "
+                        "by work above it [DowngradeApproved]");
 }
 
 }  // namespace

@@ -102,6 +102,36 @@ TEST(AlertLifecycle, OnBorrowedQuotaAnEscalatedAlertBecomesAReclaimCandidate) {
   EXPECT_EQ(f.open.at("uid-a").state, AlertState::ReclaimCandidate);
 }
 
+TEST(AlertLifecycle, ADecidedCandidateEndsReclaimedOrEndedAndADowngradeIsNotAskedAgain) {
+  // Three candidates on borrowed quota: one approved for a reclaim, one approved for a
+  // downgrade, one rejected. 6h (repeatInterval) after the escalation notice, only the
+  // undecided outcomes are re-notified; the downgraded one keeps running unasked.
+  Fixture f;
+  const std::vector<std::string> uids{"uid-reclaim", "uid-downgrade", "uid-rejected"};
+  auto all = [&] {
+    std::vector<Observed> out;
+    for (const std::string& uid : uids) out.push_back(f.observe(2, 8, uid));
+    return out;
+  };
+  (void)f.scan(all(), kT0);
+  (void)f.scan(all(), kT0 + 2 * kHour);
+  (void)f.scan(all(), kT0 + 4 * kHour);
+  for (const std::string& uid : uids) ASSERT_EQ(f.open.at(uid).state, AlertState::ReclaimCandidate) << uid;
+  f.open.at("uid-reclaim").decision = ReclaimDecision{true, "sam", kT0 + 4 * kHour, "", ""};
+  f.open.at("uid-downgrade").decision = ReclaimDecision{true, "sam", kT0 + 4 * kHour, "", "batch-low"};
+  f.open.at("uid-rejected").decision = ReclaimDecision{false, "pat", kT0 + 4 * kHour, "", ""};
+  ScanResult r = f.scan(all(), kT0 + 8 * kHour);
+  std::vector<std::string> renotified;
+  for (const Transition& t : r.transitions) renotified.push_back(t.alert.workload_uid + ":" + t.action);
+  EXPECT_EQ(renotified, (std::vector<std::string>{"uid-reclaim:Renotified", "uid-rejected:Renotified"}));
+  // All three gone from the allocations: only the approved reclaim is "reclaimed".
+  r = f.scan({}, kT0 + 9 * kHour);
+  std::map<std::string, std::string> resolution;
+  for (const Transition& t : r.transitions) resolution[t.alert.workload_uid] = t.alert.resolution;
+  EXPECT_EQ(resolution, (std::map<std::string, std::string>{
+                            {"uid-downgrade", "ended"}, {"uid-reclaim", "reclaimed"}, {"uid-rejected", "ended"}}));
+}
+
 TEST(AlertLifecycle, AFailedNoticeIsAskedForAgainAndTheEndedWorkloadResolves) {
   Fixture f;
   ScanResult r = step(f.open, f.last_ids, {f.observe(2)}, kT0);

@@ -35,6 +35,7 @@ Alert candidate(const std::string& uid, const std::string& group, AlertState sta
   a.evidence.namespace_name = group + "-training";
   a.evidence.workload_kind = "PyTorchJob";
   a.evidence.workload = uid;
+  a.evidence.workload_type = "training";
   a.evidence.gpus = 16;
   return a;
 }
@@ -55,7 +56,7 @@ class ReclaimApprovalTest : public ::testing::Test {
   std::filesystem::path db() const { return dir_.path() / "governance.db"; }
   static DecisionRequest request(const std::string& uid, std::string user, std::vector<std::string> groups,
                                  bool approve = true) {
-    return {uid, approve, {std::move(user), std::move(groups)}, "idle for five hours on borrowed GPUs"};
+    return {uid, approve, {std::move(user), std::move(groups)}, "idle for five hours on borrowed GPUs", ""};
   }
 
   gpubank::testing::ScratchDir dir_;
@@ -85,6 +86,56 @@ TEST_F(ReclaimApprovalTest, OnlyAPlatformOrAGroupAdminDecidesAndOnlyOnAReclaimCa
   DecisionRequest wordy = request("job-big", "sam", {"search-admins"});
   wordy.reason.assign(kMaxDecisionReasonLength + 1, 'x');
   EXPECT_NE(decide(book_, wordy, examples(), kT0).error().find("reason: at most 1024 bytes"), std::string::npos);
+}
+
+TEST_F(ReclaimApprovalTest, ADowngradeNamesAPreemptibleClassOpenToTheGroupAndTheWorkloadType) {
+  // The examples' priorities: training-high (50000, training, search and ads only),
+  // training-standard (10000), batch-low (1000, batch and training), notebook (500,
+  // notebook only), inference-critical (preemptible: false, inference only).
+  auto downgrade = [&](const std::string& uid, const std::string& to, bool approve = true) {
+    DecisionRequest r = request(uid, "pat", {"gpubank-platform-admins"}, approve);
+    r.downgrade_to = to;
+    return r;
+  };
+  auto ok = decide(book_, downgrade("job-big", "batch-low"), examples(), kT0);
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_EQ(ok->action, "ReclaimApproved");
+  ASSERT_TRUE(ok->alert.decision);
+  EXPECT_EQ(ok->alert.decision->downgrade_to, "batch-low");
+
+  auto error_of = [&](const DecisionRequest& r, const AlertBook& book) {
+    auto t = decide(book, r, examples(), kT0);
+    return t ? std::string("accepted") : t.error();
+  };
+  EXPECT_NE(error_of(downgrade("job-big", "gold"), book_).find("downgradeTo: governance.downgrade-unknown-class: gold"),
+            std::string::npos);
+  EXPECT_NE(error_of(downgrade("job-big", "notebook"), book_)
+                .find("governance.downgrade-class-not-allowed: priority class notebook is not open to training workloads"),
+            std::string::npos);
+  EXPECT_NE(error_of(downgrade("job-big", "batch-low", false), book_).find("downgradeTo: only with an approval"),
+            std::string::npos);
+  // training-high is open to search and ads only; inference-critical would free nothing.
+  AlertBook other;
+  other.open["job-cs"] = candidate("job-cs", "customer-service");
+  EXPECT_NE(error_of(downgrade("job-cs", "training-high"), other)
+                .find("governance.downgrade-class-not-allowed: priority class training-high is not open to business "
+                      "group customer-service"),
+            std::string::npos);
+  other.open["job-cs"].evidence.workload_type = "inference";
+  EXPECT_NE(error_of(downgrade("job-cs", "inference-critical"), other)
+                .find("governance.downgrade-not-preemptible: priority class inference-critical is preemptible: false"),
+            std::string::npos);
+
+  // Recorded, read back from the store, and listed for the controller with its class.
+  ASSERT_TRUE(record(*store_, book_, std::span(&*ok, 1), kT0));
+  AlertBook reread;
+  ASSERT_TRUE(refresh(*store_, reread));
+  ASSERT_TRUE(reread.open.at("job-big").decision);
+  EXPECT_EQ(reread.open.at("job-big").decision->downgrade_to, "batch-low");
+  const std::vector<ApprovedReclaim> approved = approved_reclaims(reread);
+  ASSERT_EQ(approved.size(), 1u);
+  EXPECT_EQ(approved[0].workload_uid, "job-big");
+  EXPECT_EQ(approved[0].downgrade_to, "batch-low");
 }
 
 TEST_F(ReclaimApprovalTest, TheFirstDecisionStandsThroughConcurrentDecisionsAndScans) {
@@ -138,7 +189,7 @@ TEST_F(ReclaimApprovalTest, TheFirstDecisionStandsThroughConcurrentDecisionsAndS
 TEST_F(ReclaimApprovalTest, ADecisionRecordedUnderAnotherNameIsRefused) {
   // Someone with write access to the store appends an approval in alice's name as mallory.
   Alert forged = book_.open.at("job-big");
-  forged.decision = ReclaimDecision{true, "alice", kT0, ""};
+  forged.decision = ReclaimDecision{true, "alice", kT0, "", ""};
   bank::AuditEntry e;
   e.time_ms = kT0;
   e.actor = "mallory";
@@ -172,7 +223,7 @@ TEST_F(ReclaimApprovalTest, TheCommandLineRecordsADecisionAndRefusesWhatTheRules
   ASSERT_EQ(listed.status, 0) << listed.output;
   EXPECT_NE(listed.output.find("3 open alerts"), std::string::npos) << listed.output;
   EXPECT_NE(listed.output.find("ReclaimCandidate  job-big  search/u-job-big  PyTorchJob search-training/job-big  16 GPUs  "
-                               "approved by sam"),
+                               "reclaim approved by sam"),
             std::string::npos)
       << listed.output;
 
@@ -184,6 +235,22 @@ TEST_F(ReclaimApprovalTest, TheCommandLineRecordsADecisionAndRefusesWhatTheRules
       gpubank::testing::run_in(dir_.path(), gpubank + " scan reject job-ads --user eve --group search-admins" + common);
   EXPECT_EQ(forbidden.status, 1);
   EXPECT_NE(forbidden.output.find("governance.decision-forbidden"), std::string::npos) << forbidden.output;
+  auto unknown_class = gpubank::testing::run_in(
+      dir_.path(), gpubank + " scan approve job-ads --user pat --group gpubank-platform-admins --downgrade-to gold" + common);
+  EXPECT_EQ(unknown_class.status, 1) << unknown_class.output;
+  EXPECT_NE(unknown_class.output.find("governance.downgrade-unknown-class"), std::string::npos) << unknown_class.output;
+  auto downgraded = gpubank::testing::run_in(
+      dir_.path(), gpubank + " scan approve job-ads --user pat --group gpubank-platform-admins --downgrade-to batch-low" +
+                       common);
+  ASSERT_EQ(downgraded.status, 0) << downgraded.output;
+  EXPECT_NE(downgraded.output.find("approved the downgrade of PyTorchJob ads-training/job-ads (16 GPUs, alert 1); "
+                                   "gpubank controller moves it to priority class batch-low"),
+            std::string::npos)
+      << downgraded.output;
+  listed = gpubank::testing::run_in(dir_.path(), gpubank + " scan alerts --store " + db().string());
+  EXPECT_NE(listed.output.find("job-ads  16 GPUs  downgrade to batch-low approved by pat"), std::string::npos)
+      << listed.output;
+
   auto usage = gpubank::testing::run_in(dir_.path(), gpubank + " scan approve job-ads" + common);
   EXPECT_EQ(usage.status, 2) << usage.output;
   EXPECT_NE(usage.output.find("--user is required"), std::string::npos) << usage.output;
