@@ -347,6 +347,41 @@ class ReclaimEndToEnd : public testing::ClusterFixture {
     if (!o.is_object() || !o["metadata"].contains("annotations")) return "";
     return o["metadata"]["annotations"].value(std::string(key), "");
   }
+  // A controller that reads approvals from a store in `dir` every 50 ms.
+  static ControllerOptions approval_options(const gpubank::testing::ScratchDir& dir) {
+    ControllerOptions options;
+    options.identity = "replica-a";
+    options.health_port = -1;
+    options.debounce = std::chrono::milliseconds(10);
+    options.approval_poll = std::chrono::milliseconds(50);
+    options.reconcile.default_namespace = "gpubank-system";
+    options.store = (dir.path() / "audit.db").string();
+    return options;
+  }
+  // The scanner's record: job-r (research/r, 8 GPUs of training) became a reclaim
+  // candidate; rita, research's admin, approves a reclaim (or a downgrade to the class).
+  static void approve_job_r(const std::string& location, const std::string& downgrade_to) {
+    auto store = store::Store::open(location);
+    ASSERT_TRUE(store.ok()) << store.error();
+    governance::Alert a;
+    a.id = 1;
+    a.workload_uid = "job-r";
+    a.policy = "training-idle";
+    a.state = governance::AlertState::ReclaimCandidate;
+    a.evidence.business_group = "research";
+    a.evidence.workload_type = "training";
+    a.evidence.workload_kind = "Job";
+    a.evidence.namespace_name = "research";
+    a.evidence.workload = "r";
+    a.evidence.gpus = 8;
+    governance::AlertBook book;
+    const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
+    ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
+    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week", downgrade_to},
+                                      examples(), kNow);
+    ASSERT_TRUE(decided.ok()) << decided.error();
+    ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
+  }
 };
 
 TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAuditEntry) {
@@ -513,13 +548,7 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
 // job, and stops it once the job reports its checkpoint. No informer event is involved.
 TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckpoint) {
   gpubank::testing::ScratchDir dir;
-  ControllerOptions options;
-  options.identity = "replica-a";
-  options.health_port = -1;
-  options.debounce = std::chrono::milliseconds(10);
-  options.approval_poll = std::chrono::milliseconds(50);
-  options.reconcile.default_namespace = "gpubank-system";
-  options.store = (dir.path() / "audit.db").string();
+  const ControllerOptions options = approval_options(dir);
   job("research", "r");
   workload("research", "r", "h100-rdma-training", 1, true, true);
   auto created = Controller::create(testing::config_for(*fake_), options);
@@ -529,27 +558,8 @@ TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckp
   ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
   EXPECT_TRUE(annotation(get("workloads", "research", "r"), kReclaimFor).empty());
 
-  // The scanner's record: job-r became a reclaim candidate; research's admin approves.
-  {
-    auto store = store::Store::open(options.store);
-    ASSERT_TRUE(store.ok()) << store.error();
-    governance::Alert a;
-    a.id = 1;
-    a.workload_uid = "job-r";
-    a.policy = "training-idle";
-    a.state = governance::AlertState::ReclaimCandidate;
-    a.evidence.business_group = "research";
-    a.evidence.workload_kind = "Job";
-    a.evidence.namespace_name = "research";
-    a.evidence.workload = "r";
-    a.evidence.gpus = 8;
-    governance::AlertBook book;
-    const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
-    ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
-    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week", ""}, examples(), kNow);
-    ASSERT_TRUE(decided.ok()) << decided.error();
-    ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
-  }
+  approve_job_r(options.store, "");
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(k8s::testing::eventually(
       [&] { return annotation(get("workloads", "research", "r"), kReclaimFor) == kApprovedLowUtilization; }));
   EXPECT_FALSE(annotation(get("jobs", "research", "r"), kCheckpointRequested).empty());
@@ -575,13 +585,7 @@ TEST_F(ReclaimEndToEnd, AReclaimApprovedInTheStoreStopsTheWorkloadAfterItsCheckp
 // kueue.x-k8s.io/priority-class label follows, and the Workload keeps running.
 TEST_F(ReclaimEndToEnd, ADowngradeApprovedInTheStoreMovesTheWorkloadAndItsJobToTheLowerClass) {
   gpubank::testing::ScratchDir dir;
-  ControllerOptions options;
-  options.identity = "replica-a";
-  options.health_port = -1;
-  options.debounce = std::chrono::milliseconds(10);
-  options.approval_poll = std::chrono::milliseconds(50);
-  options.reconcile.default_namespace = "gpubank-system";
-  options.store = (dir.path() / "audit.db").string();
+  const ControllerOptions options = approval_options(dir);
   json j = job("research", "r");
   j["metadata"]["labels"][std::string(kKueuePriorityClassLabel)] = "training-standard";
   put_object(j);
@@ -594,28 +598,8 @@ TEST_F(ReclaimEndToEnd, ADowngradeApprovedInTheStoreMovesTheWorkloadAndItsJobToT
   std::unique_ptr<Controller> controller = std::move(*created);
   std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
   ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
-  {
-    auto store = store::Store::open(options.store);
-    ASSERT_TRUE(store.ok()) << store.error();
-    governance::Alert a;
-    a.id = 1;
-    a.workload_uid = "job-r";
-    a.policy = "training-idle";
-    a.state = governance::AlertState::ReclaimCandidate;
-    a.evidence.business_group = "research";
-    a.evidence.workload_type = "training";
-    a.evidence.workload_kind = "Job";
-    a.evidence.namespace_name = "research";
-    a.evidence.workload = "r";
-    a.evidence.gpus = 8;
-    governance::AlertBook book;
-    const governance::Transition candidate{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt};
-    ASSERT_TRUE(governance::record(**store, book, std::span(&candidate, 1), kNow));
-    auto decided = governance::decide(book, {"job-r", true, {"rita", {"research-admins"}}, "idle all week", "batch-low"},
-                                      examples(), kNow);
-    ASSERT_TRUE(decided.ok()) << decided.error();
-    ASSERT_TRUE(governance::record(**store, book, std::span(&*decided, 1), kNow));
-  }
+  approve_job_r(options.store, "batch-low");
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(k8s::testing::eventually(
       [&] { return annotation(get("workloads", "research", "r"), kDowngradedTo) == "batch-low"; }));
   const int passes_then = static_cast<int>(controller->passes());
