@@ -83,6 +83,9 @@ Command add_scan_command(CLI::App& app);
 // `gpubank report showback`: GPU-hours and cost from Prometheus (src/governance/showback.hpp).
 Command add_report_command(CLI::App& app);
 
+// `gpubank token create|list|revoke`: API tokens (src/auth/tokens.hpp).
+Command add_token_command(CLI::App& app);
+
 // Parses argv and runs the chosen subcommand; returns the exit code.
 int run(int argc, char** argv);
 
