@@ -61,6 +61,7 @@ json to_json(const Grant& g) {
 }
 
 Expected<Grant> grant_from_json(const json& j) {
+  if (j.is_discarded()) return Unexpected{std::string("grant: not JSON")};
   if (!j.is_object()) return Unexpected{std::string("grant: must be an object")};
   Grant g;
   for (const auto& [key, into] : {std::pair{"id", &g.id}, std::pair{"subject", &g.subject}, std::pair{"group", &g.group},
@@ -87,6 +88,10 @@ Expected<Grant> grant_from_json(const json& j) {
 }
 
 }  // namespace
+
+std::string grant_json(const Grant& grant) { return to_json(grant).dump(); }
+
+Expected<Grant> parse_grant(std::string_view numbers) { return grant_from_json(json::parse(numbers, nullptr, false)); }
 
 std::string_view role_name(Role role) {
   switch (role) {
@@ -146,7 +151,7 @@ Expected<bool> refresh(store::Store& store, TokenBook& book) {
     for (const bank::AuditEntry& e : *page) {
       book.last_seq = e.seq;
       if (e.action == kIssuedAction) {
-        auto g = grant_from_json(json::parse(e.numbers, nullptr, false));
+        auto g = parse_grant(e.numbers);
         if (!g) return Unexpected{"audit entry " + std::to_string(e.seq) + ": " + g.error()};
         // A grant is recorded under its issuer's name and for the object it names.
         if (g->issued_by != e.actor || e.object != "Token/" + g->id) {
@@ -172,7 +177,7 @@ Expected<bool> record_grant(store::Store& store, TokenBook& book, const Grant& g
   e.decision = std::string(role_name(grant.role));
   e.reason = "a " + std::string(role_name(grant.role)) + " token for " + grant.subject +
              (grant.group.empty() ? std::string() : " of business group " + grant.group);
-  e.numbers = to_json(grant).dump();
+  e.numbers = grant_json(grant);
   if (auto appended = store.append({}, std::span(&e, 1)); !appended) return Unexpected{appended.error()};
   return refresh(store, book);
 }

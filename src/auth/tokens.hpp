@@ -67,6 +67,11 @@ struct Issued {
   std::string token;  // the text to hand over, once
 };
 
+// A grant as the audit entry's numbers hold it, and back. parse_grant's errors name the
+// field ("grant.<field>: <rule>").
+[[nodiscard]] std::string grant_json(const Grant& grant);
+[[nodiscard]] Expected<Grant> parse_grant(std::string_view numbers);
+
 // Checks the request (each error names the field and the rule) and draws a new token.
 [[nodiscard]] Expected<Issued> issue(const GrantRequest& request, std::int64_t now_ms);
 
