@@ -144,28 +144,22 @@ Expected<Issued> issue(const GrantRequest& request, std::int64_t now_ms) {
 }
 
 Expected<bool> refresh(store::Store& store, TokenBook& book) {
-  constexpr std::size_t kPage = 10'000;
-  for (;;) {
-    auto page = store.audit(book.last_seq, kPage);
-    if (!page) return Unexpected{page.error()};
-    for (const bank::AuditEntry& e : *page) {
-      book.last_seq = e.seq;
-      if (e.action == kIssuedAction) {
-        auto g = parse_grant(e.numbers);
-        if (!g) return Unexpected{"audit entry " + std::to_string(e.seq) + ": " + g.error()};
-        // A grant is recorded under its issuer's name and for the object it names.
-        if (g->issued_by != e.actor || e.object != "Token/" + g->id) {
-          return Unexpected{"audit entry " + std::to_string(e.seq) + ": a token grant must name its issuer as actor and Token/<id> as object"};
-        }
-        if (!book.revoked.contains(g->id)) book.grants[g->id] = std::move(*g);
-      } else if (e.action == kRevokedAction && e.object.starts_with("Token/")) {
-        const std::string id = e.object.substr(6);
-        book.revoked.insert(id);
-        book.grants.erase(id);
+  return store::read_audit_after(store, book.last_seq, [&](const bank::AuditEntry& e) -> std::optional<std::string> {
+    if (e.action == kIssuedAction) {
+      auto g = parse_grant(e.numbers);
+      if (!g) return g.error();
+      // A grant is recorded under its issuer's name and for the object it names.
+      if (g->issued_by != e.actor || e.object != "Token/" + g->id) {
+        return "a token grant must name its issuer as actor and Token/<id> as object";
       }
+      if (!book.revoked.contains(g->id)) book.grants[g->id] = std::move(*g);
+    } else if (e.action == kRevokedAction && e.object.starts_with("Token/")) {
+      const std::string id = e.object.substr(6);
+      book.revoked.insert(id);
+      book.grants.erase(id);
     }
-    if (page->size() < kPage) return true;
-  }
+    return std::nullopt;
+  });
 }
 
 Expected<bool> record_grant(store::Store& store, TokenBook& book, const Grant& grant) {

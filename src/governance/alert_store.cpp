@@ -44,32 +44,25 @@ bool is_checkpoint(const bank::AuditEntry& e) {
 }  // namespace
 
 Expected<bool> refresh(store::Store& store, AlertBook& book) {
-  constexpr std::size_t kPage = 10'000;
-  for (;;) {
-    auto page = store.audit(book.last_seq, kPage);
-    if (!page) return Unexpected{page.error()};
-    for (const bank::AuditEntry& e : *page) {
-      book.last_seq = e.seq;
-      const bool decision = is_decision_action(e.action);
-      if ((e.actor == kScanActor && e.action.starts_with(kActionPrefix)) || decision) {
-        const nlohmann::json numbers = nlohmann::json::parse(e.numbers, nullptr, false);
-        auto alert = alert_from_json(numbers);
-        if (!alert) return Unexpected{"audit entry " + std::to_string(e.seq) + ": " + alert.error()};
-        // A person's decision is recorded under their name: one that names another decider
-        // was not written by `gpubank scan approve|reject`.
-        if (decision && (!alert->decision || alert->decision->by != e.actor)) {
-          return Unexpected{"audit entry " + std::to_string(e.seq) + ": a reclaim decision must be recorded by its decider (actor " +
-                            e.actor + ")"};
-        }
-        fold(book, *alert);
-        ++book.transitions;
-      } else if (is_checkpoint(e) && e.object.starts_with("Workload/")) {
-        std::int64_t& t = book.checkpoints[e.object.substr(9)];
-        t = std::max(t, e.time_ms);
+  return store::read_audit_after(store, book.last_seq, [&](const bank::AuditEntry& e) -> std::optional<std::string> {
+    const bool decision = is_decision_action(e.action);
+    if ((e.actor == kScanActor && e.action.starts_with(kActionPrefix)) || decision) {
+      const nlohmann::json numbers = nlohmann::json::parse(e.numbers, nullptr, false);
+      auto alert = alert_from_json(numbers);
+      if (!alert) return alert.error();
+      // A person's decision is recorded under their name: one that names another decider
+      // was not written by `gpubank scan approve|reject`.
+      if (decision && (!alert->decision || alert->decision->by != e.actor)) {
+        return "a reclaim decision must be recorded by its decider (actor " + e.actor + ")";
       }
+      fold(book, *alert);
+      ++book.transitions;
+    } else if (is_checkpoint(e) && e.object.starts_with("Workload/")) {
+      std::int64_t& t = book.checkpoints[e.object.substr(9)];
+      t = std::max(t, e.time_ms);
     }
-    if (page->size() < kPage) return true;
-  }
+    return std::nullopt;
+  });
 }
 
 bank::AuditEntry audit_entry(const Transition& t, std::int64_t now_ms) {

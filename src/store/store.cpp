@@ -40,6 +40,20 @@ std::optional<std::string> validate_batch(std::span<const bank::LedgerEntry> led
   return std::nullopt;
 }
 
+Expected<bool> read_audit_after(Store& store, std::int64_t& after_seq,
+                                const std::function<std::optional<std::string>(const bank::AuditEntry&)>& visit) {
+  constexpr std::size_t kPage = 10'000;
+  for (;;) {
+    auto page = store.audit(after_seq, kPage);
+    if (!page) return Unexpected{page.error()};
+    for (const bank::AuditEntry& e : *page) {
+      if (auto refused = visit(e)) return Unexpected{"audit entry " + std::to_string(e.seq) + ": " + *refused};
+      after_seq = e.seq;
+    }
+    if (page->size() < kPage) return true;
+  }
+}
+
 Expected<bool> append_in_batches(Store& store, std::span<const bank::LedgerEntry> ledger,
                                  std::span<const bank::AuditEntry> audit) {
   for (std::size_t l = 0, a = 0; l < ledger.size() || a < audit.size();) {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -141,6 +142,13 @@ class Store {
 // Stops at the first failed batch; the batches before it stay committed.
 Expected<bool> append_in_batches(Store& store, std::span<const bank::LedgerEntry> ledger,
                                  std::span<const bank::AuditEntry> audit);
+
+// Reads the audit entries after `after_seq` in seq order, a page at a time, and hands each
+// to `visit`; after_seq advances past each entry visit accepts. A visit that returns an
+// error stops the read with "audit entry <seq>: <error>", leaving after_seq before that
+// entry, so the next read meets it again (a bad entry is never skipped silently).
+Expected<bool> read_audit_after(Store& store, std::int64_t& after_seq,
+                                const std::function<std::optional<std::string>(const bank::AuditEntry&)>& visit);
 
 // Reads the whole ledger (in pages) into a LedgerBook; fails on a gap in seqs or an entry the
 // book refuses.
