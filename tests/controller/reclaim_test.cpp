@@ -431,12 +431,14 @@ TEST_F(ReclaimEndToEnd, NoticeCheckpointStopAdmitAndResumeEachWithItsEventAndAud
   ASSERT_TRUE(k8s::testing::eventually([&] {
     auto res = health.Get("/metrics");
     scraped = res ? res->body : "";
+    // The step is counted after the Workload's patch is sent, so the notice seen on the
+    // Workload does not mean the counter moved yet: wait for both.
     return scraped.find(R"(gpubank_bank_loan_gpus{pool="h100-rdma-training",lender="ads",borrower="search"} 16)") !=
-           std::string::npos;
+               std::string::npos &&
+           scraped.find(R"(gpubank_controller_reclaim_steps_total{step="Notice",reason="CheckpointRequested"} 1)") !=
+               std::string::npos;
   })) << scraped;
   EXPECT_NE(scraped.find(R"(gpubank_quota_gpus{business_group="search",pool="h100-rdma-training",kind="borrowed"} 16)"),
-            std::string::npos);
-  EXPECT_NE(scraped.find(R"(gpubank_controller_reclaim_steps_total{step="Notice",reason="CheckpointRequested"} 1)"),
             std::string::npos);
   EXPECT_NE(scraped.find("gpubank_controller_leader 1"), std::string::npos);
   // The checkpoint window the reports leave out of waste: the job under notice, by the
