@@ -1,13 +1,13 @@
 #include "auth/tokens.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.hpp"
 #include "document/decode.hpp"
 
 namespace gpubank::auth {
@@ -33,13 +33,6 @@ std::optional<std::string> random_hex(std::size_t bytes) {
   std::array<unsigned char, 64> buf{};
   if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1) return std::nullopt;
   return hex(buf.data(), bytes);
-}
-
-std::string sha256_hex(std::string_view text) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) return {};
-  return hex(md.data(), len);
 }
 
 bool is_hex(std::string_view s) {
