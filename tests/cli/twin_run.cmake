@@ -66,3 +66,19 @@ add_test(NAME cli.twin-run-trace-deterministic
 cli_test(usage-twin-run-bad-groups 2 "--groups: each group is name=weight"
          -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv
          --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv --groups a=1,b)
+
+# gpubank twin preview (src/twin/preview): the same policies change nothing; a proposal
+# outside the guardrails is refused naming the rule (exit 1); usage errors exit 2.
+cli_test(help-twin-preview 0 "Usage:.*preview \\[OPTIONS\\]" -- ${GPUBANK} twin preview --help)
+cli_test(twin-preview-same 0 "the proposal changes nothing"
+         -- ${GPUBANK} twin preview --quiet --current examples/policies --proposed examples/policies
+            --workloads examples/scenarios/lend-and-reclaim.yaml)
+cli_test(twin-preview-refused 1 "\\[quota.sum-exceeds-pool\\]"
+         -- ${GPUBANK} twin preview --quiet --current examples/policies
+            --proposed examples/policies examples/invalid/quota.sum-exceeds-pool.yaml
+            --workloads examples/scenarios/lend-and-reclaim.yaml)
+cli_test(twin-preview-json 0 "\"refused\": false"
+         -- ${GPUBANK} twin preview --quiet --current examples/policies --proposed examples/policies
+            --workloads examples/scenarios/lend-and-reclaim.yaml -o json)
+cli_test(usage-twin-preview-no-proposal 2 "--proposed is required"
+         -- ${GPUBANK} twin preview --current examples/policies)

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,10 @@ struct DayOptions {
   // for the low-utilisation scan (every 15 virtual minutes) and the FinOps reports. `gpubank
   // up` turns it on; runs that do not read it (the comparisons, most tests) leave it off.
   bool governance = false;
+  // The policies the day's work is generated from; unset: the run's own. An impact
+  // preview (twin/preview) runs the work of the policies in force under a proposal too, so
+  // that a difference between the runs is the policies' doing, not the work's.
+  std::shared_ptr<const policy::PolicySet> work_from;
 };
 
 [[nodiscard]] std::string_view to_string(DayOptions::ServingControl control);

@@ -109,7 +109,7 @@ Expected<std::unique_ptr<Platform>> Platform::create(policy::PolicySet policies,
     return Unexpected{"serving load must be in (0, 10], got " + std::to_string(day.serving_load)};
   }
   Diagnostics diagnostics;
-  run::Scenario scenario = make_day(policies, day, diagnostics);
+  run::Scenario scenario = make_day(day.work_from ? *day.work_from : policies, day, diagnostics);
   if (has_errors(diagnostics)) return Unexpected{diagnostics.front().to_string()};
   std::optional<std::vector<trace::AzureRequest>> llm_trace;
   if (!day.llm_trace.empty()) {

@@ -33,7 +33,7 @@ std::int64_t percentile(const std::vector<std::int64_t>& sorted, double q) {
 Expected<std::vector<ServingOutcome>> run_serving_day(const policy::PolicySet& policies, const DayOptions& day,
                                                       std::shared_ptr<const cluster::Inventory> inventory,
                                                       const std::function<void(std::int64_t)>& progress,
-                                                      std::vector<run::Event>* events) {
+                                                      std::vector<run::Event>* events, run::RunResult* stats_out) {
   run::RunOptions options;
   options.inventory = std::move(inventory);
   auto platform = Platform::create(policies, day, options);
@@ -47,6 +47,7 @@ Expected<std::vector<ServingOutcome>> run_serving_day(const policy::PolicySet& p
   if (!p.advance_to(p.end())) return Unexpected{p.error()};
   const run::RunResult stats = p.stats();
   if (events != nullptr) *events = p.result().events;
+  if (stats_out != nullptr) *stats_out = stats;
   std::vector<ServingOutcome> out;
   const auto reports = p.control().report();
   const auto services = p.serving().stats();

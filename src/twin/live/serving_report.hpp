@@ -40,11 +40,13 @@ struct ServingOutcome {
 
 // Runs the day to its end with `day.serving_control` and reports every service.
 // `progress` (may be empty) is told the virtual hour reached.
-// `events` (may be null) receives the run's event log.
+// `events` (may be null) receives the run's event log; `stats` (may be null) the run's
+// figures at the end (run::Simulation::stats()).
 Expected<std::vector<ServingOutcome>> run_serving_day(const policy::PolicySet& policies, const DayOptions& day,
                                                       std::shared_ptr<const cluster::Inventory> inventory,
                                                       const std::function<void(std::int64_t)>& progress = {},
-                                                      std::vector<run::Event>* events = nullptr);
+                                                      std::vector<run::Event>* events = nullptr,
+                                                      run::RunResult* stats = nullptr);
 
 // The outcomes side by side (JSON: {"runs": [...], "comparison": per service, each control
 // against the first: GPU-hour saving, attainment}).
