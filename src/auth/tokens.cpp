@@ -29,12 +29,6 @@ std::string hex(const unsigned char* data, std::size_t n) {
   return out;
 }
 
-std::optional<std::string> random_hex(std::size_t bytes) {
-  std::array<unsigned char, 64> buf{};
-  if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1) return std::nullopt;
-  return hex(buf.data(), bytes);
-}
-
 bool is_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
@@ -186,6 +180,12 @@ Expected<bool> revoke(store::Store& store, TokenBook& book, const std::string& i
   e.numbers = json{{"id", id}}.dump();
   if (auto appended = store.append({}, std::span(&e, 1)); !appended) return Unexpected{appended.error()};
   return refresh(store, book);
+}
+
+std::optional<std::string> random_hex(std::size_t bytes) {
+  std::array<unsigned char, 64> buf{};
+  if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1) return std::nullopt;
+  return hex(buf.data(), bytes);
 }
 
 std::optional<Principal> authenticate(const TokenBook& book, std::string_view token, std::int64_t now_ms) {

@@ -88,6 +88,10 @@ Expected<bool> record_grant(store::Store& store, TokenBook& book, const Grant& g
 Expected<bool> revoke(store::Store& store, TokenBook& book, const std::string& id, const std::string& by,
                       std::int64_t now_ms);
 
+// `bytes` (at most 64) from OpenSSL's RAND_bytes as lowercase hex; none when the random
+// source fails.
+[[nodiscard]] std::optional<std::string> random_hex(std::size_t bytes);
+
 struct Principal {
   std::string subject;
   Role role = Role::Viewer;
