@@ -30,6 +30,8 @@ packages=(
   prometheus
   # a real Alertmanager: `gpubank scan` delivers its notices to its v2 API (tests/governance)
   prometheus-alertmanager
+  # the portal's browser tests: headless Chromium driven over WebDriver (tests/portal)
+  chromium chromium-driver
   ca-certificates
 )
 

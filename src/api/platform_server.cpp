@@ -6,72 +6,17 @@
 #include <cmath>
 #include <set>
 
+#include "api/access.hpp"
+#include "api/platform_http.hpp"
 #include "core/duration.hpp"
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
 
 namespace gpubank::api {
 
+using namespace http;  // NOLINT: the routes' shared vocabulary
+
 namespace {
-
-using Json = nlohmann::ordered_json;
-constexpr std::size_t kMaxParam = 253;
-constexpr std::int64_t kMaxLimit = 1000;
-constexpr std::size_t kMaxBody = 4096;
-
-void send_json(httplib::Response& res, const Json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump() + "\n", "application/json");
-}
-
-void send_error(httplib::Response& res, int status, const std::string& field, const std::string& rule,
-                const std::string& message) {
-  Json j = Json::object();
-  j["error"] = message;
-  if (!field.empty()) j["field"] = field;
-  j["rule"] = rule;
-  send_json(res, j, status);
-}
-
-std::optional<QueryError> check_known(const Params& params, std::initializer_list<std::string_view> known) {
-  std::set<std::string> seen;
-  for (const auto& [key, value] : params) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      return QueryError{key, "query.unknown-parameter",
-                        "unknown query parameter \"" + key.substr(0, 64) + "\"; known: " + (list.empty() ? "none" : list)};
-    }
-    if (!seen.insert(key).second) return QueryError{key, "query.duplicate-parameter", key + " is given more than once"};
-    if (value.size() > kMaxParam) {
-      return QueryError{key, "query.too-long", key + " is " + std::to_string(value.size()) + " bytes; the limit is 253"};
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<QueryError> read_int(const Params& params, const std::string& key, std::int64_t lo, std::int64_t hi,
-                                   std::int64_t& out) {
-  const auto it = params.find(key);
-  if (it == params.end()) return std::nullopt;
-  const std::string& v = it->second;
-  std::int64_t value = 0;
-  bool ok = !v.empty() && v.size() <= 18;
-  for (char c : v) ok = ok && c >= '0' && c <= '9';
-  if (ok) value = std::stoll(v);
-  if (!ok || value < lo || value > hi) {
-    return QueryError{key, "query.out-of-range",
-                      key + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" +
-                          v.substr(0, 32) + "\""};
-  }
-  out = value;
-  return std::nullopt;
-}
-
-std::string param(const Params& params, const std::string& key) {
-  const auto it = params.find(key);
-  return it == params.end() ? std::string() : it->second;
-}
 
 // The notable events of the timeline, one readable line each.
 bool notable(const std::string& kind) {
@@ -283,10 +228,38 @@ void PlatformServer::clock_loop() {
 
 void PlatformServer::install_routes() {
   auto& svr = *server_;
-  svr.set_payload_max_length(kMaxBody);
+  // Bodies: 4 KiB, a policy document's routes 64 KiB (and a little for its JSON wrapping).
+  // The declared length is checked before the body is read; a chunked body is counted as
+  // it arrives up to the larger limit and checked against its route's by guard().
+  svr.set_payload_max_length(kMaxDocumentBody);
+  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const std::size_t limit = body_limit(req.path);
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      const bool digits = !length.empty() && length.size() <= 18 &&
+                          std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits && std::stoull(length) > limit) {
+        send_error(res, 413, "", "request.too-large", "the body is over " + std::to_string(limit) + " bytes");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   svr.set_tcp_nodelay(true);
   svr.set_read_timeout(10, 0);
   svr.set_write_timeout(10, 0);
+  // On every answer: scripts and styles from this origin only (the portal has no inline
+  // script), never framed, never sniffed, never cached, no referrer.
+  svr.set_default_headers({
+      {"Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
+      {"X-Content-Type-Options", "nosniff"},
+      {"X-Frame-Options", "DENY"},
+      {"Referrer-Policy", "no-referrer"},
+      {"Cache-Control", "no-store"},
+      {"Cross-Origin-Opener-Policy", "same-origin"},
+      {"Cross-Origin-Resource-Policy", "same-origin"},
+  });
 
   svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::lock_guard lock(mu_);
@@ -302,7 +275,8 @@ void PlatformServer::install_routes() {
     res.status = ready_ ? 200 : 503;
     res.set_content(ready_ ? "ok\n" : "starting\n", "text/plain");
   });
-  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  auth::Gate* gate = options_.gate.get();
+  svr.Get("/metrics", guard(gate, Need::Metrics, [this](const httplib::Request&, httplib::Response& res, const auth::Principal&) {
     std::lock_guard lock(mu_);
     auto text = platform_->metrics_text();
     if (!text) {
@@ -311,15 +285,15 @@ void PlatformServer::install_routes() {
       return;
     }
     res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
-  });
+  }));
 
   // Read-only views with no parameters.
-  auto plain = [this](const char* path, Json (twin::live::Platform::*view)() const) {
-    server_->Get(path, [this, view](const httplib::Request& req, httplib::Response& res) {
+  auto plain = [this, gate](const char* path, Json (twin::live::Platform::*view)() const) {
+    server_->Get(path, guard(gate, Need::Read, [this, view](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
       if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
       std::lock_guard lock(mu_);
       send_json(res, ((*platform_).*view)());
-    });
+    }));
   };
   plain("/api/v1/pools", &twin::live::Platform::pools_json);
   plain("/api/v1/groups", &twin::live::Platform::groups_json);
@@ -327,15 +301,15 @@ void PlatformServer::install_routes() {
   plain("/api/v1/services", &twin::live::Platform::services_json);
   plain("/api/v1/summary", &twin::live::Platform::summary_json);
 
-  svr.Get("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/api/v1/clock", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     std::lock_guard lock(mu_);
     Json j = platform_->clock_json();
     j["paused"] = paused_;
     j["speed"] = speed_ <= 0 ? Json("max") : Json(speed_);
     send_json(res, j);
-  });
-  svr.Post("/api/v1/clock", [this](const httplib::Request& req, httplib::Response& res) {
+  }));
+  svr.Post("/api/v1/clock", guard(gate, Need::Operate, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
       return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
@@ -393,50 +367,75 @@ void PlatformServer::install_routes() {
     j["paused"] = paused_;
     j["speed"] = speed_ <= 0 ? Json("max") : Json(speed_);
     send_json(res, j);
-  });
+  }));
 
-  svr.Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
+  // A scoped principal (viewer, group-admin) reads its own group's workloads and events:
+  // the filter defaults to its group, and another group is 403.
+  svr.Get("/api/v1/workloads", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     auto f = parse_workload_filter(req.params);
     if (auto* e = std::get_if<QueryError>(&f)) return send_error(res, 400, e->field, e->rule, e->message);
+    auto& filter = std::get<twin::live::WorkloadFilter>(f);
+    if (const auto scope = scope_of(who)) {
+      if (filter.business_group.empty()) filter.business_group = *scope;
+      if (other_group(res, who, filter.business_group, "the workloads")) return;
+    }
     std::lock_guard lock(mu_);
-    send_json(res, platform_->workloads_json(std::get<twin::live::WorkloadFilter>(f)));
-  });
-  svr.Get(R"(/api/v1/workloads/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, platform_->workloads_json(filter));
+  }));
+  svr.Get(R"(/api/v1/workloads/([^/]+)/([^/]+))", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     const std::string key = std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
     std::lock_guard lock(mu_);
     auto j = platform_->workload_json(key);
     if (!j) return send_error(res, 404, "", "api.not-found", "no workload " + key.substr(0, 300));
+    if (other_group(res, who, j->value("businessGroup", ""), "the details of a workload")) return;
     send_json(res, *j);
-  });
-  svr.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+  }));
+  svr.Get("/api/v1/events", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     auto f = parse_event_filter(req.params);
     if (auto* e = std::get_if<QueryError>(&f)) return send_error(res, 400, e->field, e->rule, e->message);
+    auto& filter = std::get<twin::live::EventFilter>(f);
+    if (const auto scope = scope_of(who)) {
+      if (filter.business_group.empty()) filter.business_group = *scope;
+      if (other_group(res, who, filter.business_group, "the events")) return;
+    }
     std::lock_guard lock(mu_);
-    send_json(res, platform_->events_json(std::get<twin::live::EventFilter>(f)));
-  });
-  auto paged = [this](const char* path, Json (twin::live::Platform::*view)(const twin::live::Page&) const) {
-    server_->Get(path, [this, view](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, platform_->events_json(filter));
+  }));
+  auto paged = [this, gate](const char* path, Need need, Json (twin::live::Platform::*view)(const twin::live::Page&) const) {
+    server_->Get(path, guard(gate, need, [this, view](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
       if (auto e = check_known(req.params, {"after", "limit"})) return send_error(res, 400, e->field, e->rule, e->message);
       auto page = parse_page(req.params);
       if (auto* e = std::get_if<QueryError>(&page)) return send_error(res, 400, e->field, e->rule, e->message);
       std::lock_guard lock(mu_);
-      send_json(res, ((*platform_).*view)(std::get<twin::live::Page>(page)));
-    });
+      Json j = ((*platform_).*view)(std::get<twin::live::Page>(page));
+      if (const auto scope = scope_of(who)) scope_ledger(j, *scope);
+      send_json(res, j);
+    }));
   };
   // Governance in virtual time (twin/live/governance.hpp).
-  svr.Get("/api/v1/governance/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/api/v1/governance/alerts", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     std::lock_guard lock(mu_);
     const twin::live::TwinGovernance* g = platform_->governance();
     if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
-    send_json(res, g->alerts_json());
-  });
+    Json j = g->alerts_json();
+    if (const auto scope = scope_of(who)) scope_alerts(j, *scope);
+    send_json(res, j);
+  }));
   enum class Report { Showback, Kpis, Leaderboard, Review };
   // The parameters each report takes are checked by its route (parse_governance_query).
-  auto report = [this](httplib::Response& res, Report kind, const QueryResult<GovernanceQuery>& parsed) {
+  auto report = [this](httplib::Response& res, Report kind, const QueryResult<GovernanceQuery>& parsed,
+                       const auth::Principal& who) {
     if (const auto* e = std::get_if<QueryError>(&parsed)) return send_error(res, 400, e->field, e->rule, e->message);
     const GovernanceQuery& q = std::get<GovernanceQuery>(parsed);
+    // Below the group level a showback names people and workloads: costs access, cut to
+    // the own group for a group-admin.
+    if (kind == Report::Showback && q.level != governance::ShowbackLevel::Group && !allowed(who.role, Need::Costs)) {
+      return send_error(res, 403, "level", "auth.forbidden",
+                        "role " + std::string(auth::role_name(who.role)) + " may read the showback by group only: owner "
+                        "and workload levels need costs access (" + roles_allowed(Need::Costs) + ")");
+    }
     std::lock_guard lock(mu_);
     const twin::live::TwinGovernance* g = platform_->governance();
     if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
@@ -457,6 +456,9 @@ void PlatformServer::install_routes() {
       auto s = g->showback(*period);
       if (!s) return send_error(res, 500, "", "governance.internal", s.error());
       Json report_json = governance::to_json(*s, q.level);  // items() of a temporary would dangle
+      if (const auto scope = scope_of(who); scope && q.level != governance::ShowbackLevel::Group) {
+        scope_showback(report_json, *scope);
+      }
       for (auto& [k, v] : report_json.items()) out[k] = std::move(v);
     } else if (kind == Report::Kpis) {
       auto k = g->kpis(*period);
@@ -474,33 +476,37 @@ void PlatformServer::install_routes() {
     }
     send_json(res, out);
   };
-  svr.Get("/api/v1/governance/showback", [report](const httplib::Request& req, httplib::Response& res) {
-    report(res, Report::Showback, parse_governance_query(req.params, {"from", "to", "level"}));
-  });
-  svr.Get("/api/v1/governance/kpis", [report](const httplib::Request& req, httplib::Response& res) {
-    report(res, Report::Kpis, parse_governance_query(req.params, {"from", "to"}));
-  });
-  svr.Get("/api/v1/governance/review", [report](const httplib::Request& req, httplib::Response& res) {
-    report(res, Report::Review, parse_governance_query(req.params, {"from", "to"}));
-  });
-  svr.Get("/api/v1/governance/leaderboard", [report](const httplib::Request& req, httplib::Response& res) {
-    report(res, Report::Leaderboard, parse_governance_query(req.params, {"from", "to", "minGpuHours"}));
-  });
+  svr.Get("/api/v1/governance/showback", guard(gate, Need::Read, [report](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    report(res, Report::Showback, parse_governance_query(req.params, {"from", "to", "level"}), who);
+  }));
+  svr.Get("/api/v1/governance/kpis", guard(gate, Need::Read, [report](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    report(res, Report::Kpis, parse_governance_query(req.params, {"from", "to"}), who);
+  }));
+  // The quota review names every group's findings: the platform's and FinOps' view.
+  svr.Get("/api/v1/governance/review", guard(gate, Need::Audit, [report](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    report(res, Report::Review, parse_governance_query(req.params, {"from", "to"}), who);
+  }));
+  svr.Get("/api/v1/governance/leaderboard", guard(gate, Need::Read, [report](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    report(res, Report::Leaderboard, parse_governance_query(req.params, {"from", "to", "minGpuHours"}), who);
+  }));
 
-  svr.Get("/api/v1/gpus", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/api/v1/gpus", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {"pool"})) return send_error(res, 400, e->field, e->rule, e->message);
     std::lock_guard lock(mu_);
-    send_json(res, platform_->gpus_json(param(req.params, "pool")));
-  });
-  svr.Get(R"(/api/v1/gpus/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    Json j = platform_->gpus_json(param(req.params, "pool"));
+    if (const auto scope = scope_of(who)) scope_gpus(j, *scope);
+    send_json(res, j);
+  }));
+  svr.Get(R"(/api/v1/gpus/([^/]+))", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);
     auto j = platform_->gpu_json(uuid);
     if (!j) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
+    if (const auto scope = scope_of(who)) scope_gpus(*j, *scope);
     send_json(res, *j);
-  });
-  svr.Post(R"(/api/v1/gpus/([^/]+)/health)", [this](const httplib::Request& req, httplib::Response& res) {
+  }));
+  svr.Post(R"(/api/v1/gpus/([^/]+)/health)", guard(gate, Need::Operate, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
@@ -535,14 +541,14 @@ void PlatformServer::install_routes() {
     if (!healthy && xid == 0) xid = ecc > 0 ? 48 : 79;  // "Double Bit ECC Error" / "GPU has fallen off the bus"
     std::lock_guard lock(mu_);
     if (!platform_->gpu_json(uuid)) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
-    auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + req.remote_addr, ecc);
+    auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + who.subject, ecc);
     if (!done) return send_error(res, 409, "", "api.conflict", done.error());
     advance_locked(platform_->now());  // the timeline and the clock file see the change
     send_json(res, *platform_->gpu_json(uuid));
-  });
+  }));
   // Manual tidal freeze: pins the replicas of the TidalPolicy's services (`gpubank tidal
   // freeze|unfreeze`); body {"reason": "..."} optional; audited with the caller.
-  svr.Post(R"(/api/v1/tidal/([^/]+)/(freeze|unfreeze))", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Post(R"(/api/v1/tidal/([^/]+)/(freeze|unfreeze))", guard(gate, Need::Operate, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string policy = req.matches[1];
     const bool freeze = req.matches[2] == "freeze";
     std::string reason;
@@ -563,17 +569,17 @@ void PlatformServer::install_routes() {
     }
     if (policy.size() > 253) return send_error(res, 400, "", "request.out-of-range", "the policy name is over 253 bytes");
     std::lock_guard lock(mu_);
-    auto done = platform_->freeze_tidal(policy, freeze, "api:" + req.remote_addr, reason.empty() ? "manual" : reason);
+    auto done = platform_->freeze_tidal(policy, freeze, "api:" + who.subject, reason.empty() ? "manual" : reason);
     if (!done) {
       const bool unknown = done.error().rfind("no TidalPolicy", 0) == 0;
       return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
     }
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());
-  });
+  }));
   // Fault injection for a service: {"modelLoadFailures": n} makes the next n replicas to
   // finish loading fail to load their model; audited with the caller.
-  svr.Post(R"(/api/v1/services/([^/]+)/faults)", [this](const httplib::Request& req, httplib::Response& res) {
+  svr.Post(R"(/api/v1/services/([^/]+)/faults)", guard(gate, Need::Operate, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string policy = req.matches[1];
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
@@ -592,23 +598,28 @@ void PlatformServer::install_routes() {
     }
     std::lock_guard lock(mu_);
     auto done = platform_->fail_model_loads(policy, static_cast<int>(body["modelLoadFailures"].get<std::int64_t>()),
-                                            "api:" + req.remote_addr);
+                                            "api:" + who.subject);
     if (!done) {
       const bool unknown = done.error().rfind("no inference service", 0) == 0;
       return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
     }
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());
-  });
-  paged("/api/v1/ledger", &twin::live::Platform::ledger_json);
-  paged("/api/v1/audit", &twin::live::Platform::audit_json);
+  }));
+  paged("/api/v1/ledger", Need::Read, &twin::live::Platform::ledger_json);
+  paged("/api/v1/audit", Need::Audit, &twin::live::Platform::audit_json);
+  install_session_routes();
+  install_portal_routes();
+  install_policy_routes();
 
-  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  svr.set_error_handler([gate](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
+      // Which paths exist is no one's business before they sign in.
+      if (!admit(gate, Need::Read, req, res, /*record=*/false)) return;
       send_error(res, 404, "", "api.not-found", "no such path: " + req.path.substr(0, 200));
     } else if (res.status == 413) {
-      send_error(res, 413, "", "request.too-large", "the body is over 4096 bytes");
+      send_error(res, 413, "", "request.too-large", "the body is over " + std::to_string(body_limit(req.path)) + " bytes");
     }
   });
 }

@@ -18,8 +18,19 @@
 //   GET  /api/v1/governance/review?from=&to=  the quota review's findings
 //        (the reports of `gpubank report` over virtual time; from/to RFC 3339, by default the
 //        run so far; twin/live/governance.hpp)
-// Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 404
-// (unknown path or object) or 405. The clock: at speed s, one wall second advances s
+//   POST/GET/DELETE /api/v1/session    a browser session for a token (src/auth/gate.hpp)
+//   GET  /, /portal/...                the portal's page and assets (src/portal)
+//   GET  /api/v1/policies[/<Kind>/<name>]   the policies in force (JSON and YAML)
+//   POST /api/v1/proposals/preview {"document": YAML, "hours": n}   impact preview (twin/preview)
+//   GET/POST /api/v1/proposals {"document", "comment"}   self-service changes (proposals/)
+//   POST /api/v1/proposals/<id>/approve|reject {"comment"}   a platform administrator's decision
+// Every path but /healthz, /readyz, the portal's assets and POST /api/v1/session needs a
+// bearer token or a session (with X-CSRF-Token on writes); what each role may read and
+// change is api/access.hpp's. Every write is audited in the gate's store before it runs.
+// Errors are JSON {"error": sentence, "field": name, "rule": id} with 400 (bad input), 401
+// (no valid credentials), 403 (the role may not, or no CSRF token), 404 (unknown path or
+// object), 405, 429 (over the token's rate, with Retry-After) or 503 (the audit store
+// refused the write's record). The clock: at speed s, one wall second advances s
 // virtual seconds; "max" advances as fast as the run allows, in slices short enough to keep
 // requests answered. All access to the platform is under one mutex.
 #pragma once
@@ -37,6 +48,8 @@
 #include <thread>
 #include <variant>
 
+#include "auth/gate.hpp"
+#include "proposals/proposals.hpp"
 #include "core/expected.hpp"
 #include "twin/live/platform.hpp"
 
@@ -51,6 +64,13 @@ struct PlatformServerOptions {
   int port = 8080;       // 0: any free port
   double speed = 60;     // virtual seconds per wall second; 0: as fast as possible ("max")
   bool paused = false;
+  // Checks every request but the public paths; without one, every such request is 401.
+  std::shared_ptr<auth::Gate> gate;
+  // Self-service policy changes (/api/v1/policies, /api/v1/proposals); without one those
+  // paths answer 404 governance.off-like errors (proposals.off).
+  std::shared_ptr<proposals::Desk> desk;
+  // The cluster an impact preview runs on (the platform's own inventory).
+  std::shared_ptr<const twin::cluster::Inventory> inventory;
 };
 
 // Query parameters to typed filters; the error names the parameter and the rule.
@@ -98,6 +118,9 @@ class PlatformServer {
 
  private:
   void install_routes();
+  void install_session_routes();
+  void install_portal_routes();
+  void install_policy_routes();
   void clock_loop();
   void advance_locked(twin::VirtualTime target);
 
@@ -114,6 +137,7 @@ class PlatformServer {
   std::size_t timeline_seen_ = 0;
   std::thread clock_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> previewing_{false};  // one impact preview at a time
 };
 
 }  // namespace gpubank::api

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <httplib.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -27,8 +28,24 @@ struct TidalOptions {
   int days = 2;
   std::string server = "http://127.0.0.1:8080";
   std::string reason;
+  std::string token_file;
   Format format = Format::Text;
 };
+
+// The bearer token for the platform's API: --token-file's first line, else $GPUBANK_TOKEN.
+std::optional<std::string> api_token(const std::string& token_file, const std::string& me) {
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::string token;
+    if (!in || !std::getline(in, token) || token.empty()) {
+      std::cerr << me << ": --token-file: cannot read a token from " << token_file << '\n';
+      return std::nullopt;
+    }
+    return token;
+  }
+  const char* env = std::getenv("GPUBANK_TOKEN");
+  return std::string(env != nullptr ? env : "");
+}
 
 int run_timeline(const TidalOptions& opt) {
   auto loaded = load_valid_policies(opt.policies, "tidal timeline");
@@ -101,7 +118,10 @@ int run_freeze(const TidalOptions& opt, bool freeze) {
     std::cerr << "gpubank tidal " << verb << ": --server must be an http:// URL, got \"" << opt.server << "\"\n";
     return 2;
   }
+  const auto token = api_token(opt.token_file, "gpubank tidal " + verb);
+  if (!token) return 1;
   httplib::Client client(opt.server);
+  if (!token->empty()) client.set_bearer_token_auth(*token);
   client.set_connection_timeout(5);
   client.set_read_timeout(30);
   Json body = Json::object();
@@ -115,7 +135,9 @@ int run_freeze(const TidalOptions& opt, bool freeze) {
   if (res->status != 200) {
     const auto error = nlohmann::json::parse(res->body, nullptr, false);
     std::cerr << "gpubank tidal " << verb << ": " << res->status << ": "
-              << (error.is_object() && error.contains("message") ? error["message"].get<std::string>() : res->body)
+              << (error.is_object() && error.contains("error") && error["error"].is_string()
+                      ? error["error"].get<std::string>()
+                      : res->body)
               << '\n';
     return 1;
   }
@@ -150,6 +172,8 @@ Command add_tidal_command(CLI::App& app) {
   for (CLI::App* c : {freeze, unfreeze}) {
     c->add_option("policy", opt->policy, "the TidalPolicy's name")->required();
     c->add_option("--server", opt->server, "the platform's URL (default http://127.0.0.1:8080)");
+    c->add_option("--token-file", opt->token_file,
+                  "a file holding a platform-admin API token (default: $GPUBANK_TOKEN; gpubank up --token-file)");
     add_output_option(*c, opt->format);
   }
   freeze->add_option("--reason", opt->reason, "why (recorded in the audit log)");

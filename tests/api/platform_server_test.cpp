@@ -9,72 +9,12 @@
 #include <sstream>
 #include <thread>
 
-#include "api/platform_server.hpp"
-#include "policy/policy_set.hpp"
-#include "support/paths.hpp"
-#include "twin/cluster/inventory.hpp"
+#include "platform_fixture.hpp"
 
 namespace gpubank::api {
 namespace {
 
 using nlohmann::json;
-
-class PlatformServerTest : public ::testing::Test {
- protected:
-  // gpubank up records governance every virtual minute; it roughly doubles what a day costs
-  // under the sanitizers, so only the suite that reads it turns it on.
-  [[nodiscard]] virtual bool with_governance() const { return false; }
-
-  void SetUp() override {
-    Diagnostics d;
-    auto inventory = twin::cluster::load_inventory(testing::source_dir() + "/examples/inventory/example.yaml", d);
-    ASSERT_TRUE(inventory);
-    twin::run::RunOptions run;
-    run.inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
-    twin::live::DayOptions day;
-    day.start = *parse_rfc3339("2026-11-30T16:00:00Z");
-    day.hours = 12;  // 00:00-12:00 in Shanghai: the night and the daytime serving
-    day.serving_load = 0.05;  // the API is under test, not the serving model
-    day.governance = with_governance();
-    auto platform = twin::live::Platform::create(
-        policy::load_policy_set({testing::source_dir() + "/examples/policies"}), day, run);
-    ASSERT_TRUE(platform) << platform.error();
-    PlatformServerOptions options;
-    options.port = 0;
-    options.paused = true;  // the test moves the clock itself
-    server_ = std::make_unique<PlatformServer>(std::move(platform.value()), options);
-    auto port = server_->bind();
-    ASSERT_TRUE(port) << port.error();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
-    // A step of hours runs the day (and its serving) inside the request: seconds under the
-    // sanitizers. Only a bound on waiting, nothing is timed.
-    client_->set_read_timeout(300, 0);
-    thread_ = std::thread([this] { server_->serve(); });
-    for (int i = 0; i < 1000 && !client_->Get("/readyz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  void TearDown() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  json get(const std::string& path, int expected_status = 200) {
-    auto res = client_->Get(path);
-    EXPECT_TRUE(res);
-    if (!res) return nullptr;
-    EXPECT_EQ(res->status, expected_status) << path << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-  json post_clock(const std::string& body, int expected_status = 200) {
-    auto res = client_->Post("/api/v1/clock", body, "application/json");
-    EXPECT_TRUE(res);
-    if (!res) return nullptr;
-    EXPECT_EQ(res->status, expected_status) << body << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-
-  std::unique_ptr<PlatformServer> server_;
-  std::unique_ptr<httplib::Client> client_;
-  std::thread thread_;
-};
 
 TEST_F(PlatformServerTest, PausedClockStepsExactlyAndViewsFollow) {
   EXPECT_EQ(get("/api/v1/clock")["virtualTimeMs"], 0);
@@ -196,7 +136,7 @@ TEST_F(PlatformServerTest, AnInjectedXidErrorMovesTheWorkloadOffTheGpu) {
   for (std::int64_t after = 0, page = 0; page < 1000; ++page) {
     const json j = get("/api/v1/audit?limit=1000&after=" + std::to_string(after));
     for (const auto& a : j["items"]) {
-      if (a["action"] == "GpuUnhealthy") audited = a["actor"].get<std::string>().rfind("api:", 0) == 0;
+      if (a["action"] == "GpuUnhealthy") audited = a["actor"] == "api:pat";
     }
     after = j["next"];
     if (!j["more"].get<bool>()) break;
@@ -251,7 +191,7 @@ TEST_F(PlatformServerTest, TidalFreezeIsAuditedWithTheCallerAndRefusesBadRequest
   for (std::int64_t after = 0, page = 0; page < 1000; ++page) {
     const json j = get("/api/v1/audit?limit=1000&after=" + std::to_string(after));
     for (const auto& a : j["items"]) {
-      audited |= a["action"] == "TidalFrozen" && a["actor"].get<std::string>().rfind("api:", 0) == 0;
+      audited |= a["action"] == "TidalFrozen" && a["actor"] == "api:pat";
     }
     after = j["next"];
     if (!j["more"].get<bool>()) break;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <filesystem>
 #include <thread>
 
@@ -80,6 +81,7 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   const std::string inventory = source_dir() + "/examples/inventory/example.yaml";
   const std::string data = (dir / "data").string();
   const std::string log = (dir / "up.log").string();
+  const std::string token_file = (dir / "operator.token").string();
 
   Child up;
   up.pid = fork();
@@ -90,13 +92,32 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
     execl(binary.c_str(), binary.c_str(), "up", "--speed", "max", "--quiet", "--hours", "6", "--serving-load", "0.05",
           "--port", port_arg.c_str(),
           "--policies", policies.c_str(), "--inventory", inventory.c_str(), "--data-dir", data.c_str(),
-          "--with-prometheus", "--prometheus-port", prometheus_arg.c_str(), static_cast<char*>(nullptr));
+          "--with-prometheus", "--prometheus-port", prometheus_arg.c_str(), "--token-file", token_file.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
 
   httplib::Client api("127.0.0.1", port);
   httplib::Client prometheus("127.0.0.1", prometheus_port);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  // The API answers its operator's token only (written before the server listens); the
+  // Prometheus scrapes with a token of its own, from its configuration.
+  std::string token;
+  while (token.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(token_file);
+    std::getline(in, token);
+    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(token.empty()) << "no " << token_file << "; see " << log;
+  while (!api.Get("/readyz") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  {
+    auto anonymous = api.Get("/api/v1/clock");
+    ASSERT_TRUE(anonymous);
+    EXPECT_EQ(anonymous->status, 401) << anonymous->body;
+  }
+  api.set_bearer_token_auth(token);
   // The (6-hour) day runs at max speed; after that the platform's state stays as it is.
   nlohmann::json clock;
   while (std::chrono::steady_clock::now() < deadline) {

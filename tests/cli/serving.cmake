@@ -17,4 +17,5 @@ cli_test(tidal-timeline-example 0 "2026-11-30T23:30:00Z  TidalWindowApproaching 
          -- ${GPUBANK} tidal timeline weekday-serving-training --from 2026-11-30T16:00:00Z --days 1)
 cli_test(tidal-timeline-unknown-policy 1 "no TidalPolicy named \"nightly\"" -- ${GPUBANK} tidal timeline nightly --from 2026-11-30T16:00:00Z)
 cli_test(tidal-freeze-no-server 1 "cannot reach http://127.0.0.1:9" -- ${GPUBANK} tidal freeze weekday-serving-training --server http://127.0.0.1:9)
+cli_test(tidal-freeze-no-token-file 1 "--token-file: cannot read a token from /nonexistent" -- ${GPUBANK} tidal freeze x --token-file /nonexistent)
 cli_test(usage-tidal-freeze-bad-server 2 "--server must be an http:// URL" -- ${GPUBANK} tidal freeze x --server ftp://host)

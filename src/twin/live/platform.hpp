@@ -67,6 +67,7 @@ class Platform {
   [[nodiscard]] VirtualTime end() const { return end_; }
   [[nodiscard]] Timestamp start() const { return day_.start; }
   [[nodiscard]] const DayOptions& day() const { return day_; }
+  [[nodiscard]] const policy::PolicySet& policies() const { return policies_; }
   [[nodiscard]] const run::Scenario& scenario() const { return scenario_; }
   // The run's result as the engine holds it, including an instant whose entries could not
   // be persisted: for what the platform emits, use events(), ledger() and audit().

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Refreshes docs/screenshots/ from the portal in headless Chromium: a release build of
+# gpubank, `gpubank up` on the seeded day (six virtual hours at full speed), and the browser
+# test (tests/portal/run_portal_test.sh) saving every page at 1280x800 (and the overview at
+# 390x844), in the light and the dark theme.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target gpubank
+mkdir -p docs/screenshots
+tests/portal/run_portal_test.sh ./build/release/cmd/gpubank/gpubank docs/screenshots
+echo "screenshots: docs/screenshots/" >&2

@@ -1,0 +1,92 @@
+#include "api/access.hpp"
+
+namespace gpubank::api {
+
+namespace {
+
+bool names_group(const Json& j, const char* key, const std::string& group) {
+  return j.is_object() && j.contains(key) && j[key].is_string() && j[key].get<std::string>() == group;
+}
+
+void keep_if(Json& array, const std::function<bool(const Json&)>& keep) {
+  if (!array.is_array()) return;
+  Json kept = Json::array();
+  for (auto& item : array) {
+    if (keep(item)) kept.push_back(std::move(item));
+  }
+  array = std::move(kept);
+}
+
+}  // namespace
+
+std::string_view need_name(Need need) {
+  switch (need) {
+    case Need::Read: return "read";
+    case Need::Costs: return "costs";
+    case Need::Audit: return "audit";
+    case Need::Metrics: return "metrics";
+    case Need::Operate: return "operate";
+  }
+  return "?";
+}
+
+bool allowed(auth::Role role, Need need) {
+  using auth::Role;
+  switch (need) {
+    case Need::Read: return true;
+    case Need::Costs: return role != Role::Viewer;
+    case Need::Audit:
+    case Need::Metrics: return role == Role::FinOps || role == Role::PlatformAdmin;
+    case Need::Operate: return role == Role::PlatformAdmin;
+  }
+  return false;
+}
+
+std::string roles_allowed(Need need) {
+  std::string out;
+  for (auth::Role r : {auth::Role::Viewer, auth::Role::GroupAdmin, auth::Role::FinOps, auth::Role::PlatformAdmin}) {
+    if (!allowed(r, need)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(auth::role_name(r));
+  }
+  return out;
+}
+
+std::optional<std::string> scope_of(const auth::Principal& who) {
+  if (who.role == auth::Role::Viewer || who.role == auth::Role::GroupAdmin) return who.group;
+  return std::nullopt;
+}
+
+void scope_gpus(Json& gpus, const std::string& group) {
+  auto one = [&](Json& gpu) {
+    if (!gpu.is_object() || !gpu.contains("workloads") || !gpu["workloads"].is_array()) return;
+    for (Json& w : gpu["workloads"]) {
+      if (!names_group(w, "businessGroup", group) && w.is_object()) w.erase("workload");
+    }
+  };
+  if (gpus.is_array()) {
+    for (Json& g : gpus) one(g);
+  } else {
+    one(gpus);
+  }
+}
+
+void scope_ledger(Json& page, const std::string& group) {
+  if (!page.is_object() || !page.contains("items")) return;
+  keep_if(page["items"], [&](const Json& e) { return names_group(e, "businessGroup", group) || names_group(e, "lender", group); });
+}
+
+void scope_alerts(Json& alerts, const std::string& group) {
+  if (!alerts.is_object()) return;
+  for (const char* list : {"open", "resolved"}) {
+    if (!alerts.contains(list)) continue;
+    keep_if(alerts[list], [&](const Json& a) { return a.is_object() && a.contains("evidence") && names_group(a["evidence"], "businessGroup", group); });
+  }
+  // The scan's counts are the whole cluster's: they say how many, never whose.
+}
+
+void scope_showback(Json& report, const std::string& group) {
+  if (!report.is_object() || !report.contains("rows")) return;
+  keep_if(report["rows"], [&](const Json& r) { return names_group(r, "businessGroup", group); });
+}
+
+}  // namespace gpubank::api

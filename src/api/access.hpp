@@ -1,0 +1,52 @@
+// Who may read and change what through the platform's HTTP API (the portal's roles,
+// issue 32). Pure: the server asks `allowed` before a handler runs and passes what it
+// answers through the scoping filters below before it is sent.
+//
+//   Need          viewer        group-admin   finops   platform-admin
+//   Read          own group*    own group*    all      all
+//   Costs         -             own group**   all      all
+//   Audit         -             -             all      all
+//   Metrics       -             -             all      all
+//   Operate       -             -             -        all
+//
+//   *  shared views (pools, groups' positions, queues, services, clock, KPIs, the team
+//      leaderboard, group-level showback) are whole; workloads, events, alerts, the ledger
+//      and who runs on a GPU are cut to the principal's group, and asking for another
+//      group's is 403.
+//   ** owner- and workload-level showback, cut to the own group.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "auth/tokens.hpp"
+
+namespace gpubank::api {
+
+enum class Need { Read, Costs, Audit, Metrics, Operate };
+[[nodiscard]] std::string_view need_name(Need need);
+
+[[nodiscard]] bool allowed(auth::Role role, Need need);
+// The roles that may, for messages ("finops or platform-admin").
+[[nodiscard]] std::string roles_allowed(Need need);
+
+// The group a principal's reads are cut to; none for finops and platform-admin.
+[[nodiscard]] std::optional<std::string> scope_of(const auth::Principal& who);
+
+using Json = nlohmann::ordered_json;
+
+// GPU list or detail: a workload of another group keeps its group and state, not its name.
+void scope_gpus(Json& gpus, const std::string& group);
+// Ledger page: only entries where the group is the borrower/holder or the lender.
+void scope_ledger(Json& page, const std::string& group);
+// Alerts: only those whose evidence names the group (open and recent lists alike).
+void scope_alerts(Json& alerts, const std::string& group);
+// Showback rows at owner/workload level: only the group's (totals and loans are per pool
+// and group, and stay).
+void scope_showback(Json& report, const std::string& group);
+
+}  // namespace gpubank::api

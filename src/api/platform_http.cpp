@@ -1,0 +1,174 @@
+#include "api/platform_http.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "core/escape.hpp"
+
+namespace gpubank::api::http {
+
+
+void send_json(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& field, const std::string& rule,
+                const std::string& message) {
+  Json j = Json::object();
+  j["error"] = message;
+  if (!field.empty()) j["field"] = field;
+  j["rule"] = rule;
+  send_json(res, j, status);
+}
+
+std::optional<QueryError> check_known(const Params& params, std::initializer_list<std::string_view> known) {
+  std::set<std::string> seen;
+  for (const auto& [key, value] : params) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return QueryError{key, "query.unknown-parameter",
+                        "unknown query parameter \"" + key.substr(0, 64) + "\"; known: " + (list.empty() ? "none" : list)};
+    }
+    if (!seen.insert(key).second) return QueryError{key, "query.duplicate-parameter", key + " is given more than once"};
+    if (value.size() > kMaxParam) {
+      return QueryError{key, "query.too-long", key + " is " + std::to_string(value.size()) + " bytes; the limit is 253"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<QueryError> read_int(const Params& params, const std::string& key, std::int64_t lo, std::int64_t hi,
+                                   std::int64_t& out) {
+  const auto it = params.find(key);
+  if (it == params.end()) return std::nullopt;
+  const std::string& v = it->second;
+  std::int64_t value = 0;
+  bool ok = !v.empty() && v.size() <= 18;
+  for (char c : v) ok = ok && c >= '0' && c <= '9';
+  if (ok) value = std::stoll(v);
+  if (!ok || value < lo || value > hi) {
+    return QueryError{key, "query.out-of-range",
+                      key + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" +
+                          v.substr(0, 32) + "\""};
+  }
+  out = value;
+  return std::nullopt;
+}
+
+std::string param(const Params& params, const std::string& key) {
+  const auto it = params.find(key);
+  return it == params.end() ? std::string() : it->second;
+}
+
+std::size_t body_limit(std::string_view path) {
+  return path.starts_with("/api/v1/proposals") ? kMaxDocumentBody : kMaxBody;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The value of one cookie of the Cookie header ("a=b; c=d"); empty when absent.
+std::string cookie_value(const httplib::Request& req, std::string_view name) {
+  const std::string header = req.get_header_value("Cookie");
+  std::size_t pos = 0;
+  while (pos < header.size()) {
+    std::size_t end = header.find(';', pos);
+    if (end == std::string::npos) end = header.size();
+    std::string_view part(header.data() + pos, end - pos);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.size() > name.size() && part.starts_with(name) && part[name.size()] == '=') {
+      return std::string(part.substr(name.size() + 1));
+    }
+    pos = end + 1;
+  }
+  return {};
+}
+
+bool is_write(const httplib::Request& req) { return req.method != "GET" && req.method != "HEAD"; }
+
+// Who the request speaks for, when it may do what `need` asks and is within its rate (and,
+// for a write, once its audit record is in); otherwise the error is sent and none returned.
+std::optional<auth::Principal> admit(auth::Gate* gate, Need need, const httplib::Request& req, httplib::Response& res,
+                                     bool record) {
+  if (gate == nullptr) {
+    send_error(res, 401, "", "auth.unauthenticated", "this server has no token store: it admits nobody");
+    return std::nullopt;
+  }
+  const std::int64_t now = wall_ms();
+  std::optional<auth::Principal> who;
+  if (req.has_header("Authorization")) {
+    who = gate->by_token(req.get_header_value("Authorization"), now);
+    if (!who) {
+      res.set_header("WWW-Authenticate", R"(Bearer realm="gpubank", error="invalid_token")");
+      send_error(res, 401, "Authorization", "auth.invalid-token",
+                 "the bearer token is not valid (unknown, revoked, expired or malformed)");
+      return std::nullopt;
+    }
+  } else if (const std::string id = cookie_value(req, auth::kSessionCookie); !id.empty()) {
+    auto session = gate->by_session(id, now);
+    if (!session) {
+      send_error(res, 401, "Cookie", "auth.session-ended",
+                 "the session has ended (signed out, expired, its token revoked, or the server restarted): sign in again");
+      return std::nullopt;
+    }
+    if (is_write(req) && !auth::Gate::csrf_matches(*session, req.get_header_value("X-CSRF-Token"))) {
+      send_error(res, 403, "X-CSRF-Token", "auth.csrf",
+                 "a write from a browser session needs the session's token in the X-CSRF-Token header");
+      return std::nullopt;
+    }
+    who = session->principal;
+  } else {
+    res.set_header("WWW-Authenticate", R"(Bearer realm="gpubank")");
+    send_error(res, 401, "", "auth.unauthenticated",
+               "sign in: send \"Authorization: Bearer <token>\" (gpubank token create) or open a session");
+    return std::nullopt;
+  }
+  if (const auto wait = gate->throttle(who->token_id, now)) {
+    res.set_header("Retry-After", std::to_string(static_cast<long long>(std::ceil(*wait))));
+    send_error(res, 429, "", "auth.rate-limited", "too many requests for this token: retry after the Retry-After seconds");
+    return std::nullopt;
+  }
+  if (!allowed(who->role, need)) {
+    send_error(res, 403, "", "auth.forbidden",
+               "role " + std::string(auth::role_name(who->role)) + " may not " + req.method + " " + req.path.substr(0, 200) +
+                   ": it needs " + std::string(need_name(need)) + " access (" + roles_allowed(need) + ")");
+    return std::nullopt;
+  }
+  if (record && is_write(req)) {
+    if (auto recorded = gate->record_write(*who, req.method, req.path, req.body, now); !recorded) {
+      send_error(res, 503, "", "audit.unavailable", "the write was not carried out: its audit record failed: " + recorded.error());
+      return std::nullopt;
+    }
+  }
+  return who;
+}
+
+httplib::Server::Handler guard(auth::Gate* gate, Need need, Guarded handler, bool audited) {
+  return [gate, need, audited, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    if (req.body.size() > body_limit(req.path)) {
+      return send_error(res, 413, "", "request.too-large",
+                        "the body is over " + std::to_string(body_limit(req.path)) + " bytes");
+    }
+    const auto who = admit(gate, need, req, res, audited);
+    if (who) handler(req, res, *who);
+  };
+}
+
+// 403 naming the group when a scoped principal asks for another group's details.
+bool other_group(httplib::Response& res, const auth::Principal& who, const std::string& group, const char* what) {
+  const auto scope = scope_of(who);
+  if (!scope || *scope == group) return false;
+  send_error(res, 403, "businessGroup", "auth.other-group",
+             std::string(auth::role_name(who.role)) + " of " + *scope + " may not read " + what + " of " +
+                 escape_text(group.substr(0, 63)));
+  return true;
+}
+
+
+}  // namespace gpubank::api::http

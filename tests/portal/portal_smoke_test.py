@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Smoke test of the gpubank portal in headless Chromium (Python 3 stdlib + webdriver.py).
+
+  python3 tests/portal/portal_smoke_test.py --base-url http://127.0.0.1:8080 --token gpb_... \\
+      [--screenshots DIR] [--viewer-token TOKEN]
+
+Signs in through the #token= link, checks that the overview shows every pool with the
+numbers GET /api/v1/pools answers (used and free too, and the groups' positions, when the
+clock is paused or the day is over), drills down group -> workload -> GPU and checks the GPU
+page against GET /api/v1/gpus/<uuid>, opens Governance and Bank, signs out and in again
+through the form, and fails on Content-Security-Policy violations or uncaught errors in the
+console. --viewer-token: also signs in as a viewer and checks that another group's workload
+answers "You do not have access to this (role viewer)" in its panel. --screenshots: saves
+overview, group, gpu, governance and bank at 1280x800 and overview-narrow at 390x844, in the
+light theme and (as *-dark.png) the dark one. Exits 1 naming the first mismatch.
+"""
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webdriver import WebDriver, WebDriverError  # noqa: E402
+
+
+class Mismatch(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Mismatch(message)
+
+
+class Api:
+    def __init__(self, base, token):
+        self.base, self.token = base, token
+
+    def get(self, path):
+        req = urllib.request.Request(f'{self.base}/api/v1/{path}', headers={'Authorization': f'Bearer {self.token}'})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            raise Mismatch(f'GET /api/v1/{path} with the token answers {e.code}: {e.read()[:300].decode(errors="replace")}') from None
+
+
+# Every element with a data-testid starting with prefix: {testid: (text, data-value)}, read
+# in one script so a panel refreshing in between cannot mix two answers.
+READ = """
+const out = {};
+for (const el of document.querySelectorAll('[data-testid]')) {
+  const id = el.dataset.testid;
+  if (id.startsWith(arguments[0])) out[id] = [el.textContent.trim(), el.dataset.value ?? null];
+}
+return out;"""
+
+
+def same_number(shown, value):
+    """Whether a number element shows the API's value: integers as text, others by data-value."""
+    if shown is None:
+        return False
+    text, data = shown
+    if isinstance(value, int):
+        return text == str(value)
+    return data is not None and abs(float(data) - value) < 1e-9
+
+
+def set_viewport(d, width, height):
+    """Sizes the window so the page itself gets width x height."""
+    d.set_window_size(width, height)
+    iw, ih = d.execute_script('return [innerWidth, innerHeight]')
+    if (iw, ih) != (width, height):
+        d.set_window_size(2 * width - iw, 2 * height - ih)
+
+
+def wait_ready(d, *panels, timeout=20):
+    for p in panels:
+        d.wait_for(f'[data-testid="panel-{p}"]:not([data-state="loading"])', timeout)
+        css = f'[data-testid="panel-{p}"]'
+        if d.execute_script('return document.querySelector(arguments[0]).dataset.state', css) == 'error':
+            raise Mismatch(f'panel {p} failed: {d.text(css)}')
+
+
+PAGES = [  # name, hash route, panels to wait for
+    ('overview', '#/', ['pools', 'groups', 'alerts', 'events']),
+    ('governance', '#/governance', ['governance-alerts', 'leaderboard', 'kpis', 'showback']),
+    ('bank', '#/bank', ['ledger', 'ledger-chart']),
+]
+
+
+def run(args, d, api):
+    base = args.base_url
+    shots = args.screenshots
+    set_viewport(d, 1280, 800)
+    api.get('clock')  # a token the API refuses fails here, naming the answer
+
+    # Sign in through the link gpubank up prints.
+    d.navigate(f'{base}/#token={urllib.parse.quote(args.token)}')
+    d.wait_for('[data-testid="panel-pools"], [data-testid=signin-message]', 20)
+    check(not d.find_all('[data-testid=signin-message]'),
+          f'the sign-in link was refused: {d.execute_script("return document.querySelector(`[data-testid=signin-message]`)?.textContent")}')
+    wait_ready(d, 'pools', 'groups')
+    check(args.token not in d.current_url(), f'the token is still in the address bar: {d.current_url()}')
+    check(d.text('[data-testid=whoami]'), 'the header names nobody after signing in')
+
+    # The overview's numbers against the API's.
+    clock = api.get('clock')
+    frozen = clock['paused'] or clock['finished']
+    pools = api.get('pools')
+    groups = api.get('groups') if frozen else []
+    shown = d.execute_script(READ, 'pool-')
+    shown.update(d.execute_script(READ, 'group-'))
+    for p in pools:
+        check(f'pool-row-{p["name"]}' in shown, f'pool {p["name"]} is not on the overview')
+        for k in ('capacity', 'guaranteed') + (('used', 'free') if frozen else ()):
+            got = shown.get(f'pool-{k}-{p["name"]}')
+            check(same_number(got, p[k]), f'pool {p["name"]} {k}: page shows {got}, API says {p[k]}')
+    for g in groups:
+        for pos in g['positions']:
+            for k in ('used', 'borrowed', 'lent', 'borrowable', 'guaranteed'):
+                got = shown.get(f'group-{k}-{g["name"]}-{pos["pool"]}')
+                check(same_number(got, pos[k]), f'group {g["name"]} in {pos["pool"]} {k}: page shows {got}, API says {pos[k]}')
+    print(f'ok: overview shows {len(pools)} pools as the API does'
+          + (f', and {sum(len(g["positions"]) for g in groups)} group positions (clock frozen)' if frozen else
+             ' (capacity and guarantee only: the clock runs)'))
+
+    # Drill down: group -> workload -> GPU, choosing a workload the API says holds a GPU.
+    gpus = api.get('gpus')
+    target = next((w for g in gpus for w in g.get('workloads', []) if w.get('workload')), None)
+    check(target, 'no GPU runs a named workload: nothing to drill down to')
+    wl, grp = target['workload'], target['businessGroup']
+    d.click(f'[data-testid="group-link-{grp}"]')
+    wait_ready(d, 'positions', 'queues', 'workloads', 'alerts')
+    check(grp in d.text('[data-testid=breadcrumb]'), 'the group page has no breadcrumb naming the group')
+    d.click(f'[data-testid="workload-link-{wl}"]')
+    wait_ready(d, 'workload', 'gpus')
+    check(d.text('[data-testid=workload-name]') == wl, f'the workload page shows {d.text("[data-testid=workload-name]")}, not {wl}')
+    links = d.execute_script("return [...document.querySelectorAll('[data-testid=workload-gpu-link]')].map(a => a.textContent)")
+    want = sorted({g['uuid'] for g in api.get('gpus?pool=' + urllib.parse.quote(target_pool(gpus, wl)))
+                   if any(w.get('workload') == wl for u in [g] + g.get('migSlices', []) for w in u.get('workloads', []))})
+    # On a running clock the workload may have moved on since: then only its GPUs' pages are checked.
+    check(sorted(set(links)) == want if frozen else links, f'workload {wl} lists GPUs {links}, the API has {want}')
+    d.click('[data-testid=workload-gpu-link]')
+    wait_ready(d, 'gpu')
+    uuid = d.text('[data-testid=gpu-uuid]')
+    g = api.get('gpus/' + urllib.parse.quote(uuid))
+    for testid, key in (('uuid', 'uuid'), ('model', 'gpuModel'), ('product', 'product'), ('node', 'node'), ('pool', 'pool')):
+        got = d.text(f'[data-testid=gpu-{testid}]')
+        check(got == g[key], f'GPU page {testid}: page shows {got!r}, API says {g[key]!r}')
+    crumb = d.text('[data-testid=breadcrumb]')
+    for part in ('Cluster', g['pool'], grp, wl, uuid):
+        check(part in crumb, f'the GPU breadcrumb {crumb!r} lacks {part!r}')
+    print(f'ok: drilled down {grp} -> {wl} -> {uuid} ({g["gpuModel"]}), breadcrumb {" ".join(crumb.split())!r}')
+    if shots:
+        capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
+
+    # Governance and Bank load, and the ledger's newest entry is the API's.
+    for name, route, panels in PAGES[1:]:
+        d.navigate(f'{base}/{route}')
+        wait_ready(d, *panels)
+    if frozen:
+        after, last = 0, 0
+        while True:
+            page = api.get(f'ledger?after={after}&limit=1000')
+            last = page['items'][-1]['seq'] if page['items'] else last
+            after = page['next']
+            if not page['more']:
+                break
+        top = d.text('[data-testid=ledger-seq]')
+        check(top == str(last), f'the Bank page starts at seq {top}, the ledger ends at {last}')
+    print('ok: governance and bank panels load' + (f', ledger newest seq {top}' if frozen else ''))
+
+    if shots:
+        capture(d, shots, '', PAGES)
+        d.click('[data-testid=theme-toggle]')
+        dark = d.execute_script('return document.documentElement.dataset.theme')
+        capture(d, shots, '-dark', PAGES + [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
+        set_viewport(d, 390, 844)
+        for suffix in ('-dark', ''):  # dark first, then back to light
+            capture(d, shots, '-narrow' + suffix, PAGES[:1])
+            width = d.execute_script('return document.documentElement.scrollWidth')
+            check(width <= 390, f'at 390 px the overview is {width} px wide (scrolls sideways)')
+            if suffix:
+                d.click('[data-testid=theme-toggle]')
+        set_viewport(d, 1280, 800)
+        print(f'ok: screenshots in {shots} (second theme {dark})')
+
+    # Sign out, then in again through the form; a wrong token is refused inline.
+    d.click('[data-testid=signout]')
+    d.wait_for('[data-testid=signin-form]')
+    d.send_keys('[data-testid=signin-token]', 'gpb_not_a_token')
+    d.click('[data-testid=signin-submit]')
+    d.wait_for('[data-testid=signin-error]:not(:empty)')
+    d.execute_script("document.querySelector('[data-testid=signin-token]').value = ''")
+    d.send_keys('[data-testid=signin-token]', args.token)
+    d.click('[data-testid=signin-submit]')
+    d.wait_for('.page [data-state=ready]')  # back on the page it was on
+    check(d.text('[data-testid=whoami]'), 'the header names nobody after signing in through the form')
+    print('ok: signed out, a wrong token refused in the form, signed in again through it')
+
+    if args.viewer_token:
+        viewer(d, args, gpus)
+
+    problems = [e['message'] for e in d.browser_log()
+                if 'Content Security Policy' in e['message'] or 'Uncaught' in e['message']
+                or (e['level'] == 'SEVERE' and '401' not in e['message'] and '403' not in e['message'])]
+    check(not problems, 'the browser console reports: ' + ' | '.join(problems))
+    print('ok: no CSP violations or uncaught errors in the console')
+
+
+def target_pool(gpus, wl):
+    return next(g['pool'] for g in gpus for u in [g] + g.get('migSlices', []) for w in u.get('workloads', []) if w.get('workload') == wl)
+
+
+def viewer(d, args, gpus):
+    d.click('[data-testid=signout]')
+    d.wait_for('[data-testid=signin-form]')
+    d.send_keys('[data-testid=signin-token]', args.viewer_token)
+    d.click('[data-testid=signin-submit]')
+    d.wait_for('[data-testid=whoami]:not(:empty)')
+    # Signing in through the form stays on the page it was on: go to the overview.
+    d.navigate(f'{args.base_url}/#/')
+    wait_ready(d, 'pools', 'groups')
+    me = d.execute_script("return fetch('/api/v1/session', {credentials: 'same-origin'}).then(r => r.json())")
+    check(me.get('role') == 'viewer', f'--viewer-token signs in as {me.get("role")}, not a viewer')
+    other = next((w['workload'] for g in gpus for w in g.get('workloads', []) if w.get('workload') and w['businessGroup'] != me['group']), None)
+    check(other, f'no workload of a group other than {me["group"]} to try')
+    d.navigate(f'{args.base_url}/#/workload/{other}')
+    d.wait_for('[data-testid="panel-workload"]:not([data-state="loading"])')
+    text = d.text('[data-testid="panel-workload"]')
+    check('You do not have access to this (role viewer)' in text, f'a viewer of {me["group"]} sees {other}: {text!r}')
+    d.navigate(f'{args.base_url}/#/governance')
+    wait_ready(d, 'governance-alerts', 'leaderboard', 'kpis', 'showback')
+    if args.screenshots:
+        capture(d, args.screenshots, '-viewer', [('workload-other-group', f'#/workload/{other}', ['workload'])])
+    print(f'ok: a viewer of {me["group"]} is told "no access" for {other}; governance loads for it')
+
+
+def capture(d, folder, suffix, pages):
+    os.makedirs(folder, exist_ok=True)
+    base = d.current_url().split('#')[0]
+    for name, route, panels in pages:
+        d.navigate(base + route)
+        wait_ready(d, *panels)
+        d.execute_script('window.scrollTo(0, 0)')
+        d.screenshot(os.path.join(folder, f'{name}{suffix}.png'))
+
+
+def main():
+    ap = argparse.ArgumentParser(description='Smoke test of the gpubank portal in headless Chromium.')
+    ap.add_argument('--base-url', required=True, help='e.g. http://127.0.0.1:8080')
+    ap.add_argument('--token', required=True, help='a platform-admin (or finops) API token')
+    ap.add_argument('--screenshots', help='save screenshots in this folder')
+    ap.add_argument('--viewer-token', help='a viewer token, to check the per-panel 403')
+    args = ap.parse_args()
+    args.base_url = args.base_url.rstrip('/')
+    api = Api(args.base_url, args.token)
+    try:
+        with WebDriver() as d:
+            try:
+                run(args, d, api)
+            except (Mismatch, TimeoutError, WebDriverError):
+                if args.screenshots:
+                    os.makedirs(args.screenshots, exist_ok=True)
+                    d.screenshot(os.path.join(args.screenshots, 'failure.png'))
+                raise
+    except Mismatch as e:
+        print(f'FAIL: {e}', file=sys.stderr)
+        return 1
+    except (TimeoutError, WebDriverError, OSError) as e:
+        print(f'FAIL: {type(e).__name__}: {e}', file=sys.stderr)
+        return 1
+    print('PASS')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
