@@ -69,6 +69,9 @@ struct PlatformServerOptions {
   // Self-service policy changes (/api/v1/policies, /api/v1/proposals); without one those
   // paths answer 404 governance.off-like errors (proposals.off).
   std::shared_ptr<proposals::Desk> desk;
+  // Development: serve the portal's files from this directory at each request instead of
+  // the ones built in (gpubank up --portal-dir).
+  std::string portal_dir;
   // The cluster an impact preview runs on (the platform's own inventory).
   std::shared_ptr<const twin::cluster::Inventory> inventory;
 };

@@ -2,6 +2,9 @@
 // assets, the policies in force and self-service changes with their impact preview.
 #include <httplib.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -90,7 +93,23 @@ void PlatformServer::install_session_routes() {
 // The portal: its page at / and its assets at /portal/..., built into the binary
 // (portal/assets.hpp). They hold no data: every figure comes from the API, after sign-in.
 void PlatformServer::install_portal_routes() {
-  auto serve = [](const std::string& path, httplib::Response& res) {
+  const std::string dir = options_.portal_dir;
+  auto serve = [dir](const std::string& path, httplib::Response& res) {
+    if (!dir.empty()) {
+      // Development: the files of --portal-dir, read at each request. Only names made of
+      // [A-Za-z0-9_-] segments with a known extension: no "..", no hidden files, no links.
+      if (const auto type = portal::content_type_of(path); type && portal::plain_asset_name(path)) {
+        const int fd = ::open((dir + "/" + path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+          std::string body;
+          char buf[16384];
+          for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && body.size() < (4u << 20);) body.append(buf, static_cast<std::size_t>(n));
+          ::close(fd);
+          return res.set_content(body, std::string(*type));
+        }
+      }
+      return send_error(res, 404, "", "api.not-found", "no such path: " + path.substr(0, 200));
+    }
     const auto asset = portal::find_asset(path);
     if (!asset) return send_error(res, 404, "", "api.not-found", "no such path: " + path.substr(0, 200));
     res.set_content(std::string(asset->body), std::string(asset->content_type));

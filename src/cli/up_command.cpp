@@ -50,6 +50,7 @@ struct UpOptions {
   std::string auth_store;  // default: <data-dir>/auth.db, or a fresh temporary directory's
   std::string token_file;
   std::string operator_name;
+  std::string portal_dir;
 };
 
 // A secret to a file only its owner can read; an existing file is replaced, a symbolic
@@ -385,6 +386,7 @@ int run_up(const UpOptions& opt) {
   server_options.gate = std::shared_ptr<auth::Gate>(std::move(*gate));
   server_options.desk = std::shared_ptr<proposals::Desk>(std::move(*desk));
   server_options.inventory = inventory_for_previews;
+  server_options.portal_dir = opt.portal_dir;
   server_options.address = opt.address;
   server_options.port = opt.port;
   server_options.speed = speed;
@@ -536,6 +538,10 @@ Command add_up_command(CLI::App& app) {
   cmd->add_option("--token-file", opt->token_file,
                   "also write the operator's platform-admin token to this file (mode 0600) for scripts");
   cmd->add_option("--operator", opt->operator_name, "the subject of the operator's token (default $USER)");
+  cmd->add_option("--portal-dir", opt->portal_dir,
+                  "development: serve the portal's files from this directory (re-read at each request) instead of "
+                  "the ones built into the binary")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--quiet", opt->quiet, "no timeline on stderr");
   cmd->add_flag("--exit-when-done", opt->exit_when_done, "exit once the day has been run (for scripts and tests)");
   return {cmd, [opt] { return run_up(*opt); }};

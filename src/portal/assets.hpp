@@ -19,4 +19,11 @@ struct Asset {
 [[nodiscard]] std::span<const Asset> assets();
 [[nodiscard]] std::optional<Asset> find_asset(std::string_view path);
 
+// The content type of a portal file by its extension (.html, .js, .css, .svg, .png); none
+// for any other. The build's embedding uses the same table (embed_assets.cmake).
+[[nodiscard]] std::optional<std::string_view> content_type_of(std::string_view path);
+// Segments of [A-Za-z0-9_-] separated by "/", then one extension: what a portal file may be
+// called (no "..", no hidden files, no empty segments).
+[[nodiscard]] bool plain_asset_name(std::string_view path);
+
 }  // namespace gpubank::portal
