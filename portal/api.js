@@ -2,7 +2,8 @@
 //
 // Same origin only, the session cookie goes along (credentials 'same-origin'), writes carry
 // the session's CSRF token in X-CSRF-Token, and an error answer ({"error","field","rule"})
-// becomes an ApiError whose message a person can read. A 401 calls the handler the app
+// becomes an ApiError whose message a person can read (the whole answer stays in .body:
+// a refused policy change lists its findings there). A 401 calls the handler the app
 // registered (it shows the sign-in view) unless the caller asked to handle it itself.
 
 let csrfToken = null;
@@ -14,12 +15,13 @@ export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 export class ApiError extends Error {
   constructor(status, body, text) {
     const b = body && typeof body === 'object' ? body : {};
-    let msg = b.error || (text ? text.slice(0, 200) : '') || `HTTP ${status}`;
+    let msg = b.error || (b.refused ? 'Refused: see the findings' : '') || (text ? text.slice(0, 200) : '') || `HTTP ${status}`;
     if (b.field) msg += ` (field: ${b.field})`;
     super(msg);
     this.status = status;
     this.rule = b.rule || '';
     this.field = b.field || '';
+    this.body = b;
   }
 }
 

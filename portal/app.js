@@ -11,6 +11,9 @@ import { gpusView, poolView } from './views/gpus.js';
 import gpu from './views/gpu.js';
 import bank from './views/bank.js';
 import governance from './views/governance.js';
+import policies from './views/policies.js';
+import editor from './views/editor.js';
+import changes from './views/changes.js';
 import signin from './views/signin.js';
 
 const main = document.getElementById('main');
@@ -50,6 +53,10 @@ const routes = [
   [/^\/gpu\/([^/]+)$/, gpu, 'gpus'],
   [/^\/bank$/, bank, 'bank'],
   [/^\/governance$/, governance, 'governance'],
+  [/^\/policies$/, policies, 'policies'],
+  [/^\/policies\/new$/, editor, 'policies'],
+  [/^\/policies\/([^/]+)\/([^/]+)\/edit$/, editor, 'policies'],
+  [/^\/changes$/, changes, 'changes'],
 ];
 
 function notFound(root) {

@@ -79,3 +79,27 @@ export function lineChart({ series, step = false, xFormat = String, yLabel = '',
       h('li', {}, s('svg', { width: 14, height: 4, viewBox: '0 0 14 4', 'aria-hidden': 'true' },
         s('rect', { width: 14, height: 4, class: `swatch series-${i % 6}` })), se.name))));
 }
+
+// Horizontal grouped bars on one 0..max scale, a row of bars per group, each bar labelled
+// with its value (none for 0). groups: [{label, bars: [{value, cls, title}]}].
+export function groupedBars({ groups, label = '', testid }) {
+  const W = 520, L = 120, R = 48, BAR = 12, GAP = 14;
+  const max = niceMax(Math.max(0, ...groups.flatMap((g) => g.bars.map((b) => clamp(b.value)))));
+  const px = (v) => (clamp(v) / max) * (W - L - R);
+  let y = 4;
+  const rows = groups.map((g) => {
+    const top = y;
+    const bars = g.bars.map((b, i) => {
+      const by = top + i * BAR;
+      return [
+        s('rect', { x: L, y: by, width: px(b.value).toFixed(1), height: BAR - 2, class: b.cls }, s('title', {}, b.title || '')),
+        b.value ? s('text', { x: L + px(b.value) + 4, y: by + BAR - 3, class: 'axis' }, String(Number(b.value.toFixed(1)))) : null,
+      ];
+    });
+    y += g.bars.length * BAR + GAP;
+    return [s('text', { x: L - 8, y: top + (g.bars.length * BAR) / 2 + 4, 'text-anchor': 'end', class: 'label' }, g.label), bars];
+  });
+  return h('figure', { class: 'chart', 'data-testid': testid },
+    s('svg', { viewBox: `0 0 ${W} ${y}`, role: 'img', 'aria-label': label },
+      s('line', { x1: L, x2: L, y1: 0, y2: y - GAP + 4, class: 'grid' }), rows));
+}

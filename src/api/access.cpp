@@ -89,4 +89,24 @@ void scope_showback(Json& report, const std::string& group) {
   keep_if(report["rows"], [&](const Json& r) { return names_group(r, "businessGroup", group); });
 }
 
+std::optional<auth::Principal> principal_from_proxy(const policy::UserInfo& user,
+                                                    const policy::PlatformGuardrailsSpec& guardrails,
+                                                    const std::vector<policy::Subject>& finops) {
+  if (user.username.empty()) return std::nullopt;
+  const std::string id = "proxy:" + user.username;
+  if (policy::is_platform_admin(user, guardrails)) return auth::Principal{user.username, auth::Role::PlatformAdmin, "", id};
+  for (const policy::Group& g : guardrails.groups) {
+    if (policy::is_group_admin(user, g)) return auth::Principal{user.username, auth::Role::GroupAdmin, g.name, id};
+  }
+  for (const policy::Subject& s : finops) {
+    if (policy::matches(s, user)) return auth::Principal{user.username, auth::Role::FinOps, "", id};
+  }
+  for (const policy::Group& g : guardrails.groups) {
+    for (const policy::Subject& s : g.members) {
+      if (policy::matches(s, user)) return auth::Principal{user.username, auth::Role::Viewer, g.name, id};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpubank::api

@@ -18,12 +18,16 @@
 
 #include <functional>
 #include <optional>
+#include <set>
+#include <vector>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "auth/tokens.hpp"
+#include "policy/authorize.hpp"
+#include "policy/types.hpp"
 
 namespace gpubank::api {
 
@@ -48,5 +52,24 @@ void scope_alerts(Json& alerts, const std::string& group);
 // Showback rows at owner/workload level: only the group's (totals and loans are per pool
 // and group, and stay).
 void scope_showback(Json& report, const std::string& group);
+
+// OIDC-style sign-in by a reverse proxy (oauth2-proxy and the like): the proxy
+// authenticates the person and passes who they are in headers; only requests from the
+// addresses it is configured to come from are believed.
+struct ProxyAuth {
+  std::string user_header;    // e.g. X-Forwarded-User (or X-Forwarded-Email)
+  std::string groups_header;  // e.g. X-Forwarded-Groups: comma-separated; may be empty
+  std::set<std::string> trusted_from;  // the proxy's addresses as the server sees them
+  std::vector<policy::Subject> finops;  // subjects ("user:x", "group:y") given the finops role
+};
+
+// The role of a proxied user from the guardrails' subjects ("user:<name>",
+// "group:<group>"): platform-admin when spec.platformAdmins names them; else group-admin of
+// the first business group whose admins name them; else finops when `finops` does; else
+// viewer of the first group whose members name them; else none. token_id is
+// "proxy:<user>" (the rate limit's and the audit's key).
+[[nodiscard]] std::optional<auth::Principal> principal_from_proxy(const policy::UserInfo& user,
+                                                                  const policy::PlatformGuardrailsSpec& guardrails,
+                                                                  const std::vector<policy::Subject>& finops);
 
 }  // namespace gpubank::api

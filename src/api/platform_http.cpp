@@ -94,15 +94,86 @@ bool is_write(const httplib::Request& req) { return req.method != "GET" && req.m
 
 // Who the request speaks for, when it may do what `need` asks and is within its rate (and,
 // for a write, once its audit record is in); otherwise the error is sent and none returned.
-std::optional<auth::Principal> admit(auth::Gate* gate, Need need, const httplib::Request& req, httplib::Response& res,
+namespace {
+
+// A header value a proxy may send: printable ASCII without spaces, 1..253 bytes.
+bool plain_value(std::string_view v) {
+  return !v.empty() && v.size() <= 253 && std::all_of(v.begin(), v.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+// The proxied user, when the proxy is configured and the request carries its user header:
+// a principal, or an error already sent (nullopt inside), or no proxy at all (outer nullopt).
+std::optional<std::optional<auth::Principal>> from_proxy(const Door& door, const httplib::Request& req,
+                                                         httplib::Response& res) {
+  if (door.proxy == nullptr || door.proxy->user_header.empty() || !req.has_header(door.proxy->user_header)) {
+    return std::nullopt;
+  }
+  const ProxyAuth& proxy = *door.proxy;
+  if (!proxy.trusted_from.contains(req.remote_addr)) {
+    send_error(res, 401, proxy.user_header, "auth.untrusted-proxy",
+               proxy.user_header + " is believed only from the trusted proxy, not from " + req.remote_addr.substr(0, 64));
+    return std::optional<auth::Principal>{};
+  }
+  policy::UserInfo user;
+  user.username = req.get_header_value(proxy.user_header);
+  if (!plain_value(user.username) || req.get_header_value_count(proxy.user_header) != 1) {
+    send_error(res, 401, proxy.user_header, "auth.invalid-proxy-header",
+               proxy.user_header + " must be one printable name of at most 253 bytes");
+    return std::optional<auth::Principal>{};
+  }
+  if (!proxy.groups_header.empty()) {
+    const std::string groups = req.get_header_value(proxy.groups_header);
+    std::size_t from = 0;
+    while (from <= groups.size() && !groups.empty()) {
+      std::size_t comma = groups.find(',', from);
+      if (comma == std::string::npos) comma = groups.size();
+      std::string g = groups.substr(from, comma - from);
+      while (!g.empty() && g.front() == ' ') g.erase(g.begin());
+      while (!g.empty() && g.back() == ' ') g.pop_back();
+      if (!g.empty()) {
+        if (!plain_value(g) || user.groups.size() >= 256) {
+          send_error(res, 401, proxy.groups_header, "auth.invalid-proxy-header",
+                     proxy.groups_header + " must list at most 256 printable names of at most 253 bytes");
+          return std::optional<auth::Principal>{};
+        }
+        user.groups.push_back(std::move(g));
+      }
+      from = comma + 1;
+    }
+  }
+  std::optional<auth::Principal> who =
+      door.guardrails == nullptr ? std::nullopt : principal_from_proxy(user, *door.guardrails, proxy.finops);
+  if (!who) {
+    send_error(res, 403, "", "auth.no-role",
+               "user " + user.username + " is neither a platform admin nor an admin or member of a business group in the "
+               "guardrails, nor finops");
+    return std::optional<auth::Principal>{};
+  }
+  // A proxy signs browsers in with its own cookie: a write must carry a header no
+  // cross-site form can send.
+  if (is_write(req) && req.get_header_value("X-Requested-With") != "gpubank") {
+    send_error(res, 403, "X-Requested-With", "auth.csrf",
+               "a write through the sign-in proxy needs the header X-Requested-With: gpubank");
+    return std::optional<auth::Principal>{};
+  }
+  return who;
+}
+
+}  // namespace
+
+std::optional<auth::Principal> admit(const Door* door, Need need, const httplib::Request& req, httplib::Response& res,
                                      bool record) {
+  auth::Gate* gate = door == nullptr ? nullptr : door->gate;
   if (gate == nullptr) {
     send_error(res, 401, "", "auth.unauthenticated", "this server has no token store: it admits nobody");
     return std::nullopt;
   }
   const std::int64_t now = wall_ms();
   std::optional<auth::Principal> who;
-  if (req.has_header("Authorization")) {
+  if (auto proxied = from_proxy(*door, req, res)) {
+    if (!*proxied) return std::nullopt;
+    who = std::move(*proxied);
+  } else if (req.has_header("Authorization")) {
     who = gate->by_token(req.get_header_value("Authorization"), now);
     if (!who) {
       res.set_header("WWW-Authenticate", R"(Bearer realm="gpubank", error="invalid_token")");
@@ -149,13 +220,13 @@ std::optional<auth::Principal> admit(auth::Gate* gate, Need need, const httplib:
   return who;
 }
 
-httplib::Server::Handler guard(auth::Gate* gate, Need need, Guarded handler, bool audited) {
-  return [gate, need, audited, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler guard(const Door* door, Need need, Guarded handler, bool audited) {
+  return [door, need, audited, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     if (req.body.size() > body_limit(req.path)) {
       return send_error(res, 413, "", "request.too-large",
                         "the body is over " + std::to_string(body_limit(req.path)) + " bytes");
     }
-    const auto who = admit(gate, need, req, res, audited);
+    const auto who = admit(door, need, req, res, audited);
     if (who) handler(req, res, *who);
   };
 }

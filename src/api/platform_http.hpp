@@ -46,12 +46,20 @@ bool is_write(const httplib::Request& req);
 // Who the request speaks for, when it may do what `need` asks and is within its rate (and,
 // for a write with `record`, once its audit record is in); otherwise the error is sent and
 // none returned.
-std::optional<auth::Principal> admit(auth::Gate* gate, Need need, const httplib::Request& req, httplib::Response& res,
+// What admit() checks a request against: the token gate, and the trusted proxy with the
+// guardrails that give its users their roles (both optional).
+struct Door {
+  auth::Gate* gate = nullptr;
+  const ProxyAuth* proxy = nullptr;
+  const policy::PlatformGuardrailsSpec* guardrails = nullptr;
+};
+
+std::optional<auth::Principal> admit(const Door* door, Need need, const httplib::Request& req, httplib::Response& res,
                                      bool record = true);
 
 using Guarded = std::function<void(const httplib::Request&, httplib::Response&, const auth::Principal&)>;
 // The handler behind admit(); `audited` false for a POST that changes nothing (a preview).
-httplib::Server::Handler guard(auth::Gate* gate, Need need, Guarded handler, bool audited = true);
+httplib::Server::Handler guard(const Door* door, Need need, Guarded handler, bool audited = true);
 
 // 403 naming the group when a scoped principal asks for another group's details.
 bool other_group(httplib::Response& res, const auth::Principal& who, const std::string& group, const char* what);

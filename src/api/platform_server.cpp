@@ -123,6 +123,7 @@ PlatformServer::PlatformServer(std::unique_ptr<twin::live::Platform> platform, P
       timeline_(std::move(timeline)),
       after_advance_(std::move(after_advance)),
       server_(std::make_unique<httplib::Server>()),
+      door_(std::make_unique<http::Door>()),
       paused_(options_.paused),
       speed_(options_.speed) {
   timeline_seen_ = platform_->events().size();
@@ -275,7 +276,14 @@ void PlatformServer::install_routes() {
     res.status = ready_ ? 200 : 503;
     res.set_content(ready_ ? "ok\n" : "starting\n", "text/plain");
   });
-  auth::Gate* gate = options_.gate.get();
+  door_->gate = options_.gate.get();
+  if (options_.proxy) door_->proxy = &*options_.proxy;
+  {
+    std::lock_guard lock(mu_);
+    if (const auto* g = platform_->policies().guardrails_spec()) guardrails_ = *g;
+  }
+  if (guardrails_) door_->guardrails = &*guardrails_;
+  const Door* gate = door_.get();
   svr.Get("/metrics", guard(gate, Need::Metrics, [this](const httplib::Request&, httplib::Response& res, const auth::Principal&) {
     std::lock_guard lock(mu_);
     auto text = platform_->metrics_text();

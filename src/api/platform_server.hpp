@@ -48,6 +48,7 @@
 #include <thread>
 #include <variant>
 
+#include "api/access.hpp"
 #include "auth/gate.hpp"
 #include "proposals/proposals.hpp"
 #include "core/expected.hpp"
@@ -55,6 +56,10 @@
 
 namespace httplib {
 class Server;
+}
+
+namespace gpubank::api::http {
+struct Door;
 }
 
 namespace gpubank::api {
@@ -69,6 +74,8 @@ struct PlatformServerOptions {
   // Self-service policy changes (/api/v1/policies, /api/v1/proposals); without one those
   // paths answer 404 governance.off-like errors (proposals.off).
   std::shared_ptr<proposals::Desk> desk;
+  // Sign-in by a trusted reverse proxy's headers (api/access.hpp); unset: none believed.
+  std::optional<ProxyAuth> proxy;
   // Development: serve the portal's files from this directory at each request instead of
   // the ones built in (gpubank up --portal-dir).
   std::string portal_dir;
@@ -132,6 +139,8 @@ class PlatformServer {
   std::function<void(const std::string&)> timeline_;
   std::function<void(const twin::live::Platform&)> after_advance_;
   std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<http::Door> door_;
+  std::optional<policy::PlatformGuardrailsSpec> guardrails_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool paused_ = false;

@@ -28,6 +28,7 @@ using namespace http;  // NOLINT: the routes' shared vocabulary
 // TLS proxy the proxy adds it.
 void PlatformServer::install_session_routes() {
   auth::Gate* gate = options_.gate.get();
+  const Door* door = door_.get();
   auto session_json = [](const auth::Principal& who, const std::string& csrf, std::int64_t expires_ms) {
     Json j = Json::object();
     j["subject"] = who.subject;
@@ -70,7 +71,7 @@ void PlatformServer::install_session_routes() {
                                      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age));
     send_json(res, session_json(session->principal, session->csrf, session->expires_ms));
   });
-  server_->Get("/api/v1/session", [gate, session_json](const httplib::Request& req, httplib::Response& res) {
+  server_->Get("/api/v1/session", [gate, door, session_json](const httplib::Request& req, httplib::Response& res) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     const std::string id = cookie_value(req, auth::kSessionCookie);
     if (gate != nullptr && !req.has_header("Authorization") && !id.empty()) {
@@ -78,11 +79,11 @@ void PlatformServer::install_session_routes() {
       if (!session) return send_error(res, 401, "Cookie", "auth.session-ended", "the session has ended: sign in again");
       return send_json(res, session_json(session->principal, session->csrf, session->expires_ms));
     }
-    const auto who = admit(gate, Need::Read, req, res);
+    const auto who = admit(door, Need::Read, req, res);
     if (who) send_json(res, session_json(*who, "", 0));
   });
-  server_->Delete("/api/v1/session", [gate](const httplib::Request& req, httplib::Response& res) {
-    const auto who = admit(gate, Need::Read, req, res);
+  server_->Delete("/api/v1/session", [gate, door](const httplib::Request& req, httplib::Response& res) {
+    const auto who = admit(door, Need::Read, req, res);
     if (!who) return;
     gate->close_session(cookie_value(req, auth::kSessionCookie));
     res.set_header("Set-Cookie", std::string(auth::kSessionCookie) + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
@@ -188,7 +189,7 @@ bool may_see(const auth::Principal& who, const proposals::Proposal& p) {
 // The policies in force and self-service changes (proposals/proposals.hpp), with the
 // impact preview (twin/preview) of a change before it is proposed.
 void PlatformServer::install_policy_routes() {
-  auth::Gate* gate = options_.gate.get();
+  const Door* gate = door_.get();
   proposals::Desk* desk = options_.desk.get();
   auto no_desk = [](httplib::Response& res) {
     send_error(res, 404, "", "proposals.off", "this server takes no policy changes");

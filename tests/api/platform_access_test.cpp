@@ -420,6 +420,80 @@ TEST_F(PlatformAccessTest, AProposalThatBreaksAGuardrailIsRefusedWithItsFindings
   EXPECT_EQ(yaml_bomb.status, 422) << yaml_bomb.body;
 }
 
+// Sign-in by an OIDC reverse proxy: the user and groups headers, believed from the proxy's
+// address only, give roles by the guardrails' subjects (examples/policies/00-guardrails.yaml).
+class PlatformProxyTest : public PlatformServerTest {
+ protected:
+  [[nodiscard]] virtual std::string proxy_address() const { return "127.0.0.1"; }
+  void adjust(PlatformServerOptions& options) const override {
+    ProxyAuth proxy;
+    proxy.user_header = "X-Forwarded-User";
+    proxy.groups_header = "X-Forwarded-Groups";
+    proxy.trusted_from = {proxy_address()};
+    proxy.finops = {"group:finance"};
+    options.proxy = proxy;
+  }
+  httplib::Result as(const std::string& user, const std::string& groups, const std::string& method, const std::string& path,
+                     const std::string& body = "", bool marked = false) {
+    auto c = client("");
+    httplib::Headers h{{"X-Forwarded-User", user}};
+    if (!groups.empty()) h.emplace("X-Forwarded-Groups", groups);
+    if (marked) h.emplace("X-Requested-With", "gpubank");
+    return method == "GET" ? c->Get(path, h) : c->Post(path, h, body, "application/json");
+  }
+};
+
+TEST_F(PlatformProxyTest, ProxiedUsersGetTheirRolesFromTheGuardrails) {
+  auto role_of = [&](const std::string& user, const std::string& groups) {
+    auto r = as(user, groups, "GET", "/api/v1/session");
+    EXPECT_TRUE(r);
+    return r && r->status == 200 ? json::parse(r->body) : json{{"status", r ? r->status : 0}, {"body", r ? r->body : ""}};
+  };
+  const json mei = role_of("mei.chen", "");  // admins: [..., user:mei.chen]
+  EXPECT_EQ(mei["role"], "group-admin") << mei.dump();
+  EXPECT_EQ(mei["group"], "customer-service");
+  const json bob = role_of("bob", "search-engineers, other");
+  EXPECT_EQ(bob["role"], "viewer") << bob.dump();
+  EXPECT_EQ(bob["group"], "search");
+  EXPECT_EQ(role_of("eve", "finance")["role"], "finops");
+  EXPECT_EQ(role_of("pat", "gpubank-platform-admins")["role"], "platform-admin");
+  EXPECT_EQ(as("bob", "search-engineers", "GET", "/api/v1/workloads?businessGroup=ads")->status, 403);
+  const auto nobody = as("zed", "strangers", "GET", "/api/v1/pools");
+  EXPECT_EQ(nobody->status, 403);
+  EXPECT_NE(nobody->body.find("auth.no-role"), std::string::npos) << nobody->body;
+  EXPECT_EQ(as("a b", "", "GET", "/api/v1/pools")->status, 401);
+  EXPECT_EQ(as("bob", std::string(300, 'g'), "GET", "/api/v1/pools")->status, 401);
+
+  // A write needs the header no cross-site form can send; then it is audited as the user.
+  const auto unmarked = as("pat", "gpubank-platform-admins", "POST", "/api/v1/clock", R"({"action": "pause"})");
+  EXPECT_EQ(unmarked->status, 403);
+  EXPECT_NE(unmarked->body.find("auth.csrf"), std::string::npos);
+  EXPECT_EQ(as("pat", "gpubank-platform-admins", "POST", "/api/v1/clock", R"({"action": "pause"})", true)->status, 200);
+  auto store = store::Store::open((dir_ / "auth.db").string());
+  ASSERT_TRUE(store);
+  auto audit = (*store)->audit(0, 1000);
+  ASSERT_TRUE(audit);
+  bool recorded = false;
+  for (const auto& e : *audit) recorded |= e.action == auth::kWriteAction && e.actor == "pat" && e.object == "/api/v1/clock";
+  EXPECT_TRUE(recorded);
+}
+
+class PlatformForgedProxyTest : public PlatformProxyTest {
+ protected:
+  [[nodiscard]] std::string proxy_address() const override { return "10.9.9.9"; }
+};
+
+TEST_F(PlatformForgedProxyTest, HeadersFromAnywhereButTheProxyAreRefused) {
+  const auto forged = as("pat", "gpubank-platform-admins", "GET", "/api/v1/audit");
+  EXPECT_EQ(forged->status, 401);
+  EXPECT_NE(forged->body.find("auth.untrusted-proxy"), std::string::npos) << forged->body;
+  // Not even beside a valid token: a request that claims a proxied user is refused.
+  auto c = client(token(auth::Role::Viewer, "ads", "vic"));
+  const auto both = c->Get("/api/v1/audit", httplib::Headers{{"X-Forwarded-User", "pat"}});
+  EXPECT_EQ(both->status, 401);
+  EXPECT_EQ(client(admin_token_)->Get("/api/v1/audit")->status, 200) << "tokens work as before";
+}
+
 class PlatformRateLimitTest : public PlatformServerTest {
  protected:
   [[nodiscard]] auth::GateOptions gate_options() const override {

@@ -28,6 +28,7 @@ class PlatformServerTest : public ::testing::Test {
   // under the sanitizers, so only the suite that reads it turns it on.
   [[nodiscard]] virtual bool with_governance() const { return false; }
   [[nodiscard]] virtual auth::GateOptions gate_options() const { return {}; }
+  virtual void adjust(PlatformServerOptions& /*options*/) const {}
 
   static std::int64_t wall_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -65,6 +66,7 @@ class PlatformServerTest : public ::testing::Test {
     options.gate = gate_;
     options.desk = std::shared_ptr<proposals::Desk>(std::move(*desk));
     options.inventory = inventory_for_previews;
+    adjust(options);
     server_ = std::make_unique<PlatformServer>(std::move(platform.value()), options);
     auto port = server_->bind();
     ASSERT_TRUE(port) << port.error();

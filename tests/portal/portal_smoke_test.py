@@ -2,7 +2,7 @@
 """Smoke test of the gpubank portal in headless Chromium (Python 3 stdlib + webdriver.py).
 
   python3 tests/portal/portal_smoke_test.py --base-url http://127.0.0.1:8080 --token gpb_... \\
-      [--screenshots DIR] [--viewer-token TOKEN]
+      [--screenshots DIR] [--viewer-token TOKEN] [--group-admin-token TOKEN]
 
 Signs in through the #token= link, checks that the overview shows every pool with the
 numbers GET /api/v1/pools answers (used and free too, and the groups' positions, when the
@@ -10,14 +10,24 @@ clock is paused or the day is over), drills down group -> workload -> GPU and ch
 page against GET /api/v1/gpus/<uuid>, opens Governance and Bank, signs out and in again
 through the form, and fails on Content-Security-Policy violations or uncaught errors in the
 console. --viewer-token: also signs in as a viewer and checks that another group's workload
-answers "You do not have access to this (role viewer)" in its panel. --screenshots: saves
-overview, group, gpu, governance and bank at 1280x800 and overview-narrow at 390x844, in the
-light theme and (as *-dark.png) the dark one. Exits 1 naming the first mismatch.
+answers "You do not have access to this (role viewer)" in its panel, and that the Changes page
+shows it the proposals the API does, with no Approve button. --group-admin-token (a
+group-admin of ads): in the policy editor lowers GPUQuotaPolicy/ads-training-h100's
+borrowLimit and maxCapacity and submits (Applied at once, on the page and in the API), raises
+them again, previews 2 hours and checks every figure of the preview against POST
+/api/v1/proposals/preview for the same document, submits (Pending, no Approve button for
+it), then as the --token platform-admin approves it on the Changes page and checks
+GET /api/v1/proposals/<id>. --screenshots: saves overview, group, gpu, governance, bank,
+policies, changes (and editor-preview with --group-admin-token) at 1280x800 and
+overview-narrow at 390x844, in the light theme and (as *-dark.png) the dark one. Exits 1
+naming the first mismatch.
 """
 import argparse
+import decimal
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -47,6 +57,15 @@ class Api:
         except urllib.error.HTTPError as e:
             raise Mismatch(f'GET /api/v1/{path} with the token answers {e.code}: {e.read()[:300].decode(errors="replace")}') from None
 
+    def post(self, path, body):
+        req = urllib.request.Request(f'{self.base}/api/v1/{path}', data=json.dumps(body).encode(), method='POST',
+                                     headers={'Authorization': f'Bearer {self.token}', 'Content-Type': 'application/json'})
+        try:
+            with urllib.request.urlopen(req, timeout=300) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            raise Mismatch(f'POST /api/v1/{path} with the token answers {e.code}: {e.read()[:300].decode(errors="replace")}') from None
+
 
 # Every element with a data-testid starting with prefix: {testid: (text, data-value)}, read
 # in one script so a panel refreshing in between cannot mix two answers.
@@ -69,6 +88,33 @@ def same_number(shown, value):
     return data is not None and abs(float(data) - value) < 1e-9
 
 
+def rounded(value, places):
+    """Number.prototype.toFixed: half away from zero on the exact binary value."""
+    q = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_UP)
+    return str(q)
+
+
+def page_text(value, percent=False, signed=False):
+    """The text dom.js num() (or pct()) shows for an API number; signed: a difference."""
+    if percent:
+        text = rounded(value * 100, 1) + '%'
+    elif float(value).is_integer():
+        text = str(int(value))
+    else:
+        text = rounded(value, 2).rstrip('0').rstrip('.')
+    return ('+' + text) if signed and value > 0 else text
+
+
+def shows(shown, value, **kw):
+    """Whether an element shows the API's number as the page rounds it, the exact value in
+    data-value where it is not an integer."""
+    if shown is None:
+        return False
+    text, data = shown
+    exact = abs(float(data) - value) < 1e-9 if data is not None else float(value).is_integer()
+    return text == page_text(value, **kw) and exact
+
+
 def set_viewport(d, width, height):
     """Sizes the window so the page itself gets width x height."""
     d.set_window_size(width, height)
@@ -88,7 +134,9 @@ def wait_ready(d, *panels, timeout=20):
 PAGES = [  # name, hash route, panels to wait for
     ('overview', '#/', ['pools', 'groups', 'alerts', 'events']),
     ('governance', '#/governance', ['governance-alerts', 'leaderboard', 'kpis', 'showback']),
-    ('bank', '#/bank', ['ledger', 'ledger-chart']),
+    ('policies', '#/policies', ['policies']),
+    ('changes', '#/changes', ['proposals']),
+    ('bank', '#/bank', ['ledger', 'ledger-chart']),  # last: the ledger check reads this page
 ]
 
 
@@ -158,7 +206,7 @@ def run(args, d, api):
     if shots:
         capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
 
-    # Governance and Bank load, and the ledger's newest entry is the API's.
+    # Governance, Policies, Changes and Bank load, and the ledger's newest entry is the API's.
     for name, route, panels in PAGES[1:]:
         d.navigate(f'{base}/{route}')
         wait_ready(d, *panels)
@@ -172,7 +220,7 @@ def run(args, d, api):
                 break
         top = d.text('[data-testid=ledger-seq]')
         check(top == str(last), f'the Bank page starts at seq {top}, the ledger ends at {last}')
-    print('ok: governance and bank panels load' + (f', ledger newest seq {top}' if frozen else ''))
+    print('ok: governance, policies, changes and bank panels load' + (f', ledger newest seq {top}' if frozen else ''))
 
     if shots:
         capture(d, shots, '', PAGES)
@@ -202,6 +250,8 @@ def run(args, d, api):
     check(d.text('[data-testid=whoami]'), 'the header names nobody after signing in through the form')
     print('ok: signed out, a wrong token refused in the form, signed in again through it')
 
+    if args.group_admin_token:
+        policy_change(d, args, api)
     if args.viewer_token:
         viewer(d, args, gpus)
 
@@ -216,16 +266,155 @@ def target_pool(gpus, wl):
     return next(g['pool'] for g in gpus for u in [g] + g.get('migSlices', []) for w in u.get('workloads', []) if w.get('workload') == wl)
 
 
-def viewer(d, args, gpus):
+def sign_in_as(d, args, token):
+    """Signs out, signs in with token through the form and returns the session."""
     d.click('[data-testid=signout]')
     d.wait_for('[data-testid=signin-form]')
-    d.send_keys('[data-testid=signin-token]', args.viewer_token)
+    d.send_keys('[data-testid=signin-token]', token)
     d.click('[data-testid=signin-submit]')
     d.wait_for('[data-testid=whoami]:not(:empty)')
     # Signing in through the form stays on the page it was on: go to the overview.
     d.navigate(f'{args.base_url}/#/')
     wait_ready(d, 'pools', 'groups')
-    me = d.execute_script("return fetch('/api/v1/session', {credentials: 'same-origin'}).then(r => r.json())")
+    return d.execute_script("return fetch('/api/v1/session', {credentials: 'same-origin'}).then(r => r.json())")
+
+
+def type_number(d, testid, value):
+    d.execute_script("document.querySelector(`[data-testid=${arguments[0]}]`).value = ''", testid)
+    d.send_keys(f'[data-testid={testid}]', str(value))
+
+
+def both_themes(d, folder, name):
+    """Screenshots of the page as it is, light and (name-dark.png) dark."""
+    check(d.execute_script('return document.documentElement.dataset.theme') == 'light', 'the page is not in the light theme')
+    d.screenshot(os.path.join(folder, f'{name}.png'))
+    d.click('[data-testid=theme-toggle]')
+    d.screenshot(os.path.join(folder, f'{name}-dark.png'))
+    d.click('[data-testid=theme-toggle]')
+
+
+POLICY = 'GPUQuotaPolicy/ads-training-h100'
+PREVIEW_METRICS = ['usedGpuHours', 'borrowedGpuHours', 'lentGpuHours', 'recomputeLossGpuHours',
+                   'queueWaitP50Seconds', 'queueWaitP90Seconds', 'queueWaitP99Seconds', 'reclaims']
+
+
+def policy_change(d, args, api):
+    """A group-admin of ads gives back at once, then asks for more; the platform-admin approves."""
+    ga = Api(args.base_url, args.group_admin_token)
+    me = sign_in_as(d, args, args.group_admin_token)
+    check(me.get('role') == 'group-admin' and me.get('group') == 'ads', f'--group-admin-token signs in as {me}, not a group-admin of ads')
+    d.navigate(f'{args.base_url}/#/policies')
+    wait_ready(d, 'policies')
+    check(d.find_all('[data-testid="edit-GPUQuotaPolicy-ads-training-h100"]'), 'the Policies page has no Edit link for ads-training-h100')
+    check(not d.find_all('[data-testid="edit-GPUQuotaPolicy-search-team-h100"]'), 'a group-admin of ads gets an Edit link for search-team-h100')
+    d.click('[data-testid="edit-GPUQuotaPolicy-ads-training-h100"]')
+    wait_ready(d, 'editor')
+    spec = ga.get(f'policies/{POLICY}')['object']['spec']
+    for k in ('guaranteed', 'borrowLimit', 'maxCapacity'):
+        got = d.execute_script(f"return document.querySelector('[data-testid=field-{k}]').value")
+        check(got == str(spec[k]), f'the editor shows {k} {got!r}, the API {spec[k]}')
+
+    def edit(borrow, cap):
+        type_number(d, 'field-borrowLimit', borrow)
+        type_number(d, 'field-maxCapacity', cap)
+        doc = d.execute_script("return document.querySelector('[data-testid=editor-yaml]').value")
+        check(f'\n  borrowLimit: {borrow}\n' in doc and f'\n  maxCapacity: {cap}\n' in doc, f'the form did not write the YAML: {doc!r}')
+        return doc
+
+    def submit(comment, state):
+        d.execute_script("document.querySelector('[data-testid=submit-comment]').value = ''")
+        d.send_keys('[data-testid=submit-comment]', comment)
+        d.click('[data-testid=submit-button]')
+        d.wait_for('[data-testid=proposal-state], [data-testid=editor-error]', 60)
+        check(not d.find_all('[data-testid=editor-error]'), f'the proposal was refused: {d.text("[data-testid=editor-findings]")}')
+        got, pid = d.text('[data-testid=proposal-state]'), d.text('[data-testid=proposal-id]')
+        check(got == state, f'the proposal {pid} is {got} on the page, not {state}')
+        listed = next((p for p in ga.get('proposals')['items'] if p['id'] == pid), None)
+        check(listed and listed['state'] == state, f'GET /api/v1/proposals lists {pid} as {listed and listed["state"]}, not {state}')
+        return pid
+
+    # Giving back applies at once.
+    edit(8, 24)
+    first = submit('give back for now', 'Applied')
+    after = ga.get(f'policies/{POLICY}')['object']['spec']
+    check((after['borrowLimit'], after['maxCapacity']) == (8, 24), f'after {first} the policy in force has {after}')
+    print(f'ok: {first} lowered ads-training-h100 to borrowLimit 8, maxCapacity 24: Applied (page and API)')
+
+    # Asking for more: the preview on the page is the API's.
+    doc = edit(16, 32)
+    d.execute_script("document.querySelector('[data-testid=preview-hours]').value = '2'")
+    d.click('[data-testid=preview-button]')
+    d.wait_for('[data-testid="panel-preview"]:not([data-state="loading"])', 300)
+    check(d.execute_script("return document.querySelector('[data-testid=panel-preview]').dataset.state") == 'ready',
+          f'the preview failed: {d.text("[data-testid=panel-preview]")} {d.text("[data-testid=editor-findings]")}')
+    want = ga.post('proposals/preview', {'document': doc, 'hours': 2})
+    shown = d.execute_script(READ, 'preview-')
+    compared = 0
+    for g in want['groups']:
+        for side in ('current', 'proposed', 'difference'):
+            for k in PREVIEW_METRICS:
+                got = shown.get(f'preview-{side}-{k}-{g["businessGroup"]}-{g["pool"]}')
+                check(shows(got, g[side][k], signed=side == 'difference'),
+                      f'preview {g["businessGroup"]}/{g["pool"]} {side} {k}: page shows {got}, API says {g[side][k]}')
+                compared += 1
+    for sv in want['services']:
+        for k, percent in (('sloAttainment', True), ('gpuHours', False)):
+            diff = sv['proposed'][k] - sv['current'][k]
+            for side, value in (('current', sv['current'][k]), ('proposed', sv['proposed'][k]), ('difference', diff)):
+                got = shown.get(f'preview-{side}-{k}-{sv["policy"]}')
+                check(shows(got, value, percent=percent, signed=side == 'difference'),
+                      f'preview service {sv["policy"]} {side} {k}: page shows {got}, API says {value}')
+                compared += 1
+    ads = next(g for g in want['groups'] if (g['businessGroup'], g['pool']) == ('ads', 'h100-rdma-training'))
+    moved = [f'{g["businessGroup"]}/{g["pool"]} {k} {page_text(g["difference"][k], signed=True)}'
+             for g in want['groups'] for k in PREVIEW_METRICS if g['difference'][k]]
+    patch = d.text('[data-testid=preview-patch]')
+    check('spec.borrowLimit: 8 → 16' in patch and 'spec.maxCapacity: 24 → 32' in patch, f'the preview lists the changes as {patch!r}')
+    check(want['needsApproval'] and want['approvalReason'] in d.text('[data-testid=preview-approval]'),
+          f'the preview says {d.text("[data-testid=preview-approval]")!r}, the API {want["approvalReason"]!r}')
+    print(f'ok: the 2-hour preview shows the API\'s {compared} figures (ads/h100-rdma-training borrowed GPU-h '
+          f'{page_text(ads["current"]["borrowedGpuHours"])} -> {page_text(ads["proposed"]["borrowedGpuHours"])}; '
+          f'changed: {", ".join(moved) or "nothing"}), the patch and "{want["approvalReason"]}"')
+    if args.screenshots:
+        d.execute_script("document.querySelector('[data-testid=panel-preview]').scrollIntoView()")
+        both_themes(d, args.screenshots, 'editor-preview')
+        d.execute_script('window.scrollTo(0, 0)')
+    second = submit('more for the retrain', 'Pending')
+    d.navigate(f'{args.base_url}/#/changes')
+    wait_ready(d, 'proposals')
+    check(d.text(f'[data-testid="proposal-state-{second}"]') == 'Pending', f'the Changes page does not show {second} Pending')
+    check(not d.find_all('[data-testid^="approve-"]'), 'a group-admin gets an Approve button')
+    print(f'ok: {second} raising it back waits for approval (page and API); no Approve button for the group-admin')
+
+    # The platform-admin approves it on the Changes page.
+    admin = api.get('session')['subject']
+    me = sign_in_as(d, args, args.token)
+    check(me.get('role') == 'platform-admin', f'--token signs in as {me.get("role")}, not a platform-admin')
+    d.navigate(f'{args.base_url}/#/changes')
+    wait_ready(d, 'proposals')
+    if args.screenshots:
+        both_themes(d, args.screenshots, 'changes')
+    d.send_keys(f'[data-testid="decision-comment-{second}"]', 'ok for the retrain')
+    d.click(f'[data-testid="approve-{second}"]')
+    deadline = time.monotonic() + 30
+    while d.text(f'[data-testid="proposal-state-{second}"]') != 'Applied':
+        error = d.execute_script("return document.querySelector(`[data-testid='decision-error-${arguments[0]}']`)?.textContent", second)
+        check(not error, f'approving {second} failed: {error}')
+        check(time.monotonic() < deadline, f'{second} is not Applied on the Changes page 30 s after Approve')
+        time.sleep(0.2)
+    p = api.get(f'proposals/{second}')
+    check(p['state'] == 'Applied' and p.get('decidedBy') == admin, f'GET /api/v1/proposals/{second}: state {p["state"]}, decided by {p.get("decidedBy")}, not Applied by {admin}')
+    spec = api.get(f'policies/{POLICY}')['object']['spec']
+    check((spec['borrowLimit'], spec['maxCapacity']) == (16, 32), f'after approving {second} the policy in force has {spec}')
+    print(f'ok: {admin} approved {second} on the Changes page: Applied, decidedBy {admin}; borrowLimit 16, maxCapacity 32 in force')
+    if args.screenshots:
+        d.navigate(f'{args.base_url}/#/policies')
+        wait_ready(d, 'policies')
+        both_themes(d, args.screenshots, 'policies')
+
+
+def viewer(d, args, gpus):
+    me = sign_in_as(d, args, args.viewer_token)
     check(me.get('role') == 'viewer', f'--viewer-token signs in as {me.get("role")}, not a viewer')
     other = next((w['workload'] for g in gpus for w in g.get('workloads', []) if w.get('workload') and w['businessGroup'] != me['group']), None)
     check(other, f'no workload of a group other than {me["group"]} to try')
@@ -237,7 +426,14 @@ def viewer(d, args, gpus):
     wait_ready(d, 'governance-alerts', 'leaderboard', 'kpis', 'showback')
     if args.screenshots:
         capture(d, args.screenshots, '-viewer', [('workload-other-group', f'#/workload/{other}', ['workload'])])
-    print(f'ok: a viewer of {me["group"]} is told "no access" for {other}; governance loads for it')
+    d.navigate(f'{args.base_url}/#/changes')
+    wait_ready(d, 'proposals')
+    listed = d.execute_script("return fetch('/api/v1/proposals', {credentials: 'same-origin'}).then(r => r.json())")['items']
+    rows = d.execute_script("return [...document.querySelectorAll('[data-testid^=proposal-state-]')].map(e => e.dataset.testid.slice(15))")
+    check(rows == [p['id'] for p in listed], f'a viewer\'s Changes page lists {rows}, the API {[p["id"] for p in listed]}')
+    check(not d.find_all('[data-testid^="approve-"], [data-testid^="reject-"]'), 'a viewer gets Approve or Reject buttons')
+    print(f'ok: a viewer of {me["group"]} is told "no access" for {other}; governance loads for it; '
+          f'Changes lists its {len(rows)} proposals with no Approve button')
 
 
 def capture(d, folder, suffix, pages):
@@ -256,6 +452,7 @@ def main():
     ap.add_argument('--token', required=True, help='a platform-admin (or finops) API token')
     ap.add_argument('--screenshots', help='save screenshots in this folder')
     ap.add_argument('--viewer-token', help='a viewer token, to check the per-panel 403')
+    ap.add_argument('--group-admin-token', help='a group-admin token of ads, to change a policy through the editor')
     args = ap.parse_args()
     args.base_url = args.base_url.rstrip('/')
     api = Api(args.base_url, args.token)

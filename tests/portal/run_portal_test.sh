@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The portal in headless Chromium against a real `gpubank up` (tests/portal/portal_smoke_test.py):
 # starts the platform on a free port with its operator token in a file, runs six virtual
-# hours of its day at full speed, issues a viewer token with `gpubank token create`, and runs
-# the browser test as the operator and as the viewer.
+# hours of its day at full speed, issues a viewer token and a group-admin token of ads with
+# `gpubank token create`, and runs the browser test as the operator, the group admin (a
+# policy change through the editor, approved by the operator) and the viewer.
 #
-#   run_portal_test.sh GPUBANK [SCREENSHOT_DIR]
+#   [PORTAL_DIR=portal] run_portal_test.sh GPUBANK [SCREENSHOT_DIR]
 #
-# With SCREENSHOT_DIR the test also saves every page there (scripts/screenshots.sh).
+# With SCREENSHOT_DIR the test also saves every page there (scripts/screenshots.sh). With
+# PORTAL_DIR the platform serves the portal's files from that folder (`up --portal-dir`)
+# instead of the ones built into GPUBANK: front-end work tested without a rebuild.
 set -euo pipefail
 gpubank=$1
 shots=${2:-}
@@ -24,8 +27,10 @@ for tool in chromium chromedriver; do
 done
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+portal_dir=()
+if [ -n "${PORTAL_DIR:-}" ]; then portal_dir=(--portal-dir "$PORTAL_DIR"); fi
 "$gpubank" up --port "$port" --speed max --hours 6 --serving-load 0.05 --quiet \
-  --auth-store "$work/auth.db" --token-file "$work/operator.token" --operator pat 2>"$work/up.log" &
+  --auth-store "$work/auth.db" --token-file "$work/operator.token" --operator pat ${portal_dir[@]+"${portal_dir[@]}"} 2>"$work/up.log" &
 up_pid=$!
 
 base="http://127.0.0.1:$port"
@@ -43,6 +48,7 @@ curl -sf -H "Authorization: Bearer $token" "$base/api/v1/clock" | grep -q '"fini
   || { echo "run_portal_test: the day did not finish; see the log:" >&2; cat "$work/up.log" >&2; exit 1; }
 
 viewer=$("$gpubank" token create --store "$work/auth.db" --subject vic --role viewer --group search 2>/dev/null)
-args=(--base-url "$base" --token "$token" --viewer-token "$viewer")
+group_admin=$("$gpubank" token create --store "$work/auth.db" --subject ada --role group-admin --group ads 2>/dev/null)
+args=(--base-url "$base" --token "$token" --viewer-token "$viewer" --group-admin-token "$group_admin")
 if [ -n "$shots" ]; then args+=(--screenshots "$shots"); fi
 python3 "$here/portal_smoke_test.py" "${args[@]}"

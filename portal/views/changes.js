@@ -1,0 +1,59 @@
+// Changes (#/changes, ?state=Pending for the open ones): proposed policy changes, newest
+// first (viewers and group admins see their group's), with their patch and decision. A
+// platform-admin approves or rejects the pending ones here; a refusal (proposal.stale, ...)
+// shows under its buttons.
+import { h, table, fmtTime } from '../dom.js';
+import { get, post } from '../api.js';
+import { panel } from '../panel.js';
+import { patchList } from './common.js';
+import { editLink } from './policies.js';
+
+function decide(p, reload) {
+  const comment = h('input', { type: 'text', placeholder: 'Comment', 'aria-label': `Comment on ${p.id}`, 'data-testid': `decision-comment-${p.id}` });
+  const error = h('p', { class: 'error', role: 'alert', 'data-testid': `decision-error-${p.id}` });
+  const button = (verb, label) => h('button', { type: 'button', class: verb === 'approve' ? 'primary' : null, 'data-testid': `${verb}-${p.id}`, async onclick() {
+    error.textContent = '';
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      await post(`proposals/${encodeURIComponent(p.id)}/${verb}`, { comment: comment.value });
+      reload();
+    } catch (e) {
+      error.textContent = e.rule && !e.message.startsWith(e.rule) ? `${e.rule}: ${e.message}` : e.message;
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  } }, label);
+  const buttons = [button('approve', 'Approve'), button('reject', 'Reject')];
+  return h('div', { class: 'decide' }, comment, buttons, error);
+}
+
+function decision(p, admin, reload) {
+  if (p.state === 'Pending') return admin ? decide(p, reload) : h('span', { class: 'muted' }, 'waits for a platform administrator');
+  return [`by ${p.decidedBy ?? '—'} at ${fmtTime(p.decidedAt)}`, p.decisionComment ? h('div', { class: 'muted' }, `“${p.decisionComment}”`) : null];
+}
+
+export default function changes(root, ctx) {
+  const state = ctx.query.get('state') || '';
+  const admin = ctx.session.role === 'platform-admin';
+  const list = panel('Proposed policy changes', 'proposals', async () => {
+    const [r, force] = await Promise.all([get('proposals', { state }, ctx.opts), get('policies', null, ctx.opts)]);
+    const inForce = new Map(force.items.map((i) => [`${i.kind}/${i.metadata.name}`, i.spec]));
+    return [
+      h('p', { class: 'actions' }, [['', 'All'], ['Pending', 'Pending']].map(([s, label]) =>
+        h('a', { href: s ? `#/changes?state=${s}` : '#/changes', 'aria-current': s === state ? 'page' : null }, label)),
+      h('span', { class: 'muted' }, 'Pending changes show their values in force now → proposed.')),
+      table([
+        { label: 'State', cell: (p) => h('strong', { class: `state-${p.state}`, 'data-testid': `proposal-state-${p.id}` }, p.state) },
+        { label: 'Object', cell: (p) => {
+          const [kind, name] = p.object.split('/');
+          return [inForce.has(p.object) ? h('a', { href: editLink(kind, name) }, p.object) : p.object, h('div', { class: 'muted' }, h('code', {}, p.id))];
+        } },
+        { label: 'Author', cell: (p) => `${p.author} (${p.authorRole})` },
+        { label: 'Submitted', cell: (p) => fmtTime(p.submittedAt) },
+        { label: 'Why', cell: (p) => [p.approvalReason, p.comment ? h('div', { class: 'muted' }, `“${p.comment}”`) : null] },
+        { label: 'Change', cell: (p) => patchList(p.patch, p.state === 'Pending' ? inForce.get(p.object) : null, `proposal-patch-${p.id}`) },
+        { label: 'Decision', cell: (p) => decision(p, admin, list.reload) },
+      ], r.items, { testid: 'proposals-table', rowAttrs: (p) => ({ 'data-testid': `proposal-${p.id}` }), empty: 'No proposed changes.' }),
+    ];
+  });
+  root.append(h('h1', {}, 'Changes'), list);
+}
