@@ -1,5 +1,7 @@
 #include "api/access.hpp"
 
+#include <algorithm>
+
 namespace gpubank::api {
 
 namespace {
@@ -82,6 +84,21 @@ void scope_alerts(Json& alerts, const std::string& group) {
     keep_if(alerts[list], [&](const Json& a) { return a.is_object() && a.contains("evidence") && names_group(a["evidence"], "businessGroup", group); });
   }
   // The scan's counts are the whole cluster's: they say how many, never whose.
+}
+
+void scope_reclaims(Json& reclaims, const std::string& group, std::size_t limit) {
+  keep_if(reclaims, [&](const Json& r) {
+    if (names_group(r, "lender", group)) return true;
+    if (!r.contains("victims")) return false;
+    return std::any_of(r["victims"].begin(), r["victims"].end(), [&](const Json& v) { return names_group(v, "businessGroup", group); });
+  });
+  if (reclaims.is_array() && reclaims.size() > limit) reclaims.erase(reclaims.begin() + static_cast<std::ptrdiff_t>(limit), reclaims.end());
+  for (Json& r : reclaims) {
+    if (!r.contains("victims")) continue;
+    for (Json& v : r["victims"]) {
+      if (!names_group(v, "businessGroup", group)) v.erase("workload");
+    }
+  }
 }
 
 void scope_showback(Json& report, const std::string& group) {

@@ -49,6 +49,9 @@ void scope_gpus(Json& gpus, const std::string& group);
 void scope_ledger(Json& page, const std::string& group);
 // Alerts: only those whose evidence names the group (open and recent lists alike).
 void scope_alerts(Json& alerts, const std::string& group);
+// Reclaims: those the group started as lender or whose victims include its workloads, at
+// most `limit`; other groups' victims lose their workload names.
+void scope_reclaims(Json& reclaims, const std::string& group, std::size_t limit);
 // Showback rows at owner/workload level: only the group's (totals and loans are per pool
 // and group, and stay).
 void scope_showback(Json& report, const std::string& group);

@@ -614,6 +614,21 @@ void PlatformServer::install_routes() {
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());
   }));
+  // Reclaims, newest first: a scoped principal sees those its group started as lender or
+  // whose victims include its workloads; another group's victims keep group, class and
+  // times, not their names.
+  svr.Get("/api/v1/reclaims", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {"limit"})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::int64_t limit = 100;
+    if (auto e = read_int(req.params, "limit", 1, kMaxLimit, limit)) return send_error(res, 400, e->field, e->rule, e->message);
+    Json all;
+    {
+      std::lock_guard lock(mu_);
+      all = platform_->reclaims_json(static_cast<std::size_t>(scope_of(who) ? std::numeric_limits<std::int64_t>::max() : limit));
+    }
+    if (const auto scope = scope_of(who)) scope_reclaims(all, *scope, static_cast<std::size_t>(limit));
+    send_json(res, Json{{"items", std::move(all)}});
+  }));
   paged("/api/v1/ledger", Need::Read, &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", Need::Audit, &twin::live::Platform::audit_json);
   install_session_routes();

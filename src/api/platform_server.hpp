@@ -7,7 +7,7 @@
 //   GET  /api/v1/pools, /groups, /queues
 //   GET  /api/v1/workloads?businessGroup=&pool=&state=    /api/v1/workloads/<ns>/<name>
 //   GET  /api/v1/events?kind=&businessGroup=&pool=&object=&after=&limit=
-//   GET  /api/v1/ledger?after=&limit=  /api/v1/audit?after=&limit=
+//   GET  /api/v1/ledger?after=&limit=  /api/v1/audit?after=&limit=  /api/v1/reclaims?limit=
 //   GET  /api/v1/gpus?pool=            /api/v1/gpus/<uuid>
 //   POST /api/v1/gpus/<uuid>/health {"healthy": false, "xid": 79}   (fault injection)
 //   GET  /api/v1/services              inference services, replicas, TTFT p95

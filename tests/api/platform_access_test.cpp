@@ -110,6 +110,8 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
       {"GET", "/api/v1/events", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/events?businessGroup=search", "", 401, 403, 403, 200, 200},
       {"GET", "/api/v1/ledger", "", 401, 200, 200, 200, 200},
+      {"GET", "/api/v1/reclaims", "", 401, 200, 200, 200, 200},
+      {"GET", "/api/v1/reclaims?limit=0", "", 401, 400, 400, 400, 400},
       {"GET", "/api/v1/audit", "", 401, 403, 403, 200, 200},
       {"GET", "/api/v1/gpus", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/gpus/" + uuid, "", 401, 200, 200, 200, 200},
@@ -160,6 +162,7 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
 }
 
 TEST_F(PlatformAccessTest, AViewerSeesItsOwnGroupOnly) {
+  post_clock(R"({"action": "step", "step": "7h"})");  // to 08:00 in Shanghai: reclaims have happened
   const json workloads = json::parse(call(viewer_, "GET", "/api/v1/workloads").body);
   ASSERT_TRUE(workloads.is_array());
   EXPECT_FALSE(workloads.empty());
@@ -195,6 +198,21 @@ TEST_F(PlatformAccessTest, AViewerSeesItsOwnGroupOnly) {
     EXPECT_TRUE(e.value("businessGroup", "") == "ads" || e.value("lender", "") == "ads") << e.dump();
   }
 
+  // Reclaims: the group's own as lender, or those that stopped its workloads; others'
+  // victims without their names.
+  const json all_reclaims = get("/api/v1/reclaims?limit=1000");
+  const json reclaims = json::parse(call(viewer_, "GET", "/api/v1/reclaims?limit=1000").body);
+  ASSERT_TRUE(reclaims.contains("items"));
+  EXPECT_FALSE(all_reclaims["items"].empty()) << "the first eight hours have reclaims, or this checks nothing";
+  EXPECT_LE(reclaims["items"].size(), all_reclaims["items"].size());
+  for (const json& r : reclaims["items"]) {
+    bool concerns = r["lender"] == "ads";
+    for (const json& v : r["victims"]) {
+      concerns |= v["businessGroup"] == "ads";
+      EXPECT_EQ(v.contains("workload"), v["businessGroup"] == "ads") << v.dump();
+    }
+    EXPECT_TRUE(concerns) << r.dump();
+  }
   for (const char* list : {"open", "resolved"}) {
     const json alerts = json::parse(call(viewer_, "GET", "/api/v1/governance/alerts").body);
     ASSERT_TRUE(alerts.contains(list)) << alerts.dump();

@@ -387,6 +387,46 @@ Json Platform::ledger_json(const Page& page) const {
       [](const bank::LedgerEntry& e) { return Json(bank::to_json(e)); });
 }
 
+Json Platform::reclaims_json(std::size_t limit) const {
+  std::map<std::string, std::string> group_of;
+  for (const run::WorkloadOutcome& w : simulation_.workloads()) group_of[w.workload] = w.business_group;
+  auto when = [&](const std::optional<VirtualTime>& t) { return t ? Json(rfc3339(day_.start, *t)) : Json(nullptr); };
+  Json out = Json::array();
+  const auto& all = simulation_.result().reclaims;
+  for (auto it = all.rbegin(); it != all.rend() && out.size() < limit; ++it) {
+    const run::ReclaimTimeline& r = *it;
+    Json j = Json::object();
+    j["id"] = r.id;
+    j["lender"] = r.lender;
+    j["pool"] = r.pool;
+    j["demandGpus"] = r.demand;
+    j["started"] = rfc3339(day_.start, r.started);
+    j["ended"] = when(r.ended);
+    j["result"] = r.result;
+    Json victims = Json::array();
+    for (const run::VictimTimeline& v : r.victims) {
+      Json x = Json::object();
+      x["workload"] = v.workload;
+      const auto g = group_of.find(v.workload);
+      x["businessGroup"] = g == group_of.end() ? std::string() : g->second;
+      x["gpus"] = v.gpus;
+      x["class"] = v.victim_class;
+      x["notice"] = rfc3339(day_.start, v.notice);
+      x["checkpointRequested"] = when(v.checkpoint_requested);
+      x["checkpointCompleted"] = when(v.checkpoint_completed);
+      x["checkpointFailed"] = when(v.checkpoint_failed);
+      x["stopped"] = when(v.stopped);
+      x["finished"] = when(v.finished);
+      x["released"] = when(v.released);
+      x["recomputeLossGpuHours"] = static_cast<double>(v.loss_gpu_ms) / 3'600'000.0;
+      victims.push_back(std::move(x));
+    }
+    j["victims"] = std::move(victims);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 Json Platform::audit_json(const Page& page) const {
   return page_of(
       audit(), page, [](const bank::AuditEntry&) { return true; },

@@ -90,6 +90,11 @@ class Platform {
   [[nodiscard]] Json events_json(const EventFilter& filter) const;
   [[nodiscard]] Json ledger_json(const Page& page) const;
   [[nodiscard]] Json audit_json(const Page& page) const;
+  // The reclaims so far, newest first, at most `limit`: the lender, the pool, the GPUs it
+  // needed, when it started and ended, its result, and each victim's notice, checkpoint
+  // (requested, completed or failed), stop, release and recompute loss; each victim with
+  // its business group. For /api/v1/reclaims.
+  [[nodiscard]] Json reclaims_json(std::size_t limit) const;
   // The cluster's GPUs (MIG slices listed under their GPU) with the workloads on them;
   // empty without an inventory. gpu_json: nullopt for an unknown uuid.
   [[nodiscard]] Json gpus_json(const std::string& pool) const;
