@@ -1,7 +1,7 @@
 // The fetch wrapper for gpubank's REST API (/api/v1/...).
 //
 // Same origin only, the session cookie goes along (credentials 'same-origin'), writes carry
-// the session's CSRF token in X-CSRF-Token, and an error answer ({"error","field","rule"})
+// the session's CSRF token in X-CSRF-Token (and X-Requested-With), and an error answer ({"error","field","rule"})
 // becomes an ApiError whose message a person can read (the whole answer stays in .body:
 // a refused policy change lists its findings there). A 401 calls the handler the app
 // registered (it shows the sign-in view) unless the caller asked to handle it itself.
@@ -37,6 +37,9 @@ export async function request(method, path, { query, body, signal, handle401 = f
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers['X-CSRF-Token'] = csrfToken;
+  // Behind a sign-in proxy (docs/auth.md) there is no session token: this header, which no
+  // cross-site form can send, is what the server asks of a write instead.
+  if (method !== 'GET') headers['X-Requested-With'] = 'gpubank';
 
   let res;
   try {

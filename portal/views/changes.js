@@ -47,8 +47,8 @@ export default function changes(root, ctx) {
           const [kind, name] = p.object.split('/');
           return [inForce.has(p.object) ? h('a', { href: editLink(kind, name) }, p.object) : p.object, h('div', { class: 'muted' }, h('code', {}, p.id))];
         } },
-        { label: 'Author', cell: (p) => `${p.author} (${p.authorRole})` },
-        { label: 'Submitted', cell: (p) => fmtTime(p.submittedAt) },
+        { label: 'Author', cell: (p) => [p.author, h('div', { class: 'muted nowrap' }, p.authorRole)] },
+        { label: 'Submitted', cell: (p) => h('span', { class: 'nowrap' }, fmtTime(p.submittedAt)) },
         { label: 'Why', cell: (p) => [p.approvalReason, p.comment ? h('div', { class: 'muted' }, `“${p.comment}”`) : null] },
         { label: 'Change', cell: (p) => patchList(p.patch, p.state === 'Pending' ? inForce.get(p.object) : null, `proposal-patch-${p.id}`) },
         { label: 'Decision', cell: (p) => decision(p, admin, list.reload) },

@@ -131,11 +131,10 @@ const at = (obj, path) => path.split('/').slice(1).map((p) => p.replace(/~1/g, '
   .reduce((o, k) => (o === undefined || o === null ? undefined : o[k]), obj);
 
 // A change's RFC 6902 patch (of the spec) as "spec.path: old → new" lines, the old values
-// from base (the spec in force) when given. A new object has no patch.
+// from base (the spec in force) when given, else "spec.path → new". A new object has no patch.
 export function patchList(patch, base, testid) {
   if (!patch) return h('p', { class: 'note', 'data-testid': testid }, 'A new object.');
   return h('ul', { class: 'patch', 'data-testid': testid }, patch.map((op) => h('li', {},
-    h('code', {}, `spec${op.path.replace(/\//g, '.')}`), ': ',
-    base ? [shown(at(base, op.path)), ' → '] : null,
+    h('code', {}, `spec${op.path.replace(/\//g, '.')}`), base ? [': ', shown(at(base, op.path))] : null, ' → ',
     op.op === 'remove' ? '(removed)' : shown(op.value))));
 }

@@ -14,10 +14,10 @@ answers "You do not have access to this (role viewer)" in its panel, and that th
 shows it the proposals the API does, with no Approve button. --group-admin-token (a
 group-admin of ads): in the policy editor lowers GPUQuotaPolicy/ads-training-h100's
 borrowLimit and maxCapacity and submits (Applied at once, on the page and in the API), raises
-them again, previews 2 hours and checks every figure of the preview against POST
-/api/v1/proposals/preview for the same document, submits (Pending, no Approve button for
-it), then as the --token platform-admin approves it on the Changes page and checks
-GET /api/v1/proposals/<id>. --screenshots: saves overview, group, gpu, governance, bank,
+them again, previews 2 hours and then the whole 6-hour day, each time checking every figure
+of the preview against POST /api/v1/proposals/preview for the same document, submits
+(Pending, no Approve button for it), then as the --token platform-admin approves it on the
+Changes page and checks GET /api/v1/proposals/<id>. --screenshots: saves overview, group, gpu, governance, bank,
 policies, changes (and editor-preview with --group-admin-token) at 1280x800 and
 overview-narrow at 390x844, in the light theme and (as *-dark.png) the dark one. Exits 1
 naming the first mismatch.
@@ -287,10 +287,39 @@ def type_number(d, testid, value):
 def both_themes(d, folder, name):
     """Screenshots of the page as it is, light and (name-dark.png) dark."""
     check(d.execute_script('return document.documentElement.dataset.theme') == 'light', 'the page is not in the light theme')
+    toggle = "document.querySelector('[data-testid=theme-toggle]').click()"  # a WebDriver click would scroll up to it
     d.screenshot(os.path.join(folder, f'{name}.png'))
-    d.click('[data-testid=theme-toggle]')
+    d.execute_script(toggle)
     d.screenshot(os.path.join(folder, f'{name}-dark.png'))
-    d.click('[data-testid=theme-toggle]')
+    d.execute_script(toggle)
+
+
+def preview(d, ga, doc, hours):
+    """Runs Preview impact for hours on the page and checks every figure it shows against
+    POST /api/v1/proposals/preview for the same document; returns the API's answer."""
+    d.execute_script("document.querySelector('[data-testid=preview-hours]').value = arguments[0]", str(hours))
+    d.click('[data-testid=preview-button]')
+    d.wait_for('[data-testid="panel-preview"]:not([data-state="loading"])', 300)
+    check(d.execute_script("return document.querySelector('[data-testid=panel-preview]').dataset.state") == 'ready',
+          f'the preview failed: {d.text("[data-testid=panel-preview]")} {d.text("[data-testid=editor-findings]")}')
+    want = ga.post('proposals/preview', {'document': doc, 'hours': hours})
+    shown = d.execute_script(READ, 'preview-')
+    rows = [(f'{g["businessGroup"]}-{g["pool"]}', g, m, {}) for g in want['groups'] for m in PREVIEW_METRICS]
+    rows += [(sv['policy'], sv, m, {'percent': m == 'sloAttainment'}) for sv in want['services'] for m in ('sloAttainment', 'gpuHours')]
+    for key, r, m, kw in rows:
+        diff = r['difference'][m] if 'difference' in r else r['proposed'][m] - r['current'][m]
+        for side, value in (('current', r['current'][m]), ('proposed', r['proposed'][m]), ('difference', diff)):
+            got = shown.get(f'preview-{side}-{m}-{key}')
+            check(shows(got, value, signed=side == 'difference', **kw), f'{hours} h preview {key} {side} {m}: page shows {got}, API says {value}')
+    patch = d.text('[data-testid=preview-patch]')
+    check('spec.borrowLimit: 8 → 16' in patch and 'spec.maxCapacity: 24 → 32' in patch, f'the preview lists the changes as {patch!r}')
+    check(want['needsApproval'] and want['approvalReason'] in d.text('[data-testid=preview-approval]'),
+          f'the preview says {d.text("[data-testid=preview-approval]")!r}, the API {want["approvalReason"]!r}')
+    ads = next(g for g in want['groups'] if (g['businessGroup'], g['pool']) == ('ads', 'h100-rdma-training'))
+    moved = sum(1 for g in want['groups'] for m in PREVIEW_METRICS if g['difference'][m])
+    print(f'ok: the {hours}-hour preview shows the API\'s {3 * len(rows)} figures (ads/h100-rdma-training borrowed GPU-h '
+          f'{page_text(ads["current"]["borrowedGpuHours"])} -> {page_text(ads["proposed"]["borrowedGpuHours"])}; '
+          f'{moved} group figures change), the patch and "{want["approvalReason"]}"')
 
 
 POLICY = 'GPUQuotaPolicy/ads-training-h100'
@@ -342,39 +371,8 @@ def policy_change(d, args, api):
 
     # Asking for more: the preview on the page is the API's.
     doc = edit(16, 32)
-    d.execute_script("document.querySelector('[data-testid=preview-hours]').value = '2'")
-    d.click('[data-testid=preview-button]')
-    d.wait_for('[data-testid="panel-preview"]:not([data-state="loading"])', 300)
-    check(d.execute_script("return document.querySelector('[data-testid=panel-preview]').dataset.state") == 'ready',
-          f'the preview failed: {d.text("[data-testid=panel-preview]")} {d.text("[data-testid=editor-findings]")}')
-    want = ga.post('proposals/preview', {'document': doc, 'hours': 2})
-    shown = d.execute_script(READ, 'preview-')
-    compared = 0
-    for g in want['groups']:
-        for side in ('current', 'proposed', 'difference'):
-            for k in PREVIEW_METRICS:
-                got = shown.get(f'preview-{side}-{k}-{g["businessGroup"]}-{g["pool"]}')
-                check(shows(got, g[side][k], signed=side == 'difference'),
-                      f'preview {g["businessGroup"]}/{g["pool"]} {side} {k}: page shows {got}, API says {g[side][k]}')
-                compared += 1
-    for sv in want['services']:
-        for k, percent in (('sloAttainment', True), ('gpuHours', False)):
-            diff = sv['proposed'][k] - sv['current'][k]
-            for side, value in (('current', sv['current'][k]), ('proposed', sv['proposed'][k]), ('difference', diff)):
-                got = shown.get(f'preview-{side}-{k}-{sv["policy"]}')
-                check(shows(got, value, percent=percent, signed=side == 'difference'),
-                      f'preview service {sv["policy"]} {side} {k}: page shows {got}, API says {value}')
-                compared += 1
-    ads = next(g for g in want['groups'] if (g['businessGroup'], g['pool']) == ('ads', 'h100-rdma-training'))
-    moved = [f'{g["businessGroup"]}/{g["pool"]} {k} {page_text(g["difference"][k], signed=True)}'
-             for g in want['groups'] for k in PREVIEW_METRICS if g['difference'][k]]
-    patch = d.text('[data-testid=preview-patch]')
-    check('spec.borrowLimit: 8 → 16' in patch and 'spec.maxCapacity: 24 → 32' in patch, f'the preview lists the changes as {patch!r}')
-    check(want['needsApproval'] and want['approvalReason'] in d.text('[data-testid=preview-approval]'),
-          f'the preview says {d.text("[data-testid=preview-approval]")!r}, the API {want["approvalReason"]!r}')
-    print(f'ok: the 2-hour preview shows the API\'s {compared} figures (ads/h100-rdma-training borrowed GPU-h '
-          f'{page_text(ads["current"]["borrowedGpuHours"])} -> {page_text(ads["proposed"]["borrowedGpuHours"])}; '
-          f'changed: {", ".join(moved) or "nothing"}), the patch and "{want["approvalReason"]}"')
+    preview(d, ga, doc, 2)
+    preview(d, ga, doc, 6)  # the whole day: the change moves figures here
     if args.screenshots:
         d.execute_script("document.querySelector('[data-testid=panel-preview]').scrollIntoView()")
         both_themes(d, args.screenshots, 'editor-preview')
