@@ -28,7 +28,7 @@ log "configure (preset release)"
 cmake --preset release -DCMAKE_CXX_FLAGS="" >&2
 log "build the benchmarks"
 cmake --build --preset release --target validate_bench webhook_load webhook_abuse admission_cycle_bench kueue_perf_bench render_bench \
-  store_bench inference_bench telemetry_bench placement_bench watch_bench exporter_bench scan_bench gpubank >&2
+  store_bench inference_bench telemetry_bench placement_bench watch_bench exporter_bench scan_bench portal_bench gpubank >&2
 
 mkdir -p "$out" "$work"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -162,6 +162,9 @@ log "exporter_bench (3 repetitions, medians; 8 GPUs x 7 MIG x 30 fields, 10 scra
 log "scan_bench (5 repetitions, medians; 10,000 workloads on 20,000 GPUs in a real Prometheus, a sample every 60 s, and every 30 s)"
 "$build/bench/scan_bench" --work-dir="$work" --summary="$out/scan.md" | tee "$out/scan.txt" >&2
 "$build/bench/scan_bench" --work-dir="$work" --step-seconds=30 --summary="$out/scan-30s.md" | tee "$out/scan-30s.txt" >&2
+
+log "portal_bench (the overview's requests at the example's size and at 15x: 2,040 GPUs; the 7-day impact preview, 3 runs)"
+"$build/bench/portal_bench" --summary="$out/portal.md" | tee "$out/portal.txt" >&2
 
 log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
 alibaba=../shared/traces/alibaba-gpu-v2023
@@ -297,6 +300,10 @@ log "write $results"
   echo "### A sample every 30 s"
   echo
   cat "$out/scan-30s.md"
+  echo
+  echo "## The portal's API and the impact preview: bench/portal_bench"
+  echo
+  cat "$out/portal.md"
   echo
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo
