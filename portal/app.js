@@ -9,6 +9,7 @@ import group from './views/group.js';
 import workload from './views/workload.js';
 import { gpusView, poolView } from './views/gpus.js';
 import gpu from './views/gpu.js';
+import inference from './views/inference.js';
 import bank from './views/bank.js';
 import governance from './views/governance.js';
 import policies from './views/policies.js';
@@ -51,6 +52,7 @@ const routes = [
   [/^\/gpus$/, gpusView, 'gpus'],
   [/^\/pool\/([^/]+)$/, poolView, 'gpus'],
   [/^\/gpu\/([^/]+)$/, gpu, 'gpus'],
+  [/^\/inference$/, inference, 'inference'],
   [/^\/bank$/, bank, 'bank'],
   [/^\/governance$/, governance, 'governance'],
   [/^\/policies$/, policies, 'policies'],

@@ -138,3 +138,12 @@ export function patchList(patch, base, testid) {
     h('code', {}, `spec${op.path.replace(/\//g, '.')}`), base ? [': ', shown(at(base, op.path))] : null, ' → ',
     op.op === 'remove' ? '(removed)' : shown(op.value))));
 }
+
+// A policy's duration ("1s500ms", "200ms", "1m30s", "2h") in seconds; a number is seconds.
+export function seconds(d) {
+  if (typeof d === 'number') return d;
+  const unit = { h: 3600, m: 60, s: 1, ms: 0.001 };
+  let total = 0;
+  for (const [, v, u] of String(d).matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) total += Number(v) * unit[u];
+  return total;
+}

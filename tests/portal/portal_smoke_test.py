@@ -7,20 +7,23 @@
 Signs in through the #token= link, checks that the overview shows every pool with the
 numbers GET /api/v1/pools answers (used and free too, and the groups' positions, when the
 clock is paused or the day is over), drills down group -> workload -> GPU and checks the GPU
-page against GET /api/v1/gpus/<uuid>, opens Governance and Bank, signs out and in again
-through the form, and fails on Content-Security-Policy violations or uncaught errors in the
-console. --viewer-token: also signs in as a viewer and checks that another group's workload
-answers "You do not have access to this (role viewer)" in its panel, and that the Changes page
-shows it the proposals the API does, with no Approve button. --group-admin-token (a
-group-admin of ads): in the policy editor lowers GPUQuotaPolicy/ads-training-h100's
-borrowLimit and maxCapacity and submits (Applied at once, on the page and in the API), raises
-them again, previews 2 hours and then the whole 6-hour day, each time checking every figure
-of the preview against POST /api/v1/proposals/preview for the same document, submits
-(Pending, no Approve button for it), then as the --token platform-admin approves it on the
-Changes page and checks GET /api/v1/proposals/<id>. --screenshots: saves overview, group, gpu, governance, bank,
-policies, changes (and editor-preview with --group-admin-token) at 1280x800 and
-overview-narrow at 390x844, in the light theme and (as *-dark.png) the dark one. Exits 1
-naming the first mismatch.
+page against GET /api/v1/gpus/<uuid>, checks the Inference page's TTFT p95, replicas and
+queue per service against GET /api/v1/services, opens Governance, Policies, Changes and Bank,
+checks the Bank page's reclaims (in progress first, first one's lender and pool) and capacity
+leases (approval) against GET /api/v1/reclaims and /policies, signs out and in again through
+the form, and fails on Content-Security-Policy violations or uncaught errors in the console.
+--viewer-token: also signs in as a viewer and checks that another group's workload answers
+"You do not have access to this (role viewer)" in its panel, that the Changes page shows it
+the proposals the API does, with no Approve button, and the Bank page the reclaims its API
+does. --group-admin-token (a group-admin of ads): in the policy editor lowers
+GPUQuotaPolicy/ads-training-h100's borrowLimit and maxCapacity and submits (Applied at once,
+on the page and in the API), raises them again, previews 2 hours and then the whole 6-hour
+day, each time checking every figure of the preview against POST /api/v1/proposals/preview
+for the same document, submits (Pending, no Approve button for it), then as the --token
+platform-admin approves it on the Changes page and checks GET /api/v1/proposals/<id>.
+--screenshots: saves overview, group, gpu, governance, inference, bank, policies, changes
+(and editor-preview with --group-admin-token) at 1280x800 and overview-narrow at 390x844, in
+the light theme and (as *-dark.png) the dark one. Exits 1 naming the first mismatch.
 """
 import argparse
 import decimal
@@ -94,14 +97,16 @@ def rounded(value, places):
     return str(q)
 
 
-def page_text(value, percent=False, signed=False):
+def page_text(value, percent=False, signed=False, digits=2):
     """The text dom.js num() (or pct()) shows for an API number; signed: a difference."""
+    if value is None:
+        return '—'
     if percent:
         text = rounded(value * 100, 1) + '%'
     elif float(value).is_integer():
         text = str(int(value))
     else:
-        text = rounded(value, 2).rstrip('0').rstrip('.')
+        text = rounded(value, digits).rstrip('0').rstrip('.')
     return ('+' + text) if signed and value > 0 else text
 
 
@@ -136,7 +141,8 @@ PAGES = [  # name, hash route, panels to wait for
     ('governance', '#/governance', ['governance-alerts', 'leaderboard', 'kpis', 'showback']),
     ('policies', '#/policies', ['policies']),
     ('changes', '#/changes', ['proposals']),
-    ('bank', '#/bank', ['ledger', 'ledger-chart']),  # last: the ledger check reads this page
+    ('inference', '#/inference', ['services']),
+    ('bank', '#/bank', ['reclaims', 'leases', 'ledger', 'ledger-chart']),  # last: the ledger and reclaim checks read this page
 ]
 
 
@@ -206,7 +212,9 @@ def run(args, d, api):
     if shots:
         capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
 
-    # Governance, Policies, Changes and Bank load, and the ledger's newest entry is the API's.
+    inference(d, args, api, frozen)
+
+    # Governance, Policies, Changes, Inference and Bank load, and the ledger's newest entry is the API's.
     for name, route, panels in PAGES[1:]:
         d.navigate(f'{base}/{route}')
         wait_ready(d, *panels)
@@ -220,7 +228,8 @@ def run(args, d, api):
                 break
         top = d.text('[data-testid=ledger-seq]')
         check(top == str(last), f'the Bank page starts at seq {top}, the ledger ends at {last}')
-    print('ok: governance, policies, changes and bank panels load' + (f', ledger newest seq {top}' if frozen else ''))
+    print('ok: governance, policies, changes, inference and bank panels load' + (f', ledger newest seq {top}' if frozen else ''))
+    reclaims(d, api, frozen)
 
     if shots:
         capture(d, shots, '', PAGES)
@@ -260,6 +269,69 @@ def run(args, d, api):
                 or (e['level'] == 'SEVERE' and '401' not in e['message'] and '403' not in e['message'])]
     check(not problems, 'the browser console reports: ' + ' | '.join(problems))
     print('ok: no CSP violations or uncaught errors in the console')
+
+
+def inference(d, args, api, frozen):
+    """The Inference page has a card per service of GET /api/v1/services; with the clock
+    frozen, each shows the API's TTFT p95, replica count (and per state) and queue depth."""
+    d.navigate(f'{args.base_url}/#/inference')
+    wait_ready(d, 'services')
+    services = api.get('services')
+    shown = d.execute_script(READ, 'service-')
+    for s in services:
+        p = s['policy']
+        check(f'service-{p}' in shown, f'service {p} has no card on the Inference page')
+        if not frozen:
+            continue
+        got, ttft = shown.get(f'service-ttft-{p}'), s['ttftP95Seconds']
+        want = page_text(ttft, digits=3) + ('' if ttft is None else ' s')
+        check(got and got[0] == want and (ttft is None or float(got[1]) == ttft),
+              f'service {p} TTFT p95: page shows {got}, API says {ttft}')
+        got = shown.get(f'service-replicas-{p}')
+        check(same_number(got, len(s['replicas'])), f'service {p} replicas: page shows {got}, API lists {len(s["replicas"])}')
+        for state in {r['state'] for r in s['replicas']}:
+            n = sum(r['state'] == state for r in s['replicas'])
+            got = shown.get(f'service-replicas-{state}-{p}')
+            check(same_number(got, n), f'service {p} {state} replicas: page shows {got}, API lists {n}')
+        got = shown.get(f'service-queue-{p}')
+        check(same_number(got, s['waiting'] + s['routerWaiting']), f'service {p} queue: page shows {got}, API waiting {s["waiting"]} + router {s["routerWaiting"]}')
+    print(f'ok: the Inference page has the API\'s {len(services)} services'
+          + (': TTFT p95, replicas by state and queue as the API says (clock frozen)' if frozen else ' (figures not compared: the clock runs)'))
+
+
+def reclaim_order(items):
+    """The page's order: those in progress first, then the rest, each as the API lists them."""
+    open_ = [r for r in items if r['result'] == 'InProgress' or not r['ended']]
+    return open_ + [r for r in items if r not in open_]
+
+
+RECLAIM_IDS = "return [...document.querySelectorAll('[data-testid=reclaim-list] > article')].map(a => a.dataset.testid.slice(8))"
+
+
+def reclaims(d, api, frozen):
+    """On the Bank page (open): the reclaims panel lists GET /api/v1/reclaims?limit=100, in
+    progress first, the first one's lender and pool as the API's; each CapacityLease is listed
+    approved exactly when its status has an approval."""
+    want = reclaim_order(api.get('reclaims?limit=100')['items'])
+    ids = d.execute_script(RECLAIM_IDS)
+    if frozen:
+        check(ids == [r['id'] for r in want], f'the reclaims panel lists {ids}, the API {[r["id"] for r in want]}')
+        if want:
+            r = want[0]
+            for key in ('lender', 'pool'):
+                got = d.text(f'[data-testid="reclaim-{key}-{r["id"]}"]')
+                check(got == r[key], f'reclaim {r["id"]} {key}: page shows {got!r}, API says {r[key]!r}')
+            victims = d.execute_script("return document.querySelectorAll(`[data-testid^='reclaim-victim-${arguments[0]}-']`).length", r['id'])
+            check(victims == len(r['victims']), f'reclaim {r["id"]} shows {victims} victims, the API {len(r["victims"])}')
+    leases = [i for i in api.get('policies')['items'] if i['kind'] == 'CapacityLease']
+    for lease in leases:
+        name = lease['metadata']['name']
+        got = d.text(f'[data-testid="lease-approval-{name}"]')
+        approved = bool((lease.get('status') or {}).get('approval'))
+        check(got.startswith('approved by') == approved, f'lease {name} reads {got!r}; status.approval {"is" if approved else "is not"} there')
+    print(f'ok: the reclaims panel lists {len(ids)} reclaims'
+          + (f' as the API does (first {want[0]["id"]}: {want[0]["lender"]} in {want[0]["pool"]})' if frozen and want else '')
+          + f'; {len(leases)} capacity leases with their approval')
 
 
 def target_pool(gpus, wl):
@@ -430,8 +502,13 @@ def viewer(d, args, gpus):
     rows = d.execute_script("return [...document.querySelectorAll('[data-testid^=proposal-state-]')].map(e => e.dataset.testid.slice(15))")
     check(rows == [p['id'] for p in listed], f'a viewer\'s Changes page lists {rows}, the API {[p["id"] for p in listed]}')
     check(not d.find_all('[data-testid^="approve-"], [data-testid^="reject-"]'), 'a viewer gets Approve or Reject buttons')
+    d.navigate(f'{args.base_url}/#/bank')
+    wait_ready(d, 'reclaims')
+    mine = d.execute_script("return fetch('/api/v1/reclaims?limit=100', {credentials: 'same-origin'}).then(r => r.json())")['items']
+    ids = d.execute_script(RECLAIM_IDS)
+    check(ids == [r['id'] for r in reclaim_order(mine)], f'a viewer\'s reclaims panel lists {ids}, its API {[r["id"] for r in mine]}')
     print(f'ok: a viewer of {me["group"]} is told "no access" for {other}; governance loads for it; '
-          f'Changes lists its {len(rows)} proposals with no Approve button')
+          f'Changes lists its {len(rows)} proposals with no Approve button; the Bank page its {len(ids)} reclaims')
 
 
 def capture(d, folder, suffix, pages):
