@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, kueue_admit_fuzzer runs 20 s, policy_decoder_fuzzer 11 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 8 s, apply_fuzzer, lease_fuzzer, snapshot_fuzzer, enrich_fuzzer, scan_record_fuzzer and token_fuzzer 5 s
+# metrics_text_fuzzer and ledger_json_fuzzer 8 s, apply_fuzzer, lease_fuzzer, snapshot_fuzzer, enrich_fuzzer, scan_record_fuzzer, token_fuzzer and proposal_fuzzer 5 s
 # and every other target 9 s (about 2.9 minutes of fuzzing in all, 1.5 minutes of wall time on
 # CI's two CPUs: its 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run. Targets run side by side, FUZZ_JOBS at a time (default:
@@ -27,7 +27,7 @@ cd "$repo"
 all_targets=(policy_decoder_fuzzer policy_render_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
              ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer kubeconfig_fuzzer
-             watch_event_fuzzer apply_fuzzer lease_fuzzer snapshot_fuzzer enrich_fuzzer scan_record_fuzzer token_fuzzer)
+             watch_event_fuzzer apply_fuzzer lease_fuzzer snapshot_fuzzer enrich_fuzzer scan_record_fuzzer token_fuzzer proposal_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -55,7 +55,7 @@ default_seconds() {
     kueue_admit_fuzzer) echo 20 ;;
     metrics_text_fuzzer) echo 8 ;;
     ledger_json_fuzzer) echo 8 ;;
-    apply_fuzzer | lease_fuzzer | snapshot_fuzzer | enrich_fuzzer | scan_record_fuzzer | token_fuzzer) echo 5 ;;  # small, pure: a few seconds cover them
+    apply_fuzzer | lease_fuzzer | snapshot_fuzzer | enrich_fuzzer | scan_record_fuzzer | token_fuzzer | proposal_fuzzer) echo 5 ;;  # small, pure: a few seconds cover them
     *) echo 9 ;;
   esac
 }
@@ -85,6 +85,7 @@ seeds() {
     enrich_fuzzer) find fuzz/corpus-seeds/enrich -type f ;;
     scan_record_fuzzer) find fuzz/corpus-seeds/scan fuzz/corpus-seeds/prometheus -type f ;;
     token_fuzzer) find fuzz/corpus-seeds/token -type f ;;
+    proposal_fuzzer) find examples/policies examples/invalid -type f -name '*.yaml' ;;
   esac
 }
 
@@ -126,7 +127,7 @@ run_target() {
   flags=(-max_total_time="${seconds:-$(default_seconds "$t")}" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-")
   case "$t" in
-    policy_decoder_fuzzer | policy_render_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer | kubeconfig_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
+    policy_decoder_fuzzer | policy_render_fuzzer | kueue_admit_fuzzer | kueue_perf_config_fuzzer | schema_validate_fuzzer | twin_scenario_fuzzer | twin_inventory_fuzzer | kubeconfig_fuzzer | proposal_fuzzer) flags+=(-dict=fuzz/yaml.dict) ;;
     metrics_text_fuzzer | enrich_fuzzer) flags+=(-dict=fuzz/metrics.dict) ;;
     prometheus_query_fuzzer | scan_record_fuzzer) flags+=(-dict=fuzz/prometheus.dict) ;;
     lease_fuzzer) flags+=(-dict=fuzz/lease.dict) ;;
