@@ -13,7 +13,8 @@
 //             workloads arrived and admitted, reclaims started as lender, stops, queue wait
 //             p50/p90/p99 (twin/run/summary.hpp's definitions); per inference service: TTFT
 //             p95 SLO attainment (share of minutes within target) and GPU-hours.
-// Pure: a function of the two sets, the work and its seed.
+// Pure: a function of the two sets, the work and its seed. The two runs go side by side (the
+// proposal's on a thread of its own); `progress` is called from both, one call at a time.
 #pragma once
 
 #include <cstdint>
