@@ -30,8 +30,9 @@ packages=(
   prometheus
   # a real Alertmanager: `gpubank scan` delivers its notices to its v2 API (tests/governance)
   prometheus-alertmanager
-  # the portal's browser tests: headless Chromium driven over WebDriver (tests/portal)
-  chromium chromium-driver
+  # the portal's browser tests: headless Chromium driven over WebDriver from Python's standard
+  # library, against a `gpubank up` the script waits for with curl (tests/portal)
+  chromium chromium-driver python3 curl
   ca-certificates
 )
 
