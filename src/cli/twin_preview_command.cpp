@@ -1,6 +1,6 @@
 // gpubank twin preview: the impact of a policy change before it applies (twin/preview).
 //
-//   gpubank twin preview --current examples/policies --proposed my-policies \
+//   gpubank twin preview --current examples/policies --proposed my-policies
 //       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [-o text|json|yaml]
 //
 // Exit codes: 0 the preview ran (whatever it shows), 1 the proposal is refused by the
