@@ -33,17 +33,10 @@
 #include "core/expected.hpp"
 #include "metrics/exposition.hpp"
 #include "twin/inference/cost_model.hpp"
+#include "twin/inference/service_model.hpp"
 #include "twin/inference/vllm_metrics.hpp"
 
 namespace gpubank::twin::inference {
-
-// One request of the load (the Azure LLM trace: arrival, context and generated tokens).
-struct Request {
-  std::int64_t arrival_ms = 0;
-  std::int32_t prompt_tokens = 0;
-  std::int32_t output_tokens = 0;
-  std::uint64_t id = 0;
-};
 
 struct Service {
   std::string name;
@@ -65,56 +58,6 @@ inline constexpr std::string_view kRuleRequest = "inference.request";
 // weights that leave no room for the KV cache. Empty when it can be served.
 [[nodiscard]] Diagnostics check_service(const Service& service);
 
-using ReplicaId = std::uint32_t;
-
-enum class ReplicaState { loading, ready, draining, removed };
-[[nodiscard]] std::string_view to_string(ReplicaState state);
-
-struct ReplicaSpec {
-  std::string name;         // the replica label of its metrics (a pod name); "" gives "replica-<id>"
-  std::uint32_t weight = 1; // router weight; 0 takes no new requests
-};
-
-struct ReplicaSnapshot {
-  ReplicaId id = 0;
-  std::string name;
-  ReplicaState state = ReplicaState::loading;
-  std::uint32_t weight = 0;
-  std::int64_t running = 0;
-  std::int64_t waiting = 0;
-  std::int64_t in_flight = 0;  // routed to it and not finished: running + waiting
-  double kv_cache_usage = 0;   // used KV blocks / all, 0..1
-  std::int64_t prompt_tokens = 0;      // so far (vllm:prompt_tokens_total)
-  std::int64_t generation_tokens = 0;  // so far
-  std::int64_t finished = 0;
-  std::int64_t preemptions = 0;
-  std::int64_t busy_us = 0;  // time spent in engine steps so far
-  // Fraction of the last advance_to interval the engine spent in steps (0..1): the input
-  // of the GPU utilisation model.
-  double load_factor = 0;
-};
-
-struct ServiceSnapshot {
-  std::int64_t now_ms = 0;
-  std::int64_t router_waiting = 0;  // arrived, no eligible replica yet
-  std::int64_t arrived = 0;         // requests whose arrival time has passed
-  std::int64_t rejected = 0;        // prompt + output above max_request_tokens (vLLM answers 400)
-  std::int64_t finished = 0;
-  std::int64_t aborted = 0;         // in flight on a replica that was aborted (abort_replica)
-  std::vector<ReplicaSnapshot> replicas;  // by id, removed ones included
-};
-
-// A finished request, when completions are kept (for tests and exact quantiles).
-struct Completion {
-  std::uint64_t id = 0;
-  ReplicaId replica = 0;
-  std::int64_t arrival_us = 0;      // at the router
-  std::int64_t dispatched_us = 0;   // to the replica: vLLM's arrival time
-  std::int64_t first_token_us = 0;
-  std::int64_t finished_us = 0;
-  std::int32_t preemptions = 0;
-};
-
 struct ServiceOptions {
   bool keep_completions = false;
   // Longest run of identical decode steps simulated at once; 1 simulates every step on
@@ -122,26 +65,26 @@ struct ServiceOptions {
   std::int64_t max_steps_per_run = std::int64_t{1} << 40;
 };
 
-class InferenceService {
+class InferenceService final : public ServiceModel {
  public:
   // Nothing (and findings) when check_service finds errors.
   [[nodiscard]] static std::optional<InferenceService> create(Service service, Diagnostics& findings,
                                                               ServiceOptions options = {});
 
-  [[nodiscard]] const Service& service() const { return service_; }
-  [[nodiscard]] const ReplicaCosts& costs() const { return costs_; }
-  [[nodiscard]] std::int64_t now_ms() const { return now_us_ / kUsPerMs; }
+  [[nodiscard]] const Service& service() const override { return service_; }
+  [[nodiscard]] const ReplicaCosts& costs() const override { return costs_; }
+  [[nodiscard]] std::int64_t now_ms() const override { return now_us_ / kUsPerMs; }
 
   // Appends load: sorted by arrival, none before now or before the last one added, at
   // least one prompt and one output token. All or nothing: on any problem nothing is
   // added and the findings name each offending request (requests[i]) and the rule.
-  bool add_requests(std::span<const Request> requests, Diagnostics& findings);
+  bool add_requests(std::span<const Request> requests, Diagnostics& findings) override;
 
   // A replica that becomes ready at ready_at_ms (the engine's model load time), at or
   // after now. Returns its id (ids count up from 0 and are never reused).
-  ReplicaId add_replica(ReplicaSpec spec, std::int64_t ready_at_ms);
+  ReplicaId add_replica(ReplicaSpec spec, std::int64_t ready_at_ms) override;
   // Weight 0 and state draining: no new requests; those in flight finish.
-  Expected<std::monostate> start_drain(ReplicaId replica);
+  Expected<std::monostate> start_drain(ReplicaId replica) override;
   Expected<std::monostate> set_weight(ReplicaId replica, std::uint32_t weight);
   // Draining (or loading and draining) with nothing in flight.
   [[nodiscard]] bool is_drained(ReplicaId replica) const;
@@ -152,20 +95,23 @@ class InferenceService {
   // removed at once, in any state, and the requests in flight on it end unanswered
   // (counted in ServiceSnapshot::aborted; its series leave the exposition with it).
   // Returns how many were cut.
-  Expected<std::int64_t> abort_replica(ReplicaId replica);
+  Expected<std::int64_t> abort_replica(ReplicaId replica) override;
 
   // Runs everything up to and including t_ms: arrivals, replicas becoming ready, engine
   // steps that end by then. False (and nothing done) when t_ms is before now.
-  bool advance_to(std::int64_t t_ms);
+  bool advance_to(std::int64_t t_ms) override;
 
-  [[nodiscard]] ServiceSnapshot snapshot() const;
-  [[nodiscard]] ReplicaSnapshot replica_snapshot(ReplicaId replica) const;
-  [[nodiscard]] const VllmCounters& counters(ReplicaId replica) const;
-  [[nodiscard]] const std::vector<Completion>& completions() const { return completions_; }
+  [[nodiscard]] ServiceSnapshot snapshot() const override;
+  [[nodiscard]] std::size_t replica_count() const override { return replicas_.size(); }
+  [[nodiscard]] ReplicaState replica_state(ReplicaId replica) const override { return replicas_.at(replica).state; }
+  [[nodiscard]] std::int64_t router_waiting() const override { return static_cast<std::int64_t>(router_queue_.size()); }
+  [[nodiscard]] ReplicaSnapshot replica_snapshot(ReplicaId replica) const override;
+  [[nodiscard]] const VllmCounters& counters(ReplicaId replica) const override;
+  [[nodiscard]] const std::vector<Completion>& completions() const override { return completions_; }
 
   // The vLLM families of every replica not removed (vllm_metrics.hpp), plus
   // gpubank_inference_router_waiting_requests{model_name}.
-  [[nodiscard]] metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const;
+  [[nodiscard]] metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const override;
 
   static constexpr std::int64_t kUsPerMs = 1000;
 
