@@ -52,6 +52,11 @@ struct DayOptions {
   enum class ServingControl { Autoscaler, Planned, Static, HpaGpuUtilization, Keda };
   ServingControl serving_control = ServingControl::Autoscaler;
   int static_replicas = 0;  // Static: replicas per service (0: its maxReplicas)
+  // How the services answer their requests (inference/service_model.hpp): every request
+  // through the vLLM-like engine (InferenceService), or the fluid model calibrated on it
+  // (FluidService), which the impact preview runs so that days take seconds.
+  enum class ServingModel { Requests, Fluid };
+  ServingModel serving_model = ServingModel::Requests;
   // Governance in virtual time (governance.hpp): the platform records every virtual minute
   // for the low-utilisation scan (every 15 virtual minutes) and the FinOps reports. `gpubank
   // up` turns it on; runs that do not read it (the comparisons, most tests) leave it off.

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <utility>
 
 #include <date/tz.h>
 
 #include "core/fnv1a.hpp"
 #include "metrics/histogram.hpp"
+#include "twin/inference/fluid.hpp"
 #include "twin/inference/vllm_metrics.hpp"
 
 namespace gpubank::twin::live {
@@ -17,6 +19,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr std::int64_t kHourMs = 3'600'000;
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr std::uint64_t kCalibrationSeed = 0x9e3779b97f4a7c15ULL;
 
 
 // A standard normal draw (Box-Muller, the cosine half), from two of the generator's
@@ -64,7 +67,39 @@ class SyntheticSource final : public RequestSource {
 
   [[nodiscard]] double expected_total() const override { return expected_; }
 
+  std::vector<inference::ArrivalBatch> batches_until(std::int64_t t_ms) override {
+    std::vector<inference::ArrivalBatch> out;
+    const std::int64_t until = std::min(t_ms + 1, horizon_ms_);
+    while (batched_to_ < until) {
+      const std::int64_t from = batched_to_;
+      const std::int64_t to = std::min(until, (from / inference::kFluidSliceMs + 1) * inference::kFluidSliceMs);
+      const auto hour = static_cast<std::size_t>(from / kHourMs);
+      const double mean = hour < per_ms_.size() ? per_ms_[hour] * static_cast<double>(to - from) : 0.0;
+      const double n = poisson(mean);
+      out.push_back({from, to, n, n * kPromptTokensMean, n * kOutputTokensMean});
+      batched_to_ = to;
+    }
+    return out;
+  }
+
  private:
+  // A Poisson draw: Knuth's product of uniforms below a mean of 30, else the normal
+  // approximation rounded (its error at 30 is far below the fluid model's own).
+  double poisson(double mean) {
+    if (!(mean > 0)) return 0;
+    if (mean < 30) {
+      const double limit = std::exp(-mean);
+      double product = rng_.uniform();
+      double k = 0;
+      while (product > limit) {
+        product *= rng_.uniform();
+        ++k;
+      }
+      return k;
+    }
+    return std::max(0.0, std::round(mean + std::sqrt(mean) * standard_normal(rng_)));
+  }
+
   // The next arrival: a unit exponential spent across the hours' intensities
   // (rate x time), so the gaps follow the hourly rates exactly.
   void draw_next() {
@@ -137,7 +172,76 @@ int peak_replicas_of(const policy::PolicySet& policies, const std::string& name,
   return std::max(peak, 1);
 }
 
+// Calibrations of the fluid model by service definition: computed once per process (a
+// few hundred milliseconds each) and shared, read only, by every run that needs one.
+std::string calibration_key(const inference::Service& s) {
+  const auto& m = s.model;
+  const auto& e = s.engine;
+  return s.gpu_model + "|" + std::to_string(s.tensor_parallel_size) + "|" + std::to_string(m.parameters) + "|" +
+         std::to_string(m.bytes_per_parameter) + "|" + std::to_string(m.num_layers) + "|" + std::to_string(m.num_kv_heads) +
+         "|" + std::to_string(m.head_dim) + "|" + std::to_string(m.kv_dtype_bytes) + "|" + std::to_string(m.max_model_len) +
+         "|" + std::to_string(e.gpu_memory_utilization) + "|" + std::to_string(e.block_size) + "|" +
+         std::to_string(e.max_num_seqs) + "|" + std::to_string(e.max_num_batched_tokens) + "|" +
+         std::to_string(e.memory_efficiency) + "|" + std::to_string(e.compute_efficiency) + "|" +
+         std::to_string(e.step_overhead_us);
+}
+
+Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inference::Service& service,
+                                                                       const inference::ReplicaCosts& costs) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const inference::Calibration>> cache;
+  const std::string key = calibration_key(service);
+  std::lock_guard lock(mu);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  // The synthetic load's own token distributions, Poisson at a constant rate; the seed is
+  // fixed so that a calibration is the same in every process.
+  auto load = [](double rps, std::int64_t horizon_ms) {
+    const auto hours = static_cast<std::size_t>((horizon_ms + kHourMs - 1) / kHourMs);
+    return synthetic_requests(kCalibrationSeed, std::vector<double>(hours, rps), horizon_ms)->take_until(horizon_ms - 1);
+  };
+  auto made = inference::calibrate(service, replica_capacity_rps(costs), load);
+  if (!made) return Unexpected{made.error()};
+  auto shared = std::make_shared<const inference::Calibration>(std::move(*made));
+  cache.emplace(key, shared);
+  return shared;
+}
+
+Expected<std::unique_ptr<inference::ServiceModel>> make_model(inference::Service service, DayOptions::ServingModel model) {
+  Diagnostics findings;
+  auto first = [&findings] { return findings.empty() ? std::string("unknown") : findings.front().to_string(); };
+  if (model == DayOptions::ServingModel::Fluid) {
+    auto costs = inference::replica_costs(service.model, service.engine, service.gpu_model, service.tensor_parallel_size);
+    if (!costs) return Unexpected{"no cost model for " + service.gpu_model + " x" + std::to_string(service.tensor_parallel_size)};
+    auto calibration = calibration_of(service, *costs);
+    if (!calibration) return Unexpected{"calibrating the fluid model: " + calibration.error()};
+    auto made = inference::FluidService::create(std::move(service), *calibration, findings);
+    if (!made) return Unexpected{first()};
+    return std::unique_ptr<inference::ServiceModel>(std::make_unique<inference::FluidService>(std::move(*made)));
+  }
+  inference::ServiceOptions options;
+  options.keep_completions = true;  // the SLO report reads every request's TTFT
+  auto made = inference::InferenceService::create(std::move(service), findings, options);
+  if (!made) return Unexpected{first()};
+  return std::unique_ptr<inference::ServiceModel>(std::make_unique<inference::InferenceService>(std::move(*made)));
+}
+
 }  // namespace
+
+std::vector<inference::ArrivalBatch> RequestSource::batches_until(std::int64_t t_ms) {
+  std::vector<inference::ArrivalBatch> out;
+  for (const inference::Request& r : take_until(t_ms)) {
+    const std::int64_t slice = r.arrival_ms / inference::kFluidSliceMs * inference::kFluidSliceMs;
+    const std::int64_t from = std::max(slice, batched_to_);
+    if (out.empty() || out.back().from_ms != from) {
+      out.push_back({from, std::min(slice + inference::kFluidSliceMs, t_ms + 1), 0, 0, 0});
+    }
+    out.back().count += 1;
+    out.back().prompt_tokens += r.prompt_tokens;
+    out.back().output_tokens += r.output_tokens;
+  }
+  batched_to_ = std::max(batched_to_, t_ms + 1);
+  return out;
+}
 
 double replica_capacity_rps(const inference::ReplicaCosts& costs) {
   const auto prompt = static_cast<std::int64_t>(std::llround(kPromptTokensMean));
@@ -241,15 +345,9 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
     for (const auto& other : out->services_) {  // two services may serve one name: keep series apart
       if (other.service->service().model_name == service.model_name) service.model_name = p.name();
     }
-    Diagnostics findings;
-    inference::ServiceOptions service_options;
-    service_options.keep_completions = true;  // the SLO report reads every request's TTFT
-    auto made = inference::InferenceService::create(std::move(service), findings, service_options);
-    if (!made) {
-      return Unexpected{"InferenceScalingPolicy " + p.name() + ": cannot serve it in the twin: " +
-                        (findings.empty() ? std::string("unknown") : findings.front().to_string())};
-    }
-    s.service = std::make_unique<inference::InferenceService>(std::move(*made));
+    auto made = make_model(std::move(service), day.serving_model);
+    if (!made) return Unexpected{"InferenceScalingPolicy " + p.name() + ": cannot serve it in the twin: " + made.error()};
+    s.service = std::move(*made);
     // Planned replicas follow the tidal floors only: the peak needs the largest floor. The
     // controllers scale on load: the peak is sized on maxReplicas (serving.hpp), so the
     // daytime moves between the floor and the maximum.
@@ -290,6 +388,16 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
 
 bool Serving::move_to(Live& s, std::int64_t t) {
   if (t < s.service->now_ms()) return true;
+  if (s.service->takes_batches()) {
+    const auto batches = s.source->batches_until(t);
+    for (const auto& b : batches) {
+      const auto minute = static_cast<std::size_t>(b.from_ms / 60'000);
+      if (s.arrivals_per_minute.size() <= minute) s.arrivals_per_minute.resize(minute + 1, 0);
+      s.arrivals_per_minute[minute] += std::llround(b.count);
+    }
+    if (!batches.empty() && !s.service->add_batches(batches)) return false;
+    return s.service->advance_to(t);
+  }
   const auto requests = s.source->take_until(t);
   for (const auto& r : requests) {
     const auto minute = static_cast<std::size_t>(r.arrival_ms / 60'000);
@@ -361,8 +469,8 @@ std::optional<ReplicaLoad> Serving::load_of(const std::string& key) const {
 
 std::vector<std::int64_t> Serving::ttft_buckets(const Live& s) const {
   std::vector<std::int64_t> sum(inference::kTtftBucketsSeconds.size() + 1, 0);
-  for (const auto& r : s.service->snapshot().replicas) {
-    const auto& counts = s.service->counters(r.id).time_to_first_token.bucket_counts();
+  for (inference::ReplicaId id = 0; id < s.service->replica_count(); ++id) {
+    const auto& counts = s.service->counters(id).time_to_first_token.bucket_counts();
     for (std::size_t i = 0; i < sum.size() && i < counts.size(); ++i) sum[i] += counts[i];
   }
   return sum;
@@ -546,9 +654,40 @@ metrics::Exposition Serving::exposition_of(const std::string& policy,
   return s == nullptr ? metrics::Exposition{} : s->service->exposition(options);
 }
 
+serving::Scrape Serving::scrape_of(const std::string& policy, std::int64_t t_ms) const {
+  serving::Scrape out;
+  out.t_ms = t_ms;
+  const Live* s = find_service(policy);
+  if (s == nullptr) return out;
+  for (inference::ReplicaId id = 0; id < s->service->replica_count(); ++id) {
+    // A loading pod serves no /metrics yet; a removed one is gone.
+    const auto state = s->service->replica_state(id);
+    if (state != inference::ReplicaState::ready && state != inference::ReplicaState::draining) continue;
+    const inference::ReplicaSnapshot r = s->service->replica_snapshot(id);
+    serving::ReplicaSignals signals;
+    signals.replica = r.name;
+    signals.waiting = static_cast<double>(r.waiting);
+    signals.running = static_cast<double>(r.running);
+    signals.kv_cache_usage = r.kv_cache_usage;
+    const auto& h = s->service->counters(r.id).time_to_first_token;
+    const auto bounds = h.bounds_seconds();
+    std::int64_t cumulative = 0;
+    signals.ttft_buckets.reserve(bounds.size() + 1);
+    for (std::size_t i = 0; i <= bounds.size(); ++i) {
+      cumulative += h.bucket_counts()[i];
+      signals.ttft_buckets.push_back(
+          {i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity(), static_cast<double>(cumulative)});
+    }
+    out.replicas.push_back(std::move(signals));
+  }
+  std::sort(out.replicas.begin(), out.replicas.end(),
+            [](const serving::ReplicaSignals& a, const serving::ReplicaSignals& b) { return a.replica < b.replica; });
+  return out;
+}
+
 std::int64_t Serving::router_waiting(const std::string& policy) const {
   const Live* s = find_service(policy);
-  return s == nullptr ? 0 : s->service->snapshot().router_waiting;
+  return s == nullptr ? 0 : s->service->router_waiting();
 }
 
 Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std::int64_t from_ms,
@@ -557,6 +696,21 @@ Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std
   const Live* s = find_service(policy);
   if (s == nullptr) return out;
   constexpr std::int64_t kMinuteMs = 60'000;
+  if (const auto* estimates = s->service->minute_ttft()) {
+    // The fluid model's own per-minute estimates (it keeps no requests).
+    for (std::size_t m = 0; m < s->arrivals_per_minute.size(); ++m) {
+      const std::int64_t start = static_cast<std::int64_t>(m) * kMinuteMs;
+      const std::int64_t arrived = s->arrivals_per_minute[m];
+      if (arrived == 0 || start < from_ms || start + kMinuteMs > until_ms) continue;
+      ++out.minutes;
+      out.requests += arrived;
+      const inference::MinuteTtft e = m < estimates->size() ? (*estimates)[m] : inference::MinuteTtft{};
+      const bool answered = e.p95_us != inference::MinuteTtft::kNeverUs && e.answered_by_us / 1000 <= until_ms;
+      if (!answered) out.unanswered += arrived;
+      if (answered && e.p95_us <= target_ms * 1000) ++out.within;
+    }
+    return out;
+  }
   std::vector<std::vector<std::int64_t>> ttft(s->arrivals_per_minute.size());
   for (const auto& c : s->service->completions()) {
     const auto minute = static_cast<std::size_t>(c.arrival_us / 1000 / kMinuteMs);

@@ -34,7 +34,9 @@
 #include "core/timestamp.hpp"
 #include "metrics/exposition.hpp"
 #include "policy/policy_set.hpp"
+#include "serving/signals.hpp"
 #include "twin/inference/service.hpp"
+#include "twin/inference/service_model.hpp"
 #include "twin/live/day.hpp"
 #include "twin/run/engine.hpp"
 #include "twin/trace/azure_llm.hpp"
@@ -83,6 +85,15 @@ class RequestSource {
   virtual std::vector<inference::Request> take_until(std::int64_t t_ms) = 0;
   // Requests over the whole horizon (known in advance for a trace, expected for a model).
   [[nodiscard]] virtual double expected_total() const = 0;
+  // The same stream counted (for a model that keeps counts, inference/fluid.hpp): batches
+  // up to and including t, none across a multiple of inference::kFluidSliceMs. A source
+  // gives either requests or batches, not both. By default the requests of take_until,
+  // counted; the seeded model draws the counts themselves (Poisson per slice, tokens at
+  // the distributions' means), which is what makes a fluid week fast.
+  virtual std::vector<inference::ArrivalBatch> batches_until(std::int64_t t_ms);
+
+ protected:
+  std::int64_t batched_to_ = 0;  // batches cover [0, batched_to_)
 };
 
 // Hourly rates: rates[h] is the requests per second in virtual hour h.
@@ -173,6 +184,10 @@ class Serving {
   // The vLLM families of the policy's service (what its pods' /metrics would show).
   [[nodiscard]] metrics::Exposition exposition_of(const std::string& policy,
                                                   const inference::VllmExpositionOptions& options = {}) const;
+  // What read_vllm(exposition_of(policy, {autoscaling_signals_only}), t, {itl = false})
+  // gives, built from the replicas' state without the page in between: the autoscaler's
+  // scrape every 15 s of virtual time (tests/twin/live/serving_test.cpp holds the two equal).
+  [[nodiscard]] serving::Scrape scrape_of(const std::string& policy, std::int64_t t_ms) const;
   [[nodiscard]] std::vector<std::string> policies() const;
   [[nodiscard]] std::int64_t router_waiting(const std::string& policy) const;
 
@@ -204,7 +219,7 @@ class Serving {
     int peak_replicas = 0;
     double peak_rps = 0;
     double capacity_tokens_per_ms = 0;
-    std::unique_ptr<inference::InferenceService> service;
+    std::unique_ptr<inference::ServiceModel> service;
     std::unique_ptr<RequestSource> source;
     std::map<std::string, Replica> replicas;  // by workload key, live ones
     std::map<std::string, std::int64_t> startup_ms;  // replica workload -> startupTime

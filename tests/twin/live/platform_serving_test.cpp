@@ -375,3 +375,42 @@ TEST(PlatformServingTrace, TheAzureTraceDrivesTheServicesWhenGiven) {
 
 }  // namespace
 }  // namespace gpubank::twin::live
+
+namespace gpubank::twin::live {
+namespace {
+
+// The autoscaler reads Serving::scrape_of; it must be exactly what a scrape of the
+// services' pages reads (serving::read_vllm of the exposition), for both serving models,
+// through a day's replicas loading, serving, draining and leaving.
+TEST(PlatformServingScrape, TheDirectScrapeIsWhatReadingThePagesGives) {
+  for (const auto model : {DayOptions::ServingModel::Requests, DayOptions::ServingModel::Fluid}) {
+    DayOptions o = day(3);
+    o.serving_control = DayOptions::ServingControl::Autoscaler;
+    o.serving_model = model;
+    o.hours = 12;
+    o.serving_load = model == DayOptions::ServingModel::Requests ? 0.3 : 1.0;
+    auto p = make_platform(o);
+    ASSERT_NE(p, nullptr);
+    serving::ScrapeOptions options;
+    options.replica_label = "replica";
+    options.itl = false;
+    inference::VllmExpositionOptions page;
+    page.autoscaling_signals_only = true;
+    int compared = 0, with_replicas = 0;
+    for (std::int64_t t = 20 * 60'000; t <= o.hours * kHour; t += 20 * 60'000) {
+      run_to(*p, t);
+      for (const std::string& policy : p->serving().policies()) {
+        auto read = serving::read_vllm(p->serving().exposition_of(policy, page), t, options);
+        ASSERT_TRUE(read) << read.error();
+        EXPECT_EQ(p->serving().scrape_of(policy, t), *read) << policy << " at " << t;
+        ++compared;
+        with_replicas += read->replicas.empty() ? 0 : 1;
+      }
+    }
+    EXPECT_GT(compared, 60);
+    EXPECT_GT(with_replicas, 30);
+  }
+}
+
+}  // namespace
+}  // namespace gpubank::twin::live
