@@ -399,23 +399,47 @@ Expected<std::monostate> SignalWindow::add(Scrape scrape) {
 
 std::optional<double> SignalWindow::quantile(double q, bool itl) const {
   if (scrapes_.empty()) return std::nullopt;
-  // One series per replica and bound, as Prometheus stores them.
-  std::map<std::string, std::map<double, std::vector<metrics::Point>>> series;
+  // One series per replica and bound, as Prometheus stores them. The autoscaler asks every
+  // 15 s over a window of scrapes whose replicas nearly always show the same bounds: each
+  // replica keeps its bounds sorted with one point list per bound, and a scrape with the
+  // same bounds as the last appends by position without a lookup.
+  struct ReplicaSeries {
+    std::vector<double> bounds;  // sorted
+    std::vector<std::vector<metrics::Point>> points;  // by bounds
+  };
+  std::map<std::string_view, ReplicaSeries> series;  // by replica name: the sum's order
   for (const Scrape& s : scrapes_) {
     for (const ReplicaSignals& r : s.replicas) {
       const auto& buckets = itl ? r.itl_buckets : r.ttft_buckets;
       if (buckets.empty()) continue;
-      auto& by_bound = series[r.replica];
-      for (const Bucket& b : buckets) by_bound[b.upper_bound].push_back({s.t_ms, b.count});
+      ReplicaSeries& rs = series[r.replica];
+      const bool same = rs.bounds.size() == buckets.size() &&
+                        std::equal(buckets.begin(), buckets.end(), rs.bounds.begin(),
+                                   [](const Bucket& b, double bound) { return b.upper_bound == bound; });
+      for (std::size_t i = 0; i < buckets.size(); ++i) {
+        const Bucket& b = buckets[i];
+        std::size_t at = i;
+        if (!same) {
+          const auto it = std::lower_bound(rs.bounds.begin(), rs.bounds.end(), b.upper_bound);
+          at = static_cast<std::size_t>(it - rs.bounds.begin());
+          if (it == rs.bounds.end() || *it != b.upper_bound) {
+            rs.bounds.insert(it, b.upper_bound);
+            rs.points.insert(rs.points.begin() + static_cast<std::ptrdiff_t>(at), std::vector<metrics::Point>{});
+            rs.points[at].reserve(scrapes_.size());
+          }
+        }
+        rs.points[at].push_back({s.t_ms, b.count});
+      }
     }
   }
   const metrics::Range range{scrapes_.back().t_ms, retain_ms_};
-  // sum by (le) (rate(...)): only the series that have a rate take part.
+  // sum by (le) (rate(...)): only the series that have a rate take part (added in replica
+  // name order, then bound order).
   std::map<double, double> sums;
-  for (const auto& replica : series) {
-    for (const auto& bound : replica.second) {
-      if (const auto r = metrics::rate(bound.second, range)) {
-        const auto [it, fresh] = sums.emplace(bound.first, *r);
+  for (const auto& [replica, rs] : series) {
+    for (std::size_t i = 0; i < rs.bounds.size(); ++i) {
+      if (const auto r = metrics::rate(rs.points[i], range)) {
+        const auto [it, fresh] = sums.emplace(rs.bounds[i], *r);
         if (!fresh) it->second += *r;
       }
     }
