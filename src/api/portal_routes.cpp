@@ -268,6 +268,7 @@ void PlatformServer::install_policy_routes() {
     work.day = day;
     work.day.hours = hours;
     work.day.governance = false;
+    work.day.serving_model = twin::live::DayOptions::ServingModel::Fluid;  // days in seconds (twin/inference/fluid.hpp)
     work.inventory = options_.inventory;
     auto preview = twin::preview::run_preview(view->in_force, proposals::with_change(view->in_force, *object), work);
     previewing_ = false;

@@ -1,7 +1,8 @@
 // gpubank twin preview: the impact of a policy change before it applies (twin/preview).
 //
 //   gpubank twin preview --current examples/policies --proposed my-policies
-//       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [-o text|json|yaml]
+//       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [--serving-model fluid|requests]
+//       [-o text|json|yaml]
 //
 // Exit codes: 0 the preview ran (whatever it shows), 1 the proposal is refused by the
 // checks (its findings are printed) or a run could not be made, 2 usage.
@@ -27,6 +28,7 @@ struct PreviewOptions {
   int days = 0;
   std::string start = "2026-11-30T16:00:00Z";
   double serving_load = 1.0;
+  std::string serving_model = "fluid";
   bool quiet = false;
   Format format = Format::Text;
 };
@@ -52,6 +54,8 @@ int run_preview_command(const PreviewOptions& opt) {
   work.day.start = *start;
   work.day.hours = opt.days > 0 ? 24 * opt.days : opt.hours;
   work.day.serving_load = opt.serving_load;
+  work.day.serving_model = opt.serving_model == "requests" ? twin::live::DayOptions::ServingModel::Requests
+                                                           : twin::live::DayOptions::ServingModel::Fluid;
   if (!opt.workloads.empty()) {
     Diagnostics diagnostics;
     auto scenario = twin::run::load_scenario(opt.workloads, diagnostics);
@@ -103,6 +107,11 @@ Command add_twin_preview_command(CLI::App& twin) {
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--serving-load", opt->serving_load, "the inference load relative to the scale rule (default 1)")
       ->check(CLI::Range(0.001, 10.0));
+  cmd->add_option("--serving-model", opt->serving_model,
+                  "how the services answer their requests: fluid (default; the quasi-static model calibrated on the "
+                  "request model, days in seconds) or requests (every request through the vLLM-like engine, as gpubank "
+                  "up runs it; minutes for a week)")
+      ->check(CLI::IsMember({"fluid", "requests"}));
   cmd->add_flag("--quiet", opt->quiet, "no progress on stderr");
   add_output_option(*cmd, opt->format);
   return {cmd, [opt] { return run_preview_command(*opt); }};

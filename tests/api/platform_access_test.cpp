@@ -370,7 +370,7 @@ TEST_F(PlatformAccessTest, AProposalIsPreviewedSubmittedApprovedAndAudited) {
   EXPECT_EQ(p["needsApproval"], true);
   EXPECT_EQ(p["changes"][0]["object"], "GPUQuotaPolicy/ads-training-h100");
   EXPECT_FALSE(p["groups"].empty());
-  EXPECT_EQ(p["work"], "seeded day (seed 1, 2 h)");
+  EXPECT_EQ(p["work"], "seeded day (seed 1, 2 h, serving: fluid model)");
 
   const Answer submitted =
       call(group_admin_, "POST", "/api/v1/proposals", json{{"document", kAdsTakeMore}, {"comment", "Q4 push"}}.dump());

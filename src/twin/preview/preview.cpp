@@ -148,7 +148,8 @@ Expected<Preview> run_preview(const policy::PolicySet& current, const policy::Po
   if (work.scenario) {
     p.work = "scenario " + work.scenario_name;
   } else {
-    p.work = "seeded day (seed " + std::to_string(work.day.seed) + ", " + std::to_string(work.day.hours) + " h)";
+    p.work = "seeded day (seed " + std::to_string(work.day.seed) + ", " + std::to_string(work.day.hours) + " h, serving: " +
+             (work.day.serving_model == live::DayOptions::ServingModel::Fluid ? "fluid model" : "every request") + ")";
   }
   if (p.refused) return p;
 

@@ -5,6 +5,9 @@
 //   work      the seeded day of `gpubank up` (twin/live/day.hpp), generated once from the
 //             policies in force and run under both sets with every seed shared, serving
 //             included; or a scenario file (`twin run --workloads`), run without serving.
+//             Serving answers requests with the model DayOptions::serving_model names: the
+//             CLI and the portal take the fluid model (twin/inference/fluid.hpp), which
+//             makes a week take seconds; `--serving-model requests` runs every request.
 //   checks    the proposal is decoded and validated as `gpubank validate` does (the
 //             guardrails included); with an error it is refused and nothing runs. A run
 //             that stops on an error (a capacity check of the twin: a group without a
@@ -65,7 +68,7 @@ struct Preview {
   Diagnostics findings;  // the proposal's, errors and warnings
   bool refused = false;  // an error among the findings: nothing ran
   std::string current_error, proposed_error;  // a run that stopped
-  std::string work;  // what ran: "seeded day (seed 1, 24 h)" or the scenario's name
+  std::string work;  // what ran: "seeded day (seed 1, 24 h, serving: fluid model)" or the scenario's name
   std::vector<Row> rows;  // by group, then pool
   std::vector<ServiceRow> services;
 };

@@ -125,7 +125,7 @@ TEST(Preview, TheSeededDayComparesServingToo) {
   w.day.serving_load = 0.05;
   auto p = run_preview(current, current, w);
   ASSERT_TRUE(p) << p.error();
-  EXPECT_EQ(p->work, "seeded day (seed 1, 3 h)");
+  EXPECT_EQ(p->work, "seeded day (seed 1, 3 h, serving: every request)");
   ASSERT_FALSE(p->services.empty());
   for (const ServiceRow& s : p->services) {
     EXPECT_EQ(s.current_attainment, s.proposed_attainment) << s.policy;
