@@ -59,16 +59,52 @@ std::optional<std::string> scope_of(const auth::Principal& who) {
 }
 
 void scope_gpus(Json& gpus, const std::string& group) {
+  // Another group's workload is shown by group and state only: its name, pod and model go.
+  auto hide = [&](Json& workloads) {
+    if (!workloads.is_array()) return;
+    for (Json& w : workloads) {
+      if (names_group(w, "businessGroup", group) || !w.is_object()) continue;
+      w.erase("workload");
+      w.erase("pod");
+      w.erase("modelName");
+    }
+  };
   auto one = [&](Json& gpu) {
-    if (!gpu.is_object() || !gpu.contains("workloads") || !gpu["workloads"].is_array()) return;
-    for (Json& w : gpu["workloads"]) {
-      if (!names_group(w, "businessGroup", group) && w.is_object()) w.erase("workload");
+    if (!gpu.is_object()) return;
+    if (gpu.contains("workloads")) hide(gpu["workloads"]);
+    if (gpu.contains("migSlices") && gpu["migSlices"].is_array()) {
+      for (Json& slice : gpu["migSlices"]) {
+        if (slice.is_object() && slice.contains("workloads")) hide(slice["workloads"]);
+      }
     }
   };
   if (gpus.is_array()) {
     for (Json& g : gpus) one(g);
   } else {
     one(gpus);
+  }
+}
+
+void scope_gpu_history(Json& history, const std::string& group) {
+  if (!history.is_object()) return;
+  if (history.contains("devices") && history["devices"].is_array()) {
+    for (Json& d : history["devices"]) {
+      if (!d.is_object() || !d.contains("samples") || !d["samples"].is_array()) continue;
+      for (Json& x : d["samples"]) {
+        if (x.is_object() && !x["workload"].is_null() && !names_group(x, "businessGroup", group)) x["workload"] = nullptr;
+      }
+    }
+  }
+  // Another group's workload events say when, what kind and whose; not which or why. The
+  // GPU's own (XID) events stay.
+  if (history.contains("markers") && history["markers"].is_array()) {
+    for (Json& m : history["markers"]) {
+      if (!m.is_object() || names_group(m, "businessGroup", group)) continue;
+      if (m.contains("object") && m["object"].is_string() && m["object"].get<std::string>().starts_with("GPU/")) continue;
+      m["object"] = nullptr;
+      m["message"] = "";
+      m["reason"] = "";
+    }
   }
 }
 

@@ -45,6 +45,9 @@ using Json = nlohmann::ordered_json;
 
 // GPU list or detail: a workload of another group keeps its group and state, not its name.
 void scope_gpus(Json& gpus, const std::string& group);
+// GET /api/v1/gpus/<uuid>/history for a scoped principal: samples held by another group
+// lose the workload's name, markers of another group's workloads their object and text.
+void scope_gpu_history(Json& history, const std::string& group);
 // Ledger page: only entries where the group is the borrower/holder or the lender.
 void scope_ledger(Json& page, const std::string& group);
 // Alerts: only those whose evidence names the group (open and recent lists alike).

@@ -514,6 +514,26 @@ void PlatformServer::install_routes() {
     if (const auto scope = scope_of(who)) scope_gpus(*j, *scope);
     send_json(res, *j);
   }));
+  // The GPU's minutes and markers (twin/live/gpu_history.hpp): ?from=&to= RFC 3339, by
+  // default the 6 hours up to the last minute recorded, at most 24 hours.
+  svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    const auto parsed = parse_governance_query(req.params, {"from", "to"});
+    if (const auto* e = std::get_if<QueryError>(&parsed)) return send_error(res, 400, e->field, e->rule, e->message);
+    const GovernanceQuery& q = std::get<GovernanceQuery>(parsed);
+    constexpr std::int64_t kHourMs = 3'600'000;
+    const std::string uuid = req.matches[1];
+    std::lock_guard lock(mu_);
+    const std::int64_t to = q.to_ms.value_or(std::max(platform_->gpu_history_last_ms(), platform_->unix_ms(0)));
+    const std::int64_t from = q.from_ms.value_or(to - 6 * kHourMs);
+    if (to <= from) return send_error(res, 400, "to", "query.empty-period", "to must be after from");
+    if (to - from > 24 * kHourMs) {
+      return send_error(res, 400, "to", "query.range-too-long", "from .. to may span at most 24 hours (the history kept)");
+    }
+    auto j = platform_->gpu_history_json(uuid, from, to);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
+    if (const auto scope = scope_of(who)) scope_gpu_history(*j, *scope);
+    send_json(res, *j);
+  }));
   svr.Post(R"(/api/v1/gpus/([^/]+)/health)", guard(gate, Need::Operate, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     const auto body = nlohmann::json::parse(req.body, nullptr, false);

@@ -48,6 +48,9 @@ struct DeviceMinute {
   // The holder's attribution (gpubank_gpu_allocation_info's labels); empty when free.
   std::string business_group, owner_id, namespace_name, workload_kind, workload, workload_uid, workload_type,
       capacity_role, checkpointable, keep_running_until;
+  // The twin's own workload ("namespace/name") holding it: the drill-down's link and its
+  // events' object (an inference replica's attribution names its InferenceService instead).
+  std::string twin_workload;
   double share = 0;               // 1 / holders; 0 for a free device
   double pod_started_s = 0;       // Unix seconds (gpubank_pod_start_time_seconds)
   double gpu_utilization = 0;     // percent (100 x DCGM_FI_PROF_GR_ENGINE_ACTIVE)

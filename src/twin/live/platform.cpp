@@ -709,7 +709,43 @@ std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
   const auto id = c->find_gpu(uuid);
   if (!id) return std::nullopt;
   const auto all = simulation_.workloads();
-  return gpu_view(*c, *id, holders(all, simulation_.workload_specs()));
+  const auto held = holders(all, simulation_.workload_specs());
+  Json j = gpu_view(*c, *id, held);
+  // The drill-down's last steps: each holder's pod on this GPU (its unit) and, for an
+  // inference replica, the model its vLLM serves.
+  const PodLayout layout = pod_layout(*c, held);
+  const cluster::Gpu& g = c->gpu(*id);
+  auto annotate = [&](Json& workloads, cluster::UnitId unit) {
+    for (Json& w : workloads) {
+      const std::string key = w.value("workload", "");
+      if (const auto pod = layout.pod_of.find({key, unit}); pod != layout.pod_of.end()) w["pod"] = pod->second;
+      if (const auto model = serving_->model_of(key)) w["modelName"] = *model;
+    }
+  };
+  if (j.contains("migSlices")) {
+    for (std::size_t u = 0; u < j["migSlices"].size(); ++u) {
+      annotate(j["migSlices"][u]["workloads"], g.first_unit + static_cast<cluster::UnitId>(u));
+    }
+  } else if (j.contains("workloads")) {
+    annotate(j["workloads"], g.first_unit);
+  }
+  std::vector<Json> health;
+  for (const run::Event& e : events()) {
+    if (e.object == "GPU/" + g.uuid) {
+      health.push_back(Json{{"t", format_rfc3339(Timestamp(std::chrono::milliseconds(unix_ms(e.t))))},
+                            {"kind", e.kind},
+                            {"xid", e.numbers.value("xid", 0)},
+                            {"message", e.message}});
+    }
+  }
+  j["healthEvents"] = health;
+  return j;
+}
+
+std::optional<Json> Platform::gpu_history_json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms) const {
+  const cluster::Cluster* c = simulation_.cluster();
+  if (c == nullptr || !c->find_gpu(uuid)) return std::nullopt;
+  return gpu_history_.json(uuid, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
 }
 
 void Platform::observe_governance() {
@@ -803,6 +839,7 @@ void Platform::observe_governance() {
       h.in.start_ms = governance_since_[u].second;
       for (const std::string& key : keys) {
         DeviceMinute d = base;
+        d.twin_workload = key;
         d.share = 1.0 / static_cast<double>(keys.size());
         const auto pod = layout.pod_of.find({key, u});
         const auto meta = pod == layout.pod_of.end()
@@ -891,6 +928,7 @@ void Platform::observe_governance() {
       const QueueMetrics::Admission& a = admitted[governance_admissions_];
       m.admissions.push_back({a.cluster_queue, a.wait_seconds});
     }
+    gpu_history_.record(m);
     governance_->observe(std::move(m));
   }
 }

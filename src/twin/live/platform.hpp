@@ -21,6 +21,7 @@
 #include "twin/live/day.hpp"
 #include "twin/live/elastic.hpp"
 #include "twin/live/governance.hpp"
+#include "twin/live/gpu_history.hpp"
 #include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
 #include "twin/live/serving.hpp"
@@ -99,6 +100,12 @@ class Platform {
   // empty without an inventory. gpu_json: nullopt for an unknown uuid.
   [[nodiscard]] Json gpus_json(const std::string& pool) const;
   [[nodiscard]] std::optional<Json> gpu_json(const std::string& uuid) const;
+  // The GPU's minutes in [from_ms, to_ms] (Unix ms) with its markers (gpu_history.hpp);
+  // nullopt for an unknown uuid; no samples without governance (it records the minutes).
+  [[nodiscard]] std::optional<Json> gpu_history_json(const std::string& uuid, std::int64_t from_ms,
+                                                     std::int64_t to_ms) const;
+  // The newest minute the GPU history holds (Unix ms), 0 before any.
+  [[nodiscard]] std::int64_t gpu_history_last_ms() const { return gpu_history_.last_ms(); }
   // The inference services: per InferenceScalingPolicy its model, peak, request counts,
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
@@ -179,6 +186,7 @@ class Platform {
   // metasync and the nodes' exporters, run on the twin's pods at each scrape.
   NodeAgents agents_;
   std::unique_ptr<TwinGovernance> governance_;
+  GpuHistory gpu_history_;
   std::optional<std::int64_t> governance_next_ms_;  // the next Unix minute to record
   // Per device (unit): the activity's signature and since when (its phases count from then).
   std::vector<std::pair<std::string, std::int64_t>> governance_since_;

@@ -593,6 +593,12 @@ const Serving::Live* Serving::find_service(const std::string& policy) const {
   return nullptr;
 }
 
+std::optional<std::string> Serving::model_of(const std::string& key) const {
+  const auto which = service_of_.find(key);
+  if (which == service_of_.end()) return std::nullopt;
+  return services_[which->second].service->service().model_name;
+}
+
 std::vector<std::string> Serving::policies() const {
   std::vector<std::string> out;
   for (const Live& s : services_) out.push_back(s.policy);

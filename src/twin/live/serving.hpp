@@ -189,6 +189,8 @@ class Serving {
   // scrape every 15 s of virtual time (tests/twin/live/serving_test.cpp holds the two equal).
   [[nodiscard]] serving::Scrape scrape_of(const std::string& policy, std::int64_t t_ms) const;
   [[nodiscard]] std::vector<std::string> policies() const;
+  // The model name a replica workload's vLLM serves (served_model_name), if it is one.
+  [[nodiscard]] std::optional<std::string> model_of(const std::string& key) const;
   [[nodiscard]] std::int64_t router_waiting(const std::string& policy) const;
 
   // TTFT SLO attainment by minute of arrival: a minute is within target when the 95th

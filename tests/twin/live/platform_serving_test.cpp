@@ -160,8 +160,12 @@ TEST_F(PlatformServing, EveryDeviceSampleComesOutOfTheExportersJoin) {
   // per pod holding a device, its admission in the day's virtual time.
   std::set<std::string> holding_pods;
   for (const auto* s : samples(peak_->exposition, "gpubank_gpu_allocation_info", "gpubank_gpu_allocation_info")) {
-    if (label(*s, "workload_kind") == "Deployment") EXPECT_EQ(label(*s, "capacity_role"), "serving-floor") << label(*s, "pod");
-    if (label(*s, "workload_type") == "training") EXPECT_EQ(label(*s, "checkpointable"), "true") << label(*s, "pod");
+    if (label(*s, "workload_kind") == "Deployment") {
+      EXPECT_EQ(label(*s, "capacity_role"), "serving-floor") << label(*s, "pod");
+    }
+    if (label(*s, "workload_type") == "training") {
+      EXPECT_EQ(label(*s, "checkpointable"), "true") << label(*s, "pod");
+    }
     EXPECT_EQ(label(*s, "keep_running_until"), "") << label(*s, "pod");
     EXPECT_FALSE(label(*s, "workload_uid").empty() && label(*s, "workload_kind") == "Job") << label(*s, "pod");
     holding_pods.insert(label(*s, "namespace") + "/" + label(*s, "pod"));

@@ -1,0 +1,115 @@
+#include "twin/live/gpu_history.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <set>
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::twin::live {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string rfc3339(std::int64_t unix_ms) { return format_rfc3339(Timestamp(std::chrono::milliseconds(unix_ms))); }
+
+// One decimal: the chart needs no more, and a day of minutes stays small.
+double tenth(float v) { return static_cast<double>(std::lround(static_cast<double>(v) * 10.0)) / 10.0; }
+
+}  // namespace
+
+bool GpuHistory::is_marker(const std::string& kind) {
+  static const std::set<std::string, std::less<>> kinds{
+      "Placed",          "Preempted",          "ReclaimNoticeSent", "ReclaimVictimStopped", "CheckpointRequested",
+      "CheckpointCompleted", "CheckpointFailed", "Finished",        "Deleted",              "Evicted",
+      "Failed",          "GpuUnhealthy",       "GpuHealthy"};
+  return kinds.contains(kind);
+}
+
+void GpuHistory::record(const MinuteObservation& minute) {
+  if (minute.t_ms <= last_ms_) return;
+  last_ms_ = minute.t_ms;
+  for (const DeviceMinute& d : minute.devices) {
+    auto& samples = devices_[d.device];
+    if (!samples.empty() && samples.back().t_ms == minute.t_ms) continue;  // time-sliced: first holder
+    std::uint32_t holder = 0;
+    if (!d.twin_workload.empty() || !d.workload.empty()) {
+      const std::string key = !d.twin_workload.empty() ? d.twin_workload : d.namespace_name + "/" + d.workload;
+      const auto [it, fresh] = holder_index_.emplace(key, static_cast<std::uint32_t>(holders_.size()));
+      if (fresh) holders_.emplace_back(key, d.business_group);
+      holder = it->second;
+    }
+    samples.push_back({minute.t_ms, static_cast<float>(d.gpu_utilization), static_cast<float>(d.memory_utilization),
+                       static_cast<float>(d.power_fraction), holder});
+    while (samples.size() > keep_) samples.pop_front();
+  }
+}
+
+Json GpuHistory::json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms,
+                      std::span<const run::Event> events,
+                      const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
+  Json out = Json::object();
+  out["uuid"] = uuid;
+  out["from"] = rfc3339(from_ms);
+  out["to"] = rfc3339(to_ms);
+  out["stepSeconds"] = 60;
+  Json devices = Json::array();
+  std::set<std::string> holders;
+  // The GPU itself, then its MIG instances ("uuid/1", "uuid/2", ...), in slice order.
+  std::vector<const std::pair<const std::string, std::deque<Sample>>*> mine;
+  for (auto it = devices_.lower_bound(uuid); it != devices_.end() && it->first.starts_with(uuid); ++it) {
+    if (it->first == uuid || it->first[uuid.size()] == '/') mine.push_back(&*it);
+  }
+  std::stable_sort(mine.begin(), mine.end(), [&uuid](const auto* a, const auto* b) {
+    auto slice = [&uuid](const std::string& d) { return d.size() > uuid.size() ? std::stoi(d.substr(uuid.size() + 1)) : 0; };
+    return slice(a->first) < slice(b->first);
+  });
+  for (const auto* device : mine) {
+    Json samples = Json::array();
+    const auto& list = device->second;
+    auto it = std::lower_bound(list.begin(), list.end(), from_ms, [](const Sample& s, std::int64_t t) { return s.t_ms < t; });
+    for (; it != list.end() && it->t_ms <= to_ms; ++it) {
+      Json x = Json::object();
+      x["t"] = rfc3339(it->t_ms);
+      x["gpuUtilization"] = tenth(it->gpu);
+      x["memoryUtilization"] = tenth(it->memory);
+      x["powerPercent"] = tenth(it->power);
+      if (it->holder != 0) {
+        const auto& [key, group] = holders_[it->holder];
+        x["workload"] = key;
+        x["businessGroup"] = group;
+        holders.insert("Workload/" + key);
+      } else {
+        x["workload"] = nullptr;
+      }
+      samples.push_back(std::move(x));
+    }
+    const auto slash = device->first.find('/');
+    devices.push_back(Json{{"device", device->first},
+                           {"migSlice", slash == std::string::npos ? Json(nullptr) : Json(std::stoi(device->first.substr(slash + 1)))},
+                           {"samples", std::move(samples)}});
+  }
+  out["devices"] = std::move(devices);
+  Json markers = Json::array();
+  const std::string gpu_object = "GPU/" + uuid;
+  for (const run::Event& e : events) {
+    if (!is_marker(e.kind)) continue;
+    const std::int64_t t = unix_ms(e.t);
+    if (t < from_ms || t > to_ms) continue;
+    if (e.object != gpu_object && !holders.contains(e.object)) continue;
+    Json m = Json::object();
+    m["t"] = rfc3339(t);
+    m["kind"] = e.kind;
+    m["object"] = e.object;
+    m["businessGroup"] = e.business_group.empty() ? Json(nullptr) : Json(e.business_group);
+    m["reason"] = e.reason;
+    m["message"] = e.message;
+    markers.push_back(std::move(m));
+  }
+  out["markers"] = std::move(markers);
+  return out;
+}
+
+}  // namespace gpubank::twin::live

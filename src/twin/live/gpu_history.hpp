@@ -1,0 +1,60 @@
+// Each device's minutes for the portal's GPU drill-down: the utilisation, memory and power
+// the governance recorder saw at every virtual minute (its DeviceMinute, as dcgm-exporter's
+// series would show them) and who held the device, with the run's events on the device and
+// on its holders as markers (placements, reclaims, checkpoints, stops, XID errors).
+//
+// Bounded: the last `keep_minutes` per device (a day by default: 24 bytes a minute, about
+// 35 KiB per device). Pure bookkeeping: no clock of its own.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "twin/live/governance.hpp"
+#include "twin/run/engine.hpp"
+
+namespace gpubank::twin::live {
+
+class GpuHistory {
+ public:
+  explicit GpuHistory(std::size_t keep_minutes = 24 * 60) : keep_(keep_minutes) {}
+
+  // One minute of every device (a device listed more than once, time-sliced, counts once:
+  // its first holder). Minutes must come in order; one at or before the last is ignored.
+  void record(const MinuteObservation& minute);
+
+  // The devices of GPU `uuid` (the GPU itself, or its MIG instances "uuid/<slice>"), their
+  // samples with t in [from_ms, to_ms] (Unix ms), and the markers in that range: the events
+  // on "GPU/<uuid>" and on the workloads that held one of the devices in the range.
+  // `unix_ms` turns an event's virtual time into Unix ms.
+  [[nodiscard]] nlohmann::ordered_json json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms,
+                                            std::span<const run::Event> events,
+                                            const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
+
+  // The newest minute recorded (Unix ms), 0 before any.
+  [[nodiscard]] std::int64_t last_ms() const { return last_ms_; }
+
+  // The event kinds shown as markers.
+  static bool is_marker(const std::string& kind);
+
+ private:
+  struct Sample {
+    std::int64_t t_ms = 0;
+    float gpu = 0, memory = 0, power = 0;  // percent
+    std::uint32_t holder = 0;              // into holders_; 0: free
+  };
+  std::size_t keep_;
+  std::int64_t last_ms_ = 0;
+  std::map<std::string, std::deque<Sample>> devices_;
+  std::vector<std::pair<std::string, std::string>> holders_{{"", ""}};  // (workload key, business group)
+  std::map<std::string, std::uint32_t> holder_index_;
+};
+
+}  // namespace gpubank::twin::live
