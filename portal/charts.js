@@ -46,12 +46,14 @@ function niceMax(v) {
 // A time series line chart. series: [{name, points: [[x, y], ...]}] with x ascending (e.g.
 // epoch ms); step: draw each value until the next point (right for counts that change at
 // events). xFormat turns an x into an axis label. Series i is drawn with class series-i.
-export function lineChart({ series, step = false, xFormat = String, yLabel = '', testid }) {
+// markers: [{x, label, cls}] drawn as vertical lines (the label is their tooltip), e.g.
+// reclaims, XID errors and placements on a GPU's chart; yMax fixes the scale (100 for %).
+export function lineChart({ series, step = false, xFormat = String, yLabel = '', testid, markers = [], yMax: fixedMax }) {
   const W = 640, H = 220, L = 44, R = 12, T = 12, B = 26;
   const all = series.flatMap((se) => se.points);
   if (all.length < 2) return h('p', { class: 'muted', 'data-testid': testid }, 'Not enough data for a chart yet.');
   const x0 = Math.min(...all.map((p) => p[0])), x1 = Math.max(...all.map((p) => p[0]));
-  const yMax = niceMax(Math.max(...all.map((p) => p[1])));
+  const yMax = fixedMax || niceMax(Math.max(...all.map((p) => p[1])));
   const px = (x) => L + (x1 > x0 ? ((x - x0) / (x1 - x0)) * (W - L - R) : 0);
   const py = (y) => T + (1 - y / yMax) * (H - T - B);
 
@@ -71,9 +73,12 @@ export function lineChart({ series, step = false, xFormat = String, yLabel = '',
     if (step && se.points.length) d += `H${px(x1).toFixed(1)}`; // hold the last value
     return s('path', { d, class: `line series-${i % 6}` }, s('title', {}, se.name));
   });
+  const marks = markers.filter((m) => m.x >= x0 && m.x <= x1).map((m) =>
+    s('line', { x1: px(m.x), x2: px(m.x), y1: T, y2: H - B, class: `marker ${m.cls || ''}`, 'data-testid': testid ? `${testid}-marker` : null },
+      s('title', {}, m.label)));
   return h('figure', { class: 'chart', 'data-testid': testid },
     s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': yLabel },
-      grid, ticks, paths),
+      grid, ticks, paths, marks),
     yLabel ? h('figcaption', { class: 'muted' }, yLabel) : null,
     h('ul', { class: 'legend' }, series.map((se, i) =>
       h('li', {}, s('svg', { width: 14, height: 4, viewBox: '0 0 14 4', 'aria-hidden': 'true' },

@@ -163,7 +163,7 @@ log "scan_bench (5 repetitions, medians; 10,000 workloads on 20,000 GPUs in a re
 "$build/bench/scan_bench" --work-dir="$work" --summary="$out/scan.md" | tee "$out/scan.txt" >&2
 "$build/bench/scan_bench" --work-dir="$work" --step-seconds=30 --summary="$out/scan-30s.md" | tee "$out/scan-30s.txt" >&2
 
-log "portal_bench (the overview's requests at the example's size and at 15x: 2,040 GPUs; the 7-day impact preview, 3 runs)"
+log "portal_bench (the overview's requests at the example's size and at 15x: 2,040 GPUs; the 7-day impact preview: fluid serving 3 runs, every request once)"
 "$build/bench/portal_bench" --summary="$out/portal.md" | tee "$out/portal.txt" >&2
 
 log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"

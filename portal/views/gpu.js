@@ -1,11 +1,20 @@
-// GPU (#/gpu/<uuid>): what it is, where it is, its health and what runs on it.
-import { h, num, table, fields, breadcrumb, link } from '../dom.js';
+// GPU (#/gpu/<uuid>): what it is, where it is, its health and what runs on it (workload,
+// pod, the model a replica serves), and its minutes over a time range (?range=1h|6h|24h,
+// kept in the links out) with placements, reclaims, stops and XID errors as markers.
+import { h, num, table, fields, breadcrumb, link, fmtTime } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
+import { lineChart } from '../charts.js';
 import { workloadName } from './common.js';
+
+const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+// Markers drawn in the "bad" colour: what takes work or a GPU away.
+const BAD = new Set(['Preempted', 'ReclaimVictimStopped', 'Failed', 'Evicted', 'GpuUnhealthy', 'CheckpointFailed']);
 
 export default function gpu(root, ctx) {
   const [uuid] = ctx.params;
+  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const keep = (href) => `${href}?range=${range}`;  // the time range goes along the drill-down
   const crumbs = breadcrumb([['Cluster', '#/'], [uuid]]);
   const loaded = get(`gpus/${encodeURIComponent(uuid)}`, null, ctx.opts);
   loaded.catch(() => {});
@@ -40,10 +49,19 @@ export default function gpu(root, ctx) {
       table([
         ...(Array.isArray(g.migSlices) ? [{ label: 'MIG slice', num: true, cell: (w) => num(w.slice) }] : []),
         // Viewers and group admins see another group's workload by group and state only.
-        { label: 'Workload', cell: (w) => (workloadName(w) ? h('a', { href: link.workload(w.workload) }, w.workload) : h('span', { class: 'muted' }, 'another group\'s workload')) },
+        { label: 'Workload', cell: (w) => (workloadName(w) ? h('a', { href: keep(link.workload(w.workload)) }, w.workload) : h('span', { class: 'muted' }, 'another group\'s workload')) },
+        { label: 'Pod', cell: (w) => h('span', { 'data-testid': 'gpu-pod' }, w.pod || '—') },
+        { label: 'Model served', cell: (w) => h('span', { 'data-testid': 'gpu-model-served' }, w.modelName || '—') },
         { label: 'Group', cell: (w) => h('a', { href: link.group(w.businessGroup) }, w.businessGroup) },
         { label: 'State', cell: (w) => w.state },
       ], rows, { testid: 'gpu-workloads', empty: 'Nothing runs on it.' }),
+      h('h3', {}, 'XID history'),
+      table([
+        { label: 'Time', cell: (e) => fmtTime(e.t) },
+        { label: 'Event', cell: (e) => h('span', { class: e.kind === 'GpuUnhealthy' ? 'bad' : 'ok' }, e.kind) },
+        { label: 'XID', num: true, cell: (e) => num(e.xid) },
+        { label: 'What', cell: (e) => e.message },
+      ], g.healthEvents || [], { testid: 'gpu-xid-history', empty: 'No XID errors reported.' }),
       Array.isArray(g.migSlices) ? [h('h3', {}, 'MIG slices'), table([
         { label: 'Slice', num: true, cell: (sl) => num(sl.slice) },
         { label: 'UUID', cell: (sl) => sl.uuid },
@@ -53,5 +71,43 @@ export default function gpu(root, ctx) {
     ];
   });
 
-  root.append(crumbs, h('h1', {}, 'GPU'), details);
+  const history = panel('Utilisation, memory and power', 'gpu-history', async () => {
+    const last = await get(`gpus/${encodeURIComponent(uuid)}/history`, null, ctx.opts);
+    const to = Date.parse(last.to);
+    const res = await get(`gpus/${encodeURIComponent(uuid)}/history`,
+      { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
+      h('a', { href: `${link.gpu(uuid)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `gpu-range-${r}` }, `last ${r}`)));
+    const markers = res.markers.map((m) => ({
+      x: Date.parse(m.t), cls: BAD.has(m.kind) ? 'bad' : '',
+      label: `${fmtTime(m.t)} ${m.kind}${m.object ? ` ${m.object}` : ''}${m.message ? `: ${m.message}` : ''}`,
+    }));
+    const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
+    const charts = res.devices.map((d) => {
+      const pick = (field) => d.samples.map((x) => [Date.parse(x.t), x[field]]);
+      return [
+        d.migSlice ? h('h3', {}, `MIG instance ${d.migSlice}`) : null,
+        lineChart({
+          series: [{ name: 'GPU utilisation %', points: pick('gpuUtilization') },
+            { name: 'memory used %', points: pick('memoryUtilization') },
+            { name: 'power % of limit', points: pick('powerPercent') }],
+          markers, yMax: 100, xFormat, testid: d.migSlice ? `gpu-history-chart-${d.migSlice}` : 'gpu-history-chart',
+          yLabel: `Per virtual minute, ${fmtTime(res.from)} to ${fmtTime(res.to)}; dashed lines: the events below.`,
+        }),
+      ];
+    });
+    return [
+      ranges, charts,
+      h('h3', {}, 'Events on this GPU and its workloads'),
+      table([
+        { label: 'Time', cell: (m) => fmtTime(m.t) },
+        { label: 'Event', cell: (m) => h('span', { class: BAD.has(m.kind) ? 'bad' : '' }, m.kind) },
+        { label: 'Object', cell: (m) => (m.object && m.object.startsWith('Workload/')
+          ? h('a', { href: keep(link.workload(m.object.slice(9))) }, m.object.slice(9)) : (m.object || h('span', { class: 'muted' }, 'another group\'s workload'))) },
+        { label: 'What', cell: (m) => m.message },
+      ], [...res.markers].reverse(), { testid: 'gpu-markers', empty: 'No events in this range.' }),
+    ];
+  });
+
+  root.append(crumbs, h('h1', {}, 'GPU'), details, history);
 }

@@ -209,6 +209,24 @@ def run(args, d, api):
     for part in ('Cluster', g['pool'], grp, wl, uuid):
         check(part in crumb, f'the GPU breadcrumb {crumb!r} lacks {part!r}')
     print(f'ok: drilled down {grp} -> {wl} -> {uuid} ({g["gpuModel"]}), breadcrumb {" ".join(crumb.split())!r}')
+    # The last steps: the pod (and the model a replica serves) as the API has them, and the
+    # GPU's minutes as a chart with its events as markers.
+    holders = [w for u in [g] + g.get('migSlices', []) for w in u.get('workloads', [])]
+    pods = d.execute_script("return [...document.querySelectorAll('[data-testid=gpu-pod]')].map(e => e.textContent)")
+    if frozen:
+        check(sorted(pods) == sorted(w.get('pod', '—') for w in holders), f'GPU page pods {pods}, the API has {holders}')
+    check(any(p.startswith(wl.split('/')[1]) for p in pods) or not frozen, f'no pod of {wl} on its GPU page: {pods}')
+    wait_ready(d, 'gpu-history')
+    history = api.get('gpus/' + urllib.parse.quote(uuid) + '/history')
+    if any(len(dev['samples']) >= 2 for dev in history['devices']):
+        check(d.find_all('[data-testid^=gpu-history-chart] svg path.line'), 'the GPU page has no utilisation chart')
+    check(d.find_all('[data-testid=gpu-markers]'), 'the GPU page has no event list')
+    d.click('[data-testid=gpu-range-1h]')
+    wait_ready(d, 'gpu-history')
+    check('range=1h' in d.current_url(), f'the time range is not in the address: {d.current_url()}')
+    marks = len(d.find_all('[data-testid^=gpu-history-chart] line.marker'))
+    print(f'ok: GPU {uuid}: pods {pods}, {sum(len(dev["samples"]) for dev in history["devices"])} minutes in the last 6 h, '
+          f'{len(history["markers"])} events; {marks} markers on the last hour\'s chart')
     if shots:
         capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
 
