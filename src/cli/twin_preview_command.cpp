@@ -1,7 +1,8 @@
 // gpubank twin preview: the impact of a policy change before it applies (twin/preview).
 //
 //   gpubank twin preview --current examples/policies --proposed my-policies
-//       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [--serving-model fluid|requests]
+//       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [--trace azure-llm:CSV]
+//       [--serving-model fluid|requests]
 //       [-o text|json|yaml]
 //
 // Exit codes: 0 the preview ran (whatever it shows), 1 the proposal is refused by the
@@ -22,6 +23,7 @@ namespace {
 struct PreviewOptions {
   std::vector<std::string> current, proposed;
   std::string workloads;
+  std::string trace;  // azure-llm:<csv>
   std::string inventory = "examples/inventory/example.yaml";
   std::uint64_t seed = 1;
   int hours = 24;
@@ -45,6 +47,15 @@ int run_preview_command(const PreviewOptions& opt) {
   if (!current) return 1;
   // The proposal is checked by the preview itself: its findings are part of the answer.
   const policy::PolicySet proposed = policy::load_policy_set(opt.proposed);
+  if (!opt.trace.empty() && !opt.trace.starts_with("azure-llm:")) {
+    std::cerr << me << ": --trace: expected azure-llm:<AzureLLMInferenceTrace csv>, got \"" << opt.trace
+              << "\" (a cluster trace brings its own cluster and policies: replay it with gpubank twin run --trace)\n";
+    return 2;
+  }
+  if (!opt.trace.empty() && !opt.workloads.empty()) {
+    std::cerr << me << ": --trace drives the seeded day's services; a --workloads scenario runs without serving\n";
+    return 2;
+  }
   auto inventory = load_valid_inventory(opt.inventory, "twin preview");
   if (!inventory) return 1;
 
@@ -54,6 +65,7 @@ int run_preview_command(const PreviewOptions& opt) {
   work.day.start = *start;
   work.day.hours = opt.days > 0 ? 24 * opt.days : opt.hours;
   work.day.serving_load = opt.serving_load;
+  if (!opt.trace.empty()) work.day.llm_trace = opt.trace.substr(std::string_view("azure-llm:").size());
   work.day.serving_model = opt.serving_model == "requests" ? twin::live::DayOptions::ServingModel::Requests
                                                            : twin::live::DayOptions::ServingModel::Fluid;
   if (!opt.workloads.empty()) {
@@ -100,6 +112,9 @@ Command add_twin_preview_command(CLI::App& twin) {
   cmd->add_option("--proposed", opt->proposed, "the proposed policies: files and directories")->required()->expected(1, -1);
   cmd->add_option("--workloads", opt->workloads,
                   "a scenario file (as gpubank twin run --workloads) instead of the seeded day; runs without serving");
+  cmd->add_option("--trace", opt->trace,
+                  "azure-llm:<csv>: the services' requests from the Azure LLM inference trace (conv or code), repeated "
+                  "over each day on the diurnal curve as gpubank up --llm-trace serves them");
   cmd->add_option("--inventory", opt->inventory, "the cluster (default examples/inventory/example.yaml)");
   cmd->add_option("--seed", opt->seed, "seed of the day's work, shared by both runs (default 1)");
   cmd->add_option("--hours", opt->hours, "length of the day in hours (default 24)")->check(CLI::Range(1, 24 * 14));

@@ -82,3 +82,13 @@ cli_test(twin-preview-json 0 "\"refused\": false"
             --workloads examples/scenarios/lend-and-reclaim.yaml -o json)
 cli_test(usage-twin-preview-no-proposal 2 "--proposed is required"
          -- ${GPUBANK} twin preview --current examples/policies)
+# The services' requests from the Azure LLM trace (the code one: the conv one is the
+# twin's calibration's own distribution), two hours with the fluid model; a cluster trace is
+# refused with where to replay it.
+cli_test(twin-preview-llm-trace 0 "serving: fluid model, requests from .*AzureLLMInferenceTrace_code.csv\\)"
+         -- ${GPUBANK} twin preview --quiet --current examples/policies --proposed examples/policies --hours 2
+            --trace azure-llm:${PROJECT_SOURCE_DIR}/../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_code.csv)
+cli_test(usage-twin-preview-cluster-trace 2 "--trace: expected azure-llm:.*gpubank twin run --trace"
+         -- ${GPUBANK} twin preview --current examples/policies --proposed examples/policies --trace alibaba:x.csv)
+cli_test(usage-twin-preview-bad-serving-model 2 "--serving-model"
+         -- ${GPUBANK} twin preview --current examples/policies --proposed examples/policies --serving-model exact)

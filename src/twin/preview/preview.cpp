@@ -149,7 +149,8 @@ Expected<Preview> run_preview(const policy::PolicySet& current, const policy::Po
     p.work = "scenario " + work.scenario_name;
   } else {
     p.work = "seeded day (seed " + std::to_string(work.day.seed) + ", " + std::to_string(work.day.hours) + " h, serving: " +
-             (work.day.serving_model == live::DayOptions::ServingModel::Fluid ? "fluid model" : "every request") + ")";
+             (work.day.serving_model == live::DayOptions::ServingModel::Fluid ? "fluid model" : "every request") +
+             (work.day.llm_trace.empty() ? std::string() : ", requests from " + work.day.llm_trace) + ")";
   }
   if (p.refused) return p;
 
