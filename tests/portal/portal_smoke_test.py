@@ -228,7 +228,7 @@ def run(args, d, api):
     print(f'ok: GPU {uuid}: pods {pods}, {sum(len(dev["samples"]) for dev in history["devices"])} minutes in the last 6 h, '
           f'{len(history["markers"])} events; {marks} markers on the last hour\'s chart')
     if shots:
-        capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
+        capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
 
     inference(d, args, api, frozen)
 
@@ -253,7 +253,7 @@ def run(args, d, api):
         capture(d, shots, '', PAGES)
         d.click('[data-testid=theme-toggle]')
         dark = d.execute_script('return document.documentElement.dataset.theme')
-        capture(d, shots, '-dark', PAGES + [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu'])])
+        capture(d, shots, '-dark', PAGES + [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
         set_viewport(d, 390, 844)
         for suffix in ('-dark', ''):  # dark first, then back to light
             capture(d, shots, '-narrow' + suffix, PAGES[:1])
