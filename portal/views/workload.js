@@ -1,12 +1,19 @@
-// Workload (#/workload/<ns>/<name>): its fields, the GPUs it runs on and its events.
+// Workload (#/workload/<ns>/<name>): its fields, the GPUs it runs on, its devices' minutes
+// over a time range (?range=1h|6h|24h, kept in the links to its GPUs) with its events as
+// markers, and its events.
 import { h, num, table, fields, breadcrumb, fmtTime, link } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
+import { lineChart } from '../charts.js';
 import { units, eventItem } from './common.js';
+
+const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+const BAD = new Set(['Preempted', 'ReclaimVictimStopped', 'Failed', 'Evicted', 'CheckpointFailed']);
 
 export default function workload(root, ctx) {
   const [ns, name] = ctx.params;
   const id = `${ns}/${name}`;
+  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
   const crumbs = breadcrumb([['Cluster', '#/'], [id]]);
   // The workload is fetched once and shared by the panels that need its pool.
   const loaded = get(`workloads/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, null, ctx.opts);
@@ -39,7 +46,7 @@ export default function workload(root, ctx) {
     const all = await get('gpus', { pool: w.pool }, ctx.opts);
     const mine = all.flatMap(units).filter((u) => u.workloads.some((x) => x.workload === id));
     return table([
-      { label: 'GPU', cell: (u) => h('a', { href: `${link.gpu(u.gpu.uuid)}?workload=${encodeURIComponent(id)}`, 'data-testid': 'workload-gpu-link' }, u.gpu.uuid) },
+      { label: 'GPU', cell: (u) => h('a', { href: `${link.gpu(u.gpu.uuid)}?workload=${encodeURIComponent(id)}&range=${range}`, 'data-testid': 'workload-gpu-link' }, u.gpu.uuid) },
       { label: 'MIG slice', cell: (u) => (u.slice === null ? '—' : `${u.slice} (${u.uuid})`) },
       { label: 'Node', cell: (u) => u.gpu.node },
       { label: 'Index', num: true, cell: (u) => num(u.gpu.index) },
@@ -54,5 +61,28 @@ export default function workload(root, ctx) {
       h('ol', { class: 'events', 'data-testid': 'workload-events' }, [...page.items].reverse().map(eventItem))];
   });
 
-  root.append(crumbs, h('h1', {}, `Workload ${id}`), details, gpus, events);
+  const history = panel('Its GPUs over time', 'workload-history', async () => {
+    const path = `workloads/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/history`;
+    const last = await get(path, null, ctx.opts);
+    const to = Date.parse(last.to);
+    const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+    const here = link.workload(id);
+    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
+      h('a', { href: `${here}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `workload-range-${r}` }, `last ${r}`)));
+    const pick = (field) => res.mean.map((x) => [Date.parse(x.t), x[field]]);
+    return [
+      ranges,
+      lineChart({
+        series: [{ name: 'GPU utilisation %', points: pick('gpuUtilization') },
+          { name: 'memory used %', points: pick('memoryUtilization') },
+          { name: 'power % of limit', points: pick('powerPercent') }],
+        markers: res.markers.map((m) => ({ x: Date.parse(m.t), cls: BAD.has(m.kind) ? 'bad' : '', label: `${fmtTime(m.t)} ${m.kind}: ${m.message}` })),
+        yMax: 100, testid: 'workload-history-chart',
+        xFormat: (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16),
+        yLabel: `Mean over the ${res.devices.length} device(s) it held, per virtual minute, ${fmtTime(res.from)} to ${fmtTime(res.to)}; dashed lines: its events.`,
+      }),
+    ];
+  });
+
+  root.append(crumbs, h('h1', {}, `Workload ${id}`), details, gpus, history, events);
 }

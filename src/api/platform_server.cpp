@@ -516,19 +516,43 @@ void PlatformServer::install_routes() {
   }));
   // The GPU's minutes and markers (twin/live/gpu_history.hpp): ?from=&to= RFC 3339, by
   // default the 6 hours up to the last minute recorded, at most 24 hours.
-  svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  // The range of a history request (from, to), or an error answered; called under mu_.
+  auto history_range = [this](const httplib::Request& req, httplib::Response& res) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
     const auto parsed = parse_governance_query(req.params, {"from", "to"});
-    if (const auto* e = std::get_if<QueryError>(&parsed)) return send_error(res, 400, e->field, e->rule, e->message);
+    if (const auto* e = std::get_if<QueryError>(&parsed)) {
+      send_error(res, 400, e->field, e->rule, e->message);
+      return std::nullopt;
+    }
     const GovernanceQuery& q = std::get<GovernanceQuery>(parsed);
     constexpr std::int64_t kHourMs = 3'600'000;
-    const std::string uuid = req.matches[1];
-    std::lock_guard lock(mu_);
     const std::int64_t to = q.to_ms.value_or(std::max(platform_->gpu_history_last_ms(), platform_->unix_ms(0)));
     const std::int64_t from = q.from_ms.value_or(to - 6 * kHourMs);
-    if (to <= from) return send_error(res, 400, "to", "query.empty-period", "to must be after from");
-    if (to - from > 24 * kHourMs) {
-      return send_error(res, 400, "to", "query.range-too-long", "from .. to may span at most 24 hours (the history kept)");
+    if (to <= from) {
+      send_error(res, 400, "to", "query.empty-period", "to must be after from");
+      return std::nullopt;
     }
+    if (to - from > 24 * kHourMs) {
+      send_error(res, 400, "to", "query.range-too-long", "from .. to may span at most 24 hours (the history kept)");
+      return std::nullopt;
+    }
+    return std::pair{from, to};
+  };
+  svr.Get(R"(/api/v1/workloads/([^/]+)/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    const std::string key = std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
+    std::lock_guard lock(mu_);
+    const auto range = history_range(req, res);
+    if (!range) return;
+    auto j = platform_->workload_history_json(key, range->first, range->second);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no workload " + key.substr(0, 300));
+    if (other_group(res, who, j->value("businessGroup", ""), "the history of a workload")) return;
+    send_json(res, *j);
+  }));
+  svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    const std::string uuid = req.matches[1];
+    std::lock_guard lock(mu_);
+    const auto range = history_range(req, res);
+    if (!range) return;
+    const auto [from, to] = *range;
     auto j = platform_->gpu_history_json(uuid, from, to);
     if (!j) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
     if (const auto scope = scope_of(who)) scope_gpu_history(*j, *scope);

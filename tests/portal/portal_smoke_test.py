@@ -191,7 +191,10 @@ def run(args, d, api):
     wait_ready(d, 'positions', 'queues', 'workloads', 'alerts')
     check(grp in d.text('[data-testid=breadcrumb]'), 'the group page has no breadcrumb naming the group')
     d.click(f'[data-testid="workload-link-{wl}"]')
-    wait_ready(d, 'workload', 'gpus')
+    wait_ready(d, 'workload', 'gpus', 'workload-history')
+    wh = api.get('workloads/' + wl + '/history')
+    if len(wh['mean']) >= 2:
+        check(d.find_all('[data-testid=workload-history-chart] svg path.line'), f'the workload page of {wl} has no utilisation chart')
     check(d.text('[data-testid=workload-name]') == wl, f'the workload page shows {d.text("[data-testid=workload-name]")}, not {wl}')
     links = d.execute_script("return [...document.querySelectorAll('[data-testid=workload-gpu-link]')].map(a => a.textContent)")
     want = sorted({g['uuid'] for g in api.get('gpus?pool=' + urllib.parse.quote(target_pool(gpus, wl)))

@@ -40,11 +40,73 @@ void GpuHistory::record(const MinuteObservation& minute) {
       const auto [it, fresh] = holder_index_.emplace(key, static_cast<std::uint32_t>(holders_.size()));
       if (fresh) holders_.emplace_back(key, d.business_group);
       holder = it->second;
+      devices_of_[holder].insert(d.device);
     }
     samples.push_back({minute.t_ms, static_cast<float>(d.gpu_utilization), static_cast<float>(d.memory_utilization),
                        static_cast<float>(d.power_fraction), holder});
     while (samples.size() > keep_) samples.pop_front();
   }
+}
+
+Json GpuHistory::workload_json(const std::string& key, std::int64_t from_ms, std::int64_t to_ms,
+                              std::span<const run::Event> events,
+                              const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
+  Json out = Json::object();
+  out["workload"] = key;
+  out["from"] = rfc3339(from_ms);
+  out["to"] = rfc3339(to_ms);
+  out["stepSeconds"] = 60;
+  Json devices = Json::array();
+  // Per minute: the sums over the devices held then, for the mean.
+  struct Sum {
+    double gpu = 0, memory = 0, power = 0;
+    int devices = 0;
+  };
+  std::map<std::int64_t, Sum> minutes;
+  const auto holder = holder_index_.find(key);
+  if (holder != holder_index_.end()) {
+    if (const auto held = devices_of_.find(holder->second); held != devices_of_.end()) {
+      for (const std::string& device : held->second) {
+        const auto& list = devices_.at(device);
+        Json samples = Json::array();
+        auto it = std::lower_bound(list.begin(), list.end(), from_ms, [](const Sample& x, std::int64_t t) { return x.t_ms < t; });
+        for (; it != list.end() && it->t_ms <= to_ms; ++it) {
+          if (it->holder != holder->second) continue;
+          samples.push_back(Json{{"t", rfc3339(it->t_ms)},
+                                 {"gpuUtilization", tenth(it->gpu)},
+                                 {"memoryUtilization", tenth(it->memory)},
+                                 {"powerPercent", tenth(it->power)}});
+          Sum& m = minutes[it->t_ms];
+          m.gpu += it->gpu;
+          m.memory += it->memory;
+          m.power += it->power;
+          ++m.devices;
+        }
+        if (!samples.empty()) devices.push_back(Json{{"device", device}, {"samples", std::move(samples)}});
+      }
+    }
+  }
+  out["devices"] = std::move(devices);
+  Json mean = Json::array();
+  for (const auto& [t, m] : minutes) {
+    const auto n = static_cast<float>(m.devices);
+    mean.push_back(Json{{"t", rfc3339(t)},
+                        {"devices", m.devices},
+                        {"gpuUtilization", tenth(static_cast<float>(m.gpu) / n)},
+                        {"memoryUtilization", tenth(static_cast<float>(m.memory) / n)},
+                        {"powerPercent", tenth(static_cast<float>(m.power) / n)}});
+  }
+  out["mean"] = std::move(mean);
+  Json markers = Json::array();
+  const std::string object = "Workload/" + key;
+  for (const run::Event& e : events) {
+    if (e.object != object || !is_marker(e.kind)) continue;
+    const std::int64_t t = unix_ms(e.t);
+    if (t < from_ms || t > to_ms) continue;
+    markers.push_back(Json{{"t", rfc3339(t)}, {"kind", e.kind}, {"reason", e.reason}, {"message", e.message}});
+  }
+  out["markers"] = std::move(markers);
+  return out;
 }
 
 Json GpuHistory::json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms,

@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ class GpuHistory {
                                             std::span<const run::Event> events,
                                             const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
 
+  // A workload's minutes ("namespace/name"): every device it held in [from_ms, to_ms], the
+  // minutes it held it, the mean over those devices per minute, and its own events as
+  // markers.
+  [[nodiscard]] nlohmann::ordered_json workload_json(const std::string& key, std::int64_t from_ms, std::int64_t to_ms,
+                                                     std::span<const run::Event> events,
+                                                     const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
+
   // The newest minute recorded (Unix ms), 0 before any.
   [[nodiscard]] std::int64_t last_ms() const { return last_ms_; }
 
@@ -55,6 +63,7 @@ class GpuHistory {
   std::map<std::string, std::deque<Sample>> devices_;
   std::vector<std::pair<std::string, std::string>> holders_{{"", ""}};  // (workload key, business group)
   std::map<std::string, std::uint32_t> holder_index_;
+  std::map<std::uint32_t, std::set<std::string>> devices_of_;  // holder -> devices it held
 };
 
 }  // namespace gpubank::twin::live

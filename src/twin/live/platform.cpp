@@ -742,6 +742,15 @@ std::optional<Json> Platform::gpu_json(const std::string& uuid) const {
   return j;
 }
 
+std::optional<Json> Platform::workload_history_json(const std::string& key, std::int64_t from_ms,
+                                                    std::int64_t to_ms) const {
+  auto details = workload_json(key);
+  if (!details) return std::nullopt;
+  Json j = gpu_history_.workload_json(key, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
+  j["businessGroup"] = details->value("businessGroup", "");
+  return j;
+}
+
 std::optional<Json> Platform::gpu_history_json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms) const {
   const cluster::Cluster* c = simulation_.cluster();
   if (c == nullptr || !c->find_gpu(uuid)) return std::nullopt;

@@ -104,6 +104,10 @@ class Platform {
   // nullopt for an unknown uuid; no samples without governance (it records the minutes).
   [[nodiscard]] std::optional<Json> gpu_history_json(const std::string& uuid, std::int64_t from_ms,
                                                      std::int64_t to_ms) const;
+  // A workload's minutes on its devices and its markers (GpuHistory::workload_json); nullopt
+  // for an unknown workload.
+  [[nodiscard]] std::optional<Json> workload_history_json(const std::string& key, std::int64_t from_ms,
+                                                          std::int64_t to_ms) const;
   // The newest minute the GPU history holds (Unix ms), 0 before any.
   [[nodiscard]] std::int64_t gpu_history_last_ms() const { return gpu_history_.last_ms(); }
   // The inference services: per InferenceScalingPolicy its model, peak, request counts,

@@ -101,5 +101,25 @@ TEST(GpuHistory, ListsMigInstancesInSliceOrderAndMarksTheGpusAndItsHoldersEvents
   EXPECT_FALSE(GpuHistory::is_marker("Admitted"));
 }
 
+TEST(GpuHistory, AWorkloadsMinutesAreItsDevicesWhileItHeldThemAndTheirMean) {
+  GpuHistory h;
+  for (std::int64_t i = 0; i < 4; ++i) {
+    h.record(history_minute(i, {gpu_minute("GPU-a", "ads/train", 40), gpu_minute("GPU-b", i < 2 ? "ads/train" : "search/x", 80)}));
+  }
+  const std::vector<run::Event> events{history_event(1, "Preempted", "Workload/ads/train", "ads"),
+                                       history_event(1, "Preempted", "Workload/search/x", "search")};
+  const auto j = h.workload_json("ads/train", kT0, kT0 + 10 * kMin, events, [](std::int64_t t) { return kT0 + t; });
+  ASSERT_EQ(j["devices"].size(), 2U);
+  EXPECT_EQ(j["devices"][0]["samples"].size(), 4U);
+  EXPECT_EQ(j["devices"][1]["samples"].size(), 2U) << "GPU-b went to search/x at minute 2";
+  ASSERT_EQ(j["mean"].size(), 4U);
+  EXPECT_EQ(j["mean"][0]["gpuUtilization"], 60.0);
+  EXPECT_EQ(j["mean"][0]["devices"], 2);
+  EXPECT_EQ(j["mean"][3]["gpuUtilization"], 40.0);
+  ASSERT_EQ(j["markers"].size(), 1U);
+  EXPECT_EQ(j["markers"][0]["kind"], "Preempted");
+  EXPECT_TRUE(h.workload_json("nobody/here", kT0, kT0 + kMin, events, [](std::int64_t t) { return t; })["devices"].empty());
+}
+
 }  // namespace
 }  // namespace gpubank::twin::live
