@@ -197,31 +197,8 @@ FluidService::FluidService(Service service, ReplicaCosts costs, std::shared_ptr<
 }
 
 bool FluidService::add_requests(std::span<const Request> requests, Diagnostics& findings) {
-  const std::size_t before = findings.size();
-  std::int64_t last = next_arrival_ < arrivals_.size() ? arrivals_.back().arrival_ms : now_ms_;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const Request& q = requests[i];
-    std::string problem;
-    if (q.arrival_ms < last) {
-      problem = "arrival " + std::to_string(q.arrival_ms) + " ms is before " + std::to_string(last) +
-                " ms (requests must be sorted and not in the past)";
-    } else if (q.prompt_tokens < 1 || q.output_tokens < 1) {
-      problem = "promptTokens and outputTokens must be at least 1, not " + std::to_string(q.prompt_tokens) + " and " +
-                std::to_string(q.output_tokens);
-    }
-    if (!problem.empty()) {
-      Diagnostic d;
-      d.rule = std::string(kRuleRequest);
-      d.kind = "Request";
-      d.name = std::to_string(q.id);
-      d.path = "requests[" + std::to_string(i) + "]";
-      d.message = std::move(problem);
-      findings.push_back(std::move(d));
-      continue;
-    }
-    last = q.arrival_ms;
-  }
-  if (findings.size() != before) return false;
+  const std::int64_t last = next_arrival_ < arrivals_.size() ? arrivals_.back().arrival_ms : now_ms_;
+  if (!check_requests(requests, last, findings)) return false;
   if (next_arrival_ > 0 && next_arrival_ * 2 >= arrivals_.size()) {
     arrivals_.erase(arrivals_.begin(), arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_));
     next_arrival_ = 0;
@@ -618,8 +595,6 @@ void FluidService::slice(std::int64_t a_ms, std::int64_t b_ms) {
     r.running = r.drain_in_flight * (1.0 - to);
     r.kv_usage = to < 1.0 ? r.kv_usage : 0;
   }
-  finished_ = 0;
-  for (const Replica& r : replicas_) finished_ += static_cast<double>(r.finished);
 }
 
 bool FluidService::advance_to(std::int64_t t_ms) {
@@ -677,7 +652,7 @@ ServiceSnapshot FluidService::snapshot() const {
   s.router_waiting = router_waiting();
   s.arrived = arrived_ + rejected_;
   s.rejected = rejected_;
-  s.finished = std::llround(finished_);
+  for (const Replica& r : replicas_) s.finished += r.finished;
   s.aborted = aborted_;
   for (const Replica& r : replicas_) s.replicas.push_back(replica_snapshot(r.id));
   return s;
@@ -693,11 +668,7 @@ metrics::Exposition FluidService::exposition(const VllmExpositionOptions& option
     series.push_back({r.name, snap.running, snap.waiting, snap.kv_cache_usage, &r.counters});
   }
   auto e = vllm_exposition(service_.model_name, series, options);
-  metrics::Family router{"gpubank_inference_router_waiting_requests", metrics::MetricType::gauge,
-                         "Requests of an inference service waiting at the twin's router for a ready replica.",
-                         {}};
-  router.samples.push_back({router.name, {{"model_name", service_.model_name}}, static_cast<double>(router_waiting()), {}});
-  e.families.insert(e.families.begin(), std::move(router));
+  e.families.insert(e.families.begin(), router_waiting_family(service_.model_name, router_waiting()));
   return e;
 }
 

@@ -174,7 +174,6 @@ class FluidService final : public ServiceModel {
   bool rate_seeded_ = false;  // arrived, beyond what the ready replicas hold in steady state
   double arrived_total_ = 0, prompt_total_ = 0, output_total_ = 0;
   std::int64_t arrived_ = 0, rejected_ = 0, aborted_ = 0;
-  double finished_ = 0;
   std::vector<MinuteTtft> minutes_;
   std::vector<MinuteEntry> open_minute_;
   std::int64_t open_minute_index_ = 0;

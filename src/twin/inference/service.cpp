@@ -100,17 +100,16 @@ std::optional<InferenceService> InferenceService::create(Service service, Diagno
 InferenceService::InferenceService(Service service, ReplicaCosts costs, ServiceOptions options)
     : service_(std::move(service)), costs_(costs), options_(options) {}
 
-bool InferenceService::add_requests(std::span<const Request> requests, Diagnostics& findings) {
+bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings) {
   const std::size_t before = findings.size();
-  std::int64_t last = arrivals_.empty() ? now_us_ / kUsPerMs : arrivals_.back().arrival_ms;
-  if (arrivals_.empty() && now_us_ % kUsPerMs != 0) ++last;  // not before now
+  std::int64_t last = not_before_ms;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const Request& q = requests[i];
     std::string problem;
     if (q.arrival_ms < last) {
       problem = "arrival " + std::to_string(q.arrival_ms) + " ms is before " + std::to_string(last) +
                 " ms (requests must be sorted and not in the past)";
-    } else if (q.arrival_ms > std::numeric_limits<std::int64_t>::max() / (4 * kUsPerMs)) {
+    } else if (q.arrival_ms > std::numeric_limits<std::int64_t>::max() / (4 * InferenceService::kUsPerMs)) {
       problem = "arrival " + std::to_string(q.arrival_ms) + " ms is out of range";
     } else if (q.prompt_tokens < 1 || q.output_tokens < 1) {
       problem = "promptTokens and outputTokens must be at least 1, not " + std::to_string(q.prompt_tokens) +
@@ -128,7 +127,21 @@ bool InferenceService::add_requests(std::span<const Request> requests, Diagnosti
     }
     last = q.arrival_ms;
   }
-  if (findings.size() != before) return false;
+  return findings.size() == before;
+}
+
+metrics::Family router_waiting_family(const std::string& model_name, std::int64_t waiting) {
+  metrics::Family router{"gpubank_inference_router_waiting_requests", metrics::MetricType::gauge,
+                         "Requests of an inference service waiting at the twin's router for a ready replica.",
+                         {}};
+  router.samples.push_back({router.name, {{"model_name", model_name}}, static_cast<double>(waiting), {}});
+  return router;
+}
+
+bool InferenceService::add_requests(std::span<const Request> requests, Diagnostics& findings) {
+  std::int64_t last = arrivals_.empty() ? now_us_ / kUsPerMs : arrivals_.back().arrival_ms;
+  if (arrivals_.empty() && now_us_ % kUsPerMs != 0) ++last;  // not before now
+  if (!check_requests(requests, last, findings)) return false;
   if (next_arrival_ > 0 && next_arrival_ * 2 >= arrivals_.size()) {
     arrivals_.erase(arrivals_.begin(), arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_));
     next_arrival_ = 0;
@@ -597,14 +610,7 @@ metrics::Exposition InferenceService::exposition(const VllmExpositionOptions& op
     series.push_back({r.name, snap.running, snap.waiting, snap.kv_cache_usage, &r.counters});
   }
   auto e = vllm_exposition(service_.model_name, series, options);
-  metrics::Family router{"gpubank_inference_router_waiting_requests", metrics::MetricType::gauge,
-                         "Requests of an inference service waiting at the twin's router for a ready replica.",
-                         {}};
-  router.samples.push_back({router.name,
-                            {{"model_name", service_.model_name}},
-                            static_cast<double>(router_queue_.size()),
-                            {}});
-  e.families.insert(e.families.begin(), std::move(router));
+  e.families.insert(e.families.begin(), router_waiting_family(service_.model_name, router_waiting()));
   return e;
 }
 

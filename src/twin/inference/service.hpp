@@ -58,6 +58,14 @@ inline constexpr std::string_view kRuleRequest = "inference.request";
 // weights that leave no room for the KV cache. Empty when it can be served.
 [[nodiscard]] Diagnostics check_service(const Service& service);
 
+// The rules of add_requests (either model's): sorted, none before not_before_ms, an
+// arrival in range, at least one prompt and one output token. False (and findings naming
+// requests[i] and kRuleRequest) on any problem.
+bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings);
+
+// gpubank_inference_router_waiting_requests{model_name}: the twin's router queue.
+[[nodiscard]] metrics::Family router_waiting_family(const std::string& model_name, std::int64_t waiting);
+
 struct ServiceOptions {
   bool keep_completions = false;
   // Longest run of identical decode steps simulated at once; 1 simulates every step on
