@@ -660,16 +660,4 @@ ServiceSnapshot FluidService::snapshot() const {
 
 const VllmCounters& FluidService::counters(ReplicaId id) const { return replicas_.at(id).counters; }
 
-metrics::Exposition FluidService::exposition(const VllmExpositionOptions& options) const {
-  std::vector<VllmReplicaSeries> series;
-  for (const Replica& r : replicas_) {
-    if (r.state != ReplicaState::ready && r.state != ReplicaState::draining) continue;
-    const auto snap = replica_snapshot(r.id);
-    series.push_back({r.name, snap.running, snap.waiting, snap.kv_cache_usage, &r.counters});
-  }
-  auto e = vllm_exposition(service_.model_name, series, options);
-  e.families.insert(e.families.begin(), router_waiting_family(service_.model_name, router_waiting()));
-  return e;
-}
-
 }  // namespace gpubank::twin::inference

@@ -99,7 +99,7 @@ class FluidService final : public ServiceModel {
   [[nodiscard]] std::int64_t router_waiting() const override;
   [[nodiscard]] ReplicaSnapshot replica_snapshot(ReplicaId replica) const override;
   [[nodiscard]] const VllmCounters& counters(ReplicaId replica) const override;
-  [[nodiscard]] metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const override;
+
   [[nodiscard]] const std::vector<Completion>& completions() const override { return no_completions_; }
   [[nodiscard]] const std::vector<MinuteTtft>* minute_ttft() const override { return &minutes_; }
   [[nodiscard]] bool takes_batches() const override { return true; }

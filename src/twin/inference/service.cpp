@@ -601,16 +601,18 @@ ServiceSnapshot InferenceService::snapshot() const {
 
 const VllmCounters& InferenceService::counters(ReplicaId id) const { return replicas_.at(id).counters; }
 
-metrics::Exposition InferenceService::exposition(const VllmExpositionOptions& options) const {
+metrics::Exposition ServiceModel::exposition(const VllmExpositionOptions& options) const {
   std::vector<VllmReplicaSeries> series;
-  for (const Replica& r : replicas_) {
-    // A loading pod serves no /metrics yet; a removed one is gone.
-    if (r.state != ReplicaState::ready && r.state != ReplicaState::draining) continue;
-    const auto snap = replica_snapshot(r.id);
-    series.push_back({r.name, snap.running, snap.waiting, snap.kv_cache_usage, &r.counters});
+  std::vector<ReplicaSnapshot> snaps;
+  for (ReplicaId id = 0; id < replica_count(); ++id) {
+    const ReplicaState state = replica_state(id);
+    if (state == ReplicaState::ready || state == ReplicaState::draining) snaps.push_back(replica_snapshot(id));
   }
-  auto e = vllm_exposition(service_.model_name, series, options);
-  e.families.insert(e.families.begin(), router_waiting_family(service_.model_name, router_waiting()));
+  for (const ReplicaSnapshot& snap : snaps) {
+    series.push_back({snap.name, snap.running, snap.waiting, snap.kv_cache_usage, &counters(snap.id)});
+  }
+  auto e = vllm_exposition(service().model_name, series, options);
+  e.families.insert(e.families.begin(), router_waiting_family(service().model_name, router_waiting()));
   return e;
 }
 

@@ -119,7 +119,7 @@ class InferenceService final : public ServiceModel {
 
   // The vLLM families of every replica not removed (vllm_metrics.hpp), plus
   // gpubank_inference_router_waiting_requests{model_name}.
-  [[nodiscard]] metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const override;
+
 
   static constexpr std::int64_t kUsPerMs = 1000;
 

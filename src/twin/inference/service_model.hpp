@@ -126,9 +126,11 @@ class ServiceModel {
   [[nodiscard]] virtual std::int64_t router_waiting() const = 0;
   [[nodiscard]] virtual ReplicaSnapshot replica_snapshot(ReplicaId replica) const = 0;
   [[nodiscard]] virtual const VllmCounters& counters(ReplicaId replica) const = 0;
-  // The vLLM families of every replica not removed (vllm_metrics.hpp), plus
-  // gpubank_inference_router_waiting_requests{model_name}.
-  [[nodiscard]] virtual metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const = 0;
+  // The vLLM families of every ready or draining replica (vllm_metrics.hpp; a loading pod
+  // serves no /metrics yet, a removed one is gone), plus
+  // gpubank_inference_router_waiting_requests{model_name}: the same for either model, from
+  // the reads above.
+  [[nodiscard]] metrics::Exposition exposition(const VllmExpositionOptions& options = {}) const;
 
   // Every finished request, when the model keeps them (InferenceService with
   // keep_completions); else empty.
