@@ -528,9 +528,8 @@ void FluidService::slice(std::int64_t a_ms, std::int64_t b_ms) {
     if (r.state == ReplicaState::loading && r.ready_at_ms <= a_ms) r.state = ReplicaState::ready;
   }
   const Arrivals in = take_arrivals(b_ms);
-  arrived_fraction_ += in.count;
-  arrived_ = std::llround(arrived_fraction_);
   arrived_total_ += in.count;
+  arrived_ = std::llround(arrived_total_);
   prompt_total_ += in.prompt_tokens;
   output_total_ += in.output_tokens;
   const double dt_s = static_cast<double>(b_ms - a_ms) / 1000.0;

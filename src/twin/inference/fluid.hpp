@@ -10,7 +10,7 @@
 //   the saturation throughput (requests per second a replica finishes when it cannot keep
 //   up). Between one and four replicas the ladders are mixed by log2 of the count; above
 //   four the four-replica ladder stands (pessimistic: more replicas pool more).
-// - Run: time moves in slices of at most kSliceMs (cut at replicas becoming ready and at
+// - Run: time moves in slices of at most kFluidSliceMs (cut at replicas becoming ready and at
 //   drain ends). The arrivals of a slice are split evenly over the ready replicas of
 //   weight > 0 (the router's least-outstanding rule at equal load); the replicas behave as
 //   the calibration level of the per-replica arrival rate smoothed over about a minute
@@ -169,7 +169,6 @@ class FluidService final : public ServiceModel {
   std::deque<ArrivalBatch> batches_;
   std::vector<Replica> replicas_;
   double backlog_ = 0;
-  double arrived_fraction_ = 0;
   double rate_smoothed_ = 0;  // arrivals per second, exponentially smoothed (time constant 60 s)
   bool rate_seeded_ = false;  // arrived, beyond what the ready replicas hold in steady state
   double arrived_total_ = 0, prompt_total_ = 0, output_total_ = 0;
