@@ -402,18 +402,20 @@ void Engine::remove(Sim& s, VirtualTime now) {
 }
 
 void Engine::checkpoint_done(Sim& s, VirtualTime now) {
-  if (s.reclaim < 0) return;
-  auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
+  if (s.reclaim < 0 && !s.approved_stop) return;
+  // The lender's reclaim keeps the victim's timeline; an approved stop has none.
+  VictimTimeline* v = s.reclaim >= 0 ? &result_.reclaims[at(s.reclaim)].victims[at(s.victim)] : nullptr;
   if (s.w->checkpoint_fails) {
-    v.checkpoint_failed = now;
+    if (v != nullptr) v->checkpoint_failed = now;
+    s.approved_checkpoint_failed = v == nullptr;
     ++result_.checkpoints_failed;
     Event e = workload_event(s, now, "CheckpointFailed", "CheckpointFailed",
                              "The checkpoint of " + s.key + " failed; it is stopped when the grace period ends");
-    e.related = {"BusinessGroup/" + result_.reclaims[at(s.reclaim)].lender};
+    if (v != nullptr) e.related = {"BusinessGroup/" + result_.reclaims[at(s.reclaim)].lender};
     event(std::move(e));
     return;
   }
-  v.checkpoint_completed = now;
+  if (v != nullptr) v->checkpoint_completed = now;
   ++result_.checkpoints_ok;
   s.checkpoint_saved = true;
   Event e = workload_event(s, now, "CheckpointCompleted", "CheckpointCompleted",
@@ -421,20 +423,22 @@ void Engine::checkpoint_done(Sim& s, VirtualTime now) {
                                " s of progress");
   e.numbers = {{"progressSeconds", s.frozen_progress / 1000}};
   event(std::move(e));
-  stop_victim(s, now, "checkpoint saved");
+  stop_noticed(s, now, "checkpoint saved");
 }
 
 void Engine::grace_end(Sim& s, VirtualTime now) {
-  if (s.reclaim < 0) return;
-  auto& v = result_.reclaims[at(s.reclaim)].victims[at(s.victim)];
-  if (s.w->checkpointable && !v.checkpoint_completed && !v.checkpoint_failed) {
-    v.checkpoint_failed = now;
+  if (s.reclaim < 0 && !s.approved_stop) return;
+  const bool failed_already = s.reclaim >= 0
+                                  ? result_.reclaims[at(s.reclaim)].victims[at(s.victim)].checkpoint_failed.has_value()
+                                  : s.approved_checkpoint_failed;
+  if (s.w->checkpointable && !s.checkpoint_saved && !failed_already) {
+    if (s.reclaim >= 0) result_.reclaims[at(s.reclaim)].victims[at(s.victim)].checkpoint_failed = now;
     ++result_.checkpoints_failed;
     Event e = workload_event(s, now, "CheckpointFailed", "GracePeriodExpired",
                              "The checkpoint of " + s.key + " did not complete within the grace period");
     event(std::move(e));
   }
-  stop_victim(s, now, "grace period expired");
+  stop_noticed(s, now, "grace period expired");
 }
 
 void Engine::stop_victim(Sim& s, VirtualTime now, const std::string& why) {
@@ -443,6 +447,13 @@ void Engine::stop_victim(Sim& s, VirtualTime now, const std::string& why) {
   const std::int64_t p = progress(s, now);
   const std::int64_t kept = s.checkpoint_saved ? s.frozen_progress : last_periodic(s, p);
   const std::int64_t loss = (p - kept) * s.gpus;
+  if (s.approved_stop) {  // a person approved its reclaim too: it is not requeued
+    v.stopped = now;
+    v.loss_gpu_ms = loss;
+    s.reclaim = s.victim = -1;
+    stop_approved_workload(s, now, why + "; GPUs lent by " + r.lender);
+    return;
+  }
   const std::int64_t backoff = std::min<std::int64_t>(kRequeueBackoffMs << std::min(s.outcome.stops, 6), kRequeueBackoffMaxMs);
   const std::string message = "Stopped to return " + std::to_string(s.gpus) + " GPUs lent by " + r.lender + " in pool " +
                               r.pool + " (" + why + "); resumes from " + std::to_string(kept / 1000) +
@@ -464,6 +475,43 @@ void Engine::stop_victim(Sim& s, VirtualTime now, const std::string& why) {
   e.related = {"BusinessGroup/" + r.lender};
   event(std::move(e));
   s.reclaim = s.victim = -1;
+  core_changed_ = true;
+}
+
+void Engine::stop_approved_workload(Sim& s, VirtualTime now, const std::string& why) {
+  const bool held = holds_gpus(s.state);
+  const std::int64_t p = progress(s, now);
+  const std::int64_t kept = s.checkpoint_saved ? s.frozen_progress : last_periodic(s, p);
+  const std::int64_t loss = held ? (p - kept) * s.gpus : 0;
+  const Quota& q = quotas_[at(s.quota)];
+  const std::string message =
+      held ? "Stopped on an approved low-utilisation reclaim (" + why + "): its " + std::to_string(s.gpus) +
+                 " GPUs of pool " + q.pool_name + " are free; deactivated, not requeued, its work kept up to " +
+                 std::to_string(kept / 1000) + " s of progress"
+           : "Deactivated on an approved low-utilisation reclaim (" + why + "): it held no GPUs";
+  if (s.submitted && s.state != State::Requeuing) {
+    if (held) {
+      auto evicted = core_->evict(s.id, "ApprovedLowUtilization", message, now);
+      if (!evicted) throw std::logic_error("twin run: " + evicted.error());
+      core_->release_evicted(s.id, now);
+    }
+    end_in_core(s, now);
+  }
+  s.base = kept;
+  s.frozen = false;
+  ++s.version;  // its Finish, CheckpointDone, GraceEnd and Resubmit timers no longer hold
+  if (held) ++s.outcome.stops;
+  s.outcome.loss_gpu_ms += loss;
+  result_.recompute_loss_gpu_ms += loss;
+  set_state(s, State::Finished);
+  s.deactivated = true;
+  if (held) {
+    ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Reclaimed");
+    pools_[at(q.pool)].ended[s.key] = "Reclaimed";
+  }
+  Event e = workload_event(s, now, held ? "ReclaimVictimStopped" : "Deactivated", "ApprovedLowUtilization", message);
+  e.numbers = {{"gpus", s.gpus}, {"resumeFromSeconds", kept / 1000}, {"recomputeLossGpuHours", gpu_hours(loss)}};
+  event(std::move(e));
   core_changed_ = true;
 }
 
@@ -545,6 +593,11 @@ void Engine::decision(const Decision& d, VirtualTime now) {
       }
       core_->release_evicted(s.id, now);
       requeue(s, now, kept, loss);
+      if (s.approved_stop) {  // a person approved its reclaim: it does not queue again
+        end_in_core(s, now);
+        set_state(s, State::Finished);
+        s.deactivated = true;
+      }
       ledger_usage(s, bank::LedgerKind::UsageEnded, now, "Preempted");
       pools_[at(quotas_[at(s.quota)].pool)].ended[s.key] = "Preempted";
       Event e = workload_event(s, now, "Preempted", d.reason, d.message);
@@ -620,6 +673,13 @@ Expected<bool> Simulation::cap_borrowing(const std::string& business_group, cons
   return impl_->cap_borrowing(business_group, pool, cap, reason, actor);
 }
 Expected<bool> Simulation::record(Event event, const std::string& actor) { return impl_->record_now(std::move(event), actor); }
+Expected<bool> Simulation::change_policies(const policy::PolicySet& next, const std::string& reason,
+                                           const std::string& actor) {
+  return impl_->change_policies(next, reason, actor);
+}
+Expected<bool> Simulation::stop_approved(const std::string& key, const std::string& approval, const std::string& actor) {
+  return impl_->stop_approved(key, approval, actor);
+}
 RunResult Simulation::finish() { return impl_->finish(); }
 RunResult Simulation::stats() const { return impl_->stats(); }
 

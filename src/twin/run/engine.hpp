@@ -249,6 +249,27 @@ class Simulation {
   Expected<std::string> submit(ScenarioWorkload workload, const std::string& actor);
   // Deletes a workload now (false: it had already ended).
   Expected<bool> remove(const std::string& key, const std::string& actor);
+  // A person approved the reclaim of a low-utilisation workload (governance/
+  // reclaim_approval.hpp), as the controller carries it out on a cluster: a notice
+  // (ReclaimNoticeSent, reason ReclaimApproved) with its group's reclaimPolicy grace (else
+  // the guardrails' maxGracePeriod), a checkpoint request when it is checkpointable, then
+  // on the checkpoint or at the grace's end it is stopped (ReclaimVictimStopped, reason
+  // ApprovedLowUtilization), its GPUs released and the workload deactivated: never requeued.
+  // Pending or requeuing work is deactivated at once. `approval` is the decision in words;
+  // the notice is audited with `actor` (the decider). False: it had ended. Errors: an unknown
+  // workload, one already being stopped on approval, a run that is not going.
+  Expected<bool> stop_approved(const std::string& key, const std::string& approval, const std::string& actor);
+  // An approved policy change, in force from now (the portal's self-service changes):
+  // `next` is the whole set. What changes in place is what a controller changes in a
+  // ClusterQueue and its Cohort: each GPUQuotaPolicy's guarantee, borrowing and lending
+  // limits (as `gpubank render` derives them), reclaimPolicy grace and onlyPreempt. Nobody is
+  // evicted by a lower limit or guarantee (as in Kueue); the bank reclaims lent GPUs for
+  // demand within a higher guarantee. Each changed quota: event QuotaChanged (audited with
+  // `actor`) and a QuotaSet ledger entry; later audit entries carry the new set's version.
+  // Errors, changing nothing: anything else that differs (the guardrails, other kinds, a
+  // GPUQuotaPolicy added or removed, a reclaimPolicy added or removed: those change what the
+  // run was built from and apply at the next start), a set that does not render.
+  Expected<bool> change_policies(const policy::PolicySet& next, const std::string& reason, const std::string& actor);
   // Planned demand: `gpus` of the group's guarantee in the pool must be free or in its own
   // use (0 withdraws). What is lent beyond that is reclaimed gracefully, like a pending
   // workload's demand, with `grace` for the notices (unset: the quota's reclaimPolicy

@@ -198,7 +198,7 @@ void Engine::reclaim(VirtualTime now) {
       const Sim& s = sims_[at(si)];
       // Admitted and not on nodes yet (Placing) holds the lent quota as much as running
       // work does: a NotRunning victim, the first to go.
-      if (s.reclaim >= 0 || !holds_gpus(s.state)) continue;
+      if (s.reclaim >= 0 || s.approved_stop || !holds_gpus(s.state)) continue;
       bank::VictimFacts facts;
       facts.running = s.state == State::Running;
       facts.checkpointable = s.w->checkpointable;

@@ -4,6 +4,19 @@
 
 namespace gpubank::twin::run::detail {
 
+namespace {
+
+// Each object of a set by "Kind/name", as its canonical text (what the policy version hashes).
+std::map<std::string, std::string> canonical_objects(const policy::PolicySet& set) {
+  std::map<std::string, std::string> out;
+  for (const auto& p : set.policies()) out[std::string(policy::kind_name(p.kind)) + "/" + p.name()] = render::canonical_text(p);
+  return out;
+}
+
+std::string limit_text(const std::optional<Amount>& a) { return a ? std::to_string(*a) : std::string("none"); }
+
+}  // namespace
+
 Expected<bool> Engine::gpu_health(const std::string& uuid, bool healthy, int xid, VirtualTime now, const std::string& actor,
                                   std::int64_t ecc_double_bit) {
   if (!cluster_) return Unexpected{std::string("no cluster: the run has no inventory")};
@@ -41,8 +54,8 @@ Expected<bool> Engine::gpu_health(const std::string& uuid, bool healthy, int xid
     if (it == sim_index_.end()) continue;
     Sim& s = sims_[at(it->second)];
     if (!holds_gpus(s.state)) continue;
-    if (s.reclaim >= 0) {
-      stop_victim(s, now, "its GPU failed");
+    if (s.reclaim >= 0 || s.approved_stop) {
+      stop_noticed(s, now, "its GPU failed");
       continue;
     }
     const std::int64_t p = progress(s, now);
@@ -126,6 +139,181 @@ Expected<bool> Engine::delete_now(const std::string& key, const std::string& act
     remove(s, now_);
   }
   actor_.clear();
+  if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+  return true;
+}
+
+Expected<bool> Engine::stop_approved(const std::string& key, const std::string& approval, const std::string& actor) {
+  if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+  const auto it = sim_index_.find(key);
+  if (it == sim_index_.end()) return Unexpected{"no workload " + key};
+  const int index = it->second;
+  Sim& s = sims_[at(index)];
+  if (s.state == State::Finished || s.state == State::Waiting) return false;  // it ended (or never came): nothing to stop
+  if (s.approved_stop) return Unexpected{"workload " + key + " is already being stopped on an approved reclaim"};
+  s.approved_stop = true;
+  actor_ = actor;
+  if (!holds_gpus(s.state)) {
+    stop_approved_workload(s, now_, approval);
+  } else if (s.reclaim >= 0) {
+    // Under a lender's notice already: that notice's checkpoint or grace stops it, and
+    // stop_victim deactivates it instead of requeuing it.
+  } else {
+    // The controller's grace for an approved reclaim: the group's own reclaimPolicy, else
+    // the guardrails' maxGracePeriod.
+    const Quota& q = quotas_[at(s.quota)];
+    const std::int64_t grace_ms =
+        q.graceful ? q.grace_ms : guardrails_ != nullptr ? guardrails_->max_grace_period.milliseconds() : 0;
+    Event n = workload_event(s, now_, "ReclaimNoticeSent", "ReclaimApproved",
+                             approval + ": " + key + " (" + std::to_string(s.gpus) + " GPUs of " + q.pool_name +
+                                 ") is asked to checkpoint and stops within " + std::to_string(grace_ms / 1000) + " s");
+    n.numbers = {{"gpus", s.gpus}, {"graceSeconds", grace_ms / 1000}};
+    event(std::move(n));
+    if (s.state != State::Running || grace_ms == 0) {
+      stop_approved_workload(s, now_, s.state == State::Running ? "no grace period" : "not running yet");
+    } else {
+      if (s.w->checkpointable) {
+        s.frozen_progress = progress(s, now_);
+        s.frozen = true;
+        ++s.version;  // its Finish no longer holds: progress stopped while it saves
+        Event c = workload_event(s, now_, "CheckpointRequested", "ReclaimApproved",
+                                 "Workload " + s.key + " is asked to checkpoint within " + std::to_string(grace_ms / 1000) +
+                                     " s");
+        c.numbers = {{"progressSeconds", s.frozen_progress / 1000},
+                     {"checkpointDurationSeconds", s.w->checkpoint_duration.milliseconds() / 1000}};
+        event(std::move(c));
+        const VirtualTime done = now_ + s.w->checkpoint_duration.milliseconds();
+        if (done < now_ + grace_ms) schedule(done, Timer::Kind::CheckpointDone, index);
+      }
+      schedule(now_ + grace_ms, Timer::Kind::GraceEnd, index);
+    }
+  }
+  actor_.clear();
+  if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+  return true;
+}
+
+Expected<bool> Engine::change_policies(const policy::PolicySet& next, const std::string& reason, const std::string& actor) {
+  if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+  const policy::PolicySet& current = changed_sets_.empty() ? policies_ : changed_sets_.back();
+  // Only GPUQuotaPolicies' numbers change in place: everything else is what the run was
+  // built from (pools, groups, the day's work, the serving and tidal controllers, leases).
+  const auto before = canonical_objects(current);
+  const auto after = canonical_objects(next);
+  constexpr std::string_view kNextStart =
+      " applies at the next start of the run (the running twin changes GPUQuotaPolicies' quotas in place)";
+  for (const auto& [name, text] : after) {
+    const auto it = before.find(name);
+    if (it == before.end()) return Unexpected{name + ": a new object" + std::string(kNextStart)};
+    if (it->second != text && !name.starts_with("GPUQuotaPolicy/")) return Unexpected{name + ": the change" + std::string(kNextStart)};
+  }
+  for (const auto& [name, text] : before) {
+    if (!after.contains(name)) return Unexpected{name + ": its removal" + std::string(kNextStart)};
+  }
+  // The limits `gpubank render` derives, read back as the setup reads them.
+  kueue::ObjectSet objects;
+  Diagnostics problems;
+  for (const auto& o : render::render_kueue(next)) {
+    const doc::Node node = doc::from_json(nlohmann::json::parse(o.manifest.dump()));
+    kueue::decode_object(node, kueue::Source{o.path, 0, -1, {}, {}}, objects, problems);
+  }
+  for (const auto& d : problems) {
+    if (d.severity == Severity::Error) return Unexpected{"the changed policies do not render: " + d.to_string()};
+  }
+  const kueue::CoreInputs inputs = kueue::core_inputs(objects);
+  struct Change {
+    int quota = -1;
+    const policy::GPUQuotaPolicySpec* spec = nullptr;  // in `next`, re-pointed once it is kept
+    std::size_t index = 0;                              // of its object in next.policies()
+    std::optional<Amount> borrowing_limit, lending_limit;
+  };
+  std::vector<Change> changes;
+  for (std::size_t i = 0; i < next.policies().size(); ++i) {
+    const policy::PolicyObject& o = next.policies()[i];
+    if (o.kind != policy::Kind::GPUQuotaPolicy) continue;
+    const auto& spec = o.as<policy::GPUQuotaPolicySpec>();
+    const auto qi = quota_index_.find({spec.business_group, spec.resource_pool});
+    if (qi == quota_index_.end()) {
+      return Unexpected{"GPUQuotaPolicy/" + o.name() + ": its group or pool changed, which" + std::string(kNextStart)};
+    }
+    const Quota& q = quotas_[at(qi->second)];
+    const bool graceful = spec.reclaim_policy && spec.reclaim_policy->grace_period.has_value();
+    if (graceful != q.graceful) {
+      return Unexpected{"GPUQuotaPolicy/" + o.name() + ": a reclaimPolicy grace added or removed changes the ClusterQueue's "
+                        "preemption, which" + std::string(kNextStart)};
+    }
+    Change c{qi->second, &spec, i, std::nullopt, std::nullopt};
+    for (const auto& cq : inputs.queues) {
+      if (cq.name != q.cq) continue;
+      for (const auto& g : cq.resource_groups) {
+        for (const auto& f : g.flavors) {
+          for (const auto& r : f.resources) {
+            if (f.flavor == pools_[at(q.pool)].flavor && r.resource == pools_[at(q.pool)].resource) {
+              c.borrowing_limit = r.borrowing_limit;
+              c.lending_limit = r.lending_limit;
+            }
+          }
+        }
+      }
+    }
+    changes.push_back(c);
+  }
+  if (changes.size() != quotas_.size()) return Unexpected{"a GPUQuotaPolicy removed" + std::string(kNextStart)};
+
+  // Kept from here on: the quotas' specs point into it.
+  changed_sets_.push_back(next.policies_only());
+  const policy::PolicySet& kept = changed_sets_.back();
+  std::string canonical;
+  for (const auto& p : kept.policies()) canonical += render::canonical_text(p) + "\n";
+  actor_ = actor;
+  for (const Change& c : changes) {
+    Quota& q = quotas_[at(c.quota)];
+    Pool& pool = pools_[at(q.pool)];
+    const auto& spec = kept.policies()[c.index].as<policy::GPUQuotaPolicySpec>();
+    // What the core holds while sync_quotas never pushed this queue: the rendered quota.
+    if (!q.applied) q.applied = ResourceQuota{pool.resource, q.spec->guaranteed, q.borrowing_limit, q.lending_limit};
+    const std::int64_t was_guaranteed = q.guaranteed;
+    const auto was_borrowing = q.borrowing_limit, was_lending = q.lending_limit;
+    const std::int64_t was_grace = q.grace_ms;
+    const std::vector<std::string> was_traits = q.lend_only_to;
+    const std::int64_t delta = spec.guaranteed - q.spec->guaranteed;  // leases in force keep their extra
+    q.guaranteed += delta;
+    pool.guaranteed += delta;
+    q.borrowing_limit = c.borrowing_limit;
+    q.lending_limit = c.lending_limit;
+    q.grace_ms = q.graceful ? spec.reclaim_policy->grace_period->milliseconds() : 0;
+    q.lend_only_to.clear();
+    if (spec.reclaim_policy) {
+      for (auto t : spec.reclaim_policy->only_preempt) q.lend_only_to.push_back(trait_name(t));
+    }
+    q.spec = &spec;
+    if (delta == 0 && was_borrowing == q.borrowing_limit && was_lending == q.lending_limit && was_grace == q.grace_ms &&
+        was_traits == q.lend_only_to) {
+      continue;
+    }
+    pool.touch();
+    ledger_quota(q, now_, "PolicyChangeApplied");
+    Event e;
+    e.t = now_;
+    e.kind = "QuotaChanged";
+    e.object = "GPUQuotaPolicy/" + kept.policies()[c.index].name();
+    e.business_group = q.group;
+    e.pool = q.pool_name;
+    e.queue = q.cq;
+    e.reason = "PolicyChangeApplied";
+    e.message = reason + ": " + q.group + " in " + q.pool_name + " now guaranteed " + std::to_string(q.guaranteed) +
+                " (was " + std::to_string(was_guaranteed) + "), borrowingLimit " + limit_text(q.borrowing_limit) + " (was " +
+                limit_text(was_borrowing) + "), lendingLimit " + limit_text(q.lending_limit) + " (was " +
+                limit_text(was_lending) + ")";
+    e.numbers = {{"guaranteed", q.guaranteed}, {"previousGuaranteed", was_guaranteed}};
+    if (q.borrowing_limit) e.numbers["borrowingLimit"] = *q.borrowing_limit;
+    if (q.lending_limit) e.numbers["lendingLimit"] = *q.lending_limit;
+    if (q.graceful) e.numbers["graceSeconds"] = q.grace_ms / 1000;
+    event(std::move(e));
+  }
+  actor_.clear();
+  result_.policy_version = render::sha256_hex(canonical);
+  sync_quotas();
   if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
   return true;
 }

@@ -162,6 +162,10 @@ struct Sim {
   std::optional<VirtualTime> queue_since;
   VirtualTime created_at = -1;
   bool deactivated = false;
+  // An approved low-utilisation reclaim (Simulation::stop_approved): stopped after its
+  // checkpoint or grace and deactivated, never requeued.
+  bool approved_stop = false;
+  bool approved_checkpoint_failed = false;
   std::string pending_reason;
   bool deleted = false;
   WorkloadOutcome outcome;
@@ -272,6 +276,17 @@ class Engine {
   // can take the capacity back by borrowing from another lender, whose reclaim stops it
   // again, and two lenders would take turns forever within one instant.
   void stop_victim(Sim& s, VirtualTime now, const std::string& why);
+  // Stops a workload whose reclaim a person approved (stop_approved): evicted, its GPUs
+  // released and deactivated (never requeued), as the controller sets spec.active=false.
+  void stop_approved_workload(Sim& s, VirtualTime now, const std::string& why);
+  // Either of the two, for a workload under notice.
+  void stop_noticed(Sim& s, VirtualTime now, const std::string& why) {
+    if (s.reclaim >= 0) {
+      stop_victim(s, now, why);
+    } else {
+      stop_approved_workload(s, now, why);
+    }
+  }
 
   // ---- waitForPodsReady (pods_ready.hpp) ------------------------------------------------------
 
@@ -328,6 +343,12 @@ class Engine {
 
   // Deletes a workload now, as its owner (or a controller scaling in) would.
   Expected<bool> delete_now(const std::string& key, const std::string& actor);
+
+  // An approved low-utilisation reclaim (Simulation::stop_approved).
+  Expected<bool> stop_approved(const std::string& key, const std::string& approval, const std::string& actor);
+
+  // A changed policy set in force now (Simulation::change_policies).
+  Expected<bool> change_policies(const policy::PolicySet& next, const std::string& reason, const std::string& actor);
 
   // Planned demand of a lender (see Quota::reserved); 0 withdraws it. The reclaims it
   // starts give their victims `grace` (unset: the quota's reclaimPolicy grace).
@@ -450,6 +471,9 @@ class Engine {
   std::map<std::string, int> pool_index_;
   std::vector<Sim> sims_;
   std::deque<ScenarioWorkload> added_;  // submitted while running (stable addresses for Sim::w)
+  // The policy sets changed in place while running (change_policies), oldest first: Quota::spec
+  // points into the last (stable addresses); everything else still reads policies_.
+  std::deque<policy::PolicySet> changed_sets_;
   std::map<WorkloadId, int> sim_by_id_;
   std::map<std::string, int> sim_index_;
   std::int64_t pending_count_ = 0;
