@@ -22,6 +22,7 @@
 #include "policy/validate.hpp"
 #include "store/store.hpp"
 #include "twin/cluster/inventory.hpp"
+#include "twin/live/interventions.hpp"
 #include "twin/live/resume.hpp"
 
 namespace gpubank::cli {
@@ -228,6 +229,9 @@ int run_up(const UpOptions& opt) {
   const std::string policy_version = twin::live::policy_version(set);
   std::unique_ptr<store::Store> db;
   std::shared_ptr<twin::live::ReplayWriter> writer;
+  // What the API did to the run (twin/live/interventions.hpp): journalled before it takes
+  // effect, applied again at its virtual time by a restart's replay.
+  std::shared_ptr<twin::live::InterventionJournal> journal;
   std::optional<SavedClock> saved;
   fs::path clock_file;
   twin::run::RunOptions run_options;
@@ -292,6 +296,12 @@ int run_up(const UpOptions& opt) {
       return 1;
     }
     run_options.record_prefix = std::to_string(*first) + "-";
+    auto interventions = twin::live::InterventionJournal::open((fs::path(opt.data_dir) / "interventions.db").string());
+    if (!interventions) {
+      std::cerr << "gpubank up: --data-dir: " << interventions.error() << '\n';
+      return 1;
+    }
+    journal = std::move(*interventions);
     // The run's identity goes to disk before its first entry goes to the store (a store
     // with entries and no up.json gets it once the replay has matched them).
     if (!saved && writer->stored_ledger() == 0 && writer->stored_audit() == 0 && !write_identity()) return 1;
@@ -313,6 +323,10 @@ int run_up(const UpOptions& opt) {
     return 1;
   }
   auto& p = *platform.value();
+  if (journal) {
+    p.schedule(journal->recorded());
+    p.set_journal([journal](twin::live::Intervention& i) { return journal->append(i, wall_ms()); });
+  }
   if (writer && (writer->stored_ledger() > 0 || writer->stored_audit() > 0 || (saved && saved->virtual_ms > 0))) {
     // The replay, as fast as it goes (in the minute steps of --speed max): to the store's
     // head, and on to the saved clock when that is further.
@@ -335,7 +349,12 @@ int run_up(const UpOptions& opt) {
     if (!saved && !write_identity()) return 1;
     std::cerr << "gpubank up: resuming from " << opt.data_dir << " at virtual time " << p.now() / 1000
               << " s: the replay matched the store's " << writer->stored_ledger() << " ledger and "
-              << writer->stored_audit() << " audit entries\n";
+              << writer->stored_audit() << " audit entries";
+    if (const std::size_t n = journal->recorded().size(); n > 0) {
+      std::cerr << ", with " << n - p.scheduled_left() << " of " << n << " journalled interventions applied";
+      if (p.scheduled_refused() > 0) std::cerr << " (" << p.scheduled_refused() << " refused by the run, as at first)";
+    }
+    std::cerr << '\n';
   }
   std::cerr << "gpubank up: " << p.scenario().workloads.size() << " workloads in the seeded day (seed " << opt.seed
             << "), starting " << format_rfc3339(day.start) << '\n';

@@ -59,8 +59,10 @@ std::optional<std::string> check_downgrade(const std::string& name, const Alert&
 
 }  // namespace
 
-Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request, const policy::PolicySet& set,
-                            std::int64_t now_ms) {
+namespace {
+
+Expected<Transition> decide_on(const std::map<std::string, Alert, std::less<>>& open, const DecisionRequest& request,
+                               const policy::PolicySet& set, std::int64_t now_ms, bool check_authority) {
   if (request.user.username.empty()) return Unexpected{std::string("user: required (who decides)")};
   if (request.user.username.size() > kMaxDeciderLength) {
     return Unexpected{"user: at most " + std::to_string(kMaxDeciderLength) + " bytes"};
@@ -71,8 +73,8 @@ Expected<Transition> decide(const AlertBook& book, const DecisionRequest& reques
   if (request.reason.size() > kMaxDecisionReasonLength) {
     return Unexpected{"reason: at most " + std::to_string(kMaxDecisionReasonLength) + " bytes"};
   }
-  const auto it = book.open.find(request.workload_uid);
-  if (it == book.open.end()) {
+  const auto it = open.find(request.workload_uid);
+  if (it == open.end()) {
     return Unexpected{"workload " + request.workload_uid + ": no open low-utilisation alert (resolved, or never raised)"};
   }
   const Alert& a = it->second;
@@ -85,8 +87,10 @@ Expected<Transition> decide(const AlertBook& book, const DecisionRequest& reques
                       a.decision->by + " at " + format_rfc3339(Timestamp(std::chrono::milliseconds(a.decision->at_ms))) +
                       "; a decision is final"};
   }
-  if (const policy::AuthResult auth = authorize_decision(request.user, a, set); !auth.allowed) {
-    return Unexpected{std::string(auth.rule) + ": " + auth.message};
+  if (check_authority) {
+    if (const policy::AuthResult auth = authorize_decision(request.user, a, set); !auth.allowed) {
+      return Unexpected{std::string(auth.rule) + ": " + auth.message};
+    }
   }
   if (!request.downgrade_to.empty()) {
     if (auto refused = check_downgrade(request.downgrade_to, a, set)) return Unexpected{*refused};
@@ -94,6 +98,19 @@ Expected<Transition> decide(const AlertBook& book, const DecisionRequest& reques
   Transition t{a.state, a, request.approve ? "ReclaimApproved" : "ReclaimRejected", std::nullopt};
   t.alert.decision = ReclaimDecision{request.approve, request.user.username, now_ms, request.reason, request.downgrade_to};
   return t;
+}
+
+}  // namespace
+
+Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request, const policy::PolicySet& set,
+                            std::int64_t now_ms) {
+  return decide_on(book.open, request, set, now_ms, true);
+}
+
+Expected<Transition> decide_with_authority(const std::map<std::string, Alert, std::less<>>& open,
+                                           const DecisionRequest& request, const policy::PolicySet& set,
+                                           std::int64_t now_ms) {
+  return decide_on(open, request, set, now_ms, false);
 }
 
 std::vector<ApprovedReclaim> approved_reclaims(const AlertBook& book) {

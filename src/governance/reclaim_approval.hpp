@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,13 @@ struct DecisionRequest {
 // reason too long). Pure.
 [[nodiscard]] Expected<Transition> decide(const AlertBook& book, const DecisionRequest& request,
                                           const policy::PolicySet& set, std::int64_t now_ms);
+
+// The same on `open` (alerts by workload_uid) for a caller that checked the decider's
+// authority itself (the twin's API: a platform-admin token, or a group-admin token of the
+// alert's group) instead of the guardrails' admin lists.
+[[nodiscard]] Expected<Transition> decide_with_authority(const std::map<std::string, Alert, std::less<>>& open,
+                                                         const DecisionRequest& request, const policy::PolicySet& set,
+                                                         std::int64_t now_ms);
 
 // The open alerts whose reclaim or downgrade was approved: what the controller acts on.
 struct ApprovedReclaim {

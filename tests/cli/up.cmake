@@ -29,3 +29,8 @@ set_tests_properties(cli.up-kill PROPERTIES COST 30 TIMEOUT 300)
 add_test(NAME cli.up-fence COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_fence.sh ${GPUBANK}
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.up-fence PROPERTIES COST 20 TIMEOUT 300)
+# The API's interventions (an XID error, a tidal freeze) survive SIGKILL: journalled, and
+# replayed by the restart at their virtual time; an edited journal stops the start.
+add_test(NAME cli.up-interventions COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_interventions.sh ${GPUBANK}
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.up-interventions PROPERTIES COST 20 TIMEOUT 300)

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/timestamp.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "document/decode.hpp"
 #include "metrics/number.hpp"
 #include "policy/schema.hpp"
@@ -496,6 +497,26 @@ void TwinGovernance::scan(std::int64_t now_ms) {
   last_excluded_ = std::move(result.excluded);
   last_scan_ms_ = now_ms;
   ++scans_;
+}
+
+Expected<governance::Alert> TwinGovernance::decide(const std::string& workload_uid, bool approve, const std::string& by,
+                                                   const std::string& reason, std::int64_t now_ms) {
+  governance::DecisionRequest request;
+  request.workload_uid = workload_uid;
+  request.approve = approve;
+  request.user.username = by;
+  request.reason = reason;
+  auto t = governance::decide_with_authority(open_, request, policies_, now_ms);
+  if (!t) return Unexpected{t.error()};
+  open_[workload_uid] = t->alert;
+  return t->alert;
+}
+
+std::optional<std::string> TwinGovernance::twin_workload(const std::string& workload_uid) const {
+  for (const DeviceMinute& d : last_.devices) {
+    if (d.workload_uid == workload_uid && !d.twin_workload.empty()) return d.twin_workload;
+  }
+  return std::nullopt;
 }
 
 Json TwinGovernance::alerts_json() const {

@@ -149,6 +149,16 @@ class TwinGovernance {
   // The alerts resolved so far (the last kResolvedKept), oldest first.
   [[nodiscard]] const std::deque<governance::Alert>& resolved_alerts() const { return resolved_; }
   [[nodiscard]] nlohmann::ordered_json alerts_json() const;
+  // A person's decision on the open ReclaimCandidate of `workload_uid` (governance::
+  // decide_with_authority: the caller checked the decider's authority), recorded on the
+  // alert: an approved one resolves "reclaimed" at the first scan after its workload holds
+  // no GPU. Errors name the rule (no open alert, not a candidate, decided already).
+  Expected<governance::Alert> decide(const std::string& workload_uid, bool approve, const std::string& by,
+                                     const std::string& reason, std::int64_t now_ms);
+  // The twin's workload ("namespace/name") that the workload with this uid held devices as
+  // in the last minute recorded; nullopt when it held none.
+  [[nodiscard]] std::optional<std::string> twin_workload(const std::string& workload_uid) const;
+
   // The last scan's error (an answer facts_from refused), empty when it went through.
   [[nodiscard]] const std::string& scan_error() const { return scan_error_; }
 

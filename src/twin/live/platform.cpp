@@ -183,11 +183,35 @@ bool Platform::control_step() {
 bool Platform::advance_to(VirtualTime t) {
   if (!serving_error_.empty() || persist_failed_) return false;
   t = std::min(t, end_);
-  // The controllers act every sync period: the run and the services go to each step's
-  // instant, the controllers act there, and on.
-  while (control_->next_step() <= t) {
-    const VirtualTime at = control_->next_step();
-    if (!simulation_.advance_to(at) || !follow_run()) return false;
+  // Interventions an earlier start journalled, each at its virtual time as the live run
+  // applied it: after the run (and the controllers) reached that time.
+  while (next_scheduled_ < scheduled_.size() && scheduled_[next_scheduled_].t <= t) {
+    const Intervention& i = scheduled_[next_scheduled_++];
+    if (i.t > now() && !advance_plain(i.t)) return false;
+    if (auto done = apply(i); !done) {
+      if (persist_failed_ || !serving_error_.empty()) return false;
+      ++scheduled_refused_;  // refused now as it was then: it changed nothing
+    }
+  }
+  return advance_plain(t);
+}
+
+bool Platform::advance_plain(VirtualTime t) {
+  if (!serving_error_.empty() || persist_failed_) return false;
+  // The controllers act every sync period, and governance records every whole minute: the
+  // run and the services go to each of those instants, whatever steps the clock's owner
+  // takes (a second at 60x, a minute at max, one jump on a replay), so what is decided and
+  // recorded there is the same however the run is paced.
+  for (;;) {
+    const VirtualTime step = control_->next_step();
+    if (const auto minute = governance_minute_due(); minute && *minute < std::min(step, t)) {
+      if (!simulation_.advance_to(*minute) || !follow_run()) return false;
+      observe_governance();
+      if (governance_minute_due() == minute) break;  // the run could not reach it: no loop
+      continue;
+    }
+    if (step > t) break;
+    if (!simulation_.advance_to(step) || !follow_run()) return false;
     if (!control_step()) return false;
     observe_governance();
   }
@@ -197,25 +221,16 @@ bool Platform::advance_to(VirtualTime t) {
   return true;
 }
 
+std::optional<VirtualTime> Platform::governance_minute_due() {
+  constexpr std::int64_t kMinuteMs = 60'000;
+  if (!governance_ || persist_failed_) return std::nullopt;
+  const std::int64_t start_ms = unix_ms(0);
+  if (!governance_next_ms_) governance_next_ms_ = (start_ms + kMinuteMs - 1) / kMinuteMs * kMinuteMs;
+  return *governance_next_ms_ - start_ms;
+}
+
 std::int64_t Platform::unix_ms(VirtualTime t) const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(day_.start.time_since_epoch()).count() + t;
-}
-
-Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, const std::string& actor) {
-  if (persist_failed_) return Unexpected{error()};
-  auto done = control_->fail_model_loads(policy, count, actor);
-  if (!done) return done;
-  if (!follow_run()) return Unexpected{error()};
-  return true;
-}
-
-Expected<bool> Platform::freeze_tidal(const std::string& policy, bool freeze, const std::string& actor,
-                                      const std::string& reason) {
-  if (persist_failed_) return Unexpected{error()};
-  auto done = freeze ? control_->freeze(policy, actor, reason) : control_->unfreeze(policy, actor);
-  if (!done) return done;
-  if (!follow_run()) return Unexpected{error()};
-  return true;
 }
 
 std::string Platform::error() const {
@@ -1129,12 +1144,6 @@ Expected<std::string> Platform::metrics_text() {
   std::stable_sort(all.families.begin(), all.families.end(),
                    [](const metrics::Family& a, const metrics::Family& b) { return a.name < b.name; });
   return metrics::write_text(all);
-}
-
-Expected<bool> Platform::set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
-                                        std::int64_t ecc_double_bit) {
-  if (persist_failed_) return Unexpected{error()};
-  return simulation_.set_gpu_health(uuid, healthy, xid, actor, ecc_double_bit);
 }
 
 }  // namespace gpubank::twin::live

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "twin/live/elastic.hpp"
 #include "twin/live/governance.hpp"
 #include "twin/live/gpu_history.hpp"
+#include "twin/live/interventions.hpp"
 #include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
 #include "twin/live/serving.hpp"
@@ -68,7 +70,9 @@ class Platform {
   [[nodiscard]] VirtualTime end() const { return end_; }
   [[nodiscard]] Timestamp start() const { return day_.start; }
   [[nodiscard]] const DayOptions& day() const { return day_; }
-  [[nodiscard]] const policy::PolicySet& policies() const { return policies_; }
+  // The policies in force: those the run started with, with the policy changes applied
+  // since (apply_policy_change).
+  [[nodiscard]] const policy::PolicySet& policies() const { return in_force_ ? *in_force_ : policies_; }
   [[nodiscard]] const run::Scenario& scenario() const { return scenario_; }
   // The run's result as the engine holds it, including an instant whose entries could not
   // be persisted: for what the platform emits, use events(), ledger() and audit().
@@ -118,10 +122,40 @@ class Platform {
   [[nodiscard]] Json summary_json() const;
   // The run's figures so far (groups' GPU-hours, cluster): run::Simulation::stats().
   [[nodiscard]] run::RunResult stats() const;
+  // ---- interventions (interventions.hpp): what the API does to the run -----------------------
+  // Each is journalled (set_journal) before it is applied at now(); a journal error applies
+  // nothing. Errors: the journal's, or the run's refusal (an unknown GPU or policy, ...).
+  //
+  // Where live interventions are journalled (unset: nowhere, as in tests and previews).
+  using Journal = std::function<Expected<bool>(Intervention&)>;
+  void set_journal(Journal journal) { journal_ = std::move(journal); }
+  // Interventions an earlier start journalled: each is applied when advance_to reaches its
+  // virtual time, before the run goes past it (in (t, seq) order). Call before advancing.
+  void schedule(std::vector<Intervention> recorded);
+  // Scheduled interventions the run has not reached yet, and those it applied that the run
+  // refused (as it refused them the first time: they changed nothing).
+  [[nodiscard]] std::size_t scheduled_left() const { return scheduled_.size() - next_scheduled_; }
+  [[nodiscard]] std::size_t scheduled_refused() const { return scheduled_refused_; }
+  Expected<bool> intervene(InterventionAction action, const std::string& actor);
   // Fault injection (POST /api/v1/gpus/<uuid>/health): the GPU reports an XID error, or is
   // healthy again, now; audited with `actor`.
   Expected<bool> set_gpu_health(const std::string& uuid, bool healthy, int xid, const std::string& actor,
                                 std::int64_t ecc_double_bit = 0);
+  // A decision on a low-utilisation ReclaimCandidate (POST /api/v1/governance/alerts/<uid>/
+  // decision; the caller checked the decider's authority): audited with `actor` (event
+  // ReclaimApproved or ReclaimRejected); an approved one is stopped after its checkpoint or
+  // grace and deactivated (run::Simulation::stop_approved). Errors: no governance, no open
+  // candidate, decided already, a workload that holds no device.
+  Expected<bool> decide_reclaim(const std::string& workload_uid, bool approve, const std::string& reason,
+                                const std::string& actor);
+  // A self-service policy change in force (a proposal applied at once or approved): the
+  // document upserted into policies(), validated, and changed in the run in place
+  // (run::Simulation::change_policies: GPUQuotaPolicies' quotas; anything else is refused
+  // with the reason and applies at the next start). Audited with `actor`.
+  Expected<bool> apply_policy_change(const std::string& proposal_id, const std::string& document,
+                                     const std::string& actor);
+  // The proposals whose change the run has applied (journalled or live), in order.
+  [[nodiscard]] const std::vector<std::string>& applied_proposals() const { return applied_proposals_; }
   [[nodiscard]] const Serving& serving() const { return *serving_; }
   // The low-utilisation alerts and the FinOps reports in virtual time (governance.hpp);
   // nullptr unless DayOptions::governance.
@@ -147,6 +181,18 @@ class Platform {
 
  private:
   Platform(policy::PolicySet policies, DayOptions day, run::Scenario scenario, run::RunOptions options);
+  // advance_to without the scheduled interventions: to each controller step and governance
+  // minute up to `t`, then to `t`.
+  bool advance_plain(VirtualTime t);
+  // The virtual time of the next minute governance records (nullopt without governance).
+  [[nodiscard]] std::optional<VirtualTime> governance_minute_due();
+  // One intervention at now(), already journalled.
+  Expected<bool> apply(const Intervention& i);
+  Expected<bool> apply_gpu_health(const GpuHealthChange& a, const std::string& actor);
+  Expected<bool> apply_tidal_freeze(const TidalFreeze& a, const std::string& actor);
+  Expected<bool> apply_model_load_faults(const ModelLoadFaults& a, const std::string& actor);
+  Expected<bool> apply_reclaim_decision(const ReclaimDecisionRequest& a, const std::string& actor);
+  Expected<bool> apply_change(const PolicyChange& a, const std::string& actor);
   // Shows the services and the Kueue counters the run's new events, services to now().
   bool follow_run();
   // Records every whole minute up to now() that governance has not seen, with the state now.
@@ -189,6 +235,11 @@ class Platform {
   std::vector<DeviceEnergy> energy_;
   // metasync and the nodes' exporters, run on the twin's pods at each scrape.
   NodeAgents agents_;
+  Journal journal_;
+  std::optional<policy::PolicySet> in_force_;  // once a change was applied
+  std::vector<std::string> applied_proposals_;
+  std::vector<Intervention> scheduled_;
+  std::size_t next_scheduled_ = 0, scheduled_refused_ = 0;
   std::unique_ptr<TwinGovernance> governance_;
   GpuHistory gpu_history_;
   std::optional<std::int64_t> governance_next_ms_;  // the next Unix minute to record
