@@ -5,25 +5,14 @@
 import { h, table, fmtTime } from '../dom.js';
 import { get, post } from '../api.js';
 import { panel } from '../panel.js';
-import { patchList } from './common.js';
+import { decideForm, patchList } from './common.js';
 import { editLink } from './policies.js';
 
 function decide(p, reload) {
-  const comment = h('input', { type: 'text', placeholder: 'Comment', 'aria-label': `Comment on ${p.id}`, 'data-testid': `decision-comment-${p.id}` });
-  const error = h('p', { class: 'error', role: 'alert', 'data-testid': `decision-error-${p.id}` });
-  const button = (verb, label) => h('button', { type: 'button', class: verb === 'approve' ? 'primary' : null, 'data-testid': `${verb}-${p.id}`, async onclick() {
-    error.textContent = '';
-    buttons.forEach((b) => { b.disabled = true; });
-    try {
-      await post(`proposals/${encodeURIComponent(p.id)}/${verb}`, { comment: comment.value });
-      reload();
-    } catch (e) {
-      error.textContent = e.rule && !e.message.startsWith(e.rule) ? `${e.rule}: ${e.message}` : e.message;
-      buttons.forEach((b) => { b.disabled = false; });
-    }
-  } }, label);
-  const buttons = [button('approve', 'Approve'), button('reject', 'Reject')];
-  return h('div', { class: 'decide' }, comment, buttons, error);
+  return decideForm(`proposal-${p.id}`, 'Comment', [['approve', 'Approve'], ['reject', 'Reject']], async (verb, comment) => {
+    await post(`proposals/${encodeURIComponent(p.id)}/${verb}`, { comment });
+    reload();
+  });
 }
 
 function decision(p, admin, reload) {

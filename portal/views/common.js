@@ -89,7 +89,8 @@ export const poolScale = (pool, positions) =>
 // --- Alerts and events --------------------------------------------------------------------
 
 // Open alerts with their evidence; compact: the few columns that fit a side panel.
-export function alertsTable(alerts, testid, { compact = false } = {}) {
+// decision: a cell for the Decision column (the governance page's approve/reject), none: no column.
+export function alertsTable(alerts, testid, { compact = false, decision = null } = {}) {
   const columns = [
     { label: 'Workload', cell: (a) => h('a', { href: link.workload(`${a.evidence.namespace}/${a.evidence.workload}`) }, `${a.evidence.namespace}/${a.evidence.workload}`) },
     { label: 'Group', cell: (a) => h('a', { href: link.group(a.evidence.businessGroup) }, a.evidence.businessGroup) },
@@ -102,6 +103,7 @@ export function alertsTable(alerts, testid, { compact = false } = {}) {
     { label: 'Low for (s)', num: true, cell: (a) => num(a.evidence.lowSeconds, { digits: 0 }) },
     { label: 'Evidence', full: true, cell: (a) => a.evidence.reason },
   ];
+  if (decision) columns.push({ label: 'Decision', cell: decision });
   return table(compact ? columns.filter((c) => !c.full) : columns, alerts, { testid, rowAttrs: (a) => ({ 'data-testid': `alert-${a.id}` }), empty: 'No open low-utilisation alerts.' });
 }
 
@@ -146,4 +148,22 @@ export function seconds(d) {
   let total = 0;
   for (const [, v, u] of String(d).matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) total += Number(v) * unit[u];
   return total;
+}
+
+// A decision's text field and buttons ([verb, label] pairs; the first is the primary one):
+// submit(verb, text) posts it; a refusal shows under the buttons, which come back.
+export function decideForm(testid, placeholder, verbs, submit) {
+  const text = h('input', { type: 'text', placeholder, 'aria-label': `${placeholder} (${testid})`, 'data-testid': `${testid}-text` });
+  const error = h('p', { class: 'error', role: 'alert', 'data-testid': `${testid}-error` });
+  const buttons = verbs.map(([verb, label], i) => h('button', { type: 'button', class: i === 0 ? 'primary' : null, 'data-testid': `${testid}-${verb}`, async onclick() {
+    error.textContent = '';
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      await submit(verb, text.value);
+    } catch (e) {
+      error.textContent = e.rule && !e.message.startsWith(e.rule) ? `${e.rule}: ${e.message}` : e.message;
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  } }, label));
+  return h('div', { class: 'decide' }, text, buttons, error);
 }

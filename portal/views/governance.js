@@ -1,14 +1,30 @@
 // Governance (#/governance): low-utilisation alerts with their evidence, the leaderboard,
 // the KPIs and showback by group. Each panel degrades on its own (403: no access).
 import { h, num, pct, table, fmtTime, link } from '../dom.js';
-import { get } from '../api.js';
+import { get, post } from '../api.js';
 import { panel } from '../panel.js';
-import { alertsTable } from './common.js';
+import { alertsTable, decideForm } from './common.js';
 
 const window_ = (r) => h('p', { class: 'note' }, `From ${fmtTime(r.from)} to ${fmtTime(r.to)} (virtual time).`);
 const msTime = (ms) => (ms === undefined || ms === null ? '—' : fmtTime(new Date(ms).toISOString()));
 
+// Approve or reject a ReclaimCandidate (platform-admin, or group-admin of its group): an
+// approved workload is stopped after its checkpoint or grace.
+function decide(a, reload) {
+  return decideForm(`reclaim-${a.workloadUid}`, 'Reason', [['approve', 'Approve reclaim'], ['reject', 'Reject']], async (verb, reason) => {
+    await post(`governance/alerts/${encodeURIComponent(a.workloadUid)}/decision`, { decision: verb, reason });
+    reload();
+  });
+}
+
 export default function governance(root, ctx) {
+  const s = ctx.session;
+  const mayDecide = (a) => s.role === 'platform-admin' || (s.role === 'group-admin' && s.group === a.evidence.businessGroup);
+  const decisionCell = (a, reload) => {
+    if (a.decision) return `${a.decision.verdict} by ${a.decision.by}`;
+    if (a.state !== 'ReclaimCandidate') return '';
+    return mayDecide(a) ? decide(a, reload) : h('span', { class: 'muted' }, 'waits for a group or platform admin');
+  };
   const alerts = panel('Low-utilisation alerts', 'governance-alerts', async () => {
     const a = await get('governance/alerts', null, ctx.opts);
     const verdicts = Object.entries(a.verdicts || {});
@@ -16,7 +32,7 @@ export default function governance(root, ctx) {
       h('p', { class: 'note' }, `Last scan ${fmtTime(a.scannedAt)}, every ${a.scanEverySeconds} s, ${a.scans} scans. Verdicts of the last scan: `,
         verdicts.length ? verdicts.map(([k, v], i) => [i ? ', ' : '', `${k} `, num(v, { testid: `verdict-${k}` })]) : 'none'),
       h('h3', {}, 'Open (', h('span', { 'data-testid': 'alerts-open-count' }, String(a.open.length)), ')'),
-      alertsTable(a.open, 'alerts-open'),
+      alertsTable(a.open, 'alerts-open', { decision: (x) => decisionCell(x, () => alerts.reload()) }),
       h('h3', {}, 'Recently resolved'),
       table([
         { label: 'Workload', cell: (x) => h('a', { href: link.workload(`${x.evidence.namespace}/${x.evidence.workload}`) }, `${x.evidence.namespace}/${x.evidence.workload}`) },

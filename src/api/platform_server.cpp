@@ -11,6 +11,8 @@
 #include "core/duration.hpp"
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
+#include "governance/alerts.hpp"
+#include "governance/reclaim_approval.hpp"
 
 namespace gpubank::api {
 
@@ -431,6 +433,63 @@ void PlatformServer::install_routes() {
     if (const auto scope = scope_of(who)) scope_alerts(j, *scope);
     send_json(res, j);
   }));
+  // A decision on a ReclaimCandidate (governance/reclaim_approval.hpp's rules): a
+  // platform-admin, or a group-admin of the alert's group. Body {"decision": "approve" |
+  // "reject", "reason": "..."}. Journalled and applied as an intervention (an approved
+  // workload is stopped after its checkpoint or grace and deactivated); audited with the
+  // caller.
+  svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    const std::string uid = req.matches[1];
+    if (who.role != auth::Role::PlatformAdmin && who.role != auth::Role::GroupAdmin) {
+      return send_error(res, 403, "", "governance.decision-forbidden",
+                        "role " + std::string(auth::role_name(who.role)) +
+                            " may not decide on a reclaim: a platform-admin, or a group-admin of the alert's group, decides");
+    }
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+    }
+    for (const auto& [key, value] : body.items()) {
+      if (key == "downgradeTo") {
+        return send_error(res, 422, key, "twin.downgrade-unsupported",
+                          "the twin's admission core keeps an admitted workload's priority, so it cannot show a "
+                          "downgrade; on a cluster, gpubank scan approve --downgrade-to changes the Workload's priority");
+      }
+      if (key != "decision" && key != "reason") {
+        return send_error(res, 400, key, "request.unknown-field", "unknown field \"" + key.substr(0, 64) + "\"; known: decision, reason");
+      }
+    }
+    if (!body.contains("decision") || !body["decision"].is_string() ||
+        (body["decision"] != "approve" && body["decision"] != "reject")) {
+      return send_error(res, 400, "decision", "request.out-of-range", "decision must be \"approve\" or \"reject\"");
+    }
+    std::string reason;
+    if (body.contains("reason")) {
+      if (!body["reason"].is_string() || body["reason"].get<std::string>().size() > governance::kMaxDecisionReasonLength) {
+        return send_error(res, 400, "reason", "request.out-of-range",
+                          "reason must be a string of at most " + std::to_string(governance::kMaxDecisionReasonLength) + " bytes");
+      }
+      reason = body["reason"].get<std::string>();
+    }
+    std::lock_guard lock(mu_);
+    const twin::live::TwinGovernance* g = platform_->governance();
+    if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
+    const auto alert = g->open_alerts().find(uid);
+    // A scoped caller learns nothing of another group's alerts, not even that one is open.
+    if (alert == g->open_alerts().end() ||
+        (scope_of(who) && alert->second.evidence.business_group != *scope_of(who))) {
+      return send_error(res, 404, "", "api.not-found", "no open low-utilisation alert for workload " + uid.substr(0, 253));
+    }
+    auto done = platform_->decide_reclaim(uid, body["decision"] == "approve", reason, "api:" + who.subject);
+    if (!done) {
+      const std::string& e = done.error();
+      const bool journal = e.rfind("not journalled", 0) == 0;
+      return send_error(res, journal ? 503 : 409, "", journal ? "api.journal" : "api.conflict", e);
+    }
+    advance_locked(platform_->now());
+    const auto after = g->open_alerts().find(uid);
+    send_json(res, after != g->open_alerts().end() ? governance::to_json(after->second) : Json::object());
+  }));
   enum class Report { Showback, Kpis, Leaderboard, Review };
   // The parameters each report takes are checked by its route (parse_governance_query).
   auto report = [this](httplib::Response& res, Report kind, const QueryResult<GovernanceQuery>& parsed,
@@ -594,7 +653,10 @@ void PlatformServer::install_routes() {
     std::lock_guard lock(mu_);
     if (!platform_->gpu_json(uuid)) return send_error(res, 404, "", "api.not-found", "no GPU " + uuid.substr(0, 64));
     auto done = platform_->set_gpu_health(uuid, healthy, xid, "api:" + who.subject, ecc);
-    if (!done) return send_error(res, 409, "", "api.conflict", done.error());
+    if (!done) {
+      const bool journal = done.error().rfind("not journalled", 0) == 0;  // the store of interventions failed
+      return send_error(res, journal ? 503 : 409, "", journal ? "api.journal" : "api.conflict", done.error());
+    }
     advance_locked(platform_->now());  // the timeline and the clock file see the change
     send_json(res, *platform_->gpu_json(uuid));
   }));
@@ -624,7 +686,9 @@ void PlatformServer::install_routes() {
     auto done = platform_->freeze_tidal(policy, freeze, "api:" + who.subject, reason.empty() ? "manual" : reason);
     if (!done) {
       const bool unknown = done.error().rfind("no TidalPolicy", 0) == 0;
-      return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
+      const bool journal = done.error().rfind("not journalled", 0) == 0;
+      return send_error(res, unknown ? 404 : journal ? 503 : 409, "",
+                        unknown ? "api.not-found" : journal ? "api.journal" : "api.conflict", done.error());
     }
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());
@@ -653,7 +717,9 @@ void PlatformServer::install_routes() {
                                             "api:" + who.subject);
     if (!done) {
       const bool unknown = done.error().rfind("no inference service", 0) == 0;
-      return send_error(res, unknown ? 404 : 409, "", unknown ? "api.not-found" : "api.conflict", done.error());
+      const bool journal = done.error().rfind("not journalled", 0) == 0;
+      return send_error(res, unknown ? 404 : journal ? 503 : 409, "",
+                        unknown ? "api.not-found" : journal ? "api.journal" : "api.conflict", done.error());
     }
     advance_locked(platform_->now());
     send_json(res, platform_->services_json());

@@ -194,6 +194,16 @@ void PlatformServer::install_policy_routes() {
   auto no_desk = [](httplib::Response& res) {
     send_error(res, 404, "", "proposals.off", "this server takes no policy changes");
   };
+  // A change in force goes into the running day too (journalled as an intervention):
+  // {"applied": true} or {"applied": false, "reason": why it waits for the next start}.
+  auto run_change = [this](const proposals::Proposal& p, const auth::Principal& who) {
+    std::lock_guard lock(mu_);
+    auto done = platform_->apply_policy_change(p.id, p.document, "api:" + who.subject);
+    Json j{{"applied", static_cast<bool>(done)}};
+    if (!done) j["reason"] = done.error();
+    advance_locked(platform_->now());
+    return j;
+  };
   server_->Get("/api/v1/policies", guard(gate, Need::Read, [desk, no_desk, this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     if (desk == nullptr) return no_desk(res);
@@ -310,7 +320,7 @@ void PlatformServer::install_policy_routes() {
     }
     send_error(res, 404, "", "api.not-found", "no proposal " + std::string(req.matches[1]));
   }));
-  server_->Post("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  server_->Post("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk, run_change](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
     nlohmann::json body;
     if (!read_body(req, res, {"document", "comment"}, body)) return;
@@ -325,9 +335,10 @@ void PlatformServer::install_policy_routes() {
     }
     Json out = proposals::to_json(submitted->proposal);
     out["findings"] = findings_json(submitted->findings);
+    if (submitted->proposal.state == proposals::State::Applied) out["running"] = run_change(submitted->proposal, who);
     send_json(res, out, 201);
   }));
-  server_->Post(R"(/api/v1/proposals/([0-9a-f]{16})/(approve|reject))", guard(gate, Need::Operate, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  server_->Post(R"(/api/v1/proposals/([0-9a-f]{16})/(approve|reject))", guard(gate, Need::Operate, [desk, no_desk, run_change](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
     nlohmann::json body;
     if (!read_body(req, res, {"comment"}, body)) return;
@@ -338,7 +349,9 @@ void PlatformServer::install_policy_routes() {
       const int status = rule == "proposal.unknown" ? 404 : rule.starts_with("auth.") ? 403 : rule.starts_with("proposal.") ? 409 : 503;
       return send_error(res, status, "", status == 503 ? "proposals.store" : rule, e);
     }
-    send_json(res, proposals::to_json(*decided));
+    Json out = proposals::to_json(*decided);
+    if (decided->state == proposals::State::Applied) out["running"] = run_change(*decided, who);
+    send_json(res, out);
   }));
 }
 

@@ -474,7 +474,7 @@ def policy_change(d, args, api):
     d.navigate(f'{args.base_url}/#/changes')
     wait_ready(d, 'proposals')
     check(d.text(f'[data-testid="proposal-state-{second}"]') == 'Pending', f'the Changes page does not show {second} Pending')
-    check(not d.find_all('[data-testid^="approve-"]'), 'a group-admin gets an Approve button')
+    check(not d.find_all('[data-testid^="proposal-"][data-testid$="-approve"]'), 'a group-admin gets an Approve button')
     print(f'ok: {second} raising it back waits for approval (page and API); no Approve button for the group-admin')
 
     # The platform-admin approves it on the Changes page.
@@ -485,11 +485,11 @@ def policy_change(d, args, api):
     wait_ready(d, 'proposals')
     if args.screenshots:
         both_themes(d, args.screenshots, 'changes')
-    d.send_keys(f'[data-testid="decision-comment-{second}"]', 'ok for the retrain')
-    d.click(f'[data-testid="approve-{second}"]')
+    d.send_keys(f'[data-testid="proposal-{second}-text"]', 'ok for the retrain')
+    d.click(f'[data-testid="proposal-{second}-approve"]')
     deadline = time.monotonic() + 30
     while d.text(f'[data-testid="proposal-state-{second}"]') != 'Applied':
-        error = d.execute_script("return document.querySelector(`[data-testid='decision-error-${arguments[0]}']`)?.textContent", second)
+        error = d.execute_script("return document.querySelector(`[data-testid='proposal-${arguments[0]}-error']`)?.textContent", second)
         check(not error, f'approving {second} failed: {error}')
         check(time.monotonic() < deadline, f'{second} is not Applied on the Changes page 30 s after Approve')
         time.sleep(0.2)
@@ -522,7 +522,7 @@ def viewer(d, args, gpus):
     listed = d.execute_script("return fetch('/api/v1/proposals', {credentials: 'same-origin'}).then(r => r.json())")['items']
     rows = d.execute_script("return [...document.querySelectorAll('[data-testid^=proposal-state-]')].map(e => e.dataset.testid.slice(15))")
     check(rows == [p['id'] for p in listed], f'a viewer\'s Changes page lists {rows}, the API {[p["id"] for p in listed]}')
-    check(not d.find_all('[data-testid^="approve-"], [data-testid^="reject-"]'), 'a viewer gets Approve or Reject buttons')
+    check(not d.find_all('[data-testid$="-approve"], [data-testid$="-reject"]'), 'a viewer gets Approve or Reject buttons')
     d.navigate(f'{args.base_url}/#/bank')
     wait_ready(d, 'reclaims')
     mine = d.execute_script("return fetch('/api/v1/reclaims?limit=100', {credentials: 'same-origin'}).then(r => r.json())")['items']
