@@ -308,7 +308,10 @@ struct Controller::Impl {
                                  : step.kind == ReclaimStep::Kind::Resume ? "Resumed"
                                  : step.kind == ReclaimStep::Kind::Downgrade ? "WorkloadDowngraded"
                                                                           : "ReclaimCancelled";
-      log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? "" : " FAILED: " + o.error));
+      // A note (done in part, such as a downgrade of spec.priority alone) is said in the
+      // log, the Event and the audit entry; the step is done all the same.
+      const std::string note = o.error.empty() && !o.note.empty() ? "; " + o.note : "";
+      log("reclaim: " + reason + " " + step.workload + (o.error.empty() ? note : " FAILED: " + o.error));
       metrics->reclaim_step(step_name(step.kind), o.error.empty() ? step.reason : "Failed");
       if (step.kind == ReclaimStep::Kind::Stop && o.error.empty() && step.recompute_loss_gpu_ms) {
         metrics->recompute_loss(step.victim_group, step.pool, *step.recompute_loss_gpu_ms);
@@ -321,7 +324,7 @@ struct Controller::Impl {
         event.type = step.kind == ReclaimStep::Kind::Stop ? "Warning" : "Normal";
         event.reason = reason;
         event.action = std::string(step_name(step.kind));
-        event.note = step.message + " [" + step.reason + "]";
+        event.note = step.message + note + " [" + step.reason + "]";
         if (auto sent = recorder->emit(*transport, event); !sent) log("event not recorded: " + sent.error().describe());
       }
       if (!store) continue;
@@ -331,7 +334,7 @@ struct Controller::Impl {
       e.action = reason;
       e.object = ("Workload/" + step.workload).substr(0, bank::kMaxAuditFieldLength);
       e.decision = o.error.empty() ? step.reason : "Failed";
-      e.reason = (o.error.empty() ? step.message : step.message + "; failed: " + o.error).substr(0, bank::kMaxAuditReasonLength);
+      e.reason = (o.error.empty() ? step.message + note : step.message + "; failed: " + o.error).substr(0, bank::kMaxAuditReasonLength);
       nlohmann::json numbers{{"gpus", step.gpus}, {"lender", step.lender}, {"pool", step.pool},
                              {"deadlineMs", step.deadline_ms}};
       if (step.kind == ReclaimStep::Kind::Stop && step.recompute_loss_gpu_ms) {

@@ -33,8 +33,13 @@
 //              job reconciler (v0.12+ re-reads that label) agrees. Kueue's Workload CRD
 //              keeps priority mutable at all times, and the class name mutable while quota
 //              is reserved only for WorkloadPriorityClasses; a pod PriorityClass reference
-//              is left as it is. Marked platform.gpubank.dev/downgraded-to; redone when
-//              the priority is found raised again.
+//              is left as it is. Where Kueue's job webhook refuses the label (before the
+//              newest Kueue it is immutable on a running job: 403 or 422 from the
+//              admission webhook), spec.priority alone is lowered and the class reference
+//              stays, agreeing with the label; those versions' reconciler compares the
+//              class name only, so the lower priority holds. Marked
+//              platform.gpubank.dev/downgraded-to; redone when the priority is found
+//              raised again.
 //
 // The reclaim's state lives in the Workload's annotations, not in the controller: a new
 // leader, or a restarted one, continues where the last one stopped.

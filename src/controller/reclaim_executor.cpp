@@ -20,6 +20,31 @@ std::string workload_path(const k8s::RestMapper& mapper, const json& w) {
   return mapping->object_path(w["metadata"].value("namespace", ""), w["metadata"].value("name", ""));
 }
 
+// An admission webhook's refusal: the API server words every one "admission webhook
+// \"<name>\" denied the request..." (k8s.io/apiserver's webhook ToStatusErr), with the
+// webhook's code: 403 for controller-runtime's admission.Denied, 422 for a webhook that
+// answers with an Invalid StatusError. An RBAC 403 ("... is forbidden: User ...") is not one.
+bool refused_by_webhook(const k8s::ApiError& e) {
+  return (e.http_status == 403 || e.http_status == 422) && e.message.find("admission webhook") != std::string::npos;
+}
+
+// At most `limit` bytes of `text`, cut at a UTF-8 sequence's start, "..." when cut.
+std::string shortened(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t end = limit - 3;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + "...";
+}
+
+// The Workload's class as the Downgrade leaves it when the job label is refused.
+std::string class_name(const json& spec) {
+  if (!spec.is_object()) return {};
+  if (spec.contains("priorityClassRef") && spec["priorityClassRef"].is_object()) {
+    return spec["priorityClassRef"].value("name", "");
+  }
+  return spec.value("priorityClassName", "");
+}
+
 }  // namespace
 
 std::string rfc3339_seconds(std::int64_t ms) {
@@ -70,7 +95,7 @@ std::vector<ReclaimOutcome> execute_reclaims(k8s::Transport& transport, const k8
   std::vector<ReclaimOutcome> out;
   const std::string now = rfc3339_seconds(now_ms);
   for (const ReclaimStep& step : plan.steps) {
-    ReclaimOutcome o{step, {}};
+    ReclaimOutcome o{step, {}, {}};
     const auto it = workloads.find(step.workload);
     if (it == workloads.end()) {
       o.error = "the Workload is gone";
@@ -127,9 +152,24 @@ std::vector<ReclaimOutcome> execute_reclaims(k8s::Transport& transport, const k8
     // failure in between is retried as a whole by the next pass.
     if (!job_patch.is_null() && !job.empty()) {
       if (auto r = transport.merge_patch(job, job_patch.dump()); !r && r.error().http_status != 404) {
-        o.error = r.error().describe();
-        out.push_back(std::move(o));
-        continue;
+        if (step.kind == ReclaimStep::Kind::Downgrade && refused_by_webhook(r.error())) {
+          // Kueue's job webhook before the newest keeps the label immutable on a running
+          // job; its job reconciler then compares the class name alone, so the Workload
+          // keeps its class (agreeing with the label) and only spec.priority is lowered,
+          // which Kueue leaves as it is. Marked downgraded-to: the plan does not redo it.
+          patch = {{"spec", {{"priority", step.priority}}},
+                   {"metadata", {{"annotations", {{std::string(kDowngradedTo), step.priority_class}}}}}};
+          const json& spec = w.contains("spec") ? w["spec"] : json();
+          const std::string kept = class_name(spec);
+          o.note = "the admission webhook refused the job's " + std::string(kKueuePriorityClassLabel) + " label (" +
+                   std::to_string(r.error().http_status) + ": " + shortened(r.error().message, 240) +
+                   "), so only spec.priority was lowered" +
+                   (kept.empty() ? std::string() : " and the Workload keeps the priority class " + kept);
+        } else {
+          o.error = r.error().describe();
+          out.push_back(std::move(o));
+          continue;
+        }
       }
     }
     if (path.empty()) {

@@ -32,10 +32,17 @@ namespace gpubank::controller {
 struct ReclaimOutcome {
   ReclaimStep step;
   std::string error;  // empty: done
+  // Done, but not all as planned: why, one clause for the Event and the audit entry. A
+  // Downgrade whose job label the admission webhook refused lowers spec.priority alone.
+  std::string note;
 };
 
 // Carries out each step in order; a failed step is reported and the next still runs (each
-// step's state is in the cluster, so the next pass retries what failed).
+// step's state is in the cluster, so the next pass retries what failed). A Downgrade whose
+// job label patch an admission webhook refuses (403 or 422 with the API server's "admission
+// webhook ... denied the request": Kueue's job webhook keeps the label immutable on a job
+// that is not suspended, before the newest Kueue) is done in part: spec.priority and the
+// downgraded-to annotation only, the class reference left as it is (see `note`).
 [[nodiscard]] std::vector<ReclaimOutcome> execute_reclaims(k8s::Transport& transport, const k8s::RestMapper& mapper,
                                                            const ReclaimPlan& plan,
                                                            const std::map<std::string, nlohmann::json>& workloads,

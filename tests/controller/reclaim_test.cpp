@@ -358,6 +358,52 @@ class ReclaimEndToEnd : public testing::ClusterFixture {
     options.store = (dir.path() / "audit.db").string();
     return options;
   }
+  // research/r for a downgrade: its Job, labelled kueue.x-k8s.io/priority-class `label`
+  // (none when empty), and its admitted v1beta2 Workload at priority 10000 whose
+  // spec.priorityClassRef is `ref`.
+  void job_r_of_class(const std::string& label, const json& ref) {
+    json j = job("research", "r");
+    if (!label.empty()) {
+      j["metadata"]["labels"][std::string(kKueuePriorityClassLabel)] = label;
+      put_object(j);
+    }
+    json w = workload("research", "r", "h100-rdma-training", 1, true, true);
+    w["spec"]["priority"] = 10000;
+    w["spec"]["priorityClassRef"] = ref;
+    put_object(w);
+  }
+  static json wpc_ref(const std::string& name) {
+    return {{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", name}};
+  }
+  static constexpr const char* kJobR = "/apis/batch/v1/namespaces/research/jobs/r";
+  // A Status as the API server sends a refusal.
+  static json refusal(int code, const std::string& reason, const std::string& message) {
+    return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
+            {"message", message}, {"reason", reason}, {"details", {{"name", "r"}, {"group", "batch"}, {"kind", "jobs"}}},
+            {"code", code}};
+  }
+  // "<reason>: <note>" of the Events about research/r, in order.
+  std::vector<std::string> events_of_r() {
+    std::vector<std::string> out;
+    for (const json& e : fake_->objects("events")) {
+      if (e["regarding"].value("name", "") == "r") out.push_back(e.value("reason", "") + ": " + e.value("note", ""));
+    }
+    return out;
+  }
+  // "<action> <decision>: <reason>" of the audit entries about research/r, in order.
+  static std::vector<std::string> audit_of_r(const std::string& location) {
+    auto store = store::Store::open(location, {.create = false, .read_only = true});
+    EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error());
+    if (!store.ok()) return {};
+    auto entries = (*store)->audit(0, 100000);
+    EXPECT_TRUE(entries.ok());
+    if (!entries.ok()) return {};
+    std::vector<std::string> out;
+    for (const bank::AuditEntry& e : *entries) {
+      if (e.object == "Workload/research/r") out.push_back(e.action + " " + e.decision + ": " + e.reason);
+    }
+    return out;
+  }
   // The scanner's record: job-r (research/r, 8 GPUs of training) became a reclaim
   // candidate; rita, research's admin, approves a reclaim (or a downgrade to the class).
   static void approve_job_r(const std::string& location, const std::string& downgrade_to) {
@@ -624,6 +670,160 @@ TEST_F(ReclaimEndToEnd, ADowngradeApprovedInTheStoreMovesTheWorkloadAndItsJobToT
   EXPECT_EQ(reasons[0], "WorkloadDowngraded: rita approved the downgrade of research/r (8 GPUs of h100-rdma-training, "
                         "low-utilisation alert 1) from priority 10000 to batch-low (1000); it keeps running, preemptible "
                         "by work above it [DowngradeApproved]");
+}
+
+constexpr std::string_view kDowngradeMessage =
+    "rita approved the downgrade of research/r (8 GPUs of h100-rdma-training, low-utilisation alert 1) from priority "
+    "10000 to batch-low (1000); it keeps running, preemptible by work above it";
+
+// Kueue before the newest: its job webhook refuses a change of the job's
+// kueue.x-k8s.io/priority-class label while the job runs (403, controller-runtime's
+// admission.Denied). The controller lowers spec.priority alone: the Workload keeps its
+// class, as the job's label does, so Kueue's reconciler (which compares the class name)
+// has nothing to put back; the Event and the audit entry say so, and the downgrade is done
+// once, not retried at every pass.
+TEST_F(ReclaimEndToEnd, AnOlderKueueThatRefusesTheJobLabelGetsTheLowerPriorityAloneAndKeepsItsClass) {
+  gpubank::testing::ScratchDir dir;
+  ControllerOptions options = approval_options(dir);
+  options.resync_period = std::chrono::milliseconds(100);  // passes keep coming
+  job_r_of_class("training-standard", wpc_ref("training-standard"));
+  const std::string denied = "admission webhook \"vjob.kb.io\" denied the request: "
+                             "metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: \"batch-low\": field is immutable";
+  fake_->refuse_patches(kJobR, 403, refusal(403, "Forbidden", denied));
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  approve_job_r(options.store, "batch-low");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "research", "r"), kDowngradedTo) == "batch-low"; }));
+  const std::size_t passes_then = controller->passes();
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= passes_then + 3; }));
+  loop.request_stop();
+  loop.join();
+
+  const json after = get("workloads", "research", "r");
+  EXPECT_EQ(after["spec"]["priority"], 1000);
+  EXPECT_EQ(after["spec"]["priorityClassRef"], wpc_ref("training-standard"));
+  EXPECT_FALSE(after["spec"].contains("active") && after["spec"]["active"] == false);  // still running
+  EXPECT_EQ(get("jobs", "research", "r")["metadata"]["labels"][std::string(kKueuePriorityClassLabel)], "training-standard");
+  // One try at the label: the downgraded-to annotation ends the plan's downgrade.
+  EXPECT_EQ(fake_->refused_patches(kJobR), 1U);
+  const std::string note = "; the admission webhook refused the job's kueue.x-k8s.io/priority-class label (403: " +
+                           denied + "), so only spec.priority was lowered and the Workload keeps the priority class "
+                           "training-standard";
+  const std::vector<std::string> events = events_of_r();
+  ASSERT_EQ(events.size(), 1U) << ::testing::PrintToString(events);
+  EXPECT_EQ(events[0], "WorkloadDowngraded: " + std::string(kDowngradeMessage) + note + " [DowngradeApproved]");
+  // Done, not failed: the audit entry has the approval's decision and says the same.
+  EXPECT_EQ(audit_of_r(options.store),
+            (std::vector<std::string>{"WorkloadDowngraded DowngradeApproved: " + std::string(kDowngradeMessage) + note}));
+}
+
+// A webhook that answers with an Invalid StatusError comes back as 422: the same fallback.
+// A long message is shortened in the note, at a UTF-8 sequence's start (the Event is sent:
+// its JSON holds well-formed UTF-8 only).
+TEST_F(ReclaimEndToEnd, AJobLabelRefusedWith422IsTheSameFallbackWithTheServersMessageShortened) {
+  gpubank::testing::ScratchDir dir;
+  const ControllerOptions options = approval_options(dir);
+  job_r_of_class("training-standard", wpc_ref("training-standard"));
+  std::string denied = "admission webhook \"vjob.kb.io\" denied the request: Job.batch \"r\" is invalid: "
+                       "metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: \"batch-low\": field is immutable";
+  // Then 2-byte characters (from byte 180 on), so the cut falls inside one.
+  denied += ", notes: ";
+  while (denied.size() < 600) denied += "\u00e9";
+  fake_->refuse_patches(kJobR, 422, refusal(422, "Invalid", denied));
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  approve_job_r(options.store, "batch-low");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "research", "r"), kDowngradedTo) == "batch-low"; }));
+  ASSERT_TRUE(k8s::testing::eventually([&] { return !events_of_r().empty(); }));
+  loop.request_stop();
+  loop.join();
+  const json after = get("workloads", "research", "r");
+  EXPECT_EQ(after["spec"]["priority"], 1000);
+  EXPECT_EQ(after["spec"]["priorityClassRef"], wpc_ref("training-standard"));
+  const std::vector<std::string> events = events_of_r();
+  ASSERT_EQ(events.size(), 1U) << ::testing::PrintToString(events);
+  EXPECT_NE(events[0].find("the admission webhook refused the job's kueue.x-k8s.io/priority-class label (422: " +
+                           denied.substr(0, 100)),
+            std::string::npos)
+      << events[0];
+  EXPECT_NE(events[0].find("...), so only spec.priority was lowered"), std::string::npos) << events[0];
+  EXPECT_EQ(events[0].find(denied), std::string::npos);  // not all of it
+  EXPECT_LT(events[0].size(), 1024U);
+}
+
+// Any other refusal of the job's label (here RBAC's 403: no admission webhook in it) keeps
+// the Workload as it was: nothing is downgraded, no Event, and every pass tries again.
+TEST_F(ReclaimEndToEnd, AJobLabelForbiddenByRbacLeavesTheWorkloadAsItWasAndIsTriedAgain) {
+  gpubank::testing::ScratchDir dir;
+  ControllerOptions options = approval_options(dir);
+  options.resync_period = std::chrono::milliseconds(100);
+  job_r_of_class("training-standard", wpc_ref("training-standard"));
+  fake_->refuse_patches(kJobR, 403,
+                        refusal(403, "Forbidden",
+                                "jobs.batch \"r\" is forbidden: User \"system:serviceaccount:gpubank-system:gpubank\" "
+                                "cannot patch resource \"jobs\" in API group \"batch\" in the namespace \"research\""));
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  approve_job_r(options.store, "batch-low");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(k8s::testing::eventually([&] { return fake_->refused_patches(kJobR) >= 3; }));
+  loop.request_stop();
+  loop.join();
+  const json after = get("workloads", "research", "r");
+  EXPECT_EQ(after["spec"]["priority"], 10000);
+  EXPECT_EQ(after["spec"]["priorityClassRef"], wpc_ref("training-standard"));
+  EXPECT_TRUE(annotation(after, kDowngradedTo).empty());
+  EXPECT_TRUE(events_of_r().empty()) << ::testing::PrintToString(events_of_r());
+  const std::vector<std::string> audit = audit_of_r(options.store);
+  ASSERT_GE(audit.size(), 2U);
+  EXPECT_EQ(audit[0].rfind("WorkloadDowngraded Failed: " + std::string(kDowngradeMessage) + "; failed: ", 0), 0U)
+      << audit[0];
+  EXPECT_NE(audit[0].find("is forbidden"), std::string::npos) << audit[0];
+}
+
+// A v1beta2 Workload that refers to a pod PriorityClass (scheduling.k8s.io): its reference's
+// name is immutable while quota is reserved (Kueue's CRD), and Kueue's job reconciler does
+// not read the job's label for it. Only spec.priority changes; the reference and the job
+// are left as they are.
+TEST_F(ReclaimEndToEnd, AWorkloadOfAPodPriorityClassGetsTheLowerPriorityAloneAndItsReferenceAndJobAreLeftAlone) {
+  gpubank::testing::ScratchDir dir;
+  const ControllerOptions options = approval_options(dir);
+  const json pod_ref{{"group", "scheduling.k8s.io"}, {"kind", "PriorityClass"}, {"name", "training-standard"}};
+  job_r_of_class("", pod_ref);
+  const json job_before = get("jobs", "research", "r");
+  auto created = Controller::create(testing::config_for(*fake_), options);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::unique_ptr<Controller> controller = std::move(*created);
+  std::jthread loop([&](std::stop_token stop) { (void)controller->run(stop); });
+  ASSERT_TRUE(k8s::testing::eventually([&] { return controller->passes() >= 1; }));
+  approve_job_r(options.store, "batch-low");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(k8s::testing::eventually(
+      [&] { return annotation(get("workloads", "research", "r"), kDowngradedTo) == "batch-low"; }));
+  ASSERT_TRUE(k8s::testing::eventually([&] { return !events_of_r().empty(); }));
+  loop.request_stop();
+  loop.join();
+  const json after = get("workloads", "research", "r");
+  EXPECT_EQ(after["spec"]["priority"], 1000);
+  EXPECT_EQ(after["spec"]["priorityClassRef"], pod_ref);
+  EXPECT_FALSE(after["spec"].contains("priorityClassName"));
+  EXPECT_EQ(get("jobs", "research", "r"), job_before);  // not patched: same resourceVersion
+  const std::vector<std::string> events = events_of_r();
+  ASSERT_EQ(events.size(), 1U) << ::testing::PrintToString(events);
+  EXPECT_EQ(events[0], "WorkloadDowngraded: " + std::string(kDowngradeMessage) + " [DowngradeApproved]");
 }
 
 }  // namespace

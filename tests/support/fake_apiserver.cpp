@@ -157,6 +157,8 @@ struct FakeApiServer::Impl {
   int fail_status = 0;
   std::optional<std::string> fail_retry_after;  // the header's value, as sent
   std::optional<int> drop_after;
+  std::map<std::string, std::pair<int, Json>> patch_refusals;  // path -> status, body
+  std::map<std::string, std::size_t> patches_refused;          // path -> count
   std::uint64_t end_generation = 0;
   std::size_t request_count = 0;
   std::size_t unauthorized_count = 0;
@@ -295,6 +297,17 @@ struct FakeApiServer::Impl {
       return req.keep_alive();
     }
     const auto q = target.find('?');
+    if (req.method() == http::verb::patch) {
+      std::unique_lock lock(m);
+      const auto refusal = patch_refusals.find(target.substr(0, q));
+      if (refusal != patch_refusals.end()) {
+        ++patches_refused[refusal->first];
+        const auto [status, body] = refusal->second;
+        lock.unlock();
+        write_json(s, req, status, body);
+        return req.keep_alive();
+      }
+    }
     const auto parts = split(std::string_view(target).substr(0, q), '/');
     std::map<std::string, std::string> query;
     if (q != std::string::npos) {
@@ -874,6 +887,21 @@ void FakeApiServer::fail_next_with_retry_after(int count, int status, std::strin
   impl_->fail_count = count;
   impl_->fail_status = status;
   impl_->fail_retry_after = std::move(retry_after);
+}
+
+void FakeApiServer::refuse_patches(const std::string& path, int status, nlohmann::json body) {
+  std::lock_guard lock(impl_->m);
+  if (status == 0) {
+    impl_->patch_refusals.erase(path);
+  } else {
+    impl_->patch_refusals[path] = {status, std::move(body)};
+  }
+}
+
+std::size_t FakeApiServer::refused_patches(const std::string& path) const {
+  std::lock_guard lock(impl_->m);
+  const auto it = impl_->patches_refused.find(path);
+  return it == impl_->patches_refused.end() ? 0 : it->second;
 }
 
 void FakeApiServer::drop_next_watch_after(int events) {

@@ -33,7 +33,9 @@
 //     before it gets HTTP 410;
 //   - faults on demand: the next N requests answered with a status (429 with Retry-After in
 //     seconds or any text, such as an HTTP date; 500, ...), the next watch dropped
-//     (connection closed, no final chunk) after K events;
+//     (connection closed, no final chunk) after K events; PATCHes of one object's path
+//     refused with a given status and Status body, as an admission webhook's denial comes
+//     back (403 or 422, "admission webhook \"x\" denied the request: ..."), counted;
 //   - state for tests to wait on (condition variables, no polling): the watches open now;
 //   - authentication: a bearer token from the accepted set or a client certificate signed
 //     by the client CA; otherwise 401 with a Status.
@@ -97,6 +99,13 @@ class FakeApiServer {
   void fail_next(int count, int status, std::optional<int> retry_after_seconds = std::nullopt);
   // The same with Retry-After exactly as given: an HTTP date, or something malformed.
   void fail_next_with_retry_after(int count, int status, std::string retry_after);
+  // Every PATCH of `path` ("/apis/batch/v1/namespaces/ns/jobs/name", no query) is answered
+  // with `status` and `body` (a Kubernetes Status: kind, apiVersion, status, message, reason,
+  // code) and changes nothing, after authentication, as an admission refusal is; status 0
+  // takes the rule away. Other methods and paths are served as usual.
+  void refuse_patches(const std::string& path, int status, nlohmann::json body);
+  // How many PATCHes of `path` were refused so far.
+  [[nodiscard]] std::size_t refused_patches(const std::string& path) const;
   // The next watch is cut (connection closed without the final chunk) after `events` events.
   void drop_next_watch_after(int events);
   // Ends every open watch cleanly (the final chunk), as the server's timeoutSeconds does.
