@@ -202,6 +202,9 @@ class TimedCore final : public AdmissionCore {
   gpubank::Expected<bool> set_quota(const std::string& cq, const std::string& flavor, const ResourceQuota& quota) override {
     return inner_.set_quota(cq, flavor, quota);
   }
+  gpubank::Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override {
+    return inner_.set_priority(id, priority);
+  }
   gpubank::Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     return inner_.evict(id, reason, message, now);
   }

@@ -152,7 +152,8 @@ export function seconds(d) {
 
 // A decision's text field and buttons ([verb, label] pairs; the first is the primary one):
 // submit(verb, text) posts it; a refusal shows under the buttons, which come back.
-export function decideForm(testid, placeholder, verbs, submit) {
+// `extra`: more inputs shown before the buttons (a select the submit reads), or null.
+export function decideForm(testid, placeholder, verbs, submit, extra = null) {
   const text = h('input', { type: 'text', placeholder, 'aria-label': `${placeholder} (${testid})`, 'data-testid': `${testid}-text` });
   const error = h('p', { class: 'error', role: 'alert', 'data-testid': `${testid}-error` });
   const buttons = verbs.map(([verb, label], i) => h('button', { type: 'button', class: i === 0 ? 'primary' : null, 'data-testid': `${testid}-${verb}`, async onclick() {
@@ -165,5 +166,5 @@ export function decideForm(testid, placeholder, verbs, submit) {
       buttons.forEach((b) => { b.disabled = false; });
     }
   } }, label));
-  return h('div', { class: 'decide' }, text, buttons, error);
+  return h('div', { class: 'decide' }, text, extra, buttons, error);
 }

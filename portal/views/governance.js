@@ -9,19 +9,32 @@ const window_ = (r) => h('p', { class: 'note' }, `From ${fmtTime(r.from)} to ${f
 const msTime = (ms) => (ms === undefined || ms === null ? '—' : fmtTime(new Date(ms).toISOString()));
 
 // Approve or reject a ReclaimCandidate (platform-admin, or group-admin of its group): an
-// approved workload is stopped after its checkpoint or grace.
+// approved workload is stopped after its checkpoint or grace; an approved downgrade keeps it
+// running at a lower, preemptible priority class (the server lists the classes it may take).
 function decide(a, reload) {
-  return decideForm(`reclaim-${a.workloadUid}`, 'Reason', [['approve', 'Approve reclaim'], ['reject', 'Reject']], async (verb, reason) => {
-    await post(`governance/alerts/${encodeURIComponent(a.workloadUid)}/decision`, { decision: verb, reason });
+  const testid = `reclaim-${a.workloadUid}`;
+  const options = a.downgradeOptions || [];
+  const verbs = [['approve', 'Approve reclaim'], ['reject', 'Reject']];
+  let select = null;
+  if (options.length) {
+    select = h('select', { 'aria-label': `Downgrade to (${testid})`, 'data-testid': `${testid}-class` },
+      options.map((c) => h('option', { value: c }, c)));
+    verbs.push(['downgrade', 'Approve downgrade']);
+  }
+  return decideForm(testid, 'Reason', verbs, async (verb, reason) => {
+    const body = verb === 'downgrade' ? { decision: 'approve', reason, downgradeTo: select.value } : { decision: verb, reason };
+    await post(`governance/alerts/${encodeURIComponent(a.workloadUid)}/decision`, body);
     reload();
-  });
+  }, select);
 }
+
+const decisionText = (d) => `${d.verdict}${d.downgradeTo ? ` (downgrade to ${d.downgradeTo})` : ''} by ${d.by}`;
 
 export default function governance(root, ctx) {
   const s = ctx.session;
   const mayDecide = (a) => s.role === 'platform-admin' || (s.role === 'group-admin' && s.group === a.evidence.businessGroup);
   const decisionCell = (a, reload) => {
-    if (a.decision) return `${a.decision.verdict} by ${a.decision.by}`;
+    if (a.decision) return decisionText(a.decision);
     if (a.state !== 'ReclaimCandidate') return '';
     return mayDecide(a) ? decide(a, reload) : h('span', { class: 'muted' }, 'waits for a group or platform admin');
   };
@@ -41,7 +54,7 @@ export default function governance(root, ctx) {
         { label: 'Detected', cell: (x) => msTime(x.detectedMs) },
         { label: 'Resolved', cell: (x) => msTime(x.resolvedMs) },
         { label: 'Resolution', cell: (x) => x.resolution || '' },
-        { label: 'Decision', cell: (x) => (x.decision ? `${x.decision.verdict} by ${x.decision.by}` : '') },
+        { label: 'Decision', cell: (x) => (x.decision ? decisionText(x.decision) : '') },
       ], [...a.resolved].reverse().slice(0, 20), { testid: 'alerts-resolved', empty: 'None resolved yet.' }),
     ];
   });

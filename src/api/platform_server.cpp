@@ -435,9 +435,10 @@ void PlatformServer::install_routes() {
   }));
   // A decision on a ReclaimCandidate (governance/reclaim_approval.hpp's rules): a
   // platform-admin, or a group-admin of the alert's group. Body {"decision": "approve" |
-  // "reject", "reason": "..."}. Journalled and applied as an intervention (an approved
-  // workload is stopped after its checkpoint or grace and deactivated); audited with the
-  // caller.
+  // "reject", "reason": "...", "downgradeTo": "<WorkloadPriorityClass>"}. Journalled and
+  // applied as an intervention (an approved workload is stopped after its checkpoint or
+  // grace and deactivated; an approved downgrade keeps running at the class's priority);
+  // audited with the caller.
   svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uid = req.matches[1];
     if (who.role != auth::Role::PlatformAdmin && who.role != auth::Role::GroupAdmin) {
@@ -450,13 +451,9 @@ void PlatformServer::install_routes() {
       return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
     }
     for (const auto& [key, value] : body.items()) {
-      if (key == "downgradeTo") {
-        return send_error(res, 422, key, "twin.downgrade-unsupported",
-                          "the twin's admission core keeps an admitted workload's priority, so it cannot show a "
-                          "downgrade; on a cluster, gpubank scan approve --downgrade-to changes the Workload's priority");
-      }
-      if (key != "decision" && key != "reason") {
-        return send_error(res, 400, key, "request.unknown-field", "unknown field \"" + key.substr(0, 64) + "\"; known: decision, reason");
+      if (key != "decision" && key != "reason" && key != "downgradeTo") {
+        return send_error(res, 400, key, "request.unknown-field",
+                          "unknown field \"" + key.substr(0, 64) + "\"; known: decision, reason, downgradeTo");
       }
     }
     if (!body.contains("decision") || !body["decision"].is_string() ||
@@ -471,6 +468,18 @@ void PlatformServer::install_routes() {
       }
       reason = body["reason"].get<std::string>();
     }
+    std::string downgrade_to;
+    if (body.contains("downgradeTo")) {
+      if (!body["downgradeTo"].is_string() || body["downgradeTo"].get<std::string>().empty() ||
+          body["downgradeTo"].get<std::string>().size() > 253) {
+        return send_error(res, 400, "downgradeTo", "request.out-of-range",
+                          "downgradeTo must be a WorkloadPriorityClass name of 1 to 253 bytes");
+      }
+      if (body["decision"] != "approve") {
+        return send_error(res, 400, "downgradeTo", "request.out-of-range", "downgradeTo goes only with decision approve");
+      }
+      downgrade_to = body["downgradeTo"].get<std::string>();
+    }
     std::lock_guard lock(mu_);
     const twin::live::TwinGovernance* g = platform_->governance();
     if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
@@ -480,11 +489,20 @@ void PlatformServer::install_routes() {
         (scope_of(who) && alert->second.evidence.business_group != *scope_of(who))) {
       return send_error(res, 404, "", "api.not-found", "no open low-utilisation alert for workload " + uid.substr(0, 253));
     }
-    auto done = platform_->decide_reclaim(uid, body["decision"] == "approve", reason, "api:" + who.subject);
+    auto done = platform_->decide_reclaim(uid, body["decision"] == "approve", reason, "api:" + who.subject, downgrade_to);
     if (!done) {
       const std::string& e = done.error();
-      const bool journal = e.rfind("not journalled", 0) == 0;
-      return send_error(res, journal ? 503 : 409, "", journal ? "api.journal" : "api.conflict", e);
+      if (e.rfind("not journalled", 0) == 0) return send_error(res, 503, "", "api.journal", e);
+      // "downgradeTo: governance.downgrade-<rule>: ..." (governance/reclaim_approval.cpp): the
+      // class is refused, a field error.
+      constexpr std::string_view kField = "downgradeTo: ";
+      if (e.rfind(kField, 0) == 0) {
+        const std::string rest = e.substr(kField.size());
+        const auto colon = rest.find(": ");
+        return send_error(res, 422, "downgradeTo", colon == std::string::npos ? "governance.downgrade" : rest.substr(0, colon),
+                          colon == std::string::npos ? rest : rest.substr(colon + 2));
+      }
+      return send_error(res, 409, "", "api.conflict", e);
     }
     advance_locked(platform_->now());
     const auto after = g->open_alerts().find(uid);

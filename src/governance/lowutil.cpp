@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "document/decode.hpp"
+#include "metrics/job_phase.hpp"
 #include "policy/low_utilization.hpp"
 #include "policy/schema.hpp"
 
@@ -54,6 +55,12 @@ std::string format_rate(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
+}
+
+std::string join(const std::vector<std::string>& states) {
+  std::string out;
+  for (const std::string& s : states) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? std::string("overhead states") : out;
 }
 
 }  // namespace
@@ -135,9 +142,11 @@ Verdict assess(const WorkloadFacts& w, const std::vector<ScanPolicy>& policies, 
   if (w.last_checkpoint_ms && now_ms - *w.last_checkpoint_ms < ms(s.checkpoint_grace_period)) {
     return excluded("checkpoint-grace");
   }
+  const bool all_overhead = w.overhead_fraction && *w.overhead_fraction >= metrics::job_phase::kWholeWindowFraction;
+  if (!w.overhead_phases.empty() && !all_overhead) return excluded("job-phase");
   if (!running || *running * 1000 < static_cast<double>(ms(s.window))) return excluded("short-history");
 
-  if (w.training_steps && (w.workload_type == "training" || w.workload_type == "batch")) {
+  if (w.training_steps && !all_overhead && (w.workload_type == "training" || w.workload_type == "batch")) {
     const std::string window = s.window.to_string();
     const std::string busy =
         w.gpu_utilization ? " at GPU utilisation " + format_percent(*w.gpu_utilization) : std::string();
@@ -196,7 +205,8 @@ Verdict assess(const WorkloadFacts& w, const std::vector<ScanPolicy>& policies, 
     return v;
   }
   v.kind = VerdictKind::Low;
-  v.reason = below;
+  v.reason = all_overhead ? below + " (in " + join(w.overhead_phases) + " for the whole " + s.window.to_string() + ")"
+                          : below;
   return v;
 }
 

@@ -12,6 +12,10 @@
 //   startup-grace        running for less than startupGracePeriod
 //   checkpoint-grace     a checkpoint (the bank's notice or its completion) less than
 //                        checkpointGracePeriod ago: its dip is not idleness
+//   job-phase            a training or batch job's own gpubank_training_phase said loading,
+//                        compiling, evaluating, checkpointing or recovering within the
+//                        checkpoint grace (at least two minutes) — unless it said so for
+//                        the whole window, which is judged like any other window
 //   short-history        running for less than the window: the average would cover a part
 // A workload no policy matches is "uncovered"; one without a sample for a threshold's metric
 // is "no-data". Neither is judged.
@@ -25,7 +29,8 @@
 // gpubank_training_steps_total, progress decides instead of the thresholds. No step over
 // the window is low whatever the utilisation (a job hung in a collective keeps its GPUs
 // busy and makes no progress); any step is fine (an input-bound job is slow, not idle).
-// Utilisation judges only workloads that report no steps.
+// Utilisation judges only workloads that report no steps, and those whose whole window was
+// overhead (an evaluation makes no step; a busy one is not idle, a stuck load is).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +72,12 @@ struct WorkloadFacts {
   std::optional<double> tokens_per_second;
   // Training steps completed over the window; none when its pods do not report them.
   std::optional<double> training_steps;
+  // The overhead states (metrics/job_phase.hpp) its pods reported over the phase lookback
+  // (the checkpoint grace, at least two minutes), in kOverhead order; and the largest
+  // fraction of the window one of its pods spent in them. Both empty when its pods report
+  // no phase.
+  std::vector<std::string> overhead_phases;
+  std::optional<double> overhead_fraction;
   double group_borrowed_gpus = 0;  // what the business group borrows on the pool now (the ledger's loans)
   std::optional<std::int64_t> last_checkpoint_ms;  // the bank's last checkpoint notice or completion
 

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <tuple>
 
 #include "document/decode.hpp"
 #include "governance/text.hpp"
+#include "metrics/job_phase.hpp"
 #include "policy/schema.hpp"
 
 namespace gpubank::governance {
@@ -55,6 +57,16 @@ std::string over_windows(const std::vector<ScanPolicy>& policies, PerWindow per_
   return out;
 }
 
+// The lookback of the phase exception: the checkpoint grace, at least two minutes (a scrape
+// interval up to a minute leaves two samples), so a phase that just ended still excuses.
+Duration phase_lookback(const ScanPolicy& p) {
+  return std::max(p.spec.checkpoint_grace_period, Duration(std::chrono::minutes(2)));
+}
+
+// The workload of a pod's samples: `* on (pod) group_left (...) kPodWorkload`.
+constexpr const char* kPodWorkload =
+    "max by (cluster, namespace, pod, workload_kind, workload, workload_uid) (gpubank_gpu_allocation_info{workload!=\"\"})";
+
 bool sets_power(const std::vector<ScanPolicy>& policies) {
   return std::any_of(policies.begin(), policies.end(),
                      [](const ScanPolicy& p) { return p.spec.thresholds.average_power_fraction.has_value(); });
@@ -70,6 +82,50 @@ Expected<std::optional<std::int64_t>> integer_label(const serving::PromSample& s
     return Unexpected{std::string(query) + ": label " + name + " must be Unix seconds (digits), got \"" + text + "\""};
   }
   return std::optional<std::int64_t>(v);
+}
+
+// The training_phase answer into each training or batch workload governed by a policy with
+// the sample's window and lookback.
+std::optional<std::string> add_phases(const std::vector<serving::PromSample>& samples, const std::vector<ScanPolicy>& policies,
+                          std::vector<WorkloadFacts>& workloads) {
+  struct Phase {
+    std::set<std::string> states;
+    std::optional<double> fraction;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Phase> by;  // (key, window, lookback)
+  for (const serving::PromSample& s : samples) {
+    const std::string uid = key_of(s);
+    const std::string window = label(s, "window");
+    const std::string lookback = label(s, "lookback");
+    const std::string measure = label(s, "measure");
+    if (uid.empty() || window.empty() || lookback.empty()) {
+      return std::string("training_phase: a sample without a workload, window or lookback");
+    }
+    Phase& p = by[{uid, window, lookback}];
+    if (measure == "recent") {
+      const std::string state = label(s, std::string(metrics::job_phase::kStateLabel));
+      if (!metrics::job_phase::is_overhead(state)) {
+        return "training_phase: workload " + uid + ": label " + std::string(metrics::job_phase::kStateLabel) +
+               " must be an overhead state, got \"" + state + "\"";
+      }
+      p.states.insert(state);
+    } else if (measure == "fraction") {
+      if (std::isfinite(s.value) && s.value >= 0) p.fraction = std::min(1.0, s.value);
+    } else {
+      return "training_phase: label measure must be recent or fraction, got \"" + measure + "\"";
+    }
+  }
+  for (WorkloadFacts& w : workloads) {
+    const ScanPolicy* p = governing_policy(w, policies);
+    if (p == nullptr) continue;
+    const auto it = by.find({w.workload_uid, promql_duration(p->spec.window), promql_duration(phase_lookback(*p))});
+    if (it == by.end()) continue;
+    for (const std::string_view state : metrics::job_phase::kOverhead) {
+      if (it->second.states.contains(std::string(state))) w.overhead_phases.emplace_back(state);
+    }
+    w.overhead_fraction = it->second.fraction;
+  }
+  return std::nullopt;  // no error
 }
 
 }  // namespace
@@ -130,6 +186,29 @@ std::vector<Query> plan_queries(const std::vector<ScanPolicy>& policies) {
                             "workload_uid) max by (cluster, namespace, pod, workload_kind, workload, workload_uid) "
                             "(gpubank_gpu_allocation_info{workload!=\"\"}))";
                    })});
+  }
+  if (!stepping.empty()) {
+    // The job's own phase (metrics/job_phase.hpp): which overhead states its pods were in
+    // over the lookback ("recent", one sample per state) and the largest fraction of the
+    // window any of its pods spent in them ("fraction"). One expression per distinct
+    // (window, lookback), tagged with both.
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (const ScanPolicy& p : stepping) pairs.insert({promql_duration(p.spec.window), promql_duration(phase_lookback(p))});
+    std::string expr;
+    const std::string join = " * on (cluster, namespace, pod) group_left (workload_kind, workload, workload_uid) " +
+                             std::string(kPodWorkload);
+    for (const auto& [window, lookback] : pairs) {
+      const std::string recent = "label_replace(max by (" + std::string(kWorkload) + ", " +
+                                 std::string(metrics::job_phase::kStateLabel) + ") (max_over_time(" +
+                                 metrics::job_phase::overhead_series() + "[" + lookback + "])" + join +
+                                 ") == 1, \"measure\", \"recent\", \"\", \"\")";
+      const std::string fraction = "label_replace(max by (" + std::string(kWorkload) + ") (" +
+                                   metrics::job_phase::overhead_fraction(window) + join +
+                                   "), \"measure\", \"fraction\", \"\", \"\")";
+      expr += (expr.empty() ? "" : "\nor ") + std::string("label_replace(label_replace(") + recent + " or " + fraction +
+              ", \"window\", \"" + window + "\", \"\", \"\"), \"lookback\", \"" + lookback + "\", \"\", \"\")";
+    }
+    out.push_back({"training_phase", expr});
   }
   if (sets_power(policies)) {
     out.push_back({"power_fraction", over_windows(policies, [](const std::string& w, const std::string& sel) {
@@ -220,6 +299,7 @@ Expected<std::vector<WorkloadFacts>> facts_from(const Answers& answers, const st
     }
     out.push_back(std::move(w));
   }
+  if (auto refused = add_phases(answer("training_phase"), policies, out)) return Unexpected{*refused};
   return out;
 }
 

@@ -18,10 +18,14 @@
 //                       (increase of gpubank_training_steps_total, the largest of its
 //                       pods: every rank counts the same steps), joined the same way (only
 //                       when some policy governs training or batch work)
+//   training_phase      per workload, window and lookback: the overhead states
+//                       (metrics/job_phase.hpp) its pods reported over the lookback (the
+//                       checkpoint grace, at least 2m) and the largest fraction of the
+//                       window one of its pods spent in them (same condition)
 //
 // The per-window queries average over every distinct window of the policies in one query
 // each (a `window` label tells them apart), restricted to the workload types those
-// policies govern: 5 to 8 queries per scan. Device samples are the attribution exporter's
+// policies govern: 5 to 9 queries per scan. Device samples are the attribution exporter's
 // (mapping_status="mapped", docs/attribution.md), so only attributed GPUs are judged.
 #pragma once
 

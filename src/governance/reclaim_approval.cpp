@@ -59,6 +59,16 @@ std::optional<std::string> check_downgrade(const std::string& name, const Alert&
 
 }  // namespace
 
+std::vector<std::string> downgrade_options(const Alert& alert, const policy::PolicySet& set) {
+  std::vector<std::string> out;
+  const policy::PlatformGuardrailsSpec* guardrails = set.guardrails_spec();
+  if (guardrails == nullptr) return out;
+  for (const policy::PriorityRule& r : guardrails->priorities) {
+    if (!check_downgrade(r.name, alert, set)) out.push_back(r.name);
+  }
+  return out;
+}
+
 namespace {
 
 Expected<Transition> decide_on(const std::map<std::string, Alert, std::less<>>& open, const DecisionRequest& request,

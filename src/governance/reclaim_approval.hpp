@@ -43,6 +43,11 @@ struct DecisionRequest {
   std::string downgrade_to;
 };
 
+// The priority classes an approved downgrade of this alert may name (the guardrails'
+// priorities open to its group and workload type and preemptible), in the guardrails'
+// order: what a decision form offers.
+[[nodiscard]] std::vector<std::string> downgrade_options(const Alert& alert, const policy::PolicySet& set);
+
 // May the user decide on this alert? Denied: the rule ("governance.decision-forbidden") and
 // a message naming who may.
 [[nodiscard]] policy::AuthResult authorize_decision(const policy::UserInfo& user, const Alert& alert,

@@ -9,6 +9,7 @@
 
 #include "core/timestamp.hpp"
 #include "governance/text.hpp"
+#include "metrics/job_phase.hpp"
 
 namespace gpubank::governance {
 namespace {
@@ -106,9 +107,23 @@ std::string level_name(ShowbackLevel level) {
 
 }  // namespace
 
-std::string low_query_name(double threshold, const Duration& grace, const Duration& checkpoint_grace) {
-  return "low_below_" + number(threshold) + "_after_" + std::to_string(grace.milliseconds() / 1000) + "s_ckpt_" +
-         std::to_string(checkpoint_grace.milliseconds() / 1000) + "s";
+std::optional<LowQueryKind> low_query_kind(const ScanPolicy& p) {
+  if (!p.spec.thresholds.average_gpu_utilization) return std::nullopt;
+  return LowQueryKind{*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds() / 1000,
+                      p.spec.checkpoint_grace_period.milliseconds() / 1000, p.spec.window.milliseconds() / 1000};
+}
+
+std::set<LowQueryKind> low_query_kinds(const std::vector<ScanPolicy>& policies) {
+  std::set<LowQueryKind> kinds;
+  for (const ScanPolicy& p : policies) {
+    if (auto k = low_query_kind(p)) kinds.insert(*k);
+  }
+  return kinds;
+}
+
+std::string low_query_name(const LowQueryKind& k) {
+  return "low_below_" + number(k.threshold) + "_after_" + std::to_string(k.startup_grace_s) + "s_ckpt_" +
+         std::to_string(k.checkpoint_grace_s) + "s_window_" + std::to_string(k.window_s) + "s";
 }
 
 std::string busy_query_name(double threshold) { return "busy_at_" + number(threshold); }
@@ -151,32 +166,28 @@ std::vector<Query> plan_showback(const ShowbackPeriod& period, const std::vector
   out.push_back({"allocated", "sum by (cluster, business_group, owner_id, namespace, workload_kind, workload, "
                               "workload_uid, workload_type, pool, gpu_model, partition, capacity_role) (sum_over_time((" +
                                   std::string(kShare) + ")" + range + "))"});
-  // (threshold, startup grace in s, checkpoint grace in s)
-  std::set<std::tuple<double, std::int64_t, std::int64_t>> kinds;
-  for (const ScanPolicy& p : policies) {
-    if (p.spec.thresholds.average_gpu_utilization) {
-      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds() / 1000,
-                    p.spec.checkpoint_grace_period.milliseconds() / 1000});
-    }
-  }
-  for (const auto& [t, grace_s, checkpoint_s] : kinds) {
+  const std::set<LowQueryKind> kinds = low_query_kinds(policies);
+  for (const LowQueryKind& k : kinds) {
     // Minutes under the startup grace (loading, compiling) are not waste: pods known to be
     // younger than the grace at that minute are left out. Nor is a checkpoint's dip: the
-    // job's last checkpoint notice or completion less than the checkpoint grace before.
+    // job's last checkpoint notice or completion less than the checkpoint grace before. Nor
+    // a minute in which the job itself says it is loading, compiling, evaluating,
+    // checkpointing or recovering, unless it has said so for the policy's whole window.
     std::string expr = "sum by (cluster, namespace, workload_kind, workload, workload_uid) (sum_over_time(((" +
-                       device_minute(t, false) +
+                       device_minute(k.threshold, false) +
                        " / on (cluster, Hostname, UUID, GPU_I_ID) group_left count by (cluster, Hostname, UUID, "
                        "GPU_I_ID) " + kUtilization + ") unless on (cluster, namespace, pod) (time() - "
-                       "gpubank_pod_start_time_seconds <= " + std::to_string(grace_s) + ")";
-    if (checkpoint_s > 0) {
+                       "gpubank_pod_start_time_seconds <= " + std::to_string(k.startup_grace_s) + ")";
+    if (k.checkpoint_grace_s > 0) {
       expr += " unless on (cluster, namespace, workload_kind, workload) (time() - "
-              "gpubank_last_checkpoint_timestamp_seconds <= " + std::to_string(checkpoint_s) + ")";
+              "gpubank_last_checkpoint_timestamp_seconds <= " + std::to_string(k.checkpoint_grace_s) + ")";
     }
-    out.push_back({low_query_name(t, Duration(std::chrono::seconds(grace_s)), Duration(std::chrono::seconds(checkpoint_s))),
-                   expr + ")" + range + "))"});
+    expr += " unless on (cluster, namespace, pod) " +
+            metrics::job_phase::excused_pods("", std::to_string(k.window_s) + "s");
+    out.push_back({low_query_name(k), expr + ")" + range + "))"});
   }
   std::set<double> thresholds;
-  for (const auto& [t, grace_s, checkpoint_s] : kinds) thresholds.insert(t);
+  for (const LowQueryKind& k : kinds) thresholds.insert(k.threshold);
   for (const double t : thresholds) {
     // Effective where no SLO says otherwise: busy (or progressing) device-minutes, shared
     // among the holders.
@@ -278,9 +289,7 @@ Expected<Showback> showback_from(const Answers& answers, const ShowbackPeriod& p
     if (key.empty() || role == "serving-floor") continue;
     const ScanPolicy* p = threshold_policy(r, policies);
     if (p == nullptr) continue;
-    const double threshold = *p->spec.thresholds.average_gpu_utilization;
-    const auto q = per_workload_minutes.find(
-        low_query_name(threshold, p->spec.startup_grace_period, p->spec.checkpoint_grace_period));
+    const auto q = per_workload_minutes.find(low_query_name(*low_query_kind(*p)));
     if (q == per_workload_minutes.end()) continue;
     const auto m = q->second.find(key);
     if (m == q->second.end()) continue;

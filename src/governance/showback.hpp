@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,9 +67,19 @@ struct ShowbackPeriod {
 // The period cut to whole minutes; an error when it is empty or longer than 400 days.
 [[nodiscard]] Expected<ShowbackPeriod> showback_period(std::int64_t from_ms, std::int64_t to_ms);
 
-// The name of the low-utilisation query for one (threshold, startup grace, checkpoint grace)
-// of the policies: one such query per distinct triple.
-[[nodiscard]] std::string low_query_name(double threshold, const Duration& grace, const Duration& checkpoint_grace);
+// What one low-utilisation query of the showback depends on: one query per distinct kind
+// among the policies that set a GPU utilisation threshold. The window caps the job-phase
+// excuse (metrics/job_phase.hpp).
+struct LowQueryKind {
+  double threshold = 0;           // averageGpuUtilization, percent
+  std::int64_t startup_grace_s = 0;
+  std::int64_t checkpoint_grace_s = 0;
+  std::int64_t window_s = 0;
+  auto operator<=>(const LowQueryKind&) const = default;
+};
+[[nodiscard]] std::optional<LowQueryKind> low_query_kind(const ScanPolicy& p);  // none without a threshold
+[[nodiscard]] std::set<LowQueryKind> low_query_kinds(const std::vector<ScanPolicy>& policies);
+[[nodiscard]] std::string low_query_name(const LowQueryKind& kind);
 
 // The name of the query counting device-minutes at or above a utilisation threshold.
 [[nodiscard]] std::string busy_query_name(double threshold);

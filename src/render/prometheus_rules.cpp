@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "metrics/job_phase.hpp"
 #include "policy/low_utilization.hpp"
 #include "policy/schema.hpp"
 
@@ -910,6 +911,13 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
     expr += " unless on (cluster, namespace, workload_kind, workload) time() - "
             "gpubank_last_checkpoint_timestamp_seconds <= " + std::to_string(seconds);
   }
+  if (by_steps) {
+    // The job's own overhead states (loading, compiling, evaluating, checkpointing,
+    // recovering) within the checkpoint grace, at least two minutes, excuse it, unless they
+    // filled the whole window: what the scanner excludes as job-phase.
+    const Duration lookback = std::max(s.checkpoint_grace_period, Duration(std::chrono::minutes(2)));
+    expr += " unless on (cluster, namespace, pod) " + metrics::job_phase::excused_pods(duration(lookback), window);
+  }
   for (const policy::Exclusion& e : s.exclude_when) {
     if (e.label) {
       expr += " unless on (cluster, namespace, pod) kube_pod_labels{" + ksm_name("label_", *e.label) + "=" +
@@ -953,7 +961,10 @@ RenderedObject lowutil_object(const LowUtilMatch& self, const std::vector<LowUti
   std::string then = o.ref() + " marks it as low utilisation.";
   if (by_steps) {
     then += " Where its pods report " + std::string(series::kTrainingSteps) +
-            ", the steps decide instead (none over the window is low, any is not).";
+            ", the steps decide instead (none over the window is low, any is not); where they report " +
+            std::string(metrics::job_phase::kSeries) +
+            ", loading, compiling, evaluating, checkpointing and recovering are not idleness unless they last the "
+            "whole window.";
   }
   if (s.checkpoint_grace_period.nanoseconds().count() > 0) {
     then += " The owner has " + duration(s.checkpoint_grace_period) + " to checkpoint before it may be reclaimed.";

@@ -147,7 +147,8 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
       // Who may decide on a reclaim gets to the alert, which does not exist here.
       {"POST", "/api/v1/governance/alerts/no-such-uid/decision", R"({"decision": "approve"})", 401, 403, 404, 403, 404},
       {"POST", "/api/v1/governance/alerts/no-such-uid/decision", R"({"decision": "maybe"})", 401, 403, 400, 403, 400},
-      {"POST", "/api/v1/governance/alerts/no-such-uid/decision", R"({"decision": "approve", "downgradeTo": "low"})", 401, 403, 422, 403, 422},
+      {"POST", "/api/v1/governance/alerts/no-such-uid/decision", R"({"decision": "approve", "downgradeTo": "low"})", 401, 403, 404, 403, 404},
+      {"POST", "/api/v1/governance/alerts/no-such-uid/decision", R"({"decision": "reject", "downgradeTo": "low"})", 401, 403, 400, 403, 400},
   };
   const std::vector<std::pair<std::string, std::string>> callers{
       {"anonymous", ""}, {"viewer", viewer_}, {"group-admin", group_admin_}, {"finops", finops_}, {"platform-admin", admin_token_}};

@@ -242,7 +242,7 @@ TEST(UpWithPrometheus, GpuSeriesCarryPoolAndUuidAndUsedGpusAgreeWithTheRestApi) 
   int judged = 0;
   for (const auto& [verdict, n] : scan["verdicts"].items()) judged += n.get<int>();
   EXPECT_EQ(judged, *workloads);
-  EXPECT_EQ(scan["queries"].size(), 7u);  // with training_progress (the twin's jobs report no steps: no answer)
+  EXPECT_EQ(scan["queries"].size(), 8u);  // with training_progress and training_phase (the twin's jobs report neither: no answer)
   // A period reaching past now: its last minute's sample is the latest scrape (Prometheus
   // looks back five minutes), as the twin has run for seconds of wall time, not minutes.
   const auto now = std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now());

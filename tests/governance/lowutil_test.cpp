@@ -109,6 +109,47 @@ TEST(LowUtilVerdict, ATrainingJobsStepsDecideOverItsUtilisation) {
   EXPECT_EQ(assess(nb, policies, kNow).kind, VerdictKind::Low);
 }
 
+// The job's own phase (gpubank_training_phase): an evaluation, a load, a compile, a
+// checkpoint or a recovery within the checkpoint grace excuses a dip or a stall, counted as
+// job-phase; one that filled the whole window does not. A whole window of evaluation made
+// no step by nature, so the thresholds judge it: busy is fine, idle is low, and the reason
+// says which phase it was in.
+TEST(LowUtilVerdict, AJobsOwnOverheadPhaseExcusesItUnlessItFilledTheWindow) {
+  const auto policies = example_policies();
+  WorkloadFacts evaluating = training(4, 10);
+  evaluating.training_steps = 0;
+  evaluating.overhead_phases = {"evaluating"};
+  evaluating.overhead_fraction = 0.25;
+  const Verdict excused = assess(evaluating, policies, kNow);
+  EXPECT_EQ(excused.kind, VerdictKind::Excluded);
+  EXPECT_EQ(excused.reason, "job-phase");
+  // The exceptions before it still come first.
+  evaluating.last_checkpoint_ms = kNow - 60'000;
+  EXPECT_EQ(assess(evaluating, policies, kNow).reason, "checkpoint-grace");
+  evaluating.last_checkpoint_ms.reset();
+  // Just below the whole window still excuses; at 99 % the window was all overhead.
+  evaluating.overhead_fraction = 0.98;
+  EXPECT_EQ(assess(evaluating, policies, kNow).reason, "job-phase");
+  WorkloadFacts stuck = training(4, 10);
+  stuck.training_steps = 0;
+  stuck.overhead_phases = {"loading"};
+  stuck.overhead_fraction = 0.99;
+  const Verdict judged = assess(stuck, policies, kNow);
+  EXPECT_EQ(judged.kind, VerdictKind::Low);
+  EXPECT_EQ(judged.reason, "GPU utilisation 4.0% < 10.0%, memory utilisation 10.0% < 15.0% (in loading for the whole 1h)");
+  // A whole window of busy evaluation: no step, yet not idle.
+  WorkloadFacts long_eval = training(85, 60);
+  long_eval.training_steps = 0;
+  long_eval.overhead_phases = {"evaluating"};
+  long_eval.overhead_fraction = 1;
+  EXPECT_EQ(assess(long_eval, policies, kNow).kind, VerdictKind::Fine);
+  // Training now with no overhead in the lookback: the steps decide as before.
+  WorkloadFacts back_to_training = training(4, 10);
+  back_to_training.training_steps = 0;
+  back_to_training.overhead_fraction = 0.3;
+  EXPECT_EQ(assess(back_to_training, policies, kNow).reason, "no training steps in 1h at GPU utilisation 4.0%");
+}
+
 TEST(LowUtilVerdict, NoSamplesIsNoVerdict) {
   WorkloadFacts w = training(3, 10);
   w.memory_utilization.reset();

@@ -1,6 +1,6 @@
-// The scanner's PromQL plan is bounded (5 queries, 6 with a power threshold, 7 with a policy on
-// inference, whatever the
-// number of workloads) and its answers become one WorkloadFacts per workload.
+// The scanner's PromQL plan is bounded (5 queries; 7 with a policy on training or batch work,
+// its steps and phase; one more with a power threshold, one more with a policy on inference;
+// whatever the number of workloads) and its answers become one WorkloadFacts per workload.
 #include "governance/queries.hpp"
 
 #include <gtest/gtest.h>
@@ -21,7 +21,21 @@ TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
   for (const Query& q : plan) names.push_back(q.name);
   // training-default governs training: its steps; notebooks-idle sets averagePowerFraction.
   EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
-                                             "memory_utilization", "training_progress", "power_fraction"}));
+                                             "memory_utilization", "training_progress", "training_phase",
+                                             "power_fraction"}));
+  // The job's phase over training-default's 20m checkpoint grace and its 1h window.
+  EXPECT_EQ(plan[6].promql,
+            "label_replace(label_replace(label_replace(max by (cluster, namespace, workload_kind, workload, "
+            "workload_uid, gpubank_training_phase) (max_over_time(gpubank_training_phase{gpubank_training_phase=~"
+            "\"loading|compiling|evaluating|checkpointing|recovering\"}[20m]) * on (cluster, namespace, pod) "
+            "group_left (workload_kind, workload, workload_uid) max by (cluster, namespace, pod, workload_kind, "
+            "workload, workload_uid) (gpubank_gpu_allocation_info{workload!=\"\"})) == 1, \"measure\", \"recent\", "
+            "\"\", \"\") or label_replace(max by (cluster, namespace, workload_kind, workload, workload_uid) (sum by "
+            "(cluster, namespace, pod) (avg_over_time(gpubank_training_phase{gpubank_training_phase=~\"loading|"
+            "compiling|evaluating|checkpointing|recovering\"}[1h])) * on (cluster, namespace, pod) group_left "
+            "(workload_kind, workload, workload_uid) max by (cluster, namespace, pod, workload_kind, workload, "
+            "workload_uid) (gpubank_gpu_allocation_info{workload!=\"\"})), \"measure\", \"fraction\", \"\", \"\"), "
+            "\"window\", \"1h\", \"\", \"\"), \"lookback\", \"20m\", \"\", \"\")");
   // Steps over training-default's hour only: the notebooks' window asks for none.
   EXPECT_EQ(plan[5].promql,
             "label_replace(max by (cluster, namespace, workload_kind, workload, workload_uid) "
@@ -46,7 +60,7 @@ TEST(ScanQueries, OneQueryPerSignalWhateverTheWindows) {
     if (p.name == "training-default") training_only.push_back(p);
     if (p.spec.match.workload_type == policy::WorkloadType::Notebook) notebooks_only.push_back(p);
   }
-  EXPECT_EQ(plan_queries(training_only).size(), 6u);
+  EXPECT_EQ(plan_queries(training_only).size(), 7u);
   ASSERT_FALSE(notebooks_only.empty());
   EXPECT_EQ(plan_queries(notebooks_only).size(), 6u);  // with notebooks-idle's power
   EXPECT_EQ(plan_queries(notebooks_only)[5].name, "power_fraction");
@@ -75,6 +89,18 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
                           sample({{"workload_uid", "w2"}, {"window", "30m"}}, 2)};
   a["memory_utilization"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 12)};
   a["training_progress"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}}, 240)};
+  // w1 evaluated and checkpointed within the lookback, for 30 % of the hour at most; the
+  // same workload under a window no policy of its gives is not read.
+  a["training_phase"] = {
+      sample({{"workload_uid", "w1"}, {"window", "1h"}, {"lookback", "20m"}, {"measure", "recent"},
+              {"gpubank_training_phase", "evaluating"}},
+             1),
+      sample({{"workload_uid", "w1"}, {"window", "1h"}, {"lookback", "20m"}, {"measure", "recent"},
+              {"gpubank_training_phase", "checkpointing"}},
+             1),
+      sample({{"workload_uid", "w1"}, {"window", "1h"}, {"lookback", "20m"}, {"measure", "fraction"}}, 0.3),
+      sample({{"workload_uid", "w1"}, {"window", "30m"}, {"lookback", "2m"}, {"measure", "fraction"}}, 0.9),
+  };
   const auto facts = facts_from(a, policies);
   ASSERT_TRUE(facts) << facts.error();
   ASSERT_EQ(facts->size(), 2u);
@@ -90,7 +116,11 @@ TEST(ScanQueries, AnswersBecomeFactsUnderEachWorkloadsOwnWindow) {
   EXPECT_EQ(w1.memory_utilization, 12);
   EXPECT_FALSE(w1.power_fraction);
   EXPECT_EQ(w1.training_steps, 240);
+  EXPECT_EQ(w1.overhead_phases, (std::vector<std::string>{"evaluating", "checkpointing"}));  // kOverhead order
+  EXPECT_EQ(w1.overhead_fraction, 0.3);
   const WorkloadFacts& w2 = (*facts)[1];
+  EXPECT_TRUE(w2.overhead_phases.empty());
+  EXPECT_FALSE(w2.overhead_fraction);
   EXPECT_EQ(w2.gpus, 0.5);
   EXPECT_EQ(w2.capacity_role, "serving-floor");
   EXPECT_EQ(w2.gpu_utilization, 2);
@@ -106,7 +136,7 @@ TEST(ScanQueries, APolicyOnInferenceAsksForTokenThroughput) {
   for (const Query& q : plan) names.push_back(q.name);
   EXPECT_EQ(names, (std::vector<std::string>{"allocations", "starts", "borrowing", "gpu_utilization",
                                              "memory_utilization", "token_throughput", "training_progress",
-                                             "power_fraction"}));
+                                             "training_phase", "power_fraction"}));
   EXPECT_EQ(plan[5].promql,
             "label_replace(sum by (cluster, namespace, workload_kind, workload, workload_uid) ((sum by (cluster, "
             "namespace, pod) (rate(vllm:prompt_tokens_total[2h])) + sum by (cluster, namespace, pod) "
@@ -167,6 +197,28 @@ TEST(ScanQueries, AnAnswerOfTheWrongShapeIsRefusedNamingTheLabel) {
   a["allocations"] = {};
   a["gpu_utilization"] = {sample({{"workload_uid", "w1"}}, 1)};
   EXPECT_EQ(facts_from(a, policies).error(), "gpu_utilization: a sample without a workload or window");
+}
+
+// A phase answer that breaks the query's shape is refused, naming the query and label.
+TEST(ScanQueries, AMalformedPhaseAnswerIsRefusedNamingTheLabel) {
+  const auto policies = scan_policies(gpubank::testing::examples_plus());
+  Answers a;
+  a["allocations"] = {sample({{"workload_uid", "w1"}, {"workload_type", "training"}, {"pool", "h100-rdma-training"}}, 1)};
+  a["training_phase"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}, {"lookback", "20m"}, {"measure", "recent"},
+                                 {"gpubank_training_phase", "training"}},
+                                1)};
+  auto facts = facts_from(a, policies);
+  ASSERT_FALSE(facts);
+  EXPECT_EQ(facts.error(),
+            "training_phase: workload w1: label gpubank_training_phase must be an overhead state, got \"training\"");
+  a["training_phase"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}, {"lookback", "20m"}, {"measure", "x"}}, 1)};
+  facts = facts_from(a, policies);
+  ASSERT_FALSE(facts);
+  EXPECT_EQ(facts.error(), "training_phase: label measure must be recent or fraction, got \"x\"");
+  a["training_phase"] = {sample({{"workload_uid", "w1"}, {"window", "1h"}, {"measure", "fraction"}}, 1)};
+  facts = facts_from(a, policies);
+  ASSERT_FALSE(facts);
+  EXPECT_EQ(facts.error(), "training_phase: a sample without a workload, window or lookback");
 }
 
 }  // namespace

@@ -60,6 +60,8 @@ struct Workload {
   std::function<double(std::int64_t)> steps = {};
   // The controller's gpubank_last_checkpoint_timestamp_seconds from this minute (relative to T1) on.
   std::optional<std::int64_t> checkpoint_at = {};
+  // The job's own gpubank_training_phase state at a minute relative to T1; none: not reported.
+  std::function<std::string(std::int64_t)> phase = {};
 };
 
 const std::string kInferencePolicy = R"(apiVersion: platform.gpubank.dev/v1alpha1
@@ -150,6 +152,19 @@ class ScanPrometheusTest : public ::testing::Test {
       const std::string series =
           "gpubank_training_steps_total" + labels_text({{"namespace", w.ns}, {"pod", w.name + "-0"}, {"container", "main"}});
       for (std::int64_t t = from; t <= to; t += kMinute) out << series << ' ' << w.steps((t - t1_) / kMinute) << ' ' << t << '\n';
+    }
+    // The job's phase as prometheus_client's Enum exports it: every state, 1 for the current.
+    out << "# TYPE gpubank_training_phase gauge\n";
+    for (const Workload& w : workloads) {
+      if (!w.phase) continue;
+      for (const char* state : {"loading", "compiling", "training", "evaluating", "checkpointing", "recovering"}) {
+        const std::string series = "gpubank_training_phase" +
+                                   labels_text({{"gpubank_training_phase", state}, {"namespace", w.ns},
+                                                {"pod", w.name + "-0"}, {"container", "main"}});
+        for (std::int64_t t = from; t <= to; t += kMinute) {
+          out << series << ' ' << (w.phase((t - t1_) / kMinute) == state ? 1 : 0) << ' ' << t << '\n';
+        }
+      }
     }
     out << "# TYPE gpubank_last_checkpoint_timestamp_seconds gauge\n";
     for (const Workload& w : workloads) {
@@ -284,8 +299,8 @@ TEST_F(ScanPrometheusTest, EveryTransitionWithRealPrometheusAndAlertmanager) {
   EXPECT_EQ(s["verdicts"], (nlohmann::json{{"excluded", 2}, {"fine", 1}, {"low", 2}}));
   EXPECT_EQ(s["workloads"], 5);
   // notebooks-idle's power threshold adds the sixth, inference-idle the token throughput,
-  // training-default the training progress
-  EXPECT_EQ(s["queries"].size(), 8u);
+  // training-default the training progress and phase
+  EXPECT_EQ(s["queries"].size(), 9u);
   const auto& nb = s["alerts"][0]["evidence"];
   EXPECT_EQ(nb["gpus"], 1);
   EXPECT_EQ(nb["averageGpuUtilization"], 0);
@@ -352,7 +367,7 @@ TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
   if (HasFatalFailure()) return;
 
   nlohmann::json s = scan(t1_);
-  EXPECT_EQ(s["queries"].size(), 8u);  // + training_progress
+  EXPECT_EQ(s["queries"].size(), 9u);  // + training_progress, training_phase
   EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-hung", "Notified"}, {"w-idle", "Notified"}}));
   ASSERT_EQ(s["alerts"].size(), 2u);
   const auto& hung = s["alerts"][0]["evidence"];
@@ -384,6 +399,41 @@ TEST_F(ScanPrometheusTest, TrainingProgressDecidesWhereAJobReportsIt) {
   EXPECT_EQ(low_and_effective,
             (std::map<std::string, P>{{"w-hung", P{2, 0}}, {"w-idle", P{50.0 / 60, 0}}, {"w-slow", P{0, 1}}}))
       << r.out;
+}
+
+// The job's own phase (gpubank_training_phase): w-eval made no step in the hour (its steps
+// stopped long before) and idles at 3 %, but has said "evaluating" since T1-15m: excluded as
+// job-phase, and the showback of the hour before T1 leaves those 15 minutes out of its low
+// hours (45 of 60). w-loading has said "loading" for its whole life: a load that fills the
+// window is judged, low, and the evidence says so; its hour is all low.
+TEST_F(ScanPrometheusTest, AJobsOwnPhaseExcusesItsOverheadUnlessItFillsTheWindow) {
+  const std::vector<Workload> workloads{
+      {"w-eval", "training", "search", "u-eval", "search", "PyTorchJob", "eval", "h100-rdma-training", "", 1,
+       [](std::int64_t) { return 3.0; }, 2, 10, [](std::int64_t m) { return static_cast<double>(std::min<std::int64_t>(m, -120) + 300); },
+       std::nullopt, [](std::int64_t m) { return std::string(m >= -15 ? "evaluating" : "training"); }},
+      {"w-loading", "training", "research", "u-load", "research", "PyTorchJob", "loading", "h100-rdma-training", "", 1,
+       [](std::int64_t) { return 1.0; }, 2, 10, {}, std::nullopt, [](std::int64_t) { return std::string("loading"); }},
+  };
+  start_all(workloads);
+  if (HasFatalFailure()) return;
+
+  nlohmann::json s = scan(t1_);
+  EXPECT_EQ(s["queries"].size(), 9u);
+  EXPECT_EQ(s["excluded"], (nlohmann::json{{"job-phase", 1}})) << s.dump();
+  EXPECT_EQ(alerts_of(s), (std::vector<std::pair<std::string, std::string>>{{"w-loading", "Notified"}}));
+  ASSERT_EQ(s["alerts"].size(), 1u);
+  EXPECT_EQ(s["alerts"][0]["evidence"]["reason"],
+            "GPU utilisation 1.0% < 10.0%, memory utilisation 2.0% < 15.0% (in loading for the whole 1h)");
+
+  const auto r = gpubank::testing::run_process(
+      {gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "report", "showback", "--prometheus", prometheus_.url(),
+       "--policies", gpubank::testing::examples_dir() + "/policies", "--from", rfc3339_s(t1_ - 3600), "--to",
+       rfc3339_s(t1_), "--level", "workload", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  std::map<std::string, double> low;
+  for (const auto& row : report["rows"]) low[row.value("workloadUid", "")] = row["lowUtilizationGpuHours"].get<double>();
+  EXPECT_EQ(low, (std::map<std::string, double>{{"w-eval", 45.0 / 60}, {"w-loading", 1}})) << r.out;
 }
 
 // Alertmanager down at the first scan: the alerts are detected and recorded, the notices

@@ -64,6 +64,12 @@ class FakeAdmissionCore : public twin::AdmissionCore {
   Expected<bool> set_cohort_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
     return Unexpected{"FakeAdmissionCore: quota changes are not scripted"};
   }
+  Expected<bool> set_priority(twin::WorkloadId id, std::int32_t priority) override {
+    if (statuses[id].phase != twin::WorkloadPhase::Admitted) return Unexpected{std::string("not admitted")};
+    if (specs[id].priority == priority) return false;
+    specs[id].priority = priority;
+    return true;
+  }
   Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
   }

@@ -850,6 +850,26 @@ class Core final : public AdmissionCore {
     return true;
   }
 
+  Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override {
+    if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
+    if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};
+    Wl& w = wl(id);
+    if (w.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
+    if (w.spec.priority == priority) return false;
+    // Its place in the queue's candidate ranking moves; every memo keyed by the state's id
+    // (targets, shared orders, removal runs) is rebuilt under the new one. Kueue's workload
+    // controller requeues the cohort tree's inadmissible workloads when an admitted
+    // workload's priority changes (workload.PriorityChanged in its Update handler): one may
+    // now preempt it.
+    Queue& q = queues_[at(w.queue)];
+    unrank(q, id);
+    w.spec.priority = priority;
+    rank(q, id);
+    changed();
+    requeue_inadmissible(w.queue);
+    return true;
+  }
+
   void do_run_cycle(VirtualTime now, CycleResult& out) override;
 
   [[nodiscard]] bool has_active_heads() const override {

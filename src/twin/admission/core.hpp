@@ -144,6 +144,14 @@ class AdmissionCore {
   virtual Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message,
                                VirtualTime now) = 0;
 
+  // An admitted workload's spec.priority changed (Kueue's Workload keeps it mutable: the
+  // twin's approved downgrade of a low-utilisation workload). It keeps its quota; from now on
+  // preemption ranks it at the new priority, and the cohort tree's inadmissible workloads
+  // are requeued (as Kueue's workload controller does on a priority change). Returns false
+  // when the priority is already that. Fails for an unknown or forgotten id and for a workload that is not Admitted (a
+  // pending one would need its queue order re-keyed; nothing in the twin asks for that).
+  virtual Expected<bool> set_priority(WorkloadId id, std::int32_t priority) = 0;
+
   // One scheduling cycle at virtual time `now`, written into `out` (what it held is
   // replaced). A caller that runs many cycles passes the same result every time: its
   // buffers are reused, so a cycle does not allocate fresh memory for its decisions.

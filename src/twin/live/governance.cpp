@@ -52,24 +52,6 @@ std::string key_of(const DeviceMinute& d) {
   return governance::workload_key(d.workload_uid, d.workload_kind, d.namespace_name, d.workload);
 }
 
-// The (threshold, startup grace, checkpoint grace) of the policies: one low query each
-// (plan_showback).
-std::set<std::tuple<double, std::int64_t, std::int64_t>> low_kinds(const std::vector<governance::ScanPolicy>& policies) {
-  std::set<std::tuple<double, std::int64_t, std::int64_t>> kinds;
-  for (const governance::ScanPolicy& p : policies) {
-    if (p.spec.thresholds.average_gpu_utilization) {
-      kinds.insert({*p.spec.thresholds.average_gpu_utilization, p.spec.startup_grace_period.milliseconds(),
-                    p.spec.checkpoint_grace_period.milliseconds()});
-    }
-  }
-  return kinds;
-}
-
-std::string low_name(double threshold, std::int64_t grace_ms, std::int64_t checkpoint_ms) {
-  return governance::low_query_name(threshold, Duration(std::chrono::milliseconds(grace_ms)),
-                                    Duration(std::chrono::milliseconds(checkpoint_ms)));
-}
-
 }  // namespace
 
 TwinGovernance::TwinGovernance(const policy::PolicySet& policies, std::int64_t scan_every_ms)
@@ -90,9 +72,9 @@ void TwinGovernance::observe(MinuteObservation minute) {
   if (last_ms_ && minute.t_ms <= *last_ms_) return;
   const std::int64_t t = minute.t_ms;
   // The query names, once per minute rather than once per device.
-  std::vector<std::tuple<double, std::int64_t, std::int64_t, std::string>> kinds;
-  for (const auto& [threshold, grace_ms, checkpoint_ms] : low_kinds(scan_policies_)) {
-    kinds.emplace_back(threshold, grace_ms, checkpoint_ms, low_name(threshold, grace_ms, checkpoint_ms));
+  std::vector<std::pair<governance::LowQueryKind, std::string>> kinds;
+  for (const governance::LowQueryKind& k : governance::low_query_kinds(scan_policies_)) {
+    kinds.emplace_back(k, governance::low_query_name(k));
   }
   std::vector<std::pair<double, std::string>> busy;
   for (const double threshold : busy_thresholds_) busy.emplace_back(threshold, governance::busy_query_name(threshold));
@@ -114,10 +96,11 @@ void TwinGovernance::observe(MinuteObservation minute) {
     // The checkpoint window: the bank's last notice or completion for the workload
     // (gpubank_last_checkpoint_timestamp_seconds), as the controller exports it.
     const auto checkpoint = minute.last_checkpoint_ms.find(d.namespace_name + "/" + d.workload);
-    for (const auto& [threshold, grace_ms, checkpoint_ms, name] : kinds) {
-      if (!(d.gpu_utilization < threshold)) continue;
-      if (static_cast<double>(t) / 1000.0 - d.pod_started_s <= static_cast<double>(grace_ms) / 1000.0) continue;
-      if (checkpoint_ms > 0 && checkpoint != minute.last_checkpoint_ms.end() && t - checkpoint->second <= checkpoint_ms) {
+    for (const auto& [k, name] : kinds) {
+      if (!(d.gpu_utilization < k.threshold)) continue;
+      if (static_cast<double>(t) / 1000.0 - d.pod_started_s <= static_cast<double>(k.startup_grace_s)) continue;
+      if (k.checkpoint_grace_s > 0 && checkpoint != minute.last_checkpoint_ms.end() &&
+          t - checkpoint->second <= k.checkpoint_grace_s * 1000) {
         continue;
       }
       add_minute(low_[name][WorkloadLabels{d.namespace_name, d.workload_kind, d.workload, d.workload_uid}], t, d.share);
@@ -319,8 +302,8 @@ governance::Answers TwinGovernance::showback_answers(const governance::ShowbackP
           sample({{"namespace", w[0]}, {"workload_kind", w[1]}, {"workload", w[2]}, {"workload_uid", w[3]}}, v));
     }
   };
-  for (const auto& [threshold, grace_ms, checkpoint_ms] : low_kinds(scan_policies_)) {
-    per_workload(low_name(threshold, grace_ms, checkpoint_ms), low_);
+  for (const governance::LowQueryKind& k : governance::low_query_kinds(scan_policies_)) {
+    per_workload(governance::low_query_name(k), low_);
   }
   for (const double threshold : busy_thresholds_) per_workload(governance::busy_query_name(threshold), busy_);
   if (!slo_targets_.empty()) per_workload(governance::kTokensQuery, serving_, true);
@@ -499,17 +482,27 @@ void TwinGovernance::scan(std::int64_t now_ms) {
   ++scans_;
 }
 
-Expected<governance::Alert> TwinGovernance::decide(const std::string& workload_uid, bool approve, const std::string& by,
-                                                   const std::string& reason, std::int64_t now_ms) {
+Expected<governance::Alert> TwinGovernance::check_decision(const std::string& workload_uid, bool approve,
+                                                           const std::string& by, const std::string& reason,
+                                                           std::int64_t now_ms, const std::string& downgrade_to) const {
   governance::DecisionRequest request;
   request.workload_uid = workload_uid;
   request.approve = approve;
   request.user.username = by;
   request.reason = reason;
+  request.downgrade_to = downgrade_to;
   auto t = governance::decide_with_authority(open_, request, policies_, now_ms);
   if (!t) return Unexpected{t.error()};
-  open_[workload_uid] = t->alert;
   return t->alert;
+}
+
+Expected<governance::Alert> TwinGovernance::decide(const std::string& workload_uid, bool approve, const std::string& by,
+                                                   const std::string& reason, std::int64_t now_ms,
+                                                   const std::string& downgrade_to) {
+  auto alert = check_decision(workload_uid, approve, by, reason, now_ms, downgrade_to);
+  if (!alert) return alert;
+  open_[workload_uid] = *alert;
+  return alert;
 }
 
 std::optional<std::string> TwinGovernance::twin_workload(const std::string& workload_uid) const {
@@ -521,7 +514,14 @@ std::optional<std::string> TwinGovernance::twin_workload(const std::string& work
 
 Json TwinGovernance::alerts_json() const {
   Json open = Json::array();
-  for (const auto& [uid, a] : open_) open.push_back(governance::to_json(a));
+  for (const auto& [uid, a] : open_) {
+    Json j = governance::to_json(a);
+    // What a decision form may offer instead of a reclaim (governance/reclaim_approval.hpp).
+    if (a.state == governance::AlertState::ReclaimCandidate && !a.decision) {
+      j["downgradeOptions"] = governance::downgrade_options(a, policies_);
+    }
+    open.push_back(std::move(j));
+  }
   Json resolved = Json::array();
   for (const governance::Alert& a : resolved_) resolved.push_back(governance::to_json(a));
   Json out = Json::object();

@@ -151,10 +151,17 @@ class TwinGovernance {
   [[nodiscard]] nlohmann::ordered_json alerts_json() const;
   // A person's decision on the open ReclaimCandidate of `workload_uid` (governance::
   // decide_with_authority: the caller checked the decider's authority), recorded on the
-  // alert: an approved one resolves "reclaimed" at the first scan after its workload holds
-  // no GPU. Errors name the rule (no open alert, not a candidate, decided already).
+  // alert: an approved reclaim resolves "reclaimed" at the first scan after its workload
+  // holds no GPU; an approved downgrade (`downgrade_to`, a WorkloadPriorityClass of the
+  // guardrails, preemptible, open to the workload) leaves it open and running. Errors name
+  // the rule (no open alert, not a candidate, decided already, a class refused).
   Expected<governance::Alert> decide(const std::string& workload_uid, bool approve, const std::string& by,
-                                     const std::string& reason, std::int64_t now_ms);
+                                     const std::string& reason, std::int64_t now_ms,
+                                     const std::string& downgrade_to = {});
+  // decide() without recording anything: the error it would give, or the alert as decided.
+  [[nodiscard]] Expected<governance::Alert> check_decision(const std::string& workload_uid, bool approve,
+                                                           const std::string& by, const std::string& reason,
+                                                           std::int64_t now_ms, const std::string& downgrade_to) const;
   // The twin's workload ("namespace/name") that the workload with this uid held devices as
   // in the last minute recorded; nullopt when it held none.
   [[nodiscard]] std::optional<std::string> twin_workload(const std::string& workload_uid) const;

@@ -109,6 +109,7 @@ bank::AuditEntry intervention_entry(const Intervention& i, std::int64_t time_ms)
                           numbers["workloadUid"] = a.workload_uid;
                           numbers["approve"] = a.approve;
                           numbers["reason"] = a.reason;
+                          if (!a.downgrade_to.empty()) numbers["downgradeTo"] = a.downgrade_to;
                         },
                         [&](const PolicyChange& a) {
                           e.object = "Proposal/" + a.proposal_id;
@@ -180,7 +181,9 @@ Expected<Intervention> intervention_from_entry(const bank::AuditEntry& e) {
     }
     i.action = a;
   } else if (kind == "Intervention.ReclaimDecision") {
-    if (auto k = only(numbers, {"virtualMs", "workloadUid", "approve", "reason"}); !k) return Unexpected{k.error()};
+    if (auto k = only(numbers, {"virtualMs", "workloadUid", "approve", "reason", "downgradeTo"}); !k) {
+      return Unexpected{k.error()};
+    }
     ReclaimDecisionRequest a;
     auto uid = text(numbers, "workloadUid", kMaxInterventionName);
     if (!uid) return Unexpected{uid.error()};
@@ -191,6 +194,12 @@ Expected<Intervention> intervention_from_entry(const bank::AuditEntry& e) {
     auto reason = text(numbers, "reason", kMaxInterventionReason, true);
     if (!reason) return Unexpected{reason.error()};
     a.reason = *reason;
+    if (numbers.contains("downgradeTo")) {
+      auto to = text(numbers, "downgradeTo", kMaxInterventionName);
+      if (!to) return Unexpected{to.error()};
+      if (!a.approve) return Unexpected{std::string("numbers.downgradeTo: only on an approval")};
+      a.downgrade_to = *to;
+    }
     if (e.object != "Workload/" + a.workload_uid) return Unexpected{"object: Workload/" + a.workload_uid + " is required"};
     i.action = a;
   } else if (kind == "Intervention.PolicyChange") {

@@ -61,6 +61,9 @@ struct ReclaimDecisionRequest {
   std::string workload_uid;
   bool approve = false;
   std::string reason;
+  // An approved downgrade to this WorkloadPriorityClass instead of a reclaim; empty: a
+  // reclaim (or a rejection). Journalled only when set, so earlier entries read the same.
+  std::string downgrade_to;
   friend bool operator==(const ReclaimDecisionRequest&, const ReclaimDecisionRequest&) = default;
 };
 

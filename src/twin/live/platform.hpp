@@ -143,11 +143,13 @@ class Platform {
                                 std::int64_t ecc_double_bit = 0);
   // A decision on a low-utilisation ReclaimCandidate (POST /api/v1/governance/alerts/<uid>/
   // decision; the caller checked the decider's authority): audited with `actor` (event
-  // ReclaimApproved or ReclaimRejected); an approved one is stopped after its checkpoint or
-  // grace and deactivated (run::Simulation::stop_approved). Errors: no governance, no open
-  // candidate, decided already, a workload that holds no device.
+  // ReclaimApproved, DowngradeApproved or ReclaimRejected); an approved reclaim is stopped
+  // after its checkpoint or grace and deactivated (run::Simulation::stop_approved); an
+  // approved downgrade (`downgrade_to`) keeps running at that class's priority
+  // (run::Simulation::downgrade_approved). Errors: no governance, no open candidate, decided
+  // already, a class refused, a workload that holds no device.
   Expected<bool> decide_reclaim(const std::string& workload_uid, bool approve, const std::string& reason,
-                                const std::string& actor);
+                                const std::string& actor, const std::string& downgrade_to = {});
   // A self-service policy change in force (a proposal applied at once or approved): the
   // document upserted into policies(), validated, and changed in the run in place
   // (run::Simulation::change_policies: GPUQuotaPolicies' quotas; anything else is refused

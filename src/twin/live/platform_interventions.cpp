@@ -72,8 +72,14 @@ Expected<bool> Platform::fail_model_loads(const std::string& policy, int count, 
 }
 
 Expected<bool> Platform::decide_reclaim(const std::string& workload_uid, bool approve, const std::string& reason,
-                                        const std::string& actor) {
-  return intervene(ReclaimDecisionRequest{workload_uid, approve, reason}, actor);
+                                        const std::string& actor, const std::string& downgrade_to) {
+  // A decision the rules refuse (not a candidate, decided already, a class refused) is not
+  // journalled: checked first, it changes nothing.
+  if (governance_) {
+    auto checked = governance_->check_decision(workload_uid, approve, actor, reason, unix_ms(now()), downgrade_to);
+    if (!checked) return Unexpected{checked.error()};
+  }
+  return intervene(ReclaimDecisionRequest{workload_uid, approve, reason, downgrade_to}, actor);
 }
 
 Expected<bool> Platform::apply_policy_change(const std::string& proposal_id, const std::string& document,
@@ -109,23 +115,30 @@ Expected<bool> Platform::apply_reclaim_decision(const ReclaimDecisionRequest& a,
   if (a.approve && open != governance_->open_alerts().end() && !key) {
     return Unexpected{"workload " + a.workload_uid + ": it holds no GPU any more; the alert resolves at the next scan"};
   }
-  auto decided = governance_->decide(a.workload_uid, a.approve, actor, a.reason, unix_ms(now()));
+  auto decided = governance_->decide(a.workload_uid, a.approve, actor, a.reason, unix_ms(now()), a.downgrade_to);
   if (!decided) return Unexpected{decided.error()};
   const governance::Alert& alert = *decided;
+  const bool downgrade = a.approve && !a.downgrade_to.empty();
   run::Event e;
-  e.kind = a.approve ? "ReclaimApproved" : "ReclaimRejected";
+  e.kind = downgrade ? "DowngradeApproved" : a.approve ? "ReclaimApproved" : "ReclaimRejected";
   e.object = key ? "Workload/" + *key : "Workload/" + alert.evidence.namespace_name + "/" + alert.evidence.workload;
   e.business_group = alert.evidence.business_group;
   e.pool = alert.evidence.pool;
-  e.reason = a.approve ? "ReclaimApproved" : "ReclaimRejected";
+  e.reason = e.kind;
   const std::string verb = a.approve ? "approved" : "rejected";
-  e.message = actor + " " + verb + " the reclaim of " + alert.evidence.namespace_name + "/" + alert.evidence.workload +
-              " (low-utilisation alert " + std::to_string(alert.id) + ", " + gpus_text(alert.evidence.gpus) + " GPUs)" + (a.reason.empty() ? "" : ": " + a.reason);
+  e.message = actor + " " + verb + (downgrade ? " the downgrade of " : " the reclaim of ") +
+              alert.evidence.namespace_name + "/" + alert.evidence.workload +
+              (downgrade ? " to priority class " + a.downgrade_to : std::string()) + " (low-utilisation alert " +
+              std::to_string(alert.id) + ", " + gpus_text(alert.evidence.gpus) + " GPUs)" +
+              (a.reason.empty() ? "" : ": " + a.reason);
   e.numbers = {{"alertId", alert.id}, {"gpus", alert.evidence.gpus}};
+  if (downgrade) e.numbers["priorityClass"] = a.downgrade_to;
   e.related = {"LowUtilizationPolicy/" + alert.policy};
   const std::string message = e.message;
   if (auto recorded = simulation_.record(std::move(e), actor); !recorded) return recorded;
-  if (a.approve) {
+  if (downgrade) {
+    if (auto done = simulation_.downgrade_approved(*key, a.downgrade_to, message, actor); !done) return done;
+  } else if (a.approve) {
     if (auto stopped = simulation_.stop_approved(*key, message, actor); !stopped) return stopped;
   }
   if (!follow_run()) return Unexpected{error()};

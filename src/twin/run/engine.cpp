@@ -680,6 +680,11 @@ Expected<bool> Simulation::change_policies(const policy::PolicySet& next, const 
 Expected<bool> Simulation::stop_approved(const std::string& key, const std::string& approval, const std::string& actor) {
   return impl_->stop_approved(key, approval, actor);
 }
+
+Expected<bool> Simulation::downgrade_approved(const std::string& key, const std::string& priority_class,
+                                              const std::string& approval, const std::string& actor) {
+  return impl_->downgrade_approved(key, priority_class, approval, actor);
+}
 RunResult Simulation::finish() { return impl_->finish(); }
 RunResult Simulation::stats() const { return impl_->stats(); }
 

@@ -259,6 +259,16 @@ class Simulation {
   // the notice is audited with `actor` (the decider). False: it had ended. Errors: an unknown
   // workload, one already being stopped on approval, a run that is not going.
   Expected<bool> stop_approved(const std::string& key, const std::string& approval, const std::string& actor);
+  // A person approved a downgrade instead (governance/reclaim_approval.hpp), as the
+  // controller carries it out on a cluster: the admitted workload's Workload gets
+  // `priority_class`'s value as spec.priority (mutable in Kueue) and keeps running,
+  // preemptible from now on by work above it (event WorkloadDowngraded, reason
+  // DowngradeApproved, audited with `actor`). False: it had ended or holds no quota (nothing
+  // to downgrade), or its priority is not above the class's (event DowngradeSkipped, what the
+  // controller logs and skips). Errors: an unknown workload or priority
+  // class, a class that is not preemptible, a run that is not going.
+  Expected<bool> downgrade_approved(const std::string& key, const std::string& priority_class,
+                                    const std::string& approval, const std::string& actor);
   // An approved policy change, in force from now (the portal's self-service changes):
   // `next` is the whole set. What changes in place is what a controller changes in a
   // ClusterQueue and its Cohort: each GPUQuotaPolicy's guarantee, borrowing and lending

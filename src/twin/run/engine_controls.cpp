@@ -193,6 +193,46 @@ Expected<bool> Engine::stop_approved(const std::string& key, const std::string& 
   return true;
 }
 
+Expected<bool> Engine::downgrade_approved(const std::string& key, const std::string& priority_class,
+                                          const std::string& approval, const std::string& actor) {
+  if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
+  const auto it = sim_index_.find(key);
+  if (it == sim_index_.end()) return Unexpected{"no workload " + key};
+  const policy::PriorityRule* rule = guardrails_ != nullptr ? guardrails_->find_priority(priority_class) : nullptr;
+  if (rule == nullptr) return Unexpected{"priority class " + priority_class + " is not in the guardrails"};
+  if (!rule->preemptible) {
+    return Unexpected{"priority class " + priority_class + " is preemptible: false, so a downgrade to it would free nothing"};
+  }
+  Sim& s = sims_[at(it->second)];
+  // Only a workload holding quota has an admitted Workload whose priority matters now.
+  if (!holds_gpus(s.state) || s.approved_stop) return false;
+  const std::int32_t from = s.priority;
+  if (from <= rule->value) {
+    // What the controller skips (and logs) on a cluster: a "downgrade" that lowers nothing.
+    actor_ = actor;
+    Event e = workload_event(s, now_, "DowngradeSkipped", "DowngradeApproved",
+                             approval + ": " + key + " stays at priority " + std::to_string(from) + ", not above " +
+                                 priority_class + "'s " + std::to_string(rule->value));
+    e.numbers = {{"priorityClass", priority_class}, {"priority", rule->value}, {"fromPriority", from}};
+    event(std::move(e));
+    actor_.clear();
+    return false;
+  }
+  if (auto changed = core_->set_priority(s.id, rule->value); !changed) return Unexpected{changed.error()};
+  s.priority = rule->value;
+  s.preemptible = true;
+  actor_ = actor;
+  Event e = workload_event(s, now_, "WorkloadDowngraded", "DowngradeApproved",
+                           approval + ": " + key + " (" + std::to_string(s.gpus) + " GPUs) moves from priority " +
+                               std::to_string(from) + " to " + priority_class + " (" + std::to_string(rule->value) +
+                               "); it keeps running, preemptible by work above it");
+  e.numbers = {{"gpus", s.gpus}, {"priorityClass", priority_class}, {"priority", rule->value}, {"fromPriority", from}};
+  event(std::move(e));
+  actor_.clear();
+  if (auto settled = settle_now(); !settled) return Unexpected{settled.error()};
+  return true;
+}
+
 Expected<bool> Engine::change_policies(const policy::PolicySet& next, const std::string& reason, const std::string& actor) {
   if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
   const policy::PolicySet& current = changed_sets_.empty() ? policies_ : changed_sets_.back();

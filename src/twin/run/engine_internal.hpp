@@ -347,6 +347,10 @@ class Engine {
   // An approved low-utilisation reclaim (Simulation::stop_approved).
   Expected<bool> stop_approved(const std::string& key, const std::string& approval, const std::string& actor);
 
+  // An approved downgrade of a low-utilisation workload (Simulation::downgrade_approved).
+  Expected<bool> downgrade_approved(const std::string& key, const std::string& priority_class,
+                                    const std::string& approval, const std::string& actor);
+
   // A changed policy set in force now (Simulation::change_policies).
   Expected<bool> change_policies(const policy::PolicySet& next, const std::string& reason, const std::string& actor);
 

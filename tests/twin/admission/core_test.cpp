@@ -871,6 +871,39 @@ TEST(Forget, UidOrderSurvivesForgottenUids) {
   EXPECT_THROW((void)core->spec(twin_uid), std::out_of_range);
 }
 
+// Kueue's Workload keeps spec.priority mutable: an admitted workload whose priority is
+// lowered (the twin's approved downgrade) keeps its quota and becomes a preemption
+// candidate below a preemptor it outranked, and the waiting preemptor is requeued.
+TEST(PriorityChange, ALoweredPriorityMakesAnAdmittedWorkloadTheVictim) {
+  auto q = queue("a", "", {quota("nvidia.com/gpu", 8)});
+  q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+  auto core = make({q});
+  const auto old_id = core->submit(workload("old", "a", 4, 100, 0), 0);
+  const auto young_id = core->submit(workload("young", "a", 4, 100, 1), 1);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(1);
+  ASSERT_TRUE(admitted(*core, old_id) && admitted(*core, young_id));
+  // Priority 50 outranks neither: it waits, inadmissible.
+  const auto urgent = core->submit(workload("urgent", "a", 4, 50, 2), 2);
+  CycleResult r = core->run_cycle(2);
+  EXPECT_TRUE(r.evicted.empty());
+  EXPECT_FALSE(core->has_active_heads());
+  // The older one is downgraded (the newest reservation would otherwise go first).
+  ASSERT_TRUE(core->set_priority(old_id, 10).ok());
+  EXPECT_EQ(core->spec(old_id).priority, 10);
+  EXPECT_FALSE(*core->set_priority(old_id, 10)) << "the same priority changes nothing";
+  EXPECT_TRUE(admitted(*core, old_id)) << "a priority change evicts nobody by itself";
+  EXPECT_TRUE(core->has_active_heads()) << "the preemptor is requeued";
+  r = core->run_cycle(3);
+  EXPECT_EQ(core->status(old_id).phase, WorkloadPhase::Evicted);
+  EXPECT_TRUE(admitted(*core, young_id));
+  core->release_evicted(old_id, 3);
+  for (int i = 0; i < 5 && core->has_active_heads(); ++i) core->run_cycle(4);
+  EXPECT_TRUE(admitted(*core, urgent));
+  // Only an admitted workload's priority changes here; unknown ids are refused.
+  EXPECT_FALSE(core->set_priority(old_id, 1).ok());
+  EXPECT_FALSE(core->set_priority(999, 1).ok());
+}
+
 // ---- quota changes and evictions outside a cycle (the bank's hooks) ---------------------
 
 Amount available(const AdmissionCore& core, const std::string& node) {

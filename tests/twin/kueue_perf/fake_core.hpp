@@ -53,6 +53,9 @@ class FakeCore final : public AdmissionCore {
   Expected<bool> set_cohort_quota(const std::string&, const std::string&, const ResourceQuota&) override {
     return Unexpected{"FakeCore: quota changes are not scripted"};
   }
+  Expected<bool> set_priority(WorkloadId, std::int32_t) override {
+    return Unexpected{"FakeCore: priority changes are not scripted"};
+  }
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"FakeCore: evictions outside a cycle are not scripted"};
   }

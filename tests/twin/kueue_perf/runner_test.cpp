@@ -248,6 +248,7 @@ class StuckCore final : public AdmissionCore {
   Expected<bool> set_cohort_quota(const std::string&, const std::string&, const ResourceQuota&) override {
     return Unexpected{"StuckCore: no quota changes"};
   }
+  Expected<bool> set_priority(WorkloadId, std::int32_t) override { return Unexpected{"StuckCore: no priority changes"}; }
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"StuckCore: no evictions"};
   }

@@ -60,7 +60,8 @@ TEST(Interventions, EachKindRoundTripsThroughItsAuditEntry) {
       at(120'000, TidalFreeze{"weekday-serving-training", true, "incident 42"}),
       at(180'000, TidalFreeze{"weekday-serving-training", false, ""}),
       at(240'000, ModelLoadFaults{"customer-service-llm", 2}),
-      at(300'000, ReclaimDecisionRequest{"uid-7", true, "idle since noon"}),
+      at(300'000, ReclaimDecisionRequest{"uid-7", true, "idle since noon", ""}),
+      at(360'000, ReclaimDecisionRequest{"uid-8", true, "", "batch-low"}),
   };
   for (const Intervention& i : all) {
     const bank::AuditEntry e = intervention_entry(i, 1'700'000'000'000);
@@ -105,7 +106,7 @@ TEST(Interventions, TheDecoderRefusesWhatThisCodeWouldNotWriteNamingTheField) {
   // The same rules before anything is journalled.
   EXPECT_FALSE(check_intervention(at(0, ModelLoadFaults{"customer-service-llm", 0})));
   EXPECT_FALSE(check_intervention(at(0, ModelLoadFaults{"", 1})));
-  EXPECT_FALSE(check_intervention(at(0, ReclaimDecisionRequest{std::string(300, 'u'), true, ""})));
+  EXPECT_FALSE(check_intervention(at(0, ReclaimDecisionRequest{std::string(300, 'u'), true, "", ""})));
   EXPECT_TRUE(check_intervention(at(0, ModelLoadFaults{"customer-service-llm", 1000})));
 }
 
@@ -336,10 +337,11 @@ TEST(PlatformInterventions, AnApprovedReclaimStopsTheWorkloadAfterItsCheckpointA
 
   ASSERT_TRUE(p.decide_reclaim(rejected, false, "it is tuning", "api:ada")) << p.error();
   ASSERT_TRUE(p.decide_reclaim(approved, true, "idle on borrowed GPUs", "api:ada"));
-  // Final: a second decision is refused and journalled as refused (the replay refuses it too).
+  // Final: a second decision is refused before it is journalled (it changes nothing).
   auto again = p.decide_reclaim(approved, false, "", "api:pat");
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().find("alert.decision: already approved by api:ada"), std::string::npos) << again.error();
+  EXPECT_EQ(journal.size(), 2u);
   EXPECT_EQ(p.governance()->open_alerts().at(rejected).decision->approved, false);
 
   // The decision is audited with the decider; the notice follows with its group's grace.
@@ -375,19 +377,104 @@ TEST(PlatformInterventions, AnApprovedReclaimStopsTheWorkloadAfterItsCheckpointA
   EXPECT_TRUE(resolved);
   EXPECT_FALSE(p.governance()->open_alerts().contains(approved));
 
-  // The restart replays the three decisions (one refused) at their minute.
-  ASSERT_EQ(journal.size(), 3u);
+  // The restart replays the two decisions at their minute.
+  ASSERT_EQ(journal.size(), 2u);
   auto replay = Platform::create(policies_flagging_training(dir.path()), journal_day(4, true), cluster_run());
   ASSERT_TRUE(replay) << replay.error();
   Platform& q = **replay;
   q.schedule(journal);
   while (q.now() < q.end()) ASSERT_TRUE(q.advance_to(std::min(q.end(), q.now() + 60'000))) << q.error();
-  EXPECT_EQ(q.scheduled_refused(), 1u);
+  EXPECT_EQ(q.scheduled_refused(), 0u);
   expect_same_audit(p.audit(), q.audit());
   expect_same_ledger(p.ledger(), q.ledger());
   EXPECT_EQ((*q.workload_json(key))["state"], "Deactivated");
 }
 
+
+// An approved downgrade instead of a reclaim goes through the journal like a reclaim: a
+// class the guardrails do not open to training is refused before it is journalled, naming
+// the rule; the approved one is recorded on the alert, audited, and keeps the workload
+// running (never stopped for the approval). The day's borrowing training jobs run at
+// batch-low, the lowest class open to training in the examples, so the run says it lowers
+// nothing (DowngradeSkipped, as the controller skips it); SimulationControls.
+// AnApprovedDowngradeMakesTheWorkloadPreemptibleByItsPeers shows one that lowers. The
+// replay agrees.
+TEST(PlatformInterventions, AnApprovedDowngradeIsJournalledAndKeepsTheWorkloadRunning) {
+  TempDir dir;
+  auto live = Platform::create(policies_flagging_training(dir.path()), journal_day(4, true), cluster_run());
+  ASSERT_TRUE(live) << live.error();
+  Platform& p = **live;
+  std::vector<Intervention> journal;
+  p.set_journal([&](Intervention& i) {
+    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
+    journal.push_back(i);
+    return Expected<bool>(true);
+  });
+  std::string candidate;
+  while (p.now() < p.end() && candidate.empty()) {
+    ASSERT_TRUE(p.advance_to(std::min(p.end(), p.now() + 60'000))) << p.error();
+    for (const auto& [uid, a] : p.governance()->open_alerts()) {
+      if (a.state == governance::AlertState::ReclaimCandidate && p.governance()->twin_workload(uid)) {
+        candidate = uid;
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(candidate.empty()) << "no candidate by " << p.now() / 60'000 << " min";
+  const std::string key = *p.governance()->twin_workload(candidate);
+  const std::string from_class = (*p.workload_json(key)).value("priorityClass", "");
+  // The alert offers what a form may choose.
+  const auto listed = p.governance()->alerts_json()["open"];
+  for (const auto& a : listed) {
+    if (a["workloadUid"] != candidate) continue;
+    ASSERT_TRUE(a.contains("downgradeOptions")) << a.dump();
+    const auto options = a["downgradeOptions"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(options.begin(), options.end(), "batch-low"), options.end());
+    EXPECT_EQ(std::find(options.begin(), options.end(), "notebook"), options.end()) << "not open to training";
+    EXPECT_EQ(std::find(options.begin(), options.end(), "inference-critical"), options.end()) << "not preemptible";
+  }
+
+  auto refused = p.decide_reclaim(candidate, true, "", "api:ada", "notebook");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("governance.downgrade-class-not-allowed"), std::string::npos) << refused.error();
+  EXPECT_TRUE(journal.empty());
+  EXPECT_FALSE(p.governance()->open_alerts().at(candidate).decision);
+
+  ASSERT_TRUE(p.decide_reclaim(candidate, true, "keep it, below the others", "api:ada", "batch-low")) << p.error();
+  ASSERT_EQ(journal.size(), 1u);
+  EXPECT_EQ(std::get<ReclaimDecisionRequest>(journal[0].action).downgrade_to, "batch-low");
+  const VirtualTime decided_at = p.now();
+  std::vector<std::string> kinds;
+  for (const run::Event& e : p.events()) {
+    if (e.t >= decided_at && e.object == "Workload/" + key) kinds.push_back(e.kind + "/" + e.reason);
+  }
+  const std::string done = from_class == "batch-low" ? "DowngradeSkipped" : "WorkloadDowngraded";
+  EXPECT_EQ(kinds, (std::vector<std::string>{"DowngradeApproved/DowngradeApproved", done + "/DowngradeApproved"}))
+      << from_class;
+  bool audited = false;
+  for (const bank::AuditEntry& e : p.audit()) audited |= e.action == "DowngradeApproved" && e.actor == "api:ada";
+  EXPECT_TRUE(audited);
+  const governance::Alert& decided = p.governance()->open_alerts().at(candidate);
+  ASSERT_TRUE(decided.decision);
+  EXPECT_EQ(decided.decision->downgrade_to, "batch-low");
+  EXPECT_EQ((*p.workload_json(key))["state"], "Running");
+
+  while (p.now() < p.end()) ASSERT_TRUE(p.advance_to(std::min(p.end(), p.now() + 60'000)));
+  for (const run::Event& e : p.events()) {
+    // A lender's reclaim may still take it back (it runs on borrowed GPUs); an approval never does.
+    if (e.object == "Workload/" + key && e.t > decided_at) EXPECT_NE(e.reason, "ApprovedLowUtilization");
+  }
+  EXPECT_NE((*p.workload_json(key))["state"], "Deactivated");
+
+  auto replay = Platform::create(policies_flagging_training(dir.path()), journal_day(4, true), cluster_run());
+  ASSERT_TRUE(replay) << replay.error();
+  Platform& q = **replay;
+  q.schedule(journal);
+  while (q.now() < q.end()) ASSERT_TRUE(q.advance_to(std::min(q.end(), q.now() + 60'000))) << q.error();
+  EXPECT_EQ(q.scheduled_refused(), 0u);
+  expect_same_audit(p.audit(), q.audit());
+  expect_same_ledger(p.ledger(), q.ledger());
+}
 
 // An approved self-service change to a GPUQuotaPolicy takes effect in the running day: the
 // guarantee and limits change in place, later audit entries carry the new version, the

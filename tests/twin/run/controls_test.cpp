@@ -129,6 +129,89 @@ TEST(SimulationControls, SubmitArrivesNowAndIsCheckedLikeTheScenario) {
   EXPECT_NE(refused.error().find("not allowed for workload type"), std::string::npos) << refused.error();
 }
 
+// An approved downgrade (Simulation::downgrade_approved): train owns the whole pool; t1 and
+// t2 (8 GPUs each, standard) run in it; t3 (standard) arrives at 30 min and must wait, since
+// withinClusterQueue LowerPriority never takes an equal priority. After t1 is downgraded to
+// `low` at 10 min, t3 preempts t1 and is admitted. A downgrade to a class that is not lower
+// changes nothing (DowngradeSkipped); an unknown or non-preemptible class is refused.
+constexpr std::string_view kDowngradePolicies = R"(
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: PlatformGuardrails
+metadata: {name: platform}
+spec:
+  platformAdmins: [group:platform]
+  pools:
+  - {name: pool, gpuModel: H100, capacity: 16, role: training, gpusPerNode: 8}
+  groups:
+  - {name: train, costCenter: CC-2, admins: [group:train], namespaces: [train], limits: {pool: {minGuaranteed: 0, maxCapacity: 16}}}
+  priorities:
+  - {name: pinned, value: 5000, workloadTypes: [training], preemptible: false}
+  - {name: standard, value: 1000, workloadTypes: [training, batch]}
+  - {name: low, value: 10, workloadTypes: [training, batch]}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: train-pool}
+spec: {businessGroup: train, resourcePool: pool, guaranteed: 16, borrowLimit: 0}
+)";
+
+constexpr std::string_view kDowngradeWorkloads = R"(
+workloads:
+- {name: t1, businessGroup: train, resourcePool: pool, gpus: 8, runTime: 4h, priorityClass: standard}
+- {name: t2, businessGroup: train, resourcePool: pool, gpus: 8, runTime: 4h, arrivalTime: 1s, priorityClass: standard}
+- {name: t3, businessGroup: train, resourcePool: pool, gpus: 8, runTime: 1h, arrivalTime: 30m, priorityClass: standard}
+)";
+
+// t3's state at 40 min, with or without t1's downgrade at 10 min; the events of the run.
+std::pair<std::string, std::vector<Event>> run_with_downgrade(bool downgrade) {
+  const policy::PolicySet policies = testing::from_yaml(kDowngradePolicies);
+  Diagnostics d;
+  auto parsed = parse_scenario(kDowngradeWorkloads, "scenario.yaml", d);
+  EXPECT_TRUE(parsed);
+  Simulation sim(policies, *parsed);
+  EXPECT_TRUE(sim.start());
+  EXPECT_TRUE(sim.advance_to(10 * kMinute));
+  if (downgrade) {
+    auto done = sim.downgrade_approved("train/t1", "low", "rita approved the downgrade", "api:rita");
+    EXPECT_TRUE(done) << (done ? "" : done.error());
+    EXPECT_TRUE(done && *done);
+    // Not lower than where it is now: nothing to do, said as an event.
+    auto again = sim.downgrade_approved("train/t1", "standard", "again", "api:rita");
+    EXPECT_TRUE(again && !*again);
+    EXPECT_FALSE(sim.downgrade_approved("train/t1", "nope", "", "api:rita"));
+    auto pinned = sim.downgrade_approved("train/t2", "pinned", "", "api:rita");
+    EXPECT_FALSE(pinned);
+    EXPECT_FALSE(sim.downgrade_approved("train/none", "low", "", "api:rita"));
+  }
+  EXPECT_TRUE(sim.advance_to(40 * kMinute));
+  std::string t3;
+  for (const auto& w : sim.workloads()) {
+    if (w.workload == "train/t3") t3 = w.state;
+  }
+  return {t3, sim.result().events};
+}
+
+TEST(SimulationControls, AnApprovedDowngradeMakesTheWorkloadPreemptibleByItsPeers) {
+  const auto [without, plain_events] = run_with_downgrade(false);
+  EXPECT_EQ(without, "Pending") << "an equal priority preempts nobody";
+  const auto [with, events] = run_with_downgrade(true);
+  EXPECT_EQ(with, "Running");
+  std::vector<std::string> t1;
+  for (const Event& e : events) {
+    if (e.object == "Workload/train/t1" && e.t >= 10 * kMinute) t1.push_back(e.kind + "/" + e.reason);
+  }
+  ASSERT_GE(t1.size(), 3u) << ::testing::PrintToString(t1);
+  EXPECT_EQ(t1[0], "WorkloadDowngraded/DowngradeApproved");
+  EXPECT_EQ(t1[1], "DowngradeSkipped/DowngradeApproved");
+  EXPECT_NE(std::find(t1.begin(), t1.end(), "Preempted/InClusterQueue"), t1.end()) << ::testing::PrintToString(t1);
+  for (const Event& e : events) {
+    if (e.kind == "WorkloadDowngraded") {
+      EXPECT_EQ(e.numbers.at("fromPriority"), 1000);
+      EXPECT_EQ(e.numbers.at("priority"), 10);
+    }
+  }
+}
+
 TEST(SimulationControls, RemoveDeletesNowAndFreesTheGpus) {
   Fixture f;
   ASSERT_TRUE(f.sim->advance_to(kMinute));
