@@ -1,8 +1,14 @@
-// Group (#/group/<name>): its positions per pool, its queues, its workloads and its alerts.
+// Group (#/group/<name>): its positions per pool now and over a time range (?range=1h|6h|24h)
+// with quota changes, leases and reclaims as markers, its queues, its workloads and its alerts.
 import { h, num, table, fields, breadcrumb, fmtTime, link } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
+import { lineChart } from '../charts.js';
 import { positionBar, positionLegend, poolScale, alertsTable } from './common.js';
+
+const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+// Markers drawn in the "bad" colour: what takes GPUs from the group.
+const BAD = new Set(['ReclaimNoticeSent', 'ReclaimVictimStopped', 'Preempted']);
 
 // The order workloads are listed in: what holds or waits for GPUs first.
 const STATE_ORDER = { Running: 0, Admitted: 1, Pending: 2 };
@@ -31,6 +37,45 @@ export default function group(root, ctx) {
       ['costCenter', 'Cost center', g.costCenter],
       ['namespaces', 'Namespaces', g.namespaces.join(', ')],
     ], 'group'), positionsTable(g, pools), positionLegend()];
+  });
+
+  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const history = panel('Position over time', 'group-history', async () => {
+    const path = `groups/${encodeURIComponent(name)}/history`;
+    const last = await get(path, null, ctx.opts);
+    const to = Date.parse(last.to);
+    const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
+      h('a', { href: `${link.group(name)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `group-range-${r}` }, `last ${r}`)));
+    const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
+    const charts = res.pools.map((p) => {
+      const pick = (field) => p.minutes.map((m) => [Date.parse(m.t), m[field]]);
+      const markers = res.markers.filter((m) => !m.pool || m.pool === p.pool).map((m) => ({
+        x: Date.parse(m.t), cls: BAD.has(m.kind) ? 'bad' : '', label: `${fmtTime(m.t)} ${m.kind} ${m.object}: ${m.message}`,
+      }));
+      return [
+        h('h3', {}, h('a', { href: link.pool(p.pool) }, p.pool)),
+        lineChart({
+          series: [{ name: 'guaranteed', points: pick('guaranteed') }, { name: 'GPUs held', points: pick('held') },
+            { name: 'borrowed', points: pick('borrowed') }, { name: 'lent', points: pick('lent') }],
+          step: true, markers, xFormat, testid: `group-history-chart-${p.pool}`,
+          yLabel: `GPUs per virtual minute, ${fmtTime(res.from)} to ${fmtTime(res.to)}; dashed lines: the events below.`,
+        }),
+      ];
+    });
+    return [
+      ranges,
+      charts.length ? charts : h('p', { class: 'muted' }, 'No positions in this range.'),
+      h('h3', {}, 'Quota changes, leases and reclaims'),
+      table([
+        { label: 'Time', cell: (m) => fmtTime(m.t) },
+        { label: 'Event', cell: (m) => h('span', { class: BAD.has(m.kind) ? 'bad' : '' }, m.kind) },
+        { label: 'Pool', cell: (m) => m.pool || '' },
+        { label: 'Object', cell: (m) => (m.object && m.object.startsWith('Workload/')
+          ? h('a', { href: link.workload(m.object.slice(9)) }, m.object.slice(9)) : m.object) },
+        { label: 'What', cell: (m) => m.message },
+      ], [...res.markers].reverse(), { testid: 'group-markers', empty: 'No such events in this range.' }),
+    ];
   });
 
   const queues = panel('Queues', 'queues', async () => {
@@ -70,5 +115,5 @@ export default function group(root, ctx) {
     return alertsTable(a.open.filter((x) => x.evidence.businessGroup === name), 'group-alerts');
   });
 
-  root.append(breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Group ${name}`), positions, queues, workloads, alerts);
+  root.append(breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Group ${name}`), positions, history, queues, workloads, alerts);
 }

@@ -624,6 +624,17 @@ void PlatformServer::install_routes() {
     if (other_group(res, who, j->value("businessGroup", ""), "the history of a workload")) return;
     send_json(res, *j);
   }));
+  // A business group's position per pool per minute (twin/live/position_history.hpp): the
+  // groups' positions are open to every role, as /api/v1/groups is.
+  svr.Get(R"(/api/v1/groups/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    const std::string group = req.matches[1];
+    std::lock_guard lock(mu_);
+    const auto range = history_range(req, res);
+    if (!range) return;
+    auto j = platform_->group_history_json(group, range->first, range->second);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no business group " + group.substr(0, 253));
+    send_json(res, *j);
+  }));
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);

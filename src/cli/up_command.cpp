@@ -14,6 +14,7 @@
 #include <iostream>
 #include <thread>
 
+#include "api/desk_reconcile.hpp"
 #include "api/platform_server.hpp"
 #include "auth/gate.hpp"
 #include "cli/command.hpp"
@@ -402,6 +403,27 @@ int run_up(const UpOptions& opt) {
   if (!desk) {
     std::cerr << "gpubank up: --auth-store: " << desk.error() << '\n';
     return 1;
+  }
+
+  // Changes the desk holds in force that the run never took (a stop between the desk's
+  // record and the journal, or a new --data-dir beside this --auth-store): applied now.
+  {
+    auto view = (*desk)->view();
+    if (!view) {
+      std::cerr << "gpubank up: --auth-store: " << view.error() << '\n';
+      return 1;
+    }
+    const std::vector<twin::live::Intervention> none;
+    for (const api::ReconciledProposal& r :
+         api::reconcile_desk(p, view->proposals, journal ? journal->recorded() : none, "gpubank-up/" + operator_name)) {
+      std::cerr << "gpubank up: proposal " << r.id << " (" << r.object
+                << ") is in force in the policy desk but was not in the run: "
+                << (r.applied ? "applied now" : "not applied in the running day: " + r.reason) << '\n';
+    }
+    if (!p.error().empty()) {
+      std::cerr << "gpubank up: " << p.error() << '\n';
+      return 1;
+    }
   }
 
   api::PlatformServerOptions server_options;

@@ -121,6 +121,10 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
       {"GET", "/api/v1/gpus/" + uuid + "/history", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/gpus/" + uuid + "/history?from=yesterday", "", 401, 400, 400, 400, 400},
       {"GET", "/api/v1/gpus/GPU-none/history", "", 401, 404, 404, 404, 404},
+      // Every group's position is open to every role, as /api/v1/groups is.
+      {"GET", "/api/v1/groups/search/history", "", 401, 200, 200, 200, 200},
+      {"GET", "/api/v1/groups/search/history?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z", "", 401, 400, 400, 400, 400},
+      {"GET", "/api/v1/groups/nobody/history", "", 401, 404, 404, 404, 404},
       {"GET", "/api/v1/governance/alerts", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/kpis", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/leaderboard", "", 401, 200, 200, 200, 200},

@@ -269,6 +269,57 @@ class PlatformServerGovernanceTest : public PlatformServerTest {
   [[nodiscard]] bool with_governance() const override { return true; }
 };
 
+// The group page's chart: a group's position per pool and minute, as the governance
+// recorder saw it, with the events that moved it. A platform-admin halves ads's guarantee in
+// the running night (applied at once): the minutes before show 16, the minutes after 8, the
+// change is a marker, and the last minute agrees with /api/v1/groups.
+TEST_F(PlatformServerGovernanceTest, AGroupsHistoryFollowsItsPositionAndMarksItsQuotaChange) {
+  const std::string halved =
+      "apiVersion: platform.gpubank.dev/v1alpha1\nkind: GPUQuotaPolicy\nmetadata: {name: ads-training-h100}\nspec:\n"
+      "  businessGroup: ads\n  resourcePool: h100-rdma-training\n  guaranteed: 8\n  borrowLimit: 8\n  maxCapacity: 16\n"
+      "  reclaimPolicy: {gracePeriod: 10m, onlyPreempt: [checkpointable]}\n";
+  post_clock(R"({"action": "step", "step": "60m"})");
+  auto res = client_->Post("/api/v1/proposals", json{{"document", halved}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  EXPECT_EQ(json::parse(res->body)["running"]["applied"], true) << res->body;
+  post_clock(R"({"action": "step", "step": "30m"})");
+
+  const json h = get("/api/v1/groups/ads/history");
+  EXPECT_EQ(h["to"], "2026-11-30T17:30:00Z");
+  EXPECT_EQ(h["from"], "2026-11-30T11:30:00Z");  // six hours back by default
+  const json* training = nullptr;
+  for (const json& p : h["pools"]) {
+    if (p["pool"] == "h100-rdma-training") training = &p;
+  }
+  ASSERT_NE(training, nullptr) << h.dump();
+  const json& minutes = (*training)["minutes"];
+  ASSERT_EQ(minutes.size(), 91u);  // 16:00 .. 17:30
+  EXPECT_EQ(minutes[30]["guaranteed"], 16);
+  EXPECT_EQ(minutes[61]["guaranteed"], 8);
+  EXPECT_EQ(minutes.back()["guaranteed"], 8);
+  bool marked = false;
+  for (const json& m : h["markers"]) {
+    if (m["kind"] == "QuotaChanged") {
+      marked = true;
+      EXPECT_EQ(m["object"], "GPUQuotaPolicy/ads-training-h100");
+      EXPECT_EQ(m["t"], "2026-11-30T17:00:00Z");
+    }
+  }
+  EXPECT_TRUE(marked) << h["markers"].dump();
+  for (const json& g : get("/api/v1/groups")) {
+    if (g["name"] != "ads") continue;
+    for (const json& pos : g["positions"]) {
+      if (pos["pool"] == "h100-rdma-training") EXPECT_EQ(pos["guaranteed"], minutes.back()["guaranteed"]);
+    }
+  }
+  // Another range, bounded as the GPU's is.
+  const json part = get("/api/v1/groups/ads/history?from=2026-11-30T17:00:00Z&to=2026-11-30T17:10:00Z");
+  ASSERT_FALSE(part["pools"].empty());
+  for (const json& p : part["pools"]) EXPECT_EQ(p["minutes"].size(), 11u) << p["pool"];
+  EXPECT_EQ(get("/api/v1/groups/ads/history?from=2026-11-29T00:00:00Z&to=2026-11-30T17:00:00Z", 400)["rule"], "query.range-too-long");
+}
+
 TEST_F(PlatformServerTest, GovernanceIsOffUnlessAsked) {
   EXPECT_EQ(get("/api/v1/governance/alerts", 404)["rule"], "governance.off");
   EXPECT_EQ(get("/api/v1/governance/kpis", 404)["rule"], "governance.off");

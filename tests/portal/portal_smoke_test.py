@@ -188,8 +188,16 @@ def run(args, d, api):
     check(target, 'no GPU runs a named workload: nothing to drill down to')
     wl, grp = target['workload'], target['businessGroup']
     d.click(f'[data-testid="group-link-{grp}"]')
-    wait_ready(d, 'positions', 'queues', 'workloads', 'alerts')
+    wait_ready(d, 'positions', 'group-history', 'queues', 'workloads', 'alerts')
     check(grp in d.text('[data-testid=breadcrumb]'), 'the group page has no breadcrumb naming the group')
+    # Its position over time: one chart per pool with minutes, as the API has them.
+    gh = api.get('groups/' + urllib.parse.quote(grp) + '/history')
+    charted = [p['pool'] for p in gh['pools'] if len(p['minutes']) >= 2]
+    for pool in charted:
+        check(d.find_all(f'[data-testid="group-history-chart-{pool}"] svg path.line'),
+              f'the group page of {grp} has no position chart for {pool}')
+    check(d.find_all('[data-testid=group-markers]'), 'the group page has no list of quota changes and reclaims')
+    print(f'ok: group {grp}: position charts for {charted}, {len(gh["markers"])} events in the last 6 h')
     d.click(f'[data-testid="workload-link-{wl}"]')
     wait_ready(d, 'workload', 'gpus', 'workload-history')
     wh = api.get('workloads/' + wl + '/history')

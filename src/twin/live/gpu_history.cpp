@@ -24,8 +24,14 @@ bool GpuHistory::is_marker(const std::string& kind) {
   static const std::set<std::string, std::less<>> kinds{
       "Placed",          "Preempted",          "ReclaimNoticeSent", "ReclaimVictimStopped", "CheckpointRequested",
       "CheckpointCompleted", "CheckpointFailed", "Finished",        "Deleted",              "Evicted",
-      "Failed",          "GpuUnhealthy",       "GpuHealthy"};
+      "Failed",          "GpuUnhealthy",       "GpuHealthy",        "WorkloadDowngraded",   "QuotaChanged"};
   return kinds.contains(kind);
+}
+
+// A change of a pool's quotas in the running day (run::Simulation::change_policies): a marker
+// on every chart of that pool's devices and workloads.
+bool GpuHistory::is_policy_change(const run::Event& e, const std::string& pool) {
+  return e.kind == "QuotaChanged" && !pool.empty() && e.pool == pool;
 }
 
 void GpuHistory::record(const MinuteObservation& minute) {
@@ -48,7 +54,7 @@ void GpuHistory::record(const MinuteObservation& minute) {
   }
 }
 
-Json GpuHistory::workload_json(const std::string& key, std::int64_t from_ms, std::int64_t to_ms,
+Json GpuHistory::workload_json(const std::string& key, const std::string& pool, std::int64_t from_ms, std::int64_t to_ms,
                               std::span<const run::Event> events,
                               const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
   Json out = Json::object();
@@ -100,7 +106,7 @@ Json GpuHistory::workload_json(const std::string& key, std::int64_t from_ms, std
   Json markers = Json::array();
   const std::string object = "Workload/" + key;
   for (const run::Event& e : events) {
-    if (e.object != object || !is_marker(e.kind)) continue;
+    if (!is_marker(e.kind) || (e.object != object && !is_policy_change(e, pool))) continue;
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
     markers.push_back(Json{{"t", rfc3339(t)}, {"kind", e.kind}, {"reason", e.reason}, {"message", e.message}});
@@ -109,7 +115,7 @@ Json GpuHistory::workload_json(const std::string& key, std::int64_t from_ms, std
   return out;
 }
 
-Json GpuHistory::json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms,
+Json GpuHistory::json(const std::string& uuid, const std::string& pool, std::int64_t from_ms, std::int64_t to_ms,
                       std::span<const run::Event> events,
                       const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
   Json out = Json::object();
@@ -160,7 +166,7 @@ Json GpuHistory::json(const std::string& uuid, std::int64_t from_ms, std::int64_
     if (!is_marker(e.kind)) continue;
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
-    if (e.object != gpu_object && !holders.contains(e.object)) continue;
+    if (e.object != gpu_object && !holders.contains(e.object) && !is_policy_change(e, pool)) continue;
     Json m = Json::object();
     m["t"] = rfc3339(t);
     m["kind"] = e.kind;

@@ -33,16 +33,18 @@ class GpuHistory {
 
   // The devices of GPU `uuid` (the GPU itself, or its MIG instances "uuid/<slice>"), their
   // samples with t in [from_ms, to_ms] (Unix ms), and the markers in that range: the events
-  // on "GPU/<uuid>" and on the workloads that held one of the devices in the range.
+  // on "GPU/<uuid>" and on the workloads that held one of the devices in the range, and the
+  // policy changes of `pool` (QuotaChanged: a guarantee or limit changed in the running day).
   // `unix_ms` turns an event's virtual time into Unix ms.
-  [[nodiscard]] nlohmann::ordered_json json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms,
-                                            std::span<const run::Event> events,
+  [[nodiscard]] nlohmann::ordered_json json(const std::string& uuid, const std::string& pool, std::int64_t from_ms,
+                                            std::int64_t to_ms, std::span<const run::Event> events,
                                             const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
 
   // A workload's minutes ("namespace/name"): every device it held in [from_ms, to_ms], the
-  // minutes it held it, the mean over those devices per minute, and its own events as
-  // markers.
-  [[nodiscard]] nlohmann::ordered_json workload_json(const std::string& key, std::int64_t from_ms, std::int64_t to_ms,
+  // minutes it held it, the mean over those devices per minute, and as markers its own
+  // events and the policy changes of its `pool`.
+  [[nodiscard]] nlohmann::ordered_json workload_json(const std::string& key, const std::string& pool,
+                                                     std::int64_t from_ms, std::int64_t to_ms,
                                                      std::span<const run::Event> events,
                                                      const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
 
@@ -51,6 +53,7 @@ class GpuHistory {
 
   // The event kinds shown as markers.
   static bool is_marker(const std::string& kind);
+  static bool is_policy_change(const run::Event& e, const std::string& pool);
 
  private:
   struct Sample {

@@ -761,15 +761,28 @@ std::optional<Json> Platform::workload_history_json(const std::string& key, std:
                                                     std::int64_t to_ms) const {
   auto details = workload_json(key);
   if (!details) return std::nullopt;
-  Json j = gpu_history_.workload_json(key, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
+  Json j = gpu_history_.workload_json(key, details->value("pool", ""), from_ms, to_ms, events(),
+                                      [this](std::int64_t t) { return unix_ms(t); });
   j["businessGroup"] = details->value("businessGroup", "");
   return j;
+}
+
+std::optional<Json> Platform::group_history_json(const std::string& group, std::int64_t from_ms,
+                                                 std::int64_t to_ms) const {
+  const policy::PlatformGuardrailsSpec* guardrails = policies().guardrails_spec();
+  if (guardrails == nullptr) return std::nullopt;
+  const bool known = std::any_of(guardrails->groups.begin(), guardrails->groups.end(),
+                                 [&](const auto& g) { return g.name == group; });
+  if (!known) return std::nullopt;
+  return position_history_.json(group, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
 }
 
 std::optional<Json> Platform::gpu_history_json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms) const {
   const cluster::Cluster* c = simulation_.cluster();
   if (c == nullptr || !c->find_gpu(uuid)) return std::nullopt;
-  return gpu_history_.json(uuid, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
+  const auto gpu = gpu_json(uuid);
+  const std::string pool = gpu ? gpu->value("pool", "") : std::string();
+  return gpu_history_.json(uuid, pool, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
 }
 
 void Platform::observe_governance() {
@@ -953,6 +966,7 @@ void Platform::observe_governance() {
       m.admissions.push_back({a.cluster_queue, a.wait_seconds});
     }
     gpu_history_.record(m);
+    position_history_.record(m);
     governance_->observe(std::move(m));
   }
 }

@@ -23,6 +23,7 @@
 #include "twin/live/elastic.hpp"
 #include "twin/live/governance.hpp"
 #include "twin/live/gpu_history.hpp"
+#include "twin/live/position_history.hpp"
 #include "twin/live/interventions.hpp"
 #include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
@@ -114,6 +115,11 @@ class Platform {
                                                           std::int64_t to_ms) const;
   // The newest minute the GPU history holds (Unix ms), 0 before any.
   [[nodiscard]] std::int64_t gpu_history_last_ms() const { return gpu_history_.last_ms(); }
+  // A business group's position per pool per minute in [from_ms, to_ms] (Unix ms) with the
+  // events that moved it (twin/live/position_history.hpp); nullopt for a group the
+  // guardrails do not name.
+  [[nodiscard]] std::optional<Json> group_history_json(const std::string& group, std::int64_t from_ms,
+                                                       std::int64_t to_ms) const;
   // The inference services: per InferenceScalingPolicy its model, peak, request counts,
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
@@ -244,6 +250,7 @@ class Platform {
   std::size_t next_scheduled_ = 0, scheduled_refused_ = 0;
   std::unique_ptr<TwinGovernance> governance_;
   GpuHistory gpu_history_;
+  PositionHistory position_history_;
   std::optional<std::int64_t> governance_next_ms_;  // the next Unix minute to record
   // Per device (unit): the activity's signature and since when (its phases count from then).
   std::vector<std::pair<std::string, std::int64_t>> governance_since_;

@@ -52,7 +52,7 @@ TEST(GpuHistory, KeepsEachDevicesMinutesWithTheirHolderWithinTheRangeAndTheBound
   h.record(history_minute(3, {gpu_minute("GPU-a", "x/late", 1)}));  // out of order: ignored
   EXPECT_EQ(h.last_ms(), kT0 + 7 * kMin);
   const auto unix_ms = [](std::int64_t t) { return kT0 + t; };
-  const auto j = h.json("GPU-a", kT0, kT0 + 100 * kMin, {}, unix_ms);
+  const auto j = h.json("GPU-a", "pool-a", kT0, kT0 + 100 * kMin, {}, unix_ms);
   ASSERT_EQ(j["devices"].size(), 1U);
   const auto& samples = j["devices"][0]["samples"];
   ASSERT_EQ(samples.size(), 5U) << "the last 5 minutes only";
@@ -64,12 +64,12 @@ TEST(GpuHistory, KeepsEachDevicesMinutesWithTheirHolderWithinTheRangeAndTheBound
   EXPECT_EQ(samples[0]["powerPercent"], 10.0);
   EXPECT_TRUE(samples[1]["workload"].is_null());
   // A range inside: minutes 5 and 6.
-  const auto part = h.json("GPU-a", kT0 + 5 * kMin, kT0 + 6 * kMin, {}, unix_ms);
+  const auto part = h.json("GPU-a", "pool-a", kT0 + 5 * kMin, kT0 + 6 * kMin, {}, unix_ms);
   EXPECT_EQ(part["devices"][0]["samples"].size(), 2U);
   EXPECT_EQ(part["from"], "2025-12-01T00:05:00Z");
   // Another GPU whose UUID starts the same is not this one's.
   h.record(history_minute(9, {gpu_minute("GPU-ab", "", 0)}));
-  EXPECT_EQ(h.json("GPU-a", kT0, kT0 + 100 * kMin, {}, unix_ms)["devices"].size(), 1U);
+  EXPECT_EQ(h.json("GPU-a", "pool-a", kT0, kT0 + 100 * kMin, {}, unix_ms)["devices"].size(), 1U);
 }
 
 TEST(GpuHistory, ListsMigInstancesInSliceOrderAndMarksTheGpusAndItsHoldersEvents) {
@@ -86,7 +86,7 @@ TEST(GpuHistory, ListsMigInstancesInSliceOrderAndMarksTheGpusAndItsHoldersEvents
       history_event(2, "Admitted", "Workload/ads/nb", "ads"),        // not a marker kind
       history_event(50, "Preempted", "Workload/ads/nb", "ads"),      // out of range
   };
-  const auto j = h.json("GPU-m", kT0, kT0 + 10 * kMin, events, [](std::int64_t t) { return kT0 + t; });
+  const auto j = h.json("GPU-m", "mig-pool", kT0, kT0 + 10 * kMin, events, [](std::int64_t t) { return kT0 + t; });
   ASSERT_EQ(j["devices"].size(), 3U);
   EXPECT_EQ(j["devices"][0]["device"], "GPU-m/1");
   EXPECT_EQ(j["devices"][1]["device"], "GPU-m/2");
@@ -106,9 +106,13 @@ TEST(GpuHistory, AWorkloadsMinutesAreItsDevicesWhileItHeldThemAndTheirMean) {
   for (std::int64_t i = 0; i < 4; ++i) {
     h.record(history_minute(i, {gpu_minute("GPU-a", "ads/train", 40), gpu_minute("GPU-b", i < 2 ? "ads/train" : "search/x", 80)}));
   }
-  const std::vector<run::Event> events{history_event(1, "Preempted", "Workload/ads/train", "ads"),
-                                       history_event(1, "Preempted", "Workload/search/x", "search")};
-  const auto j = h.workload_json("ads/train", kT0, kT0 + 10 * kMin, events, [](std::int64_t t) { return kT0 + t; });
+  std::vector<run::Event> events{history_event(1, "Preempted", "Workload/ads/train", "ads"),
+                                 history_event(1, "Preempted", "Workload/search/x", "search"),
+                                 history_event(2, "QuotaChanged", "GPUQuotaPolicy/search-h100", "search"),
+                                 history_event(3, "QuotaChanged", "GPUQuotaPolicy/ads-l40s", "ads")};
+  events[2].pool = "h100";  // a change in its pool, whoever's: a marker on its chart
+  events[3].pool = "l40s";  // another pool's: not
+  const auto j = h.workload_json("ads/train", "h100", kT0, kT0 + 10 * kMin, events, [](std::int64_t t) { return kT0 + t; });
   ASSERT_EQ(j["devices"].size(), 2U);
   EXPECT_EQ(j["devices"][0]["samples"].size(), 4U);
   EXPECT_EQ(j["devices"][1]["samples"].size(), 2U) << "GPU-b went to search/x at minute 2";
@@ -116,9 +120,10 @@ TEST(GpuHistory, AWorkloadsMinutesAreItsDevicesWhileItHeldThemAndTheirMean) {
   EXPECT_EQ(j["mean"][0]["gpuUtilization"], 60.0);
   EXPECT_EQ(j["mean"][0]["devices"], 2);
   EXPECT_EQ(j["mean"][3]["gpuUtilization"], 40.0);
-  ASSERT_EQ(j["markers"].size(), 1U);
+  ASSERT_EQ(j["markers"].size(), 2U) << j["markers"].dump();
   EXPECT_EQ(j["markers"][0]["kind"], "Preempted");
-  EXPECT_TRUE(h.workload_json("nobody/here", kT0, kT0 + kMin, events, [](std::int64_t t) { return t; })["devices"].empty());
+  EXPECT_EQ(j["markers"][1]["kind"], "QuotaChanged");
+  EXPECT_TRUE(h.workload_json("nobody/here", "h100", kT0, kT0 + kMin, events, [](std::int64_t t) { return t; })["devices"].empty());
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+#include "twin/live/position_history.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::twin::live {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string rfc3339(std::int64_t ms) { return format_rfc3339(Timestamp(std::chrono::milliseconds(ms))); }
+
+// A device share or a GPU count to the tenth (a time-sliced device counts 1/holders).
+double tenth(float v) { return std::round(static_cast<double>(v) * 10.0) / 10.0; }
+
+}  // namespace
+
+bool PositionHistory::is_marker(const std::string& kind) {
+  static const std::set<std::string, std::less<>> kinds{
+      "QuotaChanged",   "LeaseActivated",   "LeaseExpired",        "ReclaimStarted",    "ReclaimNoticeSent",
+      "ReclaimVictimStopped", "ReclaimCompleted", "Preempted",      "WorkloadDowngraded", "ReclaimApproved"};
+  return kinds.contains(kind);
+}
+
+void PositionHistory::record(const MinuteObservation& minute) {
+  if (minute.t_ms <= last_ms_) return;
+  last_ms_ = minute.t_ms;
+  std::map<std::pair<std::string, std::string>, Sample> now;
+  auto at = [&](const std::string& group, const std::string& pool) -> Sample& {
+    Sample& s = now[{group, pool}];
+    s.t_ms = minute.t_ms;
+    return s;
+  };
+  for (const QuotaMinute& q : minute.quotas) at(q.business_group, q.pool).guaranteed = static_cast<float>(q.guaranteed);
+  for (const DeviceMinute& d : minute.devices) {
+    if (d.share > 0 && !d.business_group.empty()) at(d.business_group, d.pool).held += static_cast<float>(d.share);
+  }
+  for (const LoanMinute& l : minute.loans) {
+    at(l.borrower, l.pool).borrowed += static_cast<float>(l.gpus);
+    at(l.lender, l.pool).lent += static_cast<float>(l.gpus);
+  }
+  // A series seen before and absent now records zeros, so a chart falls to 0 rather than
+  // holding its last value.
+  for (auto& [key, samples] : series_) {
+    if (!now.contains(key)) now[key] = Sample{minute.t_ms, 0, 0, 0, 0};
+  }
+  for (const auto& [key, s] : now) {
+    auto& samples = series_[key];
+    samples.push_back(s);
+    while (samples.size() > keep_) samples.pop_front();
+  }
+}
+
+Json PositionHistory::json(const std::string& group, std::int64_t from_ms, std::int64_t to_ms,
+                           std::span<const run::Event> events,
+                           const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
+  Json out = Json::object();
+  out["businessGroup"] = group;
+  out["from"] = rfc3339(from_ms);
+  out["to"] = rfc3339(to_ms);
+  out["stepSeconds"] = 60;
+  Json pools = Json::array();
+  std::set<std::string> pool_names;
+  for (auto it = series_.lower_bound({group, ""}); it != series_.end() && it->first.first == group; ++it) {
+    const auto& list = it->second;
+    Json minutes = Json::array();
+    bool any = false;
+    auto s = std::lower_bound(list.begin(), list.end(), from_ms, [](const Sample& x, std::int64_t t) { return x.t_ms < t; });
+    for (; s != list.end() && s->t_ms <= to_ms; ++s) {
+      any |= s->guaranteed > 0 || s->held > 0 || s->borrowed > 0 || s->lent > 0;
+      minutes.push_back(Json{{"t", rfc3339(s->t_ms)},
+                             {"guaranteed", tenth(s->guaranteed)},
+                             {"held", tenth(s->held)},
+                             {"borrowed", tenth(s->borrowed)},
+                             {"lent", tenth(s->lent)}});
+    }
+    if (!any) continue;  // a pool it has nothing in over the range
+    pool_names.insert(it->first.second);
+    pools.push_back(Json{{"pool", it->first.second}, {"minutes", std::move(minutes)}});
+  }
+  out["pools"] = std::move(pools);
+  Json markers = Json::array();
+  for (const run::Event& e : events) {
+    if (!is_marker(e.kind)) continue;
+    // Its own workloads' and policies' events: a reclaim it starts as a lender, the notices
+    // and stops its borrowing workloads get, its leases and quota changes.
+    if (e.business_group != group) continue;
+    const std::int64_t t = unix_ms(e.t);
+    if (t < from_ms || t > to_ms) continue;
+    Json m = Json::object();
+    m["t"] = rfc3339(t);
+    m["kind"] = e.kind;
+    m["object"] = e.object;
+    m["pool"] = e.pool.empty() ? Json(nullptr) : Json(e.pool);
+    m["reason"] = e.reason;
+    m["message"] = e.message;
+    markers.push_back(std::move(m));
+  }
+  out["markers"] = std::move(markers);
+  return out;
+}
+
+}  // namespace gpubank::twin::live
