@@ -108,6 +108,17 @@ void scope_gpu_history(Json& history, const std::string& group) {
   }
 }
 
+void scope_group_history(Json& history, const std::string& group) {
+  if (!history.is_object() || !history.contains("markers") || !history["markers"].is_array()) return;
+  for (Json& m : history["markers"]) {
+    if (!m.is_object() || names_group(m, "businessGroup", group)) continue;
+    if (!m.contains("object") || !m["object"].is_string() || !m["object"].get<std::string>().starts_with("Workload/")) continue;
+    m["object"] = nullptr;
+    m["message"] = "";
+    m["reason"] = "";
+  }
+}
+
 void scope_ledger(Json& page, const std::string& group) {
   if (!page.is_object() || !page.contains("items")) return;
   keep_if(page["items"], [&](const Json& e) { return names_group(e, "businessGroup", group) || names_group(e, "lender", group); });

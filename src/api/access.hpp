@@ -48,6 +48,10 @@ void scope_gpus(Json& gpus, const std::string& group);
 // GET /api/v1/gpus/<uuid>/history for a scoped principal: samples held by another group
 // lose the workload's name, markers of another group's workloads their object and text.
 void scope_gpu_history(Json& history, const std::string& group);
+// A group's position history (/api/v1/groups/<g>/history) as a caller scoped to `group`
+// sees it: another group's workload events keep when, what kind and whose, not which or
+// why; policy, lease and reclaim events stay (the policies are open to every role).
+void scope_group_history(Json& history, const std::string& group);
 // Ledger page: only entries where the group is the borrower/holder or the lender.
 void scope_ledger(Json& page, const std::string& group);
 // Alerts: only those whose evidence names the group (open and recent lists alike).

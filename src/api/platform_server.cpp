@@ -625,14 +625,16 @@ void PlatformServer::install_routes() {
     send_json(res, *j);
   }));
   // A business group's position per pool per minute (twin/live/position_history.hpp): the
-  // groups' positions are open to every role, as /api/v1/groups is.
-  svr.Get(R"(/api/v1/groups/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+  // groups' positions are open to every role, as /api/v1/groups is; another group's workload
+  // events lose their name and text for a scoped caller.
+  svr.Get(R"(/api/v1/groups/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string group = req.matches[1];
     std::lock_guard lock(mu_);
     const auto range = history_range(req, res);
     if (!range) return;
     auto j = platform_->group_history_json(group, range->first, range->second);
     if (!j) return send_error(res, 404, "", "api.not-found", "no business group " + group.substr(0, 253));
+    if (const auto scope = scope_of(who)) scope_group_history(*j, *scope);
     send_json(res, *j);
   }));
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {

@@ -248,6 +248,31 @@ TEST_F(PlatformAccessTest, AViewerSeesItsOwnGroupOnly) {
     }
   }
 
+  // Another group's position history: its minutes whole (positions are open to every role),
+  // its workloads' events without which or why; its quota and lease events whole.
+  int workload_markers = 0;
+  for (const json& g : get("/api/v1/groups")) {
+    const std::string name = g["name"];
+    if (name == "ads") continue;
+    const json all = get("/api/v1/groups/" + name + "/history");
+    const json theirs = json::parse(call(viewer_, "GET", "/api/v1/groups/" + name + "/history").body);
+    EXPECT_EQ(theirs["pools"], all["pools"]);
+    ASSERT_EQ(theirs["markers"].size(), all["markers"].size());
+    for (std::size_t i = 0; i < all["markers"].size(); ++i) {
+      const json& a = all["markers"][i];
+      const json& b = theirs["markers"][i];
+      EXPECT_EQ(a["kind"], b["kind"]);
+      if (a["object"].is_string() && a["object"].get<std::string>().starts_with("Workload/")) {
+        ++workload_markers;
+        EXPECT_TRUE(b["object"].is_null()) << b.dump();
+        EXPECT_EQ(b["message"], "");
+      } else {
+        EXPECT_EQ(a, b);
+      }
+    }
+  }
+  EXPECT_GT(workload_markers, 0) << "no other group's workload event in its last 6 hours";
+
   const json ledger = json::parse(call(viewer_, "GET", "/api/v1/ledger?limit=1000").body);
   const json full = get("/api/v1/ledger?limit=1000");
   EXPECT_LT(ledger["items"].size(), full["items"].size());

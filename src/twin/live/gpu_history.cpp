@@ -20,6 +20,18 @@ double tenth(float v) { return static_cast<double>(std::lround(static_cast<doubl
 
 }  // namespace
 
+Json marker_json(const run::Event& e, std::int64_t t_unix_ms) {
+  Json m = Json::object();
+  m["t"] = rfc3339(t_unix_ms);
+  m["kind"] = e.kind;
+  m["object"] = e.object;
+  m["businessGroup"] = e.business_group.empty() ? Json(nullptr) : Json(e.business_group);
+  m["pool"] = e.pool.empty() ? Json(nullptr) : Json(e.pool);
+  m["reason"] = e.reason;
+  m["message"] = e.message;
+  return m;
+}
+
 bool GpuHistory::is_marker(const std::string& kind) {
   static const std::set<std::string, std::less<>> kinds{
       "Placed",          "Preempted",          "ReclaimNoticeSent", "ReclaimVictimStopped", "CheckpointRequested",
@@ -109,7 +121,7 @@ Json GpuHistory::workload_json(const std::string& key, const std::string& pool, 
     if (!is_marker(e.kind) || (e.object != object && !is_policy_change(e, pool))) continue;
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
-    markers.push_back(Json{{"t", rfc3339(t)}, {"kind", e.kind}, {"reason", e.reason}, {"message", e.message}});
+    markers.push_back(marker_json(e, t));
   }
   out["markers"] = std::move(markers);
   return out;
@@ -167,14 +179,7 @@ Json GpuHistory::json(const std::string& uuid, const std::string& pool, std::int
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
     if (e.object != gpu_object && !holders.contains(e.object) && !is_policy_change(e, pool)) continue;
-    Json m = Json::object();
-    m["t"] = rfc3339(t);
-    m["kind"] = e.kind;
-    m["object"] = e.object;
-    m["businessGroup"] = e.business_group.empty() ? Json(nullptr) : Json(e.business_group);
-    m["reason"] = e.reason;
-    m["message"] = e.message;
-    markers.push_back(std::move(m));
+    markers.push_back(marker_json(e, t));
   }
   out["markers"] = std::move(markers);
   return out;

@@ -23,6 +23,10 @@
 
 namespace gpubank::twin::live {
 
+// An event as a chart marker ({t, kind, object, businessGroup, pool, reason, message}; null
+// for an empty group or pool), t its Unix ms: one shape for every history's markers.
+[[nodiscard]] nlohmann::ordered_json marker_json(const run::Event& e, std::int64_t t_unix_ms);
+
 class GpuHistory {
  public:
   explicit GpuHistory(std::size_t keep_minutes = 24 * 60) : keep_(keep_minutes) {}

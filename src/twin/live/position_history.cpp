@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/timestamp.hpp"
+#include "twin/live/gpu_history.hpp"
 
 namespace gpubank::twin::live {
 namespace {
@@ -91,14 +92,7 @@ Json PositionHistory::json(const std::string& group, std::int64_t from_ms, std::
     if (e.business_group != group) continue;
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
-    Json m = Json::object();
-    m["t"] = rfc3339(t);
-    m["kind"] = e.kind;
-    m["object"] = e.object;
-    m["pool"] = e.pool.empty() ? Json(nullptr) : Json(e.pool);
-    m["reason"] = e.reason;
-    m["message"] = e.message;
-    markers.push_back(std::move(m));
+    markers.push_back(marker_json(e, t));
   }
   out["markers"] = std::move(markers);
   return out;

@@ -189,6 +189,15 @@ DayOptions journal_day(std::int64_t hours, bool governance) {
   return o;
 }
 
+// The platform's journal kept in `journal` (numbered as the store would), for a replay.
+void keep_journal(Platform& p, std::vector<Intervention>& journal) {
+  p.set_journal([&journal](Intervention& i) {
+    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
+    journal.push_back(i);
+    return Expected<bool>(true);
+  });
+}
+
 // The audit log's content fields, as a replay compares them.
 void expect_same_audit(std::span<const bank::AuditEntry> a, std::span<const bank::AuditEntry> b) {
   ASSERT_EQ(a.size(), b.size());
@@ -218,11 +227,7 @@ TEST(PlatformInterventions, ARestartThatAppliesTheJournalRegeneratesTheSameRun) 
   ASSERT_TRUE(live) << live.error();
   Platform& p = **live;
   std::vector<Intervention> journal;
-  p.set_journal([&](Intervention& i) {
-    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
-    journal.push_back(i);
-    return Expected<bool>(true);
-  });
+  keep_journal(p, journal);
   // Paced like 60x: steps of 7 s, interventions at odd moments between them.
   std::string gpu;
   while (p.now() < p.end()) {
@@ -315,11 +320,7 @@ TEST(PlatformInterventions, AnApprovedReclaimStopsTheWorkloadAfterItsCheckpointA
   ASSERT_TRUE(live) << live.error();
   Platform& p = **live;
   std::vector<Intervention> journal;
-  p.set_journal([&](Intervention& i) {
-    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
-    journal.push_back(i);
-    return Expected<bool>(true);
-  });
+  keep_journal(p, journal);
   // Until two candidates are open: one to approve, one to reject.
   std::vector<std::string> candidates;
   while (p.now() < p.end() && candidates.size() < 2) {
@@ -405,11 +406,7 @@ TEST(PlatformInterventions, AnApprovedDowngradeIsJournalledAndKeepsTheWorkloadRu
   ASSERT_TRUE(live) << live.error();
   Platform& p = **live;
   std::vector<Intervention> journal;
-  p.set_journal([&](Intervention& i) {
-    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
-    journal.push_back(i);
-    return Expected<bool>(true);
-  });
+  keep_journal(p, journal);
   std::string candidate;
   while (p.now() < p.end() && candidate.empty()) {
     ASSERT_TRUE(p.advance_to(std::min(p.end(), p.now() + 60'000))) << p.error();
@@ -496,11 +493,7 @@ spec:
   ASSERT_TRUE(live) << live.error();
   Platform& p = **live;
   std::vector<Intervention> journal;
-  p.set_journal([&](Intervention& i) {
-    i.seq = static_cast<std::int64_t>(journal.size()) + 1;
-    journal.push_back(i);
-    return Expected<bool>(true);
-  });
+  keep_journal(p, journal);
   ASSERT_TRUE(p.advance_to(1'800'000));
   const std::string version_before = p.result().policy_version;
   ASSERT_TRUE(p.apply_policy_change("00000000000000a1", less, "api:pat")) << p.error();
