@@ -202,6 +202,10 @@ class TimedCore final : public AdmissionCore {
   gpubank::Expected<bool> set_quota(const std::string& cq, const std::string& flavor, const ResourceQuota& quota) override {
     return inner_.set_quota(cq, flavor, quota);
   }
+  gpubank::Expected<bool> set_cohort_quota(const std::string& cohort, const std::string& flavor,
+                                           const ResourceQuota& quota) override {
+    return inner_.set_cohort_quota(cohort, flavor, quota);
+  }
   gpubank::Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override {
     return inner_.set_priority(id, priority);
   }

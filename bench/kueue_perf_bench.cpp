@@ -62,6 +62,9 @@ class UnlimitedCore final : public twin::AdmissionCore {
   gpubank::Expected<bool> set_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
     return gpubank::Unexpected{"no quota changes in this benchmark"};
   }
+  gpubank::Expected<bool> set_cohort_quota(const std::string&, const std::string&, const twin::ResourceQuota&) override {
+    return gpubank::Unexpected{"no quota changes in this benchmark"};
+  }
   gpubank::Expected<bool> set_priority(twin::WorkloadId, std::int32_t) override {
     return gpubank::Unexpected{"no priority changes in this benchmark"};
   }

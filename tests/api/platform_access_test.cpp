@@ -171,7 +171,7 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
         EXPECT_TRUE(error.is_object() && error.contains("rule") && error.contains("error"))
             << row.path << " as " << callers[i].first << ": " << a.body;
       }
-      if (a.status == 401) EXPECT_FALSE(a.headers.find("WWW-Authenticate") == a.headers.end()) << row.path;
+      if (a.status == 401) { EXPECT_FALSE(a.headers.find("WWW-Authenticate") == a.headers.end()) << row.path; }
     }
   }
 }
@@ -407,7 +407,7 @@ TEST_F(PlatformAccessTest, HostileRequestsGetAClearErrorAndNothingElse) {
   for (const Case& c : cases) {
     const Answer a = call("", c.method, c.path, c.body, c.headers);
     EXPECT_EQ(a.status, c.status) << c.method << " " << c.path << " " << c.body.substr(0, 60) << ": " << a.body;
-    if (!c.rule.empty()) EXPECT_NE(a.body.find("\"rule\":\"" + c.rule + "\""), std::string::npos) << c.path << ": " << a.body;
+    if (!c.rule.empty()) { EXPECT_NE(a.body.find("\"rule\":\"" + c.rule + "\""), std::string::npos) << c.path << ": " << a.body; }
     EXPECT_EQ(a.body.find("root:"), std::string::npos) << c.path;
     EXPECT_EQ(a.body.find("SQLite"), std::string::npos) << c.path;
   }

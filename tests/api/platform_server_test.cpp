@@ -310,7 +310,7 @@ TEST_F(PlatformServerGovernanceTest, AGroupsHistoryFollowsItsPositionAndMarksIts
   for (const json& g : get("/api/v1/groups")) {
     if (g["name"] != "ads") continue;
     for (const json& pos : g["positions"]) {
-      if (pos["pool"] == "h100-rdma-training") EXPECT_EQ(pos["guaranteed"], minutes.back()["guaranteed"]);
+      if (pos["pool"] == "h100-rdma-training") { EXPECT_EQ(pos["guaranteed"], minutes.back()["guaranteed"]); }
     }
   }
   // Another range, bounded as the GPU's is.

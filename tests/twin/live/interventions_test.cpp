@@ -365,7 +365,7 @@ TEST(PlatformInterventions, AnApprovedReclaimStopsTheWorkloadAfterItsCheckpointA
   std::string stop;
   for (const run::Event& e : p.events()) {
     if (e.object == "Workload/" + key && e.t >= decided_at && e.kind == "ReclaimVictimStopped") stop = e.reason;
-    if (e.object == "Workload/" + key && e.t > decided_at) EXPECT_NE(e.kind, "Admitted") << "requeued after an approved reclaim";
+    if (e.object == "Workload/" + key && e.t > decided_at) { EXPECT_NE(e.kind, "Admitted") << "requeued after an approved reclaim"; }
   }
   EXPECT_EQ(stop, "ApprovedLowUtilization");
   bool resolved = false;
@@ -459,7 +459,7 @@ TEST(PlatformInterventions, AnApprovedDowngradeIsJournalledAndKeepsTheWorkloadRu
   while (p.now() < p.end()) ASSERT_TRUE(p.advance_to(std::min(p.end(), p.now() + 60'000)));
   for (const run::Event& e : p.events()) {
     // A lender's reclaim may still take it back (it runs on borrowed GPUs); an approval never does.
-    if (e.object == "Workload/" + key && e.t > decided_at) EXPECT_NE(e.reason, "ApprovedLowUtilization");
+    if (e.object == "Workload/" + key && e.t > decided_at) { EXPECT_NE(e.reason, "ApprovedLowUtilization"); }
   }
   EXPECT_NE((*p.workload_json(key))["state"], "Deactivated");
 
@@ -511,7 +511,7 @@ spec:
   for (const Json& g : p.groups_json()) {
     if (g["name"] != "ads") continue;
     for (const Json& pos : g["positions"]) {
-      if (pos["pool"] == "h100-rdma-training") EXPECT_EQ(pos["guaranteed"], 8) << pos.dump();
+      if (pos["pool"] == "h100-rdma-training") { EXPECT_EQ(pos["guaranteed"], 8) << pos.dump(); }
     }
   }
   EXPECT_NE(p.result().policy_version, version_before);
