@@ -2,13 +2,14 @@
 // one of 4): sampling every device, filling the families, writing the text. The issue asks
 // for O(1) work per device and scrape; the baseline is what the registry costs anyway.
 //
-//   (a) registry_constant   baseline: the same 17 families (15 dcgm, 2 gpubank) and series set from prebuilt
+//   (a) registry_constant   baseline: the same dcgm families and series set from prebuilt
 //                           (label values, constant) snapshots, then write_text: the
 //                           registry and writer alone
 //   (b) sample_all          telemetry::sample for every device (profiles and energy), no
 //                           metrics
-//   (c) update_dcgm         update_dcgm + update_gpu_attribution from sampled states (label
-//                           tuples built per series, set_all per family)
+//   (c) update_dcgm         update_dcgm from sampled states (label tuples built per series,
+//                           set_all per family); gpubank's own series come from the
+//                           attribution exporter's join since b2ffb17 (bench/exporter_bench)
 //   (d) write_text          metrics::write_text of the filled registry
 //   (e) scrape              (b) + (c) + (d): what one scrape of the twin costs
 //
@@ -67,8 +68,6 @@ std::vector<Device> make_cluster() {
       s.model_name = "NVIDIA H100 80GB HBM3";
       s.hostname = hostname;
       s.driver_version = "580.159.04";
-      s.pool = "h100-train";
-      s.gpu_model = "H100";
       const std::uint64_t key = device_key(hostname, g);
       const int kind = static_cast<int>(key % 20);  // 12 training, 3 inference, 2 notebook, 1 batch, 2 idle
       d.input.seed = 1;
@@ -90,10 +89,6 @@ std::vector<Device> make_cluster() {
         a.pod_namespace = "team-" + std::to_string(node % 40);
         a.pod = workload + "-worker-" + std::to_string(g);
         a.container = "main";
-        a.business_group = a.pod_namespace;
-        a.workload_type = std::string(to_string(p));
-        a.workload_kind = "PyTorchJob";
-        a.workload = workload;
         s.allocations.push_back(std::move(a));
       }
       d.energy = {d.input.start_ms, 1.0e9};
@@ -124,17 +119,13 @@ std::vector<GpuState> states(const std::vector<Device>& devices) {
 struct Exporter {
   metrics::Registry registry;
   DcgmFamilies dcgm;
-  GpuAttributionFamilies ours;
   Exporter() {
     auto d = register_dcgm(registry);
-    auto o = register_gpu_attribution(registry);
-    if (!d || !o) throw std::runtime_error("registering the families failed");
+    if (!d) throw std::runtime_error("registering the families failed");
     dcgm = *d;
-    ours = *o;
   }
   void update(std::span<const GpuState> gpus) {
     if (auto s = update_dcgm(dcgm, gpus); !s) throw std::runtime_error(s.error());
-    if (auto s = update_gpu_attribution(ours, gpus); !s) throw std::runtime_error(s.error());
   }
 };
 
