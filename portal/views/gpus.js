@@ -1,8 +1,11 @@
 // GPUs (#/gpus) and Pool (#/pool/<name>): each node's GPUs as a grid of cells, each linking
-// to the GPU's page. A MIG GPU shows one mark per slice.
-import { h, num, fields, breadcrumb, link } from '../dom.js';
+// to the GPU's page. A MIG GPU shows one mark per slice. The pool page also charts its
+// devices and who held them over a time range (?range=1h|6h|24h) with quota changes, leases,
+// reclaims and XID errors as markers.
+import { h, num, fields, breadcrumb, link, table, fmtTime } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
+import { lineChart } from '../charts.js';
 import { units, fragmentation, fragLabel, positionBar, positionNumbers, positionLegend, poolScale, workloadName } from './common.js';
 
 function cell(g) {
@@ -25,6 +28,9 @@ export function gpuGrid(gpus) {
       h('span', { class: 'node-name' }, node),
       h('span', { class: 'cells' }, list.sort((a, b) => a.index - b.index).map(cell)))));
 }
+
+const POOL_RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+const POOL_BAD = new Set(['GpuUnhealthy', 'ReclaimStarted']);
 
 const gridLegend = () => h('ul', { class: 'legend' }, [['free', 'free'], ['used', 'in use'], ['partial', 'MIG, partly in use'], ['bad', 'unhealthy']]
   .map(([cls, label]) => h('li', {}, h('span', { class: `cell-swatch ${cls}` }), label)));
@@ -61,10 +67,41 @@ export function poolView(root, ctx) {
         positionBar(x, max, `${g.name} in ${name}`), positionNumbers(x, g.name))),
     ];
   });
+  const range = POOL_RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const history = panel('Devices and holders over time', 'pool-history', async () => {
+    const path = `pools/${encodeURIComponent(name)}/history`;
+    const last = await get(path, null, ctx.opts);
+    const to = Date.parse(last.to);
+    const res = await get(path, { from: new Date(to - POOL_RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(POOL_RANGES).map((r) =>
+      h('a', { href: `${link.pool(name)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `pool-range-${r}` }, `last ${r}`)));
+    const at = (m) => Date.parse(m.t);
+    const groupNames = [...new Set(res.minutes.flatMap((m) => Object.keys(m.groups)))].sort();
+    const series = [{ name: 'devices', points: res.minutes.map((m) => [at(m), m.devices]) },
+      { name: 'held', points: res.minutes.map((m) => [at(m), m.held]) },
+      ...groupNames.map((g) => ({ name: `held by ${g}`, points: res.minutes.map((m) => [at(m), m.groups[g] || 0]) }))];
+    const markers = res.markers.map((m) => ({
+      x: Date.parse(m.t), cls: POOL_BAD.has(m.kind) ? 'bad' : '', label: `${fmtTime(m.t)} ${m.kind} ${m.object}: ${m.message}`,
+    }));
+    return [
+      ranges,
+      lineChart({ series, step: true, markers, testid: 'pool-history-chart',
+        xFormat: (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16),
+        yLabel: `Devices per virtual minute, ${fmtTime(res.from)} to ${fmtTime(res.to)}; dashed lines: the events below.` }),
+      h('h3', {}, 'Quota changes, leases, reclaims and XID errors'),
+      table([
+        { label: 'Time', cell: (m) => fmtTime(m.t) },
+        { label: 'Event', cell: (m) => h('span', { class: POOL_BAD.has(m.kind) ? 'bad' : '' }, m.kind) },
+        { label: 'Group', cell: (m) => m.businessGroup || '' },
+        { label: 'Object', cell: (m) => m.object },
+        { label: 'What', cell: (m) => m.message },
+      ], [...res.markers].reverse(), { testid: 'pool-markers', empty: 'No such events in this range.' }),
+    ];
+  });
   const grid = panel('GPUs by node', 'gpu-grid', async () => {
     const gpus = await get('gpus', { pool: name }, ctx.opts);
     return [h('p', {}, 'Fragmented: ', fragLabel(fragmentation(gpus)[name], `pool-frag-${name}`),
       h('span', { class: 'muted' }, ' (free GPUs on nodes with some but not all GPUs free)')), gridLegend(), gpuGrid(gpus)];
   });
-  root.append(breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Pool ${name}`), summary, grid);
+  root.append(breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Pool ${name}`), summary, history, grid);
 }

@@ -637,6 +637,17 @@ void PlatformServer::install_routes() {
     if (const auto scope = scope_of(who)) scope_group_history(*j, *scope);
     send_json(res, *j);
   }));
+  // A pool's devices and who held them per minute: the pools and groups' positions are open
+  // to every role; the markers are pool-level (quota, lease, reclaim, XID) events.
+  svr.Get(R"(/api/v1/pools/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    const std::string pool = req.matches[1];
+    std::lock_guard lock(mu_);
+    const auto range = history_range(req, res);
+    if (!range) return;
+    auto j = platform_->pool_history_json(pool, range->first, range->second);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no pool " + pool.substr(0, 253));
+    send_json(res, *j);
+  }));
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);

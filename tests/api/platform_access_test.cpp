@@ -125,6 +125,8 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
       {"GET", "/api/v1/groups/search/history", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/groups/search/history?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z", "", 401, 400, 400, 400, 400},
       {"GET", "/api/v1/groups/nobody/history", "", 401, 404, 404, 404, 404},
+      {"GET", "/api/v1/pools/h100-rdma-training/history", "", 401, 200, 200, 200, 200},
+      {"GET", "/api/v1/pools/nowhere/history", "", 401, 404, 404, 404, 404},
       {"GET", "/api/v1/governance/alerts", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/kpis", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/leaderboard", "", 401, 200, 200, 200, 200},

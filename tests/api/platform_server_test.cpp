@@ -313,6 +313,19 @@ TEST_F(PlatformServerGovernanceTest, AGroupsHistoryFollowsItsPositionAndMarksIts
       if (pos["pool"] == "h100-rdma-training") { EXPECT_EQ(pos["guaranteed"], minutes.back()["guaranteed"]); }
     }
   }
+  // The pool's own chart: its 64 GPUs every minute, what the groups held adding up to the
+  // devices held, the quota change among its markers.
+  const json pool = get("/api/v1/pools/h100-rdma-training/history");
+  ASSERT_EQ(pool["minutes"].size(), 91u);
+  for (const json& m : pool["minutes"]) {
+    EXPECT_EQ(m["devices"], 64);
+    double sum = 0;
+    for (const auto& [g, held] : m["groups"].items()) sum += held.get<double>();
+    EXPECT_NEAR(sum, m["held"].get<double>(), 0.05 * static_cast<double>(m["groups"].size()) + 1e-9) << m.dump();
+  }
+  bool pool_marked = false;
+  for (const json& m : pool["markers"]) pool_marked |= m["kind"] == "QuotaChanged";
+  EXPECT_TRUE(pool_marked);
   // Another range, bounded as the GPU's is.
   const json part = get("/api/v1/groups/ads/history?from=2026-11-30T17:00:00Z&to=2026-11-30T17:10:00Z");
   ASSERT_FALSE(part["pools"].empty());

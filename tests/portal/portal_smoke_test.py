@@ -198,6 +198,18 @@ def run(args, d, api):
               f'the group page of {grp} has no position chart for {pool}')
     check(d.find_all('[data-testid=group-markers]'), 'the group page has no list of quota changes and reclaims')
     print(f'ok: group {grp}: position charts for {charted}, {len(gh["markers"])} events in the last 6 h')
+    # Its pools' pages chart their devices and holders over time, as the API has them.
+    for pool in charted[:1]:
+        d.click(f'a[href="#/pool/{urllib.parse.quote(pool)}"]')
+        wait_ready(d, 'pool', 'pool-history', 'gpu-grid')
+        ph = api.get('pools/' + urllib.parse.quote(pool) + '/history')
+        if len(ph['minutes']) >= 2:
+            check(d.find_all('[data-testid=pool-history-chart] svg path.line'), f'the pool page of {pool} has no chart')
+        check(d.find_all('[data-testid=pool-markers]'), f'the pool page of {pool} has no event list')
+        print(f'ok: pool {pool}: {len(ph["minutes"])} minutes, {ph["minutes"][-1]["devices"] if ph["minutes"] else 0} devices '
+              f'at the last, {len(ph["markers"])} events')
+        d.click(f'a[href="#/group/{urllib.parse.quote(grp)}"]')
+        wait_ready(d, 'positions', 'group-history', 'queues', 'workloads', 'alerts')
     d.click(f'[data-testid="workload-link-{wl}"]')
     wait_ready(d, 'workload', 'gpus', 'workload-history')
     wh = api.get('workloads/' + wl + '/history')

@@ -777,6 +777,16 @@ std::optional<Json> Platform::group_history_json(const std::string& group, std::
   return position_history_.json(group, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
 }
 
+std::optional<Json> Platform::pool_history_json(const std::string& pool, std::int64_t from_ms,
+                                                std::int64_t to_ms) const {
+  const policy::PlatformGuardrailsSpec* guardrails = policies().guardrails_spec();
+  if (guardrails == nullptr) return std::nullopt;
+  const bool known = std::any_of(guardrails->pools.begin(), guardrails->pools.end(),
+                                 [&](const auto& p) { return p.name == pool; });
+  if (!known) return std::nullopt;
+  return position_history_.pool_json(pool, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
+}
+
 std::optional<Json> Platform::gpu_history_json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms) const {
   const cluster::Cluster* c = simulation_.cluster();
   if (c == nullptr || !c->find_gpu(uuid)) return std::nullopt;

@@ -120,6 +120,10 @@ class Platform {
   // guardrails do not name.
   [[nodiscard]] std::optional<Json> group_history_json(const std::string& group, std::int64_t from_ms,
                                                        std::int64_t to_ms) const;
+  // A pool's devices and holdings per minute (PositionHistory::pool_json); nullopt for a pool
+  // the guardrails do not name.
+  [[nodiscard]] std::optional<Json> pool_history_json(const std::string& pool, std::int64_t from_ms,
+                                                      std::int64_t to_ms) const;
   // The inference services: per InferenceScalingPolicy its model, peak, request counts,
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.

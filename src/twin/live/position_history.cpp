@@ -27,9 +27,27 @@ bool PositionHistory::is_marker(const std::string& kind) {
   return kinds.contains(kind);
 }
 
+bool PositionHistory::is_pool_marker(const std::string& kind) {
+  static const std::set<std::string, std::less<>> kinds{"QuotaChanged",   "LeaseActivated",   "LeaseExpired",
+                                                        "ReclaimStarted", "ReclaimCompleted", "GpuUnhealthy",
+                                                        "GpuHealthy"};
+  return kinds.contains(kind);
+}
+
 void PositionHistory::record(const MinuteObservation& minute) {
   if (minute.t_ms <= last_ms_) return;
   last_ms_ = minute.t_ms;
+  // Each pool's devices: distinct device ids (a time-sliced device is listed once per holder).
+  std::map<std::string, std::set<std::string>> devices;
+  for (const DeviceMinute& d : minute.devices) devices[d.pool].insert(d.device);
+  for (auto& [pool, samples] : pools_) {
+    if (!devices.contains(pool)) devices[pool];  // a pool seen before and empty now: 0
+  }
+  for (const auto& [pool, ids] : devices) {
+    auto& samples = pools_[pool];
+    samples.push_back({minute.t_ms, static_cast<std::uint32_t>(ids.size())});
+    while (samples.size() > keep_) samples.pop_front();
+  }
   std::map<std::pair<std::string, std::string>, Sample> now;
   auto at = [&](const std::string& group, const std::string& pool) -> Sample& {
     Sample& s = now[{group, pool}];
@@ -90,6 +108,51 @@ Json PositionHistory::json(const std::string& group, std::int64_t from_ms, std::
     // Its own workloads' and policies' events: a reclaim it starts as a lender, the notices
     // and stops its borrowing workloads get, its leases and quota changes.
     if (e.business_group != group) continue;
+    const std::int64_t t = unix_ms(e.t);
+    if (t < from_ms || t > to_ms) continue;
+    markers.push_back(marker_json(e, t));
+  }
+  out["markers"] = std::move(markers);
+  return out;
+}
+
+Json PositionHistory::pool_json(const std::string& pool, std::int64_t from_ms, std::int64_t to_ms,
+                                std::span<const run::Event> events,
+                                const std::function<std::int64_t(std::int64_t)>& unix_ms) const {
+  Json out = Json::object();
+  out["pool"] = pool;
+  out["from"] = rfc3339(from_ms);
+  out["to"] = rfc3339(to_ms);
+  out["stepSeconds"] = 60;
+  // Each group's holding in the pool by minute.
+  std::map<std::int64_t, std::map<std::string, float>> held;
+  for (const auto& [key, list] : series_) {
+    if (key.second != pool) continue;
+    auto s = std::lower_bound(list.begin(), list.end(), from_ms, [](const Sample& x, std::int64_t t) { return x.t_ms < t; });
+    for (; s != list.end() && s->t_ms <= to_ms; ++s) {
+      if (s->held > 0) held[s->t_ms][key.first] += s->held;
+    }
+  }
+  Json minutes = Json::array();
+  if (const auto it = pools_.find(pool); it != pools_.end()) {
+    const auto& list = it->second;
+    auto s = std::lower_bound(list.begin(), list.end(), from_ms, [](const PoolSample& x, std::int64_t t) { return x.t_ms < t; });
+    for (; s != list.end() && s->t_ms <= to_ms; ++s) {
+      Json groups = Json::object();
+      float total = 0;
+      if (const auto h = held.find(s->t_ms); h != held.end()) {
+        for (const auto& [group, gpus] : h->second) {
+          groups[group] = tenth(gpus);
+          total += gpus;
+        }
+      }
+      minutes.push_back(Json{{"t", rfc3339(s->t_ms)}, {"devices", s->devices}, {"held", tenth(total)}, {"groups", std::move(groups)}});
+    }
+  }
+  out["minutes"] = std::move(minutes);
+  Json markers = Json::array();
+  for (const run::Event& e : events) {
+    if (e.pool != pool || !is_pool_marker(e.kind)) continue;
     const std::int64_t t = unix_ms(e.t);
     if (t < from_ms || t > to_ms) continue;
     markers.push_back(marker_json(e, t));

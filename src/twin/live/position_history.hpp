@@ -4,7 +4,10 @@
 // with the run's events that moved them as markers: quota changes in the running day,
 // leases, reclaims of its loans and of its workloads, downgrades.
 //
-// Bounded: the last `keep_minutes` per (group, pool) (a day by default: 20 bytes a minute).
+// The same per pool for the pool page: its devices, the devices held and by whom.
+//
+// Bounded: the last `keep_minutes` per (group, pool) and per pool (a day by default: 20
+// bytes a minute).
 // Pure bookkeeping: no clock of its own.
 #pragma once
 
@@ -40,10 +43,19 @@ class PositionHistory {
                                             std::span<const run::Event> events,
                                             const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
 
+  // Pool `pool`'s minutes in [from_ms, to_ms]: its devices (capacity as the exporter lists
+  // them: whole GPUs or MIG instances), the devices held, and each group's holding; markers:
+  // the events in the pool that change what it can give (quota changes, leases, reclaims,
+  // XID errors and recoveries). Empty minutes for a pool never seen.
+  [[nodiscard]] nlohmann::ordered_json pool_json(const std::string& pool, std::int64_t from_ms, std::int64_t to_ms,
+                                                 std::span<const run::Event> events,
+                                                 const std::function<std::int64_t(std::int64_t)>& unix_ms) const;
+
   [[nodiscard]] std::int64_t last_ms() const { return last_ms_; }
 
-  // The event kinds shown as markers on a group's chart.
+  // The event kinds shown as markers on a group's chart, and on a pool's.
   static bool is_marker(const std::string& kind);
+  static bool is_pool_marker(const std::string& kind);
 
  private:
   struct Sample {
@@ -53,6 +65,11 @@ class PositionHistory {
   std::size_t keep_;
   std::int64_t last_ms_ = 0;
   std::map<std::pair<std::string, std::string>, std::deque<Sample>> series_;  // (group, pool)
+  struct PoolSample {
+    std::int64_t t_ms = 0;
+    std::uint32_t devices = 0;
+  };
+  std::map<std::string, std::deque<PoolSample>> pools_;
 };
 
 }  // namespace gpubank::twin::live

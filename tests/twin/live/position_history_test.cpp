@@ -113,5 +113,30 @@ TEST(PositionHistory, MarkersAreTheGroupsOwnQuotaLeaseAndReclaimEvents) {
   EXPECT_FALSE(PositionHistory::is_marker("Admitted"));
 }
 
+// A pool's minutes: its devices (a time-sliced device once), the devices held and by whom;
+// markers: the pool's quota, lease, reclaim and XID events, not its workloads' own.
+TEST(PositionHistory, APoolsDevicesAndHoldersPerMinuteWithItsOwnEvents) {
+  PositionHistory h;
+  h.record(position_minute(0, 16, 20, 4));
+  h.record(position_minute(1, 16, 12, 0));
+  const std::vector<run::Event> events{
+      position_event(1, "QuotaChanged", "GPUQuotaPolicy/search-h100", "search", "h100"),
+      position_event(1, "GpuUnhealthy", "GPU/GPU-3", "", "h100"),
+      position_event(1, "ReclaimNoticeSent", "Workload/search/train", "search", "h100"),  // a workload's
+      position_event(1, "QuotaChanged", "GPUQuotaPolicy/ads-l40s", "ads", "l40s"),       // another pool's
+  };
+  const auto j = h.pool_json("h100", kStart, kStart + 10 * kMinute, events, [](std::int64_t t) { return kStart + t; });
+  ASSERT_EQ(j["minutes"].size(), 2U);
+  EXPECT_EQ(j["minutes"][0]["devices"], 22) << "20 of search's, one time-sliced, one free";
+  EXPECT_EQ(j["minutes"][0]["held"], 21.0);
+  EXPECT_EQ(j["minutes"][0]["groups"]["search"], 20.0);
+  EXPECT_EQ(j["minutes"][0]["groups"]["ads"], 1.0);
+  EXPECT_EQ(j["minutes"][1]["devices"], 14);
+  ASSERT_EQ(j["markers"].size(), 2U) << j["markers"].dump();
+  EXPECT_EQ(j["markers"][0]["kind"], "QuotaChanged");
+  EXPECT_EQ(j["markers"][1]["kind"], "GpuUnhealthy");
+  EXPECT_TRUE(h.pool_json("l40s", kStart, kStart + kMinute, {}, [](std::int64_t t) { return t; })["minutes"].empty());
+}
+
 }  // namespace
 }  // namespace gpubank::twin::live
