@@ -2,13 +2,17 @@
 // by state against the policy's min/max and the floor in force, TTFT p95 against the
 // policy's target, the queue, KV cache per replica, and the service's last scale events and
 // drains from /api/v1/events. Refreshed every 5 s; events are read on from the last seq.
+// Below, each service over a time range (?range=1h|6h|24h): its replicas serving and idle,
+// its TTFT p95 against the target, with its scale, replica, tidal and policy events marked.
 import { h, num, pct, table, fmtTime, link } from '../dom.js';
 import { get, readAll } from '../api.js';
 import { panel } from '../panel.js';
-import { stackedBar, legend } from '../charts.js';
+import { stackedBar, legend, lineChart } from '../charts.js';
 import { seconds } from './common.js';
 
 const SHOW_EVENTS = 8;
+const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+const BAD_KINDS = new Set(['ScaleUpBlocked', 'ReplicaFailed', 'PrewarmFailed', 'FaultInjected']);
 const KEEP_EVENTS = 300; // per pool, of the serving ones
 // The kinds of object a service's events name (its workloadRef's kind).
 const SERVICE_KINDS = ['InferenceService', 'LLMInferenceService', 'Deployment', 'RayService'];
@@ -133,6 +137,42 @@ export default function inference(root, ctx) {
     ];
   });
   list.classList.add('bare');
-  root.append(h('h1', {}, 'Inference'), list);
+
+  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const history = panel('Over time', 'service-history', async () => {
+    const services = await get('services', null, ctx.opts);
+    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
+      h('a', { href: `#/inference?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `service-range-${r}` }, `last ${r}`)));
+    const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
+    const charts = await Promise.all(services.map(async (s) => {
+      const path = `services/${encodeURIComponent(s.policy)}/history`;
+      const last = await get(path, null, ctx.opts);
+      const to = Date.parse(last.to);
+      const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+      const at = (m) => Date.parse(m.t);
+      const markers = res.markers.map((m) => ({
+        x: Date.parse(m.t), cls: BAD_KINDS.has(m.kind) ? 'bad' : '', label: `${fmtTime(m.t)} ${m.kind}: ${m.message}`,
+      }));
+      const ttft = res.minutes.filter((m) => m.ttftP95Seconds !== null).map((m) => [at(m), m.ttftP95Seconds]);
+      const target = res.ttftP95TargetSeconds;
+      return [
+        h('h3', {}, s.policy),
+        lineChart({
+          series: [{ name: 'replicas serving', points: res.minutes.map((m) => [at(m), m.replicas]) },
+            { name: 'idle replicas', points: res.minutes.map((m) => [at(m), m.idleReplicas]) }],
+          step: true, markers, xFormat, testid: `service-history-replicas-${s.policy}`,
+          yLabel: `Replicas with vLLM series per virtual minute, ${fmtTime(res.from)} to ${fmtTime(res.to)}; dashed lines: its events.`,
+        }),
+        lineChart({
+          series: [{ name: 'TTFT p95 (s)', points: ttft },
+            ...(target !== null && ttft.length ? [{ name: 'target (s)', points: [[ttft[0][0], target], [ttft[ttft.length - 1][0], target]] }] : [])],
+          markers, xFormat, testid: `service-history-ttft-${s.policy}`,
+          yLabel: 'TTFT p95 over the last two minutes, at each minute with requests.',
+        }),
+      ];
+    }));
+    return [ranges, charts.length ? charts : h('p', { class: 'muted' }, 'No services.')];
+  });
+  root.append(h('h1', {}, 'Inference'), list, history);
   ctx.every(5000, () => list.reload());
 }

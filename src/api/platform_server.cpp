@@ -648,6 +648,17 @@ void PlatformServer::install_routes() {
     if (!j) return send_error(res, 404, "", "api.not-found", "no pool " + pool.substr(0, 253));
     send_json(res, *j);
   }));
+  // An inference service's replicas, TTFT p95 and tokens per minute, by its
+  // InferenceScalingPolicy's name: services are open to every role, as /api/v1/services is.
+  svr.Get(R"(/api/v1/services/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    const std::string policy = req.matches[1];
+    std::lock_guard lock(mu_);
+    const auto range = history_range(req, res);
+    if (!range) return;
+    auto j = platform_->service_history_json(policy, range->first, range->second);
+    if (!j) return send_error(res, 404, "", "api.not-found", "no InferenceScalingPolicy " + policy.substr(0, 253));
+    send_json(res, *j);
+  }));
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);

@@ -326,6 +326,14 @@ TEST_F(PlatformServerGovernanceTest, AGroupsHistoryFollowsItsPositionAndMarksIts
   bool pool_marked = false;
   for (const json& m : pool["markers"]) pool_marked |= m["kind"] == "QuotaChanged";
   EXPECT_TRUE(pool_marked);
+  // A service's minutes: at least its minReplicas serving every minute once it started,
+  // against the policy's 1.5 s target.
+  const json llm = get("/api/v1/services/customer-service-llm/history");
+  EXPECT_EQ(llm["ttftP95TargetSeconds"], 1.5);
+  EXPECT_EQ(llm["workload"], "InferenceService/customer-service/customer-service-llm");
+  ASSERT_GE(llm["minutes"].size(), 60u) << llm.dump().substr(0, 500);
+  EXPECT_GE(llm["minutes"].back()["replicas"].get<int>(), 1);
+  for (const json& m : llm["minutes"]) EXPECT_LE(m["idleReplicas"].get<int>(), m["replicas"].get<int>());
   // Another range, bounded as the GPU's is.
   const json part = get("/api/v1/groups/ads/history?from=2026-11-30T17:00:00Z&to=2026-11-30T17:10:00Z");
   ASSERT_FALSE(part["pools"].empty());

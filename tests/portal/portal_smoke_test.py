@@ -338,6 +338,16 @@ def inference(d, args, api, frozen):
         check(same_number(got, s['waiting'] + s['routerWaiting']), f'service {p} queue: page shows {got}, API waiting {s["waiting"]} + router {s["routerWaiting"]}')
     print(f'ok: the Inference page has the API\'s {len(services)} services'
           + (': TTFT p95, replicas by state and queue as the API says (clock frozen)' if frozen else ' (figures not compared: the clock runs)'))
+    # Each service over time: replicas and TTFT p95 as charts where the API has the minutes.
+    wait_ready(d, 'service-history')
+    charted = []
+    for s in services:
+        hist = api.get('services/' + urllib.parse.quote(s['policy']) + '/history')
+        if len(hist['minutes']) >= 2:
+            check(d.find_all(f'[data-testid="service-history-replicas-{s["policy"]}"] svg path.line'),
+                  f'service {s["policy"]} has no replica chart although the API has {len(hist["minutes"])} minutes')
+            charted.append(f'{s["policy"]} ({len(hist["minutes"])} minutes, {len(hist["markers"])} events)')
+    print(f'ok: the Inference page charts {", ".join(charted) or "no service yet"} over the last 6 h')
 
 
 def reclaim_order(items):

@@ -1,6 +1,7 @@
 #include "twin/live/platform.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -787,6 +788,37 @@ std::optional<Json> Platform::pool_history_json(const std::string& pool, std::in
   return position_history_.pool_json(pool, from_ms, to_ms, events(), [this](std::int64_t t) { return unix_ms(t); });
 }
 
+std::optional<Json> Platform::service_history_json(const std::string& policy, std::int64_t from_ms,
+                                                   std::int64_t to_ms) const {
+  for (const policy::PolicyObject& o : policies().policies()) {
+    if (o.kind != policy::Kind::InferenceScalingPolicy || o.name() != policy) continue;
+    const auto& spec = o.as<policy::InferenceScalingPolicySpec>();
+    // The workload's object as the serving controllers name it in their events.
+    static constexpr std::array<std::string_view, 4> kKinds{"InferenceService", "LLMInferenceService", "Deployment",
+                                                            "RayService"};
+    const auto k = static_cast<std::size_t>(spec.workload_ref.kind);
+    // Its namespace as the serving controller gives its replicas one (elastic.cpp): the
+    // workloadRef's, else the group's first.
+    std::string ns = spec.workload_ref.namespace_;
+    if (ns.empty() && policies().guardrails_spec() != nullptr) {
+      if (const policy::Group* g = policies().guardrails_spec()->find_group(spec.business_group)) {
+        ns = g->effective_namespaces().front();
+      }
+    }
+    const std::string object =
+        std::string(k < kKinds.size() ? kKinds[k] : "InferenceService") + "/" + ns + "/" + spec.workload_ref.name;
+    Json j = service_history_.json(ns, spec.workload_ref.name, object, o.ref(), spec.resource_pool, from_ms, to_ms,
+                                   events(), [this](std::int64_t t) { return unix_ms(t); });
+    j["policy"] = policy;
+    j["workload"] = object;
+    j["businessGroup"] = spec.business_group;
+    j["ttftP95TargetSeconds"] = spec.scale_up.ttft_p95 ? Json(static_cast<double>(spec.scale_up.ttft_p95->milliseconds()) / 1000.0)
+                                                       : Json(nullptr);
+    return j;
+  }
+  return std::nullopt;
+}
+
 std::optional<Json> Platform::gpu_history_json(const std::string& uuid, std::int64_t from_ms, std::int64_t to_ms) const {
   const cluster::Cluster* c = simulation_.cluster();
   if (c == nullptr || !c->find_gpu(uuid)) return std::nullopt;
@@ -977,6 +1009,7 @@ void Platform::observe_governance() {
     }
     gpu_history_.record(m);
     position_history_.record(m);
+    service_history_.record(m);
     governance_->observe(std::move(m));
   }
 }

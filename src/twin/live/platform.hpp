@@ -24,6 +24,7 @@
 #include "twin/live/governance.hpp"
 #include "twin/live/gpu_history.hpp"
 #include "twin/live/position_history.hpp"
+#include "twin/live/service_history.hpp"
 #include "twin/live/interventions.hpp"
 #include "twin/live/node_agents.hpp"
 #include "twin/live/queue_metrics.hpp"
@@ -124,6 +125,11 @@ class Platform {
   // the guardrails do not name.
   [[nodiscard]] std::optional<Json> pool_history_json(const std::string& pool, std::int64_t from_ms,
                                                       std::int64_t to_ms) const;
+  // An inference service's replicas, TTFT p95 and tokens per minute with its scale, replica,
+  // tidal and policy events (ServiceHistory); `policy` is its InferenceScalingPolicy's name;
+  // nullopt for a policy the set does not hold.
+  [[nodiscard]] std::optional<Json> service_history_json(const std::string& policy, std::int64_t from_ms,
+                                                         std::int64_t to_ms) const;
   // The inference services: per InferenceScalingPolicy its model, peak, request counts,
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
@@ -255,6 +261,7 @@ class Platform {
   std::unique_ptr<TwinGovernance> governance_;
   GpuHistory gpu_history_;
   PositionHistory position_history_;
+  ServiceHistory service_history_;
   std::optional<std::int64_t> governance_next_ms_;  // the next Unix minute to record
   // Per device (unit): the activity's signature and since when (its phases count from then).
   std::vector<std::pair<std::string, std::int64_t>> governance_since_;

@@ -2,6 +2,7 @@
 // guarantee, the devices it held (time-sliced ones by share), what it borrowed and lent;
 // zeros once a position is gone; bounded; markers of its own events only.
 #include "twin/live/position_history.hpp"
+#include "twin/live/service_history.hpp"
 
 #include <gtest/gtest.h>
 
@@ -136,6 +137,42 @@ TEST(PositionHistory, APoolsDevicesAndHoldersPerMinuteWithItsOwnEvents) {
   EXPECT_EQ(j["markers"][0]["kind"], "QuotaChanged");
   EXPECT_EQ(j["markers"][1]["kind"], "GpuUnhealthy");
   EXPECT_TRUE(h.pool_json("l40s", kStart, kStart + kMinute, {}, [](std::int64_t t) { return t; })["minutes"].empty());
+}
+
+// A service's minutes as the recorder read its vLLM series (no TTFT in a minute without
+// requests), and its own, its policy's and its pool's quota events as markers.
+TEST(ServiceHistory, AServicesReplicasTtftAndItsEvents) {
+  ServiceHistory h;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    MinuteObservation m;
+    m.t_ms = kStart + i * kMinute;
+    ServingMinute s;
+    s.namespace_name = "cs";
+    s.workload_kind = "InferenceService";
+    s.workload = "llm";
+    s.pods = static_cast<int>(2 + i);
+    s.idle_pods = 1;
+    s.tokens_per_minute = 1200;
+    if (i > 0) s.ttft_p95_s = 0.25 * static_cast<double>(i);
+    m.serving = {s};
+    h.record(m);
+  }
+  run::Event scaled = position_event(1, "ScaleUpRequested", "InferenceService/cs/llm", "cs", "h100");
+  run::Event tidal = position_event(2, "PrewarmStarted", "TidalPolicy/day", "cs", "h100");
+  tidal.related = {"InferenceScalingPolicy/llm"};
+  const std::vector<run::Event> events{scaled, tidal,
+                                       position_event(2, "ReplicaReady", "InferenceService/cs/other", "cs", "h100")};
+  const auto j = h.json("cs", "llm", "InferenceService/cs/llm", "InferenceScalingPolicy/llm", "h100", kStart,
+                        kStart + 10 * kMinute, events, [](std::int64_t t) { return kStart + t; });
+  ASSERT_EQ(j["minutes"].size(), 3U);
+  EXPECT_EQ(j["minutes"][0]["replicas"], 2);
+  EXPECT_TRUE(j["minutes"][0]["ttftP95Seconds"].is_null());
+  EXPECT_EQ(j["minutes"][2]["ttftP95Seconds"], 0.5);
+  EXPECT_EQ(j["minutes"][2]["idleReplicas"], 1);
+  ASSERT_EQ(j["markers"].size(), 2U) << j["markers"].dump();
+  EXPECT_EQ(j["markers"][0]["kind"], "ScaleUpRequested");
+  EXPECT_EQ(j["markers"][1]["kind"], "PrewarmStarted");
+  EXPECT_TRUE(h.json("other-ns", "llm", "", "", "", kStart, kStart + kMinute, {}, [](std::int64_t t) { return t; })["minutes"].empty());
 }
 
 }  // namespace
