@@ -1,7 +1,28 @@
 // Pieces several views share: GPU units and fragmentation, a group's position bar, the
 // alerts table and an event line.
 import { h, num, table, fmtTime, link } from '../dom.js';
+import { get } from '../api.js';
 import { stackedBar, legend } from '../charts.js';
+
+// --- time ranges of the history charts ------------------------------------------------------
+
+// The ranges in hours, and the one the address asks for (?range=, 6h by default).
+export const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
+export const rangeOf = (ctx) => (RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h');
+
+// The links to each range of page `here` (testid <prefix>-range-<r>).
+export function rangeNav(here, range, prefix) {
+  return h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
+    h('a', { href: `${here}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `${prefix}-range-${r}` }, `last ${r}`)));
+}
+
+// A history endpoint's answer for the `range` up to its newest minute (asked for once
+// without a range to learn where the day stands).
+export async function lastHours(path, range, opts) {
+  const last = await get(path, null, opts);
+  const to = Date.parse(last.to);
+  return get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, opts);
+}
 
 // --- GPUs ---------------------------------------------------------------------------------
 

@@ -5,15 +5,14 @@ import { h, num, table, fields, breadcrumb, link, fmtTime } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
 import { lineChart } from '../charts.js';
-import { workloadName } from './common.js';
+import { workloadName, rangeOf, rangeNav, lastHours } from './common.js';
 
-const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
 // Markers drawn in the "bad" colour: what takes work or a GPU away.
 const BAD = new Set(['Preempted', 'ReclaimVictimStopped', 'Failed', 'Evicted', 'GpuUnhealthy', 'CheckpointFailed']);
 
 export default function gpu(root, ctx) {
   const [uuid] = ctx.params;
-  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const range = rangeOf(ctx);
   const keep = (href) => `${href}?range=${range}`;  // the time range goes along the drill-down
   const crumbs = breadcrumb([['Cluster', '#/'], [uuid]]);
   const loaded = get(`gpus/${encodeURIComponent(uuid)}`, null, ctx.opts);
@@ -72,12 +71,8 @@ export default function gpu(root, ctx) {
   });
 
   const history = panel('Utilisation, memory and power', 'gpu-history', async () => {
-    const last = await get(`gpus/${encodeURIComponent(uuid)}/history`, null, ctx.opts);
-    const to = Date.parse(last.to);
-    const res = await get(`gpus/${encodeURIComponent(uuid)}/history`,
-      { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
-    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
-      h('a', { href: `${link.gpu(uuid)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `gpu-range-${r}` }, `last ${r}`)));
+    const res = await lastHours(`gpus/${encodeURIComponent(uuid)}/history`, range, ctx.opts);
+    const ranges = rangeNav(link.gpu(uuid), range, 'gpu');
     const markers = res.markers.map((m) => ({
       x: Date.parse(m.t), cls: BAD.has(m.kind) ? 'bad' : '',
       label: `${fmtTime(m.t)} ${m.kind}${m.object ? ` ${m.object}` : ''}${m.message ? `: ${m.message}` : ''}`,

@@ -6,7 +6,7 @@ import { h, num, fields, breadcrumb, link, table, fmtTime } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
 import { lineChart } from '../charts.js';
-import { units, fragmentation, fragLabel, positionBar, positionNumbers, positionLegend, poolScale, workloadName } from './common.js';
+import { units, fragmentation, fragLabel, positionBar, positionNumbers, positionLegend, poolScale, workloadName, rangeOf, rangeNav, lastHours } from './common.js';
 
 function cell(g) {
   const us = units(g);
@@ -29,7 +29,6 @@ export function gpuGrid(gpus) {
       h('span', { class: 'cells' }, list.sort((a, b) => a.index - b.index).map(cell)))));
 }
 
-const POOL_RANGES = { '1h': 1, '6h': 6, '24h': 24 };
 const POOL_BAD = new Set(['GpuUnhealthy', 'ReclaimStarted']);
 
 const gridLegend = () => h('ul', { class: 'legend' }, [['free', 'free'], ['used', 'in use'], ['partial', 'MIG, partly in use'], ['bad', 'unhealthy']]
@@ -67,14 +66,10 @@ export function poolView(root, ctx) {
         positionBar(x, max, `${g.name} in ${name}`), positionNumbers(x, g.name))),
     ];
   });
-  const range = POOL_RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const range = rangeOf(ctx);
   const history = panel('Devices and holders over time', 'pool-history', async () => {
-    const path = `pools/${encodeURIComponent(name)}/history`;
-    const last = await get(path, null, ctx.opts);
-    const to = Date.parse(last.to);
-    const res = await get(path, { from: new Date(to - POOL_RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
-    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(POOL_RANGES).map((r) =>
-      h('a', { href: `${link.pool(name)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `pool-range-${r}` }, `last ${r}`)));
+    const res = await lastHours(`pools/${encodeURIComponent(name)}/history`, range, ctx.opts);
+    const ranges = rangeNav(link.pool(name), range, 'pool');
     const at = (m) => Date.parse(m.t);
     const groupNames = [...new Set(res.minutes.flatMap((m) => Object.keys(m.groups)))].sort();
     const series = [{ name: 'devices', points: res.minutes.map((m) => [at(m), m.devices]) },

@@ -4,9 +4,8 @@ import { h, num, table, fields, breadcrumb, fmtTime, link } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
 import { lineChart } from '../charts.js';
-import { positionBar, positionLegend, poolScale, alertsTable } from './common.js';
+import { positionBar, positionLegend, poolScale, alertsTable, rangeOf, rangeNav, lastHours } from './common.js';
 
-const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
 // Markers drawn in the "bad" colour: what takes GPUs from the group.
 const BAD = new Set(['ReclaimNoticeSent', 'ReclaimVictimStopped', 'Preempted']);
 
@@ -39,14 +38,10 @@ export default function group(root, ctx) {
     ], 'group'), positionsTable(g, pools), positionLegend()];
   });
 
-  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const range = rangeOf(ctx);
   const history = panel('Position over time', 'group-history', async () => {
-    const path = `groups/${encodeURIComponent(name)}/history`;
-    const last = await get(path, null, ctx.opts);
-    const to = Date.parse(last.to);
-    const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
-    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
-      h('a', { href: `${link.group(name)}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `group-range-${r}` }, `last ${r}`)));
+    const res = await lastHours(`groups/${encodeURIComponent(name)}/history`, range, ctx.opts);
+    const ranges = rangeNav(link.group(name), range, 'group');
     const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
     const charts = res.pools.map((p) => {
       const pick = (field) => p.minutes.map((m) => [Date.parse(m.t), m[field]]);

@@ -8,10 +8,9 @@ import { h, num, pct, table, fmtTime, link } from '../dom.js';
 import { get, readAll } from '../api.js';
 import { panel } from '../panel.js';
 import { stackedBar, legend, lineChart } from '../charts.js';
-import { seconds } from './common.js';
+import { seconds, rangeOf, rangeNav, lastHours } from './common.js';
 
 const SHOW_EVENTS = 8;
-const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
 const BAD_KINDS = new Set(['ScaleUpBlocked', 'ReplicaFailed', 'PrewarmFailed', 'FaultInjected']);
 const KEEP_EVENTS = 300; // per pool, of the serving ones
 // The kinds of object a service's events name (its workloadRef's kind).
@@ -138,17 +137,13 @@ export default function inference(root, ctx) {
   });
   list.classList.add('bare');
 
-  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const range = rangeOf(ctx);
   const history = panel('Over time', 'service-history', async () => {
     const services = await get('services', null, ctx.opts);
-    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
-      h('a', { href: `#/inference?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `service-range-${r}` }, `last ${r}`)));
+    const ranges = rangeNav('#/inference', range, 'service');
     const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
     const charts = await Promise.all(services.map(async (s) => {
-      const path = `services/${encodeURIComponent(s.policy)}/history`;
-      const last = await get(path, null, ctx.opts);
-      const to = Date.parse(last.to);
-      const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
+      const res = await lastHours(`services/${encodeURIComponent(s.policy)}/history`, range, ctx.opts);
       const at = (m) => Date.parse(m.t);
       const markers = res.markers.map((m) => ({
         x: Date.parse(m.t), cls: BAD_KINDS.has(m.kind) ? 'bad' : '', label: `${fmtTime(m.t)} ${m.kind}: ${m.message}`,

@@ -5,15 +5,14 @@ import { h, num, table, fields, breadcrumb, fmtTime, link } from '../dom.js';
 import { get } from '../api.js';
 import { panel } from '../panel.js';
 import { lineChart } from '../charts.js';
-import { units, eventItem } from './common.js';
+import { units, eventItem, rangeOf, rangeNav, lastHours } from './common.js';
 
-const RANGES = { '1h': 1, '6h': 6, '24h': 24 };
 const BAD = new Set(['Preempted', 'ReclaimVictimStopped', 'Failed', 'Evicted', 'CheckpointFailed']);
 
 export default function workload(root, ctx) {
   const [ns, name] = ctx.params;
   const id = `${ns}/${name}`;
-  const range = RANGES[ctx.query.get('range')] ? ctx.query.get('range') : '6h';
+  const range = rangeOf(ctx);
   const crumbs = breadcrumb([['Cluster', '#/'], [id]]);
   // The workload is fetched once and shared by the panels that need its pool.
   const loaded = get(`workloads/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, null, ctx.opts);
@@ -62,13 +61,8 @@ export default function workload(root, ctx) {
   });
 
   const history = panel('Its GPUs over time', 'workload-history', async () => {
-    const path = `workloads/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/history`;
-    const last = await get(path, null, ctx.opts);
-    const to = Date.parse(last.to);
-    const res = await get(path, { from: new Date(to - RANGES[range] * 3600e3).toISOString(), to: last.to }, ctx.opts);
-    const here = link.workload(id);
-    const ranges = h('nav', { class: 'ranges', 'aria-label': 'Time range' }, Object.keys(RANGES).map((r) =>
-      h('a', { href: `${here}?range=${r}`, 'aria-current': r === range ? 'true' : 'false', 'data-testid': `workload-range-${r}` }, `last ${r}`)));
+    const res = await lastHours(`workloads/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/history`, range, ctx.opts);
+    const ranges = rangeNav(link.workload(id), range, 'workload');
     const pick = (field) => res.mean.map((x) => [Date.parse(x.t), x[field]]);
     return [
       ranges,

@@ -624,41 +624,35 @@ void PlatformServer::install_routes() {
     if (other_group(res, who, j->value("businessGroup", ""), "the history of a workload")) return;
     send_json(res, *j);
   }));
-  // A business group's position per pool per minute (twin/live/position_history.hpp): the
-  // groups' positions are open to every role, as /api/v1/groups is; another group's workload
-  // events lose their name and text for a scoped caller.
-  svr.Get(R"(/api/v1/groups/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
-    const std::string group = req.matches[1];
-    std::lock_guard lock(mu_);
-    const auto range = history_range(req, res);
-    if (!range) return;
-    auto j = platform_->group_history_json(group, range->first, range->second);
-    if (!j) return send_error(res, 404, "", "api.not-found", "no business group " + group.substr(0, 253));
-    if (const auto scope = scope_of(who)) scope_group_history(*j, *scope);
-    send_json(res, *j);
-  }));
-  // A pool's devices and who held them per minute: the pools and groups' positions are open
-  // to every role; the markers are pool-level (quota, lease, reclaim, XID) events.
-  svr.Get(R"(/api/v1/pools/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
-    const std::string pool = req.matches[1];
-    std::lock_guard lock(mu_);
-    const auto range = history_range(req, res);
-    if (!range) return;
-    auto j = platform_->pool_history_json(pool, range->first, range->second);
-    if (!j) return send_error(res, 404, "", "api.not-found", "no pool " + pool.substr(0, 253));
-    send_json(res, *j);
-  }));
+  // The histories of a named thing (twin/live/position_history.hpp, service_history.hpp):
+  // `fetch` gives its JSON for the range or nullopt (404 naming `what`); `scope` cuts it for
+  // a caller scoped to a group.
+  using HistoryOf = std::optional<Json> (twin::live::Platform::*)(const std::string&, std::int64_t, std::int64_t) const;
+  auto history_route = [this, &svr, gate, history_range](const char* pattern, HistoryOf fetch, std::string what,
+                                                         void (*scope)(Json&, const std::string&)) {
+    svr.Get(pattern, guard(gate, Need::Read, [this, history_range, fetch, what, scope](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+      const std::string name = req.matches[1];
+      std::lock_guard lock(mu_);
+      const auto range = history_range(req, res);
+      if (!range) return;
+      auto j = (platform_.get()->*fetch)(name, range->first, range->second);
+      if (!j) return send_error(res, 404, "", "api.not-found", "no " + what + " " + name.substr(0, 253));
+      if (const auto group = scope_of(who); group && scope != nullptr) scope(*j, *group);
+      send_json(res, *j);
+    }));
+  };
+  // A business group's position per pool per minute: the groups' positions are open to every
+  // role, as /api/v1/groups is; another group's workload events lose their name and text for
+  // a scoped caller.
+  history_route(R"(/api/v1/groups/([^/]{1,253})/history)", &twin::live::Platform::group_history_json, "business group",
+                &scope_group_history);
+  // A pool's devices and who held them per minute, open to every role; the markers are
+  // pool-level (quota, lease, reclaim, XID) events.
+  history_route(R"(/api/v1/pools/([^/]{1,253})/history)", &twin::live::Platform::pool_history_json, "pool", nullptr);
   // An inference service's replicas, TTFT p95 and tokens per minute, by its
   // InferenceScalingPolicy's name: services are open to every role, as /api/v1/services is.
-  svr.Get(R"(/api/v1/services/([^/]{1,253})/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
-    const std::string policy = req.matches[1];
-    std::lock_guard lock(mu_);
-    const auto range = history_range(req, res);
-    if (!range) return;
-    auto j = platform_->service_history_json(policy, range->first, range->second);
-    if (!j) return send_error(res, 404, "", "api.not-found", "no InferenceScalingPolicy " + policy.substr(0, 253));
-    send_json(res, *j);
-  }));
+  history_route(R"(/api/v1/services/([^/]{1,253})/history)", &twin::live::Platform::service_history_json,
+                "InferenceScalingPolicy", nullptr);
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);
