@@ -141,7 +141,7 @@ PAGES = [  # name, hash route, panels to wait for
     ('governance', '#/governance', ['governance-alerts', 'leaderboard', 'kpis', 'showback']),
     ('policies', '#/policies', ['policies']),
     ('changes', '#/changes', ['proposals']),
-    ('inference', '#/inference', ['services']),
+    ('inference', '#/inference', ['services', 'service-history']),
     ('bank', '#/bank', ['reclaims', 'leases', 'ledger', 'ledger-chart']),  # last: the ledger and reclaim checks read this page
 ]
 
@@ -251,7 +251,7 @@ def run(args, d, api):
     print(f'ok: GPU {uuid}: pods {pods}, {sum(len(dev["samples"]) for dev in history["devices"])} minutes in the last 6 h, '
           f'{len(history["markers"])} events; {marks} markers on the last hour\'s chart')
     if shots:
-        capture(d, shots, '', [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
+        capture(d, shots, '', [('group', f'#/group/{grp}', ['positions', 'group-history', 'workloads']), ('pool', f'#/pool/{urllib.parse.quote(g["pool"])}', ['pool', 'pool-history', 'gpu-grid']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
 
     inference(d, args, api, frozen)
 
@@ -276,7 +276,7 @@ def run(args, d, api):
         capture(d, shots, '', PAGES)
         d.click('[data-testid=theme-toggle]')
         dark = d.execute_script('return document.documentElement.dataset.theme')
-        capture(d, shots, '-dark', PAGES + [('group', f'#/group/{grp}', ['workloads']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
+        capture(d, shots, '-dark', PAGES + [('group', f'#/group/{grp}', ['positions', 'group-history', 'workloads']), ('pool', f'#/pool/{urllib.parse.quote(g["pool"])}', ['pool', 'pool-history', 'gpu-grid']), ('gpu', f'#/gpu/{uuid}?workload={wl}', ['gpu', 'gpu-history'])])
         set_viewport(d, 390, 844)
         for suffix in ('-dark', ''):  # dark first, then back to light
             capture(d, shots, '-narrow' + suffix, PAGES[:1])
