@@ -91,12 +91,22 @@ function show(view, params, query, nav) {
   }
 }
 
+// The pages this server has data for: every one on `gpubank up`; on a controller the ones
+// its session answer lists (server.pages), the first of them as its home.
+const offered = (nav) => !session?.server?.pages || session.server.pages.includes(nav);
+
 function route() {
   if (!session) return;
-  const [path, qs = ''] = (location.hash.replace(/^#/, '') || '/').split('?');
+  let [path, qs = ''] = (location.hash.replace(/^#/, '') || '/').split('?');
+  if ((path === '/' || path === '') && !offered('overview')) path = `/${session.server.pages[0]}`;
   for (const [re, view, nav] of routes) {
     const m = path.match(re);
     if (!m) continue;
+    if (!offered(nav)) {
+      return show((root) => root.append(h('h1', {}, 'Not served here'),
+        h('p', { 'data-testid': 'not-served' }, 'This page shows the embedded twin (gpubank up); the controller serves ',
+          session.server.pages.join(', '), '.')), [], new URLSearchParams(), nav);
+    }
     let params;
     try { params = m.slice(1).map(decodeURIComponent); } catch { break; }
     return show(view, params, new URLSearchParams(qs), nav);
@@ -108,6 +118,7 @@ window.addEventListener('hashchange', route);
 // --- Session ------------------------------------------------------------------------------
 function signedIn(s) {
   session = s;
+  for (const a of document.querySelectorAll('[data-nav]')) a.hidden = !offered(a.dataset.nav);
   api.setCsrfToken(s.csrfToken);
   setRole(s.role);
   document.body.classList.remove('signed-out');
@@ -142,6 +153,11 @@ document.querySelector('[data-testid=signout]').addEventListener('click', async 
 // --- The virtual clock in the header ------------------------------------------------------
 async function tickClock() {
   if (!session) return;
+  if (session.server?.kind === 'controller') {
+    clockEl.textContent = 'cluster · live';
+    clockEl.title = 'The controller\'s portal: the policies on the cluster';
+    return;
+  }
   try {
     const c = await api.get('clock');
     const mode = c.finished ? 'day finished' : c.paused ? 'paused' : `×${c.speed}`;

@@ -15,14 +15,24 @@ function decide(p, reload) {
   });
 }
 
-function decision(p, admin, reload) {
+// On a cluster an applied change is in force once the controller server-side applied it.
+function onCluster(p, cluster) {
+  if (!cluster || p.state !== 'Applied') return null;
+  return p.enacted
+    ? h('div', { class: 'ok', 'data-testid': `proposal-enacted-${p.id}` }, `on the cluster since ${fmtTime(p.enacted.at)} (resourceVersion ${p.enacted.resourceVersion})`)
+    : h('div', { class: 'warn', 'data-testid': `proposal-enacted-${p.id}` }, 'not on the cluster yet: the controller applies it at its next pass');
+}
+
+function decision(p, admin, reload, cluster) {
   if (p.state === 'Pending') return admin ? decide(p, reload) : h('span', { class: 'muted' }, 'waits for a platform administrator');
-  return [`by ${p.decidedBy ?? '—'} at ${fmtTime(p.decidedAt)}`, p.decisionComment ? h('div', { class: 'muted' }, `“${p.decisionComment}”`) : null];
+  return [`by ${p.decidedBy ?? '—'} at ${fmtTime(p.decidedAt)}`, p.decisionComment ? h('div', { class: 'muted' }, `“${p.decisionComment}”`) : null,
+    onCluster(p, cluster)];
 }
 
 export default function changes(root, ctx) {
   const state = ctx.query.get('state') || '';
   const admin = ctx.session.role === 'platform-admin';
+  const cluster = ctx.session.server?.kind === 'controller';
   const list = panel('Proposed policy changes', 'proposals', async () => {
     const [r, force] = await Promise.all([get('proposals', { state }, ctx.opts), get('policies', null, ctx.opts)]);
     const inForce = new Map(force.items.map((i) => [`${i.kind}/${i.metadata.name}`, i.spec]));
@@ -40,7 +50,7 @@ export default function changes(root, ctx) {
         { label: 'Submitted', cell: (p) => h('span', { class: 'nowrap' }, fmtTime(p.submittedAt)) },
         { label: 'Why', cell: (p) => [p.approvalReason, p.comment ? h('div', { class: 'muted' }, `“${p.comment}”`) : null] },
         { label: 'Change', cell: (p) => patchList(p.patch, p.state === 'Pending' ? inForce.get(p.object) : null, `proposal-patch-${p.id}`) },
-        { label: 'Decision', cell: (p) => decision(p, admin, list.reload) },
+        { label: 'Decision', cell: (p) => decision(p, admin, list.reload, cluster) },
       ], r.items, { testid: 'proposals-table', rowAttrs: (p) => ({ 'data-testid': `proposal-${p.id}` }), empty: 'No proposed changes.' }),
     ];
   });

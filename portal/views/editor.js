@@ -57,14 +57,25 @@ function writeSpec(text, key, value) {
 
 // A new CapacityLease to start from: the signed-in group, the first pool, eight hours from
 // the next full hour of the virtual clock.
+// On a cluster (the controller's portal) there is no virtual clock and no pool list: the
+// lease starts at the next wall-clock hour, in the pool of the first GPUQuotaPolicy in force.
 async function leaseTemplate(ctx) {
-  const [clock, pools] = await Promise.all([get('clock', null, ctx.opts), get('pools', null, ctx.opts)]);
-  const start = new Date(Date.parse(clock.time) + 3600e3);
+  let now = Date.now();
+  let pool = 'pool';
+  if (onCluster(ctx)) {
+    const force = await get('policies', null, ctx.opts);
+    pool = force.items.find((i) => i.kind === 'GPUQuotaPolicy')?.spec?.resourcePool ?? pool;
+  } else {
+    const [clock, pools] = await Promise.all([get('clock', null, ctx.opts), get('pools', null, ctx.opts)]);
+    now = Date.parse(clock.time);
+    pool = pools[0]?.name ?? pool;
+  }
+  const start = new Date(now + 3600e3);
   start.setUTCMinutes(0, 0, 0);
   const iso = (d) => d.toISOString().replace('.000Z', 'Z');
   const group = ctx.session.group || 'my-group';
   return ['apiVersion: platform.gpubank.dev/v1alpha1', 'kind: CapacityLease', 'metadata:', `  name: ${group}-lease`,
-    'spec:', `  businessGroup: ${group}`, `  resourcePool: ${pools[0]?.name ?? 'pool'}`, '  type: TemporaryQuota',
+    'spec:', `  businessGroup: ${group}`, `  resourcePool: ${pool}`, '  type: TemporaryQuota',
     '  extraGuaranteed: 4', `  start: ${iso(start)}`, `  end: ${iso(new Date(start.getTime() + 8 * 3600e3))}`,
     '  reason: Why the group needs these GPUs', ''].join('\n');
 }
@@ -142,13 +153,17 @@ function previewBody(r, objectName, base) {
   ];
 }
 
-function proposalResult(p) {
+const onCluster = (ctx) => ctx.session.server?.kind === 'controller';
+
+function proposalResult(p, ctx) {
+  const applied = onCluster(ctx)
+    ? 'It is approved; the controller server-side applies it to the cluster at its next pass (the Changes page shows when).'
+    : 'It is in force now; applied changes take effect at the next start.';
   return h('div', { class: 'result', 'data-testid': 'proposal-result', 'data-id': p.id },
     h('p', {}, 'Proposal ', h('code', { 'data-testid': 'proposal-id' }, p.id), ': ',
       h('strong', { class: `state-${p.state}`, 'data-testid': 'proposal-state' }, p.state), ` (${p.approvalReason}).`),
-    h('p', { class: 'note' }, p.state === 'Pending'
-      ? 'It waits for a platform administrator on the Changes page.'
-      : 'It is in force now; applied changes take effect at the next start.', ' ', h('a', { href: '#/changes' }, 'All changes')));
+    h('p', { class: 'note' }, p.state === 'Pending' ? 'It waits for a platform administrator on the Changes page.' : applied,
+      ' ', h('a', { href: '#/changes' }, 'All changes')));
 }
 
 // --- The page -----------------------------------------------------------------------------
@@ -175,7 +190,9 @@ export default function editor(root, ctx) {
     e.rule && !e.message.startsWith(e.rule) ? `${e.rule}: ${e.message}` : e.message), e.body?.findings?.length ? findingsTable(e.body.findings) : null);
 
   let preview = h('section', { class: 'panel' }, h('h2', {}, 'Impact'),
-    h('p', { class: 'muted' }, 'Preview impact runs the platform\'s day twice, under the policies in force and with this document, and compares them here.'));
+    h('p', { class: 'muted', 'data-testid': 'preview-note' }, onCluster(ctx)
+      ? 'The controller records no workload to replay: preview this document with gpubank up or gpubank twin preview before you submit it.'
+      : 'Preview impact runs the platform\'s day twice, under the policies in force and with this document, and compares them here.'));
 
   const previewBtn = h('button', { type: 'button', class: 'primary', 'data-testid': 'preview-button', onclick() {
     findings.replaceChildren();
@@ -204,7 +221,7 @@ export default function editor(root, ctx) {
     submitBtn.disabled = true;
     try {
       const p = await post('proposals', { document: yaml.value, comment: comment.value }, ctx.opts);
-      result.replaceChildren(proposalResult(p));
+      result.replaceChildren(proposalResult(p, ctx));
       if (p.state === 'Applied' && path) base = (await get(path, null, ctx.opts)).object.spec;
     } catch (e) {
       if (e.name !== 'AbortError') refused(e);
@@ -228,8 +245,8 @@ export default function editor(root, ctx) {
         h('div', {},
           kind === 'GPUQuotaPolicy' ? h('div', { class: 'policy-form', 'data-testid': 'quota-form' },
             inputs.map(([key, label, input]) => h('label', { for: `field-${key}` }, label, input))) : null,
-          h('h3', {}, 'Impact'),
-          h('div', { class: 'actions' }, h('label', { for: 'preview-hours' }, 'Run the first'), hours, 'of the day', previewBtn),
+          onCluster(ctx) ? null : h('h3', {}, 'Impact'),
+          onCluster(ctx) ? null : h('div', { class: 'actions' }, h('label', { for: 'preview-hours' }, 'Run the first'), hours, 'of the day', previewBtn),
           h('h3', {}, 'Propose'),
           h('div', { class: 'actions' }, comment, submitBtn),
           h('p', { class: 'note' }, 'What only gives back applies at once; what takes more waits for a platform administrator.'))),

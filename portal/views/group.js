@@ -28,6 +28,9 @@ export function positionsTable(g, pools) {
 
 export default function group(root, ctx) {
   const [name] = ctx.params;
+  // The controller's portal has the positions, queues and workloads of the cluster; the
+  // history, the workload pages and the alerts are the twin's.
+  const cluster = ctx.session.server?.kind === 'controller';
   const positions = panel('Positions', 'positions', async () => {
     const [groups, pools] = await Promise.all([get('groups', null, ctx.opts), get('pools', null, ctx.opts)]);
     const g = groups.find((x) => x.name === name);
@@ -39,7 +42,7 @@ export default function group(root, ctx) {
   });
 
   const range = rangeOf(ctx);
-  const history = panel('Position over time', 'group-history', async () => {
+  const history = cluster ? null : panel('Position over time', 'group-history', async () => {
     const res = await lastHours(`groups/${encodeURIComponent(name)}/history`, range, ctx.opts);
     const ranges = rangeNav(link.group(name), range, 'group');
     const xFormat = (ms) => fmtTime(new Date(ms).toISOString()).slice(5, 16);
@@ -93,7 +96,8 @@ export default function group(root, ctx) {
     return [
       list.length > MAX_ROWS ? h('p', { class: 'note' }, `Showing ${MAX_ROWS} of ${list.length}: running, admitted and pending first, then the newest.`) : null,
       table([
-        { label: 'Workload', cell: (w) => h('a', { href: link.workload(w.workload), 'data-testid': `workload-link-${w.workload}` }, w.workload) },
+        { label: 'Workload', cell: (w) => (cluster ? h('span', { 'data-testid': `workload-${w.workload}` }, w.workload)
+          : h('a', { href: link.workload(w.workload), 'data-testid': `workload-link-${w.workload}` }, w.workload)) },
         { label: 'Pool', cell: (w) => w.pool },
         { label: 'State', cell: (w) => h('span', { class: `state state-${w.state}` }, w.state) },
         { label: 'GPUs', num: true, cell: (w) => num(w.gpus) },
@@ -105,10 +109,11 @@ export default function group(root, ctx) {
     ];
   });
 
-  const alerts = panel('Open low-utilisation alerts', 'alerts', async () => {
+  const alerts = cluster ? null : panel('Open low-utilisation alerts', 'alerts', async () => {
     const a = await get('governance/alerts', null, ctx.opts);
     return alertsTable(a.open.filter((x) => x.evidence.businessGroup === name), 'group-alerts');
   });
 
-  root.append(breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Group ${name}`), positions, history, queues, workloads, alerts);
+  root.append(...[breadcrumb([['Cluster', '#/'], [name]]), h('h1', {}, `Group ${name}`), positions, history, queues, workloads, alerts]
+    .filter(Boolean));
 }

@@ -8,6 +8,7 @@
 
 #include "api/access.hpp"
 #include "api/platform_http.hpp"
+#include "api/portal_routes.hpp"
 #include "core/duration.hpp"
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
@@ -231,38 +232,7 @@ void PlatformServer::clock_loop() {
 
 void PlatformServer::install_routes() {
   auto& svr = *server_;
-  // Bodies: 4 KiB, a policy document's routes 64 KiB (and a little for its JSON wrapping).
-  // The declared length is checked before the body is read; a chunked body is counted as
-  // it arrives up to the larger limit and checked against its route's by guard().
-  svr.set_payload_max_length(kMaxDocumentBody);
-  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    const std::size_t limit = body_limit(req.path);
-    if (req.has_header("Content-Length")) {
-      const std::string length = req.get_header_value("Content-Length");
-      const bool digits = !length.empty() && length.size() <= 18 &&
-                          std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (digits && std::stoull(length) > limit) {
-        send_error(res, 413, "", "request.too-large", "the body is over " + std::to_string(limit) + " bytes");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  svr.set_tcp_nodelay(true);
-  svr.set_read_timeout(10, 0);
-  svr.set_write_timeout(10, 0);
-  // On every answer: scripts and styles from this origin only (the portal has no inline
-  // script), never framed, never sniffed, never cached, no referrer.
-  svr.set_default_headers({
-      {"Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
-      {"X-Content-Type-Options", "nosniff"},
-      {"X-Frame-Options", "DENY"},
-      {"Referrer-Policy", "no-referrer"},
-      {"Cache-Control", "no-store"},
-      {"Cross-Origin-Opener-Policy", "same-origin"},
-      {"Cross-Origin-Resource-Policy", "same-origin"},
-  });
+  harden(svr);
 
   svr.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::lock_guard lock(mu_);
@@ -788,8 +758,8 @@ void PlatformServer::install_routes() {
   }));
   paged("/api/v1/ledger", Need::Read, &twin::live::Platform::ledger_json);
   paged("/api/v1/audit", Need::Audit, &twin::live::Platform::audit_json);
-  install_session_routes();
-  install_portal_routes();
+  install_session_routes(svr, options_.gate.get(), door_.get(), Json{{"kind", "twin"}});
+  install_portal_routes(svr, options_.portal_dir);
   install_policy_routes();
 
   svr.set_error_handler([gate](const httplib::Request& req, httplib::Response& res) {

@@ -128,8 +128,6 @@ class PlatformServer {
 
  private:
   void install_routes();
-  void install_session_routes();
-  void install_portal_routes();
   void install_policy_routes();
   void clock_loop();
   void advance_locked(twin::VirtualTime target);
@@ -149,7 +147,6 @@ class PlatformServer {
   std::size_t timeline_seen_ = 0;
   std::thread clock_;
   std::atomic<bool> ready_{false};
-  std::atomic<bool> previewing_{false};  // one impact preview at a time
 };
 
 }  // namespace gpubank::api

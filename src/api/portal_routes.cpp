@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cmath>
 
-#include "api/platform_http.hpp"
+#include "api/portal_routes.hpp"
 #include "api/platform_server.hpp"
 #include "core/timestamp.hpp"
 #include "document/yaml_writer.hpp"
@@ -19,26 +19,23 @@
 #include "twin/live/resume.hpp"
 #include "twin/preview/preview.hpp"
 
-namespace gpubank::api {
-
-using namespace http;  // NOLINT: the routes' shared vocabulary
+namespace gpubank::api::http {
 
 // Browser sessions (auth/gate.hpp): a token traded once for an HttpOnly, SameSite=Strict
 // cookie and a CSRF token. No Secure flag: `up` serves plain HTTP on loopback; behind a
 // TLS proxy the proxy adds it.
-void PlatformServer::install_session_routes() {
-  auth::Gate* gate = options_.gate.get();
-  const Door* door = door_.get();
-  auto session_json = [](const auth::Principal& who, const std::string& csrf, std::int64_t expires_ms) {
+void install_session_routes(httplib::Server& svr, auth::Gate* gate, const Door* door, Json server) {
+  auto session_json = [server](const auth::Principal& who, const std::string& csrf, std::int64_t expires_ms) {
     Json j = Json::object();
     j["subject"] = who.subject;
     j["role"] = auth::role_name(who.role);
     if (!who.group.empty()) j["group"] = who.group;
     if (!csrf.empty()) j["csrfToken"] = csrf;
     if (expires_ms > 0) j["expiresAt"] = format_rfc3339(Timestamp(std::chrono::milliseconds(expires_ms)));
+    j["server"] = server;
     return j;
   };
-  server_->Post("/api/v1/session", [gate, session_json](const httplib::Request& req, httplib::Response& res) {
+  svr.Post("/api/v1/session", [gate, session_json](const httplib::Request& req, httplib::Response& res) {
     if (gate == nullptr) return send_error(res, 401, "", "auth.unauthenticated", "this server has no token store");
     const std::int64_t now = wall_ms();
     // Sign-in attempts per client address: a bound on the work, not on guessing (a token
@@ -71,7 +68,7 @@ void PlatformServer::install_session_routes() {
                                      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age));
     send_json(res, session_json(session->principal, session->csrf, session->expires_ms));
   });
-  server_->Get("/api/v1/session", [gate, door, session_json](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/api/v1/session", [gate, door, session_json](const httplib::Request& req, httplib::Response& res) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     const std::string id = cookie_value(req, auth::kSessionCookie);
     if (gate != nullptr && !req.has_header("Authorization") && !id.empty()) {
@@ -82,7 +79,7 @@ void PlatformServer::install_session_routes() {
     const auto who = admit(door, Need::Read, req, res);
     if (who) send_json(res, session_json(*who, "", 0));
   });
-  server_->Delete("/api/v1/session", [gate, door](const httplib::Request& req, httplib::Response& res) {
+  svr.Delete("/api/v1/session", [gate, door](const httplib::Request& req, httplib::Response& res) {
     const auto who = admit(door, Need::Read, req, res);
     if (!who) return;
     gate->close_session(cookie_value(req, auth::kSessionCookie));
@@ -93,8 +90,8 @@ void PlatformServer::install_session_routes() {
 
 // The portal: its page at / and its assets at /portal/..., built into the binary
 // (portal/assets.hpp). They hold no data: every figure comes from the API, after sign-in.
-void PlatformServer::install_portal_routes() {
-  const std::string dir = options_.portal_dir;
+void install_portal_routes(httplib::Server& svr, std::string portal_dir) {
+  const std::string dir = std::move(portal_dir);
   auto serve = [dir](const std::string& path, httplib::Response& res) {
     if (!dir.empty()) {
       // Development: the files of --portal-dir, read at each request. Only names made of
@@ -115,8 +112,8 @@ void PlatformServer::install_portal_routes() {
     if (!asset) return send_error(res, 404, "", "api.not-found", "no such path: " + path.substr(0, 200));
     res.set_content(std::string(asset->body), std::string(asset->content_type));
   };
-  server_->Get("/", [serve](const httplib::Request&, httplib::Response& res) { serve("index.html", res); });
-  server_->Get(R"(/portal/([A-Za-z0-9_./-]{1,200}))", [serve](const httplib::Request& req, httplib::Response& res) {
+  svr.Get("/", [serve](const httplib::Request&, httplib::Response& res) { serve("index.html", res); });
+  svr.Get(R"(/portal/([A-Za-z0-9_./-]{1,200}))", [serve](const httplib::Request& req, httplib::Response& res) {
     const std::string path = req.matches[1];
     // Assets are looked up by name in a table, never on disk: ".." finds nothing.
     serve(path, res);
@@ -188,32 +185,25 @@ bool may_see(const auth::Principal& who, const proposals::Proposal& p) {
 
 // The policies in force and self-service changes (proposals/proposals.hpp), with the
 // impact preview (twin/preview) of a change before it is proposed.
-void PlatformServer::install_policy_routes() {
-  const Door* gate = door_.get();
-  proposals::Desk* desk = options_.desk.get();
+void install_policy_routes(httplib::Server& svr, const Door* door, proposals::Desk* desk, PolicyHost host) {
+  const Door* gate = door;
   auto no_desk = [](httplib::Response& res) {
     send_error(res, 404, "", "proposals.off", "this server takes no policy changes");
   };
-  // A change in force goes into the running day too (journalled as an intervention):
-  // {"applied": true} or {"applied": false, "reason": why it waits for the next start}.
-  auto run_change = [this](const proposals::Proposal& p, const auth::Principal& who) {
-    std::lock_guard lock(mu_);
-    auto done = platform_->apply_policy_change(p.id, p.document, "api:" + who.subject);
-    Json j{{"applied", static_cast<bool>(done)}};
-    if (!done) j["reason"] = done.error();
-    advance_locked(platform_->now());
-    return j;
+  auto h = std::make_shared<PolicyHost>(std::move(host));
+  auto refresh = [h, desk] {
+    if (h->refresh && desk != nullptr) h->refresh(*desk);
   };
-  server_->Get("/api/v1/policies", guard(gate, Need::Read, [desk, no_desk, this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+  svr.Get("/api/v1/policies", guard(gate, Need::Read, [desk, no_desk, h, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     if (desk == nullptr) return no_desk(res);
+    refresh();
     auto view = desk->view();
     if (!view) return send_error(res, 500, "", "proposals.store", view.error());
     Json out = Json::object();
     out["version"] = view->version;
-    {
-      std::lock_guard lock(mu_);
-      out["runningVersion"] = twin::live::policy_version(platform_->policies());
+    if (h->running_version) {
+      if (auto running = h->running_version()) out["runningVersion"] = *running;
     }
     Json items = Json::array();
     for (const policy::PolicyObject& o : view->in_force.policies()) {
@@ -222,9 +212,10 @@ void PlatformServer::install_policy_routes() {
     out["items"] = std::move(items);
     send_json(res, out);
   }));
-  server_->Get(R"(/api/v1/policies/([A-Za-z]{1,40})/([a-z0-9-]{1,63}))", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+  svr.Get(R"(/api/v1/policies/([A-Za-z]{1,40})/([a-z0-9-]{1,63}))", guard(gate, Need::Read, [desk, no_desk, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     if (desk == nullptr) return no_desk(res);
+    refresh();
     const auto kind = policy::kind_from_name(std::string(req.matches[1]));
     if (!kind) return send_error(res, 404, "", "api.not-found", "no policy kind " + std::string(req.matches[1]));
     auto view = desk->view();
@@ -242,16 +233,15 @@ void PlatformServer::install_policy_routes() {
   // The impact preview: the policies in force against them with the proposed document, on
   // the platform's day (its seed, start, serving load; `hours` of it, default up to 24). It
   // changes nothing, so it is not audited; one runs at a time.
-  server_->Post("/api/v1/proposals/preview", guard(gate, Need::Read, [this, desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Post("/api/v1/proposals/preview", guard(gate, Need::Read, [h, desk, no_desk, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
     nlohmann::json body;
     if (!read_body(req, res, {"document", "hours"}, body)) return;
     if (!body.contains("document")) return send_error(res, 400, "document", "request.required", "document (the proposed policy, YAML) is required");
-    twin::live::DayOptions day;
-    {
-      std::lock_guard lock(mu_);
-      day = platform_->day();
-    }
+    const std::optional<twin::live::DayOptions> replay = h->preview_day ? h->preview_day() : std::nullopt;
+    if (!replay) return send_error(res, 404, "", "preview.off", h->preview_off.empty() ? "this server runs no impact preview" : h->preview_off);
+    const twin::live::DayOptions& day = *replay;
+    refresh();
     const std::int64_t hours = body.value("hours", std::min<std::int64_t>(24, day.hours));
     if (hours < 1 || hours > day.hours) {
       return send_error(res, 400, "hours", "request.out-of-range",
@@ -270,7 +260,7 @@ void PlatformServer::install_policy_routes() {
       return send_json(res, refusal_json(findings), forbidden ? 403 : 422);
     }
     bool idle = false;
-    if (!previewing_.compare_exchange_strong(idle, true)) {
+    if (!h->previewing->compare_exchange_strong(idle, true)) {
       res.set_header("Retry-After", "5");
       return send_error(res, 429, "", "preview.busy", "another impact preview is running; try again in a few seconds");
     }
@@ -279,9 +269,9 @@ void PlatformServer::install_policy_routes() {
     work.day.hours = hours;
     work.day.governance = false;
     work.day.serving_model = twin::live::DayOptions::ServingModel::Fluid;  // days in seconds (twin/inference/fluid.hpp)
-    work.inventory = options_.inventory;
+    work.inventory = h->inventory;
     auto preview = twin::preview::run_preview(view->in_force, proposals::with_change(view->in_force, *object), work);
-    previewing_ = false;
+    *h->previewing = false;
     if (!preview) return send_error(res, 422, "", "preview.failed", preview.error());
     Json out = twin::preview::to_json(*preview);
     const policy::PolicyObject* current = view->in_force.find(object->kind, object->name());
@@ -291,7 +281,7 @@ void PlatformServer::install_policy_routes() {
     send_json(res, out, preview->refused ? 422 : 200);
   }, /*audited=*/false));
 
-  server_->Get("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Get("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {"state"})) return send_error(res, 400, e->field, e->rule, e->message);
     if (desk == nullptr) return no_desk(res);
     const std::string state = param(req.params, "state");
@@ -308,7 +298,7 @@ void PlatformServer::install_policy_routes() {
     }
     send_json(res, Json{{"version", view->version}, {"items", std::move(items)}});
   }));
-  server_->Get(R"(/api/v1/proposals/([0-9a-f]{16}))", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Get(R"(/api/v1/proposals/([0-9a-f]{16}))", guard(gate, Need::Read, [desk, no_desk](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
     if (desk == nullptr) return no_desk(res);
     auto view = desk->view();
@@ -320,8 +310,12 @@ void PlatformServer::install_policy_routes() {
     }
     send_error(res, 404, "", "api.not-found", "no proposal " + std::string(req.matches[1]));
   }));
-  server_->Post("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk, run_change](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  auto take_effect = [h](const proposals::Proposal& p, const auth::Principal& who, Json& out) {
+    if (h->take_effect) out[h->effect_field] = h->take_effect(p, who);
+  };
+  svr.Post("/api/v1/proposals", guard(gate, Need::Read, [desk, no_desk, take_effect, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
+    refresh();
     nlohmann::json body;
     if (!read_body(req, res, {"document", "comment"}, body)) return;
     if (!body.contains("document")) return send_error(res, 400, "document", "request.required", "document (the proposed policy, YAML) is required");
@@ -335,11 +329,12 @@ void PlatformServer::install_policy_routes() {
     }
     Json out = proposals::to_json(submitted->proposal);
     out["findings"] = findings_json(submitted->findings);
-    if (submitted->proposal.state == proposals::State::Applied) out["running"] = run_change(submitted->proposal, who);
+    if (submitted->proposal.state == proposals::State::Applied) take_effect(submitted->proposal, who, out);
     send_json(res, out, 201);
   }));
-  server_->Post(R"(/api/v1/proposals/([0-9a-f]{16})/(approve|reject))", guard(gate, Need::Operate, [desk, no_desk, run_change](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Post(R"(/api/v1/proposals/([0-9a-f]{16})/(approve|reject))", guard(gate, Need::Operate, [desk, no_desk, take_effect, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
+    refresh();
     nlohmann::json body;
     if (!read_body(req, res, {"comment"}, body)) return;
     auto decided = desk->decide(who, std::string(req.matches[1]), req.matches[2] == "approve", body.value("comment", ""), wall_ms());
@@ -350,9 +345,41 @@ void PlatformServer::install_policy_routes() {
       return send_error(res, status, "", status == 503 ? "proposals.store" : rule, e);
     }
     Json out = proposals::to_json(*decided);
-    if (decided->state == proposals::State::Applied) out["running"] = run_change(*decided, who);
+    if (decided->state == proposals::State::Applied) take_effect(*decided, who, out);
     send_json(res, out);
   }));
+}
+
+}  // namespace gpubank::api::http
+
+namespace gpubank::api {
+
+using http::Json;
+
+// The twin's host: a change in force goes into the running day too (journalled as an
+// intervention): {"applied": true} or {"applied": false, "reason": why it waits for the next
+// start}; a preview replays the platform's day.
+void PlatformServer::install_policy_routes() {
+  http::PolicyHost host;
+  host.running_version = [this]() -> std::optional<std::string> {
+    std::lock_guard lock(mu_);
+    return twin::live::policy_version(platform_->policies());
+  };
+  host.effect_field = "running";
+  host.take_effect = [this](const proposals::Proposal& p, const auth::Principal& who) {
+    std::lock_guard lock(mu_);
+    auto done = platform_->apply_policy_change(p.id, p.document, "api:" + who.subject);
+    Json j{{"applied", static_cast<bool>(done)}};
+    if (!done) j["reason"] = done.error();
+    advance_locked(platform_->now());
+    return j;
+  };
+  host.preview_day = [this]() -> std::optional<twin::live::DayOptions> {
+    std::lock_guard lock(mu_);
+    return platform_->day();
+  };
+  host.inventory = options_.inventory;
+  http::install_policy_routes(*server_, door_.get(), options_.desk.get(), std::move(host));
 }
 
 }  // namespace gpubank::api

@@ -12,6 +12,8 @@
 #include <stop_token>
 #include <thread>
 
+#include "api/cluster_server.hpp"
+#include "auth/gate.hpp"
 #include "cli/command.hpp"
 #include "cli/signals.hpp"
 #include "controller/manager.hpp"
@@ -21,6 +23,7 @@
 #include "k8s/apply.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/transport.hpp"
+#include "proposals/proposals.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -50,6 +53,11 @@ struct ControllerCommandOptions {
   int health_port = 8081;
   int resync_period = 600;
   std::string store;
+  // The portal and its API (api/cluster_server.hpp).
+  int api_port = -1;
+  std::string api_address = "0.0.0.0";
+  std::string portal_dir;
+  std::string desk_field_manager = "gpubank-portal";
   std::string log_level = "info";
 };
 
@@ -84,13 +92,61 @@ int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, rend
   options.store = opt.store;
   options.health_port = opt.health_port;
   options.log = [](const std::string& line) { spdlog::info("{}", line); };
+  // The portal's tokens and policy desk live in the store; the cluster's objects are the
+  // policies in force (proposals::Truth::Cluster).
+  std::shared_ptr<auth::Gate> gate;
+  std::shared_ptr<proposals::Desk> desk;
+  if (opt.api_port >= 0) {
+    auto opened = auth::Gate::open(opt.store);
+    if (!opened) {
+      std::cerr << "gpubank controller: --store: " << opened.error() << '\n';
+      return 1;
+    }
+    gate = std::move(*opened);
+    auto book = proposals::Desk::open(opt.store, policy::PolicySet{}, proposals::Truth::Cluster);
+    if (!book) {
+      std::cerr << "gpubank controller: --store: " << book.error() << '\n';
+      return 1;
+    }
+    desk = std::move(*book);
+    options.desk = desk;
+    options.desk_field_manager = opt.desk_field_manager;
+  }
   auto controller = controller::Controller::create(std::move(config), std::move(options));
   if (!controller) {
     std::cerr << "gpubank controller: " << controller.error() << '\n';
     return 1;
   }
   if ((*controller)->health_port() >= 0) spdlog::info("serving http://0.0.0.0:{}/healthz and /readyz", (*controller)->health_port());
+  std::unique_ptr<api::ClusterServer> portal;
+  if (opt.api_port >= 0) {
+    api::ClusterServerOptions server;
+    server.address = opt.api_address;
+    server.port = opt.api_port;
+    server.gate = gate;
+    server.desk = desk;
+    server.portal_dir = opt.portal_dir;
+    controller::Controller* raw = controller->get();
+    server.cluster_policies = [raw] { return raw->cluster_policies(); };
+    server.changed = [raw] { raw->wake(); };
+    server.snapshot = [raw] { return raw->snapshot(); };
+    server.store = opt.store;
+    portal = std::make_unique<api::ClusterServer>(std::move(server));
+    if (auto opened = portal->open(); !opened) {
+      std::cerr << "gpubank controller: --store: " << opened.error() << '\n';
+      return 1;
+    }
+    auto port = portal->bind();
+    if (!port) {
+      std::cerr << "gpubank controller: --api-port: " << port.error() << '\n';
+      return 1;
+    }
+    // Tests and scripts read the port from this line when they ask for port 0.
+    spdlog::info("serving the portal and API at http://{}:{}/", opt.api_address, *port);
+    portal->start();
+  }
   const Expected<bool> result = signals.run([&](std::stop_token stop) { return (*controller)->run(stop); });
+  if (portal) portal->stop();
   if (!result) {
     std::cerr << "gpubank controller: " << result.error() << '\n';
     return 1;
@@ -157,6 +213,14 @@ void print_text(const controller::ReconcileReport& report, bool dry_run) {
 int run_controller(const ControllerCommandOptions& opt) {
   if (opt.dry_run && opt.once) {
     std::cerr << "gpubank controller: --dry-run and --once exclude each other\n";
+    return 2;
+  }
+  if (opt.api_port >= 0 && (opt.dry_run || opt.once)) {
+    std::cerr << "gpubank controller: --api-port serves the portal of a running controller, not of --dry-run or --once\n";
+    return 2;
+  }
+  if (opt.api_port >= 0 && opt.store.empty()) {
+    std::cerr << "gpubank controller: --api-port needs --store (the portal's tokens and policy desk are kept there)\n";
     return 2;
   }
   if (opt.leader_elect && (opt.lease_duration <= opt.renew_deadline || opt.renew_deadline <= opt.retry_period ||
@@ -272,6 +336,14 @@ Command add_controller_command(CLI::App& app) {
   cmd->add_option("--resync-period", opt->resync_period, "seconds between passes when nothing changes (default 600)")
       ->check(CLI::Range(1, 86400));
   cmd->add_option("--store", opt->store, "SQLite file or postgresql:// URL for the audit entries of every change (default: none)");
+  cmd->add_option("--api-port", opt->api_port,
+                  "serve the portal and its API here (plain HTTP: put TLS in front; -1: none, the default; 0: any free port); "
+                  "needs --store, where gpubank token create keeps the tokens")
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--api-address", opt->api_address, "address the portal listens on (default 0.0.0.0)");
+  cmd->add_option("--portal-dir", opt->portal_dir, "development: serve the portal's files from this directory");
+  cmd->add_option("--desk-field-manager", opt->desk_field_manager,
+                  "field manager of the approved policy changes the controller applies (default gpubank-portal)");
   cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error (default info)");
   add_output_option(*cmd, opt->format);
   return {cmd, [opt] { return run_controller(*opt); }};

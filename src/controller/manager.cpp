@@ -7,11 +7,13 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "bank/audit.hpp"
 #include "controller/cluster_ledger.hpp"
+#include "controller/desk_enactor.hpp"
 #include "controller/metrics.hpp"
 #include "controller/policy_watch.hpp"
 #include "k8s/apply.hpp"
@@ -21,6 +23,7 @@
 #include "governance/reclaim_approval.hpp"
 #include "k8s/informer.hpp"
 #include "policy/types.hpp"
+#include "proposals/proposals.hpp"
 #include "store/store.hpp"
 
 namespace gpubank::controller {
@@ -70,6 +73,8 @@ struct Controller::Impl {
   ControllerOptions options;
   k8s::ClientConfig config;
   std::unique_ptr<k8s::Transport> transport;
+  std::unique_ptr<k8s::Transport> desk_transport;  // field manager: options.desk_field_manager
+  std::set<std::string> enact_failures_logged;       // "<id>\n<error>" already logged
   k8s::RestMapper mapper;
   std::unique_ptr<k8s::InformerSet> informers;
   std::unique_ptr<k8s::InformerSet> kueue;  // Workloads, ClusterQueues, LocalQueues: graceful reclaim
@@ -132,8 +137,38 @@ struct Controller::Impl {
     return out;
   }
 
+  // The desk's applied proposals the cluster has not taken yet, server-side applied in
+  // the desk's order and recorded as enacted (desk_enactor.hpp).
+  bool desk_has_work() const {
+    if (!options.desk) return false;
+    auto view = options.desk->view();
+    return view && !to_enact(view->proposals).empty();
+  }
+  void enact_desk() {
+    if (!options.desk) return;
+    auto view = options.desk->view();
+    if (!view) {
+      log("policy desk not read: " + view.error());
+      return;
+    }
+    for (const proposals::Proposal* p : to_enact(view->proposals)) {
+      const Enactment e = enact(*desk_transport, mapper, *p);
+      if (!e.ok) {
+        if (enact_failures_logged.insert(e.id + "\n" + e.error).second) {
+          log("desk: proposal " + e.id + " (" + e.object + ") not applied to the cluster: " + e.error);
+        }
+        metrics->object("failed");
+        continue;
+      }
+      auto recorded = options.desk->record_enacted(e.id, "gpubank-controller/" + options.identity, e.resource_version, now_ms());
+      log("desk: proposal " + e.id + " applied to the cluster as " + e.object + " (resourceVersion " + e.resource_version +
+          ")" + (recorded ? "" : "; not recorded: " + recorded.error()));
+    }
+  }
+
   void pass() {
     const auto started = std::chrono::steady_clock::now();
+    enact_desk();
     auto done = [&](std::string_view result) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
       metrics->pass_done(result, took.count(), static_cast<double>(now_ms()) / 1000.0);
@@ -429,6 +464,13 @@ Expected<std::unique_ptr<Controller>> Controller::create(k8s::ClientConfig confi
   auto transport = k8s::Transport::create(config, transport_options);
   if (!transport) return Unexpected{transport.error()};
   impl->transport = std::move(*transport);
+  if (impl->options.desk) {
+    k8s::TransportOptions desk_options;
+    desk_options.field_manager = impl->options.desk_field_manager;
+    auto desk_transport = k8s::Transport::create(config, desk_options);
+    if (!desk_transport) return Unexpected{desk_transport.error()};
+    impl->desk_transport = std::move(*desk_transport);
+  }
   auto mapper = k8s::discover(*impl->transport);
   if (!mapper) return Unexpected{"discovery: " + mapper.error().describe()};
   impl->mapper = std::move(*mapper);
@@ -561,16 +603,17 @@ Expected<bool> Controller::run(std::stop_token stop) {
       for (const auto& at : {im.reclaim_wake, im.time_wake}) {
         if (at) due = std::min(due, *at);
       }
-      if (im.watches_approvals()) due = std::min(due, next_approval_read);
+      if (im.watches_approvals() || im.options.desk) due = std::min(due, next_approval_read);
       im.cv.wait_until(lock, due, [&] { return stop.stop_requested() || im.dirty; });
     }
     if (stop.stop_requested()) break;
     // An approval is an entry in the store, not a change the informers see: read the new
     // ones, and run a pass only when the approved set changed (or something else is due).
     const auto woke = std::chrono::steady_clock::now();
-    if (im.watches_approvals() && woke >= next_approval_read) {
+    if ((im.watches_approvals() || im.options.desk) && woke >= next_approval_read) {
       next_approval_read = woke + im.options.approval_poll;
-      if (im.may_act() && im.read_approvals()) {
+      const bool approvals = im.watches_approvals() && im.may_act() && im.read_approvals();
+      if (approvals || (im.may_act() && im.desk_has_work())) {
         std::lock_guard lock(im.m);
         im.dirty = true;
       }
@@ -610,5 +653,25 @@ Expected<bool> Controller::run(std::stop_token stop) {
 int Controller::health_port() const { return impl_->health_port; }
 std::size_t Controller::passes() const { return impl_->passes.load(); }
 bool Controller::leading() const { return impl_->may_act(); }
+
+policy::PolicySet Controller::cluster_policies() const {
+  if (!impl_->synced) return {};
+  return read_cluster_policies(snapshot_objects(*impl_->informers)).set;
+}
+
+ClusterSnapshot Controller::snapshot() const {
+  ClusterSnapshot out;
+  if (!impl_->synced) return out;
+  out.policies = read_cluster_policies(snapshot_objects(*impl_->informers)).set;
+  if (impl_->kueue) {
+    out.kueue = true;
+    const Impl::KueueObjects objects = impl_->kueue_objects();
+    out.workloads = read_workloads(objects.workloads, objects.cluster_queues, objects.local_queues);
+    out.cluster_queues = objects.cluster_queues;
+  }
+  return out;
+}
+
+void Controller::wake() { impl_->notify(); }
 
 }  // namespace gpubank::controller

@@ -19,6 +19,10 @@
 //   - Low-utilisation reclaims approved with `gpubank scan approve` (the store's record,
 //     governance/reclaim_approval.hpp) are read every approval_poll; a new one starts its
 //     notice at once (reclaim.hpp).
+//   - Self-service changes (desk_enactor.hpp): with a policy desk (the portal's, on the
+//     same store), the leader server-side applies each proposal the desk applied and has
+//     not yet seen on the cluster, at each pass and every approval_poll; wake() after an
+//     approval makes that immediate.
 //   - /healthz answers 200 while the loop runs, /readyz once the informers synced (a
 //     standby is ready: it can take over).
 //   - An informer that dies (403: RBAC wrong; repeated failures) ends run() with its error,
@@ -32,10 +36,16 @@
 #include <stop_token>
 #include <string>
 
+#include "controller/cluster_view.hpp"
 #include "controller/policy_reconciler.hpp"
 #include "core/expected.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/leader_election.hpp"
+#include "policy/policy_set.hpp"
+
+namespace gpubank::proposals {
+class Desk;
+}
 
 namespace gpubank::controller {
 
@@ -53,6 +63,10 @@ struct ControllerOptions {
   // How often the store is read for low-utilisation reclaims people approved (gpubank scan
   // approve) between passes.
   std::chrono::milliseconds approval_poll{std::chrono::seconds(15)};
+  // The portal's policy desk (proposals::Truth::Cluster) whose applied changes this
+  // controller server-side applies as `desk_field_manager`; null: none.
+  std::shared_ptr<proposals::Desk> desk;
+  std::string desk_field_manager = "gpubank-portal";
   int health_port = 8081;    // -1: no health listener; 0: any free port (tests)
   std::string health_address = "0.0.0.0";
   // One line per pass and per state change (leadership, sync), for the log.
@@ -74,6 +88,13 @@ class Controller {
   [[nodiscard]] int health_port() const;
   [[nodiscard]] std::size_t passes() const;  // passes completed (thread-safe)
   [[nodiscard]] bool leading() const;        // this replica runs passes now
+  // The gpubank objects the informers hold now, decoded (thread-safe; empty before sync).
+  [[nodiscard]] policy::PolicySet cluster_policies() const;
+  // The policies, Kueue's Workloads (read as the reclaim reads them, without the owners'
+  // checkpoint times) and the ClusterQueues, as the informers hold them (thread-safe).
+  [[nodiscard]] ClusterSnapshot snapshot() const;
+  // Asks for a pass soon (a desk change to apply); thread-safe.
+  void wake();
 
  private:
   struct Impl;

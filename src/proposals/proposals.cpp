@@ -251,8 +251,15 @@ policy::PolicySet with_change(const policy::PolicySet& in_force, const policy::P
   return out;
 }
 
-Book::Book(policy::PolicySet base)
-    : base_(base.policies_only()), in_force_(base_.policies_only()), version_(twin::live::policy_version(in_force_)) {}
+Book::Book(policy::PolicySet base, Truth truth)
+    : truth_(truth), base_(base.policies_only()), in_force_(base_.policies_only()),
+      version_(twin::live::policy_version(in_force_)) {}
+
+void Book::rebase(policy::PolicySet cluster) {
+  base_ = cluster.policies_only();
+  in_force_ = base_.policies_only();
+  version_ = twin::live::policy_version(in_force_);
+}
 
 const Proposal* Book::find(std::string_view id) const {
   for (const Proposal& p : proposals_) {
@@ -262,7 +269,10 @@ const Proposal* Book::find(std::string_view id) const {
 }
 
 std::optional<std::string> Book::fold(const bank::AuditEntry& e) {
-  if (e.action != kProposed && e.action != kApproved && e.action != kRejected && e.action != kApplied) return std::nullopt;
+  if (e.action != kProposed && e.action != kApproved && e.action != kRejected && e.action != kApplied &&
+      e.action != kEnacted) {
+    return std::nullopt;
+  }
   const Json numbers = Json::parse(e.numbers, nullptr, false);
   if (!numbers.is_object() || !numbers.contains("id") || !numbers["id"].is_string()) {
     return "a policy change entry without an id";
@@ -279,6 +289,14 @@ std::optional<std::string> Book::fold(const bank::AuditEntry& e) {
   }
   auto it = std::find_if(proposals_.begin(), proposals_.end(), [&](const Proposal& p) { return p.id == id; });
   if (it == proposals_.end()) return "a decision on proposal " + id + ", which was never proposed";
+  if (e.action == kEnacted) {
+    if (it->state != State::Applied) return "proposal " + id + " is enacted before it is applied";
+    if (it->enacted_ms != 0) return "proposal " + id + " is enacted twice";
+    it->enacted_ms = e.time_ms;
+    it->enacted_by = e.actor;
+    it->enacted_resource_version = numbers.value("resourceVersion", "");
+    return std::nullopt;
+  }
   if (it->state != State::Pending) return "proposal " + id + " is decided twice";
   if (e.action == kRejected) {
     it->state = State::Rejected;
@@ -297,14 +315,21 @@ std::optional<std::string> Book::fold(const bank::AuditEntry& e) {
   Diagnostics findings;
   auto object = parse_document(numbers.value("document", ""), findings);
   if (!object) return "proposal " + id + ": the applied document does not read";
-  in_force_.upsert(std::move(*object));
-  version_ = twin::live::policy_version(in_force_);
-  if (numbers.value("versionAfter", "") != version_) {
-    return "proposal " + id + ": the recorded version after it (" + numbers.value("versionAfter", "") +
-           ") is not the fold's (" + version_ + ")";
+  it->applied_document = numbers.value("document", "");
+  if (truth_ == Truth::Cluster) {
+    // The cluster's objects are the set in force (rebase); the record says what was applied.
+    it->state = State::Applied;
+    it->version_after = numbers.value("versionAfter", "");
+  } else {
+    in_force_.upsert(std::move(*object));
+    version_ = twin::live::policy_version(in_force_);
+    if (numbers.value("versionAfter", "") != version_) {
+      return "proposal " + id + ": the recorded version after it (" + numbers.value("versionAfter", "") +
+             ") is not the fold's (" + version_ + ")";
+    }
+    it->state = State::Applied;
+    it->version_after = version_;
   }
-  it->state = State::Applied;
-  it->version_after = version_;
   if (it->decided_by.empty()) {
     it->decided_by = e.actor;
     it->decided_ms = e.time_ms;
@@ -429,10 +454,29 @@ Expected<Proposal> decide(store::Store& store, Book& book, const auth::Principal
   return *book.find(p.id);
 }
 
-Expected<std::unique_ptr<Desk>> Desk::open(const std::string& location, policy::PolicySet base) {
+Expected<bool> record_enacted(store::Store& store, Book& book, std::string_view id, const std::string& actor,
+                              const std::string& resource_version, std::int64_t now_ms) {
+  if (auto read = book.refresh(store); !read) return Unexpected{read.error()};
+  const Proposal* p = book.find(id);
+  if (p == nullptr) return Unexpected{"proposal.unknown: no proposal " + std::string(id.substr(0, 32))};
+  if (p->state != State::Applied) {
+    return Unexpected{"proposal.not-applied: proposal " + p->id + " is " + std::string(state_name(p->state))};
+  }
+  if (p->enacted_ms != 0) return Unexpected{"proposal.enacted: proposal " + p->id + " is on the cluster already"};
+  std::vector<bank::AuditEntry> entries;
+  entries.push_back(entry(now_ms, actor, kEnacted, *p, "Enacted",
+                          p->object + " is server-side applied to the cluster (resourceVersion " +
+                              resource_version.substr(0, 64) + ")",
+                          Json{{"id", p->id}, {"resourceVersion", resource_version}}));
+  if (auto appended = store.append({}, entries); !appended) return Unexpected{appended.error()};
+  if (auto read = book.refresh(store); !read) return Unexpected{read.error()};
+  return true;
+}
+
+Expected<std::unique_ptr<Desk>> Desk::open(const std::string& location, policy::PolicySet base, Truth truth) {
   auto opened = store::Store::open(location);
   if (!opened) return Unexpected{opened.error()};
-  auto desk = std::make_unique<Desk>(std::move(*opened), std::move(base));
+  auto desk = std::make_unique<Desk>(std::move(*opened), std::move(base), truth);
   if (auto read = desk->book_.refresh(*desk->store_); !read) return Unexpected{location + ": " + read.error()};
   return desk;
 }
@@ -447,6 +491,17 @@ Expected<Proposal> Desk::decide(const auth::Principal& by, std::string_view id, 
                                 std::int64_t now_ms) {
   std::lock_guard lock(mu_);
   return proposals::decide(*store_, book_, by, id, approve, comment, now_ms);
+}
+
+void Desk::rebase(policy::PolicySet cluster) {
+  std::lock_guard lock(mu_);
+  book_.rebase(std::move(cluster));
+}
+
+Expected<bool> Desk::record_enacted(std::string_view id, const std::string& actor, const std::string& resource_version,
+                                    std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  return proposals::record_enacted(*store_, book_, id, actor, resource_version, now_ms);
 }
 
 Expected<Desk::View> Desk::view() {
@@ -477,6 +532,11 @@ nlohmann::ordered_json to_json(const Proposal& p) {
     if (!p.decision_comment.empty()) j["decisionComment"] = p.decision_comment;
   }
   if (!p.version_after.empty()) j["versionAfter"] = p.version_after;
+  if (p.enacted_ms != 0) {
+    j["enacted"] = {{"by", p.enacted_by},
+                    {"at", format_rfc3339(Timestamp(std::chrono::milliseconds(p.enacted_ms)))},
+                    {"resourceVersion", p.enacted_resource_version}};
+  }
   return j;
 }
 

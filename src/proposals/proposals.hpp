@@ -25,6 +25,16 @@
 //
 // An approved CapacityLease gets status.approval for its spec (policy/lease_approval.hpp)
 // and the requested-by annotation of its author.
+//
+// Two places hold what is in force:
+//   Truth::Record   `gpubank up`: the record is the truth; the set in force is the base
+//                   with every applied change upserted, and each Applied entry's recorded
+//                   version must be the fold's.
+//   Truth::Cluster  the controller: the cluster's objects are the truth. The base is
+//                   replaced by what the informers hold (rebase) and applied changes are
+//                   not upserted: one applied in the record but not yet on the cluster is
+//                   not in force until the controller has server-side applied it, which it
+//                   records as PolicyChangeEnacted (numbers: id, resourceVersion).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +61,7 @@ inline constexpr std::string_view kProposed = "PolicyChangeProposed";
 inline constexpr std::string_view kApproved = "PolicyChangeApproved";
 inline constexpr std::string_view kRejected = "PolicyChangeRejected";
 inline constexpr std::string_view kApplied = "PolicyChangeApplied";
+inline constexpr std::string_view kEnacted = "PolicyChangeEnacted";
 
 enum class State { Pending, Applied, Rejected };
 [[nodiscard]] std::string_view state_name(State state);
@@ -71,14 +82,22 @@ struct Proposal {
   std::string decided_by, decision_comment;
   std::int64_t submitted_ms = 0, decided_ms = 0;
   std::string version_after;  // the set in force once applied
+  std::string applied_document;  // the object as it went into force (JSON), once applied
+  // On a cluster (Truth::Cluster): when the controller's server-side apply took it.
+  std::int64_t enacted_ms = 0;
+  std::string enacted_by, enacted_resource_version;
 };
+
+enum class Truth { Record, Cluster };
 
 // The proposals and the set in force, folded from the log.
 class Book {
  public:
-  explicit Book(policy::PolicySet base);
+  explicit Book(policy::PolicySet base, Truth truth = Truth::Record);
   // Reads what is new in the store's audit log.
   Expected<bool> refresh(store::Store& store);
+  // Truth::Cluster: the cluster's set now becomes the set in force.
+  void rebase(policy::PolicySet cluster);
   [[nodiscard]] const policy::PolicySet& in_force() const { return in_force_; }
   [[nodiscard]] const std::string& version() const { return version_; }
   [[nodiscard]] const std::vector<Proposal>& proposals() const { return proposals_; }
@@ -88,6 +107,7 @@ class Book {
   std::optional<std::string> fold(const bank::AuditEntry& e);
   void apply(const Proposal& p);
 
+  Truth truth_ = Truth::Record;
   policy::PolicySet base_;
   policy::PolicySet in_force_;
   std::string version_;
@@ -129,11 +149,22 @@ Expected<Submitted> submit(store::Store& store, Book& book, const auth::Principa
 Expected<Proposal> decide(store::Store& store, Book& book, const auth::Principal& by, std::string_view id, bool approve,
                           std::string_view comment, std::int64_t now_ms);
 
+// Records that the cluster took an applied proposal (Truth::Cluster), by `actor` (the
+// controller) with the object's resourceVersion after the apply; an error when the
+// proposal is not Applied or already enacted.
+Expected<bool> record_enacted(store::Store& store, Book& book, std::string_view id, const std::string& actor,
+                              const std::string& resource_version, std::int64_t now_ms);
+
 // A Book and its store behind one mutex, for a server's request threads.
 class Desk {
  public:
-  Desk(std::unique_ptr<store::Store> store, policy::PolicySet base) : store_(std::move(store)), book_(std::move(base)) {}
-  static Expected<std::unique_ptr<Desk>> open(const std::string& location, policy::PolicySet base);
+  Desk(std::unique_ptr<store::Store> store, policy::PolicySet base, Truth truth = Truth::Record)
+      : store_(std::move(store)), book_(std::move(base), truth) {}
+  static Expected<std::unique_ptr<Desk>> open(const std::string& location, policy::PolicySet base,
+                                              Truth truth = Truth::Record);
+  void rebase(policy::PolicySet cluster);
+  Expected<bool> record_enacted(std::string_view id, const std::string& actor, const std::string& resource_version,
+                                std::int64_t now_ms);
 
   Expected<Submitted> submit(const auth::Principal& author, std::string_view text, std::string_view comment,
                              std::int64_t now_ms);

@@ -170,5 +170,45 @@ TEST(DeployKustomize, TheMonitoringComponentBuildsOnAnOverlay) {
   }
 }
 
+// The opt-in portal component builds on an overlay: the controller serves the portal on
+// the port its Service and its NetworkPolicy name, and nothing else changes.
+TEST(DeployKustomize, ThePortalComponentBuildsOnAnOverlay) {
+  if (!kustomize(deploy_dir() + "/crds")) GTEST_SKIP() << kNoKubectl;
+  const ScratchDir dir;
+  const auto rel = [&](const std::string& p) { return fs::relative(p, dir.path() / "overlay").string(); };
+  fs::create_directories(dir.path() / "overlay");
+  dir.write("overlay/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" +
+                                              rel(deploy_dir() + "/overlays/kueue-sqlite") + "]\ncomponents: [" +
+                                              rel(deploy_dir() + "/components/portal") + "]\n");
+  const auto objects = build((dir.path() / "overlay").string());
+  const Json* deployment = nullptr;
+  for (const auto* d : of_kind(objects, "Deployment")) {
+    if ((*d)["metadata"]["name"] == "gpubank-controller") deployment = d;
+  }
+  ASSERT_NE(deployment, nullptr);
+  const Json& container = (*deployment)["spec"]["template"]["spec"]["containers"][0];
+  std::vector<std::string> args;
+  for (const auto& a : container["args"]) args.push_back(a.get<std::string>());
+  std::vector<std::string> expected = expected_controller_args("kueue", "sqlite");
+  expected.push_back("--api-port=8080");
+  EXPECT_EQ(args, expected);
+  bool container_port = false;
+  for (const auto& p : container["ports"]) container_port |= p["name"] == "portal" && p["containerPort"] == 8080;
+  EXPECT_TRUE(container_port) << container["ports"].dump();
+  bool service_port = false;
+  for (const auto* s : of_kind(objects, "Service")) {
+    if ((*s)["metadata"]["name"] != "gpubank-controller") continue;
+    for (const auto& p : (*s)["spec"]["ports"]) service_port |= p["name"] == "portal" && p["targetPort"] == "portal";
+  }
+  EXPECT_TRUE(service_port);
+  bool policy = false;
+  for (const auto* n : of_kind(objects, "NetworkPolicy")) {
+    if ((*n)["metadata"]["name"] != "gpubank-portal") continue;
+    policy = (*n)["spec"]["ingress"][0]["ports"][0]["port"] == 8080 &&
+             (*n)["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "gpubank-controller";
+  }
+  EXPECT_TRUE(policy);
+}
+
 }  // namespace
 }  // namespace gpubank::deploy::testing

@@ -103,7 +103,7 @@ TEST(DeployManifests, KustomizationsReferOnlyToWhatExists) {
       }
     }
   }
-  EXPECT_EQ(kustomizations, 12u);  // crds, webhook, base, attribution, 4 components, 4 overlays
+  EXPECT_EQ(kustomizations, 13u);  // crds, webhook, base, attribution, 5 components, 4 overlays
   // The overlays: the base, at most one backend component, exactly one store.
   for (const char* overlay : {"kueue-postgres", "kueue-sqlite", "volcano-postgres", "volcano-sqlite"}) {
     const Json* k = kustomization_of(deploy_dir() + "/overlays/" + overlay);
@@ -125,6 +125,7 @@ TEST(DeployManifests, EveryManifestIsReachableFromAnOverlay) {
     reachable(deploy_dir() + "/overlays/" + overlay, files, patches, seen);
   }
   reachable(deploy_dir() + "/components/monitoring", files, patches, seen);
+  reachable(deploy_dir() + "/components/portal", files, patches, seen);
   reachable(deploy_dir() + "/attribution", files, patches, seen);
   std::set<std::string> yaml_files;
   for (const auto& d : all_docs()) {

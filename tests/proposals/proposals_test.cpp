@@ -200,3 +200,68 @@ TEST_F(ProposalsTest, AnEditedRecordIsCaught) {
 
 }  // namespace
 }  // namespace gpubank::proposals
+
+namespace gpubank::proposals {
+namespace {
+
+// Truth::Cluster (the controller's desk): the cluster's objects are the set in force. An
+// applied change is not upserted by the fold; it is in force once the cluster holds it,
+// which the controller records as enacted, once.
+TEST_F(ProposalsTest, OnAClusterTheClusterIsTheSetInForce) {
+  Book cluster_book(policy::PolicySet{}, Truth::Cluster);
+  cluster_book.rebase(examples());
+  const std::string base = cluster_book.version();
+  auto s = submit(*store_, cluster_book, kAdsAdmin, ads_quota(16, 8, 24), "why", kNow);
+  ASSERT_TRUE(s) << s.error();
+  ASSERT_FALSE(has_errors(s->findings));
+  const Proposal applied = s->proposal;
+  ASSERT_EQ(applied.state, State::Applied);
+  EXPECT_FALSE(applied.applied_document.empty());
+  // Applied in the record, not yet on the cluster: the set in force is unchanged.
+  EXPECT_EQ(cluster_book.version(), base);
+  EXPECT_EQ(cluster_book.in_force().find(policy::Kind::GPUQuotaPolicy, "ads-training-h100")
+                ->as<policy::GPUQuotaPolicySpec>()
+                .borrow_limit,
+            16);
+
+  // Enacted once; not before it is applied, never twice.
+  // Made on the cluster's object (not on the applied change): a higher weight waits.
+  auto pending = submit(*store_, cluster_book, kAdsAdmin, ads_quota(16, 16, 32) + "  fairShareWeight: 3\n", "", kNow);
+  ASSERT_TRUE(pending) << pending.error();
+  ASSERT_EQ(pending->proposal.state, State::Pending);
+  auto early = record_enacted(*store_, cluster_book, pending->proposal.id, "gpubank-controller/a", "7", kNow + 1);
+  ASSERT_FALSE(early);
+  EXPECT_NE(early.error().find("proposal.not-applied"), std::string::npos) << early.error();
+  ASSERT_TRUE(record_enacted(*store_, cluster_book, applied.id, "gpubank-controller/a", "42", kNow + 2));
+  auto twice = record_enacted(*store_, cluster_book, applied.id, "gpubank-controller/a", "43", kNow + 3);
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().find("proposal.enacted"), std::string::npos) << twice.error();
+  const Proposal* enacted = cluster_book.find(applied.id);
+  ASSERT_NE(enacted, nullptr);
+  EXPECT_EQ(enacted->enacted_resource_version, "42");
+  EXPECT_EQ(enacted->enacted_by, "gpubank-controller/a");
+  EXPECT_EQ(to_json(*enacted)["enacted"]["resourceVersion"], "42");
+
+  // The cluster now holds the change: rebased, it is in force, and the pending proposal
+  // (made on the old object) is stale.
+  Diagnostics ignored;
+  cluster_book.rebase(with_change(examples(), *parse_document(ads_quota(16, 8, 24), ignored)));
+  EXPECT_NE(cluster_book.version(), base);
+  auto stale = decide(*store_, cluster_book, kPlatformAdmin, pending->proposal.id, true, "", kNow + 4);
+  ASSERT_FALSE(stale);
+  EXPECT_NE(stale.error().find("proposal.stale"), std::string::npos) << stale.error();
+
+  // A second reader of the same record folds the same proposals (the record's version
+  // check is the twin's, not the cluster's).
+  Book again(examples(), Truth::Cluster);
+  ASSERT_TRUE(again.refresh(*store_));
+  ASSERT_EQ(again.proposals().size(), 2U);
+  EXPECT_EQ(again.find(applied.id)->enacted_resource_version, "42");
+  // Read as the twin's record (Truth::Record) it folds too: the enacted step is kept.
+  Book record(examples());
+  ASSERT_TRUE(record.refresh(*store_));
+  EXPECT_EQ(record.find(applied.id)->enacted_ms, kNow + 2);
+}
+
+}  // namespace
+}  // namespace gpubank::proposals

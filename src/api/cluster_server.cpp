@@ -1,0 +1,171 @@
+#include "api/cluster_server.hpp"
+
+#include <httplib.h>
+
+#include <limits>
+#include <set>
+
+#include "api/platform_http.hpp"
+#include "api/portal_routes.hpp"
+#include "store/store.hpp"
+
+namespace gpubank::api {
+
+using namespace http;  // NOLINT: the routes' shared vocabulary
+
+namespace {
+
+const std::set<std::string> kWorkloadStates{"Pending", "Running", "Finished", "Deactivated"};
+
+}  // namespace
+
+ClusterServer::ClusterServer(ClusterServerOptions options)
+    : options_(std::move(options)), server_(std::make_unique<httplib::Server>()), door_(std::make_unique<Door>()) {
+  httplib::Server& svr = *server_;
+  harden(svr);
+  door_->gate = options_.gate.get();
+  const Door* gate = door_.get();
+  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).
+  install_session_routes(svr, options_.gate.get(), door_.get(),
+                         Json{{"kind", "controller"}, {"pages", Json::array({"groups", "policies", "changes"})}});
+  install_portal_routes(svr, options_.portal_dir);
+
+  auto snapshot = [this] { return options_.snapshot ? options_.snapshot() : controller::ClusterSnapshot{}; };
+  auto positioned = [this, snapshot](httplib::Response& res, bool pools) {
+    auto positions = this->positions();
+    if (!positions) return send_error(res, 503, "", "ledger.unavailable", "the ledger was not read: " + positions.error());
+    const controller::ClusterSnapshot s = snapshot();
+    send_json(res, pools ? controller::pools_view(s.policies, *positions) : controller::groups_view(s.policies, *positions));
+  };
+  svr.Get("/api/v1/pools", guard(gate, Need::Read, [positioned](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    positioned(res, true);
+  }));
+  svr.Get("/api/v1/groups", guard(gate, Need::Read, [positioned](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    positioned(res, false);
+  }));
+  svr.Get("/api/v1/queues", guard(gate, Need::Read, [snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    send_json(res, controller::queues_view(snapshot().cluster_queues));
+  }));
+  // A scoped principal reads its own group's workloads: the filter defaults to its group,
+  // and another group is 403 (as on `gpubank up`).
+  svr.Get("/api/v1/workloads", guard(gate, Need::Read, [snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {"businessGroup", "pool", "state"})) return send_error(res, 400, e->field, e->rule, e->message);
+    controller::WorkloadQuery q{param(req.params, "businessGroup"), param(req.params, "pool"), param(req.params, "state")};
+    if (!q.state.empty() && !kWorkloadStates.contains(q.state)) {
+      return send_error(res, 400, "state", "query.invalid-enum", "state must be one of Pending, Running, Finished, Deactivated");
+    }
+    if (const auto scope = scope_of(who)) {
+      if (q.business_group.empty()) q.business_group = *scope;
+      if (other_group(res, who, q.business_group, "the workloads")) return;
+    }
+    send_json(res, controller::workloads_view(snapshot().workloads, q));
+  }));
+  svr.Get(R"(/api/v1/workloads/([^/]{1,253})/([^/]{1,253}))", guard(gate, Need::Read, [snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const std::string key = std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
+    for (const controller::ClusterWorkload& w : snapshot().workloads) {
+      if (w.key != key) continue;
+      if (other_group(res, who, w.group, "the details of a workload")) return;
+      return send_json(res, controller::workload_view(w));
+    }
+    send_error(res, 404, "", "api.not-found", "no workload " + key.substr(0, 300));
+  }));
+  svr.Get("/api/v1/ledger", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {"after", "limit"})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::int64_t after = 0;
+    std::int64_t limit = 100;
+    if (auto e = read_int(req.params, "after", 0, std::numeric_limits<std::int64_t>::max() / 2, after)) {
+      return send_error(res, 400, e->field, e->rule, e->message);
+    }
+    if (auto e = read_int(req.params, "limit", 1, kMaxLimit, limit)) return send_error(res, 400, e->field, e->rule, e->message);
+    Json page{{"items", Json::array()}, {"next", after}, {"more", false}};
+    if (store_) {
+      std::lock_guard lock(ledger_mu_);
+      auto entries = store_->ledger(after, static_cast<std::size_t>(limit) + 1);
+      if (!entries) return send_error(res, 503, "", "ledger.unavailable", "the ledger was not read: " + entries.error());
+      for (const bank::LedgerEntry& e : *entries) {
+        if (static_cast<std::int64_t>(page["items"].size()) == limit) {
+          page["more"] = true;
+          break;
+        }
+        Json j = Json(bank::to_json(e));
+        j["seq"] = e.seq;
+        page["items"].push_back(std::move(j));
+        page["next"] = e.seq;
+      }
+    }
+    if (const auto scope = scope_of(who)) scope_ledger(page, *scope);
+    send_json(res, page);
+  }));
+
+  PolicyHost host;
+  auto cluster = options_.cluster_policies;
+  host.refresh = [cluster](proposals::Desk& desk) {
+    if (cluster) desk.rebase(cluster());
+  };
+  host.effect_field = "cluster";
+  auto changed = options_.changed;
+  host.take_effect = [changed](const proposals::Proposal&, const auth::Principal&) {
+    if (changed) changed();
+    return Json{{"state", "queued"},
+                {"message", "the controller server-side applies it at its next pass; the proposal shows \"enacted\" "
+                            "once the cluster took it"}};
+  };
+  host.preview_off =
+      "the controller records no workload to replay: preview the change with gpubank up or gpubank twin preview";
+  install_policy_routes(svr, door_.get(), options_.desk.get(), std::move(host));
+}
+
+ClusterServer::~ClusterServer() { stop(); }
+
+Expected<bool> ClusterServer::open() {
+  if (options_.store.empty()) return true;
+  auto opened = store::Store::open(options_.store);
+  if (!opened) return Unexpected{opened.error()};
+  store_ = std::move(*opened);
+  return true;
+}
+
+Expected<std::vector<bank::Position>> ClusterServer::positions() {
+  std::lock_guard lock(ledger_mu_);
+  if (!store_) return std::vector<bank::Position>{};
+  for (;;) {
+    auto entries = store_->ledger(ledger_seq_, 10'000);
+    if (!entries) return Unexpected{entries.error()};
+    if (entries->empty()) break;
+    if (auto applied = book_.apply_all(*entries); !applied) {
+      // A book that no longer folds (the store was replaced): start again from nothing.
+      book_ = bank::LedgerBook{};
+      ledger_seq_ = 0;
+      return Unexpected{applied.error()};
+    }
+    ledger_seq_ = entries->back().seq;
+  }
+  return book_.positions();
+}
+
+Expected<int> ClusterServer::bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = server_->bind_to_any_port(options_.address);
+    if (port < 0) return Unexpected{"cannot bind " + options_.address + " to any port"};
+  } else if (!server_->bind_to_port(options_.address, port)) {
+    return Unexpected{"cannot bind " + options_.address + ":" + std::to_string(port) + " (in use?)"};
+  }
+  return port;
+}
+
+void ClusterServer::start() {
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void ClusterServer::stop() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gpubank::api

@@ -1,0 +1,179 @@
+#include "controller/cluster_view.hpp"
+
+#include <algorithm>
+
+#include "core/timestamp.hpp"
+#include "document/decode.hpp"
+#include "policy/schema.hpp"
+#include "policy/types.hpp"
+
+namespace gpubank::controller {
+namespace {
+
+ViewJson time_or_null(std::int64_t ms) {
+  return ms > 0 ? ViewJson(format_rfc3339(Timestamp(std::chrono::milliseconds(ms)))) : ViewJson(nullptr);
+}
+
+// A quantity as Kueue writes it ("8", 8): an integer, or null when it is not one.
+ViewJson count_of(const nlohmann::json& q) {
+  if (q.is_number_integer()) return q.get<std::int64_t>();
+  if (q.is_string()) {
+    const std::string s = q.get<std::string>();
+    if (!s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::stoll(s);
+    }
+  }
+  return nullptr;
+}
+
+template <class E>
+std::string enum_text(E value) {
+  for (const auto& [v, name] : doc::EnumNames<E>::values) {
+    if (v == value) return std::string(name);
+  }
+  return {};
+}
+
+}  // namespace
+
+ViewJson pools_view(const policy::PolicySet& policies, const std::vector<bank::Position>& positions) {
+  ViewJson list = ViewJson::array();
+  const auto* g = policies.guardrails_spec();
+  if (g == nullptr) return list;
+  for (const auto& pool : g->pools) {
+    std::int64_t used = 0, guaranteed = 0;
+    for (const auto& p : positions) {
+      if (p.pool != pool.name) continue;
+      used += p.used;
+      guaranteed += p.guaranteed;
+    }
+    ViewJson j = ViewJson::object();
+    j["name"] = pool.name;
+    j["gpuModel"] = pool.gpu_model;
+    j["partition"] = pool.partition;
+    j["role"] = enum_text(pool.role);
+    j["capacity"] = pool.capacity;
+    j["guaranteed"] = guaranteed;
+    j["used"] = used;
+    j["free"] = std::max<std::int64_t>(0, pool.capacity - used);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+ViewJson groups_view(const policy::PolicySet& policies, const std::vector<bank::Position>& positions) {
+  ViewJson list = ViewJson::array();
+  const auto* g = policies.guardrails_spec();
+  if (g == nullptr) return list;
+  for (const auto& group : g->groups) {
+    ViewJson j = ViewJson::object();
+    j["name"] = group.name;
+    j["costCenter"] = group.cost_center;
+    j["namespaces"] = group.effective_namespaces();
+    ViewJson pools = ViewJson::array();
+    for (const auto& p : positions) {
+      if (p.business_group != group.name) continue;
+      pools.push_back({{"pool", p.pool},
+                       {"guaranteed", p.guaranteed},
+                       {"used", p.used},
+                       {"borrowed", p.borrowed},
+                       {"lent", p.lent},
+                       {"borrowable", p.borrowable},
+                       {"lendingFloor", p.lending_floor}});
+    }
+    j["positions"] = std::move(pools);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+ViewJson queues_view(const std::vector<nlohmann::json>& cluster_queues) {
+  ViewJson list = ViewJson::array();
+  for (const nlohmann::json& q : cluster_queues) {
+    const nlohmann::json meta = q.value("metadata", nlohmann::json::object());
+    const nlohmann::json labels = meta.value("labels", nlohmann::json::object());
+    const std::string group = labels.value("platform.gpubank.dev/business-group", "");
+    const std::string pool = labels.value("platform.gpubank.dev/resource-pool", "");
+    if (group.empty() || pool.empty()) continue;  // not a queue gpubank renders
+    ViewJson j = ViewJson::object();
+    j["clusterQueue"] = meta.value("name", "");
+    j["businessGroup"] = group;
+    j["pool"] = pool;
+    // The GPU quota: the first resource of the first flavor (what read_workloads counts).
+    std::string flavor, resource;
+    nlohmann::json quota = nlohmann::json::object();
+    const nlohmann::json spec = q.value("spec", nlohmann::json::object());
+    for (const auto& rg : spec.value("resourceGroups", nlohmann::json::array())) {
+      for (const auto& f : rg.value("flavors", nlohmann::json::array())) {
+        for (const auto& r : f.value("resources", nlohmann::json::array())) {
+          if (resource.empty() && r.is_object()) {
+            flavor = f.value("name", "");
+            resource = r.value("name", "");
+            quota = r;
+          }
+        }
+      }
+    }
+    j["flavor"] = flavor;
+    j["resource"] = resource;
+    j["nominalQuota"] = count_of(quota.value("nominalQuota", nlohmann::json()));
+    j["borrowingLimit"] = count_of(quota.value("borrowingLimit", nlohmann::json()));
+    j["lendingLimit"] = count_of(quota.value("lendingLimit", nlohmann::json()));
+    ViewJson used = 0;
+    const nlohmann::json status = q.value("status", nlohmann::json::object());
+    for (const auto& fu : status.value("flavorsUsage", nlohmann::json::array())) {
+      if (fu.value("name", "") != flavor) continue;
+      for (const auto& r : fu.value("resources", nlohmann::json::array())) {
+        if (r.value("name", "") == resource) used = count_of(r.value("total", nlohmann::json()));
+      }
+    }
+    j["used"] = used;
+    j["pendingWorkloads"] = status.value("pendingWorkloads", 0);
+    j["admittedWorkloads"] = status.value("admittedWorkloads", 0);
+    list.push_back(std::move(j));
+  }
+  std::sort(list.begin(), list.end(), [](const ViewJson& a, const ViewJson& b) {
+    return a["clusterQueue"].get<std::string>() < b["clusterQueue"].get<std::string>();
+  });
+  return list;
+}
+
+std::string workload_state(const ClusterWorkload& w) {
+  if (w.finished) return "Finished";
+  if (!w.active) return "Deactivated";
+  return w.admitted ? "Running" : "Pending";
+}
+
+ViewJson workload_view(const ClusterWorkload& w) {
+  ViewJson j = ViewJson::object();
+  j["workload"] = w.key;
+  j["businessGroup"] = w.group;
+  j["pool"] = w.pool;
+  j["state"] = workload_state(w);
+  j["gpus"] = w.gpus;
+  j["workloadType"] = w.workload_type.empty() ? ViewJson(nullptr) : ViewJson(w.workload_type);
+  j["priorityClass"] = w.priority_class;
+  j["priority"] = w.priority;
+  j["clusterQueue"] = w.cluster_queue;
+  j["arrival"] = time_or_null(w.created_ms);
+  j["firstAdmitted"] = w.admitted ? time_or_null(w.admitted_at_ms) : ViewJson(nullptr);
+  if (!w.owner_name.empty()) j["owner"] = {{"kind", w.owner_kind}, {"name", w.owner_name}};
+  if (!w.reclaim_for.empty()) j["reclaimFor"] = w.reclaim_for;
+  return j;
+}
+
+ViewJson workloads_view(const std::vector<ClusterWorkload>& workloads, const WorkloadQuery& query) {
+  std::vector<const ClusterWorkload*> shown;
+  for (const ClusterWorkload& w : workloads) {
+    if (!query.business_group.empty() && w.group != query.business_group) continue;
+    if (!query.pool.empty() && w.pool != query.pool) continue;
+    if (!query.state.empty() && workload_state(w) != query.state) continue;
+    shown.push_back(&w);
+  }
+  std::sort(shown.begin(), shown.end(), [](const ClusterWorkload* a, const ClusterWorkload* b) { return a->key < b->key; });
+  ViewJson list = ViewJson::array();
+  for (const ClusterWorkload* w : shown) list.push_back(workload_view(*w));
+  return list;
+}
+
+}  // namespace gpubank::controller

@@ -1,0 +1,383 @@
+// The controller's portal on a cluster (api/cluster_server.hpp) against a FAKE API server
+// (cluster_fixture.hpp): a group admin proposes a change of its GPUQuotaPolicy through the
+// same API as `gpubank up`'s, a platform administrator approves it, and the controller
+// server-side applies it (controller/desk_enactor.hpp) as its own field manager; the policy
+// reconciler then renders the new ClusterQueue. Roles, the stale check against the
+// cluster's object and the record of every step are checked on the way.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "api/cluster_server.hpp"
+#include "auth/gate.hpp"
+#include "cluster_fixture.hpp"
+#include "controller/desk_enactor.hpp"
+#include "controller/manager.hpp"
+#include "k8s/fake_client.hpp"
+#include "proposals/proposals.hpp"
+#include "store/store.hpp"
+#include "support/promtool.hpp"  // ScratchDir
+
+namespace gpubank::controller {
+namespace {
+
+using nlohmann::json;
+using k8s::testing::eventually;
+
+std::int64_t wall_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class ControllerPortal : public testing::ClusterFixture {
+ protected:
+  void SetUp() override {
+    ClusterFixture::SetUp();
+    put_policies({gpubank::testing::examples_dir() + "/policies"});
+    store_ = (dir_.path() / "gpubank.db").string();
+    auto gate = auth::Gate::open(store_);
+    ASSERT_TRUE(gate.ok()) << gate.error();
+    gate_ = std::move(*gate);
+    auto desk = proposals::Desk::open(store_, policy::PolicySet{}, proposals::Truth::Cluster);
+    ASSERT_TRUE(desk.ok()) << desk.error();
+    desk_ = std::move(*desk);
+
+    ControllerOptions options;
+    options.identity = "replica-a";
+    options.health_port = -1;
+    options.debounce = std::chrono::milliseconds(10);
+    options.reconcile.default_namespace = "gpubank-system";
+    options.store = store_;
+    options.desk = desk_;
+    auto c = Controller::create(testing::config_for(*fake_), std::move(options));
+    ASSERT_TRUE(c.ok()) << c.error();
+    controller_ = std::move(*c);
+
+    api::ClusterServerOptions server;
+    server.address = "127.0.0.1";
+    server.port = 0;
+    server.gate = gate_;
+    server.desk = desk_;
+    Controller* raw = controller_.get();
+    server.cluster_policies = [raw] { return raw->cluster_policies(); };
+    server.changed = [raw] { raw->wake(); };
+    server.snapshot = [raw] { return raw->snapshot(); };
+    server.store = store_;
+    server_ = std::make_unique<api::ClusterServer>(std::move(server));
+    auto opened = server_->open();
+    ASSERT_TRUE(opened.ok()) << opened.error();
+    auto port = server_->bind();
+    ASSERT_TRUE(port.ok()) << port.error();
+    port_ = *port;
+    server_->start();
+    loop_ = std::jthread([this](std::stop_token stop) { (void)controller_->run(stop); });
+    ASSERT_TRUE(eventually([&] { return controller_->passes() >= 1; }));
+  }
+  void TearDown() override {
+    if (loop_.joinable()) {
+      loop_.request_stop();
+      loop_.join();
+    }
+    if (server_) server_->stop();
+  }
+
+  std::string token(auth::Role role, const std::string& group, const std::string& subject) {
+    auto issued = gate_->issue(auth::GrantRequest{subject, role, group, "test", std::nullopt}, wall_now_ms());
+    EXPECT_TRUE(issued) << issued.error();
+    return issued ? issued->token : std::string();
+  }
+  httplib::Result call(const std::string& bearer, const std::string& method, const std::string& path,
+                       const std::string& body = "") {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    c.set_bearer_token_auth(bearer);
+    return method == "GET" ? c.Get(path) : c.Post(path, body, "application/json");
+  }
+  json quota(const std::string& name) {
+    for (const json& q : objects("platform.gpubank.dev/v1alpha1", "GPUQuotaPolicy")) {
+      if (q["metadata"]["name"] == name) return q;
+    }
+    return nullptr;
+  }
+  // The nvidia.com/gpu quota of a rendered ClusterQueue, as Kueue reads it.
+  json gpu_quota(const std::string& queue) {
+    for (const json& q : objects("kueue.x-k8s.io/v1beta2", "ClusterQueue")) {
+      if (q["metadata"]["name"] != queue) continue;
+      for (const json& group : q["spec"]["resourceGroups"]) {
+        for (const json& flavor : group["flavors"]) {
+          for (const json& r : flavor["resources"]) {
+            if (r["name"] == "nvidia.com/gpu") return r;
+          }
+        }
+      }
+    }
+    return nullptr;
+  }
+  // The research group's quota policy as the API shows it, with `from` replaced by `to`
+  // ("$" in `to`: a new line at the indentation of `from`'s line).
+  std::string edited_document(const std::string& bearer, const std::string& from, std::string to) {
+    auto res = call(bearer, "GET", "/api/v1/policies/GPUQuotaPolicy/research-training-h100");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, 200) << res->body;
+    std::string yaml = json::parse(res->body)["yaml"].get<std::string>();
+    const auto at = yaml.find(from);
+    EXPECT_NE(at, std::string::npos) << yaml;
+    if (at == std::string::npos) return {};
+    const std::size_t line = yaml.rfind('\n', at) + 1;
+    const std::string indent = yaml.substr(line, at - line);
+    for (std::size_t d; (d = to.find('$')) != std::string::npos;) to.replace(d, 1, "\n" + indent);
+    yaml.replace(at, from.size(), to);
+    return json{{"document", yaml}, {"comment", "test"}}.dump();
+  }
+
+  gpubank::testing::ScratchDir dir_;
+  std::string store_;
+  std::shared_ptr<auth::Gate> gate_;
+  std::shared_ptr<proposals::Desk> desk_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<api::ClusterServer> server_;
+  int port_ = 0;
+  std::jthread loop_;
+};
+
+TEST_F(ControllerPortal, AnApprovedChangeIsServerSideAppliedAndRendered) {
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  const std::string admin = token(auth::Role::PlatformAdmin, "", "pat");
+  const std::string outsider = token(auth::Role::Viewer, "ads", "ann");
+  ASSERT_EQ(gpu_quota("research-h100-rdma-training").value("borrowingLimit", json()), json(24));
+
+  // The session says which server this is and which pages it has data for.
+  auto session = call(author, "GET", "/api/v1/session");
+  ASSERT_TRUE(session);
+  ASSERT_EQ(session->status, 200) << session->body;
+  EXPECT_EQ(json::parse(session->body)["server"],
+            (json{{"kind", "controller"}, {"pages", json::array({"groups", "policies", "changes"})}}));
+
+  // Anonymous: 401; the impact preview is off here, with its reason.
+  httplib::Client anonymous("127.0.0.1", port_);
+  EXPECT_EQ(anonymous.Get("/api/v1/policies")->status, 401);
+  json preview_body = json::parse(edited_document(author, "maxCapacity: 32", "maxCapacity: 30"));
+  preview_body.erase("comment");
+  auto preview = call(author, "POST", "/api/v1/proposals/preview", preview_body.dump());
+  ASSERT_TRUE(preview);
+  EXPECT_EQ(preview->status, 404);
+  EXPECT_EQ(json::parse(preview->body)["rule"], "preview.off");
+
+  // A lower cap gives back: applied at once by the group's own admin.
+  auto proposed = call(author, "POST", "/api/v1/proposals", edited_document(author, "maxCapacity: 32", "maxCapacity: 24"));
+  ASSERT_TRUE(proposed);
+  ASSERT_EQ(proposed->status, 201) << proposed->body;
+  const json given = json::parse(proposed->body);
+  EXPECT_EQ(given["state"], "Applied") << given.dump();
+  EXPECT_EQ(given["cluster"]["state"], "queued");
+  const std::string id = given["id"];
+
+  // The controller applies it as its own field manager; the reconciler renders it.
+  ASSERT_TRUE(eventually([&] { return quota("research-training-h100")["spec"].value("maxCapacity", 0) == 24; }));
+  bool portal_owns_it = false;
+  const json applied = quota("research-training-h100");
+  for (const json& m : applied["metadata"]["managedFields"]) {
+    portal_owns_it |= m["manager"] == "gpubank-portal" && m["operation"] == "Apply";
+  }
+  EXPECT_TRUE(portal_owns_it) << applied["metadata"]["managedFields"].dump();
+  ASSERT_TRUE(eventually([&] { return gpu_quota("research-h100-rdma-training").value("borrowingLimit", json()) == json(16); }));
+  ASSERT_TRUE(eventually([&] {
+    auto res = call(author, "GET", "/api/v1/proposals/" + id);
+    return res && res->status == 200 && json::parse(res->body).contains("enacted");
+  }));
+  const json enacted = json::parse(call(author, "GET", "/api/v1/proposals/" + id)->body)["enacted"];
+  EXPECT_EQ(enacted["by"], "gpubank-controller/replica-a");
+  EXPECT_FALSE(enacted["resourceVersion"].get<std::string>().empty());
+
+  // A change that takes more waits for a platform administrator; another group's viewer
+  // cannot see it, and the author cannot approve it.
+  auto more = call(author, "POST", "/api/v1/proposals", edited_document(author, "maxCapacity: 24", "maxCapacity: 28"));
+  ASSERT_TRUE(more);
+  ASSERT_EQ(more->status, 201) << more->body;
+  const json pending = json::parse(more->body);
+  ASSERT_EQ(pending["state"], "Pending");
+  const std::string pending_id = pending["id"];
+  EXPECT_EQ(call(outsider, "GET", "/api/v1/proposals/" + pending_id)->status, 403);
+  EXPECT_EQ(call(author, "POST", "/api/v1/proposals/" + pending_id + "/approve", "{}")->status, 403);
+  EXPECT_EQ(quota("research-training-h100")["spec"].value("maxCapacity", 0), 24);
+
+  auto approved = call(admin, "POST", "/api/v1/proposals/" + pending_id + "/approve", R"({"comment": "holiday"})");
+  ASSERT_TRUE(approved);
+  ASSERT_EQ(approved->status, 200) << approved->body;
+  EXPECT_EQ(json::parse(approved->body)["state"], "Applied");
+  ASSERT_TRUE(eventually([&] { return gpu_quota("research-h100-rdma-training").value("borrowingLimit", json()) == json(20); }));
+
+  // Each step is in the store's chained record: proposed, applied (twice), approved and
+  // enacted twice, by the controller.
+  auto store = store::Store::open(store_, {.create = false, .read_only = true});
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto entries = (*store)->audit(0, 100000);
+  ASSERT_TRUE(entries.ok());
+  std::map<std::string, int> count;
+  for (const bank::AuditEntry& e : *entries) {
+    ++count[e.action];
+    if (e.action == proposals::kEnacted) {
+      EXPECT_EQ(e.actor, "gpubank-controller/replica-a");
+    }
+  }
+  ASSERT_TRUE(eventually([&] {
+    auto again = (*store)->audit(0, 100000);
+    int n = 0;
+    for (const bank::AuditEntry& e : *again) n += e.action == proposals::kEnacted ? 1 : 0;
+    return n == 2;
+  }));
+  EXPECT_EQ(count[std::string(proposals::kProposed)], 2);
+  EXPECT_EQ(count[std::string(proposals::kApproved)], 1);
+  EXPECT_EQ(count[std::string(proposals::kApplied)], 2);
+  auto verified = store::verify_audit(**store);
+  ASSERT_TRUE(verified.ok());
+  EXPECT_TRUE(verified->ok);
+}
+
+TEST_F(ControllerPortal, AnEditOnTheClusterMakesAPendingChangeStale) {
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  const std::string admin = token(auth::Role::PlatformAdmin, "", "pat");
+  // Lending newly capped takes more from the cohort: it waits for approval.
+  auto more = call(author, "POST", "/api/v1/proposals", edited_document(author, "borrowLimit: 24", "borrowLimit: 24$lendingLimit: 4"));
+  ASSERT_TRUE(more);
+  ASSERT_EQ(more->status, 201) << more->body;
+  const std::string id = json::parse(more->body)["id"];
+
+  // Someone edits the object with kubectl meanwhile: the cluster is the truth, and the
+  // proposal's diff no longer describes the change.
+  json edited = quota("research-training-h100");
+  edited["spec"]["fairShareWeight"] = 3;
+  put_object(edited);
+  ASSERT_TRUE(eventually([&] {
+    auto res = call(author, "GET", "/api/v1/policies/GPUQuotaPolicy/research-training-h100");
+    return res && json::parse(res->body)["object"]["spec"].value("fairShareWeight", 0) == 3;
+  }));
+  auto approved = call(admin, "POST", "/api/v1/proposals/" + id + "/approve", "{}");
+  ASSERT_TRUE(approved);
+  EXPECT_EQ(approved->status, 409) << approved->body;
+  EXPECT_EQ(json::parse(approved->body)["rule"], "proposal.stale");
+  EXPECT_FALSE(quota("research-training-h100")["spec"].contains("lendingLimit"));
+}
+
+// The enactor alone: a document that does not map to a served kind fails with the
+// reason, and nothing pending or rejected is ever applied.
+TEST_F(ControllerPortal, OnlyAppliedProposalsAreEnacted) {
+  std::vector<proposals::Proposal> list(3);
+  list[0].id = "a";
+  list[0].state = proposals::State::Pending;
+  list[0].applied_document = "{}";
+  list[1].id = "b";
+  list[1].state = proposals::State::Applied;
+  list[1].applied_document = R"({"apiVersion": "platform.gpubank.dev/v1alpha1", "kind": "NoSuchKind", "metadata": {"name": "x"}})";
+  list[2].id = "c";
+  list[2].state = proposals::State::Applied;
+  list[2].applied_document = "{}";
+  list[2].enacted_ms = 1;
+  const auto todo = to_enact(list);
+  ASSERT_EQ(todo.size(), 1U);
+  EXPECT_EQ(todo[0]->id, "b");
+  const Enactment e = enact(*transport_, mapper_, *todo[0]);
+  EXPECT_FALSE(e.ok);
+  EXPECT_NE(e.error.find("NoSuchKind"), std::string::npos) << e.error;
+}
+
+// The bank's views of the cluster: the ledger the controller writes from Kueue's Workloads
+// gives the positions, the ClusterQueues the queues; scoped roles see their own group's.
+TEST_F(ControllerPortal, TheClusterViewsAnswerWhatTheLedgerAndTheQueuesSay) {
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  const std::string admin = token(auth::Role::PlatformAdmin, "", "pat");
+  const std::string outsider = token(auth::Role::Viewer, "ads", "ann");
+  // Kueue admitted one research job of one 8-GPU pod.
+  json container{{"name", "trainer"}, {"image", "trainer:1"}};
+  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
+  json pod_set{{"name", "main"}, {"count", 1}};
+  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
+  pod_set["template"]["spec"]["containers"] = json::array({container});
+  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+  w["metadata"] = {{"name", "train-a"}, {"namespace", "research"}};
+  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
+  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
+  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
+                                {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}},
+                               {{"type", "Admitted"}, {"status", "True"}, {"reason", "Admitted"},
+                                {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}}};
+  put_object(w);
+
+  auto get = [&](const std::string& bearer, const std::string& path, int status = 200) {
+    auto res = call(bearer, "GET", path);
+    EXPECT_TRUE(res);
+    if (!res) return json();
+    EXPECT_EQ(res->status, status) << path << ": " << res->body;
+    return json::parse(res->body, nullptr, false);
+  };
+  auto research_position = [&](const json& groups) {
+    for (const json& g : groups) {
+      if (g["name"] != "research") continue;
+      for (const json& p : g["positions"]) {
+        if (p["pool"] == "h100-rdma-training") return p;
+      }
+    }
+    return json();
+  };
+  ASSERT_TRUE(eventually([&] { return research_position(get(author, "/api/v1/groups")).value("used", 0) == 8; }));
+  const json position = research_position(get(author, "/api/v1/groups"));
+  EXPECT_EQ(position["guaranteed"], 8);
+  for (const json& pool : get(author, "/api/v1/pools")) {
+    if (pool["name"] == "h100-rdma-training") {
+      EXPECT_GE(pool["used"].get<int>(), 8);
+    }
+  }
+
+  // Its workload: the group's admin sees it; another group's viewer gets 403 asking for
+  // it and an empty list by default.
+  const json mine = get(author, "/api/v1/workloads");
+  ASSERT_EQ(mine.size(), 1U) << mine.dump();
+  EXPECT_EQ(mine[0]["workload"], "research/train-a");
+  EXPECT_EQ(mine[0]["state"], "Running");
+  EXPECT_EQ(mine[0]["gpus"], 8);
+  EXPECT_EQ(mine[0]["clusterQueue"], "research-h100-rdma-training");
+  EXPECT_EQ(get(author, "/api/v1/workloads?state=Running").size(), 1U);
+  EXPECT_EQ(get(author, "/api/v1/workloads?state=Pending").size(), 0U);
+  get(author, "/api/v1/workloads?state=Sleeping", 400);
+  get(outsider, "/api/v1/workloads?businessGroup=research", 403);
+  EXPECT_EQ(get(outsider, "/api/v1/workloads").size(), 0U);
+  get(outsider, "/api/v1/workloads/research/train-a", 403);
+  EXPECT_EQ(get(admin, "/api/v1/workloads/research/train-a")["gpus"], 8);
+  get(admin, "/api/v1/workloads/research/nothing", 404);
+
+  // The queue as rendered, with Kueue's status (none from the fake: zero).
+  bool queue = false;
+  for (const json& q : get(outsider, "/api/v1/queues")) {
+    if (q["clusterQueue"] != "research-h100-rdma-training") continue;
+    queue = true;
+    EXPECT_EQ(q["businessGroup"], "research");
+    EXPECT_EQ(q["nominalQuota"], 8);
+    EXPECT_EQ(q["borrowingLimit"], 24);
+    EXPECT_EQ(q["resource"], "nvidia.com/gpu");
+  }
+  EXPECT_TRUE(queue);
+
+  // The ledger: the usage is there for the administrator and the group, not for others.
+  auto names_usage = [](const json& page) {
+    for (const json& e : page["items"]) {
+      if (e.value("kind", "") == "UsageStarted" && e.value("workload", "") == "research/train-a") return true;
+    }
+    return false;
+  };
+  const json all = get(admin, "/api/v1/ledger?limit=1000");
+  EXPECT_TRUE(names_usage(all)) << all.dump();
+  EXPECT_TRUE(names_usage(get(author, "/api/v1/ledger?limit=1000")));
+  EXPECT_FALSE(names_usage(get(outsider, "/api/v1/ledger?limit=1000")));
+  const json first = get(admin, "/api/v1/ledger?limit=1");
+  ASSERT_EQ(first["items"].size(), 1U);
+  EXPECT_TRUE(first["more"].get<bool>());
+  const json second = get(admin, "/api/v1/ledger?limit=1&after=" + std::to_string(first["next"].get<std::int64_t>()));
+  EXPECT_GT(second["items"][0]["seq"].get<std::int64_t>(), first["items"][0]["seq"].get<std::int64_t>());
+  get(admin, "/api/v1/ledger?limit=0", 400);
+  get(admin, "/api/v1/ledger?after=-1", 400);
+  get(admin, "/api/v1/ledger?order=desc", 400);
+}
+
+}  // namespace
+}  // namespace gpubank::controller

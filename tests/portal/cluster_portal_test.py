@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The controller's portal (`gpubank controller --api-port`) in headless Chromium.
+
+  python3 tests/portal/cluster_portal_test.py --base-url http://127.0.0.1:PORT \\
+      --group-admin-token TOKEN --admin-token TOKEN
+
+Run by tests/controller/portal_browser_test.cpp against a controller on a FAKE API server
+holding the example policies. As a group-admin of research: the header says the cluster,
+only the Groups, Policies and Changes links show, the home page is the Groups page with
+every position GET /api/v1/groups answers (the ledger the controller keeps), the research
+group's page shows its queues as GET /api/v1/queues does, and the GPUs page says it is the
+twin's; the editor offers no impact preview (and says where to run
+one); lowering GPUQuotaPolicy/research-training-h100's maxCapacity is Applied at once, the
+Changes page shows it on the cluster (the controller server-side applied it) and the
+policies API (the cluster's objects) has the new value; raising it again is Pending with no
+Approve button. As a platform-admin: Approve on the Changes page, then the change is on the
+cluster too. Fails on CSP violations or uncaught errors. Exits 1 naming the first mismatch.
+"""
+import argparse
+import os
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from portal_smoke_test import READ, Api, Mismatch, check, type_number, wait_ready  # noqa: E402
+from webdriver import WebDriver, WebDriverError  # noqa: E402
+
+POLICY = 'GPUQuotaPolicy/research-training-h100'
+
+
+def sign_in(d, base, token, first=False):
+    """The first time through the #token= link (the home page must be Policies), then
+    through the form after signing out."""
+    if first:
+        d.navigate(f'{base}/#token={urllib.parse.quote(token)}')
+        d.wait_for('[data-testid="panel-group-list"], [data-testid=signin-message]', 20)
+        if d.find_all('[data-testid=signin-message]'):
+            raise Mismatch(f'the sign-in link was refused: {d.text("[data-testid=signin-message]")}')
+        wait_ready(d, 'group-list')
+        return
+    else:
+        d.click('[data-testid=signout]')
+        d.wait_for('[data-testid=signin-form]')
+        d.send_keys('[data-testid=signin-token]', token)
+        d.click('[data-testid=signin-submit]')
+        d.wait_for('[data-testid=whoami]:not(:empty)')
+        d.navigate(f'{base}/#/policies')
+    wait_ready(d, 'policies')
+
+
+def wait_enacted(d, base, pid, timeout=60):
+    """Reloads the Changes page until the proposal shows on the cluster; returns the text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        d.navigate(f'{base}/#/changes?t={time.monotonic()}')
+        wait_ready(d, 'proposals')
+        text = d.text(f'[data-testid="proposal-enacted-{pid}"]') if d.find_all(f'[data-testid="proposal-enacted-{pid}"]') else ''
+        if text.startswith('on the cluster since'):
+            return text
+        check(time.monotonic() < deadline, f'{pid} is not on the cluster {timeout} s after it was applied: the page says {text!r}')
+        time.sleep(0.5)
+
+
+def submit(d, ga, comment, state):
+    d.execute_script("document.querySelector('[data-testid=submit-comment]').value = ''")
+    d.send_keys('[data-testid=submit-comment]', comment)
+    d.click('[data-testid=submit-button]')
+    d.wait_for('[data-testid=proposal-state], [data-testid=editor-error]', 60)
+    if d.find_all('[data-testid=editor-error]'):
+        raise Mismatch(f'the proposal was refused: {d.text("[data-testid=editor-findings]")}')
+    got, pid = d.text('[data-testid=proposal-state]'), d.text('[data-testid=proposal-id]')
+    check(got == state, f'the proposal {pid} is {got} on the page, not {state}')
+    listed = next((p for p in ga.get('proposals')['items'] if p['id'] == pid), None)
+    check(listed and listed['state'] == state, f'GET /api/v1/proposals lists {pid} as {listed and listed["state"]}, not {state}')
+    return pid
+
+
+def run(args, d):
+    base = args.base_url
+    ga = Api(base, args.group_admin_token)
+    admin = Api(base, args.admin_token)
+    sign_in(d, base, args.group_admin_token, first=True)
+    shown = [a for a in d.execute_script(
+        "return [...document.querySelectorAll('[data-nav]')].filter((a) => !a.hidden).map((a) => a.dataset.nav)")]
+    check(shown == ['groups', 'policies', 'changes'], f'the controller\'s portal links {shown}, not groups, policies and changes')
+    check(d.text('[data-testid=clock]') == 'cluster · live', f'the header says {d.text("[data-testid=clock]")!r}')
+    groups = ga.get('groups')
+    positions = [(g['name'], p) for g in groups for p in g['positions']]
+    check(any(name == 'research' and p['guaranteed'] > 0 for name, p in positions),
+          f'GET /api/v1/groups has no research position with a guarantee (the controller\'s ledger): {groups}')
+    shown = d.execute_script(READ, 'position-')
+    for name, p in positions:
+        for k in ('guaranteed', 'used', 'borrowed', 'lent', 'borrowable', 'lendingFloor'):
+            got = shown.get(f'position-{k}-{name}-{p["pool"]}')
+            check(got and got[0] == str(p[k]), f'the Groups page shows {k} {got} for {name} in {p["pool"]}, the API {p[k]}')
+    print(f'ok: the Groups page shows the {len(positions)} positions of GET /api/v1/groups (the controller\'s ledger)')
+    d.click('[data-testid="group-link-research"]')
+    wait_ready(d, 'positions', 'queues', 'workloads')
+    check(not d.find_all('[data-testid="panel-group-history"]'), 'the controller\'s group page has a history panel it cannot fill')
+    queues = [q for q in ga.get('queues') if q['businessGroup'] == 'research']
+    check(queues, 'GET /api/v1/queues lists no research queue')
+    for q in queues:
+        got = d.text(f'[data-testid="queue-nominalQuota-{q["clusterQueue"]}"]')
+        check(got == str(q['nominalQuota']), f'the research page shows nominal {got} for {q["clusterQueue"]}, the API {q["nominalQuota"]}')
+    print(f'ok: the research page shows its {len(queues)} queues as GET /api/v1/queues does')
+    d.navigate(f'{base}/#/gpus')
+    d.wait_for('[data-testid=not-served]')
+    check('groups, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
+    print('ok: the portal shows the cluster, links Groups, Policies and Changes only, and says the GPUs page is the twin\'s')
+
+    d.navigate(f'{base}/#/policies')
+    wait_ready(d, 'policies')
+    check(d.find_all('[data-testid="edit-GPUQuotaPolicy-research-training-h100"]'), 'no Edit link for research-training-h100')
+    d.click('[data-testid="edit-GPUQuotaPolicy-research-training-h100"]')
+    wait_ready(d, 'editor')
+    check(not d.find_all('[data-testid=preview-button]'), 'the controller\'s editor offers an impact preview it cannot run')
+    check('gpubank up' in d.text('[data-testid=preview-note]'), f'the editor says {d.text("[data-testid=preview-note]")!r}')
+    spec = ga.get(f'policies/{POLICY}')['object']['spec']
+    got = d.execute_script("return document.querySelector('[data-testid=field-maxCapacity]').value")
+    check(got == str(spec['maxCapacity']), f'the editor shows maxCapacity {got!r}, the cluster {spec["maxCapacity"]}')
+
+    type_number(d, 'field-maxCapacity', spec['maxCapacity'] - 8)
+    first = submit(d, ga, 'give back for now', 'Applied')
+    check('server-side applies it' in d.text('[data-testid=proposal-result]'), f'the editor says {d.text("[data-testid=proposal-result]")!r}')
+    print(f'ok: {first} lowering maxCapacity to {spec["maxCapacity"] - 8} is Applied (page and API)')
+    text = wait_enacted(d, base, first)
+    p = ga.get(f'proposals/{first}')
+    check(text.endswith(f'(resourceVersion {p["enacted"]["resourceVersion"]})'), f'the page says {text!r}, the API {p["enacted"]}')
+    after = ga.get(f'policies/{POLICY}')['object']['spec']
+    check(after['maxCapacity'] == spec['maxCapacity'] - 8, f'the cluster\'s {POLICY} has maxCapacity {after["maxCapacity"]}')
+    print(f'ok: {first} is on the cluster ({text}); the cluster\'s object has the new maxCapacity')
+
+    d.navigate(f'{base}/#/policies/GPUQuotaPolicy/research-training-h100/edit')
+    wait_ready(d, 'editor')
+    type_number(d, 'field-maxCapacity', spec['maxCapacity'] - 4)
+    second = submit(d, ga, 'more for the retrain', 'Pending')
+    d.navigate(f'{base}/#/changes')
+    wait_ready(d, 'proposals')
+    check(not d.find_all('[data-testid^="proposal-"][data-testid$="-approve"]'), 'a group-admin gets an Approve button')
+    print(f'ok: {second} raising it waits for approval; no Approve button for the group-admin')
+
+    sign_in(d, base, args.admin_token)
+    d.navigate(f'{base}/#/changes')
+    wait_ready(d, 'proposals')
+    d.send_keys(f'[data-testid="proposal-{second}-text"]', 'ok')
+    d.click(f'[data-testid="proposal-{second}-approve"]')
+    text = wait_enacted(d, base, second)
+    p = admin.get(f'proposals/{second}')
+    check(p['state'] == 'Applied' and p['decidedBy'] == admin.get('session')['subject'], f'GET /api/v1/proposals/{second}: {p}')
+    after = admin.get(f'policies/{POLICY}')['object']['spec']
+    check(after['maxCapacity'] == spec['maxCapacity'] - 4, f'after approving {second} the cluster has maxCapacity {after["maxCapacity"]}')
+    print(f'ok: approved on the Changes page, {second} is on the cluster ({text})')
+
+    problems = [e['message'] for e in d.browser_log()
+                if 'Content Security Policy' in e['message'] or 'Uncaught' in e['message']
+                or (e['level'] == 'SEVERE' and '401' not in e['message'] and '403' not in e['message'])]
+    check(not problems, 'the browser console reports: ' + ' | '.join(problems))
+    print('ok: no CSP violations or uncaught errors in the console')
+
+
+def main():
+    ap = argparse.ArgumentParser(description='The controller\'s portal in headless Chromium.')
+    ap.add_argument('--base-url', required=True)
+    ap.add_argument('--group-admin-token', required=True, help='a group-admin of research')
+    ap.add_argument('--admin-token', required=True, help='a platform-admin')
+    args = ap.parse_args()
+    args.base_url = args.base_url.rstrip('/')
+    try:
+        with WebDriver() as d:
+            run(args, d)
+    except Mismatch as e:
+        print(f'FAIL: {e}', file=sys.stderr)
+        return 1
+    except (TimeoutError, WebDriverError, OSError) as e:
+        print(f'FAIL: {type(e).__name__}: {e}', file=sys.stderr)
+        return 1
+    print('PASS')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
