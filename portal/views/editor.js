@@ -181,8 +181,13 @@ export default function editor(root, ctx) {
   const readForm = () => { for (const [key, , input] of inputs) input.value = readSpec(yaml.value, key); };
   yaml.addEventListener('input', readForm);
 
+  // The twin previews the first hours of its day; the controller replays the cluster's
+  // recorded work of the last hours (when it has an inventory to replay it on).
+  const cluster = onCluster(ctx);
+  const canPreview = !cluster || ctx.session.server.preview;
+  const hourChoices = cluster ? [6, 24, 72, 168] : [1, 2, 3, 4, 5, 6];
   const hours = h('select', { id: 'preview-hours', 'data-testid': 'preview-hours' },
-    [1, 2, 3, 4, 5, 6].map((n) => h('option', { value: n, selected: n === 6 }, `${n} h`)));
+    hourChoices.map((n) => h('option', { value: n, selected: n === (cluster ? 24 : 6) }, `${n} h`)));
   const comment = h('input', { id: 'submit-comment', type: 'text', placeholder: 'Why (the approver reads it)', 'data-testid': 'submit-comment' });
   const findings = h('div', { class: 'findings', 'data-testid': 'editor-findings' });
   const result = h('div', { 'data-testid': 'editor-result' });
@@ -190,9 +195,11 @@ export default function editor(root, ctx) {
     e.rule && !e.message.startsWith(e.rule) ? `${e.rule}: ${e.message}` : e.message), e.body?.findings?.length ? findingsTable(e.body.findings) : null);
 
   let preview = h('section', { class: 'panel' }, h('h2', {}, 'Impact'),
-    h('p', { class: 'muted', 'data-testid': 'preview-note' }, onCluster(ctx)
-      ? 'The controller records no workload to replay: preview this document with gpubank up or gpubank twin preview before you submit it.'
-      : 'Preview impact runs the platform\'s day twice, under the policies in force and with this document, and compares them here.'));
+    h('p', { class: 'muted', 'data-testid': 'preview-note' }, !canPreview
+      ? 'This controller runs no impact preview (it has no --preview-inventory): preview this document with gpubank up or gpubank twin preview before you submit it.'
+      : cluster
+        ? 'Preview impact replays the cluster\'s recorded work of the last hours twice, under the policies in force and with this document, and compares them here.'
+        : 'Preview impact runs the platform\'s day twice, under the policies in force and with this document, and compares them here.'));
 
   const previewBtn = h('button', { type: 'button', class: 'primary', 'data-testid': 'preview-button', onclick() {
     findings.replaceChildren();
@@ -245,8 +252,9 @@ export default function editor(root, ctx) {
         h('div', {},
           kind === 'GPUQuotaPolicy' ? h('div', { class: 'policy-form', 'data-testid': 'quota-form' },
             inputs.map(([key, label, input]) => h('label', { for: `field-${key}` }, label, input))) : null,
-          onCluster(ctx) ? null : h('h3', {}, 'Impact'),
-          onCluster(ctx) ? null : h('div', { class: 'actions' }, h('label', { for: 'preview-hours' }, 'Run the first'), hours, 'of the day', previewBtn),
+          canPreview ? h('h3', {}, 'Impact') : null,
+          canPreview ? h('div', { class: 'actions' }, h('label', { for: 'preview-hours' }, cluster ? 'Replay the last' : 'Run the first'), hours,
+            cluster ? 'of the cluster\'s work' : 'of the day', previewBtn) : null,
           h('h3', {}, 'Propose'),
           h('div', { class: 'actions' }, comment, submitBtn),
           h('p', { class: 'note' }, 'What only gives back applies at once; what takes more waits for a platform administrator.'))),

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -28,7 +29,9 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).
   install_session_routes(svr, options_.gate.get(), door_.get(),
-                         Json{{"kind", "controller"}, {"pages", Json::array({"groups", "policies", "changes"})}});
+                         Json{{"kind", "controller"},
+                              {"pages", Json::array({"groups", "policies", "changes"})},
+                              {"preview", options_.preview_inventory != nullptr}});
   install_portal_routes(svr, options_.portal_dir);
 
   auto snapshot = [this] { return options_.snapshot ? options_.snapshot() : controller::ClusterSnapshot{}; };
@@ -116,7 +119,40 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
                             "once the cluster took it"}};
   };
   host.preview_off =
-      "the controller records no workload to replay: preview the change with gpubank up or gpubank twin preview";
+      "no impact preview here: start the controller with --preview-inventory FILE (the cluster's nodes as the twin "
+      "models them), or preview the change with gpubank up or gpubank twin preview";
+  if (options_.preview_inventory) {
+    host.preview_range = [] { return std::optional<PreviewRange>(PreviewRange{24, 168, "the recorded week"}); };
+    host.preview_work = [this, snapshot](std::int64_t hours, const policy::PolicySet& in_force) -> Expected<twin::preview::Work> {
+      auto recorded = records();
+      if (!recorded) return Unexpected{"the recorded work was not read: " + recorded.error()};
+      const std::int64_t to = options_.now_ms ? options_.now_ms() : wall_ms();
+      const std::int64_t from = to - hours * 3'600'000;
+      // The cluster's Workloads not finished yet: running (quota reserved) or pending.
+      std::vector<twin::preview::WorkloadRecord> live;
+      for (const controller::ClusterWorkload& w : snapshot().workloads) {
+        if (w.finished || !w.active || w.gpus_per_pod <= 0) continue;
+        twin::preview::WorkloadRecord r;
+        r.key = w.key;
+        r.business_group = w.group;
+        r.pool = w.pool;
+        r.pods = std::max<std::int64_t>(1, w.pods);
+        r.gpus_per_pod = w.gpus_per_pod;
+        r.workload_type = w.workload_type;
+        r.checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
+        r.priority_class = w.priority_class;
+        r.created_ms = w.created_ms;
+        r.started_ms = w.admitted ? std::max(w.admitted_at_ms, w.created_ms) : 0;
+        live.push_back(std::move(r));
+      }
+      twin::preview::Work work;
+      work.scenario = twin::preview::replay_scenario(*recorded, live, from, to, twin::preview::priority_classes(in_force));
+      work.scenario_name = "the cluster's work of the last " + std::to_string(hours) + " h (" +
+                           std::to_string(work.scenario->workloads.size()) + " workloads: recorded and on the cluster now)";
+      work.inventory = options_.preview_inventory;
+      return work;
+    };
+  }
   install_policy_routes(svr, door_.get(), options_.desk.get(), std::move(host));
 }
 
@@ -146,6 +182,13 @@ Expected<std::vector<bank::Position>> ClusterServer::positions() {
     ledger_seq_ = entries->back().seq;
   }
   return book_.positions();
+}
+
+Expected<std::vector<twin::preview::WorkloadRecord>> ClusterServer::records() {
+  std::lock_guard lock(ledger_mu_);
+  if (!store_) return std::vector<twin::preview::WorkloadRecord>{};
+  if (auto read = twin::preview::read_records(*store_, records_seq_, records_); !read) return Unexpected{read.error()};
+  return records_;
 }
 
 Expected<int> ClusterServer::bind() {

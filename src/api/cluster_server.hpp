@@ -20,8 +20,12 @@
 //        is server-side applied by the controller (controller/desk_enactor.hpp); the answer
 //        says {"cluster": {"state": "queued"}} and the proposal shows "enacted" once the
 //        cluster took it.
-//   POST /api/v1/proposals/preview     404 preview.off: the controller records no workload
-//                                      to replay (`gpubank up` and `gpubank twin preview` do)
+//   POST /api/v1/proposals/preview {"document", "hours"}   the impact preview: the work the
+//                                      cluster did in the last `hours` (1..168, default 24),
+//                                      recorded by the controller, and the Workloads not
+//                                      finished yet, replayed on `preview_inventory` under
+//                                      both sets (twin/preview/recorded_work.hpp); 404
+//                                      preview.off without an inventory
 // The twin's other views (GPUs, clock, events, histories, governance, reclaims) are not
 // served here. Scoped roles (viewer, group-admin) see their group's workloads and ledger
 // entries only, as on `gpubank up`.
@@ -40,6 +44,8 @@
 #include "core/expected.hpp"
 #include "policy/policy_set.hpp"
 #include "proposals/proposals.hpp"
+#include "twin/cluster/inventory.hpp"
+#include "twin/preview/recorded_work.hpp"
 
 namespace httplib {
 class Server;
@@ -71,6 +77,10 @@ struct ClusterServerOptions {
   // The store the controller writes its ledger to (SQLite path or PostgreSQL URL); empty:
   // no ledger (positions are empty).
   std::string store;
+  // The cluster as the twin models it, for the impact preview; null: no preview.
+  std::shared_ptr<const twin::cluster::Inventory> preview_inventory;
+  // The wall clock (Unix ms): the end of the replayed window. Empty: the system clock.
+  std::function<std::int64_t()> now_ms;
 };
 
 class ClusterServer {
@@ -90,12 +100,16 @@ class ClusterServer {
  private:
   // The store's ledger folded so far (positions), read on from `ledger_seq_` at each ask.
   Expected<std::vector<bank::Position>> positions();
+  // The recorded work, read on from `records_seq_` at each ask.
+  Expected<std::vector<twin::preview::WorkloadRecord>> records();
 
   ClusterServerOptions options_;
   std::mutex ledger_mu_;
   std::unique_ptr<store::Store> store_;
   bank::LedgerBook book_;
   std::int64_t ledger_seq_ = 0;
+  std::vector<twin::preview::WorkloadRecord> records_;
+  std::int64_t records_seq_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<http::Door> door_;
   std::thread thread_;

@@ -238,14 +238,13 @@ void install_policy_routes(httplib::Server& svr, const Door* door, proposals::De
     nlohmann::json body;
     if (!read_body(req, res, {"document", "hours"}, body)) return;
     if (!body.contains("document")) return send_error(res, 400, "document", "request.required", "document (the proposed policy, YAML) is required");
-    const std::optional<twin::live::DayOptions> replay = h->preview_day ? h->preview_day() : std::nullopt;
-    if (!replay) return send_error(res, 404, "", "preview.off", h->preview_off.empty() ? "this server runs no impact preview" : h->preview_off);
-    const twin::live::DayOptions& day = *replay;
+    const std::optional<PreviewRange> range = h->preview_range ? h->preview_range() : std::nullopt;
+    if (!range) return send_error(res, 404, "", "preview.off", h->preview_off.empty() ? "this server runs no impact preview" : h->preview_off);
     refresh();
-    const std::int64_t hours = body.value("hours", std::min<std::int64_t>(24, day.hours));
-    if (hours < 1 || hours > day.hours) {
+    const std::int64_t hours = body.value("hours", range->default_hours);
+    if (hours < 1 || hours > range->max_hours) {
       return send_error(res, 400, "hours", "request.out-of-range",
-                        "hours must be from 1 to the day's " + std::to_string(day.hours));
+                        "hours must be from 1 to " + std::to_string(range->max_hours) + " (" + range->what + ")");
     }
     auto view = desk->view();
     if (!view) return send_error(res, 500, "", "proposals.store", view.error());
@@ -264,13 +263,12 @@ void install_policy_routes(httplib::Server& svr, const Door* door, proposals::De
       res.set_header("Retry-After", "5");
       return send_error(res, 429, "", "preview.busy", "another impact preview is running; try again in a few seconds");
     }
-    twin::preview::Work work;
-    work.day = day;
-    work.day.hours = hours;
-    work.day.governance = false;
-    work.day.serving_model = twin::live::DayOptions::ServingModel::Fluid;  // days in seconds (twin/inference/fluid.hpp)
-    work.inventory = h->inventory;
-    auto preview = twin::preview::run_preview(view->in_force, proposals::with_change(view->in_force, *object), work);
+    auto work = h->preview_work(hours, view->in_force);
+    if (!work) {
+      *h->previewing = false;
+      return send_error(res, 503, "", "preview.no-work", work.error());
+    }
+    auto preview = twin::preview::run_preview(view->in_force, proposals::with_change(view->in_force, *object), *work);
     *h->previewing = false;
     if (!preview) return send_error(res, 422, "", "preview.failed", preview.error());
     Json out = twin::preview::to_json(*preview);
@@ -374,11 +372,24 @@ void PlatformServer::install_policy_routes() {
     advance_locked(platform_->now());
     return j;
   };
-  host.preview_day = [this]() -> std::optional<twin::live::DayOptions> {
+  host.preview_range = [this]() -> std::optional<http::PreviewRange> {
     std::lock_guard lock(mu_);
-    return platform_->day();
+    const std::int64_t hours = platform_->day().hours;
+    return http::PreviewRange{std::min<std::int64_t>(24, hours), hours, "the day's hours"};
   };
-  host.inventory = options_.inventory;
+  // The platform's day (its seed, start and serving load), its first `hours`.
+  host.preview_work = [this](std::int64_t hours, const policy::PolicySet&) -> Expected<twin::preview::Work> {
+    twin::preview::Work work;
+    {
+      std::lock_guard lock(mu_);
+      work.day = platform_->day();
+    }
+    work.day.hours = hours;
+    work.day.governance = false;
+    work.day.serving_model = twin::live::DayOptions::ServingModel::Fluid;  // days in seconds (twin/inference/fluid.hpp)
+    work.inventory = options_.inventory;
+    return work;
+  };
   http::install_policy_routes(*server_, door_.get(), options_.desk.get(), std::move(host));
 }
 

@@ -15,8 +15,8 @@
 
 #include "api/platform_http.hpp"
 #include "proposals/proposals.hpp"
-#include "twin/cluster/inventory.hpp"
-#include "twin/live/day.hpp"
+#include "core/expected.hpp"
+#include "twin/preview/preview.hpp"
 
 namespace gpubank::api::http {
 
@@ -31,6 +31,11 @@ void install_session_routes(httplib::Server& svr, auth::Gate* gate, const Door* 
 // GET / and /portal/...: the built-in assets, or the files of `portal_dir` when set.
 void install_portal_routes(httplib::Server& svr, std::string portal_dir);
 
+struct PreviewRange {
+  std::int64_t default_hours = 24, max_hours = 24;
+  std::string what;  // "the day's hours", "the recorded week"
+};
+
 struct PolicyHost {
   // Before each read of the desk (the controller rebases it on the cluster's objects).
   std::function<void(proposals::Desk&)> refresh;
@@ -39,10 +44,12 @@ struct PolicyHost {
   // A change in force: what the server did with it, answered under `effect_field`.
   std::string effect_field = "running";
   std::function<Json(const proposals::Proposal&, const auth::Principal&)> take_effect;
-  // The day an impact preview replays and its cluster; no day: the preview is off, and
+  // How many hours an impact preview may replay; none: the preview is off, and
   // `preview_off` says why.
-  std::function<std::optional<twin::live::DayOptions>()> preview_day;
-  std::shared_ptr<const twin::cluster::Inventory> inventory;
+  std::function<std::optional<PreviewRange>()> preview_range;
+  // The work of `hours` both runs replay (the day, or the recorded work), given the set in
+  // force; an error says why there is none.
+  std::function<Expected<twin::preview::Work>(std::int64_t hours, const policy::PolicySet& in_force)> preview_work;
   std::string preview_off;
   std::shared_ptr<std::atomic<bool>> previewing = std::make_shared<std::atomic<bool>>(false);  // one at a time
 };

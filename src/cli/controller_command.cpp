@@ -24,6 +24,7 @@
 #include "k8s/client_config.hpp"
 #include "k8s/transport.hpp"
 #include "proposals/proposals.hpp"
+#include "twin/cluster/inventory.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -57,6 +58,7 @@ struct ControllerCommandOptions {
   int api_port = -1;
   std::string api_address = "0.0.0.0";
   std::string portal_dir;
+  std::string preview_inventory;
   std::string desk_field_manager = "gpubank-portal";
   std::string log_level = "info";
 };
@@ -131,6 +133,11 @@ int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, rend
     server.changed = [raw] { raw->wake(); };
     server.snapshot = [raw] { return raw->snapshot(); };
     server.store = opt.store;
+    if (!opt.preview_inventory.empty()) {
+      auto inventory = load_valid_inventory(opt.preview_inventory, "controller --preview-inventory");
+      if (!inventory) return 1;
+      server.preview_inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
+    }
     portal = std::make_unique<api::ClusterServer>(std::move(server));
     if (auto opened = portal->open(); !opened) {
       std::cerr << "gpubank controller: --store: " << opened.error() << '\n';
@@ -217,6 +224,10 @@ int run_controller(const ControllerCommandOptions& opt) {
   }
   if (opt.api_port >= 0 && (opt.dry_run || opt.once)) {
     std::cerr << "gpubank controller: --api-port serves the portal of a running controller, not of --dry-run or --once\n";
+    return 2;
+  }
+  if (!opt.preview_inventory.empty() && opt.api_port < 0) {
+    std::cerr << "gpubank controller: --preview-inventory is the portal's (--api-port)\n";
     return 2;
   }
   if (opt.api_port >= 0 && opt.store.empty()) {
@@ -342,6 +353,9 @@ Command add_controller_command(CLI::App& app) {
       ->check(CLI::Range(-1, 65535));
   cmd->add_option("--api-address", opt->api_address, "address the portal listens on (default 0.0.0.0)");
   cmd->add_option("--portal-dir", opt->portal_dir, "development: serve the portal's files from this directory");
+  cmd->add_option("--preview-inventory", opt->preview_inventory,
+                  "the cluster's nodes as the twin models them (an Inventory file, as examples/inventory/example.yaml): "
+                  "turns on the portal's impact preview, which replays the work the controller recorded");
   cmd->add_option("--desk-field-manager", opt->desk_field_manager,
                   "field manager of the approved policy changes the controller applies (default gpubank-portal)");
   cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error (default info)");

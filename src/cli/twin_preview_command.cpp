@@ -1,7 +1,8 @@
 // gpubank twin preview: the impact of a policy change before it applies (twin/preview).
 //
 //   gpubank twin preview --current examples/policies --proposed my-policies
-//       [--workloads scenario.yaml | --seed 1 --hours 24 | --days 7] [--trace azure-llm:CSV]
+//       [--workloads scenario.yaml | --store S [--until TIME] | --seed 1] [--hours 24 | --days 7]
+//       [--trace azure-llm:CSV]
 //       [--serving-model fluid|requests]
 //       [-o text|json|yaml]
 //
@@ -14,7 +15,9 @@
 #include "cli/command.hpp"
 #include "core/timestamp.hpp"
 #include "twin/cluster/inventory.hpp"
+#include "store/store.hpp"
 #include "twin/preview/preview.hpp"
+#include "twin/preview/recorded_work.hpp"
 #include "twin/run/scenario.hpp"
 
 namespace gpubank::cli {
@@ -23,6 +26,8 @@ namespace {
 struct PreviewOptions {
   std::vector<std::string> current, proposed;
   std::string workloads;
+  std::string store;  // the work a controller recorded (twin/preview/recorded_work.hpp)
+  std::string until;  // the end of the replayed window; default: the last recorded finish
   std::string trace;  // azure-llm:<csv>
   std::string inventory = "examples/inventory/example.yaml";
   std::uint64_t seed = 1;
@@ -52,6 +57,14 @@ int run_preview_command(const PreviewOptions& opt) {
               << "\" (a cluster trace brings its own cluster and policies: replay it with gpubank twin run --trace)\n";
     return 2;
   }
+  if (!opt.store.empty() && (!opt.workloads.empty() || !opt.trace.empty())) {
+    std::cerr << me << ": --store replays the recorded work; it excludes --workloads and --trace\n";
+    return 2;
+  }
+  if (!opt.until.empty() && opt.store.empty()) {
+    std::cerr << me << ": --until ends the window of --store's recorded work\n";
+    return 2;
+  }
   if (!opt.trace.empty() && !opt.workloads.empty()) {
     std::cerr << me << ": --trace drives the seeded day's services; a --workloads scenario runs without serving\n";
     return 2;
@@ -78,6 +91,39 @@ int run_preview_command(const PreviewOptions& opt) {
     }
     work.scenario = std::move(*scenario);
     work.scenario_name = opt.workloads;
+  }
+  if (!opt.store.empty()) {
+    auto store = store::Store::open(opt.store, {.create = false, .read_only = true});
+    if (!store) {
+      std::cerr << me << ": --store: " << store.error() << '\n';
+      return 1;
+    }
+    std::vector<twin::preview::WorkloadRecord> records;
+    std::int64_t seq = 0;
+    if (auto read = twin::preview::read_records(**store, seq, records); !read) {
+      std::cerr << me << ": --store: " << read.error() << '\n';
+      return 1;
+    }
+    if (records.empty()) {
+      std::cerr << me << ": --store: no recorded work (gpubank controller --store records each Workload that finishes)\n";
+      return 1;
+    }
+    std::int64_t to = 0;
+    for (const auto& r : records) to = std::max(to, r.finished_ms);
+    if (!opt.until.empty()) {
+      auto until = parse_rfc3339(opt.until);
+      if (!until) {
+        std::cerr << me << ": --until: " << until.error() << '\n';
+        return 2;
+      }
+      to = std::chrono::duration_cast<std::chrono::milliseconds>(until->time_since_epoch()).count();
+    }
+    const std::int64_t hours = opt.days > 0 ? 24 * opt.days : opt.hours;
+    const std::int64_t from = to - hours * 3'600'000;
+    work.scenario = twin::preview::replay_scenario(records, {}, from, to, twin::preview::priority_classes(*current));
+    work.scenario_name = opt.store + ", the " + std::to_string(hours) + " h to " +
+                         format_rfc3339(Timestamp(std::chrono::milliseconds(to))) + " (" +
+                         std::to_string(work.scenario->workloads.size()) + " workloads)";
   }
   auto progress = [&](const std::string& side, std::int64_t hour) {
     if (!opt.quiet) std::cerr << me << ": " << side << " policies: hour " << hour << " of " << work.day.hours << '\n';
@@ -112,6 +158,10 @@ Command add_twin_preview_command(CLI::App& twin) {
   cmd->add_option("--proposed", opt->proposed, "the proposed policies: files and directories")->required()->expected(1, -1);
   cmd->add_option("--workloads", opt->workloads,
                   "a scenario file (as gpubank twin run --workloads) instead of the seeded day; runs without serving");
+  cmd->add_option("--store", opt->store,
+                  "replay the work gpubank controller recorded in this store (SQLite path or postgresql:// URL): the "
+                  "--hours (or --days) up to --until; runs without serving");
+  cmd->add_option("--until", opt->until, "with --store: the end of the window, RFC 3339 (default: the last recorded finish)");
   cmd->add_option("--trace", opt->trace,
                   "azure-llm:<csv>: the services' requests from the Azure LLM inference trace (conv or code), repeated "
                   "over each day on the diurnal curve as gpubank up --llm-trace serves them");

@@ -25,6 +25,7 @@
 #include "policy/types.hpp"
 #include "proposals/proposals.hpp"
 #include "store/store.hpp"
+#include "twin/preview/recorded_work.hpp"
 
 namespace gpubank::controller {
 namespace {
@@ -59,6 +60,23 @@ std::string metric_action(Action action) {
     case Action::Skipped: break;
   }
   return {};
+}
+
+// A finished Workload as the impact preview replays it; `started_ms`: when it reserved quota.
+twin::preview::WorkloadRecord record_of(const ClusterWorkload& w, std::int64_t started_ms) {
+  twin::preview::WorkloadRecord r;
+  r.key = w.key;
+  r.business_group = w.group;
+  r.pool = w.pool;
+  r.pods = std::max<std::int64_t>(1, w.pods);
+  r.gpus_per_pod = w.gpus_per_pod;
+  r.workload_type = w.workload_type;
+  r.checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
+  r.priority_class = w.priority_class;
+  r.created_ms = w.created_ms;
+  r.started_ms = std::max(started_ms, w.created_ms);
+  r.finished_ms = std::max(w.finished_ms, r.started_ms);
+  return r;
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -103,6 +121,12 @@ struct Controller::Impl {
   governance::AlertBook alerts;
   std::vector<ApprovedStop> approved;
   std::set<std::string> downgrade_skips_logged;  // "<workload>\n<why>" already logged
+
+  // The finished work recorded for the impact preview (twin/preview/recorded_work.hpp): the
+  // ids in the store, read on from recorded_seq at each pass (another leader may have
+  // written some).
+  std::set<std::string> recorded;
+  std::int64_t recorded_seq = 0;
 
   // The earliest reclaim deadline still running: a pass is due then.
   std::optional<std::chrono::steady_clock::time_point> reclaim_wake;
@@ -160,9 +184,9 @@ struct Controller::Impl {
         metrics->object("failed");
         continue;
       }
-      auto recorded = options.desk->record_enacted(e.id, "gpubank-controller/" + options.identity, e.resource_version, now_ms());
+      auto noted = options.desk->record_enacted(e.id, "gpubank-controller/" + options.identity, e.resource_version, now_ms());
       log("desk: proposal " + e.id + " applied to the cluster as " + e.object + " (resourceVersion " + e.resource_version +
-          ")" + (recorded ? "" : "; not recorded: " + recorded.error()));
+          ")" + (noted ? "" : "; not recorded: " + noted.error()));
     }
   }
 
@@ -202,6 +226,7 @@ struct Controller::Impl {
       workloads = read_workloads(objects.workloads, objects.cluster_queues, objects.local_queues, owners);
       // The ledger first: the time controls read its positions (the tidal admission hold).
       if (store) ledger_pass(cluster.set, workloads, now);
+      if (store) record_work(workloads, now);
       // The checkpoint window the reports leave out of waste: each job holding GPUs with a
       // checkpoint notice or completion.
       std::vector<std::pair<std::vector<std::string>, double>> checkpoints;
@@ -315,6 +340,40 @@ struct Controller::Impl {
       return;
     }
     if (!stored.empty()) metrics->ledger_appended(stored, ledger->book());
+  }
+
+  // One WorkloadRecorded audit entry per Workload that finished after holding quota, once.
+  // Its start: QuotaReserved's time, else the ledger's UsageStarted (Kueue may have
+  // cleared the condition), else nothing is recorded.
+  void record_work(const std::vector<ClusterWorkload>& workloads, std::int64_t now) {
+    std::vector<twin::preview::WorkloadRecord> stored;
+    if (auto read = twin::preview::read_records(*store, recorded_seq, stored); !read) {
+      log("finished work not recorded: reading the store: " + read.error());
+      return;
+    }
+    for (const auto& r : stored) recorded.insert(r.id());
+    std::vector<bank::AuditEntry> entries;
+    std::vector<std::string> ids;
+    for (const ClusterWorkload& w : workloads) {
+      if (!w.finished || w.finished_ms == 0 || w.gpus_per_pod <= 0) continue;
+      std::int64_t started = w.quota_reserved_ms;
+      if (started == 0 && ledger) {
+        for (const bank::LedgerEntry& e : ledger->book().trail(w.key)) {
+          if (e.kind == bank::LedgerKind::UsageStarted) started = e.time_ms;
+        }
+      }
+      if (started == 0) continue;
+      const twin::preview::WorkloadRecord r = record_of(w, started);
+      if (recorded.contains(r.id())) continue;
+      entries.push_back(twin::preview::audit_entry(r, "gpubank-controller/" + options.identity, now));
+      ids.push_back(r.id());
+    }
+    if (entries.empty()) return;
+    if (auto appended = store::append_in_batches(*store, {}, entries); !appended) {
+      log("finished work not recorded: " + appended.error());
+      return;  // read again at the next pass: what was stored is found there
+    }
+    recorded.insert(ids.begin(), ids.end());
   }
 
   // Graceful reclaim (reclaim.hpp): carry out the plan, record each step as an Event on

@@ -144,6 +144,8 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
           }
         }
         c.gpus += count * per_pod;
+        c.pods += count;
+        if (c.gpus_per_pod == 0) c.gpus_per_pod = per_pod;
         if (template_labels.is_null()) template_labels = field(field(field(ps, "template"), "metadata"), "labels");
       }
     }
@@ -151,8 +153,12 @@ std::vector<ClusterWorkload> read_workloads(const std::vector<json>& workloads, 
     c.active = !active.is_boolean() || active.get<bool>();
     c.finished = condition_true(w, "Finished");
     c.admitted = condition_true(w, "QuotaReserved") && !c.finished;
-    if (const json* qr = condition(w, "QuotaReserved"); qr != nullptr && c.admitted) {
-      c.admitted_at_ms = time_ms(text(*qr, "lastTransitionTime")).value_or(0);
+    if (const json* qr = condition(w, "QuotaReserved"); qr != nullptr && condition_true(w, "QuotaReserved")) {
+      c.quota_reserved_ms = time_ms(text(*qr, "lastTransitionTime")).value_or(0);
+      if (c.admitted) c.admitted_at_ms = c.quota_reserved_ms;
+    }
+    if (const json* f = condition(w, "Finished"); f != nullptr && c.finished) {
+      c.finished_ms = time_ms(text(*f, "lastTransitionTime")).value_or(0);
     }
     if (field(spec, "priority").is_number_integer()) c.priority = field(spec, "priority").get<std::int32_t>();
     c.priority_class = text(spec, "priorityClassName");

@@ -84,6 +84,8 @@ struct ClusterWorkload {
   std::string pool;   // its platform.gpubank.dev/resource-pool label
   std::string flavor;  // the ResourceFlavor admitted for the GPUs (status.admission); else the pool's
   std::int64_t gpus = 0;
+  std::int64_t pods = 0;          // Σ pod set counts
+  std::int64_t gpus_per_pod = 0;  // of the first pod set that asks for GPUs
   bool admitted = false;  // holds quota (QuotaReserved) and is not finished
   bool active = true;     // spec.active
   bool finished = false;
@@ -92,6 +94,9 @@ struct ClusterWorkload {
   std::string downgraded_to;        // the downgraded-to annotation
   std::int64_t admitted_at_ms = 0;  // QuotaReserved's lastTransitionTime
   std::int64_t created_ms = 0;
+  // QuotaReserved's lastTransitionTime while it is True, finished or not (0: never seen).
+  std::int64_t quota_reserved_ms = 0;
+  std::int64_t finished_ms = 0;  // Finished's lastTransitionTime (0: not finished)
   std::string workload_type;        // the workload-type label ("" unknown)
   std::vector<std::string> traits;  // batch, checkpointable, training, development
   // The reclaim in progress (annotations).

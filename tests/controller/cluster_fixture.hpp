@@ -97,7 +97,7 @@ current-context: fake
 class ClusterFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    fake_ = std::make_unique<FakeApiServer>(FakeApiServer::Options{});
+    fake_ = std::make_unique<FakeApiServer>(fake_options());
     transport_ = make_transport(config_for(*fake_), sleeps_);
     ASSERT_NE(transport_, nullptr);
     auto bootstrap = k8s::discover(*transport_);
@@ -110,6 +110,9 @@ class ClusterFixture : public ::testing::Test {
     }
     rediscover();
   }
+
+  // The fake's options (a suite that needs its clock near the wall clock overrides it).
+  [[nodiscard]] virtual FakeApiServer::Options fake_options() const { return {}; }
 
   void rediscover() {
     auto mapper = k8s::discover(*transport_);

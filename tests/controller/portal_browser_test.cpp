@@ -1,7 +1,9 @@
 // The controller's portal in headless Chromium (Debian chromium + chromium-driver): a
-// `gpubank controller --api-port 0` process against a FAKE API server holding the example
-// policies, driven by tests/portal/cluster_portal_test.py as a group admin and a platform
-// administrator (a change given back at once, one approved, both server-side applied).
+// `gpubank controller --api-port 0 --preview-inventory ...` process against a FAKE API
+// server holding the example policies and one finished research job, driven by
+// tests/portal/cluster_portal_test.py as a group admin and a platform administrator (an
+// impact preview of the recorded work, a change given back at once, one approved, both
+// server-side applied).
 // The fake's object is checked after: the values the portal showed are the cluster's.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <sstream>
 
 #include "auth/gate.hpp"
+#include "core/timestamp.hpp"
 #include "cluster_fixture.hpp"
 #include "k8s/fake_client.hpp"
 #include "support/process.hpp"
@@ -33,8 +36,19 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// An RFC 3339 time `ago` before the wall clock, in whole seconds.
+std::string before_now(std::chrono::minutes ago) {
+  return format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now() - ago));
+}
+
 class ControllerPortalBrowser : public testing::ClusterFixture {
  protected:
+  // Objects are created three hours ago, so the work below is inside the preview's window.
+  [[nodiscard]] testing::FakeApiServer::Options fake_options() const override {
+    testing::FakeApiServer::Options options;
+    options.now = before_now(std::chrono::minutes(180));
+    return options;
+  }
   void TearDown() override {
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
@@ -49,6 +63,22 @@ TEST_F(ControllerPortalBrowser, AGroupAdminsChangeReachesTheClusterThroughThePor
     ASSERT_TRUE(gpubank::testing::find_on_path(tool)) << tool << " is not installed (scripts/bootstrap.sh installs it)";
   }
   put_policies({gpubank::testing::examples_dir() + "/policies"});
+  // A research job of one 8-GPU pod that ran from 2 h 50 min to 1 h ago: the recorded work
+  // the editor's impact preview replays.
+  json container{{"name", "trainer"}, {"image", "trainer:1"}};
+  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
+  json pod_set{{"name", "main"}, {"count", 1}};
+  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
+  pod_set["template"]["spec"]["containers"] = json::array({container});
+  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+  w["metadata"] = {{"name", "done-a"}, {"namespace", "research"}};
+  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
+  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
+  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
+                                {"lastTransitionTime", before_now(std::chrono::minutes(170))}, {"message", ""}},
+                               {{"type", "Finished"}, {"status", "True"}, {"reason", "Succeeded"},
+                                {"lastTransitionTime", before_now(std::chrono::minutes(60))}, {"message", ""}}};
+  put_object(w);
   gpubank::testing::ScratchDir dir;
   const std::string kubeconfig = testing::write_kubeconfig(*fake_, dir.path());
   const std::string store = (dir.path() / "gpubank.db").string();
@@ -67,7 +97,8 @@ TEST_F(ControllerPortalBrowser, AGroupAdminsChangeReachesTheClusterThroughThePor
   const std::string log = (dir.path() / "controller.log").string();
   const std::vector<std::string> argv{gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "controller",
                                       "--kubeconfig", kubeconfig, "--identity", "replica-a", "--health-port", "-1",
-                                      "--store", store, "--api-port", "0", "--api-address", "127.0.0.1"};
+                                      "--store", store, "--api-port", "0", "--api-address", "127.0.0.1",
+                                      "--preview-inventory", gpubank::testing::examples_dir() + "/inventory/example.yaml"};
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

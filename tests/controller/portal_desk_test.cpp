@@ -17,7 +17,10 @@
 #include "k8s/fake_client.hpp"
 #include "proposals/proposals.hpp"
 #include "store/store.hpp"
+#include "support/process.hpp"
 #include "support/promtool.hpp"  // ScratchDir
+#include "twin/cluster/inventory.hpp"
+#include "twin/preview/recorded_work.hpp"
 
 namespace gpubank::controller {
 namespace {
@@ -63,6 +66,7 @@ class ControllerPortal : public testing::ClusterFixture {
     server.changed = [raw] { raw->wake(); };
     server.snapshot = [raw] { return raw->snapshot(); };
     server.store = store_;
+    configure(server);
     server_ = std::make_unique<api::ClusterServer>(std::move(server));
     auto opened = server_->open();
     ASSERT_TRUE(opened.ok()) << opened.error();
@@ -73,6 +77,9 @@ class ControllerPortal : public testing::ClusterFixture {
     loop_ = std::jthread([this](std::stop_token stop) { (void)controller_->run(stop); });
     ASSERT_TRUE(eventually([&] { return controller_->passes() >= 1; }));
   }
+  // What a derived suite adds to the server's options.
+  virtual void configure(api::ClusterServerOptions&) {}
+
   void TearDown() override {
     if (loop_.joinable()) {
       loop_.request_stop();
@@ -152,7 +159,7 @@ TEST_F(ControllerPortal, AnApprovedChangeIsServerSideAppliedAndRendered) {
   ASSERT_TRUE(session);
   ASSERT_EQ(session->status, 200) << session->body;
   EXPECT_EQ(json::parse(session->body)["server"],
-            (json{{"kind", "controller"}, {"pages", json::array({"groups", "policies", "changes"})}}));
+            (json{{"kind", "controller"}, {"pages", json::array({"groups", "policies", "changes"})}, {"preview", false}}));
 
   // Anonymous: 401; the impact preview is off here, with its reason.
   httplib::Client anonymous("127.0.0.1", port_);
@@ -377,6 +384,113 @@ TEST_F(ControllerPortal, TheClusterViewsAnswerWhatTheLedgerAndTheQueuesSay) {
   get(admin, "/api/v1/ledger?limit=0", 400);
   get(admin, "/api/v1/ledger?after=-1", 400);
   get(admin, "/api/v1/ledger?order=desc", 400);
+}
+
+// The impact preview on a cluster: the controller records each Workload that finishes
+// (once), and the portal's preview replays the recorded work of the last hours on the
+// inventory it was given.
+class ControllerPortalPreview : public ControllerPortal {
+ protected:
+  void configure(api::ClusterServerOptions& server) override {
+    Diagnostics diagnostics;
+    auto inventory = twin::cluster::load_inventory(gpubank::testing::examples_dir() + "/inventory/example.yaml", diagnostics);
+    ASSERT_TRUE(inventory);
+    server.preview_inventory = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
+    // The window ends at 06:00 on the fake's day (its objects are created at 00:00).
+    server.now_ms = [] { return std::int64_t{1'767'225'600'000} + 6 * 3'600'000; };
+  }
+};
+
+TEST_F(ControllerPortalPreview, FinishedWorkIsRecordedOnceAndReplayedByThePreview) {
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  // A research job of one 8-GPU pod that held quota from 00:10 to 02:10 and finished.
+  json container{{"name", "trainer"}, {"image", "trainer:1"}};
+  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
+  json pod_set{{"name", "main"}, {"count", 1}};
+  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
+  pod_set["template"]["spec"]["containers"] = json::array({container});
+  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+  w["metadata"] = {{"name", "done-a"}, {"namespace", "research"}};
+  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
+  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
+  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
+                                {"lastTransitionTime", "2026-01-01T00:10:00Z"}, {"message", ""}},
+                               {{"type", "Finished"}, {"status", "True"}, {"reason", "Succeeded"},
+                                {"lastTransitionTime", "2026-01-01T02:10:00Z"}, {"message", ""}}};
+  put_object(w);
+
+  auto records = [&] {
+    auto store = store::Store::open(store_, {.create = false, .read_only = true});
+    EXPECT_TRUE(store.ok());
+    std::vector<twin::preview::WorkloadRecord> out;
+    std::int64_t seq = 0;
+    if (store.ok()) {
+      EXPECT_TRUE(twin::preview::read_records(**store, seq, out));
+    }
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return !records().empty(); }));
+  const auto first = records();
+  ASSERT_EQ(first.size(), 1U);
+  EXPECT_EQ(first[0].key, "research/done-a");
+  EXPECT_EQ(first[0].business_group, "research");
+  EXPECT_EQ(first[0].gpus_per_pod, 8);
+  EXPECT_EQ(first[0].finished_ms - first[0].started_ms, 2 * 3'600'000);
+  // More passes record nothing twice.
+  const std::size_t passes = controller_->passes();
+  controller_->wake();
+  ASSERT_TRUE(eventually([&] { return controller_->passes() > passes; }));
+  EXPECT_EQ(records().size(), 1U);
+
+  json body = json::parse(edited_document(author, "maxCapacity: 32", "maxCapacity: 24"));
+  body.erase("comment");
+  body["hours"] = 169;
+  auto res = call(author, "POST", "/api/v1/proposals/preview", body.dump());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  body["hours"] = 24;
+  res = call(author, "POST", "/api/v1/proposals/preview", body.dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json preview = json::parse(res->body);
+  EXPECT_NE(preview["work"].get<std::string>().find("1 workloads"), std::string::npos) << preview["work"];
+  bool research = false;
+  for (const json& g : preview["groups"]) {
+    if (g["businessGroup"] != "research" || g["pool"] != "h100-rdma-training") continue;
+    research = true;
+    EXPECT_EQ(g["current"]["workloads"], 1) << g.dump();
+    EXPECT_NEAR(g["current"]["usedGpuHours"].get<double>(), 16.0, 0.5) << g.dump();
+  }
+  EXPECT_TRUE(research) << preview.dump();
+  // The session tells the portal a preview is here.
+  EXPECT_EQ(json::parse(call(author, "GET", "/api/v1/session")->body)["server"]["preview"], true);
+
+  // The same record from the command line: gpubank twin preview --store.
+  const std::string gpubank = gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank";
+  const std::string policies = gpubank::testing::examples_dir() + "/policies";
+  const std::string inventory = gpubank::testing::examples_dir() + "/inventory/example.yaml";
+  const auto cli = gpubank::testing::run_process({gpubank, "twin", "preview", "--current", policies, "--proposed", policies,
+                                                  "--inventory", inventory, "--store", store_, "--hours", "24", "--until",
+                                                  "2026-01-01T06:00:00Z", "--quiet", "-o", "json"});
+  ASSERT_EQ(cli.status, 0) << cli.err;
+  const json answer = json::parse(cli.out);
+  EXPECT_NE(answer["work"].get<std::string>().find("(1 workloads)"), std::string::npos) << answer["work"];
+  for (const json& g : answer["groups"]) {
+    if (g["businessGroup"] == "research" && g["pool"] == "h100-rdma-training") {
+      EXPECT_NEAR(g["current"]["usedGpuHours"].get<double>(), 16.0, 0.5) << g.dump();
+    }
+  }
+  const auto both = gpubank::testing::run_process({gpubank, "twin", "preview", "--current", policies, "--proposed", policies,
+                                                   "--store", store_, "--workloads", inventory});
+  EXPECT_EQ(both.status, 2) << both.err;
+  EXPECT_NE(both.err.find("--store replays the recorded work"), std::string::npos) << both.err;
+  gpubank::testing::ScratchDir empty;
+  const std::string none = (empty.path() / "none.db").string();
+  ASSERT_TRUE(store::Store::open(none).ok());
+  const auto nothing = gpubank::testing::run_process({gpubank, "twin", "preview", "--current", policies, "--proposed",
+                                                      policies, "--inventory", inventory, "--store", none});
+  EXPECT_EQ(nothing.status, 1);
+  EXPECT_NE(nothing.err.find("no recorded work"), std::string::npos) << nothing.err;
 }
 
 }  // namespace

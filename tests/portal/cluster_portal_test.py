@@ -9,8 +9,9 @@ holding the example policies. As a group-admin of research: the header says the 
 only the Groups, Policies and Changes links show, the home page is the Groups page with
 every position GET /api/v1/groups answers (the ledger the controller keeps), the research
 group's page shows its queues as GET /api/v1/queues does, and the GPUs page says it is the
-twin's; the editor offers no impact preview (and says where to run
-one); lowering GPUQuotaPolicy/research-training-h100's maxCapacity is Applied at once, the
+twin's; the editor's impact preview replays the cluster's recorded work of the last 24 hours
+(the finished research job) and shows every figure POST /api/v1/proposals/preview answers;
+lowering GPUQuotaPolicy/research-training-h100's maxCapacity is Applied at once, the
 Changes page shows it on the cluster (the controller server-side applied it) and the
 policies API (the cluster's objects) has the new value; raising it again is Pending with no
 Approve button. As a platform-admin: Approve on the Changes page, then the change is on the
@@ -23,7 +24,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from portal_smoke_test import READ, Api, Mismatch, check, type_number, wait_ready  # noqa: E402
+from portal_smoke_test import PREVIEW_METRICS, READ, Api, Mismatch, check, shows, type_number, wait_ready  # noqa: E402
 from webdriver import WebDriver, WebDriverError  # noqa: E402
 
 POLICY = 'GPUQuotaPolicy/research-training-h100'
@@ -76,6 +77,34 @@ def submit(d, ga, comment, state):
     return pid
 
 
+def cluster_preview(d, ga, hours):
+    """Preview impact on the editor's document, replaying the last `hours` of the cluster's
+    recorded work, and checks every figure against the API's answer for the same document."""
+    d.execute_script("document.querySelector('[data-testid=preview-hours]').value = arguments[0]", str(hours))
+    d.click('[data-testid=preview-button]')
+    d.wait_for('[data-testid="panel-preview"]:not([data-state="loading"])', 300)
+    check(d.execute_script("return document.querySelector('[data-testid=panel-preview]').dataset.state") == 'ready',
+          f'the preview failed: {d.text("[data-testid=panel-preview]")}')
+    doc = d.execute_script("return document.querySelector('[data-testid=editor-yaml]').value")
+    want = ga.post('proposals/preview', {'document': doc, 'hours': hours})
+    check('1 workloads' in want['work'], f'the preview replayed {want["work"]!r}, not the one recorded job')
+    check(want['work'] in d.text('[data-testid=preview-work]'), f'the page says {d.text("[data-testid=preview-work]")!r}')
+    shown = d.execute_script(READ, 'preview-')
+    n = 0
+    for g in want['groups']:
+        key = f'{g["businessGroup"]}-{g["pool"]}'
+        for m in PREVIEW_METRICS:
+            diff = g['difference'][m] if 'difference' in g else g['proposed'][m] - g['current'][m]
+            for side, value in (('current', g['current'][m]), ('proposed', g['proposed'][m]), ('difference', diff)):
+                got = shown.get(f'preview-{side}-{m}-{key}')
+                check(shows(got, value, signed=side == 'difference'), f'preview {key} {side} {m}: page shows {got}, API says {value}')
+                n += 1
+    research = next(g for g in want['groups'] if (g['businessGroup'], g['pool']) == ('research', 'h100-rdma-training'))
+    check(abs(research['current']['usedGpuHours'] - 8 * (170 - 60) / 60) < 0.5,
+          f'the replay used {research["current"]["usedGpuHours"]} GPU-hours for research, not the job\'s 8 GPUs x 110 min')
+    print(f'ok: the {hours}-hour preview replays the recorded job ({want["work"]}); the page shows the API\'s {n} figures')
+
+
 def run(args, d):
     base = args.base_url
     ga = Api(base, args.group_admin_token)
@@ -114,13 +143,13 @@ def run(args, d):
     check(d.find_all('[data-testid="edit-GPUQuotaPolicy-research-training-h100"]'), 'no Edit link for research-training-h100')
     d.click('[data-testid="edit-GPUQuotaPolicy-research-training-h100"]')
     wait_ready(d, 'editor')
-    check(not d.find_all('[data-testid=preview-button]'), 'the controller\'s editor offers an impact preview it cannot run')
-    check('gpubank up' in d.text('[data-testid=preview-note]'), f'the editor says {d.text("[data-testid=preview-note]")!r}')
+    check('recorded work' in d.text('[data-testid=preview-note]'), f'the editor says {d.text("[data-testid=preview-note]")!r}')
     spec = ga.get(f'policies/{POLICY}')['object']['spec']
     got = d.execute_script("return document.querySelector('[data-testid=field-maxCapacity]').value")
     check(got == str(spec['maxCapacity']), f'the editor shows maxCapacity {got!r}, the cluster {spec["maxCapacity"]}')
 
     type_number(d, 'field-maxCapacity', spec['maxCapacity'] - 8)
+    cluster_preview(d, ga, 24)
     first = submit(d, ga, 'give back for now', 'Applied')
     check('server-side applies it' in d.text('[data-testid=proposal-result]'), f'the editor says {d.text("[data-testid=proposal-result]")!r}')
     print(f'ok: {first} lowering maxCapacity to {spec["maxCapacity"] - 8} is Applied (page and API)')
