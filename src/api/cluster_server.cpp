@@ -8,6 +8,7 @@
 
 #include "api/platform_http.hpp"
 #include "api/portal_routes.hpp"
+#include "core/timestamp.hpp"
 #include "store/store.hpp"
 
 namespace gpubank::api {
@@ -30,7 +31,7 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).
   install_session_routes(svr, options_.gate.get(), door_.get(),
                          Json{{"kind", "controller"},
-                              {"pages", Json::array({"groups", "policies", "changes"})},
+                              {"pages", Json::array({"groups", "bank", "policies", "changes"})},
                               {"preview", options_.preview_inventory != nullptr}});
   install_portal_routes(svr, options_.portal_dir);
 
@@ -103,6 +104,32 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
     }
     if (const auto scope = scope_of(who)) scope_ledger(page, *scope);
     send_json(res, page);
+  }));
+
+  svr.Get("/api/v1/reclaims", guard(gate, Need::Read, [this, snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {"limit"})) return send_error(res, 400, e->field, e->rule, e->message);
+    std::int64_t limit = 100;
+    if (auto e = read_int(req.params, "limit", 1, kMaxLimit, limit)) return send_error(res, 400, e->field, e->rule, e->message);
+    auto steps = reclaim_steps();
+    if (!steps) return send_error(res, 503, "", "audit.unavailable", "the reclaims were not read: " + steps.error());
+    const auto scope = scope_of(who);
+    Json all = controller::reclaims_view(*steps, snapshot().workloads,
+                                         scope ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(limit));
+    if (scope) scope_reclaims(all, *scope, static_cast<std::size_t>(limit));
+    send_json(res, Json{{"items", std::move(all)}});
+  }));
+  // The portal's pages read times against a clock; on a cluster it is the wall clock, and
+  // the ledger's times are Unix ms (so its start is the epoch).
+  svr.Get("/api/v1/clock", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const std::int64_t now = options_.now_ms ? options_.now_ms() : wall_ms();
+    send_json(res, Json{{"time", format_rfc3339(Timestamp(std::chrono::milliseconds(now)))},
+                        {"start", "1970-01-01T00:00:00Z"},
+                        {"virtualTimeMs", now},
+                        {"paused", false},
+                        {"speed", 1},
+                        {"finished", false},
+                        {"clock", "wall"}});
   }));
 
   PolicyHost host;
@@ -184,11 +211,28 @@ Expected<std::vector<bank::Position>> ClusterServer::positions() {
   return book_.positions();
 }
 
+Expected<bool> ClusterServer::refresh_audit_locked() {
+  if (!store_) return true;
+  return store::read_audit_after(*store_, audit_seq_, [&](const bank::AuditEntry& e) -> std::optional<std::string> {
+    if (controller::is_reclaim_step(e)) reclaim_steps_.push_back(e);
+    if (e.action != twin::preview::kWorkloadRecorded) return std::nullopt;
+    auto r = twin::preview::record_from_json(nlohmann::json::parse(e.numbers, nullptr, false));
+    if (!r) return "workload record at seq " + std::to_string(e.seq) + ": " + r.error();
+    records_.push_back(std::move(*r));
+    return std::nullopt;
+  });
+}
+
 Expected<std::vector<twin::preview::WorkloadRecord>> ClusterServer::records() {
   std::lock_guard lock(ledger_mu_);
-  if (!store_) return std::vector<twin::preview::WorkloadRecord>{};
-  if (auto read = twin::preview::read_records(*store_, records_seq_, records_); !read) return Unexpected{read.error()};
+  if (auto read = refresh_audit_locked(); !read) return Unexpected{read.error()};
   return records_;
+}
+
+Expected<std::vector<bank::AuditEntry>> ClusterServer::reclaim_steps() {
+  std::lock_guard lock(ledger_mu_);
+  if (auto read = refresh_audit_locked(); !read) return Unexpected{read.error()};
+  return reclaim_steps_;
 }
 
 Expected<int> ClusterServer::bind() {

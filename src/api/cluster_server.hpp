@@ -3,7 +3,8 @@
 // (platform_server.hpp), over what a controller has.
 //   GET  /, /portal/...                the portal (its session answer says "server":
 //                                      {"kind": "controller", "pages": [...]}: the pages
-//                                      that have data here: groups, policies, changes)
+//                                      that have data here: groups, bank, policies,
+//                                      changes)
 //   POST/GET/DELETE /api/v1/session
 //   GET  /api/v1/pools, /api/v1/groups the guardrails' pools and groups with the bank's
 //                                      positions, folded from the store's ledger (the one
@@ -12,6 +13,9 @@
 //   GET  /api/v1/workloads?businessGroup=&pool=&state=   /api/v1/workloads/<ns>/<name>
 //                                      Kueue's Workloads of those queues
 //   GET  /api/v1/ledger?after=&limit=  the store's ledger entries (after: a seq)
+//   GET  /api/v1/reclaims?limit=       the graceful reclaims the controller carried out
+//   GET  /api/v1/clock                 the wall clock: {"time", "start": the Unix epoch (the
+//                                      ledger's times are Unix ms), "clock": "wall"}
 //   (controller/cluster_view.hpp: the same shapes as `gpubank up`'s answers)
 //   GET  /api/v1/policies[/<Kind>/<name>]   the gpubank objects on the cluster, decoded
 //   GET/POST /api/v1/proposals, GET /api/v1/proposals/<id>,
@@ -100,8 +104,11 @@ class ClusterServer {
  private:
   // The store's ledger folded so far (positions), read on from `ledger_seq_` at each ask.
   Expected<std::vector<bank::Position>> positions();
-  // The recorded work, read on from `records_seq_` at each ask.
+  // What the audit log holds for the views (the recorded work, the reclaims' steps), read on
+  // from `audit_seq_` at each ask; under ledger_mu_.
+  Expected<bool> refresh_audit_locked();
   Expected<std::vector<twin::preview::WorkloadRecord>> records();
+  Expected<std::vector<bank::AuditEntry>> reclaim_steps();
 
   ClusterServerOptions options_;
   std::mutex ledger_mu_;
@@ -109,7 +116,8 @@ class ClusterServer {
   bank::LedgerBook book_;
   std::int64_t ledger_seq_ = 0;
   std::vector<twin::preview::WorkloadRecord> records_;
-  std::int64_t records_seq_ = 0;
+  std::vector<bank::AuditEntry> reclaim_steps_;
+  std::int64_t audit_seq_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<http::Door> door_;
   std::thread thread_;

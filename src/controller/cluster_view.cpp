@@ -1,6 +1,7 @@
 #include "controller/cluster_view.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "core/timestamp.hpp"
 #include "document/decode.hpp"
@@ -174,6 +175,72 @@ ViewJson workloads_view(const std::vector<ClusterWorkload>& workloads, const Wor
   ViewJson list = ViewJson::array();
   for (const ClusterWorkload* w : shown) list.push_back(workload_view(*w));
   return list;
+}
+
+bool is_reclaim_step(const bank::AuditEntry& e) {
+  return e.action == "ReclaimNoticeSent" || e.action == "ReclaimVictimStopped" || e.action == "ReclaimCancelled";
+}
+
+ViewJson reclaims_view(const std::vector<bank::AuditEntry>& steps, const std::vector<ClusterWorkload>& workloads,
+                       std::size_t limit) {
+  // The victim's group from the Workload, while it exists.
+  std::map<std::string, const ClusterWorkload*> by_key;
+  for (const ClusterWorkload& w : workloads) by_key[w.key] = &w;
+  std::vector<ViewJson> all;
+  std::map<std::string, std::size_t> open;  // victim -> its reclaim in `all`
+  for (const bank::AuditEntry& e : steps) {
+    if (!is_reclaim_step(e) || !e.object.starts_with("Workload/")) continue;
+    const std::string key = e.object.substr(std::string_view("Workload/").size());
+    const nlohmann::json numbers = nlohmann::json::parse(e.numbers, nullptr, false);
+    if (!numbers.is_object()) continue;
+    const ViewJson at = time_or_null(e.time_ms);
+    if (e.action == "ReclaimNoticeSent") {
+      const auto w = by_key.find(key);
+      ViewJson victim = ViewJson::object();
+      victim["workload"] = key;
+      victim["businessGroup"] = w == by_key.end() ? std::string() : w->second->group;
+      victim["gpus"] = numbers.value("gpus", std::int64_t{0});
+      victim["class"] = e.decision == "CheckpointRequested" ? "Checkpointable" : "LongStateless";
+      victim["notice"] = at;
+      victim["checkpointRequested"] = e.decision == "CheckpointRequested" ? at : ViewJson(nullptr);
+      victim["checkpointCompleted"] = nullptr;
+      victim["checkpointFailed"] = nullptr;
+      victim["stopped"] = nullptr;
+      victim["finished"] = nullptr;
+      victim["released"] = nullptr;
+      victim["recomputeLossGpuHours"] = 0.0;
+      ViewJson r = ViewJson::object();
+      r["id"] = "notice-" + std::to_string(e.seq);
+      r["lender"] = numbers.value("lender", "");
+      r["pool"] = numbers.value("pool", "");
+      r["demandGpus"] = numbers.value("gpus", std::int64_t{0});
+      r["started"] = at;
+      r["ended"] = nullptr;
+      r["result"] = "InProgress";
+      r["deadline"] = time_or_null(numbers.value("deadlineMs", std::int64_t{0}));
+      r["victims"] = ViewJson::array({victim});
+      open[key] = all.size();
+      all.push_back(std::move(r));
+      continue;
+    }
+    const auto it = open.find(key);
+    if (it == open.end()) continue;  // a step without its notice (recorded before the store was)
+    ViewJson& r = all[it->second];
+    ViewJson& victim = r["victims"][0];
+    r["ended"] = at;
+    if (e.action == "ReclaimVictimStopped") {
+      victim["stopped"] = at;
+      victim["recomputeLossGpuHours"] = numbers.value("recomputeLossGpuHours", 0.0);
+      r["result"] = "Completed";
+    } else {
+      victim["released"] = at;
+      r["result"] = "Cancelled";
+    }
+    open.erase(it);
+  }
+  ViewJson out = ViewJson::array();
+  for (auto it = all.rbegin(); it != all.rend() && out.size() < limit; ++it) out.push_back(std::move(*it));
+  return out;
 }
 
 }  // namespace gpubank::controller

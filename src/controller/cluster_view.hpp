@@ -9,6 +9,11 @@
 //   queues     the ClusterQueues gpubank renders: quota (nominal, borrowing and lending
 //              limits of the GPU resource) from spec, use and workload counts from status
 //   workloads  Kueue's Workloads of those queues: state, GPUs, group, pool, priority
+//   reclaims   graceful reclaims as the controller recorded their steps in the store's
+//              audit log (reclaim.hpp): one per notice to a victim, with its lender, pool,
+//              GPUs, deadline, the stop (and recompute loss) or the withdrawal that ended
+//              it (the job's checkpoint completion is not shown: the notice's reason and
+//              the stop's are)
 //
 // Pure functions of the snapshot; no I/O.
 #pragma once
@@ -18,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bank/audit.hpp"
 #include "bank/ledger.hpp"
 #include "controller/reclaim.hpp"
 #include "policy/policy_set.hpp"
@@ -46,5 +52,11 @@ struct WorkloadQuery {
 };
 [[nodiscard]] ViewJson workloads_view(const std::vector<ClusterWorkload>& workloads, const WorkloadQuery& query);
 [[nodiscard]] ViewJson workload_view(const ClusterWorkload& w);
+
+// Whether an audit entry is a step of a graceful reclaim (what reclaims_view reads).
+[[nodiscard]] bool is_reclaim_step(const bank::AuditEntry& e);
+// The newest `limit` reclaims, newest first, from the reclaim steps in seq order.
+[[nodiscard]] ViewJson reclaims_view(const std::vector<bank::AuditEntry>& steps,
+                                     const std::vector<ClusterWorkload>& workloads, std::size_t limit);
 
 }  // namespace gpubank::controller

@@ -105,6 +105,27 @@ def cluster_preview(d, ga, hours):
     print(f'ok: the {hours}-hour preview replays the recorded job ({want["work"]}); the page shows the API\'s {n} figures')
 
 
+def bank_page(d, base, ga):
+    """The Bank page on a cluster: the ledger the controller writes (times are wall times),
+    the leases in force on the cluster, and the reclaims (none here)."""
+    d.navigate(f'{base}/#/bank')
+    wait_ready(d, 'ledger', 'ledger-chart', 'reclaims', 'leases')
+    ledger = ga.get('ledger?limit=1000')['items']
+    check(ledger, 'GET /api/v1/ledger is empty: the controller kept no ledger')
+    rows = d.execute_script("return [...document.querySelectorAll('[data-testid=ledger-table] tbody tr')].map((r) => r.dataset.testid)")
+    want = [f'ledger-row-{e["seq"]}' for e in reversed(ledger[-50:])]
+    check(rows == want, f'the ledger table lists {rows[:5]}..., the API {want[:5]}...')
+    first = ledger[-1]
+    shown = d.text(f'[data-testid="ledger-row-{first["seq"]}"] td:nth-child(2)')
+    check(shown[:10] == time.strftime('%Y-%m-%d', time.gmtime(first['timeMs'] / 1000)), f'the ledger shows time {shown!r} for Unix ms {first["timeMs"]}')
+    leases = [i['metadata']['name'] for i in ga.get('policies')['items'] if i['kind'] == 'CapacityLease']
+    for name in leases:
+        check(d.find_all(f'[data-testid="lease-row-{name}"]'), f'the Bank page does not list the lease {name}')
+    check(d.text('[data-testid=reclaim-list]') == 'No reclaims yet.', f'the reclaims panel says {d.text("[data-testid=reclaim-list]")!r}')
+    print(f'ok: the Bank page shows the {len(rows)} newest of the {len(ledger)} ledger entries at their wall times, '
+          f'the {len(leases)} leases on the cluster and no reclaims')
+
+
 def run(args, d):
     base = args.base_url
     ga = Api(base, args.group_admin_token)
@@ -112,7 +133,7 @@ def run(args, d):
     sign_in(d, base, args.group_admin_token, first=True)
     shown = [a for a in d.execute_script(
         "return [...document.querySelectorAll('[data-nav]')].filter((a) => !a.hidden).map((a) => a.dataset.nav)")]
-    check(shown == ['groups', 'policies', 'changes'], f'the controller\'s portal links {shown}, not groups, policies and changes')
+    check(shown == ['groups', 'bank', 'policies', 'changes'], f'the controller\'s portal links {shown}, not groups, bank, policies and changes')
     check(d.text('[data-testid=clock]') == 'cluster · live', f'the header says {d.text("[data-testid=clock]")!r}')
     groups = ga.get('groups')
     positions = [(g['name'], p) for g in groups for p in g['positions']]
@@ -135,8 +156,9 @@ def run(args, d):
     print(f'ok: the research page shows its {len(queues)} queues as GET /api/v1/queues does')
     d.navigate(f'{base}/#/gpus')
     d.wait_for('[data-testid=not-served]')
-    check('groups, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
-    print('ok: the portal shows the cluster, links Groups, Policies and Changes only, and says the GPUs page is the twin\'s')
+    check('groups, bank, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
+    print('ok: the portal shows the cluster, links Groups, Bank, Policies and Changes only, and says the GPUs page is the twin\'s')
+    bank_page(d, base, ga)
 
     d.navigate(f'{base}/#/policies')
     wait_ready(d, 'policies')
