@@ -38,12 +38,17 @@ export default function governance(root, ctx) {
     if (a.state !== 'ReclaimCandidate') return '';
     return mayDecide(a) ? decide(a, reload) : h('span', { class: 'muted' }, 'waits for a group or platform admin');
   };
+  // On a cluster the alerts are what `gpubank scan --store` recorded; its reports read
+  // Prometheus, which the controller does not: those panels are the twin's.
+  const cluster = ctx.session.server?.kind === 'controller';
   const alerts = panel('Low-utilisation alerts', 'governance-alerts', async () => {
     const a = await get('governance/alerts', null, ctx.opts);
     const verdicts = Object.entries(a.verdicts || {});
     return [
-      h('p', { class: 'note' }, `Last scan ${fmtTime(a.scannedAt)}, every ${a.scanEverySeconds} s, ${a.scans} scans. Verdicts of the last scan: `,
-        verdicts.length ? verdicts.map(([k, v], i) => [i ? ', ' : '', `${k} `, num(v, { testid: `verdict-${k}` })]) : 'none'),
+      cluster
+        ? h('p', { class: 'note', 'data-testid': 'alerts-source' }, 'As gpubank scan --store recorded them; a decision here is recorded as gpubank scan approve records it, and the controller carries it out.')
+        : h('p', { class: 'note' }, `Last scan ${fmtTime(a.scannedAt)}, every ${a.scanEverySeconds} s, ${a.scans} scans. Verdicts of the last scan: `,
+          verdicts.length ? verdicts.map(([k, v], i) => [i ? ', ' : '', `${k} `, num(v, { testid: `verdict-${k}` })]) : 'none'),
       h('h3', {}, 'Open (', h('span', { 'data-testid': 'alerts-open-count' }, String(a.open.length)), ')'),
       alertsTable(a.open, 'alerts-open', { decision: (x) => decisionCell(x, () => alerts.reload()) }),
       h('h3', {}, 'Recently resolved'),
@@ -59,6 +64,11 @@ export default function governance(root, ctx) {
     ];
   });
 
+  if (cluster) {
+    root.append(h('h1', {}, 'Governance'), alerts,
+      h('p', { class: 'muted', 'data-testid': 'reports-elsewhere' }, 'The leaderboard, KPIs and showback read Prometheus: gpubank report --prometheus URL shows them for this cluster.'));
+    return;
+  }
   const leaderboard = panel('Leaderboard (least idle waste first)', 'leaderboard', async () => {
     const r = await get('governance/leaderboard', null, ctx.opts);
     return [window_(r), h('p', { class: 'note' }, `Ranked with at least ${r.minGpuHours} allocated GPU-hours; others are listed unranked.`),

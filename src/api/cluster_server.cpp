@@ -9,6 +9,7 @@
 #include "api/platform_http.hpp"
 #include "api/portal_routes.hpp"
 #include "core/timestamp.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "store/store.hpp"
 
 namespace gpubank::api {
@@ -31,7 +32,7 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).
   install_session_routes(svr, options_.gate.get(), door_.get(),
                          Json{{"kind", "controller"},
-                              {"pages", Json::array({"groups", "bank", "policies", "changes"})},
+                              {"pages", Json::array({"groups", "bank", "governance", "policies", "changes"})},
                               {"preview", options_.preview_inventory != nullptr}});
   install_portal_routes(svr, options_.portal_dir);
 
@@ -118,6 +119,65 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
     if (scope) scope_reclaims(all, *scope, static_cast<std::size_t>(limit));
     send_json(res, Json{{"items", std::move(all)}});
   }));
+  // Low-utilisation alerts as `gpubank scan --store` recorded them; a decision is recorded
+  // the way `gpubank scan approve` records it, and the controller acts on it.
+  svr.Get("/api/v1/governance/alerts", guard(gate, Need::Read, [this, snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const policy::PolicySet policies = snapshot().policies;
+    Json open = Json::array();
+    {
+      std::lock_guard lock(ledger_mu_);
+      if (store_) {
+        if (auto read = governance::refresh(*store_, alerts_); !read) {
+          return send_error(res, 503, "", "audit.unavailable", "the alerts were not read: " + read.error());
+        }
+      }
+      for (const auto& [uid, a] : alerts_.open) {
+        Json j = governance::to_json(a);
+        if (a.state == governance::AlertState::ReclaimCandidate && !a.decision) {
+          j["downgradeOptions"] = governance::downgrade_options(a, policies);
+        }
+        open.push_back(std::move(j));
+      }
+    }
+    // The scans are `gpubank scan`'s (another process): their counts are not known here.
+    Json out{{"scannedAt", nullptr}, {"source", "store"}, {"open", std::move(open)}, {"resolved", Json::array()}};
+    if (const auto scope = scope_of(who)) scope_alerts(out, *scope);
+    send_json(res, out);
+  }));
+  svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this, snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+    const std::string uid = req.matches[1];
+    const auto decision = read_decision(req, res, who);
+    if (!decision) return;
+    if (!store_) return send_error(res, 404, "", "governance.off", "this controller has no store");
+    const policy::PolicySet policies = snapshot().policies;
+    std::lock_guard lock(ledger_mu_);
+    if (auto read = governance::refresh(*store_, alerts_); !read) {
+      return send_error(res, 503, "", "audit.unavailable", "the alerts were not read: " + read.error());
+    }
+    const auto alert = alerts_.open.find(uid);
+    // A scoped caller learns nothing of another group's alerts, not even that one is open.
+    if (alert == alerts_.open.end() || (scope_of(who) && alert->second.evidence.business_group != *scope_of(who))) {
+      return send_error(res, 404, "", "api.not-found", "no open low-utilisation alert for workload " + uid.substr(0, 253));
+    }
+    governance::DecisionRequest request;
+    request.workload_uid = uid;
+    request.approve = decision->approve;
+    request.user.username = "api:" + who.subject;
+    request.reason = decision->reason;
+    request.downgrade_to = decision->downgrade_to;
+    const std::int64_t now = options_.now_ms ? options_.now_ms() : wall_ms();
+    auto t = governance::decide_with_authority(alerts_.open, request, policies, now);
+    if (!t) return send_decision_error(res, t.error());
+    const std::vector<governance::Transition> transitions{*t};
+    if (auto recorded = governance::record(*store_, alerts_, transitions, now); !recorded) {
+      return send_error(res, 503, "", "audit.unavailable", "the decision was not recorded: " + recorded.error());
+    }
+    if (options_.changed) options_.changed();  // the controller reads approvals at its next pass
+    const auto after = alerts_.open.find(uid);
+    send_json(res, after != alerts_.open.end() ? governance::to_json(after->second) : Json::object());
+  }));
+
   // The portal's pages read times against a clock; on a cluster it is the wall clock, and
   // the ledger's times are Unix ms (so its start is the epoch).
   svr.Get("/api/v1/clock", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
@@ -159,18 +219,8 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
       std::vector<twin::preview::WorkloadRecord> live;
       for (const controller::ClusterWorkload& w : snapshot().workloads) {
         if (w.finished || !w.active || w.gpus_per_pod <= 0) continue;
-        twin::preview::WorkloadRecord r;
-        r.key = w.key;
-        r.business_group = w.group;
-        r.pool = w.pool;
-        r.pods = std::max<std::int64_t>(1, w.pods);
-        r.gpus_per_pod = w.gpus_per_pod;
-        r.workload_type = w.workload_type;
-        r.checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
-        r.priority_class = w.priority_class;
-        r.created_ms = w.created_ms;
-        r.started_ms = w.admitted ? std::max(w.admitted_at_ms, w.created_ms) : 0;
-        live.push_back(std::move(r));
+        // Admitted at an unknown time (no QuotaReserved time): since its creation.
+        live.push_back(controller::work_record(w, w.admitted ? std::max<std::int64_t>(w.admitted_at_ms, 1) : 0));
       }
       twin::preview::Work work;
       work.scenario = twin::preview::replay_scenario(*recorded, live, from, to, twin::preview::priority_classes(in_force));
@@ -235,16 +285,7 @@ Expected<std::vector<bank::AuditEntry>> ClusterServer::reclaim_steps() {
   return reclaim_steps_;
 }
 
-Expected<int> ClusterServer::bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = server_->bind_to_any_port(options_.address);
-    if (port < 0) return Unexpected{"cannot bind " + options_.address + " to any port"};
-  } else if (!server_->bind_to_port(options_.address, port)) {
-    return Unexpected{"cannot bind " + options_.address + ":" + std::to_string(port) + " (in use?)"};
-  }
-  return port;
-}
+Expected<int> ClusterServer::bind() { return bind_server(*server_, options_.address, options_.port); }
 
 void ClusterServer::start() {
   thread_ = std::thread([this] { server_->listen_after_bind(); });

@@ -3,8 +3,8 @@
 // (platform_server.hpp), over what a controller has.
 //   GET  /, /portal/...                the portal (its session answer says "server":
 //                                      {"kind": "controller", "pages": [...]}: the pages
-//                                      that have data here: groups, bank, policies,
-//                                      changes)
+//                                      that have data here: groups, bank, governance,
+//                                      policies, changes)
 //   POST/GET/DELETE /api/v1/session
 //   GET  /api/v1/pools, /api/v1/groups the guardrails' pools and groups with the bank's
 //                                      positions, folded from the store's ledger (the one
@@ -14,6 +14,13 @@
 //                                      Kueue's Workloads of those queues
 //   GET  /api/v1/ledger?after=&limit=  the store's ledger entries (after: a seq)
 //   GET  /api/v1/reclaims?limit=       the graceful reclaims the controller carried out
+//   GET  /api/v1/governance/alerts     the open low-utilisation alerts `gpubank scan --store`
+//                                      recorded in the same store (governance/alert_store.hpp)
+//   POST /api/v1/governance/alerts/<uid>/decision {"decision", "reason", "downgradeTo"}
+//                                      a platform-admin's or the group's admin's decision on a
+//                                      ReclaimCandidate, recorded as `gpubank scan approve`
+//                                      records it; the controller stops or downgrades the
+//                                      workload (reclaim.hpp)
 //   GET  /api/v1/clock                 the wall clock: {"time", "start": the Unix epoch (the
 //                                      ledger's times are Unix ms), "clock": "wall"}
 //   (controller/cluster_view.hpp: the same shapes as `gpubank up`'s answers)
@@ -45,6 +52,7 @@
 #include "auth/gate.hpp"
 #include "bank/ledger.hpp"
 #include "controller/cluster_view.hpp"
+#include "governance/alert_store.hpp"
 #include "core/expected.hpp"
 #include "policy/policy_set.hpp"
 #include "proposals/proposals.hpp"
@@ -117,6 +125,7 @@ class ClusterServer {
   std::int64_t ledger_seq_ = 0;
   std::vector<twin::preview::WorkloadRecord> records_;
   std::vector<bank::AuditEntry> reclaim_steps_;
+  governance::AlertBook alerts_;  // read on at each ask, under ledger_mu_
   std::int64_t audit_seq_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<http::Door> door_;

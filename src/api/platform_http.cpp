@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/escape.hpp"
+#include "governance/reclaim_approval.hpp"
 
 namespace gpubank::api::http {
 
@@ -275,6 +276,79 @@ void harden(httplib::Server& svr) {
       {"Cross-Origin-Opener-Policy", "same-origin"},
       {"Cross-Origin-Resource-Policy", "same-origin"},
   });
+}
+
+std::optional<DecisionBody> read_decision(const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  if (who.role != auth::Role::PlatformAdmin && who.role != auth::Role::GroupAdmin) {
+    send_error(res, 403, "", "governance.decision-forbidden",
+               "role " + std::string(auth::role_name(who.role)) +
+                   " may not decide on a reclaim: a platform-admin, or a group-admin of the alert's group, decides");
+    return std::nullopt;
+  }
+  const auto body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
+    return std::nullopt;
+  }
+  for (const auto& [key, value] : body.items()) {
+    if (key != "decision" && key != "reason" && key != "downgradeTo") {
+      send_error(res, 400, key, "request.unknown-field", "unknown field \"" + key.substr(0, 64) + "\"; known: decision, reason, downgradeTo");
+      return std::nullopt;
+    }
+  }
+  if (!body.contains("decision") || !body["decision"].is_string() ||
+      (body["decision"] != "approve" && body["decision"] != "reject")) {
+    send_error(res, 400, "decision", "request.out-of-range", "decision must be \"approve\" or \"reject\"");
+    return std::nullopt;
+  }
+  DecisionBody out;
+  out.approve = body["decision"] == "approve";
+  if (body.contains("reason")) {
+    if (!body["reason"].is_string() || body["reason"].get<std::string>().size() > governance::kMaxDecisionReasonLength) {
+      send_error(res, 400, "reason", "request.out-of-range",
+                 "reason must be a string of at most " + std::to_string(governance::kMaxDecisionReasonLength) + " bytes");
+      return std::nullopt;
+    }
+    out.reason = body["reason"].get<std::string>();
+  }
+  if (body.contains("downgradeTo")) {
+    if (!body["downgradeTo"].is_string() || body["downgradeTo"].get<std::string>().empty() ||
+        body["downgradeTo"].get<std::string>().size() > 253) {
+      send_error(res, 400, "downgradeTo", "request.out-of-range", "downgradeTo must be a WorkloadPriorityClass name of 1 to 253 bytes");
+      return std::nullopt;
+    }
+    if (!out.approve) {
+      send_error(res, 400, "downgradeTo", "request.out-of-range", "downgradeTo goes only with decision approve");
+      return std::nullopt;
+    }
+    out.downgrade_to = body["downgradeTo"].get<std::string>();
+  }
+  return out;
+}
+
+void send_decision_error(httplib::Response& res, const std::string& e) {
+  // "downgradeTo: governance.downgrade-<rule>: ..." (governance/reclaim_approval.cpp): the
+  // class is refused, a field error.
+  constexpr std::string_view kField = "downgradeTo: ";
+  if (e.rfind(kField, 0) == 0) {
+    const std::string rest = e.substr(kField.size());
+    const auto colon = rest.find(": ");
+    return send_error(res, 422, "downgradeTo", colon == std::string::npos ? "governance.downgrade" : rest.substr(0, colon),
+                      colon == std::string::npos ? rest : rest.substr(colon + 2));
+  }
+  send_error(res, 409, "", "api.conflict", e);
+}
+
+Expected<int> bind_server(httplib::Server& svr, const std::string& address, int port) {
+  if (port == 0) {
+    const int any = svr.bind_to_any_port(address);
+    if (any < 0) return Unexpected{"cannot bind " + address + " to any port"};
+    return any;
+  }
+  if (!svr.bind_to_port(address, port)) {
+    return Unexpected{"cannot bind " + address + ":" + std::to_string(port) + " (in use?)"};
+  }
+  return port;
 }
 
 }  // namespace gpubank::api::http

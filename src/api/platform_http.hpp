@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/access.hpp"
+#include "core/expected.hpp"
 #include "api/platform_server.hpp"
 #include "auth/gate.hpp"
 
@@ -60,6 +61,22 @@ std::optional<auth::Principal> admit(const Door* door, Need need, const httplib:
 using Guarded = std::function<void(const httplib::Request&, httplib::Response&, const auth::Principal&)>;
 // The handler behind admit(); `audited` false for a POST that changes nothing (a preview).
 httplib::Server::Handler guard(const Door* door, Need need, Guarded handler, bool audited = true);
+
+// A decision on a low-utilisation ReclaimCandidate (governance/reclaim_approval.hpp): only a
+// platform-admin or a group-admin decides (403 governance.decision-forbidden otherwise);
+// the body {"decision": "approve" | "reject", "reason", "downgradeTo"} is checked field by
+// field. The error is sent and none returned otherwise.
+struct DecisionBody {
+  bool approve = false;
+  std::string reason, downgrade_to;
+};
+std::optional<DecisionBody> read_decision(const httplib::Request& req, httplib::Response& res, const auth::Principal& who);
+// A decision the rules refused: a refused downgradeTo class is a field error (422), the rest
+// a conflict with the alert's state (409).
+void send_decision_error(httplib::Response& res, const std::string& error);
+
+// Binds `svr` to address:port (0: any free port); the port, or why not.
+Expected<int> bind_server(httplib::Server& svr, const std::string& address, int port);
 
 // 403 naming the group when a scoped principal asks for another group's details.
 bool other_group(httplib::Response& res, const auth::Principal& who, const std::string& group, const char* what);

@@ -143,16 +143,7 @@ void PlatformServer::with_platform(const std::function<void(twin::live::Platform
   f(*platform_);
 }
 
-Expected<int> PlatformServer::bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = server_->bind_to_any_port(options_.address);
-    if (port < 0) return Unexpected{"cannot bind " + options_.address + " to any port"};
-  } else if (!server_->bind_to_port(options_.address, port)) {
-    return Unexpected{"cannot bind " + options_.address + ":" + std::to_string(port) + " (in use?)"};
-  }
-  return port;
-}
+Expected<int> PlatformServer::bind() { return bind_server(*server_, options_.address, options_.port); }
 
 bool PlatformServer::serve() {
   // The clock starts once the server listens: a day that ends at once may stop the
@@ -411,45 +402,8 @@ void PlatformServer::install_routes() {
   // audited with the caller.
   svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uid = req.matches[1];
-    if (who.role != auth::Role::PlatformAdmin && who.role != auth::Role::GroupAdmin) {
-      return send_error(res, 403, "", "governance.decision-forbidden",
-                        "role " + std::string(auth::role_name(who.role)) +
-                            " may not decide on a reclaim: a platform-admin, or a group-admin of the alert's group, decides");
-    }
-    const auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) {
-      return send_error(res, 400, "", "request.invalid-json", "the body must be a JSON object");
-    }
-    for (const auto& [key, value] : body.items()) {
-      if (key != "decision" && key != "reason" && key != "downgradeTo") {
-        return send_error(res, 400, key, "request.unknown-field",
-                          "unknown field \"" + key.substr(0, 64) + "\"; known: decision, reason, downgradeTo");
-      }
-    }
-    if (!body.contains("decision") || !body["decision"].is_string() ||
-        (body["decision"] != "approve" && body["decision"] != "reject")) {
-      return send_error(res, 400, "decision", "request.out-of-range", "decision must be \"approve\" or \"reject\"");
-    }
-    std::string reason;
-    if (body.contains("reason")) {
-      if (!body["reason"].is_string() || body["reason"].get<std::string>().size() > governance::kMaxDecisionReasonLength) {
-        return send_error(res, 400, "reason", "request.out-of-range",
-                          "reason must be a string of at most " + std::to_string(governance::kMaxDecisionReasonLength) + " bytes");
-      }
-      reason = body["reason"].get<std::string>();
-    }
-    std::string downgrade_to;
-    if (body.contains("downgradeTo")) {
-      if (!body["downgradeTo"].is_string() || body["downgradeTo"].get<std::string>().empty() ||
-          body["downgradeTo"].get<std::string>().size() > 253) {
-        return send_error(res, 400, "downgradeTo", "request.out-of-range",
-                          "downgradeTo must be a WorkloadPriorityClass name of 1 to 253 bytes");
-      }
-      if (body["decision"] != "approve") {
-        return send_error(res, 400, "downgradeTo", "request.out-of-range", "downgradeTo goes only with decision approve");
-      }
-      downgrade_to = body["downgradeTo"].get<std::string>();
-    }
+    const auto decision = read_decision(req, res, who);
+    if (!decision) return;
     std::lock_guard lock(mu_);
     const twin::live::TwinGovernance* g = platform_->governance();
     if (g == nullptr) return send_error(res, 404, "", "governance.off", "this platform runs without governance");
@@ -459,20 +413,10 @@ void PlatformServer::install_routes() {
         (scope_of(who) && alert->second.evidence.business_group != *scope_of(who))) {
       return send_error(res, 404, "", "api.not-found", "no open low-utilisation alert for workload " + uid.substr(0, 253));
     }
-    auto done = platform_->decide_reclaim(uid, body["decision"] == "approve", reason, "api:" + who.subject, downgrade_to);
+    auto done = platform_->decide_reclaim(uid, decision->approve, decision->reason, "api:" + who.subject, decision->downgrade_to);
     if (!done) {
-      const std::string& e = done.error();
-      if (e.rfind("not journalled", 0) == 0) return send_error(res, 503, "", "api.journal", e);
-      // "downgradeTo: governance.downgrade-<rule>: ..." (governance/reclaim_approval.cpp): the
-      // class is refused, a field error.
-      constexpr std::string_view kField = "downgradeTo: ";
-      if (e.rfind(kField, 0) == 0) {
-        const std::string rest = e.substr(kField.size());
-        const auto colon = rest.find(": ");
-        return send_error(res, 422, "downgradeTo", colon == std::string::npos ? "governance.downgrade" : rest.substr(0, colon),
-                          colon == std::string::npos ? rest : rest.substr(colon + 2));
-      }
-      return send_error(res, 409, "", "api.conflict", e);
+      if (done.error().rfind("not journalled", 0) == 0) return send_error(res, 503, "", "api.journal", done.error());
+      return send_decision_error(res, done.error());
     }
     advance_locked(platform_->now());
     const auto after = g->open_alerts().find(uid);

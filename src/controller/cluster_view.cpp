@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "bank/position_views.hpp"
 #include "core/timestamp.hpp"
-#include "document/decode.hpp"
-#include "policy/schema.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::controller {
@@ -27,65 +26,14 @@ ViewJson count_of(const nlohmann::json& q) {
   return nullptr;
 }
 
-template <class E>
-std::string enum_text(E value) {
-  for (const auto& [v, name] : doc::EnumNames<E>::values) {
-    if (v == value) return std::string(name);
-  }
-  return {};
-}
-
 }  // namespace
 
 ViewJson pools_view(const policy::PolicySet& policies, const std::vector<bank::Position>& positions) {
-  ViewJson list = ViewJson::array();
-  const auto* g = policies.guardrails_spec();
-  if (g == nullptr) return list;
-  for (const auto& pool : g->pools) {
-    std::int64_t used = 0, guaranteed = 0;
-    for (const auto& p : positions) {
-      if (p.pool != pool.name) continue;
-      used += p.used;
-      guaranteed += p.guaranteed;
-    }
-    ViewJson j = ViewJson::object();
-    j["name"] = pool.name;
-    j["gpuModel"] = pool.gpu_model;
-    j["partition"] = pool.partition;
-    j["role"] = enum_text(pool.role);
-    j["capacity"] = pool.capacity;
-    j["guaranteed"] = guaranteed;
-    j["used"] = used;
-    j["free"] = std::max<std::int64_t>(0, pool.capacity - used);
-    list.push_back(std::move(j));
-  }
-  return list;
+  return bank::pools_json(policies.guardrails_spec(), positions);
 }
 
 ViewJson groups_view(const policy::PolicySet& policies, const std::vector<bank::Position>& positions) {
-  ViewJson list = ViewJson::array();
-  const auto* g = policies.guardrails_spec();
-  if (g == nullptr) return list;
-  for (const auto& group : g->groups) {
-    ViewJson j = ViewJson::object();
-    j["name"] = group.name;
-    j["costCenter"] = group.cost_center;
-    j["namespaces"] = group.effective_namespaces();
-    ViewJson pools = ViewJson::array();
-    for (const auto& p : positions) {
-      if (p.business_group != group.name) continue;
-      pools.push_back({{"pool", p.pool},
-                       {"guaranteed", p.guaranteed},
-                       {"used", p.used},
-                       {"borrowed", p.borrowed},
-                       {"lent", p.lent},
-                       {"borrowable", p.borrowable},
-                       {"lendingFloor", p.lending_floor}});
-    }
-    j["positions"] = std::move(pools);
-    list.push_back(std::move(j));
-  }
-  return list;
+  return bank::groups_json(policies.guardrails_spec(), positions);
 }
 
 ViewJson queues_view(const std::vector<nlohmann::json>& cluster_queues) {
@@ -175,6 +123,22 @@ ViewJson workloads_view(const std::vector<ClusterWorkload>& workloads, const Wor
   ViewJson list = ViewJson::array();
   for (const ClusterWorkload* w : shown) list.push_back(workload_view(*w));
   return list;
+}
+
+twin::preview::WorkloadRecord work_record(const ClusterWorkload& w, std::int64_t started_ms) {
+  twin::preview::WorkloadRecord r;
+  r.key = w.key;
+  r.business_group = w.group;
+  r.pool = w.pool;
+  r.pods = std::max<std::int64_t>(1, w.pods);
+  r.gpus_per_pod = w.gpus_per_pod;
+  r.workload_type = w.workload_type;
+  r.checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
+  r.priority_class = w.priority_class;
+  r.created_ms = w.created_ms;
+  r.started_ms = started_ms > 0 ? std::max(started_ms, w.created_ms) : 0;
+  r.finished_ms = w.finished && w.finished_ms > 0 ? std::max(w.finished_ms, r.started_ms) : 0;
+  return r;
 }
 
 bool is_reclaim_step(const bank::AuditEntry& e) {

@@ -27,6 +27,7 @@
 #include "bank/ledger.hpp"
 #include "controller/reclaim.hpp"
 #include "policy/policy_set.hpp"
+#include "twin/preview/recorded_work.hpp"
 
 namespace gpubank::controller {
 
@@ -52,6 +53,10 @@ struct WorkloadQuery {
 };
 [[nodiscard]] ViewJson workloads_view(const std::vector<ClusterWorkload>& workloads, const WorkloadQuery& query);
 [[nodiscard]] ViewJson workload_view(const ClusterWorkload& w);
+
+// A Workload as the impact preview replays it (twin/preview/recorded_work.hpp): started at
+// `started_ms` (0: it never held quota), finished at its Finished time when it finished.
+[[nodiscard]] twin::preview::WorkloadRecord work_record(const ClusterWorkload& w, std::int64_t started_ms);
 
 // Whether an audit entry is a step of a graceful reclaim (what reclaims_view reads).
 [[nodiscard]] bool is_reclaim_step(const bank::AuditEntry& e);

@@ -62,23 +62,6 @@ std::string metric_action(Action action) {
   return {};
 }
 
-// A finished Workload as the impact preview replays it; `started_ms`: when it reserved quota.
-twin::preview::WorkloadRecord record_of(const ClusterWorkload& w, std::int64_t started_ms) {
-  twin::preview::WorkloadRecord r;
-  r.key = w.key;
-  r.business_group = w.group;
-  r.pool = w.pool;
-  r.pods = std::max<std::int64_t>(1, w.pods);
-  r.gpus_per_pod = w.gpus_per_pod;
-  r.workload_type = w.workload_type;
-  r.checkpointable = std::find(w.traits.begin(), w.traits.end(), "checkpointable") != w.traits.end();
-  r.priority_class = w.priority_class;
-  r.created_ms = w.created_ms;
-  r.started_ms = std::max(started_ms, w.created_ms);
-  r.finished_ms = std::max(w.finished_ms, r.started_ms);
-  return r;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
@@ -363,7 +346,7 @@ struct Controller::Impl {
         }
       }
       if (started == 0) continue;
-      const twin::preview::WorkloadRecord r = record_of(w, started);
+      const twin::preview::WorkloadRecord r = work_record(w, started);
       if (recorded.contains(r.id())) continue;
       entries.push_back(twin::preview::audit_entry(r, "gpubank-controller/" + options.identity, now));
       ids.push_back(r.id());

@@ -60,6 +60,7 @@ TEST_F(ControllerPortalAccess, EveryEndpointWithEveryRole) {
       {"GET", "/api/v1/ledger", all(401, 200)},
       {"GET", "/api/v1/reclaims", all(401, 200)},
       {"GET", "/api/v1/clock", all(401, 200)},
+      {"GET", "/api/v1/governance/alerts", all(401, 200)},
       {"GET", "/api/v1/policies", all(401, 200)},
       {"GET", "/api/v1/policies/GPUQuotaPolicy/research-training-h100", all(401, 200)},
       {"GET", "/api/v1/proposals", all(401, 200)},

@@ -16,7 +16,7 @@
 
 #include "auth/gate.hpp"
 #include "core/timestamp.hpp"
-#include "cluster_fixture.hpp"
+#include "portal_fixture.hpp"
 #include "k8s/fake_client.hpp"
 #include "support/process.hpp"
 #include "support/promtool.hpp"  // ScratchDir
@@ -65,20 +65,7 @@ TEST_F(ControllerPortalBrowser, AGroupAdminsChangeReachesTheClusterThroughThePor
   put_policies({gpubank::testing::examples_dir() + "/policies"});
   // A research job of one 8-GPU pod that ran from 2 h 50 min to 1 h ago: the recorded work
   // the editor's impact preview replays.
-  json container{{"name", "trainer"}, {"image", "trainer:1"}};
-  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
-  json pod_set{{"name", "main"}, {"count", 1}};
-  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
-  pod_set["template"]["spec"]["containers"] = json::array({container});
-  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
-  w["metadata"] = {{"name", "done-a"}, {"namespace", "research"}};
-  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
-  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
-  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
-                                {"lastTransitionTime", before_now(std::chrono::minutes(170))}, {"message", ""}},
-                               {{"type", "Finished"}, {"status", "True"}, {"reason", "Succeeded"},
-                                {"lastTransitionTime", before_now(std::chrono::minutes(60))}, {"message", ""}}};
-  put_object(w);
+  put_object(testing::research_workload("done-a", before_now(std::chrono::minutes(170)), before_now(std::chrono::minutes(60))));
   gpubank::testing::ScratchDir dir;
   const std::string kubeconfig = testing::write_kubeconfig(*fake_, dir.path());
   const std::string store = (dir.path() / "gpubank.db").string();

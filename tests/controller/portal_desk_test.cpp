@@ -14,6 +14,8 @@
 #include "controller/manager.hpp"
 #include "k8s/fake_client.hpp"
 #include "proposals/proposals.hpp"
+#include "governance/alert_store.hpp"
+#include "governance/reclaim_approval.hpp"
 #include "store/store.hpp"
 #include "support/process.hpp"
 #include "support/promtool.hpp"  // ScratchDir
@@ -38,7 +40,7 @@ TEST_F(ControllerPortal, AnApprovedChangeIsServerSideAppliedAndRendered) {
   ASSERT_TRUE(session);
   ASSERT_EQ(session->status, 200) << session->body;
   EXPECT_EQ(json::parse(session->body)["server"],
-            (json{{"kind", "controller"}, {"pages", json::array({"groups", "bank", "policies", "changes"})}, {"preview", false}}));
+            (json{{"kind", "controller"}, {"pages", json::array({"groups", "bank", "governance", "policies", "changes"})}, {"preview", false}}));
 
   // Anonymous: 401; the impact preview is off here, with its reason.
   httplib::Client anonymous("127.0.0.1", port_);
@@ -175,20 +177,7 @@ TEST_F(ControllerPortal, TheClusterViewsAnswerWhatTheLedgerAndTheQueuesSay) {
   const std::string admin = token(auth::Role::PlatformAdmin, "", "pat");
   const std::string outsider = token(auth::Role::Viewer, "ads", "ann");
   // Kueue admitted one research job of one 8-GPU pod.
-  json container{{"name", "trainer"}, {"image", "trainer:1"}};
-  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
-  json pod_set{{"name", "main"}, {"count", 1}};
-  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
-  pod_set["template"]["spec"]["containers"] = json::array({container});
-  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
-  w["metadata"] = {{"name", "train-a"}, {"namespace", "research"}};
-  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
-  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
-  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
-                                {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}},
-                               {{"type", "Admitted"}, {"status", "True"}, {"reason", "Admitted"},
-                                {"lastTransitionTime", "2026-01-01T00:00:00Z"}, {"message", ""}}};
-  put_object(w);
+  put_object(testing::research_workload("train-a", "2026-01-01T00:00:00Z"));
 
   auto get = [&](const std::string& bearer, const std::string& path, int status = 200) {
     auto res = call(bearer, "GET", path);
@@ -283,20 +272,7 @@ class ControllerPortalPreview : public ControllerPortal {
 TEST_F(ControllerPortalPreview, FinishedWorkIsRecordedOnceAndReplayedByThePreview) {
   const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
   // A research job of one 8-GPU pod that held quota from 00:10 to 02:10 and finished.
-  json container{{"name", "trainer"}, {"image", "trainer:1"}};
-  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
-  json pod_set{{"name", "main"}, {"count", 1}};
-  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
-  pod_set["template"]["spec"]["containers"] = json::array({container});
-  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
-  w["metadata"] = {{"name", "done-a"}, {"namespace", "research"}};
-  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
-  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
-  w["status"]["conditions"] = {{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"},
-                                {"lastTransitionTime", "2026-01-01T00:10:00Z"}, {"message", ""}},
-                               {{"type", "Finished"}, {"status", "True"}, {"reason", "Succeeded"},
-                                {"lastTransitionTime", "2026-01-01T02:10:00Z"}, {"message", ""}}};
-  put_object(w);
+  put_object(testing::research_workload("done-a", "2026-01-01T00:10:00Z", "2026-01-01T02:10:00Z"));
 
   auto records = [&] {
     auto store = store::Store::open(store_, {.create = false, .read_only = true});
@@ -370,6 +346,73 @@ TEST_F(ControllerPortalPreview, FinishedWorkIsRecordedOnceAndReplayedByThePrevie
                                                       policies, "--inventory", inventory, "--store", none});
   EXPECT_EQ(nothing.status, 1);
   EXPECT_NE(nothing.err.find("no recorded work"), std::string::npos) << nothing.err;
+}
+
+// Low-utilisation alerts on a cluster: what `gpubank scan --store` recorded is listed (cut to
+// the caller's group), and a decision made in the portal is recorded as `gpubank scan
+// approve` records it, so the controller acts on it.
+TEST_F(ControllerPortal, AReclaimCandidateIsDecidedThroughThePortal) {
+  {
+    auto store = store::Store::open(store_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    governance::AlertBook book;
+    ASSERT_TRUE(governance::refresh(**store, book));
+    governance::Alert a;
+    a.id = 1;
+    a.workload_uid = "job-r";
+    a.policy = "training-idle";
+    a.state = governance::AlertState::ReclaimCandidate;
+    a.detected_ms = testing::wall_now_ms() - 5 * 3'600'000;
+    a.low_since_ms = a.detected_ms - 3'600'000;
+    a.notified_ms = a.detected_ms;
+    a.escalated_ms = a.detected_ms + 2 * 3'600'000;
+    a.evidence.business_group = "research";
+    a.evidence.owner_id = "u-r";
+    a.evidence.namespace_name = "research";
+    a.evidence.workload_kind = "PyTorchJob";
+    a.evidence.workload = "r";
+    a.evidence.workload_type = "training";
+    a.evidence.gpus = 8;
+    const std::vector<governance::Transition> seeded{{governance::AlertState::Escalated, a, "ReclaimCandidate", std::nullopt}};
+    ASSERT_TRUE(governance::record(**store, book, seeded, testing::wall_now_ms()));
+  }
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  const std::string viewer = token(auth::Role::Viewer, "research", "vic");
+  const std::string other_admin = token(auth::Role::GroupAdmin, "ads", "ada");
+  auto alerts = [&](const std::string& bearer) {
+    auto res = call(bearer, "GET", "/api/v1/governance/alerts");
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? json::parse(res->body) : json();
+  };
+  const json mine = alerts(author);
+  ASSERT_EQ(mine["open"].size(), 1U) << mine.dump();
+  EXPECT_EQ(mine["open"][0]["state"], "ReclaimCandidate");
+  EXPECT_FALSE(mine["open"][0]["downgradeOptions"].empty());
+  EXPECT_TRUE(alerts(other_admin)["open"].empty());
+
+  const std::string path = "/api/v1/governance/alerts/job-r/decision";
+  EXPECT_EQ(call(viewer, "POST", path, R"({"decision": "approve"})")->status, 403);
+  EXPECT_EQ(call(other_admin, "POST", path, R"({"decision": "approve"})")->status, 404);
+  EXPECT_EQ(call(author, "POST", path, R"({"decision": "maybe"})")->status, 400);
+  EXPECT_EQ(call(author, "POST", path, R"({"decision": "reject", "downgradeTo": "batch-low"})")->status, 400);
+  auto refused = call(author, "POST", path, R"({"decision": "approve", "downgradeTo": "no-such-class"})");
+  EXPECT_EQ(refused->status, 422) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["field"], "downgradeTo");
+  auto approved = call(author, "POST", path, R"({"decision": "approve", "reason": "idle for hours"})");
+  ASSERT_TRUE(approved);
+  ASSERT_EQ(approved->status, 200) << approved->body;
+  EXPECT_EQ(json::parse(approved->body)["decision"]["verdict"], "Approved") << approved->body;
+  EXPECT_EQ(call(author, "POST", path, R"({"decision": "reject"})")->status, 409);
+
+  // In the store as the controller reads it: an approved reclaim of job-r.
+  auto store = store::Store::open(store_, {.create = false, .read_only = true});
+  ASSERT_TRUE(store.ok());
+  governance::AlertBook book;
+  ASSERT_TRUE(governance::refresh(**store, book));
+  const auto approved_list = governance::approved_reclaims(book);
+  ASSERT_EQ(approved_list.size(), 1U);
+  EXPECT_EQ(approved_list[0].workload_uid, "job-r");
+  EXPECT_EQ(approved_list[0].approver, "api:rae");
 }
 
 }  // namespace

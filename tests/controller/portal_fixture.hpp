@@ -25,6 +25,28 @@ namespace gpubank::controller::testing {
 using nlohmann::json;
 using k8s::testing::eventually;
 
+// A Kueue v1beta2 Workload of research's h100-rdma-training queue: one pod of 8 GPUs of a
+// training job, its quota reserved at `reserved` (RFC 3339) and, when `finished` is not
+// empty, finished then; otherwise also Admitted at `reserved`.
+inline json research_workload(const std::string& name, const std::string& reserved, const std::string& finished = "") {
+  json container{{"name", "trainer"}, {"image", "trainer:1"}};
+  container["resources"]["requests"]["nvidia.com/gpu"] = "8";
+  json pod_set{{"name", "main"}, {"count", 1}};
+  pod_set["template"]["metadata"]["labels"] = {{"platform.gpubank.dev/workload-type", "training"}};
+  pod_set["template"]["spec"]["containers"] = json::array({container});
+  json w{{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+  w["metadata"] = {{"name", name}, {"namespace", "research"}};
+  w["spec"] = {{"queueName", "h100-rdma-training"}, {"priority", 0}, {"podSets", json::array({pod_set})}};
+  w["status"]["admission"] = {{"clusterQueue", "research-h100-rdma-training"}};
+  auto condition = [](const char* type, const char* reason, const std::string& at) {
+    return json{{"type", type}, {"status", "True"}, {"reason", reason}, {"lastTransitionTime", at}, {"message", ""}};
+  };
+  w["status"]["conditions"] = json::array({condition("QuotaReserved", "QuotaReserved", reserved),
+                                           finished.empty() ? condition("Admitted", "Admitted", reserved)
+                                                            : condition("Finished", "Succeeded", finished)});
+  return w;
+}
+
 inline std::int64_t wall_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

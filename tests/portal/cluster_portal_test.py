@@ -24,7 +24,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from portal_smoke_test import PREVIEW_METRICS, READ, Api, Mismatch, check, shows, type_number, wait_ready  # noqa: E402
+from portal_smoke_test import PREVIEW_METRICS, READ, Api, Mismatch, check, check_console, shows, type_number, wait_ready  # noqa: E402
 from webdriver import WebDriver, WebDriverError  # noqa: E402
 
 POLICY = 'GPUQuotaPolicy/research-training-h100'
@@ -133,7 +133,8 @@ def run(args, d):
     sign_in(d, base, args.group_admin_token, first=True)
     shown = [a for a in d.execute_script(
         "return [...document.querySelectorAll('[data-nav]')].filter((a) => !a.hidden).map((a) => a.dataset.nav)")]
-    check(shown == ['groups', 'bank', 'policies', 'changes'], f'the controller\'s portal links {shown}, not groups, bank, policies and changes')
+    check(shown == ['groups', 'bank', 'governance', 'policies', 'changes'],
+          f'the controller\'s portal links {shown}, not groups, bank, governance, policies and changes')
     check(d.text('[data-testid=clock]') == 'cluster · live', f'the header says {d.text("[data-testid=clock]")!r}')
     groups = ga.get('groups')
     positions = [(g['name'], p) for g in groups for p in g['positions']]
@@ -156,9 +157,16 @@ def run(args, d):
     print(f'ok: the research page shows its {len(queues)} queues as GET /api/v1/queues does')
     d.navigate(f'{base}/#/gpus')
     d.wait_for('[data-testid=not-served]')
-    check('groups, bank, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
-    print('ok: the portal shows the cluster, links Groups, Bank, Policies and Changes only, and says the GPUs page is the twin\'s')
+    check('groups, bank, governance, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
+    print('ok: the portal shows the cluster, links Groups, Bank, Governance, Policies and Changes only, and says the GPUs page is the twin\'s')
     bank_page(d, base, ga)
+    d.navigate(f'{base}/#/governance')
+    wait_ready(d, 'governance-alerts')
+    check(d.find_all('[data-testid=alerts-source]') and d.find_all('[data-testid=reports-elsewhere]'),
+          'the Governance page on a cluster does not say where its alerts and reports come from')
+    open_count = d.text('[data-testid=alerts-open-count]')
+    check(open_count == str(len(ga.get('governance/alerts')['open'])), f'the Governance page counts {open_count} open alerts')
+    print(f'ok: the Governance page lists the {open_count} open alerts of the store and says the reports are gpubank report\'s')
 
     d.navigate(f'{base}/#/policies')
     wait_ready(d, 'policies')
@@ -203,11 +211,7 @@ def run(args, d):
     check(after['maxCapacity'] == spec['maxCapacity'] - 4, f'after approving {second} the cluster has maxCapacity {after["maxCapacity"]}')
     print(f'ok: approved on the Changes page, {second} is on the cluster ({text})')
 
-    problems = [e['message'] for e in d.browser_log()
-                if 'Content Security Policy' in e['message'] or 'Uncaught' in e['message']
-                or (e['level'] == 'SEVERE' and '401' not in e['message'] and '403' not in e['message'])]
-    check(not problems, 'the browser console reports: ' + ' | '.join(problems))
-    print('ok: no CSP violations or uncaught errors in the console')
+    check_console(d)
 
 
 def main():

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "attribution/labels.hpp"
+#include "bank/position_views.hpp"
 #include "core/fnv1a.hpp"
 #include "metrics/exposition.hpp"
 #include "metrics/registry.hpp"
@@ -267,56 +268,11 @@ Json Platform::clock_json() const {
 }
 
 Json Platform::pools_json() const {
-  Json list = Json::array();
-  const auto* g = policies_.guardrails_spec();
-  if (g == nullptr) return list;
-  const auto positions = simulation_.positions();
-  for (const auto& pool : g->pools) {
-    std::int64_t used = 0, guaranteed = 0;
-    for (const auto& p : positions) {
-      if (p.pool != pool.name) continue;
-      used += p.used;
-      guaranteed += p.guaranteed;
-    }
-    Json j = Json::object();
-    j["name"] = pool.name;
-    j["gpuModel"] = pool.gpu_model;
-    j["partition"] = pool.partition;
-    j["role"] = enum_name(pool.role);
-    j["capacity"] = pool.capacity;
-    j["guaranteed"] = guaranteed;
-    j["used"] = used;
-    j["free"] = std::max<std::int64_t>(0, pool.capacity - used);
-    list.push_back(std::move(j));
-  }
-  return list;
+  return gpubank::bank::pools_json(policies_.guardrails_spec(), simulation_.positions());
 }
 
 Json Platform::groups_json() const {
-  Json list = Json::array();
-  const auto* g = policies_.guardrails_spec();
-  if (g == nullptr) return list;
-  const auto positions = simulation_.positions();
-  for (const auto& group : g->groups) {
-    Json j = Json::object();
-    j["name"] = group.name;
-    j["costCenter"] = group.cost_center;
-    j["namespaces"] = group.effective_namespaces();
-    Json pools = Json::array();
-    for (const auto& p : positions) {
-      if (p.business_group != group.name) continue;
-      pools.push_back({{"pool", p.pool},
-                       {"guaranteed", p.guaranteed},
-                       {"used", p.used},
-                       {"borrowed", p.borrowed},
-                       {"lent", p.lent},
-                       {"borrowable", p.borrowable},
-                       {"lendingFloor", p.lending_floor}});
-    }
-    j["positions"] = std::move(pools);
-    list.push_back(std::move(j));
-  }
-  return list;
+  return gpubank::bank::groups_json(policies_.guardrails_spec(), simulation_.positions());
 }
 
 Json Platform::queues_json() const {
