@@ -27,6 +27,16 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   httplib::Server& svr = *server_;
   harden(svr);
   door_->gate = options_.gate.get();
+  if (options_.proxy) {
+    door_->proxy = &*options_.proxy;
+    auto cluster_policies = options_.cluster_policies;
+    door_->current_guardrails = [cluster_policies]() -> std::optional<policy::PlatformGuardrailsSpec> {
+      if (!cluster_policies) return std::nullopt;
+      const policy::PolicySet set = cluster_policies();
+      if (const auto* g = set.guardrails_spec()) return *g;
+      return std::nullopt;
+    };
+  }
   const Door* gate = door_.get();
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).

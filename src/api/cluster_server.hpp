@@ -37,14 +37,15 @@
 //                                      finished yet, replayed on `preview_inventory` under
 //                                      both sets (twin/preview/recorded_work.hpp); 404
 //                                      preview.off without an inventory
-// The twin's other views (GPUs, clock, events, histories, governance, reclaims) are not
-// served here. Scoped roles (viewer, group-admin) see their group's workloads and ledger
+// The twin's other views (GPUs, events, histories, governance reports) are not served
+// here. Scoped roles (viewer, group-admin) see their group's workloads and ledger
 // entries only, as on `gpubank up`.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -79,6 +80,9 @@ struct ClusterServerOptions {
   std::shared_ptr<auth::Gate> gate;            // required: every route but the portal's assets needs it
   std::shared_ptr<proposals::Desk> desk;       // Truth::Cluster; null: no policy routes (404 proposals.off)
   std::string portal_dir;                      // development: serve the portal's files from here
+  // Sign-in by a trusted reverse proxy's headers (api/access.hpp); roles from the cluster's
+  // PlatformGuardrails as they are at each request. Unset: tokens and sessions only.
+  std::optional<ProxyAuth> proxy;
   // The gpubank objects on the cluster now (the controller's informers), decoded.
   std::function<policy::PolicySet()> cluster_policies;
   // A change went into force in the desk: the controller should apply it soon.

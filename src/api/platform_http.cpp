@@ -142,8 +142,13 @@ std::optional<std::optional<auth::Principal>> from_proxy(const Door& door, const
       from = comma + 1;
     }
   }
-  std::optional<auth::Principal> who =
-      door.guardrails == nullptr ? std::nullopt : principal_from_proxy(user, *door.guardrails, proxy.finops);
+  std::optional<policy::PlatformGuardrailsSpec> current;
+  const policy::PlatformGuardrailsSpec* guardrails = door.guardrails;
+  if (guardrails == nullptr && door.current_guardrails) {
+    current = door.current_guardrails();
+    if (current) guardrails = &*current;
+  }
+  std::optional<auth::Principal> who = guardrails == nullptr ? std::nullopt : principal_from_proxy(user, *guardrails, proxy.finops);
   if (!who) {
     send_error(res, 403, "", "auth.no-role",
                "user " + user.username + " is neither a platform admin nor an admin or member of a business group in the "

@@ -53,6 +53,9 @@ struct Door {
   auth::Gate* gate = nullptr;
   const ProxyAuth* proxy = nullptr;
   const policy::PlatformGuardrailsSpec* guardrails = nullptr;
+  // Where the guardrails change while serving (the cluster's PlatformGuardrails): read at
+  // each proxied request when `guardrails` is null.
+  std::function<std::optional<policy::PlatformGuardrailsSpec>()> current_guardrails;
 };
 
 std::optional<auth::Principal> admit(const Door* door, Need need, const httplib::Request& req, httplib::Response& res,

@@ -15,6 +15,7 @@
 #include "api/cluster_server.hpp"
 #include "auth/gate.hpp"
 #include "cli/command.hpp"
+#include "cli/proxy_options.hpp"
 #include "cli/signals.hpp"
 #include "controller/manager.hpp"
 #include "controller/policy_reconciler.hpp"
@@ -59,6 +60,7 @@ struct ControllerCommandOptions {
   std::string api_address = "0.0.0.0";
   std::string portal_dir;
   std::string preview_inventory;
+  ProxyOptions proxy;
   std::string desk_field_manager = "gpubank-portal";
   std::string log_level = "info";
 };
@@ -128,6 +130,7 @@ int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, rend
     server.gate = gate;
     server.desk = desk;
     server.portal_dir = opt.portal_dir;
+    server.proxy = proxy_auth(opt.proxy);
     controller::Controller* raw = controller->get();
     server.cluster_policies = [raw] { return raw->cluster_policies(); };
     server.changed = [raw] { raw->wake(); };
@@ -356,6 +359,7 @@ Command add_controller_command(CLI::App& app) {
   cmd->add_option("--preview-inventory", opt->preview_inventory,
                   "the cluster's nodes as the twin models them (an Inventory file, as examples/inventory/example.yaml): "
                   "turns on the portal's impact preview, which replays the work the controller recorded");
+  add_proxy_options(*cmd, opt->proxy);
   cmd->add_option("--desk-field-manager", opt->desk_field_manager,
                   "field manager of the approved policy changes the controller applies (default gpubank-portal)");
   cmd->add_option("--log-level", opt->log_level, "trace, debug, info, warn, error (default info)");

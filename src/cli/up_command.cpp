@@ -18,6 +18,7 @@
 #include "api/platform_server.hpp"
 #include "auth/gate.hpp"
 #include "cli/command.hpp"
+#include "cli/proxy_options.hpp"
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
 #include "policy/validate.hpp"
@@ -53,9 +54,7 @@ struct UpOptions {
   std::string token_file;
   std::string operator_name;
   std::string portal_dir;
-  std::string proxy_user_header, proxy_groups_header;
-  std::vector<std::string> proxy_from{"127.0.0.1", "::1"};
-  std::vector<std::string> finops_subjects;
+  ProxyOptions proxy;
 };
 
 // A secret to a file only its owner can read; an existing file is replaced, a symbolic
@@ -431,14 +430,7 @@ int run_up(const UpOptions& opt) {
   server_options.desk = std::shared_ptr<proposals::Desk>(std::move(*desk));
   server_options.inventory = inventory_for_previews;
   server_options.portal_dir = opt.portal_dir;
-  if (!opt.proxy_user_header.empty()) {
-    api::ProxyAuth proxy;
-    proxy.user_header = opt.proxy_user_header;
-    proxy.groups_header = opt.proxy_groups_header;
-    proxy.trusted_from = {opt.proxy_from.begin(), opt.proxy_from.end()};
-    proxy.finops = opt.finops_subjects;
-    server_options.proxy = std::move(proxy);
-  }
+  server_options.proxy = proxy_auth(opt.proxy);
   server_options.address = opt.address;
   server_options.port = opt.port;
   server_options.speed = speed;
@@ -590,17 +582,7 @@ Command add_up_command(CLI::App& app) {
   cmd->add_option("--token-file", opt->token_file,
                   "also write the operator's platform-admin token to this file (mode 0600) for scripts");
   cmd->add_option("--operator", opt->operator_name, "the subject of the operator's token (default $USER)");
-  cmd->add_option("--trust-proxy-user-header", opt->proxy_user_header,
-                  "believe this header (e.g. X-Forwarded-User) as the signed-in user when the request comes from "
-                  "--trust-proxy-from: sign-in by an OIDC reverse proxy; roles come from the guardrails' subjects");
-  cmd->add_option("--trust-proxy-groups-header", opt->proxy_groups_header,
-                  "the proxy's header listing the user's groups, comma-separated (e.g. X-Forwarded-Groups)");
-  cmd->add_option("--trust-proxy-from", opt->proxy_from,
-                  "the proxy's addresses as this server sees them (default 127.0.0.1 ::1)")
-      ->expected(1, -1);
-  cmd->add_option("--finops-subject", opt->finops_subjects,
-                  "subjects (user:NAME, group:NAME) a proxied user gets the finops role by")
-      ->expected(1, -1);
+  add_proxy_options(*cmd, opt->proxy);
   cmd->add_option("--portal-dir", opt->portal_dir,
                   "development: serve the portal's files from this directory (re-read at each request) instead of "
                   "the ones built into the binary")

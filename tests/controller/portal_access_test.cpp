@@ -14,6 +14,7 @@ namespace gpubank::controller {
 namespace {
 
 using nlohmann::json;
+using k8s::testing::eventually;
 using testing::ControllerPortal;
 
 class ControllerPortalAccess : public ControllerPortal {
@@ -187,6 +188,70 @@ TEST_F(ControllerPortalAccess, ABrowserSessionWritesOnlyWithItsCsrfToken) {
   // The answer says the server is the controller's.
   auto me = c.Get("/api/v1/session", httplib::Headers{{"Cookie", session}});
   EXPECT_EQ(json::parse(me->body)["server"]["kind"], "controller");
+}
+
+}  // namespace
+}  // namespace gpubank::controller
+
+namespace gpubank::controller {
+namespace {
+
+// Sign-in by a trusted OIDC proxy on a cluster: roles from the cluster's PlatformGuardrails
+// as they are at each request (a kubectl edit of the guardrails changes who is who).
+class ControllerPortalProxy : public ControllerPortal {
+ protected:
+  void configure(api::ClusterServerOptions& server) override {
+    api::ProxyAuth proxy;
+    proxy.user_header = "X-Forwarded-User";
+    proxy.groups_header = "X-Forwarded-Groups";
+    proxy.trusted_from = {"127.0.0.1"};
+    server.proxy = proxy;
+  }
+  httplib::Result as(const std::string& user, const std::string& groups, const std::string& method, const std::string& path,
+                     const std::string& body = "", bool requested_with = false) {
+    httplib::Client c("127.0.0.1", port_);
+    httplib::Headers headers{{"X-Forwarded-User", user}, {"X-Forwarded-Groups", groups}};
+    if (requested_with) headers.emplace("X-Requested-With", "gpubank");
+    return method == "GET" ? c.Get(path, headers) : c.Post(path, headers, body, "application/json");
+  }
+};
+
+TEST_F(ControllerPortalProxy, ProxiedUsersGetTheirRolesFromTheClustersGuardrails) {
+  auto me = as("pat", "gpubank-platform-admins", "GET", "/api/v1/session");
+  ASSERT_TRUE(me);
+  ASSERT_EQ(me->status, 200) << me->body;
+  EXPECT_EQ(json::parse(me->body)["role"], "platform-admin");
+  me = as("rae", "research-admins", "GET", "/api/v1/session");
+  ASSERT_EQ(me->status, 200) << me->body;
+  EXPECT_EQ(json::parse(me->body)["role"], "group-admin");
+  EXPECT_EQ(json::parse(me->body)["group"], "research");
+  auto nobody = as("zed", "strangers", "GET", "/api/v1/policies");
+  EXPECT_EQ(nobody->status, 403);
+  EXPECT_EQ(json::parse(nobody->body)["rule"], "auth.no-role");
+
+  // A write through the proxy needs the header no cross-site form can send.
+  const std::string doc = edited_document(token(auth::Role::PlatformAdmin, "", "pat"), "maxCapacity: 32", "maxCapacity: 30");
+  auto forged = as("rae", "research-admins", "POST", "/api/v1/proposals", doc);
+  EXPECT_EQ(forged->status, 403);
+  EXPECT_EQ(json::parse(forged->body)["rule"], "auth.csrf");
+  auto made = as("rae", "research-admins", "POST", "/api/v1/proposals", doc, true);
+  EXPECT_EQ(made->status, 201) << made->body;
+
+  // The guardrails on the cluster change: research's admins are another group now.
+  json guardrails;
+  for (const json& g : objects("platform.gpubank.dev/v1alpha1", "PlatformGuardrails")) guardrails = g;
+  ASSERT_FALSE(guardrails.is_null());
+  for (json& g : guardrails["spec"]["groups"]) {
+    if (g["name"] == "research") g["admins"] = json::array({"group:research-leads"});
+  }
+  put_object(guardrails);
+  ASSERT_TRUE(eventually([&] {
+    auto res = as("rae", "research-admins", "GET", "/api/v1/session");
+    return res && res->status == 403;
+  }));
+  me = as("lee", "research-leads", "GET", "/api/v1/session");
+  ASSERT_EQ(me->status, 200) << me->body;
+  EXPECT_EQ(json::parse(me->body)["role"], "group-admin");
 }
 
 }  // namespace
