@@ -69,7 +69,9 @@ export const link = {
 
 // A table: columns [{label, cell: row => node|string, num?: true}], rows, and attributes
 // for each row (e.g. a data-testid). Empty tables say so.
-export function table(columns, rows, { testid, rowAttrs, empty = 'Nothing to show.' } = {}) {
+// A falsy entry among `columns` is left out (a column a server cannot fill).
+export function table(allColumns, rows, { testid, rowAttrs, empty = 'Nothing to show.' } = {}) {
+  const columns = allColumns.filter(Boolean);
   if (!rows.length) return h('p', { class: 'muted', 'data-testid': testid }, empty);
   return h('div', { class: 'table-wrap' },
     h('table', { 'data-testid': testid },

@@ -9,9 +9,12 @@ import { fragmentation, fragLabel, positionBar, positionNumbers, positionLegend,
 const KEEP_EVENTS = 200;
 
 export default function overview(root, ctx) {
+  // On a cluster (the controller's portal) there is no GPU list (that is the exporter's, in
+  // Prometheus) and no event log: no fragmentation column and no timeline.
+  const cluster = ctx.session.server?.kind === 'controller';
   const pools = panel('Pools', 'pools', async () => {
-    const [list, gpus] = await Promise.all([get('pools', null, ctx.opts), get('gpus', null, ctx.opts)]);
-    const frag = fragmentation(gpus);
+    const [list, gpus] = await Promise.all([get('pools', null, ctx.opts), cluster ? null : get('gpus', null, ctx.opts)]);
+    const frag = cluster ? null : fragmentation(gpus);
     return [
       table([
         { label: 'Pool', cell: (p) => h('a', { href: link.pool(p.name) }, p.name) },
@@ -21,7 +24,7 @@ export default function overview(root, ctx) {
         { label: 'Guaranteed', num: true, cell: (p) => num(p.guaranteed, { testid: `pool-guaranteed-${p.name}` }) },
         { label: 'Used', num: true, cell: (p) => num(p.used, { testid: `pool-used-${p.name}` }) },
         { label: 'Free', num: true, cell: (p) => num(p.free, { testid: `pool-free-${p.name}` }) },
-        { label: 'Fragmented free GPUs', cell: (p) => fragLabel(frag[p.name], `pool-frag-${p.name}`) },
+        cluster ? null : { label: 'Fragmented free GPUs', cell: (p) => fragLabel(frag[p.name], `pool-frag-${p.name}`) },
         { label: 'Used / free', cell: (p) => stackedBar({
           max: p.capacity,
           label: `${p.name}: ${p.used} used, ${p.free} free of ${p.capacity}`,
@@ -31,9 +34,10 @@ export default function overview(root, ctx) {
         }) },
       ], list, { testid: 'pool-table', rowAttrs: (p) => ({ 'data-testid': `pool-row-${p.name}` }) }),
       legend([['seg-used', 'used'], ['seg-free', 'free'], ['mark-swatch', 'guaranteed (line)']]),
-      h('p', { class: 'note' }, 'Cluster: ', fragLabel(frag['*'], 'cluster-frag'),
-        ' GPUs are fragmented. Fragmented = free GPUs on nodes that have some but not all of their GPUs free, ',
-        'as a share of all free GPUs (from /api/v1/gpus; a MIG slice counts as one GPU, an unhealthy GPU is not free).'),
+      cluster ? h('p', { class: 'note', 'data-testid': 'pools-source' }, 'Used and guaranteed as the bank\'s ledger counts them from Kueue\'s admitted Workloads.')
+        : h('p', { class: 'note' }, 'Cluster: ', fragLabel(frag['*'], 'cluster-frag'),
+          ' GPUs are fragmented. Fragmented = free GPUs on nodes that have some but not all of their GPUs free, ',
+          'as a share of all free GPUs (from /api/v1/gpus; a MIG slice counts as one GPU, an unhealthy GPU is not free).'),
     ];
   });
 
@@ -63,7 +67,11 @@ export default function overview(root, ctx) {
     ];
   });
 
-  root.append(h('h1', {}, 'Overview'), pools, h('div', { class: 'two-col' }, groups, h('div', {}, alerts, timeline(ctx))));
+  const events = cluster
+    ? h('section', { class: 'panel', 'data-testid': 'panel-events-elsewhere' }, h('h2', {}, 'Events'),
+      h('p', { class: 'muted' }, 'On a cluster the controller records its steps as Kubernetes Events on the objects they concern (kubectl get events -A) and in the store\'s audit log (gpubank audit).'))
+    : timeline(ctx);
+  root.append(h('h1', {}, 'Overview'), pools, h('div', { class: 'two-col' }, groups, h('div', {}, alerts, events)));
   ctx.every(5000, () => { pools.reload(); groups.reload(); alerts.reload(); });
 }
 

@@ -42,7 +42,7 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   // The portal's pages with data on a cluster; the others are the twin's (`gpubank up`).
   install_session_routes(svr, options_.gate.get(), door_.get(),
                          Json{{"kind", "controller"},
-                              {"pages", Json::array({"groups", "bank", "governance", "policies", "changes"})},
+                              {"pages", Json::array({"overview", "groups", "bank", "governance", "policies", "changes"})},
                               {"preview", options_.preview_inventory != nullptr}});
   install_portal_routes(svr, options_.portal_dir);
 

@@ -3,8 +3,8 @@
 // (platform_server.hpp), over what a controller has.
 //   GET  /, /portal/...                the portal (its session answer says "server":
 //                                      {"kind": "controller", "pages": [...]}: the pages
-//                                      that have data here: groups, bank, governance,
-//                                      policies, changes)
+//                                      that have data here: overview, groups, bank,
+//                                      governance, policies, changes)
 //   POST/GET/DELETE /api/v1/session
 //   GET  /api/v1/pools, /api/v1/groups the guardrails' pools and groups with the bank's
 //                                      positions, folded from the store's ledger (the one

@@ -40,7 +40,7 @@ TEST_F(ControllerPortal, AnApprovedChangeIsServerSideAppliedAndRendered) {
   ASSERT_TRUE(session);
   ASSERT_EQ(session->status, 200) << session->body;
   EXPECT_EQ(json::parse(session->body)["server"],
-            (json{{"kind", "controller"}, {"pages", json::array({"groups", "bank", "governance", "policies", "changes"})}, {"preview", false}}));
+            (json{{"kind", "controller"}, {"pages", json::array({"overview", "groups", "bank", "governance", "policies", "changes"})}, {"preview", false}}));
 
   // Anonymous: 401; the impact preview is off here, with its reason.
   httplib::Client anonymous("127.0.0.1", port_);

@@ -6,8 +6,9 @@
 
 Run by tests/controller/portal_browser_test.cpp against a controller on a FAKE API server
 holding the example policies. As a group-admin of research: the header says the cluster,
-only the Groups, Policies and Changes links show, the home page is the Groups page with
-every position GET /api/v1/groups answers (the ledger the controller keeps), the research
+only the Overview, Groups, Bank, Governance, Policies and Changes links show, the home page
+is the Overview with every pool GET /api/v1/pools answers, the Groups page shows every
+position GET /api/v1/groups answers (the ledger the controller keeps), the research
 group's page shows its queues as GET /api/v1/queues does, and the GPUs page says it is the
 twin's; the editor's impact preview replays the cluster's recorded work of the last 24 hours
 (the finished research job) and shows every figure POST /api/v1/proposals/preview answers;
@@ -35,10 +36,10 @@ def sign_in(d, base, token, first=False):
     through the form after signing out."""
     if first:
         d.navigate(f'{base}/#token={urllib.parse.quote(token)}')
-        d.wait_for('[data-testid="panel-group-list"], [data-testid=signin-message]', 20)
+        d.wait_for('[data-testid="panel-pools"], [data-testid=signin-message]', 20)
         if d.find_all('[data-testid=signin-message]'):
             raise Mismatch(f'the sign-in link was refused: {d.text("[data-testid=signin-message]")}')
-        wait_ready(d, 'group-list')
+        wait_ready(d, 'pools', 'groups', 'alerts')
         return
     else:
         d.click('[data-testid=signout]')
@@ -133,9 +134,18 @@ def run(args, d):
     sign_in(d, base, args.group_admin_token, first=True)
     shown = [a for a in d.execute_script(
         "return [...document.querySelectorAll('[data-nav]')].filter((a) => !a.hidden).map((a) => a.dataset.nav)")]
-    check(shown == ['groups', 'bank', 'governance', 'policies', 'changes'],
-          f'the controller\'s portal links {shown}, not groups, bank, governance, policies and changes')
+    check(shown == ['overview', 'groups', 'bank', 'governance', 'policies', 'changes'],
+          f'the controller\'s portal links {shown}, not overview, groups, bank, governance, policies and changes')
     check(d.text('[data-testid=clock]') == 'cluster · live', f'the header says {d.text("[data-testid=clock]")!r}')
+    pools = ga.get('pools')
+    for p in pools:
+        for k in ('capacity', 'guaranteed', 'used', 'free'):
+            got = d.text(f'[data-testid="pool-{k}-{p["name"]}"]')
+            check(got == str(p[k]), f'the Overview shows {k} {got} for {p["name"]}, the API {p[k]}')
+    check(not d.find_all('[data-testid^=pool-frag-]'), 'the Overview on a cluster shows a fragmentation it cannot know')
+    print(f'ok: the Overview (home page) shows the {len(pools)} pools of GET /api/v1/pools, without fragmentation')
+    d.navigate(f'{base}/#/groups')
+    wait_ready(d, 'group-list')
     groups = ga.get('groups')
     positions = [(g['name'], p) for g in groups for p in g['positions']]
     check(any(name == 'research' and p['guaranteed'] > 0 for name, p in positions),
@@ -157,8 +167,8 @@ def run(args, d):
     print(f'ok: the research page shows its {len(queues)} queues as GET /api/v1/queues does')
     d.navigate(f'{base}/#/gpus')
     d.wait_for('[data-testid=not-served]')
-    check('groups, bank, governance, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
-    print('ok: the portal shows the cluster, links Groups, Bank, Governance, Policies and Changes only, and says the GPUs page is the twin\'s')
+    check('overview, groups, bank, governance, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
+    print('ok: the portal shows the cluster, links Overview, Groups, Bank, Governance, Policies and Changes only, and says the GPUs page is the twin\'s')
     bank_page(d, base, ga)
     d.navigate(f'{base}/#/governance')
     wait_ready(d, 'governance-alerts')
