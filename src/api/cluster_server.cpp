@@ -46,12 +46,15 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
                               {"preview", options_.preview_inventory != nullptr}});
   install_portal_routes(svr, options_.portal_dir);
 
+  // The whole snapshot reads every Workload; the routes that need only the policies ask
+  // for those alone.
   auto snapshot = [this] { return options_.snapshot ? options_.snapshot() : controller::ClusterSnapshot{}; };
-  auto positioned = [this, snapshot](httplib::Response& res, bool pools) {
+  auto policies_now = [this] { return options_.cluster_policies ? options_.cluster_policies() : policy::PolicySet{}; };
+  auto positioned = [this, policies_now](httplib::Response& res, bool pools) {
     auto positions = this->positions();
     if (!positions) return send_error(res, 503, "", "ledger.unavailable", "the ledger was not read: " + positions.error());
-    const controller::ClusterSnapshot s = snapshot();
-    send_json(res, pools ? controller::pools_view(s.policies, *positions) : controller::groups_view(s.policies, *positions));
+    const policy::PolicySet policies = policies_now();
+    send_json(res, pools ? controller::pools_view(policies, *positions) : controller::groups_view(policies, *positions));
   };
   svr.Get("/api/v1/pools", guard(gate, Need::Read, [positioned](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
@@ -131,9 +134,9 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
   }));
   // Low-utilisation alerts as `gpubank scan --store` recorded them; a decision is recorded
   // the way `gpubank scan approve` records it, and the controller acts on it.
-  svr.Get("/api/v1/governance/alerts", guard(gate, Need::Read, [this, snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Get("/api/v1/governance/alerts", guard(gate, Need::Read, [this, policies_now](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
-    const policy::PolicySet policies = snapshot().policies;
+    const policy::PolicySet policies = policies_now();
     Json open = Json::array();
     {
       std::lock_guard lock(ledger_mu_);
@@ -155,12 +158,12 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
     if (const auto scope = scope_of(who)) scope_alerts(out, *scope);
     send_json(res, out);
   }));
-  svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this, snapshot](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
+  svr.Post(R"(/api/v1/governance/alerts/([^/]{1,253})/decision)", guard(gate, Need::Read, [this, policies_now](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uid = req.matches[1];
     const auto decision = read_decision(req, res, who);
     if (!decision) return;
     if (!store_) return send_error(res, 404, "", "governance.off", "this controller has no store");
-    const policy::PolicySet policies = snapshot().policies;
+    const policy::PolicySet policies = policies_now();
     std::lock_guard lock(ledger_mu_);
     if (auto read = governance::refresh(*store_, alerts_); !read) {
       return send_error(res, 503, "", "audit.unavailable", "the alerts were not read: " + read.error());
