@@ -237,8 +237,9 @@ ClusterServer::ClusterServer(ClusterServerOptions options)
       }
       twin::preview::Work work;
       work.scenario = twin::preview::replay_scenario(*recorded, live, from, to, twin::preview::priority_classes(in_force));
-      work.scenario_name = "the cluster's work of the last " + std::to_string(hours) + " h (" +
-                           std::to_string(work.scenario->workloads.size()) + " workloads: recorded and on the cluster now)";
+      const std::size_t n = work.scenario->workloads.size();
+      work.scenario_name = "the cluster's work of the last " + std::to_string(hours) + " h (" + std::to_string(n) +
+                           (n == 1 ? " workload" : " workloads") + ", recorded and on the cluster now)";
       work.inventory = options_.preview_inventory;
       return work;
     };

@@ -90,7 +90,7 @@ int run_preview_command(const PreviewOptions& opt) {
       return 1;
     }
     work.scenario = std::move(*scenario);
-    work.scenario_name = opt.workloads;
+    work.scenario_name = "scenario " + opt.workloads;
   }
   if (!opt.store.empty()) {
     auto store = store::Store::open(opt.store, {.create = false, .read_only = true});
@@ -121,9 +121,10 @@ int run_preview_command(const PreviewOptions& opt) {
     const std::int64_t hours = opt.days > 0 ? 24 * opt.days : opt.hours;
     const std::int64_t from = to - hours * 3'600'000;
     work.scenario = twin::preview::replay_scenario(records, {}, from, to, twin::preview::priority_classes(*current));
-    work.scenario_name = opt.store + ", the " + std::to_string(hours) + " h to " +
-                         format_rfc3339(Timestamp(std::chrono::milliseconds(to))) + " (" +
-                         std::to_string(work.scenario->workloads.size()) + " workloads)";
+    const std::size_t n = work.scenario->workloads.size();
+    work.scenario_name = "the work recorded in " + opt.store + ", the " + std::to_string(hours) + " h to " +
+                         format_rfc3339(Timestamp(std::chrono::milliseconds(to))) + " (" + std::to_string(n) +
+                         (n == 1 ? " workload)" : " workloads)");
   }
   auto progress = [&](const std::string& side, std::int64_t hour) {
     if (!opt.quiet) std::cerr << me << ": " << side << " policies: hour " << hour << " of " << work.day.hours << '\n';

@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -107,9 +108,13 @@ TEST_F(ControllerPortalBrowser, AGroupAdminsChangeReachesTheClusterThroughThePor
     return text.find("pass 1:") != std::string::npos;
   })) << slurp(log);
 
-  const auto result = gpubank::testing::run_process(
-      {"/usr/bin/python3", gpubank::testing::source_dir() + "/tests/portal/cluster_portal_test.py", "--base-url",
-       "http://127.0.0.1:" + port, "--group-admin-token", author, "--admin-token", admin});
+  std::vector<std::string> browser{"/usr/bin/python3", gpubank::testing::source_dir() + "/tests/portal/cluster_portal_test.py",
+                                   "--base-url", "http://127.0.0.1:" + port, "--group-admin-token", author, "--admin-token", admin};
+  // scripts/screenshots.sh: the controller's pages as docs/screenshots/cluster-*.png.
+  if (const char* shots = std::getenv("GPUBANK_SCREENSHOTS"); shots != nullptr && *shots != '\0') {
+    browser.insert(browser.end(), {"--screenshots", shots});
+  }
+  const auto result = gpubank::testing::run_process(browser);
   EXPECT_EQ(result.status, 0) << result.out << result.err << "\ncontroller log:\n" << slurp(log);
   std::cerr << result.out;
 

@@ -308,7 +308,7 @@ TEST_F(ControllerPortalPreview, FinishedWorkIsRecordedOnceAndReplayedByThePrevie
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
   const json preview = json::parse(res->body);
-  EXPECT_NE(preview["work"].get<std::string>().find("1 workloads"), std::string::npos) << preview["work"];
+  EXPECT_NE(preview["work"].get<std::string>().find("(1 workload,"), std::string::npos) << preview["work"];
   bool research = false;
   for (const json& g : preview["groups"]) {
     if (g["businessGroup"] != "research" || g["pool"] != "h100-rdma-training") continue;
@@ -329,7 +329,7 @@ TEST_F(ControllerPortalPreview, FinishedWorkIsRecordedOnceAndReplayedByThePrevie
                                                   "2026-01-01T06:00:00Z", "--quiet", "-o", "json"});
   ASSERT_EQ(cli.status, 0) << cli.err;
   const json answer = json::parse(cli.out);
-  EXPECT_NE(answer["work"].get<std::string>().find("(1 workloads)"), std::string::npos) << answer["work"];
+  EXPECT_NE(answer["work"].get<std::string>().find("(1 workload)"), std::string::npos) << answer["work"];
   for (const json& g : answer["groups"]) {
     if (g["businessGroup"] == "research" && g["pool"] == "h100-rdma-training") {
       EXPECT_NEAR(g["current"]["usedGpuHours"].get<double>(), 16.0, 0.5) << g.dump();

@@ -88,7 +88,7 @@ def cluster_preview(d, ga, hours):
           f'the preview failed: {d.text("[data-testid=panel-preview]")}')
     doc = d.execute_script("return document.querySelector('[data-testid=editor-yaml]').value")
     want = ga.post('proposals/preview', {'document': doc, 'hours': hours})
-    check('1 workloads' in want['work'], f'the preview replayed {want["work"]!r}, not the one recorded job')
+    check('(1 workload,' in want['work'], f'the preview replayed {want["work"]!r}, not the one recorded job')
     check(want['work'] in d.text('[data-testid=preview-work]'), f'the page says {d.text("[data-testid=preview-work]")!r}')
     shown = d.execute_script(READ, 'preview-')
     n = 0
@@ -127,6 +127,13 @@ def bank_page(d, base, ga):
           f'the {len(leases)} leases on the cluster and no reclaims')
 
 
+def shot(d, args, name):
+    if args.screenshots:
+        os.makedirs(args.screenshots, exist_ok=True)
+        d.execute_script('window.scrollTo(0, 0)')
+        d.screenshot(os.path.join(args.screenshots, f'cluster-{name}.png'))
+
+
 def run(args, d):
     base = args.base_url
     ga = Api(base, args.group_admin_token)
@@ -144,6 +151,7 @@ def run(args, d):
             check(got == str(p[k]), f'the Overview shows {k} {got} for {p["name"]}, the API {p[k]}')
     check(not d.find_all('[data-testid^=pool-frag-]'), 'the Overview on a cluster shows a fragmentation it cannot know')
     print(f'ok: the Overview (home page) shows the {len(pools)} pools of GET /api/v1/pools, without fragmentation')
+    shot(d, args, 'overview')
     d.navigate(f'{base}/#/groups')
     wait_ready(d, 'group-list')
     groups = ga.get('groups')
@@ -170,6 +178,7 @@ def run(args, d):
     check('overview, groups, bank, governance, policies, changes' in d.text('[data-testid=not-served]'), f'the GPUs page says {d.text("[data-testid=not-served]")!r}')
     print('ok: the portal shows the cluster, links Overview, Groups, Bank, Governance, Policies and Changes only, and says the GPUs page is the twin\'s')
     bank_page(d, base, ga)
+    shot(d, args, 'bank')
     d.navigate(f'{base}/#/governance')
     wait_ready(d, 'governance-alerts')
     check(d.find_all('[data-testid=alerts-source]') and d.find_all('[data-testid=reports-elsewhere]'),
@@ -190,6 +199,9 @@ def run(args, d):
 
     type_number(d, 'field-maxCapacity', spec['maxCapacity'] - 8)
     cluster_preview(d, ga, 24)
+    if args.screenshots:
+        d.execute_script("document.querySelector('[data-testid=panel-preview]').scrollIntoView()")
+        d.screenshot(os.path.join(args.screenshots, 'cluster-editor-preview.png'))
     first = submit(d, ga, 'give back for now', 'Applied')
     check('server-side applies it' in d.text('[data-testid=proposal-result]'), f'the editor says {d.text("[data-testid=proposal-result]")!r}')
     print(f'ok: {first} lowering maxCapacity to {spec["maxCapacity"] - 8} is Applied (page and API)')
@@ -220,6 +232,7 @@ def run(args, d):
     after = admin.get(f'policies/{POLICY}')['object']['spec']
     check(after['maxCapacity'] == spec['maxCapacity'] - 4, f'after approving {second} the cluster has maxCapacity {after["maxCapacity"]}')
     print(f'ok: approved on the Changes page, {second} is on the cluster ({text})')
+    shot(d, args, 'changes')
 
     check_console(d)
 
@@ -229,6 +242,7 @@ def main():
     ap.add_argument('--base-url', required=True)
     ap.add_argument('--group-admin-token', required=True, help='a group-admin of research')
     ap.add_argument('--admin-token', required=True, help='a platform-admin')
+    ap.add_argument('--screenshots', help='save the controller\'s pages here as cluster-*.png (scripts/screenshots.sh)')
     args = ap.parse_args()
     args.base_url = args.base_url.rstrip('/')
     try:

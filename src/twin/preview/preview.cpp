@@ -146,7 +146,7 @@ Expected<Preview> run_preview(const policy::PolicySet& current, const policy::Po
   p.findings.insert(p.findings.end(), checks.begin(), checks.end());
   p.refused = has_errors(p.findings);
   if (work.scenario) {
-    p.work = "scenario " + work.scenario_name;
+    p.work = work.scenario_name.empty() ? std::string("a scenario") : work.scenario_name;
   } else {
     p.work = "seeded day (seed " + std::to_string(work.day.seed) + ", " + std::to_string(work.day.hours) + " h, serving: " +
              (work.day.serving_model == live::DayOptions::ServingModel::Fluid ? "fluid model" : "every request") +

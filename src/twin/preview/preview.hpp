@@ -76,7 +76,7 @@ struct Preview {
 struct Work {
   // A scenario to run (without serving); unset: the seeded day of `day`.
   std::optional<run::Scenario> scenario;
-  std::string scenario_name;
+  std::string scenario_name;  // what the preview says ran: "scenario <file>", "the cluster's work of ..."
   live::DayOptions day;
   std::shared_ptr<const cluster::Inventory> inventory;
 };

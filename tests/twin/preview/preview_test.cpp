@@ -42,7 +42,7 @@ Work scenario_work() {
   auto scenario = run::load_scenario(examples_dir() + "/scenarios/lend-and-reclaim.yaml", d);
   EXPECT_TRUE(scenario);
   w.scenario = std::move(*scenario);
-  w.scenario_name = "lend-and-reclaim";
+  w.scenario_name = "scenario lend-and-reclaim";
   auto inventory = cluster::load_inventory(examples_dir() + "/inventory/example.yaml", d);
   EXPECT_TRUE(inventory);
   w.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
