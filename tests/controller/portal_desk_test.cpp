@@ -415,5 +415,49 @@ TEST_F(ControllerPortal, AReclaimCandidateIsDecidedThroughThePortal) {
   EXPECT_EQ(approved_list[0].approver, "api:rae");
 }
 
+// A CapacityLease asked for in the portal: new, so it waits; once approved the controller
+// applies it and writes the approval (approver, spec hash) to its status subresource, as
+// `gpubank bank approve` does, with the author in the requested-by annotation.
+TEST_F(ControllerPortal, AnApprovedLeaseReachesTheClusterWithItsApproval) {
+  const std::string author = token(auth::Role::GroupAdmin, "research", "rae");
+  const std::string admin = token(auth::Role::PlatformAdmin, "", "pat");
+  const std::string lease = R"(apiVersion: platform.gpubank.dev/v1alpha1
+kind: CapacityLease
+metadata: {name: research-paper-deadline}
+spec:
+  businessGroup: research
+  resourcePool: h100-rdma-training
+  type: TemporaryQuota
+  extraGuaranteed: 4
+  start: "2026-12-20T00:00:00Z"
+  end: "2026-12-20T08:00:00Z"
+  reason: Final experiments before the paper deadline
+)";
+  auto asked = call(author, "POST", "/api/v1/proposals", json{{"document", lease}, {"comment", "deadline"}}.dump());
+  ASSERT_TRUE(asked);
+  ASSERT_EQ(asked->status, 201) << asked->body;
+  const json pending = json::parse(asked->body);
+  ASSERT_EQ(pending["state"], "Pending") << pending.dump();
+  auto find_lease = [&] {
+    for (const json& l : objects("platform.gpubank.dev/v1alpha1", "CapacityLease")) {
+      if (l["metadata"]["name"] == "research-paper-deadline") return l;
+    }
+    return json();
+  };
+  EXPECT_TRUE(find_lease().is_null());
+  auto approved = call(admin, "POST", "/api/v1/proposals/" + pending["id"].get<std::string>() + "/approve", "{}");
+  ASSERT_TRUE(approved);
+  ASSERT_EQ(approved->status, 200) << approved->body;
+  ASSERT_TRUE(eventually([&] {
+    const json l = find_lease();
+    return !l.is_null() && l.contains("status") && l["status"].contains("approval");
+  }));
+  const json l = find_lease();
+  EXPECT_EQ(l["status"]["approval"]["approvedBy"], "user:pat") << l.dump();
+  EXPECT_FALSE(l["status"]["approval"].value("specHash", "").empty());
+  EXPECT_EQ(l["metadata"]["annotations"].value(std::string(policy::kAnnotationRequestedBy), ""), "user:rae") << l.dump();
+  EXPECT_EQ(l["spec"]["extraGuaranteed"], 4);
+}
+
 }  // namespace
 }  // namespace gpubank::controller
