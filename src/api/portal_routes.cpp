@@ -231,8 +231,8 @@ void install_policy_routes(httplib::Server& svr, const Door* door, proposals::De
   }));
 
   // The impact preview: the policies in force against them with the proposed document, on
-  // the platform's day (its seed, start, serving load; `hours` of it, default up to 24). It
-  // changes nothing, so it is not audited; one runs at a time.
+  // the work the host gives for `hours` (the platform's day, or the cluster's recorded
+  // work). It changes nothing, so it is not audited; one runs at a time.
   svr.Post("/api/v1/proposals/preview", guard(gate, Need::Read, [h, desk, no_desk, refresh](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     if (desk == nullptr) return no_desk(res);
     nlohmann::json body;
