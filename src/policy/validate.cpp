@@ -486,6 +486,18 @@ class Validator {
       }
     }
     if (t.reclaim) check_grace(o, t.reclaim->grace_period, "spec.reclaim.gracePeriod");
+    // The notices go out at the approaching, checkpointBefore ahead of the prewarm: a
+    // longer grace leaves borrowers on the GPUs the prewarm needs.
+    if (t.reclaim && t.reclaim->grace_period) {
+      const Duration checkpoint = t.reclaim->checkpoint_before.value_or(Duration{});
+      if (*t.reclaim->grace_period > checkpoint) {
+        report(o, rule::kTidalGraceExceedsCheckpoint, "spec.reclaim.gracePeriod",
+               "gracePeriod " + t.reclaim->grace_period->to_string() + " is longer than checkpointBefore " +
+                   (t.reclaim->checkpoint_before ? checkpoint.to_string() : "(unset: 0s)") +
+                   ": the borrowers' notices start checkpointBefore ahead of the prewarm, so they would still "
+                   "hold the GPUs the prewarm needs");
+      }
+    }
 
     if (g_ == nullptr) return;
     const Pool* pool = known_pool(o, t.targets.resource_pool, "spec.targets.resourcePool");

@@ -94,6 +94,12 @@ std::int64_t clamp_seconds(Duration d, std::int64_t lo, std::int64_t hi) {
   return std::clamp<std::int64_t>(std::chrono::duration_cast<std::chrono::seconds>(d.nanoseconds()).count(), lo, hi);
 }
 
+// A scale-down policy's period: the scale-down stabilization window, within the HPA's
+// allowed periodSeconds (15 s, the sync period, to 1800 s).
+std::int64_t scale_down_period(const InferenceScalingPolicySpec& p) {
+  return clamp_seconds(p.scale_down.stabilization_window, kHpaSyncSeconds, kMaxPeriodSeconds);
+}
+
 // ---- cron fields ------------------------------------------------------------------
 
 constexpr std::uint64_t kStarBit = std::uint64_t{1} << 63;  // CronSchedule::Fields: "*" or "?"
@@ -136,6 +142,9 @@ Json prometheus_trigger(std::string_view name, std::string_view metric_type, con
   m["serverAddress"] = options.prometheus_address;
   m["query"] = std::move(query);
   m["threshold"] = std::move(threshold);
+  // An empty result or NaN is an error, not 0 (KEDA's default): the HPA skips a metric it
+  // cannot read and never scales down on it, so a lost scrape holds the replicas.
+  m["ignoreNullValues"] = "false";
   return t;
 }
 
@@ -166,13 +175,15 @@ Json behavior(const InferenceScalingPolicySpec& p, int largest_floor_rise) {
   up["selectPolicy"] = "Max";
   up["policies"] = Json::array({Json{{"type", "Pods"}, {"value", step}, {"periodSeconds", load}},
                                 Json{{"type", "Percent"}, {"value", 100}, {"periodSeconds", load}}});
-  // Scale-down: the stabilization window already makes every signal stay below target
-  // for the whole window, and removed replicas drain in parallel (drainTimeout bounds
-  // each), so what is no longer needed goes back at once, as the HPA's default does.
+  // Scale-down: one replica per stabilization window. A TTFT or KV signal below target
+  // says capacity is spare, not how much; the HPA's default (100 % per 15 s) jumps to
+  // what the metrics ask, misses the SLO and scales up again a model load later (the
+  // flapping measured in docs/serving.md). Walking down one replica per window is what
+  // gpubank's autoscaler does (serving/autoscaler.hpp).
   Json down = Json::object();
   down["stabilizationWindowSeconds"] = clamp_seconds(p.scale_down.stabilization_window, 0, kMaxStabilizationSeconds);
   down["selectPolicy"] = "Max";
-  down["policies"] = Json::array({Json{{"type", "Percent"}, {"value", 100}, {"periodSeconds", kHpaSyncSeconds}}});
+  down["policies"] = Json::array({Json{{"type", "Pods"}, {"value", 1}, {"periodSeconds", scale_down_period(p)}}});
   Json b = Json::object();
   b["scaleUp"] = std::move(up);
   b["scaleDown"] = std::move(down);
@@ -196,7 +207,8 @@ RenderedObject scaled_object(const policy::PolicySet& set, const PolicyObject& o
   if (p.scale_up.ttft_p95) {
     // A latency is not divided among replicas: Value makes the HPA scale replicas by
     // the ratio of the current p95 to the target.
-    triggers.push_back(prometheus_trigger("ttft-p95", "Value", options, ttft_p95_query(matchers, options.rate_window),
+    triggers.push_back(prometheus_trigger("ttft-p95", "Value", options,
+                                          ttft_p95_guarded_query(matchers, options.rate_window),
                                           seconds_text(*p.scale_up.ttft_p95)));
   }
   if (p.scale_up.kv_cache_high_watermark) {
@@ -326,6 +338,11 @@ std::string queue_hold_query(std::string_view matchers, int per_replica) {
 std::string ttft_p95_query(std::string_view matchers, Duration window) {
   return "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{" + std::string(matchers) +
          "}[" + window.to_string() + "])))";
+}
+
+std::string ttft_p95_guarded_query(std::string_view matchers, Duration window) {
+  return "(" + ttft_p95_query(matchers, window) + " >= 0) or (sum(rate(vllm:time_to_first_token_seconds_count{" +
+         std::string(matchers) + "}[" + window.to_string() + "])) == 0)";
 }
 
 std::string kv_cache_query(std::string_view matchers) {

@@ -62,8 +62,18 @@ struct ScaleTarget {
 // `per_replica`, else 0: with an AverageValue target of 1 it holds the replica count,
 // so scale-down waits until the queue is below the scale-down target.
 [[nodiscard]] std::string queue_hold_query(std::string_view matchers, int per_replica);
-// p95 time to first token, in seconds, over `window`.
+// p95 time to first token, in seconds, over `window`: NaN when no request got its first
+// token in the window (what gpubank's own autoscaler reads as idle, serving/signals.hpp).
 [[nodiscard]] std::string ttft_p95_query(std::string_view matchers, Duration window);
+// The same for the KEDA trigger, guarded so that no traffic reads as 0 and no series as
+// nothing:
+//   (histogram_quantile(...) >= 0) or (sum(rate(..._count[w])) == 0)
+// The comparison drops the NaN that histogram_quantile gives without requests; the right
+// side is then a 0 exactly when the pods report the histogram and nothing arrived. Pods
+// not scraped give an empty result, which with ignoreNullValues "false" is an error: the
+// HPA skips the metric and never scales down on it (a plain `or vector(0)` would turn a
+// lost scrape into "no load" and scale down).
+[[nodiscard]] std::string ttft_p95_guarded_query(std::string_view matchers, Duration window);
 // KV-cache usage (0..1) summed over pods, each pod counted once: vllm:kv_cache_usage_perc
 // where a pod exports it, the deprecated vllm:gpu_cache_usage_perc where it exports only
 // that.

@@ -27,12 +27,16 @@ double seconds(const Duration& d) { return static_cast<double>(d.nanoseconds().c
 Autoscaler::Autoscaler(const policy::InferenceScalingPolicySpec& policy, AutoscalerOptions options)
     : policy_(policy), options_(options) {}
 
-std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) const {
+std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c, int ready) const {
   const auto& up = policy_.scale_up;
   const auto& down = policy_.scale_down;
   const double tolerance = options_.tolerance;
   const auto within = [tolerance](double ratio) { return std::abs(1.0 - ratio) <= tolerance; };
   std::vector<SignalDesire> out;
+  // No load at all: nothing waits, nothing runs, and no first token in the TTFT window
+  // (without a TTFT signal, a reported zero of running requests says it).
+  const bool idle = obs.queue_depth.value_or(0) == 0 && obs.running.value_or(0) == 0 &&
+                    (obs.ttft_idle || (!up.ttft_p95 && obs.running.has_value()));
 
   if (up.queue_depth_per_replica || down.queue_depth_per_replica) {
     // Plain numbers with flags: GCC 12 at -O3 reports std::optional<double> reads here as
@@ -57,7 +61,7 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
           // Spare capacity, but an empty queue says nothing about how much: one replica
           // fewer, when the queue would still be below D on the replicas left.
           const bool step = c > 1 && !within(per_replica / d) && queue / (c - 1) < d;
-          s.replicas = step ? c - 1 : c;
+          s.replicas = step ? c - 1 : c == 1 && idle ? 0 : c;
         } else {
           s.replicas = c;  // between the targets: hold
         }
@@ -69,10 +73,15 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c) con
   if (up.ttft_p95) {
     const double target = seconds(*up.ttft_p95);
     SignalDesire s{"ttftP95", obs.ttft_p95_s, target, std::nullopt};
-    if (obs.ttft_p95_s && c > 0) {
+    if (!obs.ttft_p95_s && obs.ttft_idle && c > 0) {
+      s.idle = true;
+      if (idle) s.replicas = c - 1;  // else requests run without a first token in the window: no demand
+    } else if (obs.ttft_p95_s && c > 0) {
       const double ratio = target > 0 ? *obs.ttft_p95_s / target : kMaxCount;
       if (ratio > 1) {
-        s.replicas = within(ratio) ? c : ceil_count(c * std::min(ratio, options_.ttft_max_ratio));
+        // The replicas serving are what the latency measures; loading ones are on the way.
+        const int serving = std::clamp(ready, 0, c);
+        s.replicas = within(ratio) ? c : std::max(c, ceil_count(serving * std::min(ratio, options_.ttft_max_ratio)));
       } else if (within(ratio)) {
         s.replicas = c;  // close below the target: no replica may go
       }
@@ -112,7 +121,7 @@ int Autoscaler::change_within(const std::deque<Timed>& events, std::int64_t now,
   return sum;
 }
 
-Recommendation Autoscaler::recommend(const Observation& obs, int current) {
+Recommendation Autoscaler::recommend(const Observation& obs, int current, std::optional<int> ready) {
   current = std::max(current, 0);
   const std::int64_t now = started_ ? std::max(obs.t_ms, last_t_ms_) : obs.t_ms;
   started_ = true;
@@ -121,13 +130,13 @@ Recommendation Autoscaler::recommend(const Observation& obs, int current) {
   Recommendation rec;
   rec.t_ms = now;
   rec.current = current;
-  rec.signals = desires(obs, current);
+  rec.signals = desires(obs, current, ready.value_or(current));
 
   // Steps 2-4: the largest count asked for; missing metrics never lower it below current.
   std::optional<int> largest;
   int present = 0;
   for (const SignalDesire& s : rec.signals) {
-    if (s.value) ++present;
+    if (s.value || s.idle) ++present;
     if (s.replicas) largest = std::max(largest.value_or(0), *s.replicas);
   }
   const int configured = static_cast<int>(rec.signals.size());
@@ -206,6 +215,11 @@ Recommendation Autoscaler::recommend(const Observation& obs, int current) {
   for (const SignalDesire& s : rec.signals) {
     if (!reason.empty()) reason += "; ";
     reason += s.name + " ";
+    if (s.idle) {
+      reason += "idle (no first token in the window)";
+      reason += s.replicas ? " asks for " + std::to_string(*s.replicas) : ": no demand";
+      continue;
+    }
     if (!s.value) {
       reason += "missing";
       continue;

@@ -19,11 +19,18 @@
 //      every 20 minutes). So scale-down walks: one replica fewer per scale-down
 //      stabilization window (step 5 keeps the largest recommendation of the window), each
 //      step taken only while every signal stays below its target at the smaller size.
-//    - ttftP95 (scaleUp.ttftP95 T): above T, ceil(c * min(ttft / T, 2)): capacity in
-//      proportion, at most doubling per sync (a latency is not shared among replicas, so
-//      the HPA's Value metric would otherwise multiply by replicas still loading). Within
-//      the tolerance below T: c (no replica may go). Further below: no demand: it never
-//      pushes down by itself.
+//    - ttftP95 (scaleUp.ttftP95 T): above T, max(c, ceil(r * min(ttft / T, 2))) with r the
+//      replicas serving now: the latency measures the r that serve, so they are what is
+//      scaled, at most doubling per sync, and replicas still loading count as capacity on
+//      its way (sizing on c would ask for more every sync of a model load while the TTFT
+//      stays high: a wind-up to maxReplicas). Within the tolerance below T: c (no replica
+//      may go). Further below: no demand: it never pushes down by itself.
+//    Idle: no request got a first token in the TTFT window, nothing runs and nothing waits
+//    (Observation::ttft_idle). No traffic is zero load, not a missing metric: TTFT asks
+//    for c - 1 (one replica fewer per scale-down window, like the queue), and at one
+//    replica both TTFT and the queue ask for 0, so a service whose minReplicas is 0 scales
+//    to zero after a scale-down stabilization window of idleness (KEDA's cooldownPeriod).
+//    A TTFT without observations while requests run is not idle: it holds.
 //    - kvCache (scaleUp.kvCacheHighWatermark W %): the mean usage u against W / 100:
 //      above, ceil(c * u / (W / 100)) (the HPA's AverageValue: GetMetricReplicas); within
 //      the band, c; below, c - 1 when the cache of the replicas left, u * c / (c - 1),
@@ -94,6 +101,7 @@ struct SignalDesire {
   std::optional<double> value;  // nullopt: missing from the observation
   double target = 0;            // U (queue per replica), T seconds, W / 100
   std::optional<int> replicas;  // nullopt: missing, or no demand (TTFT at or below target)
+  bool idle = false;            // present, with no load: no request in the window (Observation::ttft_idle)
   friend bool operator==(const SignalDesire&, const SignalDesire&) = default;
 };
 
@@ -113,9 +121,10 @@ class Autoscaler {
  public:
   explicit Autoscaler(const policy::InferenceScalingPolicySpec& policy, AutoscalerOptions options = {});
 
-  // `current`: the replicas that count (ready or loading, not draining). obs.t_ms must not
-  // go back in time; a time before the last call's is taken as the last call's.
-  [[nodiscard]] Recommendation recommend(const Observation& obs, int current);
+  // `current`: the replicas that count (ready or loading, not draining); `ready`: those of
+  // them serving now (the rest are loading; unset: all of them). obs.t_ms must not go back
+  // in time; a time before the last call's is taken as the last call's.
+  [[nodiscard]] Recommendation recommend(const Observation& obs, int current, std::optional<int> ready = std::nullopt);
 
   [[nodiscard]] const policy::InferenceScalingPolicySpec& policy() const { return policy_; }
   [[nodiscard]] const AutoscalerOptions& options() const { return options_; }
@@ -126,7 +135,7 @@ class Autoscaler {
     int value;
   };
 
-  [[nodiscard]] std::vector<SignalDesire> desires(const Observation& obs, int current) const;
+  [[nodiscard]] std::vector<SignalDesire> desires(const Observation& obs, int current, int ready) const;
   [[nodiscard]] int change_within(const std::deque<Timed>& events, std::int64_t now, std::int64_t period_ms) const;
 
   policy::InferenceScalingPolicySpec policy_;

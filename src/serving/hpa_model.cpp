@@ -265,8 +265,9 @@ double cron_metric_value(const CronWindow& window, std::chrono::sys_seconds now)
 std::vector<std::optional<double>> metric_values(const HpaSpec& spec, const ServiceSample& s) {
   std::vector<std::optional<double>> out;
   out.reserve(spec.metrics.size());
-  const bool pods = s.pods_reporting > 0;  // else every sum(...) is an empty result: 0
+  const bool pods = s.pods_reporting > 0;  // else every sum(...) is an empty result
   for (const auto& m : spec.metrics) {
+    const std::optional<double> null_value = m.ignore_null_values ? std::optional<double>(0.0) : std::nullopt;
     if (m.source == HpaSource::Cron) {
       out.push_back(m.cron ? cron_metric_value(*m.cron, s.now) : 0.0);
       continue;
@@ -276,16 +277,20 @@ std::vector<std::optional<double>> metric_values(const HpaSpec& spec, const Serv
       continue;
     }
     switch (m.source) {
-      case HpaSource::QueueDepth: out.push_back(pods ? s.waiting : 0.0); break;
+      case HpaSource::QueueDepth: out.push_back(pods ? std::optional<double>(s.waiting) : null_value); break;
       case HpaSource::QueueHold: {
         // count(pods) * (sum(waiting) / count(pods) >= bool D)
         const bool hold = pods && s.waiting / s.pods_reporting >= m.hold_per_replica;
-        out.push_back(hold ? static_cast<double>(s.pods_reporting) : 0.0);
+        out.push_back(!pods ? null_value : std::optional<double>(hold ? static_cast<double>(s.pods_reporting) : 0.0));
         break;
       }
-      case HpaSource::TtftP95: out.push_back(s.ttft_p95_s.value_or(0.0)); break;
-      case HpaSource::KvCache: out.push_back(pods ? s.kv_cache_sum : 0.0); break;
-      case HpaSource::GpuUtilization: out.push_back(pods ? s.gpu_utilization_sum : 0.0); break;
+      case HpaSource::TtftP95:
+        out.push_back(s.ttft_p95_s ? s.ttft_p95_s : pods && s.ttft_idle ? std::optional<double>(0.0) : null_value);
+        break;
+      case HpaSource::KvCache: out.push_back(pods ? std::optional<double>(s.kv_cache_sum) : null_value); break;
+      case HpaSource::GpuUtilization:
+        out.push_back(pods ? std::optional<double>(s.gpu_utilization_sum) : null_value);
+        break;
       case HpaSource::Cron:
       case HpaSource::Other: out.push_back(std::nullopt); break;
     }
@@ -322,6 +327,8 @@ Expected<HpaSpec> hpa_spec_for(const policy::PolicySet& set, std::string_view na
     h.metrics.push_back({"kv-cache", HpaMetricKind::AverageValue, *p.scale_up.kv_cache_high_watermark / 100.0,
                          HpaSource::KvCache, 0, {}});
   }
+  // render/scaling.cpp prometheus_trigger(): ignoreNullValues "false".
+  for (auto& m : h.metrics) m.ignore_null_values = false;
   // Cron floors: every window of a TidalPolicy targeting this one (policies by name)
   // with a floor of at least 1 (KEDA rejects desiredReplicas 0).
   std::map<std::string, const PolicyObject*> tidal;
@@ -354,7 +361,7 @@ Expected<HpaSpec> hpa_spec_for(const policy::PolicySet& set, std::string_view na
   }
   // render/scaling.cpp behavior(): up within one modelLoadTime at most the larger of a
   // doubling and N pods (burst headroom replicas, largest planned floor rise); down
-  // after the scale-down window, 100 % per 15 s.
+  // after the scale-down window, one pod per window (the window within [15 s, 1800 s]).
   const int headroom_replicas = p.effective_burst_headroom() / std::max(1, p.replica_shape.gpu_per_replica);
   const int step = std::max({1, headroom_replicas, largest_floor - p.min_replicas});
   const int load = static_cast<int>(clamp_seconds(p.model_load_time, 1, kMaxPeriodSeconds));
@@ -365,7 +372,9 @@ Expected<HpaSpec> hpa_spec_for(const policy::PolicySet& set, std::string_view na
   h.behavior.scale_down = HpaScalingRules{
       static_cast<int>(clamp_seconds(p.scale_down.stabilization_window, 0, kMaxStabilizationSeconds)),
       HpaSelectPolicy::Max,
-      {HpaScalingPolicy{HpaPolicyType::Percent, 100, kHpaSyncSeconds}}};
+      {HpaScalingPolicy{HpaPolicyType::Pods, 1,
+                        static_cast<int>(clamp_seconds(p.scale_down.stabilization_window, kHpaSyncSeconds,
+                                                       kMaxPeriodSeconds))}}};
   h.cooldown_s = clamp_seconds(p.scale_down.stabilization_window, 0, std::numeric_limits<std::int32_t>::max());
   return h;
 }

@@ -13,7 +13,7 @@
 //  - pkg/apis/autoscaling/v2 defaults (GenerateHPAScaleUpRules / ...ScaleDownRules);
 //  - KEDA pkg/scalers: cron_scaler.go (GetMetricsAndActivity, target AverageValue 1),
 //    prometheus_scaler.go (ExecutePromQuery: empty result, NaN or Inf -> 0 with
-//    ignoreNullValues, the default; a query error is an error), scaler.go
+//    ignoreNullValues, the default, else an error; a query error is an error), scaler.go
 //    (GenerateMetricInMili / GetMetricTargetMili: values as milli-quantities, "%.3f";
 //    NaN, Inf and negatives become 0; metricType defaults to AverageValue).
 #pragma once
@@ -68,6 +68,9 @@ struct HpaMetric {
   HpaSource source = HpaSource::Other;
   int hold_per_replica = 0;        // QueueHold: scaleDown.queueDepthPerReplica
   std::optional<CronWindow> cron;  // CronFloor
+  // KEDA's Prometheus scaler: an empty result or NaN is 0 (true, KEDA's default) or an
+  // error (false, what gpubank renders: the HPA then skips the metric).
+  bool ignore_null_values = true;
 };
 
 enum class HpaPolicyType { Pods, Percent };
@@ -172,13 +175,17 @@ struct ServiceSample {
   int pods_reporting = 0;     // pods with vLLM series
   double waiting = 0;         // sum of vllm:num_requests_waiting
   std::optional<double> ttft_p95_s;  // nullopt: histogram_quantile gave no sample or NaN (no requests)
+  bool ttft_idle = false;            // the NaN case: the pods report the histogram, nothing arrived
   double kv_cache_sum = 0;           // sum over pods of each pod's KV usage (0..1)
   double gpu_utilization_sum = 0;    // sum over pods of each pod's mean DCGM_FI_DEV_GPU_UTIL (0..100)
   std::chrono::sys_seconds now{};    // for cron triggers
 };
 
-// The value KEDA reports for each metric of `spec` (in order): empty results and NaN
-// are 0 (ignoreNullValues), the queue hold query is pods x (waiting/pods >= per_replica).
+// The value KEDA reports for each metric of `spec` (in order): with no pod reporting,
+// every query of the pods' series is an empty result: 0 with ignoreNullValues, else an
+// error (nullopt); the queue hold query is pods x (waiting/pods >= per_replica); TTFT
+// without requests is NaN: 0 with ignoreNullValues, and 0 from the rendered guard
+// (render::ttft_p95_guarded_query) when the pods report, else an error.
 [[nodiscard]] std::vector<std::optional<double>> metric_values(const HpaSpec& spec, const ServiceSample& sample);
 
 // The HPA the rendered ScaledObject of InferenceScalingPolicy `name` creates, built from

@@ -397,7 +397,10 @@ Expected<std::monostate> SignalWindow::add(Scrape scrape) {
   return std::monostate{};
 }
 
-std::optional<double> SignalWindow::quantile(double q, bool itl) const {
+std::optional<double> SignalWindow::quantile(double q, bool itl) const { return quantile_of(q, itl, nullptr); }
+
+std::optional<double> SignalWindow::quantile_of(double q, bool itl, bool* had_rates) const {
+  if (had_rates != nullptr) *had_rates = false;
   if (scrapes_.empty()) return std::nullopt;
   // One series per replica and bound, as Prometheus stores them. The autoscaler asks every
   // 15 s over a window of scrapes whose replicas nearly always show the same bounds: each
@@ -445,6 +448,7 @@ std::optional<double> SignalWindow::quantile(double q, bool itl) const {
     }
   }
   if (sums.empty()) return std::nullopt;
+  if (had_rates != nullptr) *had_rates = true;
   std::vector<Bucket> buckets;
   buckets.reserve(sums.size());
   for (const auto& entry : sums) buckets.push_back({entry.first, entry.second});
@@ -470,7 +474,9 @@ Observation SignalWindow::observe() const {
     }
   }
   if (kv_replicas > 0) o.kv_cache_usage = kv_sum / kv_replicas;
-  o.ttft_p95_s = quantile(0.95);
+  bool had_rates = false;
+  o.ttft_p95_s = quantile_of(0.95, false, &had_rates);
+  o.ttft_idle = !o.ttft_p95_s && had_rates;
   return o;
 }
 
@@ -525,6 +531,7 @@ Expected<Observation> from_prometheus(const PrometheusResults& results) {
   }
   auto ttft = single(results.ttft_p95, "ttft-p95");
   if (!ttft) return Unexpected{ttft.error()};
+  if (*ttft && std::isnan(**ttft)) o.ttft_idle = true;
   if (*ttft && !std::isnan(**ttft)) {
     if (**ttft < 0 || std::isinf(**ttft)) {
       return Unexpected{with_rule("the ttft-p95 query returned " + metrics::format_value(**ttft) +

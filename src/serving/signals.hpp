@@ -129,6 +129,9 @@ struct Observation {
   std::optional<double> running;         // sum of running
   std::optional<double> kv_cache_usage;  // mean over the replicas reporting it, 0..1
   std::optional<double> ttft_p95_s;      // PromQL's histogram_quantile over the window
+  // The TTFT histogram is there but no request got a first token in the window (PromQL's
+  // quantile is NaN): no load, which is not a missing signal. ttft_p95_s is then nullopt.
+  bool ttft_idle = false;
   friend bool operator==(const Observation&, const Observation&) = default;
 };
 
@@ -149,7 +152,8 @@ class SignalWindow {
   //   the newest scrape's time: every replica of every retained scrape is a series (one
   //   that left still counts while two of its scrapes lie in the window, as in PromQL),
   //   rates are summed per bound in replica-name order, nullopt when no bucket has a rate
-  //   or the quantile is NaN (no requests in the window).
+  //   or the quantile is NaN (no requests in the window);
+  // - ttft_idle: buckets have rates but every rate is 0 (the NaN case: nothing arrived).
   [[nodiscard]] Observation observe() const;
 
   // The same quantile for any q and either histogram (ITL with itl = true).
@@ -159,6 +163,9 @@ class SignalWindow {
   [[nodiscard]] const std::deque<Scrape>& scrapes() const { return scrapes_; }
 
  private:
+  // The quantile, and whether any bucket had a rate at all (a NaN with rates is idle).
+  [[nodiscard]] std::optional<double> quantile_of(double q, bool itl, bool* had_rates) const;
+
   std::int64_t retain_ms_;
   std::deque<Scrape> scrapes_;
 };
@@ -175,7 +182,7 @@ struct PrometheusResults {
 };
 
 // The Observation those results describe: an empty result is a missing signal (where KEDA
-// reads 0), a NaN TTFT is no requests in the window; kv_cache_usage is the sum of the pods'
+// reads 0), a NaN TTFT is no requests in the window (ttft_idle); kv_cache_usage is the sum of the pods'
 // averages divided by the pods reporting. Errors (kRulePromShape, kRulePromValue): a result
 // of more than one sample (each query aggregates to one, as KEDA requires), a negative or
 // non-finite count, a KV mean outside [0, 1].

@@ -6,10 +6,21 @@ cli_test(twin-serving-invalid-policies 1 "the policies are invalid"
          -- ${GPUBANK} twin serving --policies examples/policies examples/invalid/quota.sum-exceeds-pool.yaml)
 # Two light hours from Tuesday 07:30 in Shanghai: the window's prewarm at 08:00 raises the
 # LLM service to its floor of 6, so the autoscaler's run peaks at 6 or more.
-cli_test(twin-serving-autoscaler 0 "customer-service-llm / autoscaler +[0-9.]+ %.* [6-8] +[0-9]+/[0-9]+"
+cli_test(twin-serving-autoscaler 0 "customer-service-llm / autoscaler +1 +[0-9.]+ % +[0-9.]+ %.* [6-8] +[0-9]+/[0-9]+"
          -- ${GPUBANK} twin serving --control autoscaler --start 2026-11-30T23:30:00Z --hours 2 --serving-load 0.1 --quiet)
 cli_test(twin-serving-json 0 "\"peakReplicas\": 3,"
          -- ${GPUBANK} twin serving --control static --static-replicas 3 --hours 1 --serving-load 0.05 --quiet -o json)
+# Static counts outside a service's [1, maxReplicas], seeds and peak ranges that do not
+# parse: usage errors before anything runs.
+cli_test(usage-twin-serving-static-zero 2 "--static-replicas: 0 is outside \\[1, maxReplicas\\] of customer-service"
+         -- ${GPUBANK} twin serving --control static --static-replicas 0)
+cli_test(usage-twin-serving-static-above-max 2 "--static-replicas: 10000 is outside \\[1, maxReplicas\\]"
+         -- ${GPUBANK} twin serving --control static --static-replicas 10000)
+cli_test(usage-twin-serving-bad-seeds 2 "--seeds: the range 5..1 ends before it starts" -- ${GPUBANK} twin serving --seeds 5..1)
+cli_test(usage-twin-serving-bad-peak 2 "--peak: must be HH:MM-HH:MM" -- ${GPUBANK} twin serving --peak 9-17 --hours 1)
+# Two seeds: a run per seed, each with its peak-window attainment.
+cli_test(twin-serving-seeds 0 "\"seed\": 2,"
+         -- ${GPUBANK} twin serving --control static --static-replicas 2 --seeds 1..2 --hours 1 --serving-load 0.05 --quiet -o json)
 cli_test(help-tidal-timeline 0 "Usage:.*tidal timeline" -- ${GPUBANK} tidal timeline --help)
 cli_test(usage-tidal-timeline-without-from 2 "--from is required" -- ${GPUBANK} tidal timeline weekday-serving-training)
 # The example's weekday: Tuesday 07:30 CST is 23:30 UTC on Monday.

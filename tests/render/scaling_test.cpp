@@ -61,7 +61,10 @@ Json prometheus(const std::string& name, const std::string& metric_type, const s
   return Json{{"type", "prometheus"},
               {"name", name},
               {"metricType", metric_type},
-              {"metadata", Json{{"serverAddress", kPrometheus}, {"query", query}, {"threshold", threshold}}}};
+              {"metadata", Json{{"serverAddress", kPrometheus},
+                                {"query", query},
+                                {"threshold", threshold},
+                                {"ignoreNullValues", "false"}}}};
 }
 
 Json cron(const std::string& name, const std::string& start, const std::string& end, const std::string& replicas) {
@@ -113,7 +116,7 @@ TEST(RenderScaling, LlmScaledObjectFieldByField) {
                                                                  Json{{"type", "Percent"}, {"value", 100}, {"periodSeconds", 360}}})}}));
   EXPECT_EQ(behavior["scaleDown"], (Json{{"stabilizationWindowSeconds", 600},
                                          {"selectPolicy", "Max"},
-                                         {"policies", Json::array({Json{{"type", "Percent"}, {"value", 100}, {"periodSeconds", 15}}})}}));
+                                         {"policies", Json::array({Json{{"type", "Pods"}, {"value", 1}, {"periodSeconds", 600}}})}}));
 
   const std::string waiting = "vllm:num_requests_waiting{" + kLlmPods + "}";
   const Json expected = Json::array({
@@ -123,8 +126,9 @@ TEST(RenderScaling, LlmScaledObjectFieldByField) {
                      ")) >= bool 1)",
                  "1"),
       prometheus("ttft-p95", "Value",
-                 "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{" + kLlmPods +
-                     "}[2m])))",
+                 "(histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{" + kLlmPods +
+                     "}[2m]))) >= 0) or (sum(rate(vllm:time_to_first_token_seconds_count{" + kLlmPods +
+                     "}[2m])) == 0)",
                  "1.5"),
       prometheus("kv-cache", "AverageValue",
                  "sum(avg by (pod) (vllm:kv_cache_usage_perc{" + kLlmPods + "}) or avg by (pod) (vllm:gpu_cache_usage_perc{" +
@@ -365,6 +369,8 @@ constexpr const char* kSeries = R"(
         values: '0+60x10'
       - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",le="+Inf"}'
         values: '0+60x10'
+      - series: 'vllm:time_to_first_token_seconds_count{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p"}'
+        values: '0+60x10'
       - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-canary-6c9d8-h2j4k",le="0.5"}'
         values: '0+600x10'
       - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-canary-6c9d8-h2j4k",le="1"}'
@@ -404,6 +410,23 @@ TEST(RenderScaling, RenderedQueriesSelectExactlyTheServicesPodsAndCountEachPodOn
   test += expr_test(queue_hold_query(kLlmPods, 6), "0");
   test += expr_test(query("ttft-p95"), "1.95");
   test += expr_test(query("kv-cache"), "0.75");
+
+  // The guarded TTFT query: no request in the window (the histogram is there, flat) is 0;
+  // no series at all (the pods are not scraped) is an empty result, which KEDA with
+  // ignoreNullValues "false" reports as an error.
+  constexpr const char* kIdle = R"(
+      - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",le="1"}'
+        values: '7x10'
+      - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",le="+Inf"}'
+        values: '9x10'
+      - series: 'vllm:time_to_first_token_seconds_count{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p"}'
+        values: '9x10'
+)";
+  test += "  - interval: 1m\n    input_series:" + std::string(kIdle) + "    promql_expr_test:\n";
+  test += expr_test(query("ttft-p95"), "0");
+  test += "  - interval: 1m\n    input_series:\n      - series: 'up{job=\"other\"}'\n        values: '1x10'\n"
+          "    promql_expr_test:\n      - expr: " +
+          Json(query("ttft-p95")).dump() + "\n        eval_time: 5m\n        exp_samples: []\n";
 
   const fs::path dir = fs::temp_directory_path() / ("gpubank-scaling-" + std::to_string(::getpid()));
   fs::create_directories(dir);

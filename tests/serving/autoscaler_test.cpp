@@ -362,6 +362,106 @@ TEST(Autoscaler, DocsServingSeries) {
   EXPECT_EQ(changes, (std::vector<std::pair<int, int>>{{1185, 7}, {2415, 8}, {3585, 7}, {4185, 6}, {4785, 5}}));
 }
 
+TEST(Autoscaler, NoTrafficIsZeroLoadNotAMissingMetric) {
+  // Four replicas report, nothing waits or runs, and no request got a first token in the
+  // TTFT window (PromQL's quantile is NaN): idle. TTFT asks for one fewer, as the queue
+  // does (0 per replica < 1; 0 on 3 replicas < 1), instead of holding as for a missing
+  // signal; the KV cache (0.0: 0 x 4 / 3 < 0.765) asks one fewer too.
+  auto p = example_without_down_window();
+  Autoscaler a(p);
+  Observation idle = obs(0, 0.0, std::nullopt, 0.0);
+  idle.running = 0;
+  idle.ttft_idle = true;
+  const auto r = a.recommend(idle, 4);
+  EXPECT_FALSE(r.metrics_missing) << r.reason;
+  EXPECT_EQ(asks(r, "ttftP95"), 3) << r.reason;
+  EXPECT_EQ(r.desired, 3) << r.reason;
+  EXPECT_NE(r.reason.find("ttftP95 idle"), std::string::npos) << r.reason;
+
+  // Without ttft_idle the same empty quantile is a missing signal: hold.
+  Autoscaler b(p);
+  Observation missing = idle;
+  missing.ttft_idle = false;
+  const auto held = b.recommend(missing, 4);
+  EXPECT_TRUE(held.metrics_missing);
+  EXPECT_EQ(held.desired, 4) << held.reason;
+
+  // Requests running but none got its first token in the window: not idle, TTFT has no
+  // demand, the KV cache and the queue decide (0.5 usage: 0.5 x 4 / 3 = 0.67 < 0.765: 3).
+  Autoscaler c(p);
+  Observation busy = obs(0, 0.0, std::nullopt, 0.5);
+  busy.running = 12;
+  busy.ttft_idle = true;
+  const auto r2 = c.recommend(busy, 4);
+  EXPECT_EQ(asks(r2, "ttftP95"), std::nullopt) << r2.reason;
+  EXPECT_FALSE(r2.metrics_missing);
+}
+
+TEST(Autoscaler, AnIdleServiceScalesToZeroWhereMinReplicasIsZero) {
+  // minReplicas 0, the 10 m scale-down window: one replica fewer per window while idle,
+  // and from 1 to 0 (both TTFT and the queue ask for 0 at one idle replica).
+  auto p = example();
+  p.min_replicas = 0;
+  Autoscaler a(p);
+  int current = 3;
+  std::int64_t t = 0;
+  std::vector<std::pair<std::int64_t, int>> changes;
+  for (; t <= 3600 && current > 0; t += 15) {
+    Observation o = obs(t, 0.0, std::nullopt, 0.0, current);
+    o.running = 0;
+    o.ttft_idle = true;
+    const auto r = a.recommend(o, current);
+    if (r.desired != current) changes.emplace_back(t, r.desired);
+    current = r.desired;
+  }
+  // t = 0: every signal asks for 2 and the window has nothing older: 2. Each later step
+  // asks for one fewer, but the window keeps the largest raw count of the last 10 m (2
+  // from t = 0, then 1 from t = 600) until it leaves the window (strictly older than
+  // now - 10 m).
+  ASSERT_EQ(changes.size(), 3U);
+  EXPECT_EQ(changes[0], (std::pair<std::int64_t, int>{0, 2}));
+  EXPECT_EQ(changes[1], (std::pair<std::int64_t, int>{600, 1}));
+  EXPECT_EQ(changes[2], (std::pair<std::int64_t, int>{1200, 0}));
+
+  // With minReplicas 1 the same idleness stops at one replica.
+  Autoscaler b(example());
+  current = 3;
+  for (t = 0; t <= 3600; t += 15) {
+    Observation o = obs(t, 0.0, std::nullopt, 0.0, current);
+    o.running = 0;
+    o.ttft_idle = true;
+    current = b.recommend(o, current).desired;
+  }
+  EXPECT_EQ(current, 1);
+}
+
+TEST(Autoscaler, ReplicasStillLoadingCountAsCapacityOnItsWay) {
+  // 4 replicas serve with TTFT 3 s (ratio 2): TTFT asks for 8. While the 4 new ones load
+  // the model (6 min), the TTFT stays at 3 s; sizing on the 8 that count would ask for 16
+  // (clamped to 8 here only by maxReplicas). Sized on the 4 serving, it asks for 8 = the
+  // replicas already there: hold, no wind-up.
+  auto p = example();
+  p.max_replicas = 64;
+  p.scale_up.stabilization_window = Duration{};
+  Autoscaler a(p);
+  const auto first = a.recommend(obs(0, 0.0, 3.0, 0.5), 4, 4);
+  EXPECT_EQ(asks(first, "ttftP95"), 8) << first.reason;
+  EXPECT_EQ(first.desired, 8);
+  int current = first.desired;
+  for (std::int64_t t = 15; t < 360; t += 15) {
+    const auto r = a.recommend(obs(t, 0.0, 3.0, 0.5), current, 4);
+    EXPECT_EQ(asks(r, "ttftP95"), 8) << "t=" << t << ": " << r.reason;
+    EXPECT_EQ(r.desired, 8) << "t=" << t << ": " << r.reason;
+    current = r.desired;
+  }
+  // Without telling it which replicas serve (every replica counted as serving), the same
+  // signal keeps doubling while the model loads.
+  Autoscaler windup(p);
+  current = 4;
+  for (std::int64_t t = 0; t < 60; t += 15) current = windup.recommend(obs(t, 0.0, 3.0, 0.5), current).desired;
+  EXPECT_GT(current, 16);
+}
+
 TEST(Autoscaler, IsDeterministic) {
   // Six hours of 15 s syncs under a demand of 0.5 to 10 replicas' worth that rises and
   // falls every two hours, with noise; the signals follow demand per replica, and the

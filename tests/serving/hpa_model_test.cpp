@@ -22,6 +22,16 @@ HpaSpec example_spec() {
   return *spec;
 }
 
+// The ScaledObject gpubank rendered before issue 33, with KEDA's and the HPA's defaults:
+// empty results and NaN read as 0 (ignoreNullValues true) and the HPA's default scale-down
+// (100 % per 15 s). docs/serving.md's worked series shows what those defaults do.
+HpaSpec keda_defaults_spec() {
+  HpaSpec spec = example_spec();
+  for (auto& m : spec.metrics) m.ignore_null_values = true;
+  spec.behavior.scale_down.policies = {HpaScalingPolicy{HpaPolicyType::Percent, 100, 15}};
+  return spec;
+}
+
 // Local wall-clock time in Asia/Shanghai (UTC+8, no DST).
 std::chrono::sys_seconds shanghai(int y, unsigned mo, unsigned d, int h, int mi, int s = 0) {
   const auto* zone = date::locate_zone("Asia/Shanghai");
@@ -270,11 +280,11 @@ TEST(HpaModel, AMetricThatErrorsNeverScalesDownButTheOthersScaleUp) {
   EXPECT_EQ(hpa.last().reason, "FailedGetExternalMetric");
 }
 
-TEST(HpaModel, PodsThatStopReportingLookLikeNoLoadToKeda) {
+TEST(HpaModel, PodsThatStopReportingLookLikeNoLoadToKedasDefaults) {
   // KEDA's Prometheus scaler answers an empty result with 0 (ignoreNullValues, the
   // default): unscraped pods read as an idle service, and the HPA scales down after the
   // window. Prometheus itself down is an error: the HPA holds.
-  const auto spec = example_spec();
+  const auto spec = keda_defaults_spec();
   auto gap = sample(monday(3, 0), 0, 0, std::nullopt, 0);
   EXPECT_EQ(metric_values(spec, gap), (Values{0.0, 0.0, 0.0, 0.0, 0.0, 0.0}));
   gap.prometheus_up = false;
@@ -301,6 +311,41 @@ TEST(HpaModel, PodsThatStopReportingLookLikeNoLoadToKeda) {
     current = held.step(s * 1000LL, current, metric_values(spec, down));
   }
   EXPECT_EQ(current, 4);  // cron metrics alone would go down: invalid + down = no change
+}
+
+TEST(HpaModel, TheRenderedScaledObjectHoldsWhenPodsStopReportingAndScalesDownWhenIdle) {
+  // gpubank renders ignoreNullValues "false": unscraped pods make every Prometheus query an
+  // error, and the HPA never scales down on errors (the cron triggers alone would). An
+  // idle service (the pods report, no request in the window) reads TTFT 0 from the guarded
+  // query and walks down one replica per 10 m window.
+  const auto spec = example_spec();
+  for (const auto& m : spec.metrics) {
+    EXPECT_EQ(m.ignore_null_values, m.source == HpaSource::Cron) << m.name;
+  }
+  const auto lost = sample(monday(3, 0), 0, 0, std::nullopt, 0);
+  EXPECT_EQ(metric_values(spec, lost), (Values{std::nullopt, std::nullopt, std::nullopt, std::nullopt, 0.0, 0.0}));
+  auto at = [](int s) { return monday(3, 0) + seconds(s); };
+  HpaModel held(spec);
+  int current = 4;
+  for (int s = 0; s <= 1800; s += 15) current = held.step(s * 1000LL, current, metric_values(spec, lost));
+  EXPECT_EQ(current, 4);
+  EXPECT_EQ(held.last().reason, "FailedGetExternalMetric");
+
+  // Idle: queue 0, KV 0, TTFT NaN with the histogram there -> 0.
+  HpaModel idle(spec);
+  current = 4;
+  std::vector<std::pair<int, int>> changes;
+  for (int s = 0; s <= 3600; s += 15) {
+    auto quiet = sample(at(s), current, 0, std::nullopt, 0);
+    quiet.ttft_idle = true;
+    const int next = idle.step(s * 1000LL, current, metric_values(spec, quiet));
+    if (next != current) changes.emplace_back(s, next);
+    current = next;
+  }
+  // Every metric proposes 0 (minReplicaCount 1); the first recommendation (4, t = 0)
+  // holds the 600 s window; then one pod per 600 s period: 3 at 600 s, 2 at 1200 s, 1 at
+  // 1800 s (the HPA's scale-down limit counts the pods removed within the period).
+  EXPECT_EQ(changes, (std::vector<std::pair<int, int>>{{600, 3}, {1200, 2}, {1800, 1}}));
 }
 
 TEST(HpaModel, CronFloorRaisesReplicasAtThePrewarmedStart) {
@@ -398,7 +443,7 @@ TEST(HpaModel, DocsServingSeries) {
       {2400, -1, 40, 2.6, 0.90},      // 20:20 surge
       {3000, -1, 4, 0.8, 0.40},       // 20:30 calm
   };
-  HpaModel hpa(example_spec());
+  HpaModel hpa(keda_defaults_spec());
   int current = 8;
   std::size_t p = 0;
   std::vector<std::pair<std::string, int>> changes;

@@ -357,13 +357,22 @@ TEST(FromPrometheus, BuildsTheObservationOfTheRenderedQueries) {
   EXPECT_EQ(o->kv_cache_usage, 0.65);  // 2.6 / 4
   EXPECT_EQ(o->running, std::nullopt);  // not queried
 
-  // No requests in the window (NaN) and an empty result: missing, not zero.
+  EXPECT_FALSE(o->ttft_idle);
+
+  // No requests in the window (NaN): no TTFT, and idle (zero load, not a missing signal);
+  // an empty result: missing, not zero.
   r.ttft_p95 = {sample(std::numeric_limits<double>::quiet_NaN())};
   r.queue_depth.clear();
   const auto missing = from_prometheus(r);
   ASSERT_TRUE(missing.ok()) << missing.error();
   EXPECT_EQ(missing->ttft_p95_s, std::nullopt);
+  EXPECT_TRUE(missing->ttft_idle);
   EXPECT_EQ(missing->queue_depth, std::nullopt);
+  r.ttft_p95.clear();
+  const auto no_series = from_prometheus(r);
+  ASSERT_TRUE(no_series.ok()) << no_series.error();
+  EXPECT_FALSE(no_series->ttft_idle);
+  r.ttft_p95 = {sample(1.25)};
 
   // Each query aggregates to one sample; two is an error, so are impossible values.
   r.queue_depth = {sample(1), sample(2)};
@@ -428,10 +437,20 @@ TEST(SignalWindow, SumsAndMeansAtTheNewestScrapeAndTtftFromTheRates) {
   // q 0.5: rank 0.4167 within the first bucket (0, 0.5]: 0.5 * 0.4167 / 0.5 = 5/12.
   EXPECT_DOUBLE_EQ(*w.quantile(0.5), 5.0 / 12);
 
-  // No requests over the next two minutes: the rates are 0 and the quantile NaN: nullopt.
+  EXPECT_FALSE(o.ttft_idle);
+
+  // No requests over the next two minutes: the rates are 0 and the quantile NaN: nullopt,
+  // and idle (the histogram is there, nothing arrived).
   ASSERT_TRUE(w.add(scrape_of(240'000, {replica("a", 0, 0.1, {{0.5, 60}, {1.0, 100}, {kInf, 100}})})).ok());
   EXPECT_EQ(w.observe().ttft_p95_s, std::nullopt);
+  EXPECT_TRUE(w.observe().ttft_idle);
   EXPECT_EQ(w.observe().queue_depth, 0.0);  // reported as 0: not missing
+
+  // One scrape of a histogram has no rate yet: missing, not idle.
+  SignalWindow fresh(120'000);
+  ASSERT_TRUE(fresh.add(scrape_of(0, {replica("a", 0, 0.1, {{0.5, 0}, {kInf, 0}})})).ok());
+  EXPECT_EQ(fresh.observe().ttft_p95_s, std::nullopt);
+  EXPECT_FALSE(fresh.observe().ttft_idle);
 }
 
 }  // namespace

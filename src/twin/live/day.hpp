@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,11 @@ struct DayOptions {
   // The inference load relative to the scale rule (serving.hpp): 0.1 serves a tenth of the
   // requests (quick looks, and tests that do not measure serving), in (0, 10].
   double serving_load = 1.0;
+  // What the load's peak is sized on (serving.hpp): by control (planned replicas: the
+  // largest tidal floor; a controller: kPeakShareOfMaxReplicas x maxReplicas), or the
+  // controllers' sizing for every control, planned included, so that a comparison serves
+  // every control the same requests (`gpubank twin serving`).
+  bool same_load_for_every_control = false;
   // Who decides the inference replicas (elastic.hpp): the autoscaler with the tidal floors
   // (default), or replicas planned in advance from the tidal floors alone (the day's own
   // replica workloads, as before the autoscaler existed), a static count all day, or a
@@ -51,7 +57,10 @@ struct DayOptions {
   // Keda: the HPA that the rendered KEDA ScaledObject creates (serving/hpa_model.hpp).
   enum class ServingControl { Autoscaler, Planned, Static, HpaGpuUtilization, Keda };
   ServingControl serving_control = ServingControl::Autoscaler;
-  int static_replicas = 0;  // Static: replicas per service (0: its maxReplicas)
+  // Static: replicas per service: static_replicas_by_policy's count for the policy, else
+  // static_replicas, else (0) its maxReplicas.
+  int static_replicas = 0;
+  std::map<std::string, int> static_replicas_by_policy;
   // How the services answer their requests (inference/service_model.hpp): every request
   // through the vLLM-like engine (InferenceService), or the fluid model calibrated on it
   // (FluidService), which the impact preview runs so that days take seconds.

@@ -118,6 +118,13 @@ std::chrono::sys_seconds ElasticControl::wall(VirtualTime t) const {
   return std::chrono::floor<std::chrono::seconds>(day_.start + std::chrono::milliseconds(t));
 }
 
+int ElasticControl::static_count(const Service& s) const {
+  if (const auto it = day_.static_replicas_by_policy.find(s.policy); it != day_.static_replicas_by_policy.end()) {
+    return it->second;
+  }
+  return day_.static_replicas > 0 ? day_.static_replicas : s.spec.max_replicas;
+}
+
 int ElasticControl::counting(const Service& s) const {
   return static_cast<int>(std::count_if(s.replicas.begin(), s.replicas.end(), [](const Replica& r) { return !r.drain; }));
 }
@@ -221,11 +228,11 @@ Expected<bool> ElasticControl::recommend(Service& s, VirtualTime now) {
   int desired = current;
   switch (day_.serving_control) {
     case Control::Autoscaler:
-      s.last = s.autoscaler->recommend(obs, current);
+      s.last = s.autoscaler->recommend(obs, current, std::min(ready, current));
       desired = s.last->desired;
       break;
     case Control::Static:
-      desired = day_.static_replicas > 0 ? day_.static_replicas : s.spec.max_replicas;
+      desired = static_count(s);
       break;
     case Control::HpaGpuUtilization:
     case Control::Keda: {
@@ -233,6 +240,7 @@ Expected<bool> ElasticControl::recommend(Service& s, VirtualTime now) {
       sample.pods_reporting = obs.replicas_reporting;
       sample.waiting = obs.queue_depth.value_or(0);
       sample.ttft_p95_s = obs.ttft_p95_s;
+      sample.ttft_idle = obs.ttft_idle;
       sample.kv_cache_sum = kv_sum;
       sample.gpu_utilization_sum = utilization;
       sample.now = wall(now);
@@ -735,6 +743,7 @@ std::vector<ElasticControl::ServiceReport> ElasticControl::report() const {
     r.policy = s.policy;
     r.control = std::string(to_string(day_.serving_control));
     r.peak_replicas = s.peak;
+    if (day_.serving_control == Control::Static) r.static_replicas = static_count(s);
     r.replica_gpu_ms = s.gpu_ms_;
     r.scale_ups = s.scale_ups;
     r.scale_downs = s.scale_downs;

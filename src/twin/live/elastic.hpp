@@ -11,7 +11,8 @@
 //   2. decide the replicas the service should have, by the day's ServingControl:
 //      - Autoscaler: serving::Autoscaler's desired count, then the tidal floor in force
 //        = max(tidal floor, real-time desired) (tidal::TidalController);
-//      - Static: DayOptions::static_replicas (maxReplicas when 0) all day;
+//      - Static: DayOptions::static_replicas_by_policy, else static_replicas (maxReplicas
+//        when 0) all day;
 //      - HpaGpuUtilization: a CPU-style HPA on the mean GPU utilisation of the replicas
 //        (the engine busy fraction, what DCGM_FI_DEV_GPU_UTIL reports), 70 % target;
 //      - Keda: the HPA the rendered ScaledObject creates (serving::hpa_spec_for);
@@ -87,6 +88,7 @@ class ElasticControl {
     std::string policy;
     std::string control;
     int peak_replicas = 0;
+    int static_replicas = 0;  // what static provisioning ran (ServingControl::Static)
     std::int64_t replica_gpu_ms = 0;       // GPUs of replica workloads held x time
     std::int64_t scale_ups = 0, scale_downs = 0, blocked = 0;
     // Scale-out reaction: from the first sync at which the demand signals asked for more
@@ -150,6 +152,7 @@ class ElasticControl {
   Expected<bool> pin(const std::string& tidal_policy, const std::string& actor, const std::string& reason, bool freeze);
   [[nodiscard]] serving::PoolCapacity pool_capacity(const Service& s) const;
   [[nodiscard]] std::chrono::sys_seconds wall(VirtualTime t) const;
+  [[nodiscard]] int static_count(const Service& s) const;
 
   const policy::PolicySet& policies_;
   DayOptions day_;

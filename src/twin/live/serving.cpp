@@ -351,7 +351,7 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
     // Planned replicas follow the tidal floors only: the peak needs the largest floor. The
     // controllers scale on load: the peak is sized on maxReplicas (serving.hpp), so the
     // daytime moves between the floor and the maximum.
-    const double sized = day.serving_control == DayOptions::ServingControl::Planned
+    const double sized = day.serving_control == DayOptions::ServingControl::Planned && !day.same_load_for_every_control
                              ? peak_replicas_of(policies, p.name(), spec)
                              : std::max(static_cast<double>(peak_replicas_of(policies, p.name(), spec)),
                                         kPeakShareOfMaxReplicas * spec.max_replicas);
@@ -697,8 +697,9 @@ std::int64_t Serving::router_waiting(const std::string& policy) const {
 }
 
 Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std::int64_t from_ms,
-                          std::int64_t until_ms) const {
+                          std::int64_t until_ms, std::optional<std::int64_t> answered_by_ms) const {
   Slo out;
+  const std::int64_t answered_by = answered_by_ms.value_or(until_ms);
   const Live* s = find_service(policy);
   if (s == nullptr) return out;
   constexpr std::int64_t kMinuteMs = 60'000;
@@ -711,7 +712,7 @@ Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std
       ++out.minutes;
       out.requests += arrived;
       const inference::MinuteTtft e = m < estimates->size() ? (*estimates)[m] : inference::MinuteTtft{};
-      const bool answered = e.p95_us != inference::MinuteTtft::kNeverUs && e.answered_by_us / 1000 <= until_ms;
+      const bool answered = e.p95_us != inference::MinuteTtft::kNeverUs && e.answered_by_us / 1000 <= answered_by;
       if (!answered) out.unanswered += arrived;
       if (answered && e.p95_us <= target_ms * 1000) ++out.within;
     }
@@ -720,7 +721,7 @@ Serving::Slo Serving::slo(const std::string& policy, std::int64_t target_ms, std
   std::vector<std::vector<std::int64_t>> ttft(s->arrivals_per_minute.size());
   for (const auto& c : s->service->completions()) {
     const auto minute = static_cast<std::size_t>(c.arrival_us / 1000 / kMinuteMs);
-    if (minute < ttft.size() && c.first_token_us / 1000 <= until_ms) ttft[minute].push_back(c.first_token_us - c.arrival_us);
+    if (minute < ttft.size() && c.first_token_us / 1000 <= answered_by) ttft[minute].push_back(c.first_token_us - c.arrival_us);
   }
   for (std::size_t m = 0; m < ttft.size(); ++m) {
     const std::int64_t start = static_cast<std::int64_t>(m) * kMinuteMs;

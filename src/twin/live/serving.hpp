@@ -195,16 +195,17 @@ class Serving {
 
   // TTFT SLO attainment by minute of arrival: a minute is within target when the 95th
   // percentile (nearest rank) of the TTFT of the requests that arrived in it is at most
-  // the target. A request without a first token by `until_ms` (still queued, cut by a
-  // removed replica, rejected) counts as above any target. Minutes without arrivals are
-  // not counted.
+  // the target. The minutes counted lie within [from_ms, until_ms). A request without a
+  // first token by `answered_by_ms` (default: until_ms; still queued, cut by a removed
+  // replica, rejected) counts as above any target. Minutes without arrivals are not
+  // counted.
   struct Slo {
     std::int64_t minutes = 0, within = 0;
     std::int64_t requests = 0, unanswered = 0;
     [[nodiscard]] double attainment() const { return minutes == 0 ? 1.0 : static_cast<double>(within) / minutes; }
   };
   [[nodiscard]] Slo slo(const std::string& policy, std::int64_t target_ms, std::int64_t from_ms,
-                        std::int64_t until_ms) const;
+                        std::int64_t until_ms, std::optional<std::int64_t> answered_by_ms = std::nullopt) const;
 
   static constexpr std::int64_t kTtftWindowMs = 5 * 60'000;
 

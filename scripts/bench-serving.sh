@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The serving comparison (docs/serving.md, "Measured in the twin"): `gpubank twin serving`
+# over seeds 1 to 5 with the seeded load and with the Azure LLM traces 2023 (conv, code),
+# every control judged on the peak window against static provisioning at the smallest
+# replica count that meets the SLO there (searched by the command). Writes the section
+# "Serving: the autoscaler against the smallest static count that meets the SLO" of
+# bench/RESULTS.md in place (between its markers), or to FILE with --section FILE (what
+# scripts/bench.sh does). Raw JSON stays in build/release/bench-results/serving-*.json.
+#
+#   scripts/bench-serving.sh [--section FILE] [--seeds 1..5] [--jobs N]
+#
+# Expects the release build (scripts/bench.sh builds it; alone: cmake --preset release &&
+# cmake --build --preset release --target gpubank). About 10 minutes on 2 CPUs.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build="build/release"
+out="$build/bench-results"
+gpubank="$build/cmd/gpubank/gpubank"
+shared="${GPUBANK_SHARED_DIR:-$root/../shared}"
+section=""
+seeds="1..5"
+jobs="$(nproc)"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --section) section="$2"; shift 2 ;;
+    --seeds) seeds="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench-serving: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -x "$gpubank" ] || { echo "bench-serving: $gpubank is missing; build the release preset first" >&2; exit 1; }
+mkdir -p "$out"
+
+log() { echo "bench-serving: $*" >&2; }
+
+run() {  # name, extra arguments
+  local name="$1"; shift
+  log "twin serving ($name), seeds $seeds"
+  local started ended
+  started="$(date +%s)"
+  "$gpubank" twin serving --seeds "$seeds" --jobs "$jobs" -o json "$@" > "$out/serving-$name.json"
+  ended="$(date +%s)"
+  echo "$((ended - started))" > "$out/serving-$name.seconds"
+}
+
+run seeded
+traces="$shared/traces/azure-llm-2023"
+for t in conv code; do
+  if [ -f "$traces/AzureLLMInferenceTrace_$t.csv" ]; then
+    run "azure-$t" --llm-trace "$traces/AzureLLMInferenceTrace_$t.csv"
+  else
+    log "no $traces/AzureLLMInferenceTrace_$t.csv: the $t trace is left out"
+    rm -f "$out/serving-azure-$t.json"
+  fi
+done
+
+markdown="$out/serving.md"
+python3 - "$out" "$seeds" > "$markdown" <<'EOF'
+import json, os, sys
+out, seeds = sys.argv[1], sys.argv[2]
+loads = [("seeded", "the seeded load (Poisson arrivals by the diurnal curve, Azure conversation token counts)"),
+         ("azure-conv", "the Azure LLM conversation trace 2023, its recorded hour repeated by the diurnal curve"),
+         ("azure-code", "the Azure LLM code trace 2023, its recorded hour repeated by the diurnal curve")]
+pct = lambda x: f"{100 * x:.1f} %"
+print("`gpubank twin serving --seeds %s -o json [--llm-trace ...]` on the example policies and cluster: 32 hours from "
+      "Tuesday 00:00 in Asia/Shanghai, every control on the same requests; TTFT p95 SLO attainment is the share of "
+      "minutes (by arrival) whose p95 is within the policy's target, over the peak window (the TidalPolicy's daytime "
+      "window, 08:30-20:00, 690 minutes) and over the whole run. The static baseline is the smallest replica count "
+      "whose worst-seed peak attainment is at least 95 %%, searched by bisection (its probes are listed). Goal "
+      "(issue 33): worst-seed peak attainment >= 95 %% with >= 30 %% fewer inference GPU-hours than that baseline." % seeds)
+print()
+for name, what in loads:
+    path = os.path.join(out, f"serving-{name}.json")
+    if not os.path.exists(path):
+        continue
+    r = json.load(open(path))
+    seconds = open(os.path.join(out, f"serving-{name}.seconds")).read().strip()
+    print(f"### {name}: {what}")
+    print()
+    print(f"{len(r['runs'])} service runs in {seconds} s of wall time.")
+    print()
+    for b in r["staticBaseline"]:
+        probes = ", ".join(f"{p['replicas']}: {pct(p['worstPeakSloAttainment'])}" for p in b.get("probes", []))
+        verdict = "meets the target" if b.get("meetsSloTarget") else "no count up to maxReplicas meets the target"
+        print(f"- {b['policy']}: static baseline **{b['replicas']}** replicas ({verdict}; worst-seed peak attainment "
+              f"by count probed: {probes})")
+    print()
+    print("| service | control | peak SLO mean | peak SLO worst | all-day SLO mean | all-day SLO worst | inference GPU-h (mean) | vs static | goal |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for s in r["summary"]:
+        saved = s.get("gpuHoursSavedAgainstStatic")
+        goal = s.get("meetsGoal")
+        print(f"| {s['policy']} | {s['control']} | {pct(s['peakSloAttainment']['mean'])} | {pct(s['peakSloAttainment']['worst'])} "
+              f"| {pct(s['sloAttainment']['mean'])} | {pct(s['sloAttainment']['worst'])} | {s['meanInferenceGpuHours']:.1f} "
+              f"| {'-' if saved is None else f'{-100 * saved:+.1f} %'} | {'-' if goal is None else ('met' if goal else 'not met')} |")
+    print()
+    print("<details><summary>Per seed</summary>")
+    print()
+    print("| service | control | seed | peak SLO | all-day SLO | inference GPU-h | training GPU-h on the pool | peak replicas | scale-ups / -downs | requests cut |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for x in r["runs"]:
+        print(f"| {x['policy']} | {x['control']}{' x' + str(x['staticReplicas']) if x.get('staticReplicas') else ''} | {x['seed']} "
+              f"| {pct(x['peakSloAttainment'])} | {pct(x['sloAttainment'])} | {x['inferenceGpuHours']:.1f} "
+              f"| {x['trainingGpuHoursOnPool']:.1f} | {x['peakReplicas']} | {x['scaleUps']} / {x['scaleDowns']} | {x['cut']} |")
+    print()
+    print("</details>")
+    print()
+EOF
+
+if [ -n "$section" ]; then
+  cp "$markdown" "$section"
+  log "wrote $section"
+  exit 0
+fi
+results="bench/RESULTS.md"
+begin="<!-- bench-serving:begin -->"
+end="<!-- bench-serving:end -->"
+python3 - "$results" "$markdown" "$begin" "$end" <<'EOF'
+import sys
+results, markdown, begin, end = sys.argv[1:5]
+text = open(results).read()
+body = open(markdown).read()
+section = (f"{begin}\n## Serving: the autoscaler against the smallest static count that meets the SLO\n\n"
+           f"Regenerated alone by `scripts/bench-serving.sh` (same machine as above).\n\n{body}{end}\n")
+if begin in text and end in text:
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1].lstrip("\n")
+    text = head + section + ("\n" + tail if tail else "")
+else:
+    text = text.rstrip("\n") + "\n\n" + section
+open(results, "w").write(text)
+EOF
+log "updated $results"

@@ -1,0 +1,406 @@
+#include "twin/live/serving_comparison.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace gpubank::twin::live {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Control = DayOptions::ServingControl;
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+std::string percent(double share) { return fixed(100.0 * share, 1) + " %"; }
+
+// One run of the day to make: a control at a seed, with static counts per service.
+struct Task {
+  Control control = Control::Autoscaler;
+  std::uint64_t seed = 1;
+  std::map<std::string, int> static_counts;
+  Expected<std::vector<ServingOutcome>> result = std::vector<ServingOutcome>{};
+  std::vector<run::Event> events;
+};
+
+Task task(Control control, std::uint64_t seed, const std::map<std::string, int>& counts) {
+  Task t;
+  t.control = control;
+  t.seed = seed;
+  t.static_counts = counts;
+  return t;
+}
+
+// Runs the tasks, `jobs` at a time; the first error (in task order) is returned.
+Expected<bool> run_tasks(std::vector<Task>& tasks, const policy::PolicySet& policies, const ComparisonOptions& options,
+                         const std::shared_ptr<const cluster::Inventory>& inventory,
+                         const std::map<std::string, PeakWindow>& peaks,
+                         const std::function<void(const std::string&)>& progress) {
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < tasks.size(); i = next++) {
+      Task& t = tasks[i];
+      if (progress) {
+        std::string line = std::string(to_string(t.control)) + ", seed " + std::to_string(t.seed);
+        for (const auto& [policy, n] : t.static_counts) line += ", " + policy + " x" + std::to_string(n);
+        const std::lock_guard lock(progress_mutex);
+        progress(line);
+      }
+      DayOptions day = options.day;
+      day.seed = t.seed;
+      day.same_load_for_every_control = true;
+      day.serving_control = t.control;
+      day.static_replicas_by_policy = t.static_counts;
+      t.result = run_serving_day(policies, day, inventory, {}, options.keep_events ? &t.events : nullptr, nullptr,
+                                 &peaks);
+    }
+  };
+  const int jobs = std::clamp(options.jobs, 1, static_cast<int>(std::max<std::size_t>(tasks.size(), 1)));
+  std::vector<std::thread> threads;
+  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (const Task& t : tasks) {
+    if (!t.result) {
+      return Unexpected{std::string(to_string(t.control)) + ", seed " + std::to_string(t.seed) + ": " + t.result.error()};
+    }
+  }
+  return true;
+}
+
+std::vector<const policy::InferenceScalingPolicySpec*> specs_of(const policy::PolicySet& policies,
+                                                                std::vector<std::string>& names) {
+  std::vector<const policy::InferenceScalingPolicySpec*> out;
+  for (const auto& p : policies.policies()) {
+    if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
+    names.push_back(p.name());
+    out.push_back(&p.as<policy::InferenceScalingPolicySpec>());
+  }
+  return out;
+}
+
+ControlSummary summarize(const std::string& policy, const std::string& control,
+                         const std::vector<const ServingOutcome*>& runs) {
+  ControlSummary s;
+  s.policy = policy;
+  s.control = control;
+  s.seeds = static_cast<int>(runs.size());
+  s.worst_peak_attainment = s.worst_attainment = runs.empty() ? 0.0 : 1.0;
+  for (const ServingOutcome* o : runs) {
+    s.mean_peak_attainment += o->peak_attainment();
+    s.mean_attainment += o->attainment();
+    s.worst_peak_attainment = std::min(s.worst_peak_attainment, o->peak_attainment());
+    s.worst_attainment = std::min(s.worst_attainment, o->attainment());
+    s.mean_inference_gpu_hours += o->inference_gpu_hours;
+    s.mean_training_gpu_hours += o->training_gpu_hours;
+    s.cut += o->cut;
+  }
+  if (!runs.empty()) {
+    const auto n = static_cast<double>(runs.size());
+    s.mean_peak_attainment /= n;
+    s.mean_attainment /= n;
+    s.mean_inference_gpu_hours /= n;
+    s.mean_training_gpu_hours /= n;
+  }
+  return s;
+}
+
+}  // namespace
+
+Expected<std::vector<std::uint64_t>> parse_seeds(const std::string& text) {
+  const auto number = [](std::string_view part) -> std::optional<std::uint64_t> {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc{} || end != part.data() + part.size()) return std::nullopt;
+    return v;
+  };
+  constexpr std::uint64_t kMaxSeeds = 100;
+  std::vector<std::uint64_t> out;
+  std::set<std::uint64_t> seen;
+  std::string_view rest(text);
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    const auto dots = part.find("..");
+    const auto lo = number(part.substr(0, dots));
+    const auto hi = dots == std::string_view::npos ? lo : number(part.substr(dots + 2));
+    if (!lo || !hi) {
+      return Unexpected{"--seeds: \"" + std::string(part) + "\" is not a seed or a range FIRST..LAST of seeds"};
+    }
+    if (*hi < *lo) return Unexpected{"--seeds: the range " + std::string(part) + " ends before it starts"};
+    if (*hi - *lo >= kMaxSeeds || out.size() + (*hi - *lo + 1) > kMaxSeeds) {
+      return Unexpected{"--seeds: at most " + std::to_string(kMaxSeeds) + " seeds"};
+    }
+    for (std::uint64_t s = *lo;; ++s) {
+      if (!seen.insert(s).second) return Unexpected{"--seeds: seed " + std::to_string(s) + " is given twice"};
+      out.push_back(s);
+      if (s == *hi) break;
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, const ComparisonOptions& options,
+                                            std::shared_ptr<const cluster::Inventory> inventory,
+                                            const std::function<void(const std::string&)>& progress) {
+  if (options.seeds.empty()) return Unexpected{"--seeds: at least one seed"};
+  if (options.controls.empty()) return Unexpected{"--control: at least one control"};
+  if (!(options.slo_target > 0 && options.slo_target <= 1)) {
+    return Unexpected{"--slo-target: must be in (0, 1], got " + fixed(options.slo_target, 3)};
+  }
+  ServingComparison out;
+  out.options = options;
+  auto peaks = peak_windows(policies, options.day.start, options.day.hours, options.peak);
+  if (!peaks) return Unexpected{peaks.error()};
+  out.peaks = std::move(*peaks);
+  std::vector<std::string> names;
+  const auto specs = specs_of(policies, names);
+  const bool has_static = std::find(options.controls.begin(), options.controls.end(), Control::Static) !=
+                          options.controls.end();
+  if (options.static_replicas) {
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const int n = *options.static_replicas;
+      if (n < 1 || n > specs[i]->max_replicas) {
+        return Unexpected{"--static-replicas: " + std::to_string(n) + " is outside [1, maxReplicas] of " + names[i] +
+                          " ([1, " + std::to_string(specs[i]->max_replicas) + "])"};
+      }
+      out.static_baseline[names[i]] = n;
+    }
+  }
+
+  // The static search: bisection per service, all services and seeds of a round together.
+  std::map<std::string, std::map<int, std::vector<ServingOutcome>>> static_runs;  // policy -> count -> per seed
+  std::vector<std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>> rounds;  // counts -> outcomes
+  if (has_static && !options.static_replicas) {
+    out.static_searched = true;
+    std::map<std::string, std::pair<int, int>> range;  // [lo, hi]
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      range[names[i]] = {std::max(1, specs[i]->min_replicas), std::max(1, specs[i]->max_replicas)};
+    }
+    const auto worst_of = [&](const std::string& policy, int n) {
+      double worst = 1;
+      for (const auto& o : static_runs[policy][n]) worst = std::min(worst, o.peak_attainment());
+      return worst;
+    };
+    while (true) {
+      std::map<std::string, int> probe;
+      for (const auto& [policy, r] : range) {
+        const int mid = r.first + (r.second - r.first) / 2;
+        if (r.first < r.second || !static_runs[policy].contains(r.first)) probe[policy] = r.first < r.second ? mid : r.first;
+      }
+      if (probe.empty()) break;
+      // Services already settled run at their count too (one run serves every service).
+      std::map<std::string, int> counts = probe;
+      for (const auto& [policy, r] : range) counts.emplace(policy, r.first);
+      std::vector<Task> tasks;
+      for (const std::uint64_t seed : options.seeds) tasks.push_back(task(Control::Static, seed, counts));
+      if (auto ran = run_tasks(tasks, policies, options, inventory, out.peaks, progress); !ran) {
+        return Unexpected{ran.error()};
+      }
+      std::vector<ServingOutcome> outcomes;
+      for (Task& t : tasks) {
+        for (auto& o : *t.result) {
+          auto& per_seed = static_runs[o.policy][counts[o.policy]];
+          if (per_seed.size() < options.seeds.size()) per_seed.push_back(o);
+          outcomes.push_back(std::move(o));
+        }
+      }
+      rounds.emplace_back(counts, std::move(outcomes));
+      for (const auto& [policy, n] : probe) {
+        auto& r = range[policy];
+        double worst = worst_of(policy, n);
+        double mean = 0;
+        for (const auto& o : static_runs[policy][n]) mean += o.peak_attainment();
+        mean /= static_cast<double>(std::max<std::size_t>(static_runs[policy][n].size(), 1));
+        out.probes.push_back({policy, n, worst, mean});
+        if (r.first == r.second) continue;  // the last candidate, run to report it
+        if (worst >= options.slo_target) {
+          r.second = n;
+        } else {
+          r.first = n + 1;
+        }
+      }
+    }
+    for (const auto& [policy, r] : range) {
+      out.static_baseline[policy] = r.first;
+      out.static_met[policy] = worst_of(policy, r.first) >= options.slo_target;
+    }
+  }
+
+  // The controls, each over every seed (static at the baseline: from the search's runs).
+  for (const Control control : options.controls) {
+    if (control == Control::Static && out.static_searched && !options.keep_events) {
+      // A round that ran every service at its baseline is that run; else (the services
+      // settled in different rounds) the baseline runs once more, all services together.
+      const auto round = std::find_if(rounds.begin(), rounds.end(),
+                                      [&](const auto& r) { return r.first == out.static_baseline; });
+      if (round != rounds.end()) {
+        out.runs.insert(out.runs.end(), round->second.begin(), round->second.end());
+        continue;
+      }
+    }
+    std::vector<Task> tasks;
+    for (const std::uint64_t seed : options.seeds) tasks.push_back(task(control, seed, out.static_baseline));
+    if (auto ran = run_tasks(tasks, policies, options, inventory, out.peaks, progress); !ran) {
+      return Unexpected{ran.error()};
+    }
+    for (Task& t : tasks) {
+      for (auto& o : *t.result) out.runs.push_back(std::move(o));
+      if (options.keep_events) out.events[std::string(to_string(control)) + "." + std::to_string(t.seed)] = std::move(t.events);
+    }
+    if (control == Control::Static) {
+      for (const auto& name : names) {
+        double worst = 1;
+        for (const auto& o : out.runs) {
+          if (o.policy == name && o.control == "static") worst = std::min(worst, o.peak_attainment());
+        }
+        out.static_met[name] = worst >= options.slo_target;
+      }
+    }
+  }
+
+  // Summaries per service and control, against static provisioning when it ran.
+  for (const auto& name : names) {
+    std::optional<double> static_hours;
+    for (const Control control : options.controls) {
+      const std::string c(to_string(control));
+      std::vector<const ServingOutcome*> runs;
+      for (const auto& o : out.runs) {
+        if (o.policy == name && o.control == c) runs.push_back(&o);
+      }
+      if (runs.empty()) continue;
+      out.summaries.push_back(summarize(name, c, runs));
+      if (control == Control::Static) static_hours = out.summaries.back().mean_inference_gpu_hours;
+    }
+    if (!static_hours || *static_hours <= 0) continue;
+    for (auto& s : out.summaries) {
+      if (s.policy != name || s.control == "static") continue;
+      s.gpu_hours_saved_share = (*static_hours - s.mean_inference_gpu_hours) / *static_hours;
+      s.meets_goal = s.worst_peak_attainment >= options.slo_target && *s.gpu_hours_saved_share >= options.saving_goal;
+    }
+  }
+  return out;
+}
+
+Json comparison_json(const ServingComparison& c) {
+  Json runs = serving_json(c.runs)["runs"];
+  Json peaks = Json::object();
+  for (const auto& [policy, w] : c.peaks) {
+    Json j = Json::object();
+    j["source"] = w.source;
+    std::int64_t minutes = 0;
+    Json intervals = Json::array();
+    for (const auto& [from, to] : w.intervals_ms) {
+      intervals.push_back({{"fromSeconds", from / 1000}, {"toSeconds", to / 1000}});
+      minutes += (to - from) / 60'000;
+    }
+    j["intervals"] = std::move(intervals);
+    j["minutes"] = minutes;
+    peaks[policy] = std::move(j);
+  }
+  Json baseline = Json::array();
+  for (const auto& [policy, n] : c.static_baseline) {
+    Json b = Json::object();
+    b["policy"] = policy;
+    b["replicas"] = n;
+    b["searched"] = c.static_searched;
+    if (const auto met = c.static_met.find(policy); met != c.static_met.end()) b["meetsSloTarget"] = met->second;
+    Json probes = Json::array();
+    for (const auto& p : c.probes) {
+      if (p.policy != policy) continue;
+      probes.push_back({{"replicas", p.replicas},
+                        {"worstPeakSloAttainment", p.worst_peak_attainment},
+                        {"meanPeakSloAttainment", p.mean_peak_attainment}});
+    }
+    if (c.static_searched) b["probes"] = std::move(probes);
+    baseline.push_back(std::move(b));
+  }
+  Json summaries = Json::array();
+  for (const auto& s : c.summaries) {
+    Json j = Json::object();
+    j["policy"] = s.policy;
+    j["control"] = s.control;
+    j["seeds"] = s.seeds;
+    j["peakSloAttainment"] = {{"mean", s.mean_peak_attainment}, {"worst", s.worst_peak_attainment}};
+    j["sloAttainment"] = {{"mean", s.mean_attainment}, {"worst", s.worst_attainment}};
+    j["meanInferenceGpuHours"] = s.mean_inference_gpu_hours;
+    j["meanTrainingGpuHoursOnPool"] = s.mean_training_gpu_hours;
+    j["cut"] = s.cut;
+    if (s.gpu_hours_saved_share) j["gpuHoursSavedAgainstStatic"] = *s.gpu_hours_saved_share;
+    if (s.meets_goal) j["meetsGoal"] = *s.meets_goal;
+    summaries.push_back(std::move(j));
+  }
+  Json out = Json::object();
+  Json seeds = Json::array();
+  for (const auto s : c.options.seeds) seeds.push_back(s);
+  out["seeds"] = std::move(seeds);
+  out["sloTarget"] = c.options.slo_target;
+  out["savingGoal"] = c.options.saving_goal;
+  out["peakWindows"] = std::move(peaks);
+  out["staticBaseline"] = std::move(baseline);
+  out["summary"] = std::move(summaries);
+  out["runs"] = std::move(runs);
+  return out;
+}
+
+std::string comparison_text(const ServingComparison& c) {
+  std::ostringstream out;
+  out << serving_text(c.runs);
+  out << '\n';
+  for (const auto& [policy, w] : c.peaks) {
+    std::int64_t minutes = 0;
+    for (const auto& [from, to] : w.intervals_ms) minutes += (to - from) / 60'000;
+    out << policy << ": peak window " << w.source << ", " << minutes << " minutes of the run\n";
+  }
+  for (const auto& [policy, n] : c.static_baseline) {
+    out << policy << ": static baseline " << n << " replica" << (n == 1 ? "" : "s");
+    if (c.static_searched) {
+      const auto met = c.static_met.find(policy);
+      out << (met != c.static_met.end() && met->second
+                  ? " (the smallest count whose worst peak SLO attainment is at least " + percent(c.options.slo_target) + "; probed"
+                  : " (no count up to maxReplicas reaches " + percent(c.options.slo_target) + " in every seed; probed");
+      for (const auto& p : c.probes) {
+        if (p.policy == policy) out << ' ' << p.replicas << ": " << percent(p.worst_peak_attainment);
+      }
+      out << ')';
+    }
+    out << '\n';
+  }
+  out << "\nSERVICE / CONTROL                          SEEDS  PEAK SLO mean/worst  ALL-DAY SLO mean/worst  "
+         "INFERENCE GPU-h  vs STATIC  GOAL\n";
+  for (const auto& s : c.summaries) {
+    std::string name = s.policy + " / " + s.control;
+    name.resize(std::max<std::size_t>(name.size() + 1, 43), ' ');
+    std::string seeds = std::to_string(s.seeds);
+    seeds.resize(7, ' ');
+    std::string peak = percent(s.mean_peak_attainment) + " / " + percent(s.worst_peak_attainment);
+    peak.resize(std::max<std::size_t>(peak.size() + 1, 21), ' ');
+    std::string all = percent(s.mean_attainment) + " / " + percent(s.worst_attainment);
+    all.resize(std::max<std::size_t>(all.size() + 1, 24), ' ');
+    std::string hours = fixed(s.mean_inference_gpu_hours, 1);
+    hours.resize(17, ' ');
+    std::string saved = s.gpu_hours_saved_share ? fixed(-100.0 * *s.gpu_hours_saved_share, 1) + " %" : "-";
+    saved.resize(11, ' ');
+    const std::string goal = s.meets_goal ? (*s.meets_goal ? "met" : "not met") : "-";
+    out << name << seeds << peak << all << hours << saved << goal << '\n';
+  }
+  out << "GOAL: worst-seed peak SLO attainment >= " << percent(c.options.slo_target) << " with at least "
+      << percent(c.options.saving_goal) << " fewer inference GPU-hours than the static baseline.\n";
+  return out.str();
+}
+
+}  // namespace gpubank::twin::live

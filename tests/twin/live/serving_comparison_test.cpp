@@ -1,0 +1,95 @@
+// `gpubank twin serving`'s comparison: the seeds it parses, the peak windows it judges each
+// service on, and the refusals of static counts outside a service's range.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "support/paths.hpp"
+#include "support/policy_fixture.hpp"
+#include "twin/cluster/inventory.hpp"
+#include "twin/live/serving_comparison.hpp"
+
+namespace gpubank::twin::live {
+namespace {
+
+constexpr std::int64_t kPeakHourMs = 3'600'000;
+
+Timestamp wall_at(const char* rfc3339) { return *parse_rfc3339(rfc3339); }
+
+TEST(ServingComparisonSeeds, RangesListsAndRefusals) {
+  EXPECT_EQ(*parse_seeds("4"), (std::vector<std::uint64_t>{4}));
+  EXPECT_EQ(*parse_seeds("1..5"), (std::vector<std::uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(*parse_seeds("7,1..2"), (std::vector<std::uint64_t>{7, 1, 2}));
+  for (const auto* bad : {"", "x", "1..", "..3", "5..1", "1,,2", "1,1", "1..3,2", "-1", "1..1000", "99999999999999999999"}) {
+    const auto parsed = parse_seeds(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_EQ(parsed.error().rfind("--seeds: ", 0), 0U) << parsed.error();
+  }
+}
+
+TEST(ServingComparisonPeak, TheTidalDayWindowOfEachServiceOrThePlatforms) {
+  const policy::PolicySet set = testing::examples_plus();
+  // Tuesday 00:00 in Asia/Shanghai, 32 hours: the daytime window 08:30-20:00 once
+  // (Wednesday's starts at 08:30, after the run).
+  const auto peaks = peak_windows(set, wall_at("2026-11-30T16:00:00Z"), 32, std::nullopt);
+  ASSERT_TRUE(peaks) << peaks.error();
+  const auto& llm = peaks->at("customer-service-llm");
+  EXPECT_EQ(llm.source, "TidalPolicy weekday-serving-training window daytime-serving");
+  ASSERT_EQ(llm.intervals_ms.size(), 1U);
+  EXPECT_EQ(llm.intervals_ms[0], (std::pair<std::int64_t, std::int64_t>{8 * kPeakHourMs + kPeakHourMs / 2, 20 * kPeakHourMs}));
+  // The embeddings service has no TidalPolicy: the platform's daytime window.
+  const auto& embeddings = peaks->at("customer-service-embeddings");
+  EXPECT_EQ(embeddings.source, "TidalPolicy weekday-serving-training window daytime-serving");
+  EXPECT_EQ(embeddings.intervals_ms, llm.intervals_ms);
+
+  // Starting at 12:00 local on a Friday for 72 hours: Friday's rest of the window, no
+  // weekend window, Monday's from 08:30 until the run ends at 12:00.
+  const auto weekend = peak_windows(set, wall_at("2026-12-04T04:00:00Z"), 72, std::nullopt);
+  ASSERT_TRUE(weekend) << weekend.error();
+  const auto& w = weekend->at("customer-service-llm").intervals_ms;
+  ASSERT_EQ(w.size(), 2U);
+  EXPECT_EQ(w[0], (std::pair<std::int64_t, std::int64_t>{0, 8 * kPeakHourMs}));
+  EXPECT_EQ(w[1], (std::pair<std::int64_t, std::int64_t>{68 * kPeakHourMs + kPeakHourMs / 2, 72 * kPeakHourMs}));
+}
+
+TEST(ServingComparisonPeak, AnExplicitRangeInTheTidalTimeZone) {
+  const policy::PolicySet set = testing::examples_plus();
+  // 22:00-02:00 local crosses midnight: from Tuesday 00:00 for 32 hours, [0, 2h) of
+  // Monday night's range and [22h, 26h) of Tuesday's.
+  const auto peaks = peak_windows(set, wall_at("2026-11-30T16:00:00Z"), 32, std::string("22:00-02:00"));
+  ASSERT_TRUE(peaks) << peaks.error();
+  const auto& llm = peaks->at("customer-service-llm");
+  EXPECT_EQ(llm.source, "--peak 22:00-02:00 (Asia/Shanghai)");
+  ASSERT_EQ(llm.intervals_ms.size(), 2U);
+  EXPECT_EQ(llm.intervals_ms[0], (std::pair<std::int64_t, std::int64_t>{0, 2 * kPeakHourMs}));
+  EXPECT_EQ(llm.intervals_ms[1], (std::pair<std::int64_t, std::int64_t>{22 * kPeakHourMs, 26 * kPeakHourMs}));
+  EXPECT_EQ(peaks->at("customer-service-embeddings").intervals_ms, llm.intervals_ms);
+
+  for (const auto* bad : {"9-17", "09:00", "09:00-25:00", "09:60-10:00", "10:00-10:00", "ab:cd-10:00"}) {
+    const auto refused = peak_windows(set, wall_at("2026-11-30T16:00:00Z"), 32, std::string(bad));
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().rfind("--peak: ", 0), 0U) << refused.error();
+  }
+}
+
+TEST(ServingComparisonOptions, AStaticCountOutsideAServicesRangeIsRefusedNamingIt) {
+  const policy::PolicySet set = testing::examples_plus();
+  ComparisonOptions o;
+  o.day.start = wall_at("2026-11-30T16:00:00Z");
+  o.day.hours = 1;
+  o.controls = {DayOptions::ServingControl::Static};
+  for (const int n : {0, 9, 10'000}) {
+    o.static_replicas = n;
+    const auto c = compare_serving(set, o, nullptr);
+    ASSERT_FALSE(c) << n;
+    EXPECT_NE(c.error().find("--static-replicas: " + std::to_string(n) + " is outside [1, maxReplicas] of "),
+              std::string::npos)
+        << c.error();
+  }
+  o.static_replicas.reset();
+  o.seeds.clear();
+  EXPECT_FALSE(compare_serving(set, o, nullptr));
+}
+
+}  // namespace
+}  // namespace gpubank::twin::live
