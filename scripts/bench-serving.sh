@@ -124,11 +124,14 @@ results, markdown, begin, end = sys.argv[1:5]
 text = open(results).read()
 body = open(markdown).read()
 section = (f"{begin}\n## Serving: the autoscaler against the smallest static count that meets the SLO\n\n"
-           f"Regenerated alone by `scripts/bench-serving.sh` (same machine as above).\n\n{body}{end}\n")
+           f"Regenerated alone by `scripts/bench-serving.sh` on the machine described above.\n\n{body}{end}\n")
 if begin in text and end in text:
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1].lstrip("\n")
     text = head + section + ("\n" + tail if tail else "")
+elif "## Replaying the Alibaba" in text:  # where scripts/bench.sh puts it
+    head, tail = text.split("## Replaying the Alibaba", 1)
+    text = head + section + "\n## Replaying the Alibaba" + tail
 else:
     text = text.rstrip("\n") + "\n\n" + section
 open(results, "w").write(text)

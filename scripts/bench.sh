@@ -224,6 +224,9 @@ libs="$(dpkg-query -W -f='${Package} ${Version}, ' libyaml-cpp-dev libcpp-httpli
   nlohmann-json3-dev libsqlite3-dev libpqxx-dev postgresql-15 libmimalloc-dev prometheus 2>/dev/null | sed 's/, $//')"
 allocator="$(test "$(cache GPUBANK_MIMALLOC)" = ON && echo "mimalloc (GPUBANK_MIMALLOC=ON), for gpubank and every benchmark" || echo "glibc malloc")"
 
+log "serving comparison (scripts/bench-serving.sh): seeds 1..5, seeded load and Azure LLM traces"
+./scripts/bench-serving.sh --section "$out/serving-section.md" >&2
+
 log "write $results"
 {
   echo "# Benchmark results"
@@ -304,6 +307,12 @@ log "write $results"
   echo "## The portal's API and the impact preview: bench/portal_bench"
   echo
   cat "$out/portal.md"
+  echo
+  echo "<!-- bench-serving:begin -->"
+  echo "## Serving: the autoscaler against the smallest static count that meets the SLO"
+  echo
+  cat "$out/serving-section.md"
+  echo "<!-- bench-serving:end -->"
   echo
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo

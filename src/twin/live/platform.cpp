@@ -70,14 +70,15 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
       simulation_(policies_, scenario_, [&] {
         options.until = day.hours * 3'600'000;
         options.retain = true;  // the views page through the whole run
-        // The engine hands an instant's events over (on_event) before its entries
-        // (on_instant): the platform counts them, and only an instant whose entries were
-        // persisted makes its events visible.
-        options.on_event = [this](const run::Event& e) {
+        // The engine hands an instant's events over (on_event) only after on_instant has
+        // persisted its entries (run::RunOptions::on_event), so every event handed over is
+        // committed; an instant whose entries could not be persisted hands over none. (The
+        // count used to wait for an event of a later instant, which hid the last events of
+        // a persisted instant, e.g. a serving controller's record, when the next persist
+        // failed.)
+        options.on_event = [this](const run::Event&) {
           if (persist_failed_) return;
-          if (e.t != handed_t_) committed_events_ = handed_events_;  // the instants before went through
-          handed_t_ = e.t;
-          ++handed_events_;
+          committed_events_ = ++handed_events_;
         };
         options.on_instant = [this, persist = std::move(options.on_instant)](
                                  std::span<const bank::LedgerEntry> ledger,
@@ -90,7 +91,6 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
               return done;
             }
           }
-          committed_events_ = handed_events_;
           committed_ledger_ = simulation_.result().ledger.size();
           committed_audit_ = simulation_.result().audit.size();
           return true;

@@ -237,10 +237,9 @@ class Platform {
   bool persist_failed_ = false;
   std::string persist_error_;
   std::size_t committed_events_ = 0, committed_ledger_ = 0, committed_audit_ = 0;
-  // The events the engine has handed over (RunOptions::on_event, before it persists their
-  // instant), and the time of the last.
+  // The events the engine has handed over (RunOptions::on_event, once their instant's
+  // entries are persisted).
   std::size_t handed_events_ = 0;
-  VirtualTime handed_t_ = -1;
   // Per device (unit): the activity it had at the last scrape and its energy base.
   struct DeviceEnergy {
     std::string signature;           // profile and workload
