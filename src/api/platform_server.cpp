@@ -567,6 +567,18 @@ void PlatformServer::install_routes() {
   // InferenceScalingPolicy's name: services are open to every role, as /api/v1/services is.
   history_route(R"(/api/v1/services/([^/]{1,253})/history)", &twin::live::Platform::service_history_json,
                 "InferenceScalingPolicy", nullptr);
+  // What an LLM gateway reads to queue or shed load (docs/serving.md, "Capacity signals for
+  // the gateway"): open to every role, as /api/v1/services is.
+  svr.Get(R"(/api/v1/services/([^/]{1,253})/capacity)", guard(gate, Need::Read, [this](const httplib::Request& req, httplib::Response& res, const auth::Principal&) {
+    if (auto e = check_known(req.params, {})) return send_error(res, 400, e->field, e->rule, e->message);
+    const std::string policy = req.matches[1];
+    std::lock_guard lock(mu_);
+    auto j = platform_->service_capacity_json(policy);
+    if (!j) {
+      return send_error(res, 404, "", "api.not-found", "no inference service for InferenceScalingPolicy " + policy.substr(0, 253));
+    }
+    send_json(res, *j);
+  }));
   svr.Get(R"(/api/v1/gpus/([^/]+)/history)", guard(gate, Need::Read, [this, history_range](const httplib::Request& req, httplib::Response& res, const auth::Principal& who) {
     const std::string uuid = req.matches[1];
     std::lock_guard lock(mu_);

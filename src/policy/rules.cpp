@@ -70,6 +70,7 @@ constexpr std::array kRules = {
     RuleInfo{rule::kTidalTargetPoolMismatch, S::PolicySet, "a targeted inference policy on another pool than targets.resourcePool"},
     RuleInfo{rule::kTidalFloorOutOfRange, S::PolicySet, "a floor outside the inference policy's minReplicas..maxReplicas"},
     RuleInfo{rule::kTidalTrainingBorrowLimitExceedsPool, S::PolicySet, "trainingBorrowLimit above the pool's capacity"},
+    RuleInfo{rule::kTidalStartInDstGap, S::Object, "a window starts at a local time a DST change skips: it does not open that day (warning)", false},
     RuleInfo{rule::kTidalGraceExceedsCheckpoint, S::Object, "reclaim.gracePeriod longer than reclaim.checkpointBefore: borrowers still hold the GPUs at the prewarm"},
     RuleInfo{rule::kTidalConflictingPolicies, S::PolicySet, "two tidal policies acting on the same inference policy"},
 

@@ -101,6 +101,7 @@ inline constexpr std::string_view kTidalTargetPoolMismatch = "tidal.target-pool-
 inline constexpr std::string_view kTidalFloorOutOfRange = "tidal.floor-out-of-range";
 inline constexpr std::string_view kTidalTrainingBorrowLimitExceedsPool = "tidal.training-borrow-limit-exceeds-pool";
 inline constexpr std::string_view kTidalGraceExceedsCheckpoint = "tidal.grace-exceeds-checkpoint";
+inline constexpr std::string_view kTidalStartInDstGap = "tidal.start-in-dst-gap";
 inline constexpr std::string_view kTidalConflictingPolicies = "tidal.conflicting-policies";
 
 // CapacityLease.

@@ -107,4 +107,40 @@ std::optional<WindowOverlap> find_overlap(const std::vector<WindowSchedule>& win
   return best;
 }
 
+std::optional<date::local_seconds> start_in_dst_gap(const CronSchedule& start, const date::time_zone& zone) {
+  using namespace date;  // NOLINT(google-build-using-namespace): calendar literals
+  using std::chrono::minutes;
+  const auto has = [](std::uint64_t bits, unsigned v) { return v < 64 && (bits & (std::uint64_t{1} << v)) != 0; };
+  constexpr std::uint64_t kStar = std::uint64_t{1} << 63;  // CronSchedule::Fields: "*" or "?"
+  const CronSchedule::Fields& f = start.fields();
+  const auto fires_at = [&](local_seconds t) {
+    const auto day = floor<days>(t);
+    const year_month_day ymd{day};
+    const hh_mm_ss<std::chrono::seconds> time{t - day};
+    const auto minute = static_cast<unsigned>(time.minutes().count());
+    const auto hour = static_cast<unsigned>(time.hours().count());
+    if (!has(f.minute, minute) || !has(f.hour, hour) || !has(f.month, static_cast<unsigned>(ymd.month()))) return false;
+    const bool dom = has(f.day_of_month, static_cast<unsigned>(ymd.day()));
+    const bool dow = has(f.day_of_week, weekday{day}.c_encoding());
+    return (f.day_of_month & kStar) != 0 || (f.day_of_week & kStar) != 0 ? dom && dow : dom || dow;
+  };
+  const auto from = zone.to_sys(local_days{year{kHorizonStartYear} / January / 1}, choose::earliest);
+  const auto to = zone.to_sys(local_days{year{kHorizonStartYear + kHorizonYears} / January / 1}, choose::earliest);
+  for (auto t = from; t < to;) {
+    const sys_info before = zone.get_info(t);
+    if (before.end >= to || before.end <= t) break;
+    const sys_info after = zone.get_info(before.end);
+    if (after.offset > before.offset) {
+      // Local times from the old offset's view of the transition up to the new one's do not exist.
+      const local_seconds gap_begin{before.end.time_since_epoch() + before.offset};
+      const local_seconds gap_end{before.end.time_since_epoch() + after.offset};
+      for (auto m = gap_begin; m < gap_end; m += minutes(1)) {
+        if (fires_at(m)) return m;
+      }
+    }
+    t = before.end;
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpubank::policy

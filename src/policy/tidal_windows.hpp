@@ -44,6 +44,11 @@ struct WindowOverlap {
 // horizon below (not "now": validation must not depend on the clock).
 std::optional<WindowOverlap> find_overlap(const std::vector<WindowSchedule>& windows, const date::time_zone& zone);
 
+// The first local time in the horizon below at which `start` would fire but which does not
+// exist in `zone` (a spring-forward gap): robfig's cron, as KEDA runs it, does not fire
+// that day (core/cron.hpp), so the window does not open. std::nullopt when there is none.
+std::optional<date::local_seconds> start_in_dst_gap(const CronSchedule& start, const date::time_zone& zone);
+
 // The overlap search horizon: four years from 2024-01-01 00:00 local time, which covers a
 // leap day, every weekday of every month-day and both DST changes of each year.
 inline constexpr int kHorizonStartYear = 2024;

@@ -453,6 +453,13 @@ class Validator {
         }
       }
       schedules.push_back(WindowSchedule{&w.start, &w.end});
+      if (const auto gap = start_in_dst_gap(w.start, *t.timezone.zone)) {
+        report(o, rule::kTidalStartInDstGap, base + ".start",
+               "cron \"" + w.start.text() + "\" fires at " + date::format("%F %R", *gap) + ", which does not exist in " +
+                   t.timezone.name + " (clocks skip it): KEDA's cron, like robfig's, does not fire then, so the window "
+                   "does not open that day; start it outside the skipped hour",
+               Severity::Warning);
+      }
       if (w.inference_replica_floor) {
         const ReplicaFloor& floor = *w.inference_replica_floor;
         if (t.targets.inference_policies.empty()) {

@@ -129,6 +129,8 @@ TEST_F(PlatformAccessTest, EveryEndpointAnswersEachRoleAsTheTableSays) {
       {"GET", "/api/v1/pools/nowhere/history", "", 401, 404, 404, 404, 404},
       {"GET", "/api/v1/services/customer-service-llm/history", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/services/no-such-policy/history", "", 401, 404, 404, 404, 404},
+      {"GET", "/api/v1/services/customer-service-llm/capacity", "", 401, 200, 200, 200, 200},
+      {"GET", "/api/v1/services/no-such-policy/capacity", "", 401, 404, 404, 404, 404},
       {"GET", "/api/v1/governance/alerts", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/kpis", "", 401, 200, 200, 200, 200},
       {"GET", "/api/v1/governance/leaderboard", "", 401, 200, 200, 200, 200},

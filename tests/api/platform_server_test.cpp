@@ -175,6 +175,40 @@ TEST_F(PlatformServerTest, AnInjectedXidErrorMovesTheWorkloadOffTheGpu) {
   EXPECT_EQ(res->status, 404);
 }
 
+TEST_F(PlatformServerTest, ServesEachServicesCapacityForTheGatewayAsJsonAndSeries) {
+  post_clock(R"({"action": "step", "step": "10m"})");
+  const json c = get("/api/v1/services/customer-service-llm/capacity");
+  EXPECT_EQ(c["policy"], "customer-service-llm");
+  const int ready = c["replicas"]["ready"].get<int>();
+  EXPECT_GE(ready, 1) << c.dump();
+  ASSERT_TRUE(c["arrivalRequestsPerSecond"].is_number()) << c.dump();
+  ASSERT_TRUE(c["headroomRequestsPerSecond"].is_number()) << c.dump();
+  EXPECT_GE(c["headroomRequestsPerSecond"].get<double>(), 0.0);
+  // Capacity is the ready replicas' reference rate: positive and in proportion.
+  EXPECT_GT(c["capacityRequestsPerSecond"].get<double>(), 0.0);
+  ASSERT_TRUE(c["scaleOut"]["possible"].is_boolean());
+  if (c["scaleOut"]["possible"].get<bool>()) {
+    // The example's modelLoadTime is 6 m; a reclaim adds the group's grace.
+    EXPECT_GE(c["scaleOut"]["readySeconds"].get<double>(), 360.0) << c.dump();
+  } else {
+    EXPECT_TRUE(c["scaleOut"].contains("blockedReason")) << c.dump();
+  }
+  EXPECT_GE(c["borrowableGpus"].get<int>(), 0);
+  EXPECT_EQ(get("/api/v1/services/no-such-policy/capacity", 404)["rule"], "api.not-found");
+  EXPECT_EQ(get("/api/v1/services/customer-service-llm/capacity?x=1", 400)["field"], "x");
+
+  // The same numbers as Prometheus series.
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string ready_series = "gpubank_service_replicas{policy=\"customer-service-llm\",phase=\"ready\"} ";
+  const auto at = metrics->body.find(ready_series);
+  ASSERT_NE(at, std::string::npos) << metrics->body.substr(0, 2000);
+  EXPECT_EQ(std::stoi(metrics->body.substr(at + ready_series.size())), ready);
+  EXPECT_NE(metrics->body.find("gpubank_service_scale_out_possible{policy=\"customer-service-llm\"} "), std::string::npos);
+  EXPECT_NE(metrics->body.find("gpubank_service_headroom_requests_per_second{policy=\"customer-service-llm\"} "),
+            std::string::npos);
+}
+
 TEST_F(PlatformServerTest, TidalFreezeIsAuditedWithTheCallerAndRefusesBadRequests) {
   // At 00:00 the tidal controller has stepped once: freezing pins the replicas serving.
   auto res = client_->Post("/api/v1/tidal/weekday-serving-training/freeze", R"({"reason": "incident 42"})",

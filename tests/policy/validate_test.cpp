@@ -102,6 +102,32 @@ spec:
   EXPECT_EQ(f[0].severity, Severity::Warning);
 }
 
+TEST(Validate, AWindowStartingInADstGapIsAWarningNamingTheMissingTime) {
+  // Sunday 02:30 in New York: on 2024-03-10 clocks go from 02:00 to 03:00, so robfig's cron
+  // (KEDA's) does not fire that Sunday and the window does not open.
+  auto f = findings_of(examples_plus(std::string(kHeader) + R"(kind: TidalPolicy
+metadata: {name: sunday-batch}
+spec:
+  timezone: America/New_York
+  windows:
+  - {name: night, start: "30 2 * * 0", end: "0 6 * * 0", trainingBorrowLimit: 8}
+  targets: {trainingGroups: [search], resourcePool: h100-inference}
+)"));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"tidal.start-in-dst-gap"});
+  EXPECT_EQ(f[0].severity, Severity::Warning);
+  EXPECT_EQ(f[0].path, "spec.windows[0].start");
+  EXPECT_NE(f[0].message.find("2024-03-10 02:30"), std::string::npos) << f[0].message;
+  // The same window at 03:30, or in a zone without DST (the examples' Asia/Shanghai): none.
+  EXPECT_TRUE(findings_of(examples_plus(std::string(kHeader) + R"(kind: TidalPolicy
+metadata: {name: sunday-batch}
+spec:
+  timezone: America/New_York
+  windows:
+  - {name: night, start: "30 3 * * 0", end: "0 6 * * 0", trainingBorrowLimit: 8}
+  targets: {trainingGroups: [search], resourcePool: h100-inference}
+)")).empty());
+}
+
 TEST(Validate, MultiNodeReplicasFitWhenSplitEvenly) {
   const std::string base = std::string(kHeader) + R"(kind: InferenceScalingPolicy
 metadata: {name: cs-multinode}

@@ -403,6 +403,82 @@ Expected<bool> ElasticControl::decide(Service& s, VirtualTime now) {
   return true;
 }
 
+serving::ShapeRequest ElasticControl::shape_request(const Service& s, int count) const {
+  serving::ShapeRequest request;
+  request.service = s.policy;
+  request.shape = s.spec.replica_shape;
+  request.replicas = count;
+  request.serving_floor_gpus = s.tidal_floor * s.spec.replica_shape.gpu_per_replica;
+  request.burst_headroom_gpus = s.spec.effective_burst_headroom();
+  return request;
+}
+
+serving::PoolCapacity ElasticControl::pool_after_unplaced(const Service& s, const serving::ShapeRequest& request) const {
+  auto pool = pool_capacity(s);
+  const int unplaced = static_cast<int>(
+      std::count_if(s.replicas.begin(), s.replicas.end(), [](const Replica& r) { return !r.placed && !r.drain; }));
+  if (unplaced > 0) {
+    serving::ShapeRequest earlier = request;
+    earlier.replicas = unplaced;
+    const auto before = serving::check_shape(earlier, pool);
+    for (const auto& p : before.placements) {
+      for (const auto& name : p.nodes) {
+        for (auto& node : pool.nodes) {
+          if (node.name == name) node.free = std::max(0, node.free - p.gpus_per_node);
+        }
+      }
+    }
+  }
+  return pool;
+}
+
+std::vector<std::string> ElasticControl::policies() const {
+  std::vector<std::string> out;
+  for (const auto& s : services_) out.push_back(s.policy);
+  return out;
+}
+
+std::optional<serving::Capacity> ElasticControl::capacity(const std::string& policy) const {
+  const auto it = std::find_if(services_.begin(), services_.end(), [&](const Service& s) { return s.policy == policy; });
+  if (it == services_.end()) return std::nullopt;
+  const Service& s = *it;
+  serving::CapacityInputs in;
+  in.policy = s.policy;
+  for (const Replica& r : s.replicas) {
+    if (r.drain) {
+      ++in.draining;
+    } else if (r.ready) {
+      ++in.ready;
+    } else if (r.placed) {
+      ++in.loading;
+    } else {
+      ++in.requested;
+    }
+  }
+  in.max_replicas = s.spec.max_replicas;
+  const VirtualTime at = last_step_.value_or(0);
+  auto queue = s.window.observe().queue_depth;
+  const auto router = static_cast<double>(serving_.router_waiting(s.policy));
+  if (queue || router > 0) queue = queue.value_or(0) + router;
+  in.queue_depth = queue;
+  in.arrival_rps = serving_.arrival_rps(s.policy, at);
+  in.replica_rps = serving_.replica_rps(s.policy);
+  in.model_load_time = s.spec.model_load_time;
+  if (simulation_.cluster() != nullptr) {
+    const serving::ShapeRequest request = shape_request(s, 1);
+    in.next_replica = serving::check_shape(request, pool_after_unplaced(s, request));
+  }
+  // A demand reclaim of the group's lent GPUs runs on its quota's reclaimPolicy.gracePeriod
+  // (none: the borrowers are preempted at once).
+  for (const auto& p : policies_.policies()) {
+    if (p.kind != policy::Kind::GPUQuotaPolicy) continue;
+    const auto& q = p.as<policy::GPUQuotaPolicySpec>();
+    if (q.business_group != s.spec.business_group || q.resource_pool != s.spec.resource_pool) continue;
+    if (q.reclaim_policy && q.reclaim_policy->grace_period) in.reclaim_grace = *q.reclaim_policy->grace_period;
+  }
+  return serving::gateway_capacity(in);
+}
+
 serving::PoolCapacity ElasticControl::pool_capacity(const Service& s) const {
   serving::PoolCapacity pool;
   pool.pool = s.spec.resource_pool;
@@ -460,29 +536,8 @@ Expected<bool> ElasticControl::scale_out(Service& s, int count, VirtualTime now,
   int granted = count;
   serving::ShapeDecision decision;
   if (simulation_.cluster() != nullptr) {
-    serving::ShapeRequest request;
-    request.service = s.policy;
-    request.shape = shape;
-    request.replicas = count;
-    request.serving_floor_gpus = s.tidal_floor * shape.gpu_per_replica;
-    request.burst_headroom_gpus = s.spec.effective_burst_headroom();
-    // Replicas asked for and not placed yet hold quota but no GPUs: they come first.
-    const int unplaced = static_cast<int>(
-        std::count_if(s.replicas.begin(), s.replicas.end(), [](const Replica& r) { return !r.placed && !r.drain; }));
-    auto pool = pool_capacity(s);
-    if (unplaced > 0) {
-      serving::ShapeRequest earlier = request;
-      earlier.replicas = unplaced;
-      const auto before = serving::check_shape(earlier, pool);
-      for (const auto& p : before.placements) {
-        for (const auto& name : p.nodes) {
-          for (auto& node : pool.nodes) {
-            if (node.name == name) node.free = std::max(0, node.free - p.gpus_per_node);
-          }
-        }
-      }
-    }
-    decision = serving::check_shape(request, pool);
+    const serving::ShapeRequest request = shape_request(s, count);
+    decision = serving::check_shape(request, pool_after_unplaced(s, request));
     if (decision.outcome == serving::ShapeOutcome::Blocked) {
       granted = decision.numbers.contains("replicasThatFit") ? decision.numbers["replicasThatFit"].get<int>() : 0;
       granted = std::clamp(granted, 0, count - 1);

@@ -46,6 +46,7 @@
 #include "serving/autoscaler.hpp"
 #include "serving/capacity.hpp"
 #include "serving/drain.hpp"
+#include "serving/gateway_capacity.hpp"
 #include "serving/hpa_model.hpp"
 #include "serving/signals.hpp"
 #include "tidal/controller.hpp"
@@ -82,6 +83,10 @@ class ElasticControl {
 
   // Per service: replicas by phase, the last recommendation and floor, blocked reason.
   [[nodiscard]] nlohmann::ordered_json json() const;
+  // What a gateway needs about the policy's capacity at the last step (serving/
+  // gateway_capacity.hpp); nullopt for a policy this control does not serve.
+  [[nodiscard]] std::optional<serving::Capacity> capacity(const std::string& policy) const;
+  [[nodiscard]] std::vector<std::string> policies() const;
 
   // What the day's serving cost and gave, per service (the comparison of `twin serving`).
   struct ServiceReport {
@@ -151,6 +156,10 @@ class ElasticControl {
   Expected<bool> log(run::Event e, const std::string& actor = kActor);
   Expected<bool> pin(const std::string& tidal_policy, const std::string& actor, const std::string& reason, bool freeze);
   [[nodiscard]] serving::PoolCapacity pool_capacity(const Service& s) const;
+  // The pool as a next replica sees it: the replicas asked for and not placed yet take
+  // their GPUs first (they hold quota, no GPUs).
+  [[nodiscard]] serving::PoolCapacity pool_after_unplaced(const Service& s, const serving::ShapeRequest& request) const;
+  [[nodiscard]] serving::ShapeRequest shape_request(const Service& s, int count) const;
   [[nodiscard]] std::chrono::sys_seconds wall(VirtualTime t) const;
   [[nodiscard]] int static_count(const Service& s) const;
 

@@ -32,6 +32,10 @@
 #include "twin/run/engine.hpp"
 #include "twin/telemetry/profile.hpp"
 
+namespace gpubank::metrics {
+class Registry;
+}  // namespace gpubank::metrics
+
 namespace gpubank::twin::live {
 
 using Json = nlohmann::ordered_json;
@@ -134,6 +138,12 @@ class Platform {
   // TTFT p95 over the last 5 minutes (null before any first token) and its live replicas
   // (state, running and waiting requests, KV cache use, load). For /api/v1/services.
   [[nodiscard]] Json services_json() const;
+  // What an LLM gateway needs about a service's capacity (serving/gateway_capacity.hpp):
+  // queue, replicas by phase, headroom before the SLO breaks, whether a scale-out can
+  // happen now and when it would serve, borrowable GPUs. For
+  // /api/v1/services/<policy>/capacity; nullopt for a policy that is not served. The same
+  // numbers are gpubank_service_* series in metrics_text().
+  [[nodiscard]] std::optional<Json> service_capacity_json(const std::string& policy) const;
   // The run's summary so far (twin/run/summary.hpp): per group and for the cluster.
   [[nodiscard]] Json summary_json() const;
   // The run's figures so far (groups' GPU-hours, cluster): run::Simulation::stats().
@@ -222,6 +232,7 @@ class Platform {
                                              std::int64_t t_ms);
   // The serving controllers' step at now(), then the services follow what it did.
   bool control_step();
+  Expected<bool> export_capacity(metrics::Registry& registry) const;
 
   policy::PolicySet policies_;
   DayOptions day_;

@@ -430,6 +430,7 @@ bool Serving::advance_to(std::span<const run::Event> events, VirtualTime t) {
       r.id = s.service->add_replica({pod_of(key), 1}, e.t + s.startup_ms[key]);
       r.workload = key;
       s.replicas.emplace(key, r);
+      s.observed_peak = std::max(s.observed_peak, static_cast<int>(s.replicas.size()));
     } else if (gone && live != s.replicas.end()) {
       if (!s.service->abort_replica(live->second.id)) return false;
       s.replicas.erase(live);
@@ -553,7 +554,10 @@ Json Serving::json() const {
     j["modelParameters"] = svc.model.parameters;
     j["gpuModel"] = svc.gpu_model;
     j["tensorParallelSize"] = svc.tensor_parallel_size;
-    j["peakReplicas"] = s.peak_replicas;
+    // What the load's peak hour was sized for (serving.hpp), and the most replicas that
+    // served at once so far (pods started, loading included).
+    j["loadSizedForReplicas"] = s.peak_replicas;
+    j["peakReplicas"] = s.observed_peak;
     j["peakRequestsPerSecond"] = s.peak_rps;
     std::int64_t running = 0, waiting = 0;
     Json replicas = Json::array();
@@ -689,6 +693,20 @@ serving::Scrape Serving::scrape_of(const std::string& policy, std::int64_t t_ms)
   std::sort(out.replicas.begin(), out.replicas.end(),
             [](const serving::ReplicaSignals& a, const serving::ReplicaSignals& b) { return a.replica < b.replica; });
   return out;
+}
+
+std::optional<double> Serving::arrival_rps(const std::string& policy, std::int64_t t_ms) const {
+  const Live* s = find_service(policy);
+  constexpr std::int64_t kMinuteMs = 60'000;
+  if (s == nullptr || t_ms < kMinuteMs) return std::nullopt;
+  const auto minute = static_cast<std::size_t>(t_ms / kMinuteMs - 1);
+  const std::int64_t arrived = minute < s->arrivals_per_minute.size() ? s->arrivals_per_minute[minute] : 0;
+  return static_cast<double>(arrived) / 60.0;
+}
+
+double Serving::replica_rps(const std::string& policy) const {
+  const Live* s = find_service(policy);
+  return s == nullptr ? 0.0 : replica_capacity_rps(s->service->costs());
 }
 
 std::int64_t Serving::router_waiting(const std::string& policy) const {

@@ -192,6 +192,12 @@ class Serving {
   // The model name a replica workload's vLLM serves (served_model_name), if it is one.
   [[nodiscard]] std::optional<std::string> model_of(const std::string& key) const;
   [[nodiscard]] std::int64_t router_waiting(const std::string& policy) const;
+  // Requests per second that arrived in the last whole minute before t_ms (nullopt before
+  // the first minute ends, or for an unknown policy).
+  [[nodiscard]] std::optional<double> arrival_rps(const std::string& policy, std::int64_t t_ms) const;
+  // Requests per second one ready replica of the policy's service takes at the reference
+  // batch (replica_capacity_rps); 0 for an unknown policy.
+  [[nodiscard]] double replica_rps(const std::string& policy) const;
 
   // TTFT SLO attainment by minute of arrival: a minute is within target when the 95th
   // percentile (nearest rank) of the TTFT of the requests that arrived in it is at most
@@ -219,7 +225,8 @@ class Serving {
   struct Live {
     std::string policy;
     std::string workload_ref;
-    int peak_replicas = 0;
+    int peak_replicas = 0;  // what the load is sized for
+    int observed_peak = 0;  // the most live replicas at once
     double peak_rps = 0;
     double capacity_tokens_per_ms = 0;
     std::unique_ptr<inference::ServiceModel> service;

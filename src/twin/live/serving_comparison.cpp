@@ -393,7 +393,12 @@ std::string comparison_text(const ServingComparison& c) {
     all.resize(std::max<std::size_t>(all.size() + 1, 24), ' ');
     std::string hours = fixed(s.mean_inference_gpu_hours, 1);
     hours.resize(17, ' ');
-    std::string saved = s.gpu_hours_saved_share ? fixed(-100.0 * *s.gpu_hours_saved_share, 1) + " %" : "-";
+    // GPU-hours against the static baseline: -30.8 % is fewer, +13.6 % more.
+    std::string saved = "-";
+    if (s.gpu_hours_saved_share) {
+      const double change = -100.0 * *s.gpu_hours_saved_share;
+      saved = (change > 0 ? "+" : "") + fixed(change, 1) + " %";
+    }
     saved.resize(11, ' ');
     const std::string goal = s.meets_goal ? (*s.meets_goal ? "met" : "not met") : "-";
     out << name << seeds << peak << all << hours << saved << goal << '\n';
