@@ -243,11 +243,12 @@ std::vector<inference::ArrivalBatch> RequestSource::batches_until(std::int64_t t
   return out;
 }
 
-double replica_capacity_rps(const inference::ReplicaCosts& costs) {
-  const auto prompt = static_cast<std::int64_t>(std::llround(kPromptTokensMean));
-  const double output = kOutputTokensMean;
+double replica_capacity_rps(const inference::ReplicaCosts& costs, double prompt_tokens_mean, double output_tokens_mean) {
+  const auto prompt = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(prompt_tokens_mean)));
+  const double output = std::max(1.0, output_tokens_mean);
   const double prefill_us = static_cast<double>(costs.step_us(prompt, prompt));
-  const auto context = static_cast<std::int64_t>(std::llround(kReferenceBatch * (kPromptTokensMean + output / 2)));
+  const auto context =
+      static_cast<std::int64_t>(std::llround(kReferenceBatch * (static_cast<double>(prompt) + output / 2)));
   const double decode_us = static_cast<double>(costs.step_us(kReferenceBatch, context));
   return 1e6 / (prefill_us + output * decode_us / kReferenceBatch);
 }
@@ -356,9 +357,22 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
                              : std::max(static_cast<double>(peak_replicas_of(policies, p.name(), spec)),
                                         kPeakShareOfMaxReplicas * spec.max_replicas);
     s.peak_replicas = static_cast<int>(std::ceil(sized));
-    const double capacity = replica_capacity_rps(s.service->costs());
+    // The load's mean token counts: the trace's recorded hour, else the synthetic model's.
+    double prompt_mean = kPromptTokensMean, output_mean = kOutputTokensMean;
+    if (trace != nullptr) {
+      double prompts = 0, outputs = 0, n = 0;
+      for (const auto& r : *trace) {
+        if (r.t_ms >= kHourMs) continue;
+        prompts += static_cast<double>(std::max<std::int64_t>(1, r.context_tokens));
+        outputs += static_cast<double>(std::max<std::int64_t>(1, r.generated_tokens));
+        n += 1;
+      }
+      if (n > 0) prompt_mean = prompts / n, output_mean = outputs / n;
+    }
+    const double capacity = replica_capacity_rps(s.service->costs(), prompt_mean, output_mean);
+    s.replica_rps = capacity;
     s.peak_rps = capacity * sized * day.serving_load;
-    s.capacity_tokens_per_ms = capacity * (kPromptTokensMean + kOutputTokensMean) / 1000.0;
+    s.capacity_tokens_per_ms = capacity * (prompt_mean + output_mean) / 1000.0;
     const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a64(p.name())).next();
     if (trace != nullptr) {
       const double recorded = trace_rps(*trace);
@@ -706,7 +720,7 @@ std::optional<double> Serving::arrival_rps(const std::string& policy, std::int64
 
 double Serving::replica_rps(const std::string& policy) const {
   const Live* s = find_service(policy);
-  return s == nullptr ? 0.0 : replica_capacity_rps(s->service->costs());
+  return s == nullptr ? 0.0 : s->replica_rps;
 }
 
 std::int64_t Serving::router_waiting(const std::string& policy) const {

@@ -67,10 +67,13 @@ inline constexpr int kReferenceBatch = 32;
 // tidal floor (6) and the maximum.
 inline constexpr double kPeakShareOfMaxReplicas = 1.45;
 
-// Requests per second one replica serves with a batch of kReferenceBatch mean requests:
+// Requests per second one replica serves with a batch of kReferenceBatch mean requests (of
+// the given mean token counts: the synthetic load's by default, a trace's own when a trace
+// drives the service, so that a trace of long prompts is sized on its work, not its count):
 // 1 / (prefill of the mean prompt alone + mean output x one decode step of the batch /
 // kReferenceBatch), with the cost model's step times.
-[[nodiscard]] double replica_capacity_rps(const inference::ReplicaCosts& costs);
+[[nodiscard]] double replica_capacity_rps(const inference::ReplicaCosts& costs, double prompt_tokens_mean = kPromptTokensMean,
+                                          double output_tokens_mean = kOutputTokensMean);
 
 // The service the platform runs for an InferenceScalingPolicy on its pool's GPU model.
 [[nodiscard]] inference::Service service_for(const std::string& policy_name,
@@ -227,6 +230,7 @@ class Serving {
     std::string workload_ref;
     int peak_replicas = 0;  // what the load is sized for
     int observed_peak = 0;  // the most live replicas at once
+    double replica_rps = 0;  // replica_capacity_rps with the load's token means
     double peak_rps = 0;
     double capacity_tokens_per_ms = 0;
     std::unique_ptr<inference::ServiceModel> service;

@@ -116,7 +116,8 @@ Expected<std::vector<AzureRequest>> diurnal_repeat(const std::vector<AzureReques
         std::int64_t ns = hour_start_ns + offset;
         if (c > 0) {
           const auto jitter_ms = static_cast<std::int64_t>(
-              below(seeded_hash(seed, "azure-dup", static_cast<std::uint64_t>(h), i, static_cast<std::uint64_t>(c)), 1000));
+              below(seeded_hash(seed, "azure-dup", static_cast<std::uint64_t>(h), i, static_cast<std::uint64_t>(c)),
+                    kDuplicateSpreadMs));
           ns = std::min(ns + jitter_ms * kNsPerMs, hour_end_ns - 1);
         }
         copy.offset_ns = ns;

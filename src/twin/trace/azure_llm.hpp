@@ -43,6 +43,8 @@ using DiurnalCurve = std::array<double, 24>;
 // trace as recorded and the night a fifth of it.
 [[nodiscard]] const DiurnalCurve& default_diurnal_curve();
 
+inline constexpr std::uint64_t kDuplicateSpreadMs = 60'000;
+
 struct DiurnalLimits {
   std::int64_t max_days = 366;
   double max_factor = 64;
@@ -56,7 +58,11 @@ struct DiurnalLimits {
 // dropped), each taken floor(f) times plus once more with probability f - floor(f), where
 // f = curve[h mod 24] (f < 1 thins, f > 1 duplicates). The draw is seeded by (seed, h,
 // request index), so it is the same on every run. The first take keeps the request's time;
-// each further take is shifted by a seeded offset in [0, 1000) ms, kept inside its hour.
+// each further take is shifted by a seeded offset in [0, kDuplicateSpreadMs) ms, kept
+// inside its hour. A minute keeps the trace's minute-scale shape (every copy lands within
+// the minute after its original) without the sub-second clumps of identical requests a
+// shorter spread makes at large factors (at x6 within 1 s, each recorded request became a
+// burst of six that no replica count served within a 1.5 s TTFT p95).
 // Output sorted by time, ties in (hour, request, take) order; t_ms and offset_ns count from
 // virtual time 0. Errors: days outside 1..max_days, a factor that is negative, not finite
 // or above max_factor, or more than max_requests possible requests.
