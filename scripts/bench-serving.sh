@@ -127,8 +127,12 @@ import sys
 results, markdown, begin, end = sys.argv[1:5]
 text = open(results).read()
 body = open(markdown).read()
+import datetime, subprocess
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
+when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 section = (f"{begin}\n## Serving: the autoscaler against the smallest static count that meets the SLO\n\n"
-           f"Regenerated alone by `scripts/bench-serving.sh` on the machine described above.\n\n{body}{end}\n")
+           f"Regenerated alone by `scripts/bench-serving.sh` on the machine described above ({when}, commit {commit}).\n\n"
+           f"{body}{end}\n")
 if begin in text and end in text:
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1].lstrip("\n")
