@@ -247,8 +247,7 @@ double replica_capacity_rps(const inference::ReplicaCosts& costs, double prompt_
   const auto prompt = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(prompt_tokens_mean)));
   const double output = std::max(1.0, output_tokens_mean);
   const double prefill_us = static_cast<double>(costs.step_us(prompt, prompt));
-  const auto context =
-      static_cast<std::int64_t>(std::llround(kReferenceBatch * (static_cast<double>(prompt) + output / 2)));
+  const auto context = static_cast<std::int64_t>(std::llround(kReferenceBatch * (prompt_tokens_mean + output / 2)));
   const double decode_us = static_cast<double>(costs.step_us(kReferenceBatch, context));
   return 1e6 / (prefill_us + output * decode_us / kReferenceBatch);
 }
