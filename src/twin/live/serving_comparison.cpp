@@ -4,7 +4,6 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
-#include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
