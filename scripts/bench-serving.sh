@@ -65,9 +65,9 @@ markdown="$out/serving.md"
 python3 - "$out" "$seeds" > "$markdown" <<'EOF'
 import json, os, sys
 out, seeds = sys.argv[1], sys.argv[2]
-loads = [("seeded", "the seeded load (Poisson arrivals by the diurnal curve, Azure conversation token counts)"),
-         ("azure-conv", "the Azure LLM conversation trace 2023, its recorded hour repeated by the diurnal curve, at 0.7 of the seeded load's scale (`--serving-load 0.7`)"),
-         ("azure-code", "the Azure LLM code trace 2023, its recorded hour repeated by the diurnal curve, at 0.7 of the seeded load's scale (`--serving-load 0.7`)")]
+loads = [("seeded", "the seeded load (Poisson arrivals by the diurnal curve, ramping linearly between the hours' middles; Azure conversation token counts for the chat LLM, short inputs and one output for the embed service)"),
+         ("azure-conv", "the Azure LLM conversation trace 2023 for the chat LLM, its recorded hour repeated by the diurnal curve, at 0.7 of the seeded load's scale (`--serving-load 0.7`); the embed service keeps its seeded load"),
+         ("azure-code", "the Azure LLM code trace 2023 for the chat LLM, its recorded hour repeated by the diurnal curve, at 0.7 of the seeded load's scale (`--serving-load 0.7`); the embed service keeps its seeded load")]
 pct = lambda x: f"{100 * x:.1f} %"
 print("`gpubank twin serving --seeds %s -o json [--llm-trace ...]` on the example policies and cluster: 32 hours from "
       "Tuesday 00:00 in Asia/Shanghai, every control on the same requests; TTFT p95 SLO attainment is the share of "
@@ -91,6 +91,14 @@ for name, what in loads:
         verdict = "meets the target" if b.get("meetsSloTarget") else "no count up to maxReplicas meets the target"
         print(f"- {b['policy']}: static baseline **{b['replicas']}** replicas ({verdict}; worst-seed peak attainment "
               f"by count probed: {probes})")
+    for f in r.get("feasibility", []):
+        target = "no TTFT target" if f["targetSeconds"] is None else f"the {1000 * f['targetSeconds']:.0f} ms target"
+        line = (f"- {f['policy']} ({f['task']}, {f['model']} on {f['gpuModel']}"
+                f"{' x' + str(f['tensorParallelSize']) if f['tensorParallelSize'] > 1 else ''}): consistency check: the p95 prompt "
+                f"({f['p95PromptTokens']} tokens) alone {1000 * f['loneP95Seconds']:.1f} ms against {target}; at best "
+                f"{f['maxRequestsPerSecondPerReplica']:.1f} requests/s per replica, x{f['maxReplicas']} against a peak of "
+                f"{f['peakRequestsPerSecond']:.1f}")
+        print(line + ("" if f["reachable"] else f": **unreachable**: {f['why']}"))
     print()
     print("| service | control | peak SLO mean | peak SLO worst | all-day SLO mean | all-day SLO worst | inference GPU-h (mean) | vs static | goal |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")

@@ -176,7 +176,7 @@ Command add_twin_preview_command(CLI::App& twin) {
   cmd->add_option("--serving-model", opt->serving_model,
                   "how the services answer their requests: fluid (default; the quasi-static model calibrated on the "
                   "request model, days in seconds) or requests (every request through the vLLM-like engine, as gpubank "
-                  "up runs it; minutes for a week)")
+                  "up runs it; minutes for a week); an embed service always runs fluid")
       ->check(CLI::IsMember({"fluid", "requests"}));
   cmd->add_flag("--quiet", opt->quiet, "no progress on stderr");
   add_output_option(*cmd, opt->format);

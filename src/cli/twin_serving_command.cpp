@@ -84,7 +84,11 @@ int run_serving(const ServingOptions& opt, const CLI::App& cmd) {
   if (!inventory) return 1;
   auto shared = std::make_shared<const twin::cluster::Inventory>(std::move(*inventory));
   auto compared = twin::live::compare_serving(set, compare, shared, [&](const std::string& line) {
-    if (!opt.quiet) std::cerr << "gpubank twin serving: " << opt.hours << " h, " << line << '\n';
+    if (line.rfind("warning: ", 0) == 0) {
+      std::cerr << "gpubank twin serving: " << line << '\n';  // the consistency check, even with --quiet
+    } else if (!opt.quiet) {
+      std::cerr << "gpubank twin serving: " << opt.hours << " h, " << line << '\n';
+    }
   });
   if (!compared) {
     std::cerr << "gpubank twin serving: " << compared.error() << '\n';
@@ -128,12 +132,13 @@ Command add_twin_serving_command(CLI::App& twin) {
       ->expected(1, -1);
   cmd->add_option("--inventory", opt->inventory, "the cluster (default: examples/inventory/example.yaml)");
   cmd->add_option("--llm-trace", opt->llm_trace,
-                  "drive the services with a real request trace (AzureLLMInferenceTrace_*.csv) instead of the seeded load");
+                  "drive the generate services with a real request trace (AzureLLMInferenceTrace_*.csv) instead of the "
+                  "seeded load (embed services keep theirs)");
   cmd->add_option("--serving-load", opt->serving_load, "request rate relative to the scale rule (default 1)")
       ->check(CLI::Range(0.001, 10.0));
   cmd->add_option("--serving-model", opt->serving_model,
                   "requests (default: every request through the vLLM-like engine) or fluid (the model calibrated on "
-                  "it that the impact preview runs: a day in about a second)")
+                  "it that the impact preview runs: a day in about a second); an embed service always runs fluid")
       ->check(CLI::IsMember({"requests", "fluid"}));
   cmd->add_option("--seeds,--seed", opt->seeds, "seeds of the day: N, FIRST..LAST or a comma list (default 1)");
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");

@@ -152,6 +152,13 @@ class PrometheusChild {
     const pid_t pid = fork();
     if (pid < 0) return Unexpected{"cannot start prometheus: fork failed"};
     if (pid == 0) {
+      // run_up blocks SIGINT and SIGTERM for its own threads; exec keeps the mask, and
+      // Prometheus must stop on SIGTERM.
+      sigset_t unblock;
+      sigemptyset(&unblock);
+      sigaddset(&unblock, SIGINT);
+      sigaddset(&unblock, SIGTERM);
+      sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
       const fs::path log = dir / "prometheus.log";
       FILE* f = std::freopen(log.c_str(), "a", stderr);
       (void)f;
@@ -190,6 +197,14 @@ bool on_path(const std::string& program) {
 }
 
 int run_up(const UpOptions& opt) {
+  // Ctrl-C and SIGTERM are blocked from the start, in this thread and every one it starts:
+  // one that arrives while the day is being set up (the fluid models' calibration takes a
+  // while) stays pending and stops the run cleanly once it serves, instead of killing it.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   double speed = 0;
   if (opt.speed != "max") {
     try {
@@ -508,12 +523,8 @@ int run_up(const UpOptions& opt) {
               << " (config " << (dir / "prometheus.yml").string() << ")\n";
   }
 
-  // Ctrl-C and SIGTERM: a thread waits for them (blocked everywhere else) and stops the server.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Ctrl-C and SIGTERM: a thread waits for them (blocked everywhere else since the start)
+  // and stops the server.
   std::atomic<bool> done{false};
   std::thread waiter([&] {
     while (!done) {

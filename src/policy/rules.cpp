@@ -61,6 +61,7 @@ constexpr std::array kRules = {
     RuleInfo{rule::kInferenceNoScaleUpSignal, S::Object, "scaleUp sets none of queueDepthPerReplica, ttftP95, kvCacheHighWatermark"},
     RuleInfo{rule::kInferenceScaleDownAboveScaleUp, S::Object, "scale-down queue depth not below the scale-up one (flapping)"},
     RuleInfo{rule::kInferenceFloorAboveGuarantee, S::PolicySet, "the serving floor needs more GPUs than the group's guarantee (warning)", false},
+    RuleInfo{rule::kInferenceKvSignalOnEmbed, S::Object, "kvCacheHighWatermark on an embed service, which keeps no KV cache between requests (warning)", false},
 
     RuleInfo{rule::kTidalWindowsOverlap, S::Object, "two windows of one tidal policy are active at the same time"},
     RuleInfo{rule::kTidalWindowStartEqualsEnd, S::Object, "a window whose start and end are the same schedule"},

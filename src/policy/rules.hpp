@@ -90,6 +90,7 @@ inline constexpr std::string_view kInferenceDuplicateTarget = "inference.duplica
 inline constexpr std::string_view kInferenceNoScaleUpSignal = "inference.no-scale-up-signal";
 inline constexpr std::string_view kInferenceScaleDownAboveScaleUp = "inference.scale-down-above-scale-up";
 inline constexpr std::string_view kInferenceFloorAboveGuarantee = "inference.floor-above-guarantee";
+inline constexpr std::string_view kInferenceKvSignalOnEmbed = "inference.kv-signal-on-embed";
 
 // TidalPolicy.
 inline constexpr std::string_view kTidalWindowsOverlap = "tidal.windows-overlap";

@@ -65,6 +65,13 @@ struct EnumNames<policy::WorkloadRefKind> {
   }};
 };
 template <>
+struct EnumNames<policy::ServingTask> {
+  static constexpr std::array<std::pair<policy::ServingTask, std::string_view>, 2> values{{
+      {policy::ServingTask::Generate, "generate"},
+      {policy::ServingTask::Embed, "embed"},
+  }};
+};
+template <>
 struct EnumNames<policy::LeaseType> {
   static constexpr std::array<std::pair<policy::LeaseType, std::string_view>, 2> values{{
       {policy::LeaseType::Protection, "Protection"},
@@ -318,6 +325,7 @@ struct Schema<policy::InferenceScalingPolicySpec> {
     v.optional("scaleDown", s.scale_down);
     v.optional("modelLoadTime", s.model_load_time, NonNegative{});
     v.optional("burstHeadroom", s.burst_headroom, GpuCount{0});
+    v.optional("task", s.task);
   }
 };
 

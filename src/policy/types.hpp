@@ -48,6 +48,10 @@ enum class PoolRole { Training, Inference, Batch, Development, Burst };
 enum class Sharing { Exclusive, Shared };
 enum class TaintEffect { NoSchedule, PreferNoSchedule, NoExecute };
 enum class WorkloadRefKind { InferenceService, LLMInferenceService, Deployment, RayService };
+// What the served model does, with vLLM's task names: `generate` (a chat or completion LLM:
+// prefill, then one decode step per output token) or `embed` (a pooling model: prefill only,
+// one vector per input, no KV cache kept between steps).
+enum class ServingTask { Generate, Embed };
 enum class LeaseType { Protection, TemporaryQuota };
 enum class NotifyTarget { Owner, BusinessGroupAdmin, PlatformAdmin };
 
@@ -202,6 +206,9 @@ struct InferenceScalingPolicySpec {
   ScaleDown scale_down;
   Duration model_load_time{std::chrono::minutes(5)};
   std::optional<int> burst_headroom;  // GPUs; unset: gpuPerReplica
+  std::optional<ServingTask> task;  // unset: generate
+
+  [[nodiscard]] ServingTask effective_task() const { return task.value_or(ServingTask::Generate); }
 
   [[nodiscard]] int effective_burst_headroom() const {
     return burst_headroom.value_or(replica_shape.gpu_per_replica);

@@ -356,6 +356,12 @@ class Validator {
       report(o, rule::kInferenceNoScaleUpSignal, "spec.scaleUp",
              "scaleUp needs at least one signal: queueDepthPerReplica, ttftP95 or kvCacheHighWatermark");
     }
+    if (p.effective_task() == ServingTask::Embed && p.scale_up.kv_cache_high_watermark) {
+      report(o, rule::kInferenceKvSignalOnEmbed, "spec.scaleUp.kvCacheHighWatermark",
+             "an embed service runs a pooling model, which frees its KV blocks when each step ends: the KV cache "
+             "signal never reaches a watermark; scale on ttftP95 (the request's latency) and queueDepthPerReplica",
+             Severity::Warning);
+    }
     if (p.scale_up.queue_depth_per_replica && p.scale_down.queue_depth_per_replica &&
         *p.scale_down.queue_depth_per_replica >= *p.scale_up.queue_depth_per_replica) {
       report(o, rule::kInferenceScaleDownAboveScaleUp, "spec.scaleDown.queueDepthPerReplica",

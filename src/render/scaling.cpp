@@ -268,8 +268,35 @@ RenderedObject scaled_object(const policy::PolicySet& set, const PolicyObject& o
   return out;
 }
 
-RenderedObject kserve_annotations(const PolicyObject& o) {
-  const auto& ref = o.as<InferenceScalingPolicySpec>().workload_ref;
+}  // namespace
+
+std::string drain_script(int port, std::int64_t drain_seconds, std::int64_t propagation_seconds) {
+  // Python 3 (every vLLM and KServe serving image has it), standard library only. Reads the
+  // engine's own gauges; an unreachable page ends the wait (the server is already gone).
+  return "import re,time,urllib.request\n"
+         "deadline=time.monotonic()+" + std::to_string(drain_seconds) + "\n"
+         "time.sleep(" + std::to_string(propagation_seconds) + ")\n"
+         "pattern=re.compile(r'^vllm:num_requests_(?:running|waiting)(?:\\{[^}]*\\})? ([0-9.eE+-]+)$',re.M)\n"
+         "while time.monotonic()<deadline:\n"
+         "    try:\n"
+         "        page=urllib.request.urlopen('http://127.0.0.1:" + std::to_string(port) + "/metrics',timeout=2).read().decode()\n"
+         "    except Exception:\n"
+         "        break\n"
+         "    if sum(float(v) for v in pattern.findall(page))==0:\n"
+         "        break\n"
+         "    time.sleep(2)\n";
+}
+
+std::int64_t termination_grace_seconds(const InferenceScalingPolicySpec& p) {
+  const auto drain = std::chrono::duration_cast<std::chrono::seconds>(p.scale_down.drain_timeout.nanoseconds()).count();
+  return std::max<std::int64_t>(0, drain) + kDrainPropagationSeconds + kShutdownSeconds;
+}
+
+namespace {
+
+RenderedObject kserve_annotations(const PolicyObject& o, const ScalingOptions& options) {
+  const auto& spec = o.as<InferenceScalingPolicySpec>();
+  const auto& ref = spec.workload_ref;
   Json isvc = Json::object();
   isvc["apiVersion"] = "serving.kserve.io/v1beta1";
   isvc["kind"] = "InferenceService";
@@ -278,6 +305,14 @@ RenderedObject kserve_annotations(const PolicyObject& o) {
   meta["namespace"] = ref.namespace_;
   meta["annotations"][std::string(kAnnotationDeploymentMode)] = kDeploymentModeStandard;
   meta["annotations"][std::string(kAnnotationAutoscalerClass)] = kAutoscalerClassExternal;
+  // The drain (docs/render-scaling.md, "Draining a replica"): when the HPA removes a pod,
+  // the preStop hook holds SIGTERM until the engine has nothing running or waiting, at
+  // most drainTimeout, and the grace period covers the hook and vLLM's shutdown.
+  const auto drain = std::chrono::duration_cast<std::chrono::seconds>(spec.scale_down.drain_timeout.nanoseconds()).count();
+  Json& predictor = isvc["spec"]["predictor"];
+  predictor["terminationGracePeriodSeconds"] = termination_grace_seconds(spec);
+  predictor["model"]["lifecycle"]["preStop"]["exec"]["command"] =
+      Json::array({"python3", "-c", drain_script(options.vllm_port, std::max<std::int64_t>(0, drain), kDrainPropagationSeconds)});
   RenderedObject out;
   out.manifest = std::move(isvc);
   out.path = "kserve/inferenceservice-" + ref.namespace_ + "-" + ref.name + ".yaml";
@@ -411,7 +446,7 @@ std::vector<RenderedObject> render_scaling(const policy::PolicySet& set, const S
     if (!target) continue;  // check_consistency says why (render.autoscaler-unsupported)
     const auto it = tidal.find(o.name());
     out.push_back(scaled_object(set, o, *target, it != tidal.end() ? it->second : none, options));
-    if (p.workload_ref.kind == WorkloadRefKind::InferenceService) out.push_back(kserve_annotations(o));
+    if (p.workload_ref.kind == WorkloadRefKind::InferenceService) out.push_back(kserve_annotations(o, options));
   }
   stamp_all(out);
   sort_and_check_unique(out);

@@ -26,11 +26,30 @@ struct ScalingOptions {
   std::string prometheus_address = "http://prometheus-operated.monitoring.svc:9090";
   // rate() window of the TTFT histogram: four scrapes at the Operator's 30s default.
   Duration rate_window{std::chrono::minutes(2)};
+  // Where the predictor's vLLM serves /metrics inside its pod, for the drain hook: KServe
+  // gives the predictor container port 8080.
+  int vllm_port = 8080;
 };
+
+// The drain of a replica the HPA removes (docs/render-scaling.md, "Draining a replica"):
+// the pod leaves the Service's endpoints as it starts terminating; the preStop hook waits
+// kDrainPropagationSeconds for that to reach every proxy, then polls vLLM's /metrics until
+// vllm:num_requests_running + vllm:num_requests_waiting is 0, at most until drainTimeout
+// (counted from the hook's start); SIGTERM follows. The grace period is drainTimeout +
+// kDrainPropagationSeconds + kShutdownSeconds (vLLM's own shutdown).
+inline constexpr std::int64_t kDrainPropagationSeconds = 5;
+inline constexpr std::int64_t kShutdownSeconds = 30;
+// The hook's Python program (python3 -c): sleeps propagation_seconds, then polls
+// 127.0.0.1:<port>/metrics every 2 s until nothing runs or waits, drain_seconds at most.
+[[nodiscard]] std::string drain_script(int port, std::int64_t drain_seconds, std::int64_t propagation_seconds);
+// terminationGracePeriodSeconds for the policy's pods.
+[[nodiscard]] std::int64_t termination_grace_seconds(const policy::InferenceScalingPolicySpec& p);
 
 // One ScaledObject per InferenceScalingPolicy whose workload KEDA can scale, at
 // keda/scaledobject-<namespace>-<policy>.yaml, and for workloadRef.kind InferenceService
-// an annotations-only InferenceService at kserve/inferenceservice-<namespace>-<name>.yaml.
+// a partial InferenceService at kserve/inferenceservice-<namespace>-<name>.yaml (for
+// server-side apply): the annotations that hand its replicas to the ScaledObject and the
+// predictor's drain (grace period and preStop hook).
 // Objects are stamped (managed-by label, source policies and their hash) and sorted by
 // path. Expects a set that passed validation.
 std::vector<RenderedObject> render_scaling(const policy::PolicySet& set, const ScalingOptions& options = {});

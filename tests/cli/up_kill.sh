@@ -25,7 +25,8 @@ begin=$(now_ms)
 run_ms=$(( $(now_ms) - begin ))
 "$dump" "$dir/reference/gpubank.db" > "$dir/reference.dump"
 entries=$(wc -l < "$dir/reference.dump")
-[ "$entries" -gt 50 ] || { echo "the uninterrupted run stored only $entries entries"; exit 1; }
+# Enough entries for kills to land between writes (46 with the ramped load of issue 33).
+[ "$entries" -gt 40 ] || { echo "the uninterrupted run stored only $entries entries"; exit 1; }
 audited() { sed -n 's/^audit chain intact: \([0-9]*\) entries.*/\1/p' "$1"; }
 "$gpubank" audit verify --store "$dir/reference/gpubank.db" > "$dir/verify.txt"
 audit_total=$(audited "$dir/verify.txt")

@@ -102,6 +102,30 @@ spec:
   EXPECT_EQ(f[0].severity, Severity::Warning);
 }
 
+TEST(Validate, AKvCacheSignalOnAnEmbedServiceIsAWarning) {
+  // The examples' embeddings Deployment, with a KV watermark it can never reach.
+  const std::string embed = std::string(kHeader) + R"(kind: InferenceScalingPolicy
+metadata: {name: more-embeddings}
+spec:
+  workloadRef: {kind: Deployment, name: embeddings-b, namespace: customer-service}
+  businessGroup: customer-service
+  resourcePool: l40s-inference
+  task: embed
+  replicaShape: {tensorParallelSize: 1, gpuPerReplica: 1}
+  minReplicas: 0
+  maxReplicas: 1
+  scaleUp: {ttftP95: 200ms, kvCacheHighWatermark: 85}
+)";
+  auto f = findings_of(examples_plus(embed));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"inference.kv-signal-on-embed"});
+  EXPECT_EQ(f[0].severity, Severity::Warning);
+  EXPECT_EQ(f[0].path, "spec.scaleUp.kvCacheHighWatermark");
+  // The same signal on a generate service (the default task) is fine.
+  std::string generate = embed;
+  generate.replace(generate.find("  task: embed\n"), 14, "");
+  EXPECT_TRUE(findings_of(examples_plus(generate)).empty());
+}
+
 TEST(Validate, AWindowStartingInADstGapIsAWarningNamingTheMissingTime) {
   // Sunday 02:30 in New York: on 2024-03-10 clocks go from 02:00 to 03:00, so robfig's cron
   // (KEDA's) does not fire that Sunday and the window does not open.

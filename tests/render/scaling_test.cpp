@@ -9,6 +9,9 @@
 #include <map>
 #include <sstream>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <date/date.h>
@@ -17,6 +20,7 @@
 #include "document/yaml_writer.hpp"
 #include "policy/prewarm.hpp"
 #include "render/scaling_support.hpp"
+#include "support/process.hpp"
 
 namespace gpubank::render {
 namespace {
@@ -175,14 +179,81 @@ TEST(RenderScaling, KServeGetsTheAnnotationsThatHandItsPredictorToKeda) {
     "metadata": {"name": "customer-service-llm", "namespace": "customer-service",
                  "annotations": {"serving.kserve.io/deploymentMode": "Standard",
                                  "serving.kserve.io/autoscalerClass": "external"}}})");
+  // drainTimeout 20m: the hook waits up to 1,200 s after 5 s of endpoint propagation; the
+  // grace period adds vLLM's 30 s shutdown.
+  expected["spec"]["predictor"]["terminationGracePeriodSeconds"] = 1'235;
+  expected["spec"]["predictor"]["model"]["lifecycle"]["preStop"]["exec"]["command"] =
+      Json::array({"python3", "-c", drain_script(8080, 1'200, 5)});
   Json got = o.manifest;
   got["metadata"].erase("labels");
   got["metadata"]["annotations"].erase(std::string(kAnnotationSource));
   got["metadata"]["annotations"].erase(std::string(kAnnotationSourceHash));
   EXPECT_EQ(got, expected);
-  EXPECT_FALSE(o.manifest.contains("spec"));  // annotations only: the team's manifest owns the rest
+  // Only the annotations and the drain: the team's manifest owns the rest (server-side apply).
+  EXPECT_EQ(o.manifest["spec"]["predictor"].size(), 2u);
+  EXPECT_EQ(o.manifest["spec"]["predictor"]["model"].size(), 1u);
   ASSERT_EQ(o.sources.size(), 1u);
   EXPECT_EQ(o.sources[0]->name(), "customer-service-llm");
+}
+
+// The drain hook against a real HTTP server on loopback serving vLLM's gauges: it waits while
+// requests run or wait, returns once both are 0, and gives up at the deadline.
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t n = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  const int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// A vLLM-like /metrics page whose running requests drop to 0 after `busy_polls` scrapes
+// (never, with -1), serving while the hook runs; prints how many scrapes it answered.
+std::string drain_harness(int port, int busy_polls) {
+  return "import http.server,threading,time,sys\n"
+         "polls=[0]\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    def do_GET(self):\n"
+         "        polls[0]+=1\n"
+         "        busy=" + std::to_string(busy_polls) + "<0 or polls[0]<=" + std::to_string(busy_polls) + "\n"
+         "        body=('# TYPE vllm:num_requests_running gauge\\n'\n"
+         "              'vllm:num_requests_running{engine=\"0\",model_name=\"m\"} %d\\n'\n"
+         "              'vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} %d\\n' % (3 if busy else 0, 1 if busy else 0)).encode()\n"
+         "        self.send_response(200); self.send_header('Content-Length',str(len(body))); self.end_headers(); self.wfile.write(body)\n"
+         "    def log_message(self,*a): pass\n"
+         "server=http.server.HTTPServer(('127.0.0.1'," + std::to_string(port) + "),H)\n"
+         "threading.Thread(target=server.serve_forever,daemon=True).start()\n"
+         "exec(sys.argv[1])\n"
+         "print(polls[0])\n";
+}
+
+TEST(RenderScaling, TheDrainHookWaitsForTheEnginesRequestsThenLetsSigtermThrough) {
+  const auto python = ::gpubank::testing::find_on_path("python3");
+  ASSERT_TRUE(python) << "python3 is needed (Debian python3)";
+  const int port = free_loopback_port();
+  ASSERT_GT(port, 0);
+  // Busy for two scrapes, idle at the third: done after two 2-second sleeps.
+  auto r = ::gpubank::testing::run_process({python->string(), "-c", drain_harness(port, 2), drain_script(port, 60, 0)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "3\n");
+  // Busy for ever: the deadline (3 s) ends the wait.
+  const int port2 = free_loopback_port();
+  r = ::gpubank::testing::run_process({python->string(), "-c", drain_harness(port2, -1), drain_script(port2, 3, 0)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "2\n");  // scrapes at 0 s and 2 s; the next would be past 3 s
+  // Nothing listening (the server is gone): no wait at all.
+  const int closed = free_loopback_port();
+  r = ::gpubank::testing::run_process({python->string(), "-c", "import sys\nexec(sys.argv[1])\nprint('gone')\n",
+                            drain_script(closed, 60, 0)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "gone\n");
 }
 
 TEST(RenderScaling, RenderingTwiceIsByteIdentical) {

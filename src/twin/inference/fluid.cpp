@@ -8,9 +8,6 @@ namespace gpubank::twin::inference {
 
 namespace {
 
-constexpr std::int64_t kWarmupMs = 1 * 60'000;
-constexpr std::int64_t kMeasureMs = 6 * 60'000;
-constexpr std::int64_t kTailMs = 1 * 60'000;  // arrivals go on while the window's last requests finish
 constexpr std::int64_t kMinuteMs = 60'000;
 constexpr std::int64_t kNeverKey = std::numeric_limits<std::int64_t>::min();
 // Per-replica load is looked up in steps of 1 % of saturation.
@@ -18,14 +15,17 @@ constexpr double kLevelSteps = 100.0;
 constexpr double kRateSmoothingS = 60.0;
 
 // One rung of a ladder: a fresh service with `replicas` ready replicas, `rps` each.
-Expected<LoadLevel> measure(const Service& service, int replicas, double rps, const LoadMaker& load, bool& steady) {
+Expected<LoadLevel> measure(const Service& service, int replicas, double rps, const LoadMaker& load,
+                            const CalibrationWindows& windows, bool& steady) {
+  const std::int64_t warmup_ms = windows.warmup_ms, measure_ms = windows.measure_ms, tail_ms = windows.tail_ms;
+  const std::int64_t sample_ms = windows.sample_ms;
   Diagnostics findings;
   ServiceOptions options;
   options.keep_completions = true;
   auto made = InferenceService::create(service, findings, options);
   if (!made) return Unexpected{findings.empty() ? std::string("the service cannot be served") : findings.front().to_string()};
   InferenceService& s = *made;
-  const std::vector<Request> requests = load(rps * replicas, kWarmupMs + kMeasureMs + kTailMs);
+  const std::vector<Request> requests = load(rps * replicas, warmup_ms + measure_ms + tail_ms);
   if (!s.add_requests(requests, findings)) return Unexpected{"calibration load: " + findings.front().to_string()};
   for (int i = 0; i < replicas; ++i) s.add_replica({"calibration-" + std::to_string(i), 1}, 0);
   LoadLevel level;
@@ -50,23 +50,23 @@ Expected<LoadLevel> measure(const Service& service, int replicas, double rps, co
     return x;
   };
   const auto per_replica = static_cast<double>(replicas);
-  for (std::int64_t t = 1000; t <= kWarmupMs + kMeasureMs + kTailMs; t += 1000) {
+  for (std::int64_t t = sample_ms; t <= warmup_ms + measure_ms + tail_ms; t += sample_ms) {
     s.advance_to(t);
     const Sums x = sums();
-    if (t == kWarmupMs) {
+    if (t == warmup_ms) {
       busy_start = x.busy_us;
       itl_sum_start = x.itl_sum_us;
       itl_count_start = x.itl_count;
     }
-    if (t > kWarmupMs && t <= kWarmupMs + kMeasureMs) {
+    if (t > warmup_ms && t <= warmup_ms + measure_ms) {
       running += static_cast<double>(x.running);
       waiting += static_cast<double>(x.waiting);
-      if (t <= kWarmupMs + kMeasureMs / 2) waiting_first_half += static_cast<double>(x.waiting);
+      if (t <= warmup_ms + measure_ms / 2) waiting_first_half += static_cast<double>(x.waiting);
       kv += x.kv;
       ++samples;
     }
-    if (t == kWarmupMs + kMeasureMs) {
-      level.busy = static_cast<double>(x.busy_us - busy_start) / static_cast<double>(kMeasureMs * 1000) / per_replica;
+    if (t == warmup_ms + measure_ms) {
+      level.busy = static_cast<double>(x.busy_us - busy_start) / static_cast<double>(measure_ms * 1000) / per_replica;
       const std::int64_t n = x.itl_count - itl_count_start;
       level.itl_mean_us = n > 0 ? static_cast<double>(x.itl_sum_us - itl_sum_start) / static_cast<double>(n) : 0;
     }
@@ -79,15 +79,15 @@ Expected<LoadLevel> measure(const Service& service, int replicas, double rps, co
   std::int64_t arrived = 0, finished_in_window = 0;
   double e2e = 0;
   for (const Request& q : requests) {
-    if (q.arrival_ms >= kWarmupMs && q.arrival_ms < kWarmupMs + kMeasureMs) ++arrived;
+    if (q.arrival_ms >= warmup_ms && q.arrival_ms < warmup_ms + measure_ms) ++arrived;
   }
   for (const Completion& c : s.completions()) {
-    if (c.finished_us >= kWarmupMs * 1000 && c.finished_us < (kWarmupMs + kMeasureMs) * 1000) ++finished_in_window;
-    if (c.arrival_us < kWarmupMs * 1000 || c.arrival_us >= (kWarmupMs + kMeasureMs) * 1000) continue;
+    if (c.finished_us >= warmup_ms * 1000 && c.finished_us < (warmup_ms + measure_ms) * 1000) ++finished_in_window;
+    if (c.arrival_us < warmup_ms * 1000 || c.arrival_us >= (warmup_ms + measure_ms) * 1000) continue;
     ttft.push_back(c.first_token_us - c.arrival_us);
     e2e += static_cast<double>(c.finished_us - c.arrival_us);
   }
-  level.served_rps = static_cast<double>(finished_in_window) / (kMeasureMs / 1000.0) / per_replica;
+  level.served_rps = static_cast<double>(finished_in_window) / (measure_ms / 1000.0) / per_replica;
   level.e2e_mean_us = ttft.empty() ? 0 : e2e / static_cast<double>(ttft.size());
   const auto answered = static_cast<std::int64_t>(ttft.size());
   // Steady: (almost) every arrival of the window answered by the end, the replica
@@ -105,7 +105,7 @@ Expected<LoadLevel> measure(const Service& service, int replicas, double rps, co
     const double p = (static_cast<double>(i) + 0.5) / static_cast<double>(kFluidQuantiles);
     const auto rank = static_cast<std::int64_t>(std::ceil(p * static_cast<double>(arrived)));
     level.ttft_us[i] = rank >= 1 && rank <= answered ? ttft[static_cast<std::size_t>(rank - 1)]
-                                                     : (kTailMs + kMeasureMs) * 1000;
+                                                     : (tail_ms + measure_ms) * 1000;
   }
   return level;
 }
@@ -128,11 +128,15 @@ std::int64_t take_whole(double& carry) {
 }  // namespace
 
 Expected<Calibration> calibrate(const Service& service, double reference_rps, const LoadMaker& load,
-                                std::span<const int> replica_counts) {
+                                std::span<const int> replica_counts, const CalibrationWindows& windows) {
   if (!(reference_rps > 0) || !std::isfinite(reference_rps)) return Unexpected{"calibration: reference rate must be > 0"};
   if (replica_counts.empty() || !std::is_sorted(replica_counts.begin(), replica_counts.end()) ||
       replica_counts.front() < 1 || replica_counts.back() > 64) {
     return Unexpected{"calibration: replica counts must be ascending, from 1 to 64"};
+  }
+  if (windows.sample_ms < 1 || windows.warmup_ms < 0 || windows.tail_ms < 0 || windows.measure_ms < 2 * windows.sample_ms ||
+      windows.warmup_ms % windows.sample_ms != 0 || windows.measure_ms % (2 * windows.sample_ms) != 0) {
+    return Unexpected{"calibration: windows must be whole numbers of samples, the measured one at least two"};
   }
   Calibration out;
   for (const int replicas : replica_counts) {
@@ -141,13 +145,13 @@ Expected<Calibration> calibrate(const Service& service, double reference_rps, co
     for (int step = 1; step <= 60; ++step) {
       const double rps = reference_rps * 0.1 * step;
       bool steady = false;
-      auto level = measure(service, replicas, rps, load, steady);
+      auto level = measure(service, replicas, rps, load, windows, steady);
       if (!level) return Unexpected{level.error()};
       if (!steady) {
         // Overloaded: what a replica finishes when it cannot keep up. Measured twice as
         // far past the last steady rung, where the queue never empties.
         bool ignored = false;
-        auto over = measure(service, replicas, 2 * rps, load, ignored);
+        auto over = measure(service, replicas, 2 * rps, load, windows, ignored);
         if (!over) return Unexpected{over.error()};
         ladder.saturation_rps = std::max({over->served_rps, level->served_rps,
                                           ladder.levels.empty() ? 0.0 : ladder.levels.back().served_rps});
@@ -198,7 +202,7 @@ FluidService::FluidService(Service service, ReplicaCosts costs, std::shared_ptr<
 
 bool FluidService::add_requests(std::span<const Request> requests, Diagnostics& findings) {
   const std::int64_t last = next_arrival_ < arrivals_.size() ? arrivals_.back().arrival_ms : now_ms_;
-  if (!check_requests(requests, last, findings)) return false;
+  if (!check_requests(requests, last, findings, service_.task)) return false;
   if (next_arrival_ > 0 && next_arrival_ * 2 >= arrivals_.size()) {
     arrivals_.erase(arrivals_.begin(), arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_));
     next_arrival_ = 0;

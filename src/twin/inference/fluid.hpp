@@ -73,11 +73,25 @@ inline constexpr std::array<int, 2> kCalibrationReplicas{1, 4};
 // Requests at `rps` (Poisson) over [0, horizon_ms), sorted, ids from 0.
 using LoadMaker = std::function<std::vector<Request>(double rps, std::int64_t horizon_ms)>;
 
+// How long each rung runs, in virtual time: warm-up, the measured window, a tail in which
+// arrivals go on while the window's last requests finish, and the sampling period of the
+// queue gauges. The defaults suit an LLM (seconds per request); a service whose requests
+// take milliseconds (an embed service: thousands per second) reaches its steady state in
+// seconds, and a shorter window keeps the calibration's request count, and its cost, alike.
+struct CalibrationWindows {
+  std::int64_t warmup_ms = 60'000;
+  std::int64_t measure_ms = 360'000;
+  std::int64_t tail_ms = 60'000;
+  std::int64_t sample_ms = 1'000;
+};
+
 // `reference_rps`: a guess of one replica's capacity; each ladder runs from 10 % of it in
 // steps of 10 % until a level is overloaded (at most 6 times it). Errors: a service that
-// cannot be served, replicas that cannot hold even the lowest level.
+// cannot be served, replicas that cannot hold even the lowest level, windows that are not
+// whole numbers of samples.
 [[nodiscard]] Expected<Calibration> calibrate(const Service& service, double reference_rps, const LoadMaker& load,
-                                              std::span<const int> replica_counts = kCalibrationReplicas);
+                                              std::span<const int> replica_counts = kCalibrationReplicas,
+                                              const CalibrationWindows& windows = {});
 
 class FluidService final : public ServiceModel {
  public:

@@ -100,7 +100,9 @@ std::optional<InferenceService> InferenceService::create(Service service, Diagno
 InferenceService::InferenceService(Service service, ReplicaCosts costs, ServiceOptions options)
     : service_(std::move(service)), costs_(costs), options_(options) {}
 
-bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings) {
+std::string_view to_string(Task task) { return task == Task::Embed ? "embed" : "generate"; }
+
+bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings, Task task) {
   const std::size_t before = findings.size();
   std::int64_t last = not_before_ms;
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -114,6 +116,9 @@ bool check_requests(std::span<const Request> requests, std::int64_t not_before_m
     } else if (q.prompt_tokens < 1 || q.output_tokens < 1) {
       problem = "promptTokens and outputTokens must be at least 1, not " + std::to_string(q.prompt_tokens) +
                 " and " + std::to_string(q.output_tokens);
+    } else if (task == Task::Embed && q.output_tokens != 1) {
+      problem = "outputTokens must be 1 for an embed service (its output is one vector), not " +
+                std::to_string(q.output_tokens);
     }
     if (!problem.empty()) {
       Diagnostic d;
@@ -141,7 +146,7 @@ metrics::Family router_waiting_family(const std::string& model_name, std::int64_
 bool InferenceService::add_requests(std::span<const Request> requests, Diagnostics& findings) {
   std::int64_t last = arrivals_.empty() ? now_us_ / kUsPerMs : arrivals_.back().arrival_ms;
   if (arrivals_.empty() && now_us_ % kUsPerMs != 0) ++last;  // not before now
-  if (!check_requests(requests, last, findings)) return false;
+  if (!check_requests(requests, last, findings, service_.task)) return false;
   if (next_arrival_ > 0 && next_arrival_ * 2 >= arrivals_.size()) {
     arrivals_.erase(arrivals_.begin(), arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_));
     next_arrival_ = 0;

@@ -38,11 +38,18 @@
 
 namespace gpubank::twin::inference {
 
+// What a replica computes per request, as vLLM's tasks: generate (prefill, then one decode
+// step per output token) or embed (a pooling model: prefill only; the request's one output
+// is its vector, ready when the prefill step ends, so its TTFT is its whole latency).
+enum class Task { Generate, Embed };
+[[nodiscard]] std::string_view to_string(Task task);
+
 struct Service {
   std::string name;
   std::string model_name = "meta-llama/Llama-3.1-70B-Instruct";  // vLLM's served_model_name
   std::string gpu_model = "H100";
   int tensor_parallel_size = 4;  // GPUs per replica, all on one node
+  Task task = Task::Generate;
   ModelConfig model;
   EngineConfig engine;
 };
@@ -59,9 +66,11 @@ inline constexpr std::string_view kRuleRequest = "inference.request";
 [[nodiscard]] Diagnostics check_service(const Service& service);
 
 // The rules of add_requests (either model's): sorted, none before not_before_ms, an
-// arrival in range, at least one prompt and one output token. False (and findings naming
-// requests[i] and kRuleRequest) on any problem.
-bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings);
+// arrival in range, at least one prompt and one output token (exactly one for an embed
+// service: its vector). False (and findings naming requests[i] and kRuleRequest) on any
+// problem.
+bool check_requests(std::span<const Request> requests, std::int64_t not_before_ms, Diagnostics& findings,
+                    Task task = Task::Generate);
 
 // gpubank_inference_router_waiting_requests{model_name}: the twin's router queue.
 [[nodiscard]] metrics::Family router_waiting_family(const std::string& model_name, std::int64_t waiting);

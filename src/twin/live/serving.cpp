@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <utility>
 
@@ -42,12 +43,31 @@ struct LogNormal {
 
 class SyntheticSource final : public RequestSource {
  public:
-  SyntheticSource(std::uint64_t seed, std::vector<double> rates_per_hour, std::int64_t horizon_ms)
-      : rng_(seed), horizon_ms_(horizon_ms) {
-    for (double r : rates_per_hour) {
-      per_ms_.push_back(std::isfinite(r) && r > 0 ? r / 1000.0 : 0.0);
-      expected_ += per_ms_.back() * static_cast<double>(kHourMs);
+  SyntheticSource(std::uint64_t seed, const std::vector<double>& rates_per_hour, std::int64_t horizon_ms,
+                  const TokenProfile& tokens, RateShape shape)
+      : rng_(seed),
+        horizon_ms_(horizon_ms),
+        tokens_(tokens),
+        prompt_(tokens.prompt_median, tokens.prompt_mean),
+        output_(tokens.output_median, tokens.output_mean) {
+    std::vector<double> per_ms;
+    for (double r : rates_per_hour) per_ms.push_back(std::isfinite(r) && r > 0 ? r / 1000.0 : 0.0);
+    if (shape == RateShape::Steps) {
+      segment_ms_ = kHourMs;
+      for (double r : per_ms) segments_.push_back({r, r});
+    } else {
+      // Through each hour's rate at its middle: half-hour segments from the mean of two
+      // neighbouring hours at the boundary to the hour's own rate at its middle (the first
+      // and last hours have no neighbour outside the run: flat there).
+      segment_ms_ = kHourMs / 2;
+      for (std::size_t h = 0; h < per_ms.size(); ++h) {
+        const double before = h > 0 ? per_ms[h - 1] : per_ms[h];
+        const double after = h + 1 < per_ms.size() ? per_ms[h + 1] : per_ms[h];
+        segments_.push_back({(before + per_ms[h]) / 2, per_ms[h]});
+        segments_.push_back({per_ms[h], (per_ms[h] + after) / 2});
+      }
     }
+    for (const Segment& g : segments_) expected_ += (g.from + g.to) / 2 * static_cast<double>(segment_ms_);
     draw_next();
   }
 
@@ -56,8 +76,8 @@ class SyntheticSource final : public RequestSource {
     while (!done_ && static_cast<std::int64_t>(next_) <= t_ms) {
       inference::Request r;
       r.arrival_ms = static_cast<std::int64_t>(next_);
-      r.prompt_tokens = prompt_.draw(rng_, kMaxPromptTokens);
-      r.output_tokens = output_.draw(rng_, kMaxOutputTokens);
+      r.prompt_tokens = prompt_.draw(rng_, tokens_.prompt_cap);
+      r.output_tokens = output_.draw(rng_, tokens_.output_cap);
       r.id = id_++;
       out.push_back(r);
       draw_next();
@@ -72,17 +92,33 @@ class SyntheticSource final : public RequestSource {
     const std::int64_t until = std::min(t_ms + 1, horizon_ms_);
     while (batched_to_ < until) {
       const std::int64_t from = batched_to_;
-      const std::int64_t to = std::min(until, (from / inference::kFluidSliceMs + 1) * inference::kFluidSliceMs);
-      const auto hour = static_cast<std::size_t>(from / kHourMs);
-      const double mean = hour < per_ms_.size() ? per_ms_[hour] * static_cast<double>(to - from) : 0.0;
+      const std::int64_t to = std::min({until, (from / inference::kFluidSliceMs + 1) * inference::kFluidSliceMs,
+                                         (from / segment_ms_ + 1) * segment_ms_});
+      const auto k = static_cast<std::size_t>(from / segment_ms_);
+      const double mean = k < segments_.size() ? (rate_at(static_cast<double>(from)) + rate_at(static_cast<double>(to))) /
+                                                     2 * static_cast<double>(to - from)
+                                               : 0.0;
       const double n = poisson(mean);
-      out.push_back({from, to, n, n * kPromptTokensMean, n * kOutputTokensMean});
+      out.push_back({from, to, n, n * tokens_.prompt_mean, n * tokens_.output_mean});
       batched_to_ = to;
     }
     return out;
   }
 
  private:
+  struct Segment {
+    double from = 0, to = 0;  // requests per ms at the segment's start and end, linear between
+  };
+
+  // The intensity at t (within the segment t falls in; its end for t on a boundary).
+  [[nodiscard]] double rate_at(double t) const {
+    auto k = static_cast<std::size_t>(t / static_cast<double>(segment_ms_));
+    if (k >= segments_.size()) k = segments_.size() - 1;
+    const Segment& g = segments_[k];
+    const double x = (t - static_cast<double>(k) * static_cast<double>(segment_ms_)) / static_cast<double>(segment_ms_);
+    return g.from + (g.to - g.from) * std::min(x, 1.0);
+  }
+
   // A Poisson draw: Knuth's product of uniforms below a mean of 30, else the normal
   // approximation rounded (its error at 30 is far below the fluid model's own).
   double poisson(double mean) {
@@ -100,39 +136,58 @@ class SyntheticSource final : public RequestSource {
     return std::max(0.0, std::round(mean + std::sqrt(mean) * standard_normal(rng_)));
   }
 
-  // The next arrival: a unit exponential spent across the hours' intensities
-  // (rate x time), so the gaps follow the hourly rates exactly.
+  // The next arrival: a unit exponential spent across the segments' intensities (their
+  // integral over time), so the gaps follow the rate exactly: within a segment whose rate
+  // moves linearly from l (now) with slope k, e is spent after d with l d + k d^2 / 2 = e.
   void draw_next() {
     double e = rng_.exponential(1.0);
     double t = next_;
     while (true) {
-      const auto hour = static_cast<std::size_t>(t / static_cast<double>(kHourMs));
-      if (hour >= per_ms_.size() || t >= static_cast<double>(horizon_ms_)) {
+      const auto k = static_cast<std::size_t>(t / static_cast<double>(segment_ms_));
+      if (k >= segments_.size() || t >= static_cast<double>(horizon_ms_)) {
         done_ = true;
         return;
       }
-      const double end = std::min(static_cast<double>(hour + 1) * static_cast<double>(kHourMs),
+      const Segment& g = segments_[k];
+      const double end = std::min(static_cast<double>(k + 1) * static_cast<double>(segment_ms_),
                                   static_cast<double>(horizon_ms_));
-      const double rate = per_ms_[hour];
-      if (rate > 0 && e <= rate * (end - t)) {
-        next_ = t + e / rate;
+      if (g.from == g.to) {  // a constant rate: the exact e / rate, as the steps always were
+        const double rate = g.from;
+        if (rate > 0 && e <= rate * (end - t)) {
+          next_ = t + e / rate;
+          if (next_ >= static_cast<double>(horizon_ms_)) done_ = true;
+          return;
+        }
+        if (rate > 0) e -= rate * (end - t);
+        t = end;
+        continue;
+      }
+      const double slope = (g.to - g.from) / static_cast<double>(segment_ms_);
+      const double now = rate_at(t);
+      const double here = (now + now + slope * (end - t)) / 2 * (end - t);  // the integral to the segment's end
+      if (here > 0 && e <= here) {
+        // d = 2e / (l + sqrt(l^2 + 2ke)): the root without cancellation when k < 0.
+        const double root = std::sqrt(std::max(0.0, now * now + 2 * slope * e));
+        next_ = std::min(end, t + 2 * e / (now + root));
         if (next_ >= static_cast<double>(horizon_ms_)) done_ = true;
         return;
       }
-      if (rate > 0) e -= rate * (end - t);
+      if (here > 0) e -= here;
       t = end;
     }
   }
 
   SeededRandom rng_;
-  std::vector<double> per_ms_;
+  std::vector<Segment> segments_;
+  std::int64_t segment_ms_ = kHourMs;
   std::int64_t horizon_ms_ = 0;
   double expected_ = 0;
   double next_ = 0;
   bool done_ = false;
   std::uint64_t id_ = 0;
-  LogNormal prompt_{kPromptTokensMedian, kPromptTokensMean};
-  LogNormal output_{kOutputTokensMedian, kOutputTokensMean};
+  TokenProfile tokens_;
+  LogNormal prompt_;
+  LogNormal output_;
 };
 
 class ListSource final : public RequestSource {
@@ -177,7 +232,8 @@ int peak_replicas_of(const policy::PolicySet& policies, const std::string& name,
 std::string calibration_key(const inference::Service& s) {
   const auto& m = s.model;
   const auto& e = s.engine;
-  return s.gpu_model + "|" + std::to_string(s.tensor_parallel_size) + "|" + std::to_string(m.parameters) + "|" +
+  return std::string(inference::to_string(s.task)) + "|" + s.gpu_model + "|" + std::to_string(s.tensor_parallel_size) +
+         "|" + std::to_string(m.parameters) + "|" +
          std::to_string(m.bytes_per_parameter) + "|" + std::to_string(m.num_layers) + "|" + std::to_string(m.num_kv_heads) +
          "|" + std::to_string(m.head_dim) + "|" + std::to_string(m.kv_dtype_bytes) + "|" + std::to_string(m.max_model_len) +
          "|" + std::to_string(e.gpu_memory_utilization) + "|" + std::to_string(e.block_size) + "|" +
@@ -195,11 +251,20 @@ Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inf
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   // The synthetic load's own token distributions, Poisson at a constant rate; the seed is
   // fixed so that a calibration is the same in every process.
-  auto load = [](double rps, std::int64_t horizon_ms) {
+  const TokenProfile& tokens = token_profile(service.task);
+  auto load = [&tokens](double rps, std::int64_t horizon_ms) {
     const auto hours = static_cast<std::size_t>((horizon_ms + kHourMs - 1) / kHourMs);
-    return synthetic_requests(kCalibrationSeed, std::vector<double>(hours, rps), horizon_ms)->take_until(horizon_ms - 1);
+    return synthetic_requests(kCalibrationSeed, std::vector<double>(hours, rps), horizon_ms, tokens)
+        ->take_until(horizon_ms - 1);
   };
-  auto made = inference::calibrate(service, replica_capacity_rps(costs), load);
+  // An embed replica answers in tens of milliseconds and thousands of requests a second: a
+  // few seconds reach its steady state, and 20 s measured hold many times the requests of
+  // an LLM's six minutes. (Measured: 20 s and 60 s windows give the same day within 0.5
+  // GPU-hours; a calibration is a few seconds under the sanitizers, in every `gpubank up`.)
+  inference::CalibrationWindows windows;
+  if (service.task == inference::Task::Embed) windows = {2'000, 20'000, 2'000, 100};
+  auto made = inference::calibrate(service, service_capacity_rps(service, costs, tokens.prompt_mean, tokens.output_mean),
+                                   load, inference::kCalibrationReplicas, windows);
   if (!made) return Unexpected{made.error()};
   auto shared = std::make_shared<const inference::Calibration>(std::move(*made));
   cache.emplace(key, shared);
@@ -209,7 +274,9 @@ Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inf
 Expected<std::unique_ptr<inference::ServiceModel>> make_model(inference::Service service, DayOptions::ServingModel model) {
   Diagnostics findings;
   auto first = [&findings] { return findings.empty() ? std::string("unknown") : findings.front().to_string(); };
-  if (model == DayOptions::ServingModel::Fluid) {
+  // An embed service always keeps counts: thousands of requests a second for a day are
+  // more than request by request can run (its calibration runs them, for minutes).
+  if (model == DayOptions::ServingModel::Fluid || service.task == inference::Task::Embed) {
     auto costs = inference::replica_costs(service.model, service.engine, service.gpu_model, service.tensor_parallel_size);
     if (!costs) return Unexpected{"no cost model for " + service.gpu_model + " x" + std::to_string(service.tensor_parallel_size)};
     auto calibration = calibration_of(service, *costs);
@@ -225,7 +292,75 @@ Expected<std::unique_ptr<inference::ServiceModel>> make_model(inference::Service
   return std::unique_ptr<inference::ServiceModel>(std::make_unique<inference::InferenceService>(std::move(*made)));
 }
 
+// The TTFT of a lone request of `prompt` tokens on an idle replica: its prefill in chunks of
+// the step's token budget (one step for an embed service, which takes no chunks).
+double lone_first_token_s(const inference::Service& service, const inference::ReplicaCosts& costs, std::int64_t prompt) {
+  const std::int64_t budget = std::max<std::int64_t>(1, service.engine.max_num_batched_tokens);
+  std::int64_t done = 0, us = 0;
+  while (done < prompt) {
+    const std::int64_t chunk = std::min(budget, prompt - done);
+    done += chunk;
+    us += costs.step_us(chunk, done);
+  }
+  return static_cast<double>(us) / 1e6;
+}
+
+// Requests per second one replica finishes at best (ServingFeasibility::max_replica_rps).
+double best_replica_rps(const inference::Service& service, const inference::ReplicaCosts& costs, double prompt_mean,
+                        double output_mean) {
+  const std::int64_t budget = std::max<std::int64_t>(1, service.engine.max_num_batched_tokens);
+  if (service.task == inference::Task::Embed) {
+    return static_cast<double>(budget) / std::max(1.0, prompt_mean) * 1e6 /
+           static_cast<double>(costs.step_us(budget, budget));
+  }
+  const std::int64_t batch = std::max(1, service.engine.max_num_seqs);
+  const double prefill_us = prompt_mean * costs.flop_per_token / costs.replica_flop_per_us;
+  const auto context = static_cast<std::int64_t>(std::llround(static_cast<double>(batch) * (prompt_mean + output_mean / 2)));
+  const double decode_us = static_cast<double>(costs.step_us(batch, context));
+  return 1e6 / (prefill_us + std::max(1.0, output_mean) * decode_us / static_cast<double>(batch));
+}
+
+// The 95th percentile of a log-normal with this median and mean.
+std::int64_t lognormal_p95(double median, double mean) {
+  const double sigma = std::sqrt(2.0 * std::log(std::max(1.0, mean / median)));
+  return std::max<std::int64_t>(1, std::llround(median * std::exp(1.6448536269514722 * sigma)));
+}
+
+std::string seconds_text(double s) {
+  char buf[64];
+  if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  }
+  return buf;
+}
+
+std::string rps_text(double r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f requests/s", r);
+  return buf;
+}
+
 }  // namespace
+
+nlohmann::ordered_json feasibility_json(const ServingFeasibility& f) {
+  Json j;
+  j["policy"] = f.policy;
+  j["task"] = f.task;
+  j["gpuModel"] = f.gpu_model;
+  j["tensorParallelSize"] = f.tensor_parallel_size;
+  j["model"] = f.model;
+  j["targetSeconds"] = f.target_s ? Json(*f.target_s) : Json(nullptr);
+  j["p95PromptTokens"] = f.p95_prompt_tokens;
+  j["loneP95Seconds"] = f.lone_p95_s;
+  j["maxRequestsPerSecondPerReplica"] = f.max_replica_rps;
+  j["maxReplicas"] = f.max_replicas;
+  j["peakRequestsPerSecond"] = f.peak_rps;
+  j["reachable"] = f.reachable;
+  if (!f.why.empty()) j["why"] = f.why;
+  return j;
+}
 
 std::vector<inference::ArrivalBatch> RequestSource::batches_until(std::int64_t t_ms) {
   std::vector<inference::ArrivalBatch> out;
@@ -252,6 +387,18 @@ double replica_capacity_rps(const inference::ReplicaCosts& costs, double prompt_
   return 1e6 / (prefill_us + output * decode_us / kReferenceBatch);
 }
 
+const TokenProfile& token_profile(inference::Task task) {
+  return task == inference::Task::Embed ? kEmbedTokens : kChatTokens;
+}
+
+double service_capacity_rps(const inference::Service& service, const inference::ReplicaCosts& costs,
+                            double prompt_tokens_mean, double output_tokens_mean) {
+  if (service.task != inference::Task::Embed) return replica_capacity_rps(costs, prompt_tokens_mean, output_tokens_mean);
+  const std::int64_t budget = service.engine.max_num_batched_tokens;
+  const double full_step_us = static_cast<double>(costs.step_us(budget, budget));
+  return kEmbedReferenceBusy * static_cast<double>(budget) / std::max(1.0, prompt_tokens_mean) * 1e6 / full_step_us;
+}
+
 inference::Service service_for(const std::string& policy_name, const policy::InferenceScalingPolicySpec& spec,
                                const std::string& gpu_model) {
   inference::Service s;
@@ -259,6 +406,19 @@ inference::Service service_for(const std::string& policy_name, const policy::Inf
   s.model_name = spec.workload_ref.name.empty() ? policy_name : spec.workload_ref.name;
   s.gpu_model = gpu_model;
   s.tensor_parallel_size = spec.replica_shape.tensor_parallel_size;
+  if (spec.effective_task() == policy::ServingTask::Embed) {
+    // BAAI/bge-m3's config.json (XLM-RoBERTa-large, fp16): 24 layers, 16 attention heads
+    // of 64, 8,192 positions; about 568 M parameters by its model card. Every parameter
+    // counted in the compute (the token embeddings are a lookup): a little pessimistic.
+    s.task = inference::Task::Embed;
+    s.model.parameters = 568'000'000;
+    s.model.num_layers = 24;
+    s.model.num_kv_heads = 16;
+    s.model.head_dim = 64;
+    s.model.max_model_len = 8'192;
+    s.engine.max_num_batched_tokens = 8'192;
+    return s;
+  }
   const auto gpu = inference::find_gpu(gpu_model);
   const double weights = static_cast<double>(s.model.parameters) * s.model.bytes_per_parameter;
   if (gpu && weights > 0.5 * s.tensor_parallel_size * static_cast<double>(gpu->memory_bytes)) {
@@ -281,8 +441,8 @@ std::vector<double> hourly_rates(double peak_rps, int first_local_hour, std::int
 }
 
 std::unique_ptr<RequestSource> synthetic_requests(std::uint64_t seed, std::vector<double> rates_per_hour,
-                                                  std::int64_t horizon_ms) {
-  return std::make_unique<SyntheticSource>(seed, std::move(rates_per_hour), horizon_ms);
+                                                  std::int64_t horizon_ms, const TokenProfile& tokens, RateShape shape) {
+  return std::make_unique<SyntheticSource>(seed, rates_per_hour, horizon_ms, tokens, shape);
 }
 
 double trace_rps(const std::vector<trace::AzureRequest>& requests) {
@@ -357,8 +517,12 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
                                         kPeakShareOfMaxReplicas * spec.max_replicas);
     s.peak_replicas = static_cast<int>(std::ceil(sized));
     // The load's mean token counts: the trace's recorded hour, else the synthetic model's.
-    double prompt_mean = kPromptTokensMean, output_mean = kOutputTokensMean;
-    if (trace != nullptr) {
+    // The Azure traces are LLM traffic: an embed service keeps its own synthetic load.
+    const inference::Task task = s.service->service().task;
+    const TokenProfile& tokens = token_profile(task);
+    const bool traced = trace != nullptr && task == inference::Task::Generate;
+    double prompt_mean = tokens.prompt_mean, output_mean = tokens.output_mean;
+    if (traced) {
       double prompts = 0, outputs = 0, n = 0;
       for (const auto& r : *trace) {
         if (r.t_ms >= kHourMs) continue;
@@ -368,19 +532,62 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
       }
       if (n > 0) prompt_mean = prompts / n, output_mean = outputs / n;
     }
-    const double capacity = replica_capacity_rps(s.service->costs(), prompt_mean, output_mean);
+    const double capacity = service_capacity_rps(s.service->service(), s.service->costs(), prompt_mean, output_mean);
     s.replica_rps = capacity;
     s.peak_rps = capacity * sized * day.serving_load;
-    s.capacity_tokens_per_ms = capacity * (prompt_mean + output_mean) / 1000.0;
+    // The utilisation model's "at capacity": an embed replica's full steps, not its reference.
+    const double at_capacity = task == inference::Task::Embed ? capacity / kEmbedReferenceBusy : capacity;
+    s.capacity_tokens_per_ms = at_capacity * (prompt_mean + output_mean) / 1000.0;
+    {
+      ServingFeasibility f;
+      const auto& svc = s.service->service();
+      f.policy = p.name();
+      f.task = std::string(inference::to_string(task));
+      f.gpu_model = svc.gpu_model;
+      f.tensor_parallel_size = svc.tensor_parallel_size;
+      f.model = task == inference::Task::Embed ? "BAAI/bge-m3 (XLM-RoBERTa-large)"
+                : svc.model.parameters > 20'000'000'000 ? "Llama-3.1-70B" : "Llama-3.1-8B";
+      f.max_replicas = spec.max_replicas;
+      if (spec.scale_up.ttft_p95) f.target_s = static_cast<double>(spec.scale_up.ttft_p95->nanoseconds().count()) / 1e9;
+      if (traced) {
+        std::vector<std::int64_t> prompts;
+        for (const auto& r : *trace) {
+          if (r.t_ms < kHourMs) prompts.push_back(std::max<std::int64_t>(1, r.context_tokens));
+        }
+        std::sort(prompts.begin(), prompts.end());
+        f.p95_prompt_tokens = prompts.empty() ? 1 : prompts[static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(prompts.size()))) - 1];
+      } else {
+        f.p95_prompt_tokens = std::min<std::int64_t>(lognormal_p95(tokens.prompt_median, tokens.prompt_mean), tokens.prompt_cap);
+      }
+      f.lone_p95_s = lone_first_token_s(svc, s.service->costs(), f.p95_prompt_tokens);
+      f.max_replica_rps = best_replica_rps(svc, s.service->costs(), prompt_mean, output_mean);
+      f.peak_rps = s.peak_rps;
+      const std::string replica = "one " + svc.gpu_model + (svc.tensor_parallel_size > 1 ? " x" + std::to_string(svc.tensor_parallel_size) : "") +
+                                  " replica of " + f.model;
+      if (f.target_s && f.lone_p95_s > *f.target_s) {
+        f.reachable = false;
+        f.why = "ttftP95 " + seconds_text(*f.target_s) + " is below what " + replica + " answers at best: the load's " +
+                "95th-percentile prompt (" + std::to_string(f.p95_prompt_tokens) + " tokens) alone takes " +
+                seconds_text(f.lone_p95_s) + " to its first " + (task == inference::Task::Embed ? "(only) output" : "token") +
+                ", so no replica count meets the target";
+      } else if (f.peak_rps > static_cast<double>(f.max_replicas) * f.max_replica_rps) {
+        f.reachable = false;
+        f.why = "the load's peak of " + rps_text(f.peak_rps) + " is more than maxReplicas " + std::to_string(f.max_replicas) +
+                " x " + rps_text(f.max_replica_rps) + " (what " + replica + " finishes at best), so the peak queues " +
+                "whatever the autoscaler does";
+      }
+      out->feasibility_.push_back(std::move(f));
+    }
     const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a64(p.name())).next();
-    if (trace != nullptr) {
+    if (traced) {
       const double recorded = trace_rps(*trace);
       if (!(recorded > 0)) return Unexpected{"the LLM trace has no request in its first hour"};
       auto source = trace_requests(*trace, seed, s.peak_rps / recorded, first_hour, horizon);
       if (!source) return Unexpected{source.error()};
       s.source = std::move(*source);
     } else {
-      s.source = synthetic_requests(seed, hourly_rates(s.peak_rps, first_hour, day.hours), horizon);
+      s.source = synthetic_requests(seed, hourly_rates(s.peak_rps, first_hour, day.hours), horizon, tokens,
+                                    RateShape::Linear);
     }
     const std::string prefix = p.name() + "-r";
     for (const auto& w : scenario.workloads) {

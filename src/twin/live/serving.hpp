@@ -6,9 +6,12 @@
 //     Llama-3.1-70B when its weights fit in half the replica's GPU memory, else
 //     Llama-3.1-8B; served model name = workloadRef.name (what KServe passes to vLLM);
 //   - load: Poisson arrivals whose rate follows trace::default_diurnal_curve() by local
-//     hour, prompt and output tokens log-normal with the Azure conversation trace's median
-//     and mean; or, when a trace is given, the trace through trace::diurnal_repeat with
-//     the same curve. Scale: the peak hour needs the policy's largest replica floor (with
+//     hour, ramping linearly between the hours' middles (RateShape::Linear); prompt and
+//     output tokens log-normal with the Azure conversation trace's median and mean for a
+//     generate service, short inputs and one output for an embed one (TokenProfile); or,
+//     for a generate service when a trace is given, the trace through
+//     trace::diurnal_repeat with the same curve (hourly factors: within each hour the
+//     trace's own burstiness). Scale: the peak hour needs the policy's largest replica floor (with
 //     planned replicas; with a controller, kPeakShareOfMaxReplicas x maxReplicas when
 //     that is more), each replica taking replica_capacity_rps requests per second;
 //   - replicas: a replica workload placed (Starting) becomes a replica that is ready after
@@ -54,6 +57,29 @@ inline constexpr double kOutputTokensMean = 211.1;
 inline constexpr std::int32_t kMaxPromptTokens = 32'000;
 inline constexpr std::int32_t kMaxOutputTokens = 4'000;
 
+// The token counts of a service's synthetic load: log-normal prompt and output lengths with
+// these medians and means, capped.
+struct TokenProfile {
+  double prompt_median = 0, prompt_mean = 0;
+  std::int32_t prompt_cap = 0;
+  double output_median = 0, output_mean = 0;
+  std::int32_t output_cap = 0;
+};
+// A generate service: the Azure conversation trace's (above).
+inline constexpr TokenProfile kChatTokens{kPromptTokensMedian, kPromptTokensMean, kMaxPromptTokens,
+                                          kOutputTokensMedian, kOutputTokensMean, kMaxOutputTokens};
+// An embed service: short inputs, median 64 and mean 128 tokens, capped at the embedding
+// model's 8,192; one output, the vector. An assumption (../shared holds no embeddings
+// trace): a mix of search queries (tens of tokens) and document chunks (a few hundred).
+inline constexpr TokenProfile kEmbedTokens{64, 128, 8'192, 1, 1, 1};
+[[nodiscard]] const TokenProfile& token_profile(inference::Task task);
+
+// An embed replica's reference rate is this share of what it finishes with every engine step
+// full (max_num_batched_tokens of mean-length inputs): a batching server at half load
+// answers most requests within the step after the one running, and, as for a generate
+// service at batch 32, about 1.6 times the reference still holds a 200 ms p95.
+inline constexpr double kEmbedReferenceBusy = 0.5;
+
 // The batch at which a replica's capacity is taken: vLLM's max_num_seqs / 8, where a 70B
 // model on 4 x H100 still decodes at ~22 ms per token.
 inline constexpr int kReferenceBatch = 32;
@@ -75,7 +101,18 @@ inline constexpr double kPeakShareOfMaxReplicas = 1.45;
 [[nodiscard]] double replica_capacity_rps(const inference::ReplicaCosts& costs, double prompt_tokens_mean = kPromptTokensMean,
                                           double output_tokens_mean = kOutputTokensMean);
 
-// The service the platform runs for an InferenceScalingPolicy on its pool's GPU model.
+// The reference rate of a replica of `service` (either task) for load of the given mean
+// token counts: replica_capacity_rps for generate; for embed, kEmbedReferenceBusy x the
+// requests per second of full steps (max_num_batched_tokens of inputs of the mean length).
+[[nodiscard]] double service_capacity_rps(const inference::Service& service, const inference::ReplicaCosts& costs,
+                                          double prompt_tokens_mean, double output_tokens_mean);
+
+// The service the platform runs for an InferenceScalingPolicy on its pool's GPU model. A
+// generate service runs Llama-3.1-70B when its weights fit in half the replica's memory,
+// else Llama-3.1-8B; an embed service runs an XLM-RoBERTa-large embedding model (BAAI's
+// bge-m3: 24 layers, 16 heads of 64, about 568 M parameters, 8,192 tokens), whole inputs
+// in one step (pooling models take no chunked prefill).
+
 [[nodiscard]] inference::Service service_for(const std::string& policy_name,
                                              const policy::InferenceScalingPolicySpec& spec,
                                              const std::string& gpu_model);
@@ -102,10 +139,21 @@ class RequestSource {
 // Hourly rates: rates[h] is the requests per second in virtual hour h.
 [[nodiscard]] std::vector<double> hourly_rates(double peak_rps, int first_local_hour, std::int64_t hours);
 
+// How the rate moves between the hourly figures: held for each whole hour (Steps), or
+// linearly from each hour's middle to the next (Linear: the hour's rate at its middle, the
+// mean of two neighbouring hours at their boundary). Real traffic ramps: a step of 40 %
+// on the hour, as the morning curve has, hits an autoscaler with a load no real morning
+// brings. Linear keeps the day's total; an hour between a lower and a higher one keeps its
+// mean too, a peak hour gives an eighth of its difference to each neighbour.
+enum class RateShape { Steps, Linear };
+
 // The seeded model: an inhomogeneous Poisson process with the hourly rates (exact: one
-// unit exponential per gap spent across the hours' intensities), tokens log-normal.
+// unit exponential per gap spent across the intensity's integral), tokens log-normal. The
+// platform's day uses Linear; Steps is the model of whole hours (calibration, tests).
 [[nodiscard]] std::unique_ptr<RequestSource> synthetic_requests(std::uint64_t seed, std::vector<double> rates_per_hour,
-                                                                std::int64_t horizon_ms);
+                                                                std::int64_t horizon_ms,
+                                                                const TokenProfile& tokens = kChatTokens,
+                                                                RateShape shape = RateShape::Steps);
 
 // The trace repeated over the horizon by trace::diurnal_repeat with the default curve
 // rotated to start at `first_local_hour` and multiplied by `scale`; token counts of 0
@@ -130,6 +178,30 @@ struct ReplicaLoad {
   double weights_mib = 0;  // per GPU
   double kv_cache_mib = 0; // KV cache in use, per GPU
 };
+
+// What a service's GPUs can do at best, known before anything runs (the consistency check
+// of `gpubank twin serving`):
+//   - lone_p95_s: the first token (for embed: the vector) of a request of the load's
+//     95th-percentile prompt on an idle replica, its prefill steps alone. Every request
+//     waits at least its own prefill, so no replica count brings the TTFT p95 below it;
+//   - max_replica_rps: requests per second one replica finishes at best (embed: every
+//     step a full max_num_batched_tokens of mean inputs; generate: mean requests decoded
+//     in batches of max_num_seqs, their prefill compute alone), an upper bound;
+//   - peak_rps: the load's peak hour.
+// `reachable` is false when the target is below lone_p95_s or the peak above maxReplicas
+// x max_replica_rps; `why` then says which, with the numbers.
+struct ServingFeasibility {
+  std::string policy, task, gpu_model, model;
+  int tensor_parallel_size = 1, max_replicas = 0;
+  std::optional<double> target_s;  // scaleUp.ttftP95
+  std::int64_t p95_prompt_tokens = 0;
+  double lone_p95_s = 0, max_replica_rps = 0, peak_rps = 0;
+  bool reachable = true;
+  std::string why;
+};
+// Rule id of the consistency check's warnings.
+inline constexpr std::string_view kRuleSloUnreachable = "serving.slo-unreachable";
+[[nodiscard]] nlohmann::ordered_json feasibility_json(const ServingFeasibility& f);
 
 class Serving {
  public:
@@ -218,6 +290,9 @@ class Serving {
 
   static constexpr std::int64_t kTtftWindowMs = 5 * 60'000;
 
+  // Per service, in policy order: what its GPUs can do at best against its target and load.
+  [[nodiscard]] const std::vector<ServingFeasibility>& feasibility() const { return feasibility_; }
+
  private:
   struct Replica {
     inference::ReplicaId id = 0;
@@ -249,6 +324,7 @@ class Serving {
   [[nodiscard]] std::optional<double> ttft_p95(const Live& s) const;
 
   std::vector<Live> services_;
+  std::vector<ServingFeasibility> feasibility_;
   std::map<std::string, std::size_t> service_of_;  // replica workload key -> services_ index
   std::string start_kind_;                          // the event that starts a replica
   std::size_t events_seen_ = 0;

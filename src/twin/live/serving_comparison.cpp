@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "twin/live/platform.hpp"
+
 namespace gpubank::twin::live {
 
 namespace {
@@ -178,6 +180,20 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
                           " ([1, " + std::to_string(specs[i]->max_replicas) + "])"};
       }
       out.static_baseline[names[i]] = n;
+    }
+  }
+
+  // The consistency check: what each service's GPUs can do at best, before any run.
+  {
+    DayOptions day = options.day;
+    day.seed = options.seeds.front();
+    run::RunOptions run_options;
+    run_options.inventory = inventory;
+    auto platform = Platform::create(policies, day, run_options);
+    if (!platform) return Unexpected{platform.error()};
+    out.feasibility = (*platform)->serving().feasibility();
+    for (const auto& f : out.feasibility) {
+      if (!f.reachable && progress) progress("warning: " + f.policy + ": " + f.why);
     }
   }
 
@@ -351,6 +367,9 @@ Json comparison_json(const ServingComparison& c) {
   out["savingGoal"] = c.options.saving_goal;
   out["peakWindows"] = std::move(peaks);
   out["staticBaseline"] = std::move(baseline);
+  Json feasibility = Json::array();
+  for (const auto& f : c.feasibility) feasibility.push_back(feasibility_json(f));
+  out["feasibility"] = std::move(feasibility);
   out["summary"] = std::move(summaries);
   out["runs"] = std::move(runs);
   return out;
@@ -379,11 +398,24 @@ std::string comparison_text(const ServingComparison& c) {
     }
     out << '\n';
   }
-  out << "\nSERVICE / CONTROL                          SEEDS  PEAK SLO mean/worst  ALL-DAY SLO mean/worst  "
-         "INFERENCE GPU-h  vs STATIC  GOAL\n";
+  for (const auto& f : c.feasibility) {
+    out << f.policy << ": " << f.task << " on " << f.gpu_model;
+    if (f.tensor_parallel_size > 1) out << " x" << f.tensor_parallel_size;
+    out << " (" << f.model << "): the p95 prompt (" << f.p95_prompt_tokens << " tokens) alone "
+        << fixed(f.lone_p95_s * 1000, 1) << " ms";
+    if (f.target_s) out << " against the " << fixed(*f.target_s * 1000, 0) << " ms target";
+    out << "; at best " << fixed(f.max_replica_rps, 1) << " requests/s per replica, x" << f.max_replicas << " = "
+        << fixed(f.max_replica_rps * f.max_replicas, 1) << " against a peak of " << fixed(f.peak_rps, 1) << '\n';
+    if (!f.reachable) out << "  UNREACHABLE: " << f.why << '\n';
+  }
+  std::size_t width = 43;
+  for (const auto& s : c.summaries) width = std::max(width, s.policy.size() + s.control.size() + 4);
+  std::string header = "SERVICE / CONTROL";
+  header.resize(width, ' ');
+  out << '\n' << header << "SEEDS  PEAK SLO mean/worst  ALL-DAY SLO mean/worst  INFERENCE GPU-h  vs STATIC  GOAL\n";
   for (const auto& s : c.summaries) {
     std::string name = s.policy + " / " + s.control;
-    name.resize(std::max<std::size_t>(name.size() + 1, 43), ' ');
+    name.resize(width, ' ');
     std::string seeds = std::to_string(s.seeds);
     seeds.resize(7, ' ');
     std::string peak = percent(s.mean_peak_attainment) + " / " + percent(s.worst_peak_attainment);

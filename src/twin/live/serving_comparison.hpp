@@ -28,6 +28,7 @@
 #include "policy/policy_set.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "twin/live/day.hpp"
+#include "twin/live/serving.hpp"
 #include "twin/live/serving_report.hpp"
 
 namespace gpubank::twin::live {
@@ -76,13 +77,16 @@ struct ServingComparison {
   bool static_searched = false;
   std::vector<StaticProbe> probes;  // in the order probed
   std::vector<ControlSummary> summaries;  // per service, per control
+  // The consistency check, before any run (Serving::feasibility of the first seed's day).
+  std::vector<ServingFeasibility> feasibility;
   // With keep_events: each reported run's events, keyed "<control>.<seed>".
   std::map<std::string, std::vector<run::Event>> events;
 };
 
 // Errors: no seed, no control, a static count outside [1, maxReplicas] of a service
 // (naming it), a bad `peak`, a run that fails. `progress` (may be empty) gets a line per
-// run started.
+// run started and, before the first, a line "warning: <policy>: <why>" for each service
+// whose target or peak its GPUs cannot meet (ServingFeasibility).
 [[nodiscard]] Expected<ServingComparison> compare_serving(const policy::PolicySet& policies,
                                                           const ComparisonOptions& options,
                                                           std::shared_ptr<const cluster::Inventory> inventory,

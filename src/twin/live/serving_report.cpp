@@ -298,15 +298,22 @@ Json serving_json(const std::vector<ServingOutcome>& outcomes) {
 
 std::string serving_text(const std::vector<ServingOutcome>& outcomes) {
   std::ostringstream out;
-  out << "SERVICE / CONTROL                          SEED  PEAK SLO  SLO(TTFT p95)  MINUTES     INFERENCE GPU-h  "
-         "TRAINING GPU-h  PEAK  UP/DOWN  REACTION p50/max  CUT\n";
+  const auto name_of = [](const ServingOutcome& o) {
+    return o.policy + " / " + o.control + (o.static_replicas > 0 ? " x" + std::to_string(o.static_replicas) : "");
+  };
+  std::size_t width = 43;  // the column fits the longest name
+  for (const auto& o : outcomes) width = std::max(width, name_of(o).size() + 1);
+  std::string header = "SERVICE / CONTROL";
+  header.resize(width, ' ');
+  out << header << "SEED  PEAK SLO  SLO(TTFT p95)  MINUTES     INFERENCE GPU-h  "
+                   "TRAINING GPU-h  PEAK  UP/DOWN  REACTION p50/max  CUT\n";
   for (const auto& o : outcomes) {
-    std::string name = o.policy + " / " + o.control + (o.static_replicas > 0 ? " x" + std::to_string(o.static_replicas) : "");
+    std::string name = name_of(o);
     std::string seed = std::to_string(o.seed);
     seed.resize(std::max<std::size_t>(seed.size() + 1, 6), ' ');
     std::string peak_slo = fixed(100.0 * o.peak_attainment(), 1) + " %";
     peak_slo.resize(10, ' ');
-    name.resize(std::max<std::size_t>(name.size() + 1, 43), ' ');
+    name.resize(width, ' ');
     std::string minutes = std::to_string(o.minutes_within) + "/" + std::to_string(o.minutes);
     minutes.resize(std::max<std::size_t>(minutes.size() + 1, 12), ' ');
     std::string slo = fixed(100.0 * o.attainment(), 1) + " %";

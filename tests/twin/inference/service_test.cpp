@@ -267,6 +267,42 @@ TEST(InferenceService, RejectsMalformedLoadAllOrNothing) {
   EXPECT_EQ(findings.size(), 1u);
 }
 
+// An embed service: a request is its prefill alone; its one output (the vector) comes with
+// the step that finishes the prefill, so its TTFT is its whole latency, and the requests of
+// one step all finish together.
+TEST(InferenceService, AnEmbedRequestIsItsPrefillAlone) {
+  Service svc;
+  svc.name = "embed";
+  svc.task = Task::Embed;
+  svc.gpu_model = "L40S";
+  svc.tensor_parallel_size = 1;
+  svc.model.parameters = 568'000'000;
+  svc.model.num_layers = 24;
+  svc.model.num_kv_heads = 16;
+  svc.model.head_dim = 64;
+  svc.model.max_model_len = 8'192;
+  ServiceOptions options;
+  options.keep_completions = true;
+  auto s = make(svc, options);
+  s.add_replica({"embed-0", 1}, 0);
+  add(s, {{0, 100, 1, 1}, {0, 300, 1, 2}});
+  ASSERT_TRUE(s.advance_to(1000));
+  ASSERT_EQ(s.completions().size(), 2u);
+  const std::int64_t step = s.costs().step_us(400, 400);
+  for (const Completion& c : s.completions()) {
+    EXPECT_EQ(c.first_token_us, step);
+    EXPECT_EQ(c.finished_us, step);
+  }
+  EXPECT_EQ(s.counters(0).inter_token_latency.count(), 0);
+  // A request asking for more than its vector is refused, naming it.
+  Diagnostics findings;
+  EXPECT_FALSE(s.add_requests(std::vector<Request>{{2000, 50, 2, 9}}, findings));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule, kRuleRequest);
+  EXPECT_NE(findings[0].message.find("outputTokens must be 1 for an embed service"), std::string::npos)
+      << findings[0].message;
+}
+
 // Runs a random load on two replicas, scraping every `scrape_ms`; returns the scrapes.
 std::vector<std::string> run_load(ServiceOptions options, std::vector<Completion>* done = nullptr) {
   options.keep_completions = true;

@@ -35,13 +35,15 @@ TEST(Day, RunsToTheEndOfTheDay) {
   // deciding replicas the peak is 1.45 x maxReplicas = 11.6 replica capacities (above the
   // largest floor, 6), here at a tenth: customer-service-llm (3.7436/s a replica) gets
   // 0.1 x 15.7 x 3,600 x 11.6 x 3.7436 = 245,446 expected (Poisson: sd 495) and the
-  // embeddings (2.268/s a replica) 0.1 x 15.7 x 3,600 x 11.6 x 2.268 = 148,724 (sd 386).
+  // embeddings (an embed service: 418.63/s a replica, half its full steps) 0.1 x 15.7 x
+  // 3,600 x 11.6 x 418.63 = 27,443,066 (sd 5,239). The linear ramp between the hours keeps
+  // a whole day's total exactly.
   const auto stats = p.serving().stats();
   ASSERT_EQ(stats.size(), 2u);
   EXPECT_NEAR(stats[0].expected_requests, 245'446, 30);
   EXPECT_NEAR(static_cast<double>(stats[0].snapshot.arrived), stats[0].expected_requests, 4 * 495);
-  EXPECT_NEAR(stats[1].expected_requests, 148'724, 30);
-  EXPECT_NEAR(static_cast<double>(stats[1].snapshot.arrived), stats[1].expected_requests, 4 * 386);
+  EXPECT_NEAR(stats[1].expected_requests, 27'443'066, 30);
+  EXPECT_NEAR(static_cast<double>(stats[1].snapshot.arrived), stats[1].expected_requests, 4 * 5'239);
   for (const auto& s : stats) {
     std::cout << s.policy << ": " << s.snapshot.arrived << " requests, " << s.snapshot.finished << " finished, "
               << s.snapshot.aborted << " cut, " << s.snapshot.rejected << " rejected, TTFT p95 (last 5 min) "

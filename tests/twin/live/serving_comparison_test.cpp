@@ -101,8 +101,9 @@ TEST(ServingComparisonOptions, AStaticCountOutsideAServicesRangeIsRefusedNamingI
 // fluid model is the harsher judge: 97.1 % worst-seed peak attainment on this day against
 // 98.7 % for the request model's 32 hours, measured with the release build).
 TEST(ServingComparisonDirection, TheAutoscalerMeetsThePeakSloWithFewerGpuHoursThanTheSmallestStaticCountThatDoes) {
+  // Every service: the chat LLM and the embeddings service (an embed task, served on its
+  // fluid model).
   policy::PolicySet set = testing::examples_plus();
-  ASSERT_TRUE(set.remove(policy::Kind::InferenceScalingPolicy, "customer-service-embeddings"));
   Diagnostics d;
   auto inventory = cluster::load_inventory(testing::source_dir() + "/examples/inventory/example.yaml", d);
   ASSERT_TRUE(inventory.has_value());
@@ -114,30 +115,135 @@ TEST(ServingComparisonDirection, TheAutoscalerMeetsThePeakSloWithFewerGpuHoursTh
   o.controls = {DayOptions::ServingControl::Autoscaler, DayOptions::ServingControl::Static};
   const auto c = compare_serving(set, o, std::make_shared<const cluster::Inventory>(std::move(*inventory)));
   ASSERT_TRUE(c) << c.error();
-  ASSERT_EQ(c->static_baseline.count("customer-service-llm"), 1U);
-  const int baseline = c->static_baseline.at("customer-service-llm");
-  EXPECT_TRUE(c->static_met.at("customer-service-llm")) << "no static count meets the SLO";
-  // The search probed below the baseline, and the count below it misses the target.
-  bool below_misses = baseline == 1;
-  for (const auto& p : c->probes) {
-    if (p.replicas == baseline - 1) below_misses = p.worst_peak_attainment < o.slo_target;
+  for (const std::string service : {"customer-service-llm", "customer-service-embeddings"}) {
+    SCOPED_TRACE(service);
+    ASSERT_EQ(c->static_baseline.count(service), 1U);
+    const int baseline = c->static_baseline.at(service);
+    EXPECT_TRUE(c->static_met.at(service)) << "no static count meets the SLO";
+    // The search probed below the baseline, and the count below it misses the target.
+    bool below_misses = baseline == 1;
+    for (const auto& p : c->probes) {
+      if (p.policy == service && p.replicas == baseline - 1) below_misses = p.worst_peak_attainment < o.slo_target;
+    }
+    EXPECT_TRUE(below_misses) << "baseline " << baseline;
+    const ControlSummary* autoscaler = nullptr;
+    const ControlSummary* fixed = nullptr;
+    for (const auto& s : c->summaries) {
+      if (s.policy != service) continue;
+      if (s.control == "autoscaler") autoscaler = &s;
+      if (s.control == "static") fixed = &s;
+    }
+    ASSERT_NE(autoscaler, nullptr);
+    ASSERT_NE(fixed, nullptr);
+    EXPECT_EQ(autoscaler->seeds, 2);
+    EXPECT_GE(autoscaler->worst_peak_attainment, o.slo_target);
+    EXPECT_LT(autoscaler->mean_inference_gpu_hours, fixed->mean_inference_gpu_hours);
+    ASSERT_TRUE(autoscaler->gpu_hours_saved_share.has_value());
+    EXPECT_GT(*autoscaler->gpu_hours_saved_share, 0.0);
   }
-  EXPECT_TRUE(below_misses) << "baseline " << baseline;
-  const ControlSummary* autoscaler = nullptr;
-  const ControlSummary* fixed = nullptr;
-  for (const auto& s : c->summaries) {
-    if (s.control == "autoscaler") autoscaler = &s;
-    if (s.control == "static") fixed = &s;
-  }
-  ASSERT_NE(autoscaler, nullptr);
-  ASSERT_NE(fixed, nullptr);
-  EXPECT_EQ(autoscaler->seeds, 2);
-  EXPECT_GE(autoscaler->worst_peak_attainment, o.slo_target);
-  EXPECT_LT(autoscaler->mean_inference_gpu_hours, fixed->mean_inference_gpu_hours);
-  ASSERT_TRUE(autoscaler->gpu_hours_saved_share.has_value());
-  EXPECT_GT(*autoscaler->gpu_hours_saved_share, 0.0);
+  // The consistency check found both services within reach of their GPUs.
+  ASSERT_EQ(c->feasibility.size(), 2U);
+  for (const auto& f : c->feasibility) EXPECT_TRUE(f.reachable) << f.policy << ": " << f.why;
   // Every run is judged on the daytime window's 690 minutes (08:30-20:00).
   for (const auto& r : c->runs) EXPECT_EQ(r.peak_minutes, 690) << r.control << " seed " << r.seed;
+}
+
+}  // namespace
+}  // namespace gpubank::twin::live
+
+namespace gpubank::twin::live {
+namespace {
+
+// The consistency check says, before anything runs, when a service's GPUs cannot meet its
+// target, with the numbers: a target below a lone request's own prefill, a peak above what
+// maxReplicas replicas finish at best.
+ComparisonOptions one_hour_autoscaler() {
+  ComparisonOptions o;
+  o.day.start = wall_at("2026-11-30T16:00:00Z");
+  o.day.hours = 1;
+  o.day.serving_model = DayOptions::ServingModel::Fluid;
+  o.controls = {DayOptions::ServingControl::Autoscaler};
+  return o;
+}
+
+std::shared_ptr<const cluster::Inventory> example_inventory() {
+  Diagnostics d;
+  auto inventory = cluster::load_inventory(testing::source_dir() + "/examples/inventory/example.yaml", d);
+  EXPECT_TRUE(inventory.has_value());
+  return std::make_shared<const cluster::Inventory>(std::move(*inventory));
+}
+
+const ServingFeasibility* feasibility_of(const ServingComparison& c, const std::string& policy) {
+  for (const auto& f : c.feasibility) {
+    if (f.policy == policy) return &f;
+  }
+  return nullptr;
+}
+
+TEST(ServingFeasibilityCheck, TheExampleServicesAreWithinReachWithTheirNumbers) {
+  std::vector<std::string> lines;
+  const auto c = compare_serving(testing::examples_plus(), one_hour_autoscaler(), example_inventory(),
+                                 [&](const std::string& line) { lines.push_back(line); });
+  ASSERT_TRUE(c) << c.error();
+  const auto* embed = feasibility_of(*c, "customer-service-embeddings");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_TRUE(embed->reachable) << embed->why;
+  EXPECT_EQ(embed->task, "embed");
+  EXPECT_EQ(embed->gpu_model, "L40S");
+  // kEmbedTokens' 95th percentile: 64 x exp(1.645 x sqrt(2 ln 2)) = 444 tokens, one step.
+  EXPECT_EQ(embed->p95_prompt_tokens, 444);
+  EXPECT_GT(embed->lone_p95_s, 0.003);
+  EXPECT_LT(embed->lone_p95_s, 0.2);
+  ASSERT_TRUE(embed->target_s.has_value());
+  EXPECT_DOUBLE_EQ(*embed->target_s, 0.2);
+  EXPECT_GT(embed->max_replica_rps * embed->max_replicas, embed->peak_rps);
+  const auto* llm = feasibility_of(*c, "customer-service-llm");
+  ASSERT_NE(llm, nullptr);
+  EXPECT_TRUE(llm->reachable) << llm->why;
+  EXPECT_EQ(llm->task, "generate");
+  EXPECT_EQ(llm->p95_prompt_tokens, 2314);
+  for (const auto& line : lines) EXPECT_EQ(line.rfind("warning:", 0), std::string::npos) << line;
+  const auto json = comparison_json(*c);
+  ASSERT_EQ(json["feasibility"].size(), 2U);
+  EXPECT_TRUE(json["feasibility"][0].contains("loneP95Seconds"));
+}
+
+TEST(ServingFeasibilityCheck, ATargetBelowALoneRequestsPrefillIsUnreachableAtAnyReplicaCount) {
+  policy::PolicySet set = testing::examples_plus();
+  const auto* object = set.find(policy::Kind::InferenceScalingPolicy, "customer-service-embeddings");
+  ASSERT_NE(object, nullptr);
+  policy::PolicyObject changed = *object;
+  std::get<policy::InferenceScalingPolicySpec>(changed.spec).scale_up.ttft_p95 = Duration(std::chrono::milliseconds(5));
+  ASSERT_TRUE(set.upsert(std::move(changed)));
+  std::vector<std::string> warnings;
+  const auto c = compare_serving(set, one_hour_autoscaler(), example_inventory(), [&](const std::string& line) {
+    if (line.rfind("warning: ", 0) == 0) warnings.push_back(line);
+  });
+  ASSERT_TRUE(c) << c.error();
+  const auto* embed = feasibility_of(*c, "customer-service-embeddings");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_FALSE(embed->reachable);
+  EXPECT_NE(embed->why.find("ttftP95 5.0 ms"), std::string::npos) << embed->why;
+  EXPECT_NE(embed->why.find("444 tokens"), std::string::npos) << embed->why;
+  EXPECT_NE(embed->why.find("L40S"), std::string::npos) << embed->why;
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_NE(warnings[0].find("customer-service-embeddings"), std::string::npos);
+  EXPECT_NE(comparison_text(*c).find("UNREACHABLE"), std::string::npos);
+}
+
+TEST(ServingFeasibilityCheck, APeakAboveWhatMaxReplicasFinishIsUnreachable) {
+  policy::PolicySet set = testing::examples_plus();
+  ComparisonOptions o = one_hour_autoscaler();
+  o.day.serving_load = 10;  // ten times the scale rule's peak: beyond 8 replicas' best
+  const auto c = compare_serving(set, o, example_inventory());
+  ASSERT_TRUE(c) << c.error();
+  for (const char* policy : {"customer-service-llm", "customer-service-embeddings"}) {
+    const auto* f = feasibility_of(*c, policy);
+    ASSERT_NE(f, nullptr);
+    EXPECT_FALSE(f->reachable) << policy;
+    EXPECT_GT(f->peak_rps, f->max_replicas * f->max_replica_rps) << policy;
+    EXPECT_NE(f->why.find("maxReplicas 8"), std::string::npos) << f->why;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -92,6 +93,55 @@ TEST(ServingLoad, ArrivalsFollowTheHourlyRates) {
   for (std::size_t i = 1; i < requests.size(); ++i) ASSERT_LE(requests[i - 1].arrival_ms, requests[i].arrival_ms);
 }
 
+TEST(ServingLoad, ALinearRampKeepsTheDayAndMovesWithinTheHour) {
+  // 2, 4, 4, 2 per second: half-hour segments 2-2, 2-3 | 3-4, 4-4 | 4-4, 4-3 | 3-2, 2-2
+  // (flat beyond the run): 8,100, 13,500, 13,500 and 8,100 expected per hour, the day's
+  // 43,200 kept; hour 1's first half 6,300, its second 7,200 (sd about 80 and 85).
+  auto source = synthetic_requests(11, {2.0, 4.0, 4.0, 2.0}, 4 * kHour, kChatTokens, RateShape::Linear);
+  EXPECT_DOUBLE_EQ(source->expected_total(), 43'200.0);
+  const auto requests = source->take_until(4 * kHour);
+  std::array<std::int64_t, 8> per_half{};
+  for (const auto& r : requests) ++per_half[static_cast<std::size_t>(r.arrival_ms / (kHour / 2))];
+  const std::array<double, 8> expected{3'600, 4'500, 6'300, 7'200, 7'200, 6'300, 4'500, 3'600};
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_NEAR(static_cast<double>(per_half[i]), expected[i], 4 * std::sqrt(expected[i])) << "half-hour " << i;
+  }
+  EXPECT_LT(per_half[2] + 3 * 80, per_half[3]);  // the ramp rises within the hour
+  for (std::size_t i = 1; i < requests.size(); ++i) ASSERT_LE(requests[i - 1].arrival_ms, requests[i].arrival_ms);
+  // Counted (the fluid model's batches): the same integral per slice.
+  auto counted = synthetic_requests(11, {2.0, 4.0, 4.0, 2.0}, 4 * kHour, kChatTokens, RateShape::Linear);
+  double total = 0;
+  for (const auto& b : counted->batches_until(4 * kHour)) {
+    ASSERT_EQ(b.from_ms / (kHour / 2), (b.to_ms - 1) / (kHour / 2)) << "a batch crosses a segment";
+    total += b.count;
+  }
+  EXPECT_NEAR(total, 43'200.0, 4 * std::sqrt(43'200.0));
+}
+
+TEST(ServingLoad, StepsAndALinearRampAgreeOnAFlatDay) {
+  // A constant rate is the same process either way, draw for draw.
+  auto steps = synthetic_requests(5, std::vector<double>(3, 3.0), 3 * kHour, kChatTokens, RateShape::Steps);
+  auto linear = synthetic_requests(5, std::vector<double>(3, 3.0), 3 * kHour, kChatTokens, RateShape::Linear);
+  const auto a = steps->take_until(3 * kHour);
+  const auto b = linear->take_until(3 * kHour);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].arrival_ms, b[i].arrival_ms) << i;
+}
+
+TEST(ServingLoad, TheEmbedProfileDrawsShortInputsAndOneOutput) {
+  auto source = synthetic_requests(9, std::vector<double>(1, 50.0), kHour, kEmbedTokens);
+  const auto requests = source->take_until(kHour);
+  ASSERT_GT(requests.size(), 150'000U);
+  std::vector<double> prompt;
+  for (const auto& r : requests) {
+    ASSERT_EQ(r.output_tokens, 1);
+    ASSERT_LE(r.prompt_tokens, kEmbedTokens.prompt_cap);
+    prompt.push_back(r.prompt_tokens);
+  }
+  EXPECT_NEAR(median(prompt), 64, 1);
+  EXPECT_NEAR(mean(prompt), 128, 0.02 * 128);
+}
+
 TEST(ServingLoad, TheStreamDoesNotDependOnHowItIsTaken) {
   auto whole = synthetic_requests(3, std::vector<double>(2, 4.0), 2 * kHour);
   auto pieces = synthetic_requests(3, std::vector<double>(2, 4.0), 2 * kHour);
@@ -158,6 +208,31 @@ TEST(ServingScale, ReplicaCapacityOfTheLlmService) {
   EXPECT_EQ(costs->step_us(32, 40'328), 22'194);
   EXPECT_NEAR(replica_capacity_rps(*costs), 1e6 / (120'708 + 211.1 * 22'194 / 32), 1e-9);
   EXPECT_NEAR(replica_capacity_rps(*costs), 3.744, 0.001);
+}
+
+TEST(ServingScale, AnEmbedServiceRunsAnEmbeddingModelSizedOnFullSteps) {
+  policy::InferenceScalingPolicySpec spec;
+  spec.workload_ref.name = "embeddings";
+  spec.replica_shape.tensor_parallel_size = 1;
+  spec.task = policy::ServingTask::Embed;
+  const auto service = service_for("customer-service-embeddings", spec, "L40S");
+  EXPECT_EQ(service.task, inference::Task::Embed);
+  EXPECT_EQ(service.model.num_layers, 24);
+  EXPECT_EQ(service.model.max_model_len, 8'192);
+  EXPECT_TRUE(check_service(service).empty());
+  const auto costs = inference::replica_costs(service.model, service.engine, "L40S", 1);
+  ASSERT_TRUE(costs);
+  // A full step: 8,192 tokens x 2 x 568 M FLOP at 35 % of 362 TFLOP/s, plus 3 ms.
+  const std::int64_t full = costs->step_us(8'192, 8'192);
+  EXPECT_NEAR(static_cast<double>(full), 3'000 + 8'192 * 2 * 568e6 / (362e12 * 0.35) * 1e6, 2);
+  EXPECT_NEAR(service_capacity_rps(service, *costs, 128, 1), kEmbedReferenceBusy * 8'192.0 / 128 * 1e6 / full, 1e-9);
+  // A generate service keeps the batch-32 figure.
+  spec.task.reset();
+  const auto chat = service_for("x", spec, "H100");
+  const auto chat_costs = inference::replica_costs(chat.model, chat.engine, "H100", 1);
+  ASSERT_TRUE(chat_costs);
+  EXPECT_DOUBLE_EQ(service_capacity_rps(chat, *chat_costs, kPromptTokensMean, kOutputTokensMean),
+                   replica_capacity_rps(*chat_costs));
 }
 
 TEST(ServingScale, SmallGpusGetTheSmallModel) {
