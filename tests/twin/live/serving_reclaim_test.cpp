@@ -22,8 +22,9 @@ namespace {
 
 // customer-service-llm's TTFT SLO attainment on seed 1 (docs/serving.md's table): 1871/1920
 // before waitForPodsReady and the Placing reclaim, 1880/1920 with them, 1882/1920 since each
-// pool's Cohort holds the GPUs no group is guaranteed.
-constexpr double kSeedOneAttainment = 1882.0 / 1920.0;
+// pool's Cohort holds the GPUs no group is guaranteed, 1898/1920 since the seeded load ramps
+// between the hours (issue 33; measured by scripts/bench-serving.sh in the release build).
+constexpr double kSeedOneAttainment = 1898.0 / 1920.0;
 
 class ServingDayReclaim : public ::testing::TestWithParam<std::uint64_t> {};
 
