@@ -21,9 +21,16 @@ set_tests_properties(cli.up-runs-the-day cli.up-resume PROPERTIES COST 20)
 # under the sanitizers on 2 cores.
 add_executable(up_store_dump up_store_dump.cpp)
 target_link_libraries(up_store_dump PRIVATE gpubank_store gpubank_bank_ledger nlohmann_json::nlohmann_json gpubank_warnings)
+# The runs share one calibration cache (GPUBANK_CALIBRATION_CACHE): without it every
+# restart calibrated the embed service's fluid model again (about 2 s under the sanitizers).
+# cli.up-kill-long (`ctest -L long`) kills 150 times with another seed.
 add_test(NAME cli.up-kill COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_kill.sh ${GPUBANK} $<TARGET_FILE:up_store_dump> 50
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.up-kill PROPERTIES COST 30 TIMEOUT 300)
+add_test(NAME cli.up-kill-long
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_kill.sh ${GPUBANK} $<TARGET_FILE:up_store_dump> 150 29
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.up-kill-long PROPERTIES LABELS long TIMEOUT 1800)
 # Two processes on one --data-dir: the second fences the first, which exits 1 saying why;
 # the store equals an uninterrupted run's.
 add_test(NAME cli.up-fence COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/up_fence.sh ${GPUBANK}

@@ -63,15 +63,30 @@ std::vector<pid_t> children_of(pid_t parent) {
   return out;
 }
 
+// Whether a process has exited: gone, or a zombie (which holds no memory, shared or not).
+bool exited(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const auto close = line.rfind(')');
+  return close == std::string::npos || line.find(" Z ", close) == close + 1;
+}
+
 // SIGKILLs the postmaster and all its children at once: stopped first, so it forks no new
-// child between listing them and the kill.
+// child between listing them and the kill. Returns when every one of them has exited: a
+// backend still attached to the old shared memory makes the next postmaster refuse to start.
+// (Waiting on the parent link is not enough: the children are reparented as it dies.)
 void kill_server(pid_t postmaster) {
   ::kill(postmaster, SIGSTOP);
-  for (pid_t child : children_of(postmaster)) ::kill(child, SIGKILL);
+  const std::vector<pid_t> children = children_of(postmaster);
+  for (pid_t child : children) ::kill(child, SIGKILL);
   ::kill(postmaster, SIGKILL);
   // The first postmaster is our child: reap it, or its pid would look alive to the next one.
   ::waitpid(postmaster, nullptr, 0);
-  for (int i = 0; i < 500 && !children_of(postmaster).empty(); ++i) {
+  for (int i = 0; i < 1000; ++i) {
+    bool all = true;
+    for (pid_t child : children) all = all && exited(child);
+    if (all) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -108,10 +123,19 @@ pid_t restart_server(const PostgresServer& server) {
   return pid;
 }
 
-std::unique_ptr<Store> open_when_up(const std::string& url) {
-  for (int i = 0; i < 3000; ++i) {  // up to 60 s: crash recovery first
+pid_t restart_server(const PostgresServer& server);
+
+// Connects once the server is up (crash recovery first), up to 60 s. A restarted server
+// (`restarted` > 0) that exits before it accepts connections is started again: a start can
+// fail while the killed server's last backends are still being torn down.
+std::unique_ptr<Store> open_when_up(const std::string& url, pid_t* restarted = nullptr,
+                                    const PostgresServer* server = nullptr) {
+  for (int i = 0; i < 3000; ++i) {
     auto store = Store::open(url);
     if (store) return std::move(*store);
+    if (restarted != nullptr && server != nullptr && *restarted > 0 && ::waitpid(*restarted, nullptr, WNOHANG) == *restarted) {
+      *restarted = restart_server(*server);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return nullptr;
@@ -131,7 +155,7 @@ TEST(PostgresStore, EveryAcknowledgedAppendSurvivesKillingTheServer) {
   pid_t restarted = -1;
   constexpr int kKills = 4;
   for (int round_index = 0; round_index < kKills; ++round_index) {
-    auto store = open_when_up(*url);
+    auto store = open_when_up(*url, &restarted, server->get());
     ASSERT_TRUE(store) << "the server did not come back";
     std::atomic<int> acks{0};
     std::thread appender([&] {
@@ -159,7 +183,7 @@ TEST(PostgresStore, EveryAcknowledgedAppendSurvivesKillingTheServer) {
     ASSERT_GT(restarted, 0);
   }
 
-  auto store = open_when_up(*url);
+  auto store = open_when_up(*url, &restarted, server->get());
   ASSERT_TRUE(store);
   auto ledger = store->ledger(0, 1'000'000);
   auto audit = store->audit(0, 1'000'000);

@@ -3,8 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <utility>
+
+#include <unistd.h>
 
 #include <date/tz.h>
 
@@ -242,6 +248,64 @@ std::string calibration_key(const inference::Service& s) {
          std::to_string(e.step_overhead_us);
 }
 
+// The calibration cache across processes (opt-in: GPUBANK_CALIBRATION_CACHE names a
+// directory). A calibration is a pure function of its key, and JSON carries every double
+// exactly (17 significant digits), so a cached one gives byte-identical runs; the crash
+// tests, which restart `gpubank up` dozens of times, use it so that each start does not
+// calibrate again. Bump kCalibrationFormat whenever inference::calibrate() or the load it
+// is given changes: a cached calibration from older code would be silently different.
+constexpr std::string_view kCalibrationFormat = "calibration-1";
+
+Json calibration_to_json(const std::string& key, const inference::Calibration& c) {
+  Json ladders = Json::array();
+  for (const auto& l : c.ladders) {
+    Json levels = Json::array();
+    for (const auto& v : l.levels) {
+      Json ttft = Json::array();
+      for (const auto t : v.ttft_us) ttft.push_back(t);
+      levels.push_back(Json{{"offered", v.offered_rps}, {"served", v.served_rps}, {"running", v.running},
+                            {"waiting", v.waiting}, {"kv", v.kv_usage}, {"busy", v.busy}, {"e2e", v.e2e_mean_us},
+                            {"itl", v.itl_mean_us}, {"ttft", std::move(ttft)}});
+    }
+    ladders.push_back(Json{{"replicas", l.replicas}, {"saturation", l.saturation_rps}, {"levels", std::move(levels)}});
+  }
+  return Json{{"format", kCalibrationFormat}, {"key", key}, {"ladders", std::move(ladders)}};
+}
+
+std::optional<inference::Calibration> calibration_from_json(const std::string& key, const std::string& text) {
+  try {
+    const Json j = Json::parse(text);
+    if (j.at("format") != kCalibrationFormat || j.at("key") != key) return std::nullopt;
+    inference::Calibration c;
+    for (const auto& l : j.at("ladders")) {
+      inference::Ladder ladder;
+      ladder.replicas = l.at("replicas").get<int>();
+      ladder.saturation_rps = l.at("saturation").get<double>();
+      for (const auto& v : l.at("levels")) {
+        inference::LoadLevel level;
+        level.offered_rps = v.at("offered").get<double>();
+        level.served_rps = v.at("served").get<double>();
+        level.running = v.at("running").get<double>();
+        level.waiting = v.at("waiting").get<double>();
+        level.kv_usage = v.at("kv").get<double>();
+        level.busy = v.at("busy").get<double>();
+        level.e2e_mean_us = v.at("e2e").get<double>();
+        level.itl_mean_us = v.at("itl").get<double>();
+        const auto& ttft = v.at("ttft");
+        if (ttft.size() != level.ttft_us.size()) return std::nullopt;
+        for (std::size_t i = 0; i < level.ttft_us.size(); ++i) level.ttft_us[i] = ttft[i].get<std::int64_t>();
+        ladder.levels.push_back(level);
+      }
+      if (ladder.levels.empty()) return std::nullopt;
+      c.ladders.push_back(std::move(ladder));
+    }
+    if (c.ladders.empty()) return std::nullopt;
+    return c;
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable or another shape: calibrate afresh
+  }
+}
+
 Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inference::Service& service,
                                                                        const inference::ReplicaCosts& costs) {
   static std::mutex mu;
@@ -249,6 +313,23 @@ Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inf
   const std::string key = calibration_key(service);
   std::lock_guard lock(mu);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  std::filesystem::path file;
+  if (const char* dir = std::getenv("GPUBANK_CALIBRATION_CACHE"); dir != nullptr && *dir != '\0') {
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx.json",
+                  static_cast<unsigned long long>(fnv1a64(std::string(kCalibrationFormat) + "|" + key)));
+    file = std::filesystem::path(dir) / name;
+    std::ifstream in(file, std::ios::binary);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      if (auto cached = calibration_from_json(key, text.str())) {
+        auto shared = std::make_shared<const inference::Calibration>(std::move(*cached));
+        cache.emplace(key, shared);
+        return shared;
+      }
+    }
+  }
   // The synthetic load's own token distributions, Poisson at a constant rate; the seed is
   // fixed so that a calibration is the same in every process.
   const TokenProfile& tokens = token_profile(service.task);
@@ -268,6 +349,20 @@ Expected<std::shared_ptr<const inference::Calibration>> calibration_of(const inf
   if (!made) return Unexpected{made.error()};
   auto shared = std::make_shared<const inference::Calibration>(std::move(*made));
   cache.emplace(key, shared);
+  if (!file.empty()) {
+    // Written whole under a name of this process, then renamed: another process reads the
+    // old file, none, or this one, never a part. A cache that cannot be written is skipped.
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    const auto tmp = file.string() + "." + std::to_string(::getpid()) + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << calibration_to_json(key, *shared).dump();
+    out.close();
+    if (out) {
+      std::filesystem::rename(tmp, file, ec);
+    }
+    if (!out || ec) std::filesystem::remove(tmp, ec);
+  }
   return shared;
 }
 
