@@ -437,6 +437,58 @@ std::string rps_text(double r) {
   return buf;
 }
 
+// The model service_for chose, by name (for the consistency check's messages).
+std::string model_label(const inference::Service& svc) {
+  if (svc.task == inference::Task::Embed) return "BAAI/bge-m3 (XLM-RoBERTa-large)";
+  return svc.model.parameters == inference::ModelConfig{}.parameters ? "Llama-3.1-70B" : "Llama-3.1-8B";
+}
+
+// What the service's GPUs can do at best against its target and its load (serving.hpp).
+// `trace`: the trace that drives it, if one does (its first hour's prompts give the p95).
+ServingFeasibility feasibility_of(const std::string& policy, const policy::InferenceScalingPolicySpec& spec,
+                                  const inference::Service& svc, const inference::ReplicaCosts& costs,
+                                  const TokenProfile& tokens, const std::vector<trace::AzureRequest>* trace,
+                                  double prompt_mean, double output_mean, double peak_rps) {
+  ServingFeasibility f;
+  f.policy = policy;
+  f.task = std::string(inference::to_string(svc.task));
+  f.gpu_model = svc.gpu_model;
+  f.tensor_parallel_size = svc.tensor_parallel_size;
+  f.model = model_label(svc);
+  f.max_replicas = spec.max_replicas;
+  if (spec.scale_up.ttft_p95) f.target_s = static_cast<double>(spec.scale_up.ttft_p95->nanoseconds().count()) / 1e9;
+  if (trace != nullptr) {
+    std::vector<std::int64_t> prompts;
+    for (const auto& r : *trace) {
+      if (r.t_ms < kHourMs) prompts.push_back(std::max<std::int64_t>(1, r.context_tokens));
+    }
+    std::sort(prompts.begin(), prompts.end());
+    f.p95_prompt_tokens =
+        prompts.empty() ? 1 : prompts[static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(prompts.size()))) - 1];
+  } else {
+    f.p95_prompt_tokens = std::min<std::int64_t>(lognormal_p95(tokens.prompt_median, tokens.prompt_mean), tokens.prompt_cap);
+  }
+  f.lone_p95_s = lone_first_token_s(svc, costs, f.p95_prompt_tokens);
+  f.max_replica_rps = best_replica_rps(svc, costs, prompt_mean, output_mean);
+  f.peak_rps = peak_rps;
+  const std::string replica = "one " + svc.gpu_model +
+                              (svc.tensor_parallel_size > 1 ? " x" + std::to_string(svc.tensor_parallel_size) : "") +
+                              " replica of " + f.model;
+  if (f.target_s && f.lone_p95_s > *f.target_s) {
+    f.reachable = false;
+    f.why = "ttftP95 " + seconds_text(*f.target_s) + " is below what " + replica + " answers at best: the load's " +
+            "95th-percentile prompt (" + std::to_string(f.p95_prompt_tokens) + " tokens) alone takes " +
+            seconds_text(f.lone_p95_s) + " to its first " + (svc.task == inference::Task::Embed ? "(only) output" : "token") +
+            ", so no replica count meets the target";
+  } else if (f.peak_rps > static_cast<double>(f.max_replicas) * f.max_replica_rps) {
+    f.reachable = false;
+    f.why = "the load's peak of " + rps_text(f.peak_rps) + " is more than maxReplicas " + std::to_string(f.max_replicas) +
+            " x " + rps_text(f.max_replica_rps) + " (what " + replica + " finishes at best), so the peak queues " +
+            "whatever the autoscaler does";
+  }
+  return f;
+}
+
 }  // namespace
 
 nlohmann::ordered_json feasibility_json(const ServingFeasibility& f) {
@@ -489,9 +541,7 @@ const TokenProfile& token_profile(inference::Task task) {
 double service_capacity_rps(const inference::Service& service, const inference::ReplicaCosts& costs,
                             double prompt_tokens_mean, double output_tokens_mean) {
   if (service.task != inference::Task::Embed) return replica_capacity_rps(costs, prompt_tokens_mean, output_tokens_mean);
-  const std::int64_t budget = service.engine.max_num_batched_tokens;
-  const double full_step_us = static_cast<double>(costs.step_us(budget, budget));
-  return kEmbedReferenceBusy * static_cast<double>(budget) / std::max(1.0, prompt_tokens_mean) * 1e6 / full_step_us;
+  return kEmbedReferenceBusy * best_replica_rps(service, costs, prompt_tokens_mean, output_tokens_mean);
 }
 
 inference::Service service_for(const std::string& policy_name, const policy::InferenceScalingPolicySpec& spec,
@@ -633,46 +683,8 @@ Expected<std::unique_ptr<Serving>> Serving::create(const policy::PolicySet& poli
     // The utilisation model's "at capacity": an embed replica's full steps, not its reference.
     const double at_capacity = task == inference::Task::Embed ? capacity / kEmbedReferenceBusy : capacity;
     s.capacity_tokens_per_ms = at_capacity * (prompt_mean + output_mean) / 1000.0;
-    {
-      ServingFeasibility f;
-      const auto& svc = s.service->service();
-      f.policy = p.name();
-      f.task = std::string(inference::to_string(task));
-      f.gpu_model = svc.gpu_model;
-      f.tensor_parallel_size = svc.tensor_parallel_size;
-      f.model = task == inference::Task::Embed ? "BAAI/bge-m3 (XLM-RoBERTa-large)"
-                : svc.model.parameters > 20'000'000'000 ? "Llama-3.1-70B" : "Llama-3.1-8B";
-      f.max_replicas = spec.max_replicas;
-      if (spec.scale_up.ttft_p95) f.target_s = static_cast<double>(spec.scale_up.ttft_p95->nanoseconds().count()) / 1e9;
-      if (traced) {
-        std::vector<std::int64_t> prompts;
-        for (const auto& r : *trace) {
-          if (r.t_ms < kHourMs) prompts.push_back(std::max<std::int64_t>(1, r.context_tokens));
-        }
-        std::sort(prompts.begin(), prompts.end());
-        f.p95_prompt_tokens = prompts.empty() ? 1 : prompts[static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(prompts.size()))) - 1];
-      } else {
-        f.p95_prompt_tokens = std::min<std::int64_t>(lognormal_p95(tokens.prompt_median, tokens.prompt_mean), tokens.prompt_cap);
-      }
-      f.lone_p95_s = lone_first_token_s(svc, s.service->costs(), f.p95_prompt_tokens);
-      f.max_replica_rps = best_replica_rps(svc, s.service->costs(), prompt_mean, output_mean);
-      f.peak_rps = s.peak_rps;
-      const std::string replica = "one " + svc.gpu_model + (svc.tensor_parallel_size > 1 ? " x" + std::to_string(svc.tensor_parallel_size) : "") +
-                                  " replica of " + f.model;
-      if (f.target_s && f.lone_p95_s > *f.target_s) {
-        f.reachable = false;
-        f.why = "ttftP95 " + seconds_text(*f.target_s) + " is below what " + replica + " answers at best: the load's " +
-                "95th-percentile prompt (" + std::to_string(f.p95_prompt_tokens) + " tokens) alone takes " +
-                seconds_text(f.lone_p95_s) + " to its first " + (task == inference::Task::Embed ? "(only) output" : "token") +
-                ", so no replica count meets the target";
-      } else if (f.peak_rps > static_cast<double>(f.max_replicas) * f.max_replica_rps) {
-        f.reachable = false;
-        f.why = "the load's peak of " + rps_text(f.peak_rps) + " is more than maxReplicas " + std::to_string(f.max_replicas) +
-                " x " + rps_text(f.max_replica_rps) + " (what " + replica + " finishes at best), so the peak queues " +
-                "whatever the autoscaler does";
-      }
-      out->feasibility_.push_back(std::move(f));
-    }
+    out->feasibility_.push_back(feasibility_of(p.name(), spec, s.service->service(), s.service->costs(), tokens,
+                                               traced ? trace : nullptr, prompt_mean, output_mean, s.peak_rps));
     const std::uint64_t seed = SeededRandom(day.seed ^ fnv1a64(p.name())).next();
     if (traced) {
       const double recorded = trace_rps(*trace);
