@@ -140,9 +140,10 @@ struct CelRules<ReplicaShape> {
 template <>
 struct CelRules<ScaleUp> {
   static std::vector<CelRule> get() {
-    return {{"has(self.queueDepthPerReplica) || has(self.ttftP95) || has(self.kvCacheHighWatermark)",
-             "scaleUp needs at least one signal: queueDepthPerReplica, ttftP95 or kvCacheHighWatermark "
-             "[inference.no-scale-up-signal]",
+    return {{"has(self.queueDepthPerReplica) || has(self.ttftP95) || has(self.kvCacheHighWatermark) || "
+             "has(self.requestsPerSecondPerReplica)",
+             "scaleUp needs at least one signal: queueDepthPerReplica, ttftP95, kvCacheHighWatermark or "
+             "requestsPerSecondPerReplica [inference.no-scale-up-signal]",
              nullptr, "FieldValueRequired"}};
   }
 };

@@ -58,10 +58,11 @@ constexpr std::array kRules = {
     RuleInfo{rule::kInferenceQuotaMissing, S::PolicySet, "an inference policy for a group with no quota on that pool"},
     RuleInfo{rule::kInferenceNamespaceNotOwned, S::PolicySet, "a workloadRef in a namespace that is not the group's"},
     RuleInfo{rule::kInferenceDuplicateTarget, S::PolicySet, "two inference policies for one workload"},
-    RuleInfo{rule::kInferenceNoScaleUpSignal, S::Object, "scaleUp sets none of queueDepthPerReplica, ttftP95, kvCacheHighWatermark"},
+    RuleInfo{rule::kInferenceNoScaleUpSignal, S::Object, "scaleUp sets none of queueDepthPerReplica, ttftP95, kvCacheHighWatermark, requestsPerSecondPerReplica"},
     RuleInfo{rule::kInferenceScaleDownAboveScaleUp, S::Object, "scale-down queue depth not below the scale-up one (flapping)"},
     RuleInfo{rule::kInferenceFloorAboveGuarantee, S::PolicySet, "the serving floor needs more GPUs than the group's guarantee (warning)", false},
     RuleInfo{rule::kInferenceKvSignalOnEmbed, S::Object, "kvCacheHighWatermark on an embed service, which keeps no KV cache between requests (warning)", false},
+    RuleInfo{rule::kInferenceRateSignalAlone, S::Object, "requestsPerSecondPerReplica as the only scale-up signal: a saturated service finishes no more requests than it serves (warning)", false},
 
     RuleInfo{rule::kTidalWindowsOverlap, S::Object, "two windows of one tidal policy are active at the same time"},
     RuleInfo{rule::kTidalWindowStartEqualsEnd, S::Object, "a window whose start and end are the same schedule"},

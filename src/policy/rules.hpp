@@ -91,6 +91,7 @@ inline constexpr std::string_view kInferenceNoScaleUpSignal = "inference.no-scal
 inline constexpr std::string_view kInferenceScaleDownAboveScaleUp = "inference.scale-down-above-scale-up";
 inline constexpr std::string_view kInferenceFloorAboveGuarantee = "inference.floor-above-guarantee";
 inline constexpr std::string_view kInferenceKvSignalOnEmbed = "inference.kv-signal-on-embed";
+inline constexpr std::string_view kInferenceRateSignalAlone = "inference.rate-signal-alone";
 
 // TidalPolicy.
 inline constexpr std::string_view kTidalWindowsOverlap = "tidal.windows-overlap";

@@ -297,6 +297,7 @@ struct Schema<policy::ScaleUp> {
     v.optional("queueDepthPerReplica", s.queue_depth_per_replica, AtLeast{1});
     v.optional("ttftP95", s.ttft_p95, Positive{});
     v.optional("kvCacheHighWatermark", s.kv_cache_high_watermark, Between{0, 100});
+    v.optional("requestsPerSecondPerReplica", s.requests_per_second_per_replica, Between{0, 1'000'000}, Positive{});
     v.optional("stabilizationWindow", s.stabilization_window, NonNegative{});
   }
 };

@@ -186,6 +186,9 @@ struct ScaleUp {
   std::optional<int> queue_depth_per_replica;
   std::optional<Duration> ttft_p95;
   std::optional<int> kv_cache_high_watermark;  // percent
+  // Requests per second one replica should serve (Knative's "rps" target): the service
+  // keeps ceil(rate / this) replicas, up and down.
+  std::optional<double> requests_per_second_per_replica;
   Duration stabilization_window{};             // HPA's scale-up default: 0s
 };
 

@@ -352,9 +352,18 @@ class Validator {
       report(o, rule::kInferenceReplicaRange, "spec.minReplicas",
              "minReplicas " + std::to_string(p.min_replicas) + " is above maxReplicas " + std::to_string(p.max_replicas));
     }
-    if (!p.scale_up.queue_depth_per_replica && !p.scale_up.ttft_p95 && !p.scale_up.kv_cache_high_watermark) {
+    const bool latency_or_queue =
+        p.scale_up.queue_depth_per_replica || p.scale_up.ttft_p95 || p.scale_up.kv_cache_high_watermark;
+    if (!latency_or_queue && !p.scale_up.requests_per_second_per_replica) {
       report(o, rule::kInferenceNoScaleUpSignal, "spec.scaleUp",
-             "scaleUp needs at least one signal: queueDepthPerReplica, ttftP95 or kvCacheHighWatermark");
+             "scaleUp needs at least one signal: queueDepthPerReplica, ttftP95, kvCacheHighWatermark or "
+             "requestsPerSecondPerReplica");
+    } else if (!latency_or_queue) {
+      report(o, rule::kInferenceRateSignalAlone, "spec.scaleUp.requestsPerSecondPerReplica",
+             "the request rate is measured as requests finished (vLLM's vllm:request_success_total): a saturated "
+             "service finishes what its replicas serve, not what arrives, so this signal alone scales too little "
+             "under overload; add queueDepthPerReplica or ttftP95",
+             Severity::Warning);
     }
     if (p.effective_task() == ServingTask::Embed && p.scale_up.kv_cache_high_watermark) {
       report(o, rule::kInferenceKvSignalOnEmbed, "spec.scaleUp.kvCacheHighWatermark",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -88,6 +89,13 @@ std::string fraction_text(int percent) {
   std::string frac = std::to_string(100 + percent % 100).substr(1);
   if (frac.back() == '0') frac.pop_back();
   return std::to_string(percent / 100) + "." + frac;
+}
+
+// A threshold as KEDA parses it (strconv.ParseFloat): whole numbers without a fraction,
+// others in the shortest text that reads back the same double.
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<std::int64_t>(v));
+  return Json(v).dump();
 }
 
 std::int64_t clamp_seconds(Duration d, std::int64_t lo, std::int64_t hi) {
@@ -214,6 +222,13 @@ RenderedObject scaled_object(const policy::PolicySet& set, const PolicyObject& o
   if (p.scale_up.kv_cache_high_watermark) {
     triggers.push_back(prometheus_trigger("kv-cache", "AverageValue", options, kv_cache_query(matchers),
                                           fraction_text(*p.scale_up.kv_cache_high_watermark)));
+  }
+  if (p.scale_up.requests_per_second_per_replica) {
+    // A rate of the whole service against a rate per replica: AverageValue divides by the
+    // replicas, so the HPA asks for ceil(rate / target).
+    triggers.push_back(prometheus_trigger("request-rate", "AverageValue", options,
+                                          request_rate_query(matchers, options.rate_window),
+                                          number_text(*p.scale_up.requests_per_second_per_replica)));
   }
   // Tidal floors: KEDA's cron scaler reports desiredReplicas while the window is active
   // (AverageValue target 1), and the HPA takes the largest proposal over all triggers,
@@ -386,6 +401,10 @@ std::string kv_cache_query(std::string_view matchers) {
   const std::string m(matchers);
   return "sum(avg by (pod) (vllm:kv_cache_usage_perc{" + m + "}) or avg by (pod) (vllm:gpu_cache_usage_perc{" + m +
          "}))";
+}
+
+std::string request_rate_query(std::string_view matchers, Duration window) {
+  return "sum(rate(vllm:request_success_total{" + std::string(matchers) + "}[" + window.to_string() + "]))";
 }
 
 Expected<std::string> prewarm_start(const policy::TidalWindow& window, Duration prewarm_before) {

@@ -97,6 +97,10 @@ struct ScaleTarget {
 // where a pod exports it, the deprecated vllm:gpu_cache_usage_perc where it exports only
 // that.
 [[nodiscard]] std::string kv_cache_query(std::string_view matchers);
+// Requests finished per second over `window`, summed over the pods (every engine and
+// finished_reason is a series of its own). 0 when the pods report and nothing finished;
+// an empty result (an error for the trigger) when no pod is scraped.
+[[nodiscard]] std::string request_rate_query(std::string_view matchers, Duration window);
 
 // The cron expression a window's trigger starts on: `start` moved `prewarm_before` earlier
 // (the window's effective prewarmBefore, policy/prewarm.hpp; rounded up to whole minutes,

@@ -110,6 +110,22 @@ std::vector<SignalDesire> Autoscaler::desires(const Observation& obs, int c, int
     }
     out.push_back(std::move(s));
   }
+
+  if (up.requests_per_second_per_replica) {
+    const double target = *up.requests_per_second_per_replica;
+    SignalDesire s{"requestRate", obs.request_rate, target, std::nullopt};
+    if (obs.request_rate) {
+      const double rate = *obs.request_rate;
+      // The HPA's AverageValue, both ways: unlike a queue or a latency, a rate says how
+      // many replicas the traffic needs, not only whether there are enough.
+      if (c == 0) {
+        s.replicas = rate > 0 ? std::max(1, ceil_count(rate / target)) : 0;
+      } else {
+        s.replicas = within(rate / (c * target)) ? c : ceil_count(rate / target);
+      }
+    }
+    out.push_back(std::move(s));
+  }
   return out;
 }
 
@@ -229,6 +245,8 @@ Recommendation Autoscaler::recommend(const Observation& obs, int current, std::o
       if (current > 0) reason += " (" + num(*s.value / current) + " per replica)";
     } else if (s.name == "ttftP95") {
       reason += num(*s.value) + "s (target " + num(s.target) + "s)";
+    } else if (s.name == "requestRate") {
+      reason += num(*s.value) + "/s (target " + num(s.target) + "/s per replica)";
     } else {
       reason += num(*s.value) + " (watermark " + num(s.target) + ")";
     }

@@ -37,8 +37,18 @@
 //      would stay below the band, else c. The watermark is a ceiling, not a target: a
 //      proportional c * u / W below it would size the service to run its cache at 85 %,
 //      far past where its TTFT holds.
+//    - requestRate (scaleUp.requestsPerSecondPerReplica R): the rate r of requests
+//      finished over the window (sum(rate(vllm:request_success_total[2m]))), ceil(r / R)
+//      up and down (the HPA's AverageValue; Knative's "rps" target). A rate says how many
+//      replicas the traffic needs, so it sizes before a queue forms or the TTFT rises and
+//      lets the service go down as the traffic falls, where the queue and TTFT only say
+//      "enough". It counts what is served: while the replicas keep up that is what
+//      arrives; a saturated service's rate is its capacity, so it still asks for
+//      ready x capacity / R (more when R is below the capacity) and the queue and TTFT see
+//      the rest (inference.rate-signal-alone warns when it is the only signal). At c = 0,
+//      a rate above 0 asks for at least 1.
 //    Tolerance (replica_calculator.go: `math.Abs(1.0-usageRatio) <= c.tolerance`): a
-//    signal whose ratio (q / U above U, q / D below D, ttft / T, u / (W / 100)) lies
+//    signal whose ratio (q / U above U, q / D below D, ttft / T, u / (W / 100), r / (c R)) lies
 //    within [1 - tolerance, 1 + tolerance] asks for c, so when every signal is within the
 //    band the count stays.
 // 2. raw = the largest count any signal asks for (horizontal.go computeReplicasForMetrics
@@ -97,9 +107,9 @@ struct AutoscalerOptions {
 
 // What one signal asked for.
 struct SignalDesire {
-  std::string name;             // "queueDepth", "ttftP95", "kvCache"
+  std::string name;             // "queueDepth", "ttftP95", "kvCache", "requestRate"
   std::optional<double> value;  // nullopt: missing from the observation
-  double target = 0;            // U (queue per replica), T seconds, W / 100
+  double target = 0;            // U (queue per replica), T seconds, W / 100, R (requests/s per replica)
   std::optional<int> replicas;  // nullopt: missing, or no demand (TTFT at or below target)
   bool idle = false;            // present, with no load: no request in the window (Observation::ttft_idle)
   friend bool operator==(const SignalDesire&, const SignalDesire&) = default;
@@ -111,7 +121,7 @@ struct Recommendation {
   int raw = 0;         // step 2-4
   int stabilized = 0;  // step 5
   int desired = 0;     // steps 6-7
-  std::vector<SignalDesire> signals;  // in the order queueDepth, ttftP95, kvCache; configured ones only
+  std::vector<SignalDesire> signals;  // in the order queueDepth, ttftP95, kvCache, requestRate; configured ones only
   bool metrics_missing = false;
   std::string reason;  // one sentence with the numbers
   friend bool operator==(const Recommendation&, const Recommendation&) = default;

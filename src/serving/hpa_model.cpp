@@ -288,6 +288,7 @@ std::vector<std::optional<double>> metric_values(const HpaSpec& spec, const Serv
         out.push_back(s.ttft_p95_s ? s.ttft_p95_s : pods && s.ttft_idle ? std::optional<double>(0.0) : null_value);
         break;
       case HpaSource::KvCache: out.push_back(pods ? std::optional<double>(s.kv_cache_sum) : null_value); break;
+      case HpaSource::RequestRate: out.push_back(pods && s.request_rate ? s.request_rate : null_value); break;
       case HpaSource::GpuUtilization:
         out.push_back(pods ? std::optional<double>(s.gpu_utilization_sum) : null_value);
         break;
@@ -326,6 +327,10 @@ Expected<HpaSpec> hpa_spec_for(const policy::PolicySet& set, std::string_view na
   if (p.scale_up.kv_cache_high_watermark) {
     h.metrics.push_back({"kv-cache", HpaMetricKind::AverageValue, *p.scale_up.kv_cache_high_watermark / 100.0,
                          HpaSource::KvCache, 0, {}});
+  }
+  if (p.scale_up.requests_per_second_per_replica) {
+    h.metrics.push_back({"request-rate", HpaMetricKind::AverageValue, *p.scale_up.requests_per_second_per_replica,
+                         HpaSource::RequestRate, 0, {}});
   }
   // render/scaling.cpp prometheus_trigger(): ignoreNullValues "false".
   for (auto& m : h.metrics) m.ignore_null_values = false;

@@ -48,7 +48,7 @@ enum class HpaMetricKind {
 
 // Where a metric's value comes from, so metric_values() can fill it the way the rendered
 // trigger's query would answer.
-enum class HpaSource { QueueDepth, QueueHold, TtftP95, KvCache, GpuUtilization, Cron, Other };
+enum class HpaSource { QueueDepth, QueueHold, TtftP95, KvCache, RequestRate, GpuUtilization, Cron, Other };
 
 // A KEDA cron trigger: active from a start firing until the next end firing. `lead` is
 // the effective prewarmBefore (policy/prewarm.hpp, whole minutes), by which
@@ -178,6 +178,9 @@ struct ServiceSample {
   bool ttft_idle = false;            // the NaN case: the pods report the histogram, nothing arrived
   double kv_cache_sum = 0;           // sum over pods of each pod's KV usage (0..1)
   double gpu_utilization_sum = 0;    // sum over pods of each pod's mean DCGM_FI_DEV_GPU_UTIL (0..100)
+  // sum(rate(vllm:request_success_total[2m])); nullopt: no pod's counter has two points in
+  // the window (an empty result).
+  std::optional<double> request_rate;
   std::chrono::sys_seconds now{};    // for cron triggers
 };
 

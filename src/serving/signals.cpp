@@ -31,6 +31,7 @@ struct Accumulator {
   double kv_deprecated_sum = 0;
   int kv_deprecated_engines = 0;
   std::map<double, double> ttft, itl, itl_deprecated;  // bound -> count, summed over engines
+  std::optional<double> requests_finished;
 };
 
 const std::string* label_value(const std::vector<Label>& labels, std::string_view name) {
@@ -54,6 +55,7 @@ class PageReader {
       if (auto e = histogram(kItl, &Accumulator::itl)) return Unexpected{*e};
       if (auto e = histogram(kItlDeprecated, &Accumulator::itl_deprecated)) return Unexpected{*e};
     }
+    if (auto e = requests_finished()) return Unexpected{*e};
 
     Scrape scrape;
     scrape.t_ms = t_ms;
@@ -71,6 +73,7 @@ class PageReader {
       }
       r.ttft_buckets = buckets_of(a.ttft);
       r.itl_buckets = buckets_of(a.itl.empty() ? a.itl_deprecated : a.itl);
+      r.requests_finished = a.requests_finished;
       scrape.replicas.push_back(std::move(r));
     }
     return scrape;
@@ -153,6 +156,32 @@ class PageReader {
                          kRuleSignalValue);
       }
       (this->*add)(**replica, v);
+    }
+    return std::nullopt;
+  }
+
+  // vllm:request_success_total summed per replica over its other labels (engine,
+  // finished_reason). The text format names the family after its _total series,
+  // OpenMetrics without the suffix; the _created samples are not counts.
+  std::optional<std::string> requests_finished() {
+    const Family* family = page_.find(kRequestSuccess);
+    if (family == nullptr) family = page_.find(kRequestSuccess.substr(0, kRequestSuccess.size() - 6));
+    if (family == nullptr) return std::nullopt;
+    if (family->type != MetricType::counter && family->type != MetricType::untyped) {
+      return with_rule(family->name + " is a " + std::string(metrics::to_string(family->type)) +
+                           ", not a counter as vLLM exports it",
+                       kRuleSignalType);
+    }
+    for (const Sample& s : family->samples) {
+      if (s.name != kRequestSuccess || !wanted(s.labels)) continue;
+      auto replica = replica_of(s.name, s.labels);
+      if (!replica) return replica.error();
+      if (std::isnan(s.value) || std::isinf(s.value) || s.value < 0) {
+        return with_rule(metrics::series_text(s.name, s.labels) + " is " + metrics::format_value(s.value) +
+                             ", not a count of requests",
+                         kRuleSignalValue);
+      }
+      (**replica).requests_finished = (**replica).requests_finished.value_or(0) + s.value;
     }
     return std::nullopt;
   }
@@ -477,7 +506,24 @@ Observation SignalWindow::observe() const {
   bool had_rates = false;
   o.ttft_p95_s = quantile_of(0.95, false, &had_rates);
   o.ttft_idle = !o.ttft_p95_s && had_rates;
+  o.request_rate = request_rate();
   return o;
+}
+
+std::optional<double> SignalWindow::request_rate() const {
+  if (scrapes_.empty()) return std::nullopt;
+  std::map<std::string_view, std::vector<metrics::Point>> series;  // by replica name: the sum's order
+  for (const Scrape& s : scrapes_) {
+    for (const ReplicaSignals& r : s.replicas) {
+      if (r.requests_finished) series[r.replica].push_back({s.t_ms, *r.requests_finished});
+    }
+  }
+  const metrics::Range range{scrapes_.back().t_ms, retain_ms_};
+  std::optional<double> sum;
+  for (const auto& entry : series) {
+    if (const auto r = metrics::rate(entry.second, range)) sum = sum.value_or(0) + *r;
+  }
+  return sum;
 }
 
 // ---- Prometheus' answers -------------------------------------------------------------------
@@ -528,6 +574,11 @@ Expected<Observation> from_prometheus(const PrometheusResults& results) {
     auto running = count(*results.running, "running");
     if (!running) return Unexpected{running.error()};
     o.running = *running;
+  }
+  if (results.request_rate) {
+    auto rate = count(*results.request_rate, "request-rate");
+    if (!rate) return Unexpected{rate.error()};
+    o.request_rate = *rate;
   }
   auto ttft = single(results.ttft_p95, "ttft-p95");
   if (!ttft) return Unexpected{ttft.error()};

@@ -1,7 +1,7 @@
 // What the inference autoscaler sees: vLLM's serving signals per replica, read from a
 // /metrics page (the text format) or from Prometheus' query API, and a window of scrapes
 // that turns them into one Observation per sync: queue depth, running requests, KV-cache
-// usage and TTFT p95.
+// usage, TTFT p95 and the rate of finished requests.
 //
 // TTFT p95 is computed exactly as Prometheus computes the query gpubank renders for KEDA
 // (docs/render-scaling.md):
@@ -56,6 +56,7 @@ inline constexpr std::string_view kKvCacheUsageDeprecated = "vllm:gpu_cache_usag
 inline constexpr std::string_view kTtft = "vllm:time_to_first_token_seconds";
 inline constexpr std::string_view kItl = "vllm:inter_token_latency_seconds";
 inline constexpr std::string_view kItlDeprecated = "vllm:time_per_output_token_seconds";
+inline constexpr std::string_view kRequestSuccess = "vllm:request_success_total";
 
 // A KV usage this far outside [0, 1] is rounding (vLLM divides block counts); it is
 // clamped. Further out is an error.
@@ -68,6 +69,7 @@ struct ReplicaSignals {
   std::optional<double> kv_cache_usage;  // 0..1
   std::vector<metrics::Bucket> ttft_buckets;  // cumulative, sorted by bound, +Inf last
   std::vector<metrics::Bucket> itl_buckets;   // the same, inter-token latency
+  std::optional<double> requests_finished;    // vllm:request_success_total, over engines and finished reasons
   friend bool operator==(const ReplicaSignals&, const ReplicaSignals&) = default;
 };
 
@@ -89,11 +91,14 @@ struct ScrapeOptions {
 // engine reports its own cache's usage) under vllm:kv_cache_usage_perc or, when a replica
 // has no series of that name, vllm:gpu_cache_usage_perc; TTFT and ITL buckets summed per
 // bound over the engines (ITL from vllm:inter_token_latency_seconds, else
-// vllm:time_per_output_token_seconds). Unknown families are ignored, and so are series of
+// vllm:time_per_output_token_seconds); vllm:request_success_total summed over engines and
+// finished reasons (a counter: a reset of one of them within a scrape interval reads as a
+// smaller drop than Prometheus' per-series rate sees). Unknown families are ignored, and so are series of
 // another model_name. Errors name the family, the series and the rule: a parse error (as
 // metrics::parse_text reports it), a family of another TYPE (gauges may be untyped), a
 // negative, infinite or NaN count, a KV usage outside [0, 1] (beyond kKvUsageEpsilon), a
-// histogram without a +Inf bucket, a series without replica_label when one is set.
+// histogram without a +Inf bucket, a series without replica_label when one is set, a
+// request counter that is not a counter (or untyped).
 [[nodiscard]] Expected<Scrape> read_vllm_text(std::string_view text, std::int64_t t_ms, const ScrapeOptions& options);
 // The same for a page already parsed (or built: the twin hands its services' exposition
 // over without a text round trip, which tests/serving/signals_test.cpp checks equal).
@@ -132,6 +137,10 @@ struct Observation {
   // The TTFT histogram is there but no request got a first token in the window (PromQL's
   // quantile is NaN): no load, which is not a missing signal. ttft_p95_s is then nullopt.
   bool ttft_idle = false;
+  // Requests finished per second over the window: sum(rate(vllm:request_success_total[w])).
+  // What the replicas serve, which is what arrives while they keep up; a saturated
+  // service's is its capacity (the queue and TTFT see the rest).
+  std::optional<double> request_rate;
   friend bool operator==(const Observation&, const Observation&) = default;
 };
 
@@ -153,7 +162,10 @@ class SignalWindow {
   //   that left still counts while two of its scrapes lie in the window, as in PromQL),
   //   rates are summed per bound in replica-name order, nullopt when no bucket has a rate
   //   or the quantile is NaN (no requests in the window);
-  // - ttft_idle: buckets have rates but every rate is 0 (the NaN case: nothing arrived).
+  // - ttft_idle: buckets have rates but every rate is 0 (the NaN case: nothing arrived);
+  // - request_rate: sum(rate(vllm:request_success_total[retain_ms])), each replica a
+  //   series, summed in replica-name order; nullopt when no replica has a rate (fewer
+  //   than two scrapes of its counter in the window).
   [[nodiscard]] Observation observe() const;
 
   // The same quantile for any q and either histogram (ITL with itl = true).
@@ -165,6 +177,7 @@ class SignalWindow {
  private:
   // The quantile, and whether any bucket had a rate at all (a NaN with rates is idle).
   [[nodiscard]] std::optional<double> quantile_of(double q, bool itl, bool* had_rates) const;
+  [[nodiscard]] std::optional<double> request_rate() const;
 
   std::int64_t retain_ms_;
   std::deque<Scrape> scrapes_;
@@ -179,11 +192,12 @@ struct PrometheusResults {
   std::vector<PromSample> kv_cache;        // sum(avg by (pod) (kv_cache_usage_perc) or avg by (pod) (gpu_cache_usage_perc))
   std::vector<PromSample> pods_reporting;  // count(count by (pod) (vllm:num_requests_waiting{...}))
   std::optional<std::vector<PromSample>> running;  // sum(vllm:num_requests_running{...}), when queried
+  std::optional<std::vector<PromSample>> request_rate;  // sum(rate(vllm:request_success_total{...}[2m])), when queried
 };
 
 // The Observation those results describe: an empty result is a missing signal (where KEDA
 // reads 0), a NaN TTFT is no requests in the window (ttft_idle); kv_cache_usage is the sum of the pods'
-// averages divided by the pods reporting. Errors (kRulePromShape, kRulePromValue): a result
+// averages divided by the pods reporting; request_rate the rate query's value. Errors (kRulePromShape, kRulePromValue): a result
 // of more than one sample (each query aggregates to one, as KEDA requires), a negative or
 // non-finite count, a KV mean outside [0, 1].
 [[nodiscard]] Expected<Observation> from_prometheus(const PrometheusResults& results);

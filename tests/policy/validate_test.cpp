@@ -126,6 +126,39 @@ spec:
   EXPECT_TRUE(findings_of(examples_plus(generate)).empty());
 }
 
+TEST(Validate, ARequestRateAsTheOnlySignalIsAWarningAndItsTargetMustBePositive) {
+  const std::string rate_only = std::string(kHeader) + R"(kind: InferenceScalingPolicy
+metadata: {name: more-embeddings}
+spec:
+  workloadRef: {kind: Deployment, name: embeddings-b, namespace: customer-service}
+  businessGroup: customer-service
+  resourcePool: l40s-inference
+  task: embed
+  replicaShape: {tensorParallelSize: 1, gpuPerReplica: 1}
+  minReplicas: 0
+  maxReplicas: 1
+  scaleUp: {requestsPerSecondPerReplica: 250.5}
+)";
+  auto f = findings_of(examples_plus(rate_only));
+  ASSERT_EQ(rules_of(f), std::vector<std::string>{"inference.rate-signal-alone"});
+  EXPECT_EQ(f[0].severity, Severity::Warning);
+  EXPECT_EQ(f[0].path, "spec.scaleUp.requestsPerSecondPerReplica");
+  // Beside a queue or latency signal, which sees an overload, it is fine.
+  std::string with_latency = rate_only;
+  with_latency.replace(with_latency.find("{requestsPerSecondPerReplica: 250.5}"), 36,
+                       "{requestsPerSecondPerReplica: 250.5, ttftP95: 200ms}");
+  EXPECT_TRUE(findings_of(examples_plus(with_latency)).empty());
+  // Zero, negative, infinite and absurd targets are refused, naming the field.
+  for (const std::string bad : {"0", "-3", ".inf", "1e7"}) {
+    std::string text = rate_only;
+    text.replace(text.find("250.5"), 5, bad);
+    auto refused = findings_of(examples_plus(text));
+    ASSERT_FALSE(refused.empty()) << bad;
+    EXPECT_EQ(refused[0].severity, Severity::Error) << bad;
+    EXPECT_NE(refused[0].path.find("requestsPerSecondPerReplica"), std::string::npos) << bad << ": " << refused[0].path;
+  }
+}
+
 TEST(Validate, AWindowStartingInADstGapIsAWarningNamingTheMissingTime) {
   // Sunday 02:30 in New York: on 2024-03-10 clocks go from 02:00 to 03:00, so robfig's cron
   // (KEDA's) does not fire that Sunday and the window does not open.

@@ -160,13 +160,15 @@ TEST(RenderScaling, DeploymentScaledObjectHasOnlyTheSignalsItsPolicySets) {
   EXPECT_EQ(up["stabilizationWindowSeconds"], 0);  // unset: the HPA's scale-up default
   EXPECT_EQ(up["policies"][0], (Json{{"type", "Pods"}, {"value", 1}, {"periodSeconds", 90}}));
   const Json& t = spec["triggers"];
-  ASSERT_EQ(t.size(), 3u);  // no kvCacheHighWatermark, no tidal window
+  ASSERT_EQ(t.size(), 3u);  // no scale-down queue, no kvCacheHighWatermark, no tidal window
   EXPECT_EQ(t[0]["metadata"]["query"], "sum(vllm:num_requests_waiting{" + kEmbeddingsPods + "})");
   EXPECT_EQ(t[0]["metadata"]["threshold"], "32");
-  EXPECT_EQ(t[1]["name"], "queue-depth-scale-down");
-  EXPECT_NE(t[1]["metadata"]["query"].get<std::string>().find(">= bool 4)"), std::string::npos);
-  EXPECT_EQ(t[2]["name"], "ttft-p95");
-  EXPECT_EQ(t[2]["metadata"]["threshold"], "0.2");
+  EXPECT_EQ(t[1]["name"], "ttft-p95");
+  EXPECT_EQ(t[1]["metadata"]["threshold"], "0.2");
+  EXPECT_EQ(t[2]["name"], "request-rate");
+  EXPECT_EQ(t[2]["metricType"], "AverageValue");
+  EXPECT_EQ(t[2]["metadata"]["query"], "sum(rate(vllm:request_success_total{" + kEmbeddingsPods + "}[2m]))");
+  EXPECT_EQ(t[2]["metadata"]["threshold"], "700");
   EXPECT_EQ(object_at(objects, "keda/scaledobject-customer-service-customer-service-embeddings.yaml").sources.size(), 1u);
 }
 
@@ -450,6 +452,14 @@ constexpr const char* kSeries = R"(
         values: '0+600x10'
       - series: 'vllm:time_to_first_token_seconds_bucket{namespace="customer-service",pod="customer-service-llm-predictor-canary-6c9d8-h2j4k",le="+Inf"}'
         values: '0+600x10'
+      - series: 'vllm:request_success_total{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",engine="0",finished_reason="stop"}'
+        values: '0+120x10'
+      - series: 'vllm:request_success_total{namespace="customer-service",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",engine="1",finished_reason="length"}'
+        values: '0+60x10'
+      - series: 'vllm:request_success_total{namespace="customer-service",pod="customer-service-llm-predictor-canary-6c9d8-h2j4k",engine="0",finished_reason="stop"}'
+        values: '0+6000x10'
+      - series: 'vllm:request_success_total{namespace="staging",pod="customer-service-llm-predictor-5d8f7c9b4-x2k9p",engine="0",finished_reason="stop"}'
+        values: '0+6000x10'
 )";
 
 std::string expr_test(const std::string& query, const std::string& value) {
@@ -481,6 +491,9 @@ TEST(RenderScaling, RenderedQueriesSelectExactlyTheServicesPodsAndCountEachPodOn
   test += expr_test(queue_hold_query(kLlmPods, 6), "0");
   test += expr_test(query("ttft-p95"), "1.95");
   test += expr_test(query("kv-cache"), "0.75");
+  // Requests finished: 2/s and 1/s on two engines and reasons of the service's pod; the
+  // sibling's and the other namespace's pods are not counted.
+  test += expr_test(request_rate_query(kLlmPods, Duration{std::chrono::minutes(2)}), "3");
 
   // The guarded TTFT query: no request in the window (the histogram is there, flat) is 0;
   // no series at all (the pods are not scraped) is an empty result, which KEDA with

@@ -140,6 +140,88 @@ TEST(Autoscaler, KvCacheAlone) {
   }
 }
 
+// The rate signal alone, as an embeddings service might set it: 300 requests/s per replica.
+policy::InferenceScalingPolicySpec rate_only() {
+  auto p = example_without_down_window();
+  p.scale_up = {};
+  p.scale_up.requests_per_second_per_replica = 300;
+  p.scale_down.queue_depth_per_replica.reset();
+  return p;
+}
+
+Observation rate_obs(std::int64_t t_s, std::optional<double> rate, int reporting = 4) {
+  Observation o;
+  o.t_ms = t_s * 1000;
+  o.replicas_reporting = reporting;
+  o.request_rate = rate;
+  o.queue_depth = 0;
+  o.running = rate.value_or(0) > 0 ? 10 : 0;
+  return o;
+}
+
+TEST(Autoscaler, RequestRateSizesBothWays) {
+  struct Case {
+    double rate;
+    int want;
+  };
+  // 4 replicas at 300/s each serve 1,200/s with no tolerance to spare.
+  // 1,800/s: ratio 1.5, ceil(1800 / 300) = 6 (within the +4 / +100 % limit from 4).
+  // 650/s: ratio 0.54, ceil(2.17) = 3 (the HPA's AverageValue goes down as well).
+  // 1,250/s: ratio 1.04, within the tolerance: hold 4.
+  // 1,090/s: ratio 0.908, within the tolerance: hold 4.
+  // 1,070/s: ratio 0.89, outside: ceil(3.57) = 4 anyway.
+  // 250/s: ceil(0.83) = 1.
+  for (const Case c : {Case{1800, 6}, Case{650, 3}, Case{1250, 4}, Case{1090, 4}, Case{1070, 4}, Case{250, 1}}) {
+    Autoscaler a(rate_only());
+    const auto r = a.recommend(rate_obs(0, c.rate), 4);
+    EXPECT_EQ(asks(r, "requestRate"), c.want) << "rate " << c.rate;
+    EXPECT_EQ(r.desired, c.want) << r.reason;
+  }
+  Autoscaler a(rate_only());
+  EXPECT_EQ(a.recommend(rate_obs(0, 1800), 4).reason,
+            "requestRate 1800/s (target 300/s per replica) asks for 6; raw 6, desired 6 from 4.");
+}
+
+TEST(Autoscaler, RequestRateIdleMissingAndFromZero) {
+  auto p = rate_only();
+  p.min_replicas = 0;
+  {
+    // Nothing finished in the window, nothing runs: zero load, and a service whose
+    // minReplicas is 0 goes to 0.
+    Autoscaler a(p);
+    EXPECT_EQ(a.recommend(rate_obs(0, 0.0), 2).desired, 0);
+  }
+  {
+    // No rate (fewer than two scrapes of the counter): missing, hold.
+    Autoscaler a(p);
+    const auto r = a.recommend(rate_obs(0, std::nullopt), 2);
+    EXPECT_EQ(r.desired, 2);
+    EXPECT_TRUE(r.metrics_missing);
+  }
+  {
+    // At zero replicas a rate above 0 (a replica that just left still has its series)
+    // asks for at least one.
+    Autoscaler a(p);
+    EXPECT_EQ(a.recommend(rate_obs(0, 40.0, 0), 0).desired, 1);
+  }
+}
+
+TEST(Autoscaler, RequestRateActsBeforeTheQueueOrTheLatency) {
+  // The example LLM policy with a rate target of 4 requests/s per replica: traffic at
+  // 30/s on 4 replicas keeps the queue at 4 per replica (below U = 8) and the TTFT at
+  // 1.2 s (below 1.5 s), so neither asks for more, while the rate asks for ceil(30 / 4) = 8.
+  auto p = example_without_down_window();
+  p.scale_up.requests_per_second_per_replica = 4;
+  Autoscaler a(p);
+  Observation o = obs(0, 16, 1.2, 0.5);
+  o.request_rate = 30;
+  const auto r = a.recommend(o, 4);
+  EXPECT_EQ(asks(r, "queueDepth"), 4);
+  EXPECT_EQ(asks(r, "ttftP95"), std::nullopt);
+  EXPECT_EQ(asks(r, "requestRate"), 8);
+  EXPECT_EQ(r.desired, 8) << r.reason;
+}
+
 TEST(Autoscaler, TakesTheLargestCountAndSaysWhy) {
   Autoscaler a(example());
   // queue 40 asks for 5, TTFT 2.25 s for 6, KV 0.9775 for 5: raw 6. No earlier

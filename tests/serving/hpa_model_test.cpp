@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <date/date.h>
 #include <date/tz.h>
 
@@ -109,6 +111,35 @@ TEST(HpaSpecFor, MatchesTheRenderedScaledObject) {
   EXPECT_EQ(spec.behavior.scale_up.policies[0].value, 5);
   EXPECT_EQ(spec.behavior.scale_up.policies[0].period_s, 360);
   EXPECT_EQ(spec.behavior.scale_down.stabilization_s, 600);
+}
+
+TEST(HpaSpecFor, TheRequestRateTriggerIsAnAverageValueOfTheRate) {
+  // The embeddings example scales on the rate of finished requests; its trigger, as rendered.
+  auto spec = hpa_spec_for(examples(), "customer-service-embeddings");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  const auto rate = std::find_if(spec->metrics.begin(), spec->metrics.end(),
+                                 [](const HpaMetric& m) { return m.source == HpaSource::RequestRate; });
+  ASSERT_NE(rate, spec->metrics.end());
+  EXPECT_EQ(rate->name, "request-rate");
+  EXPECT_EQ(rate->kind, HpaMetricKind::AverageValue);
+  EXPECT_FALSE(rate->ignore_null_values);
+  const double target = rate->target;
+  ASSERT_GT(target, 0);
+  // Only the rate trigger, so the proposals are its own: 3.5 x the target on 2 pods asks for 4.
+  HpaSpec alone = *spec;
+  alone.metrics = {*rate};
+  HpaModel hpa(alone);
+  ServiceSample s;
+  s.pods_reporting = 2;
+  s.request_rate = 3.5 * target;
+  EXPECT_EQ(metric_values(alone, s), (Values{3.5 * target}));
+  EXPECT_EQ(hpa.step(0, 2, metric_values(alone, s)), 4);
+  // No pod scraped, or no pod with two points of its counter: an error, never "no load".
+  s.request_rate.reset();
+  EXPECT_EQ(metric_values(alone, s), (Values{std::nullopt}));
+  s.request_rate = 10;
+  s.pods_reporting = 0;
+  EXPECT_EQ(metric_values(alone, s), (Values{std::nullopt}));
 }
 
 TEST(HpaSpecFor, CronWithLeadIsActiveExactlyWhenTheRenderedPrewarmedStartIs) {

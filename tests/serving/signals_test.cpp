@@ -46,6 +46,7 @@ TwinPage twin_page() {
   p.r0.inter_token_latency.observe(20'000, 5);     // 0.02 s: le="0.025" and above
   p.r1.time_to_first_token.observe(100'000, 4);    // 0.1 s: le="0.1" (inclusive) and above
   p.r9.time_to_first_token.observe(100'000, 9);
+  p.r0.request_success = {4, 2, 1};  // stop, length, abort
   const std::vector<twin::inference::VllmReplicaSeries> llm{{"r0", 3, 5, 0.25, &p.r0}, {"r1", 1, 0, 0.75, &p.r1}};
   const std::vector<twin::inference::VllmReplicaSeries> other{{"r9", 7, 9, 0.5, &p.r9}};
   metrics::Exposition page = twin::inference::vllm_exposition("llm", llm);
@@ -85,6 +86,7 @@ TEST(ReadVllmText, ReadsTheTwinsExposition) {
   EXPECT_EQ(r0.itl_buckets[0], (Bucket{0.01, 0}));
   EXPECT_EQ(r0.itl_buckets[1], (Bucket{0.025, 5}));
   EXPECT_EQ(r0.itl_buckets.back(), (Bucket{kInf, 5}));
+  EXPECT_EQ(r0.requests_finished, 7.0);  // over the finished reasons
 
   const ReplicaSignals& r1 = scrape->replicas[1];
   EXPECT_EQ(r1.replica, "r1");
@@ -93,6 +95,7 @@ TEST(ReadVllmText, ReadsTheTwinsExposition) {
   EXPECT_EQ(r1.ttft_buckets[6], (Bucket{0.08, 0}));
   EXPECT_EQ(r1.ttft_buckets[7], (Bucket{0.1, 4}));
   EXPECT_EQ(r1.itl_buckets.back(), (Bucket{kInf, 0}));
+  EXPECT_EQ(r1.requests_finished, 0.0);  // exported, nothing finished yet
 
   // The same page handed over without the text round trip (what the twin does) reads the same.
   const auto parsed = metrics::parse_text(p.text);
@@ -118,6 +121,7 @@ TEST(ReadVllmText, ReadsTheTwinsExposition) {
   EXPECT_EQ(o.running, 4.0);            // 3 + 1
   EXPECT_EQ(o.kv_cache_usage, 0.5);     // (0.25 + 0.75) / 2
   EXPECT_EQ(o.ttft_p95_s, std::nullopt);
+  EXPECT_EQ(o.request_rate, std::nullopt);
 }
 
 // One replica per page, as a real vLLM pod serves it: no replica label, two data-parallel
@@ -191,6 +195,37 @@ vllm:time_per_output_token_seconds_bucket{replica="x",le="+Inf"} 7
   EXPECT_EQ(scrape->replicas[1].kv_cache_usage, 0.9);  // y only the deprecated one
   EXPECT_EQ(scrape->replicas[1].waiting, std::nullopt);
   EXPECT_TRUE(scrape->replicas[1].ttft_buckets.empty());
+}
+
+TEST(ReadVllmText, RequestsFinishedOverEnginesAndReasonsUnderEitherFamilyName) {
+  // The text format's family name (after the _total series) and OpenMetrics' (without the
+  // suffix, with _created samples that are times, not counts).
+  for (const std::string family : {"vllm:request_success_total", "vllm:request_success"}) {
+    const std::string page = "# TYPE " + family + " counter\n" +
+                             R"(vllm:request_success_total{replica="x",engine="0",finished_reason="stop"} 10
+vllm:request_success_total{replica="x",engine="1",finished_reason="stop"} 5
+vllm:request_success_total{replica="x",engine="0",finished_reason="length"} 2
+vllm:request_success_total{replica="y",engine="0",finished_reason="stop",model_name="other"} 100
+)" + (family == "vllm:request_success" ? "vllm:request_success_created{replica=\"x\",engine=\"0\",finished_reason=\"stop\"} 1.7e9\n"
+                                                 : "");
+    const auto scrape = read_vllm_text(page, 0, {});
+    ASSERT_TRUE(scrape.ok()) << family << ": " << scrape.error();
+    ASSERT_EQ(scrape->replicas.size(), 2u);
+    EXPECT_EQ(scrape->replicas[0].requests_finished, 17.0) << family;
+    const auto model = read_vllm_text(page, 0, for_model("other"));
+    ASSERT_TRUE(model.ok()) << model.error();
+    ASSERT_EQ(model->replicas.size(), 1u);
+    EXPECT_EQ(model->replicas[0].requests_finished, 100.0);
+  }
+  // Not a count, or not a counter.
+  const auto negative = read_vllm_text("vllm:request_success_total{replica=\"x\"} -4\n", 0, {});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_TRUE(has_rule(negative.error(), kRuleSignalValue)) << negative.error();
+  EXPECT_NE(negative.error().find("vllm:request_success_total{replica=\"x\"} is -4"), std::string::npos)
+      << negative.error();
+  const auto gauge = read_vllm_text("# TYPE vllm:request_success_total gauge\nvllm:request_success_total{replica=\"x\"} 4\n", 0, {});
+  ASSERT_FALSE(gauge.ok());
+  EXPECT_TRUE(has_rule(gauge.error(), kRuleSignalType)) << gauge.error();
 }
 
 TEST(ReadVllmText, ClampsRoundingAroundTheKvRange) {
@@ -356,6 +391,15 @@ TEST(FromPrometheus, BuildsTheObservationOfTheRenderedQueries) {
   EXPECT_EQ(o->ttft_p95_s, 1.25);
   EXPECT_EQ(o->kv_cache_usage, 0.65);  // 2.6 / 4
   EXPECT_EQ(o->running, std::nullopt);  // not queried
+  EXPECT_EQ(o->request_rate, std::nullopt);
+
+  r.request_rate = std::vector<PromSample>{sample(12.5)};
+  const auto with_rate = from_prometheus(r);
+  ASSERT_TRUE(with_rate.ok()) << with_rate.error();
+  EXPECT_EQ(with_rate->request_rate, 12.5);
+  r.request_rate = std::vector<PromSample>{sample(-1)};
+  EXPECT_TRUE(has_rule(from_prometheus(r).error(), kRulePromValue));
+  r.request_rate.reset();
 
   EXPECT_FALSE(o->ttft_idle);
 
@@ -451,6 +495,38 @@ TEST(SignalWindow, SumsAndMeansAtTheNewestScrapeAndTtftFromTheRates) {
   ASSERT_TRUE(fresh.add(scrape_of(0, {replica("a", 0, 0.1, {{0.5, 0}, {kInf, 0}})})).ok());
   EXPECT_EQ(fresh.observe().ttft_p95_s, std::nullopt);
   EXPECT_FALSE(fresh.observe().ttft_idle);
+}
+
+ReplicaSignals finished(std::string name, double count) {
+  ReplicaSignals r;
+  r.replica = std::move(name);
+  r.requests_finished = count;
+  return r;
+}
+
+TEST(SignalWindow, RequestRateIsTheSumOfTheReplicasRates) {
+  SignalWindow w(120'000);
+  // Samples on both edges of [0, 120 s], so no extrapolation: a 1,200 / 120 = 10 per
+  // second, b 600 / 120 = 5; c has one scrape in the window, so no rate of its own.
+  ASSERT_TRUE(w.add(scrape_of(0, {finished("a", 0), finished("b", 100)})).ok());
+  EXPECT_EQ(w.observe().request_rate, std::nullopt);  // one scrape: no rate yet
+  ASSERT_TRUE(w.add(scrape_of(60'000, {finished("a", 500), finished("b", 400)})).ok());
+  ASSERT_TRUE(w.add(scrape_of(120'000, {finished("a", 1200), finished("b", 700), finished("c", 50)})).ok());
+  ASSERT_TRUE(w.observe().request_rate.has_value());
+  EXPECT_DOUBLE_EQ(*w.observe().request_rate, 15.0);
+  // A counter reset (a restarted engine) is an increase from 0, as in PromQL: a goes
+  // 1,200 -> 300 between 120 s and 180 s; over [60 s, 180 s] its increase is
+  // (1200 - 500) + 300 = 1000 in 120 s.
+  SignalWindow only_a(120'000);
+  for (const auto& [t, v] : std::vector<std::pair<std::int64_t, double>>{{60'000, 500}, {120'000, 1200}, {180'000, 300}}) {
+    ASSERT_TRUE(only_a.add(scrape_of(t, {finished("a", v)})).ok());
+  }
+  EXPECT_DOUBLE_EQ(*only_a.observe().request_rate, 1000.0 / 120);
+  // Nothing finished: a rate of 0, not a missing signal.
+  SignalWindow quiet(120'000);
+  ASSERT_TRUE(quiet.add(scrape_of(0, {finished("a", 9)})).ok());
+  ASSERT_TRUE(quiet.add(scrape_of(120'000, {finished("a", 9)})).ok());
+  EXPECT_EQ(quiet.observe().request_rate, 0.0);
 }
 
 }  // namespace

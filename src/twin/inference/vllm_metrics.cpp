@@ -64,6 +64,23 @@ Family histogram(std::string_view name, std::string_view help, std::string_view 
   return f;
 }
 
+Family request_success(std::string_view model_name, std::span<const VllmReplicaSeries> replicas,
+                        const VllmExpositionOptions& options) {
+  Family success{std::string(kRequestSuccessTotal), MetricType::counter, "Count of successfully processed requests.",
+                 {}};
+  for (const auto& r : replicas) {
+    for (std::size_t i = 0; i < kFinishedReasons.size(); ++i) {
+      std::vector<Label> labels{{"model_name", std::string(model_name)},
+                                {"engine", options.engine},
+                                {"finished_reason", std::string(kFinishedReasons[i])}};
+      if (!options.replica_label.empty()) labels.push_back({options.replica_label, r.replica});
+      success.samples.push_back(
+          {success.name, std::move(labels), static_cast<double>(r.counters->request_success[i]), {}});
+    }
+  }
+  return success;
+}
+
 }  // namespace
 
 DurationHistogram::DurationHistogram(std::span<const double> bounds_seconds)
@@ -100,6 +117,7 @@ metrics::Exposition vllm_exposition(std::string_view model_name, std::span<const
                         options, [](const VllmReplicaSeries& r) { return static_cast<double>(r.waiting); }));
     out.push_back(histogram(kTimeToFirstTokenSeconds, "Histogram of time to first token in seconds.", model_name,
                             replicas, options, &VllmCounters::time_to_first_token));
+    out.push_back(request_success(model_name, replicas, options));
     return e;
   }
   out.push_back(histogram(kE2eRequestLatencySeconds, "Histogram of e2e request latency in seconds.", model_name,
@@ -125,19 +143,7 @@ metrics::Exposition vllm_exposition(std::string_view model_name, std::span<const
   out.push_back(counter(kPromptTokensTotal, "Number of prefill tokens processed.", model_name, replicas, options,
                         &VllmCounters::prompt_tokens));
 
-  Family success{std::string(kRequestSuccessTotal), MetricType::counter, "Count of successfully processed requests.",
-                 {}};
-  for (const auto& r : replicas) {
-    for (std::size_t i = 0; i < kFinishedReasons.size(); ++i) {
-      std::vector<Label> labels{{"model_name", std::string(model_name)},
-                                {"engine", options.engine},
-                                {"finished_reason", std::string(kFinishedReasons[i])}};
-      if (!options.replica_label.empty()) labels.push_back({options.replica_label, r.replica});
-      success.samples.push_back(
-          {success.name, std::move(labels), static_cast<double>(r.counters->request_success[i]), {}});
-    }
-  }
-  out.push_back(std::move(success));
+  out.push_back(request_success(model_name, replicas, options));
 
   if (options.time_per_output_token) {
     out.push_back(histogram(kTimePerOutputTokenSeconds,

@@ -84,7 +84,8 @@ struct VllmExpositionOptions {
   // KV gauge's old name only with --show-hidden-metrics-for-version=0.10.
   bool time_per_output_token = true;
   bool gpu_cache_usage = false;
-  // Only the families an autoscaler scrape reads (KV cache, running, waiting, TTFT), same
+  // Only the families an autoscaler scrape reads (KV cache, running, waiting, TTFT, finished
+  // requests), same
   // names, labels and values: the twin's controllers scrape every 15 s.
   bool autoscaling_signals_only = false;
 };

@@ -243,6 +243,7 @@ Expected<bool> ElasticControl::recommend(Service& s, VirtualTime now) {
       sample.ttft_idle = obs.ttft_idle;
       sample.kv_cache_sum = kv_sum;
       sample.gpu_utilization_sum = utilization;
+      sample.request_rate = obs.request_rate;
       sample.now = wall(now);
       const auto values = serving::metric_values(s.hpa->spec(), sample);
       desired = s.hpa->step(now, current, values, ready);

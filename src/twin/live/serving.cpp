@@ -457,6 +457,7 @@ ServingFeasibility feasibility_of(const std::string& policy, const policy::Infer
   f.model = model_label(svc);
   f.max_replicas = spec.max_replicas;
   if (spec.scale_up.ttft_p95) f.target_s = static_cast<double>(spec.scale_up.ttft_p95->nanoseconds().count()) / 1e9;
+  f.rate_target = spec.scale_up.requests_per_second_per_replica;
   if (trace != nullptr) {
     std::vector<std::int64_t> prompts;
     for (const auto& r : *trace) {
@@ -486,6 +487,12 @@ ServingFeasibility feasibility_of(const std::string& policy, const policy::Infer
             " x " + rps_text(f.max_replica_rps) + " (what " + replica + " finishes at best), so the peak queues " +
             "whatever the autoscaler does";
   }
+  if (f.rate_target && *f.rate_target > f.max_replica_rps) {
+    f.rate_warning = "requestsPerSecondPerReplica " + rps_text(*f.rate_target) + " is above what " + replica +
+                     " finishes at best (" + rps_text(f.max_replica_rps) +
+                     "): a saturated service finishes less than the target per replica, so the rate signal never asks "
+                     "for more replicas and only the queue and the latency scale it out";
+  }
   return f;
 }
 
@@ -499,6 +506,7 @@ nlohmann::ordered_json feasibility_json(const ServingFeasibility& f) {
   j["tensorParallelSize"] = f.tensor_parallel_size;
   j["model"] = f.model;
   j["targetSeconds"] = f.target_s ? Json(*f.target_s) : Json(nullptr);
+  j["requestsPerSecondPerReplicaTarget"] = f.rate_target ? Json(*f.rate_target) : Json(nullptr);
   j["p95PromptTokens"] = f.p95_prompt_tokens;
   j["loneP95Seconds"] = f.lone_p95_s;
   j["maxRequestsPerSecondPerReplica"] = f.max_replica_rps;
@@ -506,6 +514,7 @@ nlohmann::ordered_json feasibility_json(const ServingFeasibility& f) {
   j["peakRequestsPerSecond"] = f.peak_rps;
   j["reachable"] = f.reachable;
   if (!f.why.empty()) j["why"] = f.why;
+  if (!f.rate_warning.empty()) j["rateWarning"] = f.rate_warning;
   return j;
 }
 
@@ -1015,6 +1024,9 @@ serving::Scrape Serving::scrape_of(const std::string& policy, std::int64_t t_ms)
       signals.ttft_buckets.push_back(
           {i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity(), static_cast<double>(cumulative)});
     }
+    std::int64_t finished = 0;
+    for (const auto n : s->service->counters(r.id).request_success) finished += n;
+    signals.requests_finished = static_cast<double>(finished);
     out.replicas.push_back(std::move(signals));
   }
   std::sort(out.replicas.begin(), out.replicas.end(),

@@ -194,10 +194,14 @@ struct ServingFeasibility {
   std::string policy, task, gpu_model, model;
   int tensor_parallel_size = 1, max_replicas = 0;
   std::optional<double> target_s;  // scaleUp.ttftP95
+  std::optional<double> rate_target;  // scaleUp.requestsPerSecondPerReplica
   std::int64_t p95_prompt_tokens = 0;
   double lone_p95_s = 0, max_replica_rps = 0, peak_rps = 0;
   bool reachable = true;
   std::string why;
+  // A rate target above what one replica finishes at best: a saturated service's rate is
+  // below target x replicas, so the rate signal asks for fewer replicas, never more.
+  std::string rate_warning;
 };
 // Rule id of the consistency check's warnings.
 inline constexpr std::string_view kRuleSloUnreachable = "serving.slo-unreachable";

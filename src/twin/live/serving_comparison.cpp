@@ -194,6 +194,7 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
     out.feasibility = (*platform)->serving().feasibility();
     for (const auto& f : out.feasibility) {
       if (!f.reachable && progress) progress("warning: " + f.policy + ": " + f.why);
+      if (!f.rate_warning.empty() && progress) progress("warning: " + f.policy + ": " + f.rate_warning);
     }
   }
 
@@ -405,8 +406,11 @@ std::string comparison_text(const ServingComparison& c) {
         << fixed(f.lone_p95_s * 1000, 1) << " ms";
     if (f.target_s) out << " against the " << fixed(*f.target_s * 1000, 0) << " ms target";
     out << "; at best " << fixed(f.max_replica_rps, 1) << " requests/s per replica, x" << f.max_replicas << " = "
-        << fixed(f.max_replica_rps * f.max_replicas, 1) << " against a peak of " << fixed(f.peak_rps, 1) << '\n';
+        << fixed(f.max_replica_rps * f.max_replicas, 1) << " against a peak of " << fixed(f.peak_rps, 1);
+    if (f.rate_target) out << "; rate target " << fixed(*f.rate_target, 1) << " requests/s per replica";
+    out << '\n';
     if (!f.reachable) out << "  UNREACHABLE: " << f.why << '\n';
+    if (!f.rate_warning.empty()) out << "  WARNING: " << f.rate_warning << '\n';
   }
   std::size_t width = 43;
   for (const auto& s : c.summaries) width = std::max(width, s.policy.size() + s.control.size() + 4);

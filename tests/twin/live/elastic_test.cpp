@@ -323,6 +323,37 @@ TEST_F(ElasticWeekday, AtTheFloorBeforeHalfPastEightThenBetweenTheFloorAndTheMax
   }
 }
 
+// The embeddings service sizes on its request rate (examples/policies/20-inference.yaml:
+// 700/s per replica): on the morning's ramp it scales out while its latency is within
+// its 200 ms target and its queue below 32 per replica, that is before either of those
+// signals would ask for a replica, and the rate is what asks.
+TEST_F(ElasticWeekday, TheEmbeddingsRateSignalScalesOutBeforeTheLatencyOrTheQueueAsks) {
+  ASSERT_TRUE(run_->platform);
+  const auto& p = *run_->platform;
+  int ahead = 0;
+  for (const auto* e : events_of(p, "ScaleUpRequested", "/embeddings")) {
+    const auto& n = e->numbers;
+    if (!n.contains("requestRate") || !n.contains("realtime")) continue;
+    const double from = n["from"].get<double>();
+    if (n["realtime"].get<double>() <= from) continue;  // a tidal floor's, not the signals'
+    const double rate = n["requestRate"].get<double>();
+    const bool latency_fine = !n.contains("ttftP95") || n["ttftP95"].get<double>() < 0.2 * 0.9;
+    const bool queue_fine = !n.contains("queueDepth") || n["queueDepth"].get<double>() / from < 32 * 0.9;
+    if (latency_fine && queue_fine) {
+      // The rate asked: ceil(rate / 700) is what the replicas grew towards.
+      EXPECT_GT(rate, from * 700 * 1.1) << e->message;
+      EXPECT_NE(e->message.find("requestRate"), std::string::npos) << e->message;
+      ++ahead;
+    }
+  }
+  EXPECT_GE(ahead, 1) << "no scale-out of the embeddings service came from its request rate alone";
+  for (const auto& s : p.services_json()) {
+    if (s["policy"] == "customer-service-embeddings") {
+      EXPECT_EQ(s["cut"], 0);
+    }
+  }
+}
+
 // Tuesday 19:00 to Wednesday 09:00 at half the load: the night, and the morning's approach.
 class ElasticNight : public ::testing::Test {
  protected:

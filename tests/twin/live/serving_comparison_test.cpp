@@ -197,6 +197,10 @@ TEST(ServingFeasibilityCheck, TheExampleServicesAreWithinReachWithTheirNumbers) 
   ASSERT_TRUE(embed->target_s.has_value());
   EXPECT_DOUBLE_EQ(*embed->target_s, 0.2);
   EXPECT_GT(embed->max_replica_rps * embed->max_replicas, embed->peak_rps);
+  // Its rate target (700/s per replica) is below what a replica finishes at best.
+  ASSERT_TRUE(embed->rate_target.has_value());
+  EXPECT_LT(*embed->rate_target, embed->max_replica_rps);
+  EXPECT_TRUE(embed->rate_warning.empty()) << embed->rate_warning;
   const auto* llm = feasibility_of(*c, "customer-service-llm");
   ASSERT_NE(llm, nullptr);
   EXPECT_TRUE(llm->reachable) << llm->why;
@@ -229,6 +233,36 @@ TEST(ServingFeasibilityCheck, ATargetBelowALoneRequestsPrefillIsUnreachableAtAny
   ASSERT_EQ(warnings.size(), 1U);
   EXPECT_NE(warnings[0].find("customer-service-embeddings"), std::string::npos);
   EXPECT_NE(comparison_text(*c).find("UNREACHABLE"), std::string::npos);
+}
+
+TEST(ServingFeasibilityCheck, ARateTargetAboveWhatAReplicaFinishesIsAWarning) {
+  policy::PolicySet set = testing::examples_plus();
+  const auto* object = set.find(policy::Kind::InferenceScalingPolicy, "customer-service-embeddings");
+  ASSERT_NE(object, nullptr);
+  policy::PolicyObject changed = *object;
+  std::get<policy::InferenceScalingPolicySpec>(changed.spec).scale_up.requests_per_second_per_replica = 5000;
+  ASSERT_TRUE(set.upsert(std::move(changed)));
+  std::vector<std::string> warnings;
+  const auto c = compare_serving(set, one_hour_autoscaler(), example_inventory(), [&](const std::string& line) {
+    if (line.rfind("warning: ", 0) == 0) warnings.push_back(line);
+  });
+  ASSERT_TRUE(c) << c.error();
+  const auto* embed = feasibility_of(*c, "customer-service-embeddings");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_TRUE(embed->reachable);  // the service can meet its target; the signal is what is wrong
+  EXPECT_NE(embed->rate_warning.find("requestsPerSecondPerReplica 5000.0 requests/s is above"), std::string::npos) << embed->rate_warning;
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_NE(warnings[0].find("customer-service-embeddings"), std::string::npos);
+  EXPECT_NE(comparison_text(*c).find("WARNING: requestsPerSecondPerReplica"), std::string::npos);
+  bool in_json = false;
+  const auto json = comparison_json(*c);
+  for (const auto& f : json["feasibility"]) {
+    if (f["policy"] != "customer-service-embeddings") continue;
+    EXPECT_EQ(f["requestsPerSecondPerReplicaTarget"], 5000.0);
+    EXPECT_TRUE(f.contains("rateWarning"));
+    in_json = true;
+  }
+  EXPECT_TRUE(in_json);
 }
 
 TEST(ServingFeasibilityCheck, APeakAboveWhatMaxReplicasFinishIsUnreachable) {
