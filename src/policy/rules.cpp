@@ -116,6 +116,7 @@ constexpr std::array kRules = {
     RuleInfo{"render.autoscaler-unsupported", S::PolicySet, "a workload KEDA cannot scale, so no ScaledObject is rendered (warning)", false},
     RuleInfo{"render.prewarm-not-expressible", S::PolicySet, "a prewarmBefore that one cron start expression cannot express (warning)", false},
     RuleInfo{"render.behavior-clamped", S::PolicySet, "a stabilization window or model load time beyond the HPA's limits, clamped (warning)", false},
+    RuleInfo{"render.burst-headroom-lendable", S::PolicySet, "a quota that may lend the GPUs its inference services keep for their floors and burst headroom (warning)", false},
     RuleInfo{"render.name-collision", S::PolicySet, "two rendered objects of one kind would get the same name (e.g. group-pool queue names)", false},
     RuleInfo{"render.reserved-priority-name", S::PolicySet, "a priority whose PriorityClass name Kubernetes reserves (system-)", false},
     RuleInfo{"render.protected-priority-order", S::PolicySet, "a protected priority valued below a preemptible one (warning)", false},

@@ -189,7 +189,10 @@ class Checker {
     index();
     group_rows();
     for (auto& s : services_) service_row(s);
-    for (const auto& row : out_.groups) check_group_sum(row);
+    for (const auto& row : out_.groups) {
+      check_group_sum(row);
+      check_burst_headroom(row);
+    }
     for (const auto& pool : g_->pools) pool_row(pool);
     std::sort(out_.pools.begin(), out_.pools.end(), [](const auto& a, const auto& b) { return a.pool < b.pool; });
     for (const auto& o : set_.policies()) {
@@ -548,6 +551,34 @@ class Checker {
            "the group's " + str(row.services) + " services on pool " + row.pool + " need " + str(row.services_required) +
                " GPUs at maxReplicas (" + parts + "), but ClusterQueue " + row.queue + " reaches at most " +
                str(row.queue_reach) + ", so they cannot all scale out at once");
+  }
+
+  // burstHeadroom is "GPUs kept free or prewarmed for fast scale-out" (the policy API): free
+  // GPUs of the group's guarantee that its lendingLimit lets borrowers take are not kept:
+  // when the burst comes they are held, and reclaim gives the borrower its grace first.
+  // The part never lent (guaranteed - lendingLimit; 0 without a lendingLimit) must hold
+  // every service's minReplicas floor and headroom.
+  void check_burst_headroom(const GroupPoolCapacity& row) {
+    Gpus kept = 0;
+    std::string parts;
+    for (const Service* s : by_pool_[row.pool]) {
+      if (s->spec->business_group != row.group) continue;
+      const Gpus headroom = s->spec->effective_burst_headroom();
+      if (headroom == 0) continue;
+      kept += s->min_gpus() + headroom;
+      parts += (parts.empty() ? "" : ", ") + s->object->name() + " " + str(s->min_gpus()) + " + " + str(headroom);
+    }
+    if (kept == 0 || kept <= row.lending_floor) return;
+    const auto& q = quotas_.at({row.group, row.pool})->as<GPUQuotaPolicySpec>();
+    const std::string lends = q.lending_limit ? "lends up to " + str(*q.lending_limit) + " of its " + str(row.guaranteed) +
+                                                    " guaranteed GPUs (lendingLimit), keeping " + str(row.lending_floor)
+                                              : "lends all " + str(row.guaranteed) + " of its guaranteed GPUs (no lendingLimit)";
+    report(*quotas_.at({row.group, row.pool}), rule::kBurstHeadroomLendable, "spec.lendingLimit",
+           "the group's services on pool " + row.pool + " keep " + str(kept) + " GPUs for their floors and burst headroom (" +
+               parts + ", minReplicas x gpuPerReplica + burstHeadroom), but the quota " + lends +
+               ": a borrower may hold the headroom when a burst comes, and reclaim gives it the grace period first; set "
+               "lendingLimit to at most " + str(std::max<Gpus>(0, row.guaranteed - kept)),
+           Severity::Warning);
   }
 
   void pool_row(const Pool& pool) {

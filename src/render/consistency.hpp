@@ -33,6 +33,7 @@ inline constexpr std::string_view kNonPreemptibleBorrowExceedsSpare = "render.no
 inline constexpr std::string_view kAutoscalerUnsupported = "render.autoscaler-unsupported";
 inline constexpr std::string_view kPrewarmNotExpressible = "render.prewarm-not-expressible";
 inline constexpr std::string_view kBehaviorClamped = "render.behavior-clamped";
+inline constexpr std::string_view kBurstHeadroomLendable = "render.burst-headroom-lendable";
 }  // namespace rule
 
 // GPU counts are devices of the pool's flavor; "allows" values are whole replicas' GPUs.

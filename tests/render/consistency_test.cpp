@@ -356,6 +356,41 @@ TEST(Consistency, NotesWhatTheRenderCannotExpress) {
   EXPECT_EQ(spec["triggers"][4]["metadata"]["start"], "*/15 8 * * 1-5");
 }
 
+TEST(Consistency, BurstHeadroomThatTheQuotaMayLendIsAWarning) {
+  // The examples keep it: customer-service lends at most 24 of its 32 H100s (keeping 8 for
+  // the LLM's floor 4 + headroom 4) and 6 of its 8 L40S (keeping the embeddings' 1 + 1).
+  {
+    const auto r = check_consistency(examples_with());
+    for (const auto& d : r.diagnostics) EXPECT_NE(d.rule, rule::kBurstHeadroomLendable) << d.to_string();
+  }
+  // Without the L40S lendingLimit the whole guarantee may be lent, headroom and all.
+  auto set = examples_with();
+  edit<GPUQuotaPolicySpec>(set, Kind::GPUQuotaPolicy, "customer-service-l40s", [](auto& q) { q.lending_limit.reset(); });
+  // A bigger H100 headroom than its lendingLimit keeps: 4 + 8 GPUs against 8 never lent.
+  edit<InferenceScalingPolicySpec>(set, Kind::InferenceScalingPolicy, "customer-service-llm",
+                                   [](auto& p) { p.burst_headroom = 8; });
+  expect_valid(set);
+  const auto r = check_consistency(set);
+  EXPECT_TRUE(r.ok()) << all(r);  // a warning, not a conflict
+  std::vector<const Diagnostic*> found;
+  for (const auto& d : r.diagnostics) {
+    if (d.rule == rule::kBurstHeadroomLendable) found.push_back(&d);
+  }
+  ASSERT_EQ(found.size(), 2u) << all(r);
+  for (const auto* d : found) {
+    EXPECT_EQ(d->severity, Severity::Warning);
+    EXPECT_EQ(d->kind, "GPUQuotaPolicy");
+    EXPECT_EQ(d->path, "spec.lendingLimit");
+  }
+  const std::string text = all(r);
+  expect_contains(text, "keep 12 GPUs for their floors and burst headroom (customer-service-llm 4 + 8");
+  expect_contains(text, "lends up to 24 of its 32 guaranteed GPUs (lendingLimit), keeping 8");
+  expect_contains(text, "set lendingLimit to at most 20");
+  expect_contains(text, "keep 2 GPUs for their floors and burst headroom (customer-service-embeddings 1 + 1");
+  expect_contains(text, "lends all 8 of its guaranteed GPUs (no lendingLimit)");
+  expect_contains(text, "set lendingLimit to at most 6");
+}
+
 TEST(Consistency, ReportIsDataAndText) {
   auto set = examples_with();
   edit<TidalPolicySpec>(set, Kind::TidalPolicy, "weekday-serving-training",
@@ -385,7 +420,8 @@ TEST(Consistency, EveryRuleIsRegisteredForGpubankRules) {
   for (auto id : {rule::kQueueBelowMaxReplicas, rule::kPoolBelowMaxReplicas, rule::kAutoscalerBelowMaxReplicas,
                   rule::kServicesExceedQueue, rule::kWorkloadShapeMismatch, rule::kTidalFloorExceedsUnlent,
                   rule::kInferencePriorityNotAboveTraining, rule::kNonPreemptibleBorrowExceedsSpare,
-                  rule::kAutoscalerUnsupported, rule::kPrewarmNotExpressible, rule::kBehaviorClamped}) {
+                  rule::kAutoscalerUnsupported, rule::kPrewarmNotExpressible, rule::kBehaviorClamped,
+                  rule::kBurstHeadroomLendable}) {
     const policy::RuleInfo* info = policy::find_rule(id);
     ASSERT_NE(info, nullptr) << id;
     EXPECT_EQ(info->scope, policy::RuleScope::PolicySet) << id;
