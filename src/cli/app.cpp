@@ -135,7 +135,7 @@ int run_command(int argc, char** argv) {
       add_render_command(app),   add_controller_command(app), add_schema_command(app),  add_twin_command(app),
       add_bank_command(app),     add_audit_command(app),    add_up_command(app), add_tidal_command(app),
       add_metasync_command(app), add_exporter_command(app), add_scan_command(app), add_report_command(app),
-      add_token_command(app),
+      add_token_command(app),    add_serving_command(app),
   };
 
   // CLI11 would only say "A subcommand is required" for a misspelt command.

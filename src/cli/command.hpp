@@ -76,6 +76,9 @@ Command add_metasync_command(CLI::App& app);
 // `gpubank exporter`: the node agent that attributes GPU samples (src/attribution/exporter.hpp).
 Command add_exporter_command(CLI::App& app);
 
+// `gpubank serving recommend`: an inference autoscaler on live signals (src/autoscale).
+Command add_serving_command(CLI::App& app);
+
 // `gpubank up`: the embedded platform on the twin, served on loopback.
 Command add_up_command(CLI::App& app);
 

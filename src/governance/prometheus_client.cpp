@@ -13,7 +13,7 @@ namespace {
 class HttpPrometheus final : public PrometheusClient {
  public:
   HttpPrometheus(std::string url, const std::string& base, std::string prefix, std::chrono::milliseconds timeout)
-      : url_(std::move(url)), prefix_(std::move(prefix)), client_(base) {
+      : url_(std::move(url)), prefix_(std::move(prefix)), timeout_(timeout), client_(base) {
     configure_client(client_, timeout);
     client_.set_keep_alive(true);
   }
@@ -30,7 +30,15 @@ class HttpPrometheus final : public PrometheusClient {
     req.path = prefix_ + "/api/v1/query";
     req.set_header("Content-Type", "application/x-www-form-urlencoded");
     req.body = httplib::detail::params_to_query_str(form);
+    // The read timeout bounds each wait for bytes; a server that trickles them would
+    // hold the caller for ever, so the whole answer has the timeout too.
+    bool too_slow = false;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
     req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        too_slow = true;
+        return false;
+      }
       if (body.size() + n > serving::kPromMaxBodyBytes) {
         too_large = true;
         return false;
@@ -43,6 +51,9 @@ class HttpPrometheus final : public PrometheusClient {
     const bool sent = client_.send(req, res, error);
     if (too_large) {
       return Unexpected{url_ + ": the answer is over " + std::to_string(serving::kPromMaxBodyBytes) + " bytes"};
+    }
+    if (too_slow) {
+      return Unexpected{url_ + ": the answer took longer than " + std::to_string(timeout_.count()) + " ms to arrive"};
     }
     if (!sent) return Unexpected{url_ + ": " + describe(error)};
     if (res.status != 200) {
@@ -63,6 +74,7 @@ class HttpPrometheus final : public PrometheusClient {
  private:
   std::string url_;
   std::string prefix_;
+  std::chrono::milliseconds timeout_;
   httplib::Client client_;
 };
 

@@ -395,12 +395,12 @@ std::string ttft_p95_guarded_query(std::string_view matchers, Duration window) {
          std::string(matchers) + "}[" + window.to_string() + "])) == 0)";
 }
 
-std::string kv_cache_query(std::string_view matchers) {
+std::string kv_cache_query(std::string_view matchers, std::string_view replica_label) {
   // `or` keeps a right-hand sample only where no left-hand sample has the same labels;
   // both sides are reduced to {pod} first, so a pod exporting both names counts once.
   const std::string m(matchers);
-  return "sum(avg by (pod) (vllm:kv_cache_usage_perc{" + m + "}) or avg by (pod) (vllm:gpu_cache_usage_perc{" + m +
-         "}))";
+  const std::string by = "avg by (" + std::string(replica_label) + ") (";
+  return "sum(" + by + "vllm:kv_cache_usage_perc{" + m + "}) or " + by + "vllm:gpu_cache_usage_perc{" + m + "}))";
 }
 
 std::string request_rate_query(std::string_view matchers, Duration window) {

@@ -95,8 +95,8 @@ struct ScaleTarget {
 [[nodiscard]] std::string ttft_p95_guarded_query(std::string_view matchers, Duration window);
 // KV-cache usage (0..1) summed over pods, each pod counted once: vllm:kv_cache_usage_perc
 // where a pod exports it, the deprecated vllm:gpu_cache_usage_perc where it exports only
-// that.
-[[nodiscard]] std::string kv_cache_query(std::string_view matchers);
+// that. `replica_label` names a pod ("pod" under Kubernetes discovery).
+[[nodiscard]] std::string kv_cache_query(std::string_view matchers, std::string_view replica_label = "pod");
 // Requests finished per second over `window`, summed over the pods (every engine and
 // finished_reason is a series of its own). 0 when the pods report and nothing finished;
 // an empty result (an error for the trigger) when no pod is scraped.

@@ -1,0 +1,93 @@
+#include "autoscale/live_autoscaler.hpp"
+
+#include <algorithm>
+
+#include "core/timestamp.hpp"
+
+namespace gpubank::autoscale {
+
+LiveAutoscaler::LiveAutoscaler(const policy::InferenceScalingPolicySpec& spec, serving::AutoscalerOptions options)
+    : autoscaler_(spec, options) {}
+
+LiveStep LiveAutoscaler::step(const Expected<SignalReading>& reading, std::int64_t now_ms, int current,
+                              std::optional<int> ready) {
+  LiveStep out;
+  out.t_ms = now_ms;
+  out.current = current;
+  out.ready = ready;
+  if (!reading) {
+    out.signals_error = reading.error();
+    serving::Observation nothing;
+    nothing.t_ms = now_ms;
+    out.recommendation = autoscaler_.recommend(nothing, current, ready);
+    out.held = true;
+    out.recommendation.reason = "signals unavailable (" + reading.error() + "): holding at " +
+                                std::to_string(out.recommendation.desired) +
+                                "; without signals the autoscaler never scales down";
+    return out;
+  }
+  out.reading = *reading;
+  serving::Observation seen = reading->observation;
+  seen.t_ms = now_ms;
+  out.recommendation = autoscaler_.recommend(seen, current, ready);
+  if (!reading->unread.empty() && out.recommendation.desired < current) {
+    // Only the count returned is kept; the raw recommendation stays in the autoscaler's
+    // window, which the next complete reading reconsiders.
+    const int asked = out.recommendation.desired;
+    out.recommendation.desired = std::max(current, autoscaler_.policy().min_replicas);
+    out.recommendation.desired = std::min(out.recommendation.desired, std::max(current, autoscaler_.policy().max_replicas));
+    out.held = true;
+    out.recommendation.reason += "; holding at " + std::to_string(out.recommendation.desired) + " instead of " +
+                                 std::to_string(asked) + ": " + std::to_string(reading->unread.size()) +
+                                 " replica(s) could not be read, and a replica without signals never lets the service scale in";
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; }
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const LiveStep& step) {
+  nlohmann::ordered_json j;
+  j["time"] = format_rfc3339(Timestamp(std::chrono::milliseconds(step.t_ms)));
+  j["current"] = step.current;
+  j["ready"] = step.ready ? nlohmann::ordered_json(*step.ready) : nullptr;
+  j["desired"] = step.recommendation.desired;
+  j["held"] = step.held;
+  j["signalsError"] = step.signals_error.empty() ? nullptr : nlohmann::ordered_json(step.signals_error);
+  if (step.reading) {
+    const auto& o = step.reading->observation;
+    j["observation"] = {{"replicasReporting", o.replicas_reporting},
+                        {"queueDepth", optional_number(o.queue_depth)},
+                        {"running", optional_number(o.running)},
+                        {"kvCacheUsage", optional_number(o.kv_cache_usage)},
+                        {"ttftP95Seconds", optional_number(o.ttft_p95_s)},
+                        {"ttftIdle", o.ttft_idle},
+                        {"requestRate", optional_number(o.request_rate)}};
+    j["unread"] = step.reading->unread;
+  } else {
+    j["observation"] = nullptr;
+    j["unread"] = nlohmann::ordered_json::array();
+  }
+  const auto& r = step.recommendation;
+  nlohmann::ordered_json signals = nlohmann::ordered_json::array();
+  for (const auto& s : r.signals) {
+    signals.push_back({{"name", s.name},
+                       {"value", optional_number(s.value)},
+                       {"target", s.target},
+                       {"replicas", s.replicas ? nlohmann::ordered_json(*s.replicas) : nullptr},
+                       {"idle", s.idle}});
+  }
+  j["recommendation"] = {{"raw", r.raw},
+                         {"stabilized", r.stabilized},
+                         {"desired", r.desired},
+                         {"metricsMissing", r.metrics_missing},
+                         {"reason", r.reason},
+                         {"signals", std::move(signals)}};
+  return j;
+}
+
+}  // namespace gpubank::autoscale
