@@ -1,6 +1,8 @@
 #include "autoscale/live_autoscaler.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/timestamp.hpp"
 
@@ -44,6 +46,20 @@ LiveStep LiveAutoscaler::step(const Expected<SignalReading>& reading, std::int64
   return out;
 }
 
+std::vector<DeletionCost> deletion_costs(const std::vector<ReplicaLoad>& loads) {
+  std::vector<DeletionCost> out;
+  out.reserve(loads.size());
+  constexpr double kMax = std::numeric_limits<std::int32_t>::max();
+  for (const auto& l : loads) {
+    const double v = std::isfinite(l.in_flight) ? std::clamp(std::round(l.in_flight), 0.0, kMax) : kMax;
+    out.push_back({l.replica, static_cast<std::int32_t>(v)});
+  }
+  std::sort(out.begin(), out.end(), [](const DeletionCost& a, const DeletionCost& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.replica < b.replica;
+  });
+  return out;
+}
+
 namespace {
 
 nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; }
@@ -72,6 +88,11 @@ nlohmann::ordered_json to_json(const LiveStep& step) {
     j["observation"] = nullptr;
     j["unread"] = nlohmann::ordered_json::array();
   }
+  nlohmann::ordered_json costs = nlohmann::ordered_json::array();
+  if (step.reading) {
+    for (const auto& c : deletion_costs(step.reading->loads)) costs.push_back({{"replica", c.replica}, {"cost", c.cost}});
+  }
+  j["deletionCosts"] = std::move(costs);
   const auto& r = step.recommendation;
   nlohmann::ordered_json signals = nlohmann::ordered_json::array();
   for (const auto& s : r.signals) {

@@ -27,12 +27,32 @@
 
 namespace gpubank::autoscale {
 
+// Requests one replica holds now (running + waiting), by the name its series carry.
+struct ReplicaLoad {
+  std::string replica;
+  double in_flight = 0;
+  friend bool operator==(const ReplicaLoad&, const ReplicaLoad&) = default;
+};
+
 // What one sync read.
 struct SignalReading {
   serving::Observation observation;
   // Replicas (scrape targets) that could not be read, each "<url>: <why>".
   std::vector<std::string> unread;
+  // Per replica, when the source tells them apart (empty otherwise).
+  std::vector<ReplicaLoad> loads;
 };
+
+// controller.kubernetes.io/pod-deletion-cost per replica: the ReplicaSet removes the pod
+// of lowest cost first on a scale-in, so the cost is the requests it holds (rounded,
+// within the annotation's int32) and the replica with the fewest goes first, its drain the
+// shortest. Sorted by cost, then name.
+struct DeletionCost {
+  std::string replica;
+  std::int32_t cost = 0;
+  friend bool operator==(const DeletionCost&, const DeletionCost&) = default;
+};
+[[nodiscard]] std::vector<DeletionCost> deletion_costs(const std::vector<ReplicaLoad>& loads);
 
 struct LiveStep {
   std::int64_t t_ms = 0;
@@ -58,8 +78,8 @@ class LiveAutoscaler {
 };
 
 // {"time": RFC 3339, "current", "ready", "desired", "held", "signalsError", "observation":
-//  {...}, "unread": [...], "recommendation": {"raw", "stabilized", "desired", "reason",
-//  "signals": [...]}}
+//  {...}, "unread": [...], "deletionCosts": [{"replica", "cost"}], "recommendation": {"raw",
+//  "stabilized", "desired", "reason", "signals": [...]}}
 [[nodiscard]] nlohmann::ordered_json to_json(const LiveStep& step);
 
 }  // namespace gpubank::autoscale

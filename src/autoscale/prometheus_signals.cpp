@@ -32,6 +32,9 @@ SignalQueries signal_queries(const policy::InferenceScalingPolicySpec& spec, con
   q.pods_reporting = "count(count by (" + selector.replica_label + ") (" + waiting + "))";
   if (spec.scale_up.requests_per_second_per_replica) q.request_rate = render::request_rate_query(m, rate_window);
   q.freshness = "min(timestamp(" + waiting + "))";
+  const std::string by = "sum by (" + selector.replica_label + ") (";
+  q.in_flight_by_replica = by + "vllm:num_requests_running{" + m + "}) + " + by + waiting + ")";
+  q.replica_label = selector.replica_label;
   return q;
 }
 
@@ -93,6 +96,29 @@ Expected<serving::Observation> read_prometheus_signals(const SignalQueries& quer
     if (auto ok = take("request-rate", queries.request_rate, *r.request_rate); !ok) return Unexpected{ok.error()};
   }
   return serving::from_prometheus(r);
+}
+
+Expected<std::vector<ReplicaLoad>> read_prometheus_loads(const SignalQueries& queries, const QueryFunction& query,
+                                                         std::int64_t now_ms) {
+  auto samples = query(queries.in_flight_by_replica, now_ms);
+  if (!samples) {
+    return Unexpected{with_rule("the in-flight query (" + queries.in_flight_by_replica + ") failed: " + samples.error(),
+                                kRuleSignalsQuery)};
+  }
+  std::vector<ReplicaLoad> out;
+  for (const auto& s : *samples) {
+    const auto it = s.labels.find(queries.replica_label);
+    if (it == s.labels.end()) {
+      return Unexpected{with_rule("the in-flight query returned a sample without the label " + queries.replica_label,
+                                  serving::kRulePromShape)};
+    }
+    if (!std::isfinite(s.value) || s.value < 0) {
+      return Unexpected{with_rule("the in-flight query returned a count that is not one for " + it->second,
+                                  serving::kRulePromValue)};
+    }
+    out.push_back({it->second, s.value});
+  }
+  return out;
 }
 
 }  // namespace gpubank::autoscale

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/duration.hpp"
+#include "autoscale/live_autoscaler.hpp"
 #include "core/expected.hpp"
 #include "policy/types.hpp"
 #include "serving/signals.hpp"
@@ -51,6 +52,9 @@ struct SignalQueries {
   std::string pods_reporting;  // count(count by (<replica label>) (vllm:num_requests_waiting{...}))
   std::string request_rate;    // render::request_rate_query; empty when the policy has no rate target
   std::string freshness;       // min(timestamp(vllm:num_requests_waiting{...}))
+  // sum by (<label>) (running) + sum by (<label>) (waiting): each replica's requests
+  std::string in_flight_by_replica;
+  std::string replica_label;
 };
 
 // The queries for `spec` over `selector`, rates over `rate_window` (KEDA's, 2m, by default).
@@ -67,5 +71,10 @@ using QueryFunction = std::function<Expected<std::vector<serving::PromSample>>(c
 // reporting, on which the autoscaler holds.
 [[nodiscard]] Expected<serving::Observation> read_prometheus_signals(const SignalQueries& queries, const QueryFunction& query,
                                                                      std::int64_t now_ms, std::chrono::milliseconds max_age);
+
+// Each replica's requests in flight at now_ms (for pod-deletion-cost); errors as above, and
+// a sample without the replica label.
+[[nodiscard]] Expected<std::vector<ReplicaLoad>> read_prometheus_loads(const SignalQueries& queries, const QueryFunction& query,
+                                                                       std::int64_t now_ms);
 
 }  // namespace gpubank::autoscale

@@ -53,6 +53,9 @@ class HttpVllmScraper final : public VllmScraper {
         return Unexpected{"replica " + merged.replicas[i].replica + " is on two targets' pages; each replica must be scraped once"};
       }
     }
+    for (const auto& r : merged.replicas) {
+      if (r.running || r.waiting) out.loads.push_back({r.replica, r.running.value_or(0) + r.waiting.value_or(0)});
+    }
     if (auto added = window_.add(std::move(merged)); !added) return Unexpected{added.error()};
     out.observation = window_.observe();
     return out;

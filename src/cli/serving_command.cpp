@@ -9,7 +9,8 @@
 // rendered pods' namespace and name pattern unless given); with --scrape it reads vLLM's
 // /metrics pages itself. When the signals cannot be read (Prometheus down, a timeout,
 // samples older than --max-age) the sync holds and says why (docs/serving.md, "Live
-// signals"). Exit codes: 0 the last sync read its signals, 1 it could not (held) or the
+// signals"). With each count it prints the controller.kubernetes.io/pod-deletion-cost each
+// replica should carry (its requests in flight). Exit codes: 0 the last sync read its signals, 1 it could not (held) or the
 // policies are invalid, 2 usage.
 #include <CLI/CLI.hpp>
 
@@ -73,6 +74,12 @@ void print_text(std::ostream& out, const std::string& policy, const autoscale::L
         << number(o.running) << ", kv " << number(o.kv_cache_usage) << ", ttft p95 "
         << (o.ttft_idle ? std::string("idle") : number(o.ttft_p95_s)) << " s, finished " << number(o.request_rate) << "/s\n";
     for (const auto& u : step.reading->unread) out << "  unread: " << escape_text(u) << '\n';
+    const auto costs = autoscale::deletion_costs(step.reading->loads);
+    if (!costs.empty()) {
+      out << "  pod-deletion-cost (lowest removed first):";
+      for (const auto& c : costs) out << ' ' << escape_text(c.replica) << '=' << c.cost;
+      out << '\n';
+    }
   }
   out << "  " << escape_text(r.reason) << '\n';
 }
@@ -155,7 +162,16 @@ int run_recommend(const RecommendOptions& opt) {
       auto seen = autoscale::read_prometheus_signals(
           queries, [&](const std::string& q, std::int64_t t) { return prometheus->query(q, t); }, now, *max_age);
       if (!seen) return Unexpected{seen.error()};
-      return autoscale::SignalReading{*seen, {}};
+      autoscale::SignalReading reading{*seen, {}, {}};
+      // The costs are advice beside the count: without them the sync still stands.
+      auto loads = autoscale::read_prometheus_loads(
+          queries, [&](const std::string& q, std::int64_t t) { return prometheus->query(q, t); }, now);
+      if (loads) {
+        reading.loads = std::move(*loads);
+      } else {
+        std::cerr << "gpubank serving recommend: no pod-deletion-cost: " << escape_text(loads.error()) << '\n';
+      }
+      return reading;
     };
   } else {
     autoscale::ScrapeClientOptions options;

@@ -5,6 +5,8 @@
 
 #include "autoscale/live_autoscaler.hpp"
 
+#include <cmath>
+
 namespace gpubank::autoscale {
 namespace {
 
@@ -97,6 +99,19 @@ TEST(LiveAutoscaler, UnreadReplicasNeverLetTheServiceScaleInButItMayScaleOut) {
   const auto j = to_json(out);
   EXPECT_EQ(j["unread"].size(), 1u);
   EXPECT_EQ(j["observation"]["queueDepth"], 60.0);
+}
+
+TEST(DeletionCosts, TheReplicaWithTheFewestRequestsGoesFirstWithinTheAnnotationsRange) {
+  const std::vector<ReplicaLoad> loads{{"b", 12.4}, {"a", 12.6}, {"c", 0}, {"d", 1e12}, {"e", -1}, {"f", std::nan("")}};
+  EXPECT_EQ(deletion_costs(loads), (std::vector<DeletionCost>{{"c", 0}, {"e", 0}, {"b", 12}, {"a", 13},
+                                                              {"d", 2147483647}, {"f", 2147483647}}));
+  SignalReading r = queue(3, 2);
+  r.loads = {{"pod-x", 7}, {"pod-y", 2}};
+  LiveAutoscaler a(spec());
+  const auto j = to_json(a.step(r, kLiveT0, 2));
+  ASSERT_EQ(j["deletionCosts"].size(), 2u);
+  EXPECT_EQ(j["deletionCosts"][0]["replica"], "pod-y");
+  EXPECT_EQ(j["deletionCosts"][0]["cost"], 2);
 }
 
 }  // namespace

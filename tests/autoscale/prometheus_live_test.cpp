@@ -78,6 +78,11 @@ TEST(ServingRecommendLive, TheRenderedQueriesOnARealPrometheusAndTheHoldWhenItIs
   // The example's chat policy: 8 waiting per replica; 36 over 3 asks for ceil(36 / 8) = 5,
   // and the TTFT (0.4 s) and KV (50 %) are below their targets.
   EXPECT_EQ(j["desired"], 5) << j.dump();
+  // pod-deletion-cost: requests in flight, the fewest first (c: 38, a: 42, b: 46).
+  const nlohmann::json costs = nlohmann::json::array({{{"replica", c.address()}, {"cost", 38}},
+                                                      {{"replica", a.address()}, {"cost", 42}},
+                                                      {{"replica", b.address()}, {"cost", 46}}});
+  EXPECT_EQ(j["deletionCosts"], costs) << j.dump();
 
   // The same pages read directly (two syncs a second apart for the rates) see the same.
   const auto direct = run_process({gpubank, "serving", "recommend", "--policies", gpubank::testing::examples_dir() + "/policies",
@@ -90,6 +95,7 @@ TEST(ServingRecommendLive, TheRenderedQueriesOnARealPrometheusAndTheHoldWhenItIs
   EXPECT_EQ(d["observation"]["replicasReporting"], 3);
   EXPECT_EQ(d["observation"]["queueDepth"], 36.0);
   EXPECT_EQ(d["desired"], 5);
+  EXPECT_EQ(d["deletionCosts"], costs) << d.dump();
 
   // Samples are at least a few milliseconds old: with a limit of 1 ms they are stale.
   const auto stale = with({"--prometheus", url, "--max-age", "1ms"});

@@ -149,5 +149,25 @@ TEST(ReadPrometheusSignals, AFailedOrMalformedAnswerNamesTheQuery) {
   EXPECT_NE(refused.error().find(serving::kRulePromValue), std::string::npos) << refused.error();
 }
 
+TEST(ReadPrometheusLoads, EachReplicasRequestsByItsLabel) {
+  const auto q = signal_queries(spec(false), SignalSelector{R"(model_name="chat")", "replica"});
+  EXPECT_EQ(q.in_flight_by_replica, R"(sum by (replica) (vllm:num_requests_running{model_name="chat"}) + )"
+                                    R"(sum by (replica) (vllm:num_requests_waiting{model_name="chat"}))");
+  Answers a;
+  a.bodies[q.in_flight_by_replica] = R"({"status":"success","data":{"resultType":"vector","result":[)"
+                                     R"({"metric":{"replica":"chat-1"},"value":[1796000000,"42"]},)"
+                                     R"({"metric":{"replica":"chat-0"},"value":[1796000000,"7"]}]}})";
+  const auto loads = read_prometheus_loads(q, a.function(), kNow);
+  ASSERT_TRUE(loads.ok()) << loads.error();
+  EXPECT_EQ(*loads, (std::vector<ReplicaLoad>{{"chat-1", 42}, {"chat-0", 7}}));
+
+  a.bodies[q.in_flight_by_replica] = vector_body("3");  // no replica label
+  const auto unlabelled = read_prometheus_loads(q, a.function(), kNow);
+  ASSERT_FALSE(unlabelled.ok());
+  EXPECT_NE(unlabelled.error().find("without the label replica"), std::string::npos) << unlabelled.error();
+  a.bodies.clear();
+  EXPECT_FALSE(read_prometheus_loads(q, a.function(), kNow).ok());
+}
+
 }  // namespace
 }  // namespace gpubank::autoscale

@@ -89,6 +89,8 @@ TEST(VllmScraper, ReplicasOnTheirOwnPagesMakeOneReadingWithRatesFromTheSecondScr
   EXPECT_DOUBLE_EQ(*first->observation.kv_cache_usage, 0.375);
   EXPECT_FALSE(first->observation.ttft_p95_s);   // one scrape: no rate yet
   EXPECT_FALSE(first->observation.request_rate);
+  ASSERT_EQ(first->loads.size(), 2u);  // named by host:port, in name order
+  for (const auto& l : first->loads) EXPECT_EQ(l.in_flight, l.replica == a.address() ? 42 : 24) << l.replica;
 
   const auto second = (*scraper)->read(kScrapeT0 + 15'000);
   ASSERT_TRUE(second.ok()) << second.error();
