@@ -36,9 +36,10 @@ LiveStep LiveAutoscaler::step(const Expected<SignalReading>& reading, std::int64
     // Only the count returned is kept; the raw recommendation stays in the autoscaler's
     // window, which the next complete reading reconsiders.
     const int asked = out.recommendation.desired;
-    out.recommendation.desired = std::max(current, autoscaler_.policy().min_replicas);
-    out.recommendation.desired = std::min(out.recommendation.desired, std::max(current, autoscaler_.policy().max_replicas));
-    out.held = true;
+    // The count stays, moved into [minReplicas, maxReplicas] as every count is.
+    const auto& p = autoscaler_.policy();
+    out.recommendation.desired = std::clamp(current, p.min_replicas, std::max(p.min_replicas, p.max_replicas));
+    out.held = out.recommendation.desired != asked;
     out.recommendation.reason += "; holding at " + std::to_string(out.recommendation.desired) + " instead of " +
                                  std::to_string(asked) + ": " + std::to_string(reading->unread.size()) +
                                  " replica(s) could not be read, and a replica without signals never lets the service scale in";

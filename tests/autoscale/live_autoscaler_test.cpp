@@ -90,6 +90,9 @@ TEST(LiveAutoscaler, UnreadReplicasNeverLetTheServiceScaleInButItMayScaleOut) {
       EXPECT_NE(step.recommendation.reason.find("could not be read"), std::string::npos) << step.recommendation.reason;
     }
   }
+  // Above maxReplicas the count still comes down to it.
+  LiveAutoscaler above(spec());
+  EXPECT_EQ(above.step(partial, kLiveT0, 10).recommendation.desired, 8);
   LiveAutoscaler busy(spec());
   SignalReading loaded = queue(60, 3);
   loaded.unread = partial.unread;
