@@ -1,5 +1,8 @@
 // gpubank serving recommend: the inference autoscaler of one InferenceScalingPolicy run
 // against live signals, printing what it would set (a recommender: it changes nothing).
+// gpubank serving autoscale: the same autoscaler acting on the cluster: the workload's
+// scale subresource, the tidal floor in force, pod-deletion-cost before a scale-in
+// (autoscale/workload_scale.hpp).
 //
 //   gpubank serving recommend --policies DIR --policy NAME --replicas N
 //       (--prometheus URL [--selector MATCHERS] [--replica-label pod] | --scrape URL ...)
@@ -10,8 +13,9 @@
 // /metrics pages itself. When the signals cannot be read (Prometheus down, a timeout,
 // samples older than --max-age) the sync holds and says why (docs/serving.md, "Live
 // signals"). With each count it prints the controller.kubernetes.io/pod-deletion-cost each
-// replica should carry (its requests in flight). Exit codes: 0 the last sync read its signals, 1 it could not (held) or the
-// policies are invalid, 2 usage.
+// replica should carry (its requests in flight). Exit codes: 0 the last sync read its
+// signals (autoscale: and wrote what it decided), 1 it could not (held, a refused write, a
+// competing autoscaler) or the policies are invalid, 2 usage.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -21,15 +25,19 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "autoscale/live_autoscaler.hpp"
 #include "autoscale/prometheus_signals.hpp"
 #include "autoscale/vllm_scrape.hpp"
+#include "autoscale/workload_scale.hpp"
 #include "cli/command.hpp"
 #include "cli/signals.hpp"
 #include "core/duration.hpp"
 #include "core/escape.hpp"
 #include "governance/prometheus_client.hpp"
+#include "k8s/client_config.hpp"
+#include "k8s/transport.hpp"
 
 namespace gpubank::cli {
 namespace {
@@ -51,6 +59,24 @@ struct RecommendOptions {
   std::string timeout = "5s";
   std::string rate_window = "2m";
   Format format = Format::Text;
+  // autoscale only
+  std::string kubeconfig;
+  std::string context;
+  bool dry_run = false;
+};
+
+// Where a sync's signals come from: a Prometheus client or a scraper, and the function
+// reading them.
+struct SignalSource {
+  std::unique_ptr<governance::PrometheusClient> prometheus;
+  std::unique_ptr<autoscale::VllmScraper> scraper;
+  std::function<Expected<autoscale::SignalReading>(std::int64_t)> read;
+};
+
+// The parsed durations shared by both commands.
+struct Periods {
+  std::chrono::milliseconds max_age{}, timeout{}, window{};
+  std::optional<std::chrono::milliseconds> every;
 };
 
 std::int64_t wall_ms() {
@@ -91,147 +117,298 @@ Expected<std::chrono::milliseconds> positive(const std::string& text, const char
   return std::chrono::milliseconds(d->milliseconds());
 }
 
-int run_recommend(const RecommendOptions& opt) {
-  const char* me = "gpubank serving recommend";
-  auto usage = [&](const std::string& why) {
-    std::cerr << me << ": " << why << "\nRun with --help for more information.\n";
-    return 2;
-  };
-  if (opt.policies.empty()) return usage("--policies is required");
-  if (opt.replicas < 0) return usage("--replicas is required (the replicas the workload has now)");
-  if (opt.ready > opt.replicas) return usage("--ready must not exceed --replicas");
+// A usage error (exit 2) or the checked periods.
+Expected<Periods> check_common(const RecommendOptions& opt) {
+  if (opt.policies.empty()) return Unexpected{std::string("--policies is required")};
   if (opt.prometheus.empty() == opt.scrape.empty()) {
-    return usage(opt.prometheus.empty() ? "give --prometheus URL or --scrape URL" : "--prometheus and --scrape exclude each other");
+    return Unexpected{std::string(opt.prometheus.empty() ? "give --prometheus URL or --scrape URL"
+                                                         : "--prometheus and --scrape exclude each other")};
   }
-  if (!opt.scrape.empty() && opt.selector) return usage("--selector applies to --prometheus only");
+  if (!opt.scrape.empty() && opt.selector) return Unexpected{std::string("--selector applies to --prometheus only")};
   if (!opt.prometheus.empty() && (!opt.model_name.empty() || !opt.bearer_token_file.empty())) {
-    return usage("--model-name and --bearer-token-file apply to --scrape only");
+    return Unexpected{std::string("--model-name and --bearer-token-file apply to --scrape only")};
   }
-  if (opt.syncs > 0 && opt.every.empty()) return usage("--syncs needs --every");
-  auto max_age = positive(opt.max_age, "--max-age");
-  auto timeout = positive(opt.timeout, "--timeout");
-  auto window = positive(opt.rate_window, "--rate-window");
-  for (const auto* e : {&max_age, &timeout, &window}) {
-    if (!*e) return usage(e->error());
+  if (opt.syncs > 0 && opt.every.empty()) return Unexpected{std::string("--syncs needs --every")};
+  Periods out;
+  for (auto [text, flag, into] : {std::tuple{&opt.max_age, "--max-age", &out.max_age},
+                                  std::tuple{&opt.timeout, "--timeout", &out.timeout},
+                                  std::tuple{&opt.rate_window, "--rate-window", &out.window}}) {
+    auto d = positive(*text, flag);
+    if (!d) return Unexpected{d.error()};
+    *into = *d;
   }
-  std::optional<std::chrono::milliseconds> every;
   if (!opt.every.empty()) {
     auto parsed = positive(opt.every, "--every");
-    if (!parsed) return usage(parsed.error());
-    every = *parsed;
+    if (!parsed) return Unexpected{parsed.error()};
+    out.every = *parsed;
   }
+  return out;
+}
 
-  auto set = load_valid_policies(opt.policies, me);
-  if (!set) return 1;
+// The InferenceScalingPolicy --policy names (or the only one); nullptr after saying why
+// (`code` 1: none in the policies, 2: usage).
+const policy::PolicyObject* choose_policy(const policy::PolicySet& set, const std::string& name, const char* me, int& code) {
   std::vector<const policy::PolicyObject*> inference;
-  for (const auto& p : set->policies()) {
+  for (const auto& p : set.policies()) {
     if (p.kind == policy::Kind::InferenceScalingPolicy) inference.push_back(&p);
   }
-  const policy::PolicyObject* chosen = nullptr;
   for (const auto* p : inference) {
-    if (p->name() == opt.policy || (opt.policy.empty() && inference.size() == 1)) chosen = p;
+    if (p->name() == name || (name.empty() && inference.size() == 1)) return p;
   }
-  if (chosen == nullptr) {
-    std::string names;
-    for (const auto* p : inference) names += (names.empty() ? "" : ", ") + p->name();
-    if (inference.empty()) return std::cerr << me << ": the policies hold no InferenceScalingPolicy\n", 1;
-    return usage(opt.policy.empty() ? "--policy is required: the policies hold " + names
-                                    : "--policy " + escape_text(opt.policy) + ": no such InferenceScalingPolicy (there are " +
-                                          names + ")");
+  std::string names;
+  for (const auto* p : inference) names += (names.empty() ? "" : ", ") + p->name();
+  if (inference.empty()) {
+    std::cerr << me << ": the policies hold no InferenceScalingPolicy\n";
+    code = 1;
+    return nullptr;
   }
-  const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
+  std::cerr << me << ": "
+            << (name.empty() ? "--policy is required: the policies hold " + names
+                             : "--policy " + escape_text(name) + ": no such InferenceScalingPolicy (there are " + names + ")")
+            << "\nRun with --help for more information.\n";
+  code = 2;
+  return nullptr;
+}
 
-  std::function<Expected<autoscale::SignalReading>(std::int64_t)> read;
-  std::unique_ptr<governance::PrometheusClient> prometheus;
-  std::unique_ptr<autoscale::VllmScraper> scraper;
+// The signals' source; an error is a usage error (exit 2) unless it says otherwise through
+// `code`.
+Expected<std::unique_ptr<SignalSource>> make_source(const RecommendOptions& opt, const policy::InferenceScalingPolicySpec& spec,
+                                                    const Periods& periods, const char* me, int& code) {
+  auto out = std::make_unique<SignalSource>();
+  code = 2;
   if (!opt.prometheus.empty()) {
     autoscale::SignalSelector selector;
     if (opt.selector) {
       selector.matchers = *opt.selector;
     } else {
       auto rendered = autoscale::rendered_selector(spec);
-      if (!rendered) return usage(rendered.error());
+      if (!rendered) return Unexpected{rendered.error()};
       selector = *rendered;
     }
     if (opt.replica_label) selector.replica_label = *opt.replica_label;
-    auto client = governance::PrometheusClient::create(opt.prometheus, *timeout);
-    if (!client) return usage(client.error());
-    prometheus = std::move(*client);
-    const auto queries = autoscale::signal_queries(spec, selector, Duration(*window));
-    read = [&, queries](std::int64_t now) -> Expected<autoscale::SignalReading> {
-      auto seen = autoscale::read_prometheus_signals(
-          queries, [&](const std::string& q, std::int64_t t) { return prometheus->query(q, t); }, now, *max_age);
+    auto client = governance::PrometheusClient::create(opt.prometheus, periods.timeout);
+    if (!client) return Unexpected{client.error()};
+    out->prometheus = std::move(*client);
+    const auto queries = autoscale::signal_queries(spec, selector, Duration(periods.window));
+    auto* prometheus = out->prometheus.get();
+    const auto max_age = periods.max_age;
+    out->read = [prometheus, queries, max_age, me](std::int64_t now) -> Expected<autoscale::SignalReading> {
+      const auto query = [&](const std::string& q, std::int64_t t) { return prometheus->query(q, t); };
+      auto seen = autoscale::read_prometheus_signals(queries, query, now, max_age);
       if (!seen) return Unexpected{seen.error()};
       autoscale::SignalReading reading{*seen, {}, {}};
       // The costs are advice beside the count: without them the sync still stands.
-      auto loads = autoscale::read_prometheus_loads(
-          queries, [&](const std::string& q, std::int64_t t) { return prometheus->query(q, t); }, now);
+      auto loads = autoscale::read_prometheus_loads(queries, query, now);
       if (loads) {
         reading.loads = std::move(*loads);
       } else {
-        std::cerr << "gpubank serving recommend: no pod-deletion-cost: " << escape_text(loads.error()) << '\n';
+        std::cerr << me << ": no pod-deletion-cost: " << escape_text(loads.error()) << '\n';
       }
       return reading;
     };
-  } else {
-    autoscale::ScrapeClientOptions options;
-    options.timeout = *timeout;
-    options.rate_window_ms = window->count();
-    options.page.model_name = opt.model_name;
-    options.page.replica_label = opt.replica_label.value_or("");
-    options.page.itl = false;
-    if (!opt.bearer_token_file.empty()) {
-      std::ifstream in(opt.bearer_token_file);
-      if (!in) return std::cerr << me << ": --bearer-token-file: cannot read " << escape_text(opt.bearer_token_file) << '\n', 1;
-      std::getline(in, options.bearer_token);
-      if (options.bearer_token.empty()) return std::cerr << me << ": --bearer-token-file: the file is empty\n", 1;
-    }
-    auto created = autoscale::VllmScraper::create(opt.scrape, options);
-    if (!created) return usage(created.error());
-    scraper = std::move(*created);
-    read = [&](std::int64_t now) { return scraper->read(now); };
+    return out;
   }
+  autoscale::ScrapeClientOptions options;
+  options.timeout = periods.timeout;
+  options.rate_window_ms = periods.window.count();
+  options.page.model_name = opt.model_name;
+  options.page.replica_label = opt.replica_label.value_or("");
+  options.page.itl = false;
+  if (!opt.bearer_token_file.empty()) {
+    code = 1;
+    std::ifstream in(opt.bearer_token_file);
+    if (!in) return Unexpected{"--bearer-token-file: cannot read " + escape_text(opt.bearer_token_file)};
+    std::getline(in, options.bearer_token);
+    if (options.bearer_token.empty()) return Unexpected{std::string("--bearer-token-file: the file is empty")};
+    code = 2;
+  }
+  auto created = autoscale::VllmScraper::create(opt.scrape, options);
+  if (!created) return Unexpected{created.error()};
+  out->scraper = std::move(*created);
+  auto* scraper = out->scraper.get();
+  out->read = [scraper](std::int64_t now) { return scraper->read(now); };
+  return out;
+}
 
-  autoscale::LiveAutoscaler autoscaler(spec);
-  const std::optional<int> ready = opt.ready >= 0 ? std::optional<int>(opt.ready) : std::nullopt;
-  bool last_read = false;
-  std::int64_t last_t = 0;
-  auto sync = [&] {
-    const std::int64_t now = std::max(wall_ms(), last_t + 1);  // strictly later, for the scrape window
-    last_t = now;
-    const auto step = autoscaler.step(read(now), now, opt.replicas, ready);
-    last_read = step.signals_error.empty();
-    if (!last_read) std::cerr << me << ": " << escape_text(step.signals_error) << '\n';
-    if (opt.format == Format::Text) {
-      print_text(std::cout, chosen->name(), step);
-    } else if (opt.format == Format::Json) {
-      std::cout << autoscale::to_json(step).dump() << '\n';  // one line per sync (JSON Lines)
-    } else {
-      if (every) std::cout << "---\n";
-      print_structured(std::cout, autoscale::to_json(step), opt.format);
-    }
-    std::cout.flush();
-  };
-  if (!every) {
+// Runs `sync` once, or every period until SIGINT/SIGTERM or `syncs` syncs.
+Expected<bool> repeat(const Periods& periods, int syncs, const std::function<void()>& sync) {
+  if (!periods.every) {
     sync();
-    return last_read ? 0 : 1;
+    return true;
   }
   StopOnSignal signals;
-  const Expected<bool> ran = signals.run([&](std::stop_token stop) -> Expected<bool> {
+  return signals.run([&](std::stop_token stop) -> Expected<bool> {
     std::mutex m;
     std::condition_variable_any wake;
-    for (int n = 0; !stop.stop_requested() && (opt.syncs == 0 || n < opt.syncs); ++n) {
+    for (int n = 0; !stop.stop_requested() && (syncs == 0 || n < syncs); ++n) {
       if (n > 0) {
         std::unique_lock lock(m);
-        wake.wait_for(lock, stop, *every, [] { return false; });
+        wake.wait_for(lock, stop, *periods.every, [] { return false; });
         if (stop.stop_requested()) break;
       }
       sync();
     }
     return true;
   });
+}
+
+void print_record(std::ostream& out, const nlohmann::ordered_json& record, Format format, bool repeated) {
+  if (format == Format::Json) {
+    out << record.dump() << '\n';  // one line per sync (JSON Lines)
+  } else {
+    if (repeated) out << "---\n";
+    print_structured(out, record, format);
+  }
+  out.flush();
+}
+
+int run_recommend(const RecommendOptions& opt) {
+  const char* me = "gpubank serving recommend";
+  auto usage = [&](const std::string& why) {
+    std::cerr << me << ": " << why << "\nRun with --help for more information.\n";
+    return 2;
+  };
+  if (opt.replicas < 0) return usage("--replicas is required (the replicas the workload has now)");
+  if (opt.ready > opt.replicas) return usage("--ready must not exceed --replicas");
+  auto periods = check_common(opt);
+  if (!periods) return usage(periods.error());
+
+  auto set = load_valid_policies(opt.policies, me);
+  if (!set) return 1;
+  int code = 0;
+  const policy::PolicyObject* chosen = choose_policy(*set, opt.policy, me, code);
+  if (chosen == nullptr) return code;
+  const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
+  auto source = make_source(opt, spec, *periods, me, code);
+  if (!source) return code == 2 ? usage(source.error()) : (std::cerr << me << ": " << source.error() << '\n', 1);
+
+  autoscale::LiveAutoscaler autoscaler(spec);
+  const std::optional<int> ready = opt.ready >= 0 ? std::optional<int>(opt.ready) : std::nullopt;
+  bool last_read = false;
+  std::int64_t last_t = 0;
+  const auto ran = repeat(*periods, opt.syncs, [&] {
+    const std::int64_t now = std::max(wall_ms(), last_t + 1);  // strictly later, for the scrape window
+    last_t = now;
+    const auto step = autoscaler.step((*source)->read(now), now, opt.replicas, ready);
+    last_read = step.signals_error.empty();
+    if (!last_read) std::cerr << me << ": " << escape_text(step.signals_error) << '\n';
+    if (opt.format == Format::Text) {
+      print_text(std::cout, chosen->name(), step);
+      std::cout.flush();
+    } else {
+      print_record(std::cout, autoscale::to_json(step), opt.format, periods->every.has_value());
+    }
+  });
   if (!ran) return std::cerr << me << ": " << ran.error() << '\n', 1;
   return last_read ? 0 : 1;
+}
+
+void print_sync_text(std::ostream& out, const std::string& policy, const autoscale::WorkloadTarget& target,
+                     const autoscale::ScaleSync& sync, bool dry_run) {
+  if (!sync.error.empty() && sync.step.t_ms == 0) {  // the workload was not read
+    out << escape_text(policy) << "  " << escape_text(target.describe()) << "  not read\n  " << escape_text(sync.error) << '\n';
+    return;
+  }
+  print_text(out, policy, sync.step);
+  if (sync.tidal) {
+    for (const auto& r : sync.tidal->reasons) out << "  " << escape_text(r) << '\n';
+    for (const auto& r : sync.tidal->records) out << "  " << r.kind << ": " << escape_text(r.message) << '\n';
+  }
+  for (const auto& c : sync.costs) {
+    out << "  pod-deletion-cost " << escape_text(c.pod.empty() ? c.replica : c.pod) << '=' << c.cost << ": "
+        << escape_text(c.outcome) << '\n';
+  }
+  out << "  " << escape_text(target.describe()) << ": " << sync.step.current << " -> " << sync.target << ", "
+      << (sync.target == sync.step.current ? "unchanged"
+          : sync.written                   ? "written"
+          : dry_run && sync.error.empty()  ? "not written (--dry-run)"
+                                           : "NOT written")
+      << " (" << escape_text(sync.decision) << ")\n";
+  if (!sync.error.empty()) out << "  error: " << escape_text(sync.error) << '\n';
+}
+
+int run_autoscale(const RecommendOptions& opt) {
+  const char* me = "gpubank serving autoscale";
+  auto usage = [&](const std::string& why) {
+    std::cerr << me << ": " << why << "\nRun with --help for more information.\n";
+    return 2;
+  };
+  auto periods = check_common(opt);
+  if (!periods) return usage(periods.error());
+  auto set = load_valid_policies(opt.policies, me);
+  if (!set) return 1;
+  int code = 0;
+  const policy::PolicyObject* chosen = choose_policy(*set, opt.policy, me, code);
+  if (chosen == nullptr) return code;
+  const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
+  auto target = autoscale::workload_target(spec);
+  if (!target) return std::cerr << me << ": " << chosen->name() << ": " << target.error() << '\n', 1;
+  auto tidal = autoscale::TidalFloors::create(*set, chosen->name());
+  if (!tidal) return std::cerr << me << ": " << tidal.error() << '\n', 1;
+  auto source = make_source(opt, spec, *periods, me, code);
+  if (!source) return code == 2 ? usage(source.error()) : (std::cerr << me << ": " << source.error() << '\n', 1);
+
+  k8s::LoadOptions load;
+  load.kubeconfig = opt.kubeconfig;
+  load.resolve.context = opt.context;
+  auto config = k8s::load_client_config(load, k8s::Environment::from_process());
+  if (!config) return std::cerr << me << ": " << config.error() << '\n', 1;
+  k8s::TransportOptions transport_options;
+  transport_options.field_manager = "gpubank-serving-autoscale";
+  transport_options.read_timeout = std::max(periods->timeout, std::chrono::milliseconds(10'000));
+  transport_options.retry.max_attempts = 3;  // a sync period later, the next sync tries again
+  auto limiter = k8s::RateLimiter::create({5, 10});
+  if (limiter) transport_options.rate_limiter = *limiter;
+  auto transport = k8s::Transport::create(std::move(*config), transport_options);
+  if (!transport) return std::cerr << me << ": " << transport.error() << '\n', 1;
+
+  autoscale::ActuatorOptions actuator_options;
+  actuator_options.dry_run = opt.dry_run;
+  autoscale::ScaleActuator actuator(**transport, *target, spec, std::move(*tidal), actuator_options);
+  bool last_ok = false;
+  std::int64_t last_t = 0;
+  const auto ran = repeat(*periods, opt.syncs, [&] {
+    const std::int64_t now = std::max(wall_ms(), last_t + 1);
+    last_t = now;
+    const auto sync = actuator.sync((*source)->read, now);
+    last_ok = sync.error.empty() && sync.step.signals_error.empty();
+    if (!sync.step.signals_error.empty()) std::cerr << me << ": " << escape_text(sync.step.signals_error) << '\n';
+    if (!sync.error.empty()) std::cerr << me << ": " << escape_text(sync.error) << '\n';
+    if (opt.format == Format::Text) {
+      print_sync_text(std::cout, chosen->name(), *target, sync, opt.dry_run);
+      std::cout.flush();
+    } else {
+      print_record(std::cout, autoscale::to_json(sync), opt.format, periods->every.has_value());
+    }
+  });
+  if (!ran) return std::cerr << me << ": " << ran.error() << '\n', 1;
+  return last_ok ? 0 : 1;
+}
+
+}  // namespace
+
+namespace {
+
+// The options both commands share: the policy, the signals, the periods, the output.
+void add_signal_options(CLI::App& cmd, RecommendOptions& opt) {
+  cmd.add_option("--policies", opt.policies, "Policy files or directories")->required();
+  cmd.add_option("--policy", opt.policy, "The InferenceScalingPolicy (optional when there is one)");
+  cmd.add_option("--prometheus", opt.prometheus, "Prometheus base URL: run the rendered KEDA queries there");
+  cmd.add_option("--selector", opt.selector,
+                 "PromQL label matchers of the service's pods (default: the rendered ScaledObject's namespace and pod "
+                 "pattern)");
+  cmd.add_option("--replica-label", opt.replica_label,
+                 "Label naming a replica (default: pod with --prometheus; none with --scrape, one replica per page)");
+  cmd.add_option("--scrape", opt.scrape, "vLLM /metrics URL to read directly (repeatable: one per replica)");
+  cmd.add_option("--model-name", opt.model_name, "With --scrape: only series of this model_name");
+  cmd.add_option("--bearer-token-file", opt.bearer_token_file, "With --scrape: a file whose first line is the bearer token");
+  cmd.add_option("--every", opt.every, "Sync at this period until SIGINT/SIGTERM (e.g. 15s); default: once");
+  cmd.add_option("--syncs", opt.syncs, "With --every: stop after this many syncs")->check(CLI::Range(1, 1000000));
+  cmd.add_option("--max-age", opt.max_age, "Hold when a pod's latest Prometheus sample is older than this")
+      ->capture_default_str();
+  cmd.add_option("--timeout", opt.timeout, "Timeout of each request, whole answer included")->capture_default_str();
+  cmd.add_option("--rate-window", opt.rate_window, "Window of the rates (TTFT p95, finished requests)")->capture_default_str();
+  add_output_option(cmd, opt.format);
 }
 
 }  // namespace
@@ -239,32 +416,33 @@ int run_recommend(const RecommendOptions& opt) {
 Command add_serving_command(CLI::App& app) {
   CLI::App* group = app.add_subcommand("serving", "Inference serving against a live cluster's signals");
   group->require_subcommand(1);
-  auto opt = std::make_shared<RecommendOptions>();
-  CLI::App* cmd = group->add_subcommand(
+  auto recommend_opt = std::make_shared<RecommendOptions>();
+  CLI::App* recommend = group->add_subcommand(
       "recommend",
       "Run an InferenceScalingPolicy's autoscaler on live signals (Prometheus or vLLM /metrics) and print the replica count "
       "it would set; holds, and exits 1, when the signals cannot be read");
-  cmd->add_option("--policies", opt->policies, "Policy files or directories")->required();
-  cmd->add_option("--policy", opt->policy, "The InferenceScalingPolicy (optional when there is one)");
-  cmd->add_option("--replicas", opt->replicas, "Replicas the workload has now (ready or loading)")->required()->check(CLI::Range(0, 100000));
-  cmd->add_option("--ready", opt->ready, "Of them, replicas serving now (default: all)")->check(CLI::Range(0, 100000));
-  cmd->add_option("--prometheus", opt->prometheus, "Prometheus base URL: run the rendered KEDA queries there");
-  cmd->add_option("--selector", opt->selector,
-                  "PromQL label matchers of the service's pods (default: the rendered ScaledObject's namespace and pod "
-                  "pattern)");
-  cmd->add_option("--replica-label", opt->replica_label,
-                  "Label naming a replica (default: pod with --prometheus; none with --scrape, one replica per page)");
-  cmd->add_option("--scrape", opt->scrape, "vLLM /metrics URL to read directly (repeatable: one per replica)");
-  cmd->add_option("--model-name", opt->model_name, "With --scrape: only series of this model_name");
-  cmd->add_option("--bearer-token-file", opt->bearer_token_file, "With --scrape: a file whose first line is the bearer token");
-  cmd->add_option("--every", opt->every, "Sync at this period until SIGINT/SIGTERM (e.g. 15s); default: once");
-  cmd->add_option("--syncs", opt->syncs, "With --every: stop after this many syncs")->check(CLI::Range(1, 1000000));
-  cmd->add_option("--max-age", opt->max_age, "Hold when a pod's latest Prometheus sample is older than this")
-      ->capture_default_str();
-  cmd->add_option("--timeout", opt->timeout, "Timeout of each request, whole answer included")->capture_default_str();
-  cmd->add_option("--rate-window", opt->rate_window, "Window of the rates (TTFT p95, finished requests)")->capture_default_str();
-  add_output_option(*cmd, opt->format);
-  return {group, [opt, cmd] { return cmd->parsed() ? run_recommend(*opt) : 2; }};
+  add_signal_options(*recommend, *recommend_opt);
+  recommend->add_option("--replicas", recommend_opt->replicas, "Replicas the workload has now (ready or loading)")
+      ->required()
+      ->check(CLI::Range(0, 100000));
+  recommend->add_option("--ready", recommend_opt->ready, "Of them, replicas serving now (default: all)")->check(CLI::Range(0, 100000));
+
+  auto autoscale_opt = std::make_shared<RecommendOptions>();
+  CLI::App* autoscale = group->add_subcommand(
+      "autoscale",
+      "Run an InferenceScalingPolicy's autoscaler on live signals and set the workload's replicas through its scale "
+      "subresource: max(autoscaler, tidal floor in force), pod-deletion-cost written before a scale-in; refuses while a "
+      "HorizontalPodAutoscaler (KEDA's) scales the same workload. Connection: --kubeconfig, else KUBECONFIG, else the "
+      "in-cluster service account, else ~/.kube/config");
+  add_signal_options(*autoscale, *autoscale_opt);
+  autoscale->add_option("--kubeconfig", autoscale_opt->kubeconfig, "kubeconfig file (default: the loading order above)");
+  autoscale->add_option("--context", autoscale_opt->context, "kubeconfig context (default: current-context)");
+  autoscale->add_flag("--dry-run", autoscale_opt->dry_run, "Read and decide, write nothing");
+  return {group, [recommend_opt, autoscale_opt, recommend, autoscale] {
+            if (recommend->parsed()) return run_recommend(*recommend_opt);
+            if (autoscale->parsed()) return run_autoscale(*autoscale_opt);
+            return 2;
+          }};
 }
 
 }  // namespace gpubank::cli

@@ -43,6 +43,7 @@ struct ResourceType {
   bool namespaced;
   std::vector<std::string> short_names;
   bool has_status;  // a status subresource
+  bool has_scale = false;  // a scale subresource (autoscaling/v1 Scale over spec.replicas)
   [[nodiscard]] std::string group_version() const { return group.empty() ? version : group + "/" + version; }
   // How the real server names the resource in messages: "pods", "leases.coordination.k8s.io".
   [[nodiscard]] std::string qualified() const { return group.empty() ? plural : plural + "." + group; }
@@ -56,6 +57,8 @@ std::vector<ResourceType> builtin_types(bool gpubank_kinds) {
       {"", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, false},
       {"scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}, false},
       {"batch", "v1", "jobs", "job", "Job", true, {}, true},
+      {"apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, true, true},
+      {"autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler", true, {"hpa"}, true},
       {"events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, false},
       {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false},
       {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false, {"crd", "crds"}, true},
@@ -223,6 +226,11 @@ struct FakeApiServer::Impl {
         resources.push_back({{"name", t.plural + "/status"}, {"singularName", ""}, {"namespaced", t.namespaced},
                              {"kind", t.kind}, {"verbs", {"get", "patch", "update"}}});
       }
+      if (t.has_scale) {
+        resources.push_back({{"name", t.plural + "/scale"}, {"singularName", ""}, {"namespaced", t.namespaced},
+                             {"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"},
+                             {"verbs", {"get", "patch", "update"}}});
+      }
     }
     return {{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", gv}, {"resources", resources}};
   }
@@ -342,9 +350,15 @@ struct FakeApiServer::Impl {
       if (const ResourceType* t = find_type(group, version, parts[i])) type = *t;
     }
     const bool status_path = type && parts.size() == i + 3 && parts[i + 2] == "status" && type->has_status;
-    if (!type || (parts.size() > i + 2 && !status_path) || (!ns.empty() && !type->namespaced) ||
+    const bool scale_path = type && parts.size() == i + 3 && parts[i + 2] == "scale" && type->has_scale;
+    if (!type || (parts.size() > i + 2 && !status_path && !scale_path) || (!ns.empty() && !type->namespaced) ||
         (type->namespaced && ns.empty() && req.method() != http::verb::get)) {
       write_json(s, req, 404, status_json(404, "NotFound", "the server could not find the requested resource"));
+      return req.keep_alive();
+    }
+    if (scale_path) {
+      const auto [code, body] = scale(req, *type, ns, parts[i + 1], query);
+      write_json(s, req, code, body);
       return req.keep_alive();
     }
     if (req.method() != http::verb::get) {
@@ -455,6 +469,92 @@ struct FakeApiServer::Impl {
 
   static Json bad_request(const std::string& message) { return status_json(400, "BadRequest", message); }
 
+  // metav1.FormatLabelSelector: a LabelSelector as the selector string, requirements sorted
+  // by key ("app=x,tier in (a,b)"), as the scale subresource's status.selector gives it.
+  static std::string selector_text(const Json& selector) {
+    std::vector<std::pair<std::string, std::string>> parts;  // key, requirement
+    const Json labels = selector.value("matchLabels", Json::object());
+    for (const auto& [k, v] : labels.items()) {
+      parts.emplace_back(k, k + "=" + v.get<std::string>());
+    }
+    for (const auto& e : selector.value("matchExpressions", Json::array())) {
+      const std::string key = e.value("key", "");
+      const std::string op = e.value("operator", "");
+      std::vector<std::string> values = e.value("values", std::vector<std::string>{});
+      std::sort(values.begin(), values.end());
+      std::string list;
+      for (const auto& v : values) list += (list.empty() ? "" : ",") + v;
+      if (op == "In") parts.emplace_back(key, key + " in (" + list + ")");
+      if (op == "NotIn") parts.emplace_back(key, key + " notin (" + list + ")");
+      if (op == "Exists") parts.emplace_back(key, key);
+      if (op == "DoesNotExist") parts.emplace_back(key, "!" + key);
+    }
+    std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string out;
+    for (const auto& [k, r] : parts) out += (out.empty() ? "" : ",") + r;
+    return out;
+  }
+
+  // The object's autoscaling/v1 Scale: spec.replicas (1 when unset, the Deployment
+  // default), status.replicas and the selector.
+  static Json scale_of(const Json& object) {
+    const Json& meta = object["metadata"];
+    Json m = Json::object();
+    for (const char* k : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+      if (meta.contains(k)) m[k] = meta[k];
+    }
+    const Json spec = object.value("spec", Json::object());
+    const Json status = object.value("status", Json::object());
+    return {{"kind", "Scale"},
+            {"apiVersion", "autoscaling/v1"},
+            {"metadata", m},
+            {"spec", {{"replicas", spec.value("replicas", 1)}}},
+            {"status", {{"replicas", status.value("replicas", 0)},
+                        {"selector", selector_text(spec.value("selector", Json::object()))}}}};
+  }
+
+  // GET, PUT and merge PATCH of `type`'s object's scale subresource: a write changes the
+  // object's spec.replicas alone; PUT checks a given resourceVersion as PUT does.
+  std::pair<int, Json> scale(const http::request<http::string_body>& req, const ResourceType& type, const std::string& ns,
+                             const std::string& name, std::map<std::string, std::string>& query) {
+    std::lock_guard lock(m);
+    const std::string key = ns.empty() ? name : ns + "/" + name;
+    auto& objects = store[type.plural];
+    const auto found = objects.find(key);
+    if (found == objects.end()) {
+      return {404, status_json(404, "NotFound", type.qualified() + " \"" + name + "\" not found")};
+    }
+    const Json live = found->second;
+    const Json current = scale_of(live);
+    if (req.method() == http::verb::get) return {200, current};
+    const Json body = Json::parse(req.body(), nullptr, false);
+    if (!body.is_object()) return {400, bad_request("the fake API server reads JSON object bodies only")};
+    Json wanted;
+    if (req.method() == http::verb::put) {
+      const std::string expected = body.value("metadata", Json::object()).value("resourceVersion", "");
+      if (!expected.empty() && expected != live["metadata"].value("resourceVersion", "")) {
+        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.qualified() + " \"" + name +
+                                                      "\": the object has been modified; please apply your changes to the latest version and try again")};
+      }
+      wanted = body;
+    } else if (req.method() == http::verb::patch &&
+               std::string(req[http::field::content_type]).starts_with("application/merge-patch+json")) {
+      wanted = ssa::merge_patch(current, body);
+    } else {
+      return {405, status_json(405, "MethodNotAllowed", "the fake's scale subresource takes GET, PUT and merge PATCH")};
+    }
+    const Json replicas = wanted.value("spec", Json::object()).value("replicas", Json());
+    if (!replicas.is_number_integer() || replicas.get<std::int64_t>() < 0 || replicas.get<std::int64_t>() > INT32_MAX) {
+      return {422, status_json(422, "Invalid", "Scale.autoscaling \"" + name + "\" is invalid: spec.replicas: Invalid value: " +
+                                                   replicas.dump() + ": must be greater than or equal to 0")};
+    }
+    Json next = live;
+    next["spec"]["replicas"] = replicas;
+    const ssa::Actor actor{query["fieldManager"], "scale", type.group_version(), options.now};
+    if (next == live) return {200, current};
+    return {200, scale_of(commit(type, key, live, ssa::record_update(live, std::move(next), actor)))};
+  }
+
   // POST, PUT, PATCH and DELETE of `type`'s object `name` (empty: the collection), or of its
   // status when `subresource` is "status". The answer's status code and body.
   std::pair<int, Json> write(const http::request<http::string_body>& req, const ResourceType& type, const std::string& ns,
@@ -523,6 +623,12 @@ struct FakeApiServer::Impl {
     if (req.method() == http::verb::patch) {
       if (!content_type.starts_with("application/merge-patch+json")) {
         return {415, status_json(415, "UnsupportedMediaType", "the fake takes apply and merge patches only, not " + content_type)};
+      }
+      // A resourceVersion in the patch is a precondition, as on the real server.
+      const std::string expected = body.value("metadata", Json::object()).value("resourceVersion", "");
+      if (!expected.empty() && expected != live["metadata"].value("resourceVersion", "")) {
+        return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + type.qualified() + " \"" + name +
+                                                      "\": the object has been modified; please apply your changes to the latest version and try again")};
       }
       updated = ssa::merge_patch(live, body);
     } else if (req.method() == http::verb::put) {

@@ -5,6 +5,9 @@
 //   - discovery: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version> (legacy,
 //     not aggregated: kubectl falls back to it) for core v1 pods/nodes/namespaces,
 //     events.k8s.io/v1 events, coordination.k8s.io/v1 leases (namespaced, no status),
+//     apps/v1 deployments (with the scale subresource: GET, PUT and merge PATCH of an
+//     autoscaling/v1 Scale that reads and writes spec.replicas; status.selector in
+//     FormatLabelSelector's spelling), autoscaling/v2 horizontalpodautoscalers,
 //     apiextensions.k8s.io/v1 customresourcedefinitions,
 //     kueue.x-k8s.io/v1beta2 workloads/clusterqueues/localqueues/cohorts and (unless
 //     Options::gpubank_kinds is false) platform.gpubank.dev/v1alpha1's six kinds, with
@@ -17,7 +20,8 @@
 //   - writes: server-side apply (PATCH application/apply-patch+yaml, fieldManager required,
 //     force) with managedFields kept per leaf path and 409 Conflict worded as the real
 //     server words it (support/fake_apply.hpp says what is simplified); JSON merge patch
-//     and PUT of an object or of its status subresource (status writes change status alone,
+//     (a resourceVersion in it is a precondition: a stale one is 409 Conflict) and PUT
+//     of an object or of its status subresource (status writes change status alone,
 //     object writes everything but status; PUT checks a given resourceVersion: a stale one
 //     is 409 Conflict, worded as the real server words it, "Operation cannot be fulfilled
 //     on leases.coordination.k8s.io \"x\": the object has been modified; please apply your

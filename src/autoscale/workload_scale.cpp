@@ -1,0 +1,382 @@
+#include "autoscale/workload_scale.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/timestamp.hpp"
+#include "kueue/objects.hpp"
+#include "render/scaling.hpp"
+
+namespace gpubank::autoscale {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string group_path(const std::string& api_version) {
+  return api_version.find('/') == std::string::npos ? "/api/" + api_version : "/apis/" + api_version;
+}
+
+// A metav1.LabelSelector from its JSON; an error for anything the API server would refuse,
+// since a selector this code misreads could select another workload's pods.
+Expected<kueue::LabelSelector> decode_selector(const Json& j) {
+  kueue::LabelSelector out;
+  if (!j.is_object()) return Unexpected{std::string("spec.selector: must be an object")};
+  if (j.contains("matchLabels")) {
+    if (!j["matchLabels"].is_object()) return Unexpected{std::string("spec.selector.matchLabels: must be an object")};
+    for (const auto& [k, v] : j["matchLabels"].items()) {
+      if (!v.is_string()) return Unexpected{"spec.selector.matchLabels." + k + ": must be a string"};
+      out.match_labels[k] = v.get<std::string>();
+    }
+  }
+  if (j.contains("matchExpressions")) {
+    if (!j["matchExpressions"].is_array()) return Unexpected{std::string("spec.selector.matchExpressions: must be a list")};
+    for (const auto& e : j["matchExpressions"]) {
+      kueue::LabelSelectorRequirement r;
+      r.key = e.is_object() ? e.value("key", "") : "";
+      const std::string op = e.is_object() ? e.value("operator", "") : "";
+      using Op = kueue::LabelSelectorRequirement::Operator;
+      if (op == "In") r.op = Op::In;
+      else if (op == "NotIn") r.op = Op::NotIn;
+      else if (op == "Exists") r.op = Op::Exists;
+      else if (op == "DoesNotExist") r.op = Op::DoesNotExist;
+      else return Unexpected{"spec.selector.matchExpressions: operator \"" + op + "\" is not In, NotIn, Exists or DoesNotExist"};
+      if (r.key.empty()) return Unexpected{std::string("spec.selector.matchExpressions: key is required")};
+      for (const auto& v : e.value("values", Json::array())) {
+        if (!v.is_string()) return Unexpected{"spec.selector.matchExpressions." + r.key + ".values: must be strings"};
+        r.values.push_back(v.get<std::string>());
+      }
+      out.match_expressions.push_back(std::move(r));
+    }
+  }
+  // An empty selector would select every pod of the namespace; the apps/v1 API refuses it
+  // for a Deployment, so one here is not a workload's.
+  if (out.match_labels.empty() && out.match_expressions.empty()) {
+    return Unexpected{std::string("spec.selector: empty (it would select every pod in the namespace)")};
+  }
+  return out;
+}
+
+std::map<std::string, std::string> labels_of(const Json& pod) {
+  std::map<std::string, std::string> out;
+  const Json meta = pod.value("metadata", Json::object());
+  const Json labels = meta.value("labels", Json::object());
+  for (const auto& [k, v] : labels.items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::optional<int> int_field(const Json& o, const char* key) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer()) return std::nullopt;
+  const auto v = o[key].get<std::int64_t>();
+  if (v < 0 || v > INT32_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+Expected<Json> parse_object(const k8s::ApiResult<k8s::Response>& r, const std::string& what) {
+  if (!r) return Unexpected{what + ": " + r.error().describe()};
+  Json j = Json::parse(r->body, nullptr, false);
+  if (!j.is_object()) return Unexpected{what + ": the answer is not a JSON object"};
+  return j;
+}
+
+}  // namespace
+
+std::string WorkloadTarget::path() const {
+  return group_path(api_version) + "/namespaces/" + namespace_name + "/" + plural + "/" + name;
+}
+
+std::string WorkloadTarget::describe() const { return kind + " " + namespace_name + "/" + name; }
+
+Expected<WorkloadTarget> workload_target(const policy::InferenceScalingPolicySpec& spec) {
+  const auto target = render::scale_target_of(spec);
+  if (!target) {
+    return Unexpected{"workloadRef " + spec.workload_ref.name +
+                      " is a RayService: Ray Serve's autoscaler owns its replicas (no scale subresource)"};
+  }
+  std::string plural = target->kind;
+  std::transform(plural.begin(), plural.end(), plural.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  plural += "s";  // deployments, leaderworkersets
+  return WorkloadTarget{target->api_version, target->kind, std::move(plural), spec.workload_ref.namespace_, target->name};
+}
+
+// ---- tidal floors ----
+
+Expected<TidalFloors> TidalFloors::create(const policy::PolicySet& set, const std::string& policy) {
+  std::map<std::string, policy::InferenceScalingPolicySpec> specs;
+  for (const auto& p : set.policies()) {
+    if (p.kind == policy::Kind::InferenceScalingPolicy) specs.emplace(p.name(), p.as<policy::InferenceScalingPolicySpec>());
+  }
+  TidalFloors out;
+  out.policy_ = policy;
+  std::set<std::string> others;
+  for (const auto& p : set.policies()) {
+    if (p.kind != policy::Kind::TidalPolicy) continue;
+    const auto& spec = p.as<policy::TidalPolicySpec>();
+    const auto& names = spec.targets.inference_policies;
+    if (std::find(names.begin(), names.end(), policy) == names.end()) continue;
+    std::map<std::string, policy::InferenceScalingPolicySpec> targeted;
+    for (const auto& n : names) {
+      const auto it = specs.find(n);
+      if (it == specs.end()) return Unexpected{"TidalPolicy " + p.name() + " targets " + n + ", which is not in the policies"};
+      targeted.emplace(n, it->second);
+      if (n != policy) others.insert(n);
+    }
+    auto controller = tidal::TidalController::create(p.name(), spec, std::move(targeted));
+    if (!controller) return Unexpected{"TidalPolicy " + p.name() + ": " + controller.error()};
+    out.controllers_.push_back(std::move(*controller));
+  }
+  out.others_.assign(others.begin(), others.end());
+  return out;
+}
+
+Expected<TidalFloor> TidalFloors::step(std::chrono::sys_seconds now, int ready, int desired) {
+  TidalFloor out;
+  out.floor_in_force = desired;
+  for (auto& c : controllers_) {
+    tidal::Observed observed;
+    observed[policy_] = {ready, desired, false};
+    // This process scales one policy: the others a TidalPolicy targets are someone else's
+    // (their own autoscaler's); their decisions and records are not read.
+    for (const auto& o : others_) observed[o] = {0, 0, false};
+    auto step = c.step(now, observed);
+    if (!step) return Unexpected{c.object() + ": " + step.error()};
+    for (const auto& d : step->decisions) {
+      if (d.policy != policy_) continue;
+      out.floor_in_force = std::max(out.floor_in_force, d.floor_in_force);
+      out.scale_down_allowed = out.scale_down_allowed && d.scale_down_allowed;
+      out.reasons.push_back(c.object() + ": tidal floor " + std::to_string(d.tidal_floor) +
+                            (d.pinned ? " (frozen at " + std::to_string(*d.pinned) + ")" : "") +
+                            (d.scale_down_allowed ? "" : ", scale-down held (prewarm failed)"));
+    }
+    for (auto& r : step->records) {
+      if (r.object == c.object() || r.object == "InferenceScalingPolicy/" + policy_) out.records.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+// ---- the actuator ----
+
+ScaleActuator::ScaleActuator(k8s::Transport& transport, WorkloadTarget target, const policy::InferenceScalingPolicySpec& spec,
+                             TidalFloors tidal, ActuatorOptions options)
+    : transport_(transport),
+      target_(std::move(target)),
+      spec_(spec),
+      autoscaler_(spec),
+      tidal_(std::move(tidal)),
+      options_(std::move(options)),
+      events_(options_.reporting_instance, [] { return std::chrono::system_clock::now(); }) {}
+
+Expected<WorkloadState> ScaleActuator::read_workload() {
+  const std::string path = target_.path();
+  auto scale = parse_object(transport_.get(path + "/scale"), "GET " + target_.describe() + " scale");
+  if (!scale) return Unexpected{scale.error()};
+  auto workload = parse_object(transport_.get(path), "GET " + target_.describe());
+  if (!workload) return Unexpected{workload.error()};
+  WorkloadState out;
+  const auto replicas = int_field((*scale).value("spec", Json::object()), "replicas");
+  if (!replicas) return Unexpected{target_.describe() + ": its Scale has no spec.replicas within 0..2147483647"};
+  out.replicas = *replicas;
+  const Json scale_meta = (*scale).value("metadata", Json::object());
+  out.resource_version = scale_meta.value("resourceVersion", "");
+  if (out.resource_version.empty()) return Unexpected{target_.describe() + ": its Scale has no metadata.resourceVersion"};
+  out.selector_text = (*scale).value("status", Json::object()).value("selector", "");
+  const Json meta = (*workload).value("metadata", Json::object());
+  out.uid = meta.value("uid", "");
+  out.selector = (*workload).value("spec", Json::object()).value("selector", Json());
+  if (const auto s = decode_selector(out.selector); !s) return Unexpected{target_.describe() + ": " + s.error()};
+  if ((*workload).contains("status")) out.ready = int_field((*workload)["status"], "readyReplicas").value_or(0);
+
+  // Another autoscaler on the same workload (KEDA's HPA, a hand-made one).
+  const std::string hpas = "/apis/autoscaling/v2/namespaces/" + target_.namespace_name + "/horizontalpodautoscalers";
+  auto listed = transport_.get(hpas);
+  if (!listed && listed.error().http_status != 404) return Unexpected{"GET " + hpas + ": " + listed.error().describe()};
+  if (listed) {
+    const Json list = Json::parse(listed->body, nullptr, false);
+    for (const auto& h : list.is_object() ? list.value("items", Json::array()) : Json::array()) {
+      const Json ref = h.value("spec", Json::object()).value("scaleTargetRef", Json::object());
+      const std::string api = ref.value("apiVersion", "");
+      const std::string group = api.substr(0, api.find('/'));
+      const std::string our_group = target_.api_version.substr(0, target_.api_version.find('/'));
+      if (ref.value("kind", "") == target_.kind && ref.value("name", "") == target_.name && (api.empty() || group == our_group)) {
+        out.competing_autoscaler = "HorizontalPodAutoscaler " + target_.namespace_name + "/" +
+                                   h.value("metadata", Json::object()).value("name", "");
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<CostWrite> ScaleActuator::write_deletion_costs(const WorkloadState& state, const std::vector<DeletionCost>& costs) {
+  std::vector<CostWrite> out;
+  if (costs.empty()) return out;
+  const auto selector = decode_selector(state.selector);
+  const auto fail_all = [&](const std::string& why) {
+    for (const auto& c : costs) out.push_back({c.replica, "", c.cost, why});
+    return out;
+  };
+  if (!selector) return fail_all(selector.error());
+  // The workload's pods: listed by its selector (the server filters; this side checks again).
+  std::vector<Json> pods;
+  std::string next;
+  const std::string base = "/api/v1/namespaces/" + target_.namespace_name + "/pods?limit=500" +
+                           (state.selector_text.empty() ? "" : "&labelSelector=" + k8s::query_escape(state.selector_text));
+  for (int page = 0; page < 1000; ++page) {
+    auto listed = parse_object(transport_.get(base + (next.empty() ? "" : "&continue=" + k8s::query_escape(next))), "list pods");
+    if (!listed) return fail_all(listed.error());
+    for (const auto& p : (*listed).value("items", Json::array())) {
+      if (!p.is_object()) continue;
+      const Json meta = p.value("metadata", Json::object());
+      if (meta.contains("deletionTimestamp")) continue;  // already going
+      if (selector->matches(labels_of(p))) pods.push_back(p);
+    }
+    next = (*listed).value("metadata", Json::object()).value("continue", "");
+    if (next.empty()) break;
+  }
+  // A replica is a pod's name (Prometheus' pod label) or its address (a scraped page's
+  // host:port). An address several pods share (hostNetwork) names none of them.
+  std::string ambiguous;
+  const auto resolve = [&](const std::string& replica) -> const Json* {
+    const Json* by_address = nullptr;
+    int addressed = 0;
+    for (const auto& p : pods) {
+      const std::string name = p["metadata"].value("name", "");
+      if (replica == name) return &p;
+      const std::string ip = p.value("status", Json::object()).value("podIP", "");
+      if (!ip.empty() && (replica == ip || replica.starts_with(ip + ":"))) {
+        by_address = &p;
+        ++addressed;
+      }
+    }
+    ambiguous = addressed > 1 ? std::to_string(addressed) + " pods of " + target_.describe() + " have that address" : "";
+    return addressed == 1 ? by_address : nullptr;
+  };
+  for (const auto& c : costs) {
+    CostWrite w{c.replica, "", c.cost, ""};
+    const Json* pod = resolve(c.replica);
+    if (pod == nullptr) {
+      w.outcome = ambiguous.empty() ? "no pod of " + target_.describe() + " is named or addressed so" : ambiguous;
+      out.push_back(std::move(w));
+      continue;
+    }
+    w.pod = (*pod)["metadata"].value("name", "");
+    const std::string value = std::to_string(c.cost);
+    const Json annotations = (*pod)["metadata"].value("annotations", Json::object());
+    const std::string key(kPodDeletionCostAnnotation);
+    if (annotations.contains(key) && annotations[key] == value) {
+      w.outcome = "unchanged";
+    } else if (options_.dry_run) {
+      w.outcome = "dry run";
+    } else {
+      Json patch;
+      patch["metadata"]["annotations"][key] = value;
+      // The resourceVersion makes the patch conditional: a pod replaced or changed since the
+      // list is not annotated from stale figures.
+      patch["metadata"]["resourceVersion"] = (*pod)["metadata"].value("resourceVersion", "");
+      auto r = transport_.merge_patch("/api/v1/namespaces/" + target_.namespace_name + "/pods/" + w.pod, patch.dump());
+      w.outcome = r ? "written" : r.error().describe();
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+ScaleSync ScaleActuator::sync(const std::function<Expected<SignalReading>(std::int64_t)>& read_signals, std::int64_t now_ms) {
+  ScaleSync out;
+  auto state = read_workload();
+  if (!state) {
+    out.error = state.error();
+    out.decision = "nothing written: the workload could not be read";
+    return out;
+  }
+  out.step = autoscaler_.step(read_signals(now_ms), now_ms, state->replicas, state->ready);
+  const int current = state->replicas;
+  const int desired = out.step.recommendation.desired;
+  out.target = desired;
+  out.decision = out.step.recommendation.reason;
+  if (!tidal_.empty()) {
+    const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms)));
+    auto floor = tidal_.step(now, state->ready.value_or(current), desired);
+    if (!floor) {
+      out.error = floor.error();
+      out.target = current;
+      out.decision = "nothing written: the tidal floor could not be computed";
+      return out;
+    }
+    if (floor->floor_in_force > out.target) {
+      out.target = floor->floor_in_force;
+      out.decision = "the tidal floor in force (" + floor->reasons.front() + ") is above the real-time " +
+                     std::to_string(desired);
+      for (std::size_t i = 1; i < floor->reasons.size(); ++i) out.decision += "; " + floor->reasons[i];
+    }
+    if (out.target < current && !floor->scale_down_allowed) {
+      out.target = current;
+      out.decision = "scale-down held: a tidal prewarm failure is open";
+    }
+    out.tidal = std::move(*floor);
+  }
+  if (!state->competing_autoscaler.empty()) {
+    out.error = target_.describe() + " is scaled by " + state->competing_autoscaler +
+                " (KEDA's ScaledObject creates one); two autoscalers would undo each other's counts: nothing written";
+    return out;
+  }
+  if (out.target == current) return out;
+  const k8s::ObjectReference regarding{target_.api_version, target_.kind, target_.namespace_name, target_.name, state->uid};
+  if (out.target < current && out.step.reading) {
+    out.costs = write_deletion_costs(*state, deletion_costs(out.step.reading->loads));
+  }
+  if (options_.dry_run) return out;
+  Json scale;
+  scale["apiVersion"] = "autoscaling/v1";
+  scale["kind"] = "Scale";
+  scale["metadata"] = {{"name", target_.name}, {"namespace", target_.namespace_name}, {"resourceVersion", state->resource_version}};
+  scale["spec"]["replicas"] = out.target;
+  auto written = transport_.replace(target_.path() + "/scale", scale.dump());
+  const std::string note_reason = out.decision.size() > 900 ? out.decision.substr(0, 900) : out.decision;
+  if (!written) {
+    out.error = "PUT " + target_.describe() + " scale: " + written.error().describe();
+    (void)events_.emit(transport_, {regarding, "Warning", "FailedRescale", "Scale",
+                                    "New size: " + std::to_string(out.target) + "; error: " + out.error});
+    return out;
+  }
+  out.written = true;
+  (void)events_.emit(transport_, {regarding, "Normal", "SuccessfulRescale", "Scale",
+                                  "New size: " + std::to_string(out.target) + "; reason: " + note_reason});
+  return out;
+}
+
+nlohmann::ordered_json to_json(const ScaleSync& sync) {
+  nlohmann::ordered_json j = to_json(sync.step);
+  j["target"] = sync.target;
+  j["decision"] = sync.decision;
+  j["written"] = sync.written;
+  j["error"] = sync.error;
+  if (sync.tidal) {
+    nlohmann::ordered_json t;
+    t["floorInForce"] = sync.tidal->floor_in_force;
+    t["scaleDownAllowed"] = sync.tidal->scale_down_allowed;
+    t["reasons"] = sync.tidal->reasons;
+    t["records"] = nlohmann::ordered_json::array();
+    for (const auto& r : sync.tidal->records) {
+      t["records"].push_back({{"time", format_rfc3339(Timestamp(r.at))},
+                              {"kind", r.kind},
+                              {"object", r.object},
+                              {"reason", r.reason},
+                              {"message", r.message},
+                              {"alert", r.alert}});
+    }
+    j["tidal"] = std::move(t);
+  }
+  j["costWrites"] = nlohmann::ordered_json::array();
+  for (const auto& c : sync.costs) {
+    j["costWrites"].push_back({{"replica", c.replica}, {"pod", c.pod}, {"cost", c.cost}, {"outcome", c.outcome}});
+  }
+  return j;
+}
+
+}  // namespace gpubank::autoscale
