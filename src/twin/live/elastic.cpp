@@ -311,12 +311,18 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
   // capped at the window's limit, and at what it holds during the admission hold.
   const tidal::TidalState& state = stepped->state;
   std::map<std::pair<std::string, std::string>, std::int64_t> reserve;
+  // In replica shapes: what one replica needs on one node (the largest of the group's
+  // services on the pool), so the reclaim frees whole pieces of nodes.
+  std::map<std::pair<std::string, std::string>, int> piece;
   std::optional<std::chrono::seconds> grace;
   for (std::size_t i : t.services) {
     const Service& s = services_[i];
     const auto floor = state.floors.find(s.policy);
+    const auto& shape = s.spec.replica_shape;
     reserve[{s.spec.business_group, s.spec.resource_pool}] +=
-        static_cast<std::int64_t>(floor == state.floors.end() ? 0 : floor->second) * s.spec.replica_shape.gpu_per_replica;
+        static_cast<std::int64_t>(floor == state.floors.end() ? 0 : floor->second) * shape.gpu_per_replica;
+    int& p = piece[{s.spec.business_group, s.spec.resource_pool}];
+    p = std::max({p, 1, shape.gpu_per_replica / std::max(1, shape.nodes_per_replica)});
   }
   // The notices of the reclaims a reservation starts get the policy's grace, always (a
   // reservation held across a window keeps the same terms).
@@ -336,11 +342,12 @@ Expected<bool> ElasticControl::tidal_step(Tidal& t, VirtualTime now) {
     }
   }
   for (const auto& [where, gpus] : reserve) {
+    const auto shaped = piece.find(where);
     const auto done = simulation_.reserve(
         where.first, where.second, gpus,
         grace ? std::optional<VirtualTime>(std::chrono::duration_cast<std::chrono::milliseconds>(*grace).count())
               : std::nullopt,
-        "TidalPolicy " + t.controller->name() + " floors", kActor);
+        "TidalPolicy " + t.controller->name() + " floors", kActor, shaped == piece.end() ? 1 : shaped->second);
     if (!done) return Unexpected{done.error()};
   }
   if (training.empty()) {

@@ -26,7 +26,8 @@
 //      in flight finish, at most drainTimeout) and then deleted, never below the floor
 //      (DrainStarted, DrainCompleted, ReplicaRemoved);
 //   5. tidal: before a window, the inference group reserves floor x gpuPerReplica GPUs of
-//      its guarantee (run::Simulation::reserve: borrowers get checkpoint notices with the
+//      its guarantee in replica shapes, pieces of gpuPerReplica / nodesPerReplica GPUs on
+//      one node (run::Simulation::reserve: borrowers get checkpoint notices with the
 //      policy's reclaim.gracePeriod) and training groups' borrowing on the pool is capped
 //      at the window's trainingBorrowLimit, at what they hold during the admission hold.
 // Pure: a function of the policies, the day, the run and the services it is shown.

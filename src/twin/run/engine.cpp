@@ -664,8 +664,9 @@ Expected<std::string> Simulation::submit(ScenarioWorkload workload, const std::s
 }
 Expected<bool> Simulation::remove(const std::string& key, const std::string& actor) { return impl_->delete_now(key, actor); }
 Expected<bool> Simulation::reserve(const std::string& business_group, const std::string& pool, std::int64_t gpus,
-                                   std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor) {
-  return impl_->reserve(business_group, pool, gpus, grace, reason, actor);
+                                   std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor,
+                                   int piece) {
+  return impl_->reserve(business_group, pool, gpus, grace, reason, actor, piece);
 }
 Expected<bool> Simulation::cap_borrowing(const std::string& business_group, const std::string& pool,
                                          std::optional<std::int64_t> cap, const std::string& reason,

@@ -284,8 +284,12 @@ class Simulation {
   // use (0 withdraws). What is lent beyond that is reclaimed gracefully, like a pending
   // workload's demand, with `grace` for the notices (unset: the quota's reclaimPolicy
   // grace). Event CapacityReserved; reclaims it starts have reason Reservation.
+  // `piece`: the GPUs one replica of the reservation needs on one node (a TP=4 replica: 4);
+  // above 1 (with a cluster) the GPUs not in use must be free as whole pieces on nodes, so
+  // the reclaim takes back borrowers where that makes pieces, not wherever GPUs add up.
   Expected<bool> reserve(const std::string& business_group, const std::string& pool, std::int64_t gpus,
-                         std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor);
+                         std::optional<VirtualTime> grace, const std::string& reason, const std::string& actor,
+                         int piece = 1);
   // Caps the group's borrowing in the pool below its rendered borrowingLimit (nullopt
   // lifts the cap): new borrowing above it stops, nobody is evicted (event BorrowingCapped).
   Expected<bool> cap_borrowing(const std::string& business_group, const std::string& pool,

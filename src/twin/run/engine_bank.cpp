@@ -2,6 +2,12 @@
 // quotas the bank keeps in step, and capacity leases (engine_internal.hpp).
 #include "twin/run/engine_internal.hpp"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "serving/capacity.hpp"
+
 namespace gpubank::twin::run::detail {
 
 // ---- attribution ------------------------------------------------------------------------------
@@ -167,7 +173,10 @@ void Engine::reclaim(VirtualTime now) {
     const auto figures = core_->figures(q.cq, pool.flavor, pool.resource);
     const std::int64_t available = figures ? figures->available : 0;
     int active = q.active_reclaim;
-    if (demand == 0 || demand <= available) {
+    // A reservation in replica shapes also needs its pieces on nodes (victims under notice
+    // count as freed).
+    const int short_pieces = reserve_demand > 0 ? pieces_short(q, active) : 0;
+    if (demand == 0 || (demand <= available && short_pieces == 0)) {
       blocked_.erase(qi);
       if (active >= 0) end_reclaim(active, now, demand == 0 ? "the lender no longer waits for capacity within its guarantee"
                                                             : "the lender's demand fits in what is free");
@@ -180,7 +189,7 @@ void Engine::reclaim(VirtualTime now) {
       }
     }
     const std::int64_t need = demand - available - in_flight;
-    if (need <= 0) continue;
+    if (need <= 0 && short_pieces == 0) continue;
     std::vector<bank::VictimCandidate> candidates;
     // Never taken: protected types, Protection leases, non-preemptible classes, and on
     // what this lender lent, work without its onlyPreempt traits (attribution never lends
@@ -220,7 +229,26 @@ void Engine::reclaim(VirtualTime now) {
       }
       candidates.push_back(std::move(c));
     }
-    const bank::VictimChoice choice = bank::choose_victims(std::move(candidates), need);
+    // Pieces first, where they form; the rest of the count (if any) in the bank's order.
+    bank::VictimChoice choice;
+    bool shaped = false;
+    if (short_pieces > 0) {
+      if (auto by_shape = shape_victims(q, active, short_pieces, candidates)) {
+        choice = std::move(*by_shape);
+        shaped = true;
+        std::set<std::string> taken;
+        for (const auto& v : choice.victims) taken.insert(v.workload);
+        std::erase_if(candidates, [&](const bank::VictimCandidate& c) { return taken.contains(c.workload); });
+      }
+    }
+    // Pieces that no reclaim can form (own work in the way) are left to the prewarm's
+    // shape check, which says so (ScaleUpBlocked, Fragmented).
+    if (!shaped && need <= 0) continue;
+    if (need - choice.gpus > 0) {
+      auto rest = bank::choose_victims(std::move(candidates), need - choice.gpus);
+      for (auto& v : rest.victims) choice.victims.push_back(std::move(v));
+      choice.gpus += rest.gpus;
+    }
     if (choice.victims.empty()) {
       // Said once per demand: the lender waits and nothing may be taken back for it.
       if (active < 0 && blocked_[qi] != demand) {
@@ -257,15 +285,25 @@ void Engine::reclaim(VirtualTime now) {
       q.active_reclaim = active;
       ++q.reclaims;
       pool.touch();
-      Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted", reserving ? "Reservation" : "LenderDemand",
+      Event e = lender_event(q.group, q.pool_name, q.cq, now, "ReclaimStarted",
+                             reserving || shaped ? "Reservation" : "LenderDemand",
                              q.group + " needs " + std::to_string(demand) + " GPUs within its guarantee of " +
                                  std::to_string(q.guaranteed) + " in " + q.pool_name + "; " + std::to_string(available) +
                                  " are free and " + std::to_string(pool.tracker->lent_by(q.group)) +
                                  " are lent out: reclaiming, no new borrowing in the pool until it is over" +
-                                 (reserving ? " (reserved: " + q.reserve_reason + ")" : ""));
+                                 (reserving || shaped ? " (reserved: " + q.reserve_reason + ")" : "") +
+                                 (shaped ? "; " + std::to_string(short_pieces) + " more " +
+                                               (short_pieces == 1 ? "replica needs " : "replicas need ") +
+                                               std::to_string(q.reserve_piece) +
+                                               " GPUs on one node, so borrowers are taken back where that frees a node's piece"
+                                         : ""));
       e.numbers = {{"demand", demand}, {"available", available}, {"lent", pool.tracker->lent_by(q.group)},
                    {"guaranteed", q.guaranteed}, {"used", used}, {"reclaiming", choice.gpus},
                    {"shortfall", std::max<std::int64_t>(0, need - choice.gpus)}};
+      if (short_pieces > 0) {
+        e.numbers["pieceGpus"] = q.reserve_piece;
+        e.numbers["piecesShort"] = short_pieces;
+      }
       e.related = {"ReclaimTimeline/" + result_.reclaims[at(active)].id};
       event(std::move(e));
     } else {
@@ -274,6 +312,117 @@ void Engine::reclaim(VirtualTime now) {
     for (const auto& v : choice.victims) notice(active, sim_index_.at(v.workload), v, now);
   }
   sync_quotas();
+}
+
+namespace {
+
+// A pool's nodes as check_shape sees them: free GPUs (plus what victims under notice will
+// free) and, as "held by borrowers", what the candidates hold on each.
+struct NodeGpus {
+  std::map<cluster::NodeId, int> freed;                          // by victims under notice
+  std::map<cluster::NodeId, std::map<std::string, int>> holders;  // node -> candidate -> GPUs on it
+};
+
+std::map<cluster::NodeId, int> gpus_by_node(const cluster::Cluster& c, const std::string& workload) {
+  std::map<cluster::NodeId, int> out;
+  if (const cluster::Placement* p = c.placement_of(workload); p != nullptr) {
+    for (const auto& pod : p->pods) out[pod.node] += static_cast<int>(pod.units.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+int Engine::pieces_short(const Quota& q, int active) const {
+  if (q.reserve_piece <= 1 || !cluster_) return 0;
+  const std::int64_t uncovered = std::max<std::int64_t>(0, std::min(q.reserved, q.guaranteed) - q.used);
+  const auto pieces_needed = static_cast<int>((uncovered + q.reserve_piece - 1) / q.reserve_piece);
+  if (pieces_needed == 0) return 0;
+  std::map<cluster::NodeId, int> freed;
+  if (active >= 0) {
+    for (const auto& v : result_.reclaims[at(active)].victims) {
+      if (v.stopped || v.finished || v.released) continue;
+      for (const auto& [node, gpus] : gpus_by_node(*cluster_, v.workload)) freed[node] += gpus;
+    }
+  }
+  int pieces = 0;
+  for (cluster::NodeId n = 0; n < cluster_->node_count(); ++n) {
+    if (cluster_->node(n).pool() != q.pool_name) continue;
+    pieces += (cluster_->node_free(n) + freed[n]) / q.reserve_piece;
+  }
+  return std::max(0, pieces_needed - pieces);
+}
+
+std::optional<bank::VictimChoice> Engine::shape_victims(const Quota& q, int active, int pieces,
+                                                        const std::vector<bank::VictimCandidate>& candidates) const {
+  if (!cluster_ || pieces <= 0) return std::nullopt;
+  std::map<cluster::NodeId, int> freed;
+  if (active >= 0) {
+    for (const auto& v : result_.reclaims[at(active)].victims) {
+      if (v.stopped || v.finished || v.released) continue;
+      for (const auto& [node, gpus] : gpus_by_node(*cluster_, v.workload)) freed[node] += gpus;
+    }
+  }
+  std::map<cluster::NodeId, std::vector<std::pair<const bank::VictimCandidate*, int>>> on_node;
+  for (const auto& c : candidates) {
+    for (const auto& [node, gpus] : gpus_by_node(*cluster_, c.workload)) on_node[node].emplace_back(&c, gpus);
+  }
+  serving::PoolCapacity pool;
+  pool.pool = q.pool_name;
+  std::map<std::string, cluster::NodeId> by_name;
+  int held_total = 0;
+  for (cluster::NodeId n = 0; n < cluster_->node_count(); ++n) {
+    if (cluster_->node(n).pool() != q.pool_name) continue;
+    serving::NodeCapacity nc;
+    nc.name = cluster_->node(n).name;
+    nc.gpus = cluster_->node_units(n);
+    nc.free = cluster_->node_free(n) + freed[n];
+    const auto first = cluster_->node_first_unit(n);
+    for (int u = 0; u < nc.gpus; ++u) nc.unhealthy += cluster_->unit(first + static_cast<cluster::UnitId>(u)).healthy ? 0 : 1;
+    for (const auto& [c, gpus] : on_node[n]) nc.held_by_borrowers += gpus;
+    held_total += nc.held_by_borrowers;
+    by_name[nc.name] = n;
+    pool.nodes.push_back(std::move(nc));
+  }
+  // Only the shape is asked here: the quota was checked by the count.
+  pool.quota.guaranteed = pool.quota.max_capacity = pieces * q.reserve_piece;
+  pool.quota.lent = held_total;
+  serving::ShapeRequest request;
+  request.service = q.group;
+  request.shape.tensor_parallel_size = 1;
+  request.shape.gpu_per_replica = q.reserve_piece;
+  request.replicas = pieces;
+  const auto decision = serving::check_shape(request, pool);
+  if (decision.outcome != serving::ShapeOutcome::FitsAfterReclaim) return std::nullopt;
+  bank::VictimChoice out;
+  std::set<std::string> taken;
+  for (const auto& ask : decision.reclaim) {
+    const cluster::NodeId n = by_name.at(ask.node);
+    // This node's candidates, each counted by the GPUs it holds here, in the bank's order.
+    std::vector<bank::VictimCandidate> here;
+    int already = 0;  // freed here by victims taken for an earlier node
+    for (const auto& [c, gpus] : on_node[n]) {
+      if (taken.contains(c->workload)) {
+        already += gpus;
+        continue;
+      }
+      bank::VictimCandidate local = *c;
+      local.gpus = gpus;
+      here.push_back(std::move(local));
+    }
+    if (already >= ask.gpus) continue;
+    const auto choice = bank::choose_victims(std::move(here), ask.gpus - already);
+    if (!choice.covers) return std::nullopt;
+    for (const auto& v : choice.victims) {
+      taken.insert(v.workload);
+      const auto original = std::find_if(candidates.begin(), candidates.end(),
+                                         [&](const bank::VictimCandidate& c) { return c.workload == v.workload; });
+      out.victims.push_back(*original);
+      out.gpus += original->gpus;
+    }
+  }
+  out.covers = true;
+  return out;
 }
 
 void Engine::notice(int reclaim_index, int index, const bank::VictimCandidate& candidate, VirtualTime now) {

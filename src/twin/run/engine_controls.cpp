@@ -359,22 +359,28 @@ Expected<bool> Engine::change_policies(const policy::PolicySet& next, const std:
 }
 
 Expected<bool> Engine::reserve(const std::string& group, const std::string& pool, std::int64_t gpus,
-                               std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor) {
+                               std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor,
+                               int piece) {
   if (!started_ || !ok_) return Unexpected{std::string("the run is not going")};
   const auto it = quota_index_.find({group, pool});
   if (it == quota_index_.end()) return Unexpected{"no GPUQuotaPolicy gives " + group + " quota in " + pool};
   if (gpus < 0) return Unexpected{std::string("a reservation is at least 0 GPUs")};
+  if (piece < 1) return Unexpected{std::string("a reservation's piece is at least 1 GPU")};
   Quota& q = quotas_[at(it->second)];
-  if (q.reserved == gpus && q.reserve_grace_ms == grace_ms) return false;
+  if (q.reserved == gpus && q.reserve_grace_ms == grace_ms && q.reserve_piece == piece) return false;
   const std::int64_t before = q.reserved;
   q.reserved = gpus;
+  q.reserve_piece = piece;
   q.reserve_grace_ms = grace_ms;
   q.reserve_reason = reason;
   pools_[at(q.pool)].touch();
   Event e = lender_event(group, pool, q.cq, now_, "CapacityReserved", gpus > 0 ? "Reserved" : "Released",
                          group + " reserves " + std::to_string(gpus) + " of its " + std::to_string(q.guaranteed) +
-                             " guaranteed GPUs in " + pool + " (was " + std::to_string(before) + "): " + reason);
+                             " guaranteed GPUs in " + pool +
+                             (piece > 1 && gpus > 0 ? " in pieces of " + std::to_string(piece) + " GPUs on one node" : "") +
+                             " (was " + std::to_string(before) + "): " + reason);
   e.numbers = {{"reserved", gpus}, {"before", before}, {"guaranteed", q.guaranteed}, {"used", q.used}};
+  if (piece > 1) e.numbers["pieceGpus"] = piece;
   if (grace_ms) e.numbers["graceSeconds"] = *grace_ms / 1000;
   return announce_and_settle(std::move(e), actor);
 }

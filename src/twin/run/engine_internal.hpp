@@ -84,6 +84,10 @@ struct Quota {
   // a pending workload's), with the grace its notices get; and a cap on its borrowing
   // below the rendered borrowingLimit (what a controller would write to the ClusterQueue).
   std::int64_t reserved = 0;
+  // The reservation's replica shape: GPUs one replica needs on one node (a TP=4 replica:
+  // 4). Above 1, the part not in use must be free as whole pieces on nodes, and a reclaim
+  // takes back borrowers where that makes pieces (Engine::shape_victims).
+  int reserve_piece = 1;
   std::optional<std::int64_t> reserve_grace_ms;
   std::string reserve_reason;
   std::optional<std::int64_t> borrow_cap;
@@ -357,7 +361,8 @@ class Engine {
   // Planned demand of a lender (see Quota::reserved); 0 withdraws it. The reclaims it
   // starts give their victims `grace` (unset: the quota's reclaimPolicy grace).
   Expected<bool> reserve(const std::string& group, const std::string& pool, std::int64_t gpus,
-                         std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor);
+                         std::optional<std::int64_t> grace_ms, const std::string& reason, const std::string& actor,
+                         int piece = 1);
 
   // Caps a group's borrowing in a pool below its rendered borrowingLimit (unset: lifts the
   // cap). Like a lowered ClusterQueue borrowingLimit in Kueue it stops new borrowing above
@@ -402,6 +407,15 @@ class Engine {
   [[nodiscard]] std::int64_t used_by(int quota) const { return quotas_[at(quota)].used; }
 
   void reclaim(VirtualTime now);
+  // A reservation in pieces (Quota::reserve_piece): how many pieces of the part not in use
+  // cannot be had on the pool's free GPUs (those of victims already under notice counted
+  // free); 0 without a cluster or for loose GPUs.
+  int pieces_short(const Quota& q, int active) const;
+  // The victims that make those pieces, node by node where the fewest GPUs must be taken
+  // back (serving::check_shape's rule 3, each node's victims in the bank's order); nullopt
+  // when no choice of these candidates makes them.
+  std::optional<bank::VictimChoice> shape_victims(const Quota& q, int active, int pieces,
+                                                  const std::vector<bank::VictimCandidate>& candidates) const;
   void notice(int reclaim_index, int index, const bank::VictimCandidate& candidate, VirtualTime now);
   void end_reclaim(int index, VirtualTime now, const std::string& why);
 

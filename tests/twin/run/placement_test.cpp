@@ -387,6 +387,103 @@ TEST(PlacingReclaim, AReservationTakesBackQuotaLentToABorrowerThatIsNotPlaced) {
   }
 }
 
+// tr/a (4) and tr/b (6) fill tr's guarantee of 10: a on serve-00 (4 free), b on serve-01
+// (2 free). Two borrowers of cs's 6: x (2 GPUs, 20 min: a short job, the bank's first
+// victim) lands on serve-01 (best fit), y (2 GPUs, 2 h) on serve-00. At 5 min cs reserves 4
+// GPUs for one TP=4 replica: 2 are free by quota, so 2 come back; only y's make 4 free on
+// one node (serve-00: 2 free + 2), x's would leave 2 + 2 on two nodes.
+constexpr std::string_view kShapeWorkloads = R"(
+workloads:
+- {name: a, businessGroup: tr, resourcePool: serve, gpus: 4, runTime: 2h, workloadType: training}
+- {name: b, businessGroup: tr, resourcePool: serve, gpus: 6, runTime: 2h, workloadType: training}
+- {name: x, businessGroup: tr, resourcePool: serve, gpus: 2, arrivalTime: 1m, runTime: 20m, workloadType: training}
+- {name: y, businessGroup: tr, resourcePool: serve, gpus: 2, arrivalTime: 2m, runTime: 2h, workloadType: training}
+)";
+
+constexpr std::string_view kShapePolicies = R"(
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: PlatformGuardrails
+metadata: {name: platform}
+spec:
+  platformAdmins: [group:platform]
+  pools:
+  - name: serve
+    gpuModel: H100
+    capacity: 16
+    role: inference
+    gpusPerNode: 8
+    nodeLabels: {platform.gpubank.dev/pool: serve}
+    taints: [{key: platform.gpubank.dev/pool, value: serve, effect: NoSchedule}]
+  groups:
+  - {name: cs, costCenter: CC-1, admins: [group:cs], namespaces: [cs], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
+  - {name: tr, costCenter: CC-2, admins: [group:tr], namespaces: [tr], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
+  priorities:
+  - {name: standard, value: 1000, workloadTypes: [training, batch, inference]}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: cs-serve}
+spec: {businessGroup: cs, resourcePool: serve, guaranteed: 6, borrowLimit: 0, reclaimPolicy: {gracePeriod: 5m}}
+---
+apiVersion: platform.gpubank.dev/v1alpha1
+kind: GPUQuotaPolicy
+metadata: {name: tr-serve}
+spec: {businessGroup: tr, resourcePool: serve, guaranteed: 10, borrowLimit: 6}
+)";
+
+// The victims of the reservation cs makes at 5 min, in pieces of `piece` GPUs, and the
+// most GPUs free on one node once their grace (2 min) is over.
+std::pair<std::vector<std::string>, int> reserve_in_pieces(int piece, const Event** started = nullptr,
+                                                           std::optional<RunResult>* kept = nullptr) {
+  Diagnostics d;
+  const auto policies = testing::from_yaml(kShapePolicies);
+  const auto scenario = parse_scenario(kShapeWorkloads, "scenario.yaml", d);
+  EXPECT_TRUE(scenario);
+  auto inventory = cluster::parse_inventory(kInventory, "inventory.yaml", d);
+  EXPECT_TRUE(inventory);
+  RunOptions options;
+  options.inventory = std::make_shared<const cluster::Inventory>(std::move(*inventory));
+  Simulation sim(policies, *scenario, options);
+  EXPECT_TRUE(sim.start());
+  EXPECT_TRUE(sim.advance_to(5 * kMinute));
+  EXPECT_EQ(sim.cluster()->node_free(0), 2);  // a + y on serve-00
+  EXPECT_EQ(sim.cluster()->node_free(1), 0);  // b + x on serve-01
+  EXPECT_TRUE(sim.reserve("cs", "serve", 4, 2 * kMinute, "TidalPolicy day floors", "gpubank-tidal", piece));
+  std::vector<std::string> victims;
+  for (const auto& e : sim.result().events) {
+    if (e.kind == "ReclaimNoticeSent") victims.push_back(e.object);
+  }
+  EXPECT_TRUE(sim.advance_to(8 * kMinute));
+  const int most_free = std::max(sim.cluster()->node_free(0), sim.cluster()->node_free(1));
+  if (kept != nullptr) {
+    *kept = sim.result();
+    if (started != nullptr) *started = find(**kept, "ReclaimStarted", "BusinessGroup/cs");
+  }
+  return {victims, most_free};
+}
+
+TEST(PlacingReclaim, AReservationInReplicaShapesTakesBackTheBorrowerWhoseGpusMakeAPieceOnANode) {
+  // In loose GPUs the bank takes its first victim, the short job, and the 4 GPUs are free in
+  // total but never on one node: a TP=4 replica could not start.
+  const auto [loose, loose_most] = reserve_in_pieces(1);
+  EXPECT_EQ(loose, (std::vector<std::string>{"Workload/tr/x"}));
+  EXPECT_EQ(loose_most, 2);
+  // In pieces of 4: y, on the node where 2 are already free.
+  const Event* started = nullptr;
+  std::optional<RunResult> run;
+  const auto [shaped, shaped_most] = reserve_in_pieces(4, &started, &run);
+  EXPECT_EQ(shaped, (std::vector<std::string>{"Workload/tr/y"}));
+  EXPECT_EQ(shaped_most, 4);
+  ASSERT_NE(started, nullptr);
+  EXPECT_EQ(started->reason, "Reservation");
+  EXPECT_EQ(started->numbers["pieceGpus"], 4);
+  EXPECT_EQ(started->numbers["piecesShort"], 1);
+  EXPECT_NE(started->message.find("1 more replica needs 4 GPUs on one node"), std::string::npos) << started->message;
+  const Event* reserved = find(*run, "CapacityReserved", "BusinessGroup/cs");
+  ASSERT_NE(reserved, nullptr);
+  EXPECT_NE(reserved->message.find("in pieces of 4 GPUs on one node"), std::string::npos) << reserved->message;
+}
+
 TEST(Summary, PercentilesAreNearestRank) {
   EXPECT_EQ(percentile({}, 50), 0);
   EXPECT_EQ(percentile({7}, 99), 7);
