@@ -286,14 +286,55 @@ std::vector<CostWrite> ScaleActuator::write_deletion_costs(const WorkloadState& 
   return out;
 }
 
+void ScaleActuator::add_capacity(ScaleSync& sync, const WorkloadState& state) const {
+  if (!options_.cluster_objects || options_.policies == nullptr) return;
+  auto objects = options_.cluster_objects();
+  if (!objects) {
+    sync.capacity_error = "the pool could not be read: " + objects.error();
+    return;
+  }
+  auto pool = pool_view(*options_.policies, spec_, *objects);
+  if (!pool) {
+    sync.capacity_error = pool.error();
+    return;
+  }
+  const auto selector = decode_selector(state.selector);
+  if (!selector) {
+    sync.capacity_error = selector.error();
+    return;
+  }
+  std::vector<Json> own;
+  for (const auto& p : objects->pods) {
+    const Json meta = p.is_object() ? p.value("metadata", Json::object()) : Json::object();
+    if (meta.value("namespace", "") == target_.namespace_name && selector->matches(labels_of(p))) own.push_back(p);
+  }
+  LiveCapacityInputs in;
+  in.policy = options_.policy_name;
+  in.spec = &spec_;
+  in.phases = replica_phases(own);
+  if (sync.step.reading) in.observation = sync.step.reading->observation;
+  in.pool = std::move(*pool);
+  in.serving_floor_replicas = sync.tidal ? sync.tidal->floor_in_force : spec_.min_replicas;
+  sync.capacity = live_capacity(*options_.policies, in);
+}
+
 ScaleSync ScaleActuator::sync(const std::function<Expected<SignalReading>(std::int64_t)>& read_signals, std::int64_t now_ms) {
-  ScaleSync out;
   auto state = read_workload();
   if (!state) {
+    ScaleSync out;
     out.error = state.error();
     out.decision = "nothing written: the workload could not be read";
     return out;
   }
+  ScaleSync out = decide_and_write(*state, read_signals, now_ms);
+  add_capacity(out, *state);
+  return out;
+}
+
+ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
+                                          std::int64_t now_ms) {
+  ScaleSync out;
+  const WorkloadState* state = &read;
   out.step = autoscaler_.step(read_signals(now_ms), now_ms, state->replicas, state->ready);
   const int current = state->replicas;
   const int desired = out.step.recommendation.desired;
@@ -376,6 +417,8 @@ nlohmann::ordered_json to_json(const ScaleSync& sync) {
   for (const auto& c : sync.costs) {
     j["costWrites"].push_back({{"replica", c.replica}, {"pod", c.pod}, {"cost", c.cost}, {"outcome", c.outcome}});
   }
+  if (sync.capacity) j["capacity"] = serving::to_json(*sync.capacity);
+  if (!sync.capacity_error.empty()) j["capacityError"] = sync.capacity_error;
   return j;
 }
 

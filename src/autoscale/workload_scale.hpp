@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autoscale/live_autoscaler.hpp"
+#include "autoscale/pool_view.hpp"
 #include "core/expected.hpp"
 #include "k8s/apply.hpp"
 #include "k8s/transport.hpp"
@@ -109,11 +110,19 @@ struct ScaleSync {
   bool written = false;               // the count was written this sync
   std::string error;                  // what stopped the sync (read, competing autoscaler, write)
   std::vector<CostWrite> costs;       // on a scale-in
+  // With ActuatorOptions::cluster_objects: what a gateway reads (pool_view.hpp), or why not.
+  std::optional<serving::Capacity> capacity;
+  std::string capacity_error;
 };
 
 struct ActuatorOptions {
   bool dry_run = false;  // decide and report; write nothing
   std::string reporting_instance = "gpubank-serving-autoscale";
+  // The capacity for gateways: the policy's name, its set (guardrails, quotas) and the
+  // nodes and pods to read the pool from (informer snapshots). Unset: no capacity.
+  std::string policy_name;
+  const policy::PolicySet* policies = nullptr;
+  std::function<Expected<ClusterObjects>()> cluster_objects;
 };
 
 class ScaleActuator {
@@ -129,6 +138,10 @@ class ScaleActuator {
   [[nodiscard]] std::vector<CostWrite> write_deletion_costs(const WorkloadState& state, const std::vector<DeletionCost>& costs);
 
  private:
+  void add_capacity(ScaleSync& sync, const WorkloadState& state) const;
+  ScaleSync decide_and_write(const WorkloadState& state, const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
+                             std::int64_t now_ms);
+
   k8s::Transport& transport_;
   WorkloadTarget target_;
   policy::InferenceScalingPolicySpec spec_;
@@ -139,7 +152,8 @@ class ScaleActuator {
 };
 
 // The LiveStep's JSON (to_json) with "target", "decision", "written", "error", "tidal"
-// {"floorInForce", "scaleDownAllowed", "reasons", "records"} and "costWrites".
+// {"floorInForce", "scaleDownAllowed", "reasons", "records"}, "costWrites" and, when
+// computed, "capacity" (serving::to_json) or "capacityError".
 [[nodiscard]] nlohmann::ordered_json to_json(const ScaleSync& sync);
 
 }  // namespace gpubank::autoscale

@@ -18,6 +18,7 @@
 // competing autoscaler) or the policies are invalid, 2 usage.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "autoscale/capacity_server.hpp"
 #include "autoscale/live_autoscaler.hpp"
 #include "autoscale/prometheus_signals.hpp"
 #include "autoscale/vllm_scrape.hpp"
@@ -37,6 +39,7 @@
 #include "core/escape.hpp"
 #include "governance/prometheus_client.hpp"
 #include "k8s/client_config.hpp"
+#include "k8s/informer.hpp"
 #include "k8s/transport.hpp"
 
 namespace gpubank::cli {
@@ -63,6 +66,7 @@ struct RecommendOptions {
   std::string kubeconfig;
   std::string context;
   bool dry_run = false;
+  std::string listen;
 };
 
 // Where a sync's signals come from: a Prometheus client or a scraper, and the function
@@ -325,6 +329,16 @@ void print_sync_text(std::ostream& out, const std::string& policy, const autosca
                                            : "NOT written")
       << " (" << escape_text(sync.decision) << ")\n";
   if (!sync.error.empty()) out << "  error: " << escape_text(sync.error) << '\n';
+  if (sync.capacity) {
+    const auto& c = *sync.capacity;
+    out << "  capacity: " << c.ready << " ready, " << c.loading << " loading, " << c.draining << " draining, " << c.requested
+        << " requested; headroom " << (c.headroom_rps ? number(c.headroom_rps) + "/s" : std::string("unknown"))
+        << "; scale-out " << (c.scale_out_possible ? "possible" : "blocked (" + c.scale_out_blocked_reason + ")")
+        << (c.scale_out_ready_seconds ? ", serving in " + number(c.scale_out_ready_seconds) + " s" : std::string()) << "; "
+        << c.borrowable_gpus << " GPUs borrowable\n";
+  } else if (!sync.capacity_error.empty()) {
+    out << "  capacity: " << escape_text(sync.capacity_error) << '\n';
+  }
 }
 
 int run_autoscale(const RecommendOptions& opt) {
@@ -343,6 +357,16 @@ int run_autoscale(const RecommendOptions& opt) {
   const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
   auto target = autoscale::workload_target(spec);
   if (!target) return std::cerr << me << ": " << chosen->name() << ": " << target.error() << '\n', 1;
+  std::optional<std::pair<std::string, int>> listener;
+  if (!opt.listen.empty()) {
+    const auto colon = opt.listen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : opt.listen.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+        std::stoi(port) > 65535) {
+      return usage("--listen: \"" + escape_text(opt.listen) + "\" is not ADDR:PORT (a port of 0 to 65535)");
+    }
+    listener = std::pair{opt.listen.substr(0, colon), std::stoi(port)};
+  }
   auto tidal = autoscale::TidalFloors::create(*set, chosen->name());
   if (!tidal) return std::cerr << me << ": " << tidal.error() << '\n', 1;
   auto source = make_source(opt, spec, *periods, me, code);
@@ -353,6 +377,7 @@ int run_autoscale(const RecommendOptions& opt) {
   load.resolve.context = opt.context;
   auto config = k8s::load_client_config(load, k8s::Environment::from_process());
   if (!config) return std::cerr << me << ": " << config.error() << '\n', 1;
+  const k8s::ClientConfig informer_config = *config;
   k8s::TransportOptions transport_options;
   transport_options.field_manager = "gpubank-serving-autoscale";
   transport_options.read_timeout = std::max(periods->timeout, std::chrono::milliseconds(10'000));
@@ -364,6 +389,43 @@ int run_autoscale(const RecommendOptions& opt) {
 
   autoscale::ActuatorOptions actuator_options;
   actuator_options.dry_run = opt.dry_run;
+  // --listen: the capacity for gateways, from informers on the nodes and pods.
+  std::unique_ptr<autoscale::CapacityServer> server;
+  std::vector<std::unique_ptr<k8s::Informer>> informers;
+  if (listener) {
+    for (const char* collection : {"/api/v1/nodes", "/api/v1/pods"}) {
+      k8s::InformerOptions informer_options;
+      informer_options.transport.rate_limiter = transport_options.rate_limiter;
+      auto informer = k8s::Informer::create(informer_config, collection, informer_options);
+      if (!informer) return std::cerr << me << ": " << informer.error() << '\n', 1;
+      (*informer)->start();
+      informers.push_back(std::move(*informer));
+    }
+    for (const auto& informer : informers) {
+      if (auto synced = informer->wait_for_sync(std::chrono::minutes(2)); !synced) {
+        return std::cerr << me << ": --listen: " << informer->collection() << ": " << synced.error().describe() << '\n', 1;
+      }
+    }
+    auto started = autoscale::CapacityServer::start(listener->first, listener->second, chosen->name());
+    if (!started) return std::cerr << me << ": " << started.error() << '\n', 1;
+    server = std::move(*started);
+    std::cerr << me << ": serving /api/v1/services/" << chosen->name() << "/capacity and /metrics on " << listener->first
+              << ':' << server->port() << '\n';
+    actuator_options.policy_name = chosen->name();
+    actuator_options.policies = &*set;
+    actuator_options.cluster_objects = [&informers]() -> Expected<autoscale::ClusterObjects> {
+      autoscale::ClusterObjects objects;
+      for (std::size_t i = 0; i < informers.size(); ++i) {
+        if (!informers[i]->running()) {
+          return Unexpected{informers[i]->collection() + ": the informer stopped" +
+                            (informers[i]->error() ? ": " + informers[i]->error()->describe() : std::string())};
+        }
+        auto& into = i == 0 ? objects.nodes : objects.pods;
+        for (const auto& [key, object] : informers[i]->snapshot()->objects) into.push_back(*object);
+      }
+      return objects;
+    };
+  }
   autoscale::ScaleActuator actuator(**transport, *target, spec, std::move(*tidal), actuator_options);
   bool last_ok = false;
   std::int64_t last_t = 0;
@@ -371,6 +433,7 @@ int run_autoscale(const RecommendOptions& opt) {
     const std::int64_t now = std::max(wall_ms(), last_t + 1);
     last_t = now;
     const auto sync = actuator.sync((*source)->read, now);
+    if (server) server->publish(sync, now);
     last_ok = sync.error.empty() && sync.step.signals_error.empty();
     if (!sync.step.signals_error.empty()) std::cerr << me << ": " << escape_text(sync.step.signals_error) << '\n';
     if (!sync.error.empty()) std::cerr << me << ": " << escape_text(sync.error) << '\n';
@@ -438,6 +501,9 @@ Command add_serving_command(CLI::App& app) {
   autoscale->add_option("--kubeconfig", autoscale_opt->kubeconfig, "kubeconfig file (default: the loading order above)");
   autoscale->add_option("--context", autoscale_opt->context, "kubeconfig context (default: current-context)");
   autoscale->add_flag("--dry-run", autoscale_opt->dry_run, "Read and decide, write nothing");
+  autoscale->add_option("--listen", autoscale_opt->listen,
+                        "ADDR:PORT: serve GET /api/v1/services/<policy>/capacity, /metrics and /healthz (the capacity "
+                        "for gateways, from watches on nodes and pods)");
   return {group, [recommend_opt, autoscale_opt, recommend, autoscale] {
             if (recommend->parsed()) return run_recommend(*recommend_opt);
             if (autoscale->parsed()) return run_autoscale(*autoscale_opt);

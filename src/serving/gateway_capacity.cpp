@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace gpubank::serving {
 
@@ -28,7 +29,10 @@ Capacity gateway_capacity(const CapacityInputs& in) {
   const double per = std::isfinite(in.replica_rps) && in.replica_rps > 0 ? in.replica_rps : 0.0;
   c.capacity_rps = c.ready * per;
   c.coming_rps = (c.loading + c.requested) * per;
-  if (in.arrival_rps && std::isfinite(*in.arrival_rps)) c.headroom_rps = std::max(0.0, c.capacity_rps - *in.arrival_rps);
+  // Without a capacity per replica there is no headroom to state (not 0: unknown).
+  if (per > 0 && in.arrival_rps && std::isfinite(*in.arrival_rps)) {
+    c.headroom_rps = std::max(0.0, c.capacity_rps - *in.arrival_rps);
+  }
 
   const int counting = c.ready + c.loading + c.requested;
   if (counting >= in.max_replicas) {
@@ -83,5 +87,54 @@ nlohmann::ordered_json to_json(const Capacity& c) {
   j["borrowableGpus"] = c.borrowable_gpus;
   return j;
 }
+
+Expected<bool> export_capacity(metrics::Registry& registry, const std::vector<Capacity>& services) {
+  auto replicas = registry.gauge("gpubank_service_replicas",
+                                 "Replicas of an inference service by phase: ready, loading (model load), draining, "
+                                 "requested (no GPUs yet).",
+                                 {"policy", "phase"});
+  auto queue = registry.gauge("gpubank_service_queue_depth",
+                              "Requests waiting at an inference service's replicas and router.", {"policy"});
+  auto headroom = registry.gauge("gpubank_service_headroom_requests_per_second",
+                                 "Requests per second an inference service's ready replicas take beyond the last "
+                                 "minute's arrivals before its SLO breaks (0 at or over capacity).",
+                                 {"policy"});
+  auto possible = registry.gauge("gpubank_service_scale_out_possible",
+                                 "1 when a replica can be added to an inference service now (maxReplicas, quota and "
+                                 "a node that holds its shape), else 0.",
+                                 {"policy"});
+  auto ready_in = registry.gauge("gpubank_service_scale_out_ready_seconds",
+                                 "Seconds until a replica asked for now would serve (model load, after the borrowers' "
+                                 "grace when GPUs must be reclaimed); absent when no scale-out is possible.",
+                                 {"policy"});
+  auto borrowable = registry.gauge("gpubank_service_borrowable_gpus",
+                                   "GPUs an inference service's group can still get on its pool for replicas.",
+                                   {"policy"});
+  for (auto* f : {&replicas, &queue, &headroom, &possible, &ready_in, &borrowable}) {
+    if (!*f) return Unexpected{f->error()};
+  }
+  for (const Capacity& service : services) {
+    const Capacity* c = &service;
+    const std::string& policy = c->policy;
+    const std::pair<const char*, int> phases[] = {
+        {"ready", c->ready}, {"loading", c->loading}, {"draining", c->draining}, {"requested", c->requested}};
+    for (const auto& [phase, n] : phases) {
+      if (auto s = (*replicas)->set({policy, phase}, n); !s) return Unexpected{s.error()};
+    }
+    if (c->queue_depth) {
+      if (auto s = (*queue)->set({policy}, *c->queue_depth); !s) return Unexpected{s.error()};
+    }
+    if (c->headroom_rps) {
+      if (auto s = (*headroom)->set({policy}, *c->headroom_rps); !s) return Unexpected{s.error()};
+    }
+    if (auto s = (*possible)->set({policy}, c->scale_out_possible ? 1 : 0); !s) return Unexpected{s.error()};
+    if (c->scale_out_ready_seconds) {
+      if (auto s = (*ready_in)->set({policy}, *c->scale_out_ready_seconds); !s) return Unexpected{s.error()};
+    }
+    if (auto s = (*borrowable)->set({policy}, c->borrowable_gpus); !s) return Unexpected{s.error()};
+  }
+  return true;
+}
+
 
 }  // namespace gpubank::serving

@@ -11,10 +11,13 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/duration.hpp"
+#include "core/expected.hpp"
+#include "metrics/registry.hpp"
 #include "serving/capacity.hpp"
 
 namespace gpubank::serving {
@@ -28,7 +31,8 @@ struct CapacityInputs {
   std::optional<double> queue_depth;  // waiting at the replicas and at the router; nullopt: not observed
   std::optional<double> arrival_rps;  // requests per second arriving over the last minute
   // Requests per second one ready replica takes within the SLO (the twin: the service's
-  // reference capacity at batch 32, serving.hpp replica_capacity_rps).
+  // reference capacity at batch 32, serving.hpp replica_capacity_rps; on a cluster the
+  // policy's requestsPerSecondPerReplica). 0: not known, and so neither is the headroom.
   double replica_rps = 0;
   Duration model_load_time;
   // check_shape for one more replica now; nullopt: no view of the pool (none is possible).
@@ -58,5 +62,10 @@ struct Capacity {
 
 [[nodiscard]] Capacity gateway_capacity(const CapacityInputs& in);
 [[nodiscard]] nlohmann::ordered_json to_json(const Capacity& c);
+
+// The same as Prometheus series, one per service (and phase): gpubank_service_replicas,
+// _queue_depth, _headroom_requests_per_second, _scale_out_possible,
+// _scale_out_ready_seconds, _borrowable_gpus (a series is absent when its figure is not known).
+[[nodiscard]] Expected<bool> export_capacity(metrics::Registry& registry, const std::vector<Capacity>& services);
 
 }  // namespace gpubank::serving

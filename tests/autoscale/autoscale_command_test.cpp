@@ -85,6 +85,36 @@ TEST_F(ServingAutoscaleCommand, SetsTheDeploymentsReplicasAndSaysWhy) {
   EXPECT_EQ(replicas(), 6);
 }
 
+TEST_F(ServingAutoscaleCommand, WithListenItReadsThePoolFromWatchesAndStatesTheCapacity) {
+  // One L40S node of the pool (8 devices), the two replicas on it, and a training pod of
+  // another group beside them.
+  fake_.put("nodes", {{"metadata",
+                       {{"name", "l-0"},
+                        {"labels", {{"platform.gpubank.dev/pool", "l40s-inference"}, {"nvidia.com/gpu.product", "NVIDIA-L40S"}}}}},
+                      {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}, {"capacity", {{"nvidia.com/gpu", "8"}}}}}});
+  for (const char* name : {"embeddings-a", "embeddings-b"}) {
+    fake_.put("pods", {{"metadata", {{"name", name}, {"namespace", "customer-service"}, {"labels", {{"app", "embeddings"}}}}},
+                       {"spec", {{"nodeName", "l-0"},
+                                 {"containers", {{{"name", "vllm"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+                       {"status", {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  }
+  const auto run = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--listen", "127.0.0.1:0",
+                            "--dry-run", "-o", "json"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("serving /api/v1/services/customer-service-embeddings/capacity and /metrics on 127.0.0.1:"),
+            std::string::npos)
+      << run.err;
+  const Json out = Json::parse(run.out);
+  ASSERT_TRUE(out.contains("capacity")) << out.dump();
+  EXPECT_EQ(out["capacity"]["replicas"]["ready"], 2);
+  EXPECT_EQ(out["capacity"]["queueDepth"], 200);
+  EXPECT_EQ(out["capacity"]["scaleOut"]["possible"], true);
+  EXPECT_EQ(out["capacity"]["scaleOut"]["readySeconds"], 90);  // the embeddings' modelLoadTime: 6 devices free
+  const auto bad = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--listen", "nowhere"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--listen: \"nowhere\" is not ADDR:PORT"), std::string::npos) << bad.err;
+}
+
 TEST_F(ServingAutoscaleCommand, RefusesBesideAnotherAutoscalerAndWhenTheClusterIsUnreachable) {
   fake_.put("horizontalpodautoscalers",
             {{"metadata", {{"name", "keda-hpa-customer-service-embeddings"}, {"namespace", "customer-service"}}},
