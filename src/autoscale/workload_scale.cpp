@@ -272,6 +272,8 @@ std::vector<CostWrite> ScaleActuator::write_deletion_costs(const WorkloadState& 
       w.outcome = "unchanged";
     } else if (options_.dry_run) {
       w.outcome = "dry run";
+    } else if (options_.may_write && !options_.may_write()) {
+      w.outcome = "not written: no longer the leader";
     } else {
       Json patch;
       patch["metadata"]["annotations"][key] = value;
@@ -372,6 +374,10 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
     out.costs = write_deletion_costs(*state, deletion_costs(out.step.reading->loads));
   }
   if (options_.dry_run) return out;
+  if (options_.may_write && !options_.may_write()) {
+    out.error = "not written: this replica is no longer the leader";
+    return out;
+  }
   Json scale;
   scale["apiVersion"] = "autoscaling/v1";
   scale["kind"] = "Scale";

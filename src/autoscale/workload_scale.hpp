@@ -118,6 +118,9 @@ struct ScaleSync {
 struct ActuatorOptions {
   bool dry_run = false;  // decide and report; write nothing
   std::string reporting_instance = "gpubank-serving-autoscale";
+  // Asked right before each write (leader election: false once this replica stopped
+  // leading); unset: always.
+  std::function<bool()> may_write;
   // The capacity for gateways: the policy's name, its set (guardrails, quotas) and the
   // nodes and pods to read the pool from (informer snapshots). Unset: no capacity.
   std::string policy_name;

@@ -26,6 +26,13 @@ void add_output_option(CLI::App& command, Format& format, bool allow_text) {
       ->capture_default_str();
 }
 
+std::string default_identity() {
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') return pod;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
 std::optional<policy::PolicySet> load_valid_policies(const std::vector<std::string>& paths, std::string_view command) {
   policy::PolicySet set = policy::load_policy_set(paths);
   Diagnostics diagnostics = set.diagnostics();

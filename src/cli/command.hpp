@@ -39,6 +39,9 @@ void print_structured(std::ostream& out, const nlohmann::ordered_json& value, Fo
 
 // The policies at `paths`, read and validated; nullopt after printing every problem and
 // "<command>: the policies are invalid" on stderr.
+// This replica's name in a Lease and in Events: $POD_NAME, else host_pid (unique on a host).
+[[nodiscard]] std::string default_identity();
+
 [[nodiscard]] std::optional<policy::PolicySet> load_valid_policies(const std::vector<std::string>& paths,
                                                                    std::string_view command);
 // An Inventory file; nullopt after printing every problem and "<command>: the inventory is

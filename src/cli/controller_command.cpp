@@ -65,14 +65,6 @@ struct ControllerCommandOptions {
   std::string log_level = "info";
 };
 
-// The replica's name: --identity, else the pod's name, else host_pid (unique on a host).
-std::string default_identity() {
-  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') return pod;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return std::string(host) + "_" + std::to_string(getpid());
-}
-
 int run_loop(const ControllerCommandOptions& opt, k8s::ClientConfig config, render::Backend backend) {
   spdlog::set_level(spdlog::level::from_str(opt.log_level));
   spdlog::set_formatter(escaping_log_formatter());

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "autoscale/capacity_server.hpp"
@@ -40,6 +41,7 @@
 #include "governance/prometheus_client.hpp"
 #include "k8s/client_config.hpp"
 #include "k8s/informer.hpp"
+#include "k8s/leader_election.hpp"
 #include "k8s/transport.hpp"
 
 namespace gpubank::cli {
@@ -67,6 +69,9 @@ struct RecommendOptions {
   std::string context;
   bool dry_run = false;
   std::string listen;
+  bool leader_elect = false;
+  std::string leader_election_namespace;
+  std::string leader_election_id;
 };
 
 // Where a sync's signals come from: a Prometheus client or a scraper, and the function
@@ -349,6 +354,10 @@ int run_autoscale(const RecommendOptions& opt) {
   };
   auto periods = check_common(opt);
   if (!periods) return usage(periods.error());
+  if (opt.leader_elect && !periods->every) return usage("--leader-elect needs --every (a replica that syncs once never leads)");
+  if (!opt.leader_elect && (!opt.leader_election_namespace.empty() || !opt.leader_election_id.empty())) {
+    return usage("--leader-election-namespace and --leader-election-id need --leader-elect");
+  }
   auto set = load_valid_policies(opt.policies, me);
   if (!set) return 1;
   int code = 0;
@@ -426,12 +435,67 @@ int run_autoscale(const RecommendOptions& opt) {
       return objects;
     };
   }
+  // --leader-elect: of several replicas of this command, only the Lease's holder syncs.
+  // The first sync waits for the election's first outcome (this replica leads, or another
+  // holder is seen), so a free Lease is taken before it rather than a period later.
+  struct FirstOutcome {
+    std::mutex m;
+    std::condition_variable cv;
+    bool settled = false;
+    void settle() {
+      std::lock_guard lock(m);
+      settled = true;
+      cv.notify_all();
+    }
+    void wait(std::chrono::milliseconds limit) {
+      std::unique_lock lock(m);
+      cv.wait_for(lock, limit, [this] { return settled; });
+    }
+  } elected;
+  std::unique_ptr<k8s::LeaderElector> elector;
+  if (opt.leader_elect) {
+    k8s::LeaderElectionOptions election;
+    election.namespace_name =
+        opt.leader_election_namespace.empty() ? informer_config.namespace_name : opt.leader_election_namespace;
+    election.name = opt.leader_election_id.empty() ? "gpubank-serving-" + chosen->name() : opt.leader_election_id;
+    election.identity = default_identity();
+    k8s::LeaderCallbacks callbacks;
+    callbacks.on_started_leading = [me, &elected] {
+      std::cerr << me << ": leading\n";
+      elected.settle();
+    };
+    callbacks.on_stopped_leading = [me] { std::cerr << me << ": stopped leading\n"; };
+    callbacks.on_new_leader = [&elected](const std::string&) { elected.settle(); };
+    auto created = k8s::LeaderElector::create(informer_config, election, callbacks);
+    if (!created) return std::cerr << me << ": leader election: " << created.error() << '\n', 1;
+    elector = std::move(*created);
+    actuator_options.may_write = [&elector] { return elector->is_leader(); };
+    actuator_options.reporting_instance = election.identity;
+  }
+  std::jthread election;
+  if (elector) {
+    election = std::jthread([&elector](std::stop_token stop) { elector->run(stop); });
+    elected.wait(std::chrono::seconds(15));  // a lease duration: a hang guard
+  }
   autoscale::ScaleActuator actuator(**transport, *target, spec, std::move(*tidal), actuator_options);
   bool last_ok = false;
   std::int64_t last_t = 0;
   const auto ran = repeat(*periods, opt.syncs, [&] {
     const std::int64_t now = std::max(wall_ms(), last_t + 1);
     last_t = now;
+    if (elector && !elector->is_leader()) {
+      // A standby replica: nothing read, nothing written; healthy.
+      last_ok = true;
+      const std::string leader = elector->leader();
+      if (opt.format == Format::Text) {
+        std::cout << escape_text(chosen->name()) << "  standby (leader: " << escape_text(leader.empty() ? "none yet" : leader)
+                  << ")" << std::endl;
+      } else {
+        print_record(std::cout, nlohmann::ordered_json{{"standby", true}, {"leader", leader}}, opt.format,
+                     periods->every.has_value());
+      }
+      return;
+    }
     const auto sync = actuator.sync((*source)->read, now);
     if (server) server->publish(sync, now);
     last_ok = sync.error.empty() && sync.step.signals_error.empty();
@@ -444,6 +508,10 @@ int run_autoscale(const RecommendOptions& opt) {
       print_record(std::cout, autoscale::to_json(sync), opt.format, periods->every.has_value());
     }
   });
+  if (election.joinable()) {
+    election.request_stop();  // a leader releases its Lease
+    election.join();
+  }
   if (!ran) return std::cerr << me << ": " << ran.error() << '\n', 1;
   return last_ok ? 0 : 1;
 }
@@ -501,6 +569,12 @@ Command add_serving_command(CLI::App& app) {
   autoscale->add_option("--kubeconfig", autoscale_opt->kubeconfig, "kubeconfig file (default: the loading order above)");
   autoscale->add_option("--context", autoscale_opt->context, "kubeconfig context (default: current-context)");
   autoscale->add_flag("--dry-run", autoscale_opt->dry_run, "Read and decide, write nothing");
+  autoscale->add_flag("--leader-elect", autoscale_opt->leader_elect,
+                      "Run several replicas: only the holder of the Lease (coordination.k8s.io) syncs; the others stand by");
+  autoscale->add_option("--leader-election-namespace", autoscale_opt->leader_election_namespace,
+                        "namespace of the Lease (default: the kubeconfig's or the service account's)");
+  autoscale->add_option("--leader-election-id", autoscale_opt->leader_election_id,
+                        "name of the Lease (default: gpubank-serving-<policy>)");
   autoscale->add_option("--listen", autoscale_opt->listen,
                         "ADDR:PORT: serve GET /api/v1/services/<policy>/capacity, /metrics and /healthz (the capacity "
                         "for gateways, from watches on nodes and pods)");

@@ -5,6 +5,8 @@
 // scale-up rate limit from 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/fixture.hpp"
@@ -43,14 +45,17 @@ current-context: fake
                               {"status", {{"replicas", 2}, {"readyReplicas", 2}}}});
   }
 
-  ProcessResult gpubank(std::vector<std::string> args, const std::string& kubeconfig = "") {
+  ProcessResult gpubank(std::vector<std::string> args, const std::string& kubeconfig = "", const std::string& pod_name = "") {
     std::vector<std::string> argv{gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "serving", "autoscale"};
     if (!args.empty() && args[0] != "--help") {
       argv.insert(argv.end(), {"--policies", gpubank::testing::examples_dir() + "/policies", "--kubeconfig",
                                kubeconfig.empty() ? kubeconfig_ : kubeconfig});
     }
     argv.insert(argv.end(), args.begin(), args.end());
-    return gpubank::testing::run_process(argv, {{"KUBECONFIG", std::nullopt}, {"HOME", dir_.path().string()}});
+    return gpubank::testing::run_process(
+        argv, {{"KUBECONFIG", std::nullopt},
+               {"HOME", dir_.path().string()},
+               {"POD_NAME", pod_name.empty() ? std::nullopt : std::optional<std::string>(pod_name)}});
   }
   int replicas() const {
     for (const auto& d : fake_.objects("deployments")) return d["spec"]["replicas"].get<int>();
@@ -113,6 +118,40 @@ TEST_F(ServingAutoscaleCommand, WithListenItReadsThePoolFromWatchesAndStatesTheC
   const auto bad = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--listen", "nowhere"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--listen: \"nowhere\" is not ADDR:PORT"), std::string::npos) << bad.err;
+}
+
+TEST_F(ServingAutoscaleCommand, WithLeaderElectionOnlyTheLeasesHolderWrites) {
+  // Another replica holds the Lease (and renews it, by what this one sees: an hour).
+  fake_.put("leases", {{"metadata", {{"name", "gpubank-serving-customer-service-embeddings"}, {"namespace", "default"}}},
+                       {"spec", {{"holderIdentity", "autoscaler-1"},
+                                 {"leaseDurationSeconds", 3600},
+                                 {"acquireTime", "2026-12-07T10:00:00.000000Z"},
+                                 {"renewTime", "2026-12-07T10:00:00.000000Z"}}}});
+  const auto standby = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--leader-elect",
+                                "--every", "200ms", "--syncs", "3", "-o", "json"},
+                               "", "autoscaler-0");
+  ASSERT_EQ(standby.status, 0) << standby.err;
+  EXPECT_EQ(std::count(standby.out.begin(), standby.out.end(), '\n'), 3);
+  EXPECT_NE(standby.out.find(R"({"standby":true,"leader":"autoscaler-1"})"), std::string::npos) << standby.out;
+  EXPECT_EQ(replicas(), 2);
+
+  // The Lease released: this replica takes it before its first sync and scales.
+  fake_.remove("leases", "default", "gpubank-serving-customer-service-embeddings");
+  const auto leading = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--leader-elect",
+                                "--every", "100ms", "--syncs", "1", "-o", "json"},
+                               "", "autoscaler-0");
+  ASSERT_EQ(leading.status, 0) << leading.err;
+  EXPECT_NE(leading.err.find("leading"), std::string::npos) << leading.err;
+  EXPECT_NE(leading.out.find(R"("written":true)"), std::string::npos) << leading.out;
+  EXPECT_EQ(replicas(), 6);
+  // Stopped cleanly, it gave the Lease up for the next replica.
+  const auto leases = fake_.objects("leases");
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0]["spec"].value("holderIdentity", "?"), "");
+
+  const auto once = gpubank({"--policy", "customer-service-embeddings", "--scrape", page_.url(), "--leader-elect"});
+  EXPECT_EQ(once.status, 2);
+  EXPECT_NE(once.err.find("--leader-elect needs --every"), std::string::npos) << once.err;
 }
 
 TEST_F(ServingAutoscaleCommand, RefusesBesideAnotherAutoscalerAndWhenTheClusterIsUnreachable) {
