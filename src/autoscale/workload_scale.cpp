@@ -272,6 +272,8 @@ std::vector<CostWrite> ScaleActuator::write_deletion_costs(const WorkloadState& 
       w.outcome = "unchanged";
     } else if (options_.dry_run) {
       w.outcome = "dry run";
+    } else if (standby_) {
+      w.outcome = "standby: not the leader";
     } else if (options_.may_write && !options_.may_write()) {
       w.outcome = "not written: no longer the leader";
     } else {
@@ -337,7 +339,15 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
                                           std::int64_t now_ms) {
   ScaleSync out;
   const WorkloadState* state = &read;
-  out.step = autoscaler_.step(read_signals(now_ms), now_ms, state->replicas, state->ready);
+  // A standby (not the leader) decides on a copy of the autoscaler and writes nothing: its
+  // count is what the leader would set now, and its own history holds only decisions that
+  // were applied (the HPA's rate limits count the changes it made), so a takeover starts
+  // as a restarted HPA controller does, with empty windows.
+  out.standby = standby_ = options_.may_write && !options_.may_write();
+  std::optional<LiveAutoscaler> scratch;
+  if (out.standby) scratch.emplace(autoscaler_);
+  LiveAutoscaler& autoscaler = scratch ? *scratch : autoscaler_;
+  out.step = autoscaler.step(read_signals(now_ms), now_ms, state->replicas, state->ready);
   const int current = state->replicas;
   const int desired = out.step.recommendation.desired;
   out.target = desired;
@@ -373,8 +383,8 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
   if (out.target < current && out.step.reading) {
     out.costs = write_deletion_costs(*state, deletion_costs(out.step.reading->loads));
   }
-  if (options_.dry_run) return out;
-  if (options_.may_write && !options_.may_write()) {
+  if (options_.dry_run || out.standby) return out;
+  if (options_.may_write && !options_.may_write()) {  // it stopped leading during this sync
     out.error = "not written: this replica is no longer the leader";
     return out;
   }
@@ -402,6 +412,7 @@ nlohmann::ordered_json to_json(const ScaleSync& sync) {
   j["target"] = sync.target;
   j["decision"] = sync.decision;
   j["written"] = sync.written;
+  j["standby"] = sync.standby;
   j["error"] = sync.error;
   if (sync.tidal) {
     nlohmann::ordered_json t;

@@ -108,6 +108,7 @@ struct ScaleSync {
   int target = 0;                     // the count decided
   std::string decision;               // why `target`, in words
   bool written = false;               // the count was written this sync
+  bool standby = false;               // not the leader: decided, nothing written
   std::string error;                  // what stopped the sync (read, competing autoscaler, write)
   std::vector<CostWrite> costs;       // on a scale-in
   // With ActuatorOptions::cluster_objects: what a gateway reads (pool_view.hpp), or why not.
@@ -118,8 +119,8 @@ struct ScaleSync {
 struct ActuatorOptions {
   bool dry_run = false;  // decide and report; write nothing
   std::string reporting_instance = "gpubank-serving-autoscale";
-  // Asked right before each write (leader election: false once this replica stopped
-  // leading); unset: always.
+  // Leader election: whether this replica leads. At the start of a sync, false makes it a
+  // standby's (decide, write nothing); asked again right before each write. Unset: always.
   std::function<bool()> may_write;
   // The capacity for gateways: the policy's name, its set (guardrails, quotas) and the
   // nodes and pods to read the pool from (informer snapshots). Unset: no capacity.
@@ -152,6 +153,7 @@ class ScaleActuator {
   TidalFloors tidal_;
   ActuatorOptions options_;
   k8s::EventRecorder events_;
+  bool standby_ = false;  // of the sync in progress
 };
 
 // The LiveStep's JSON (to_json) with "target", "decision", "written", "error", "tidal"

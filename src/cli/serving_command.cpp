@@ -328,10 +328,11 @@ void print_sync_text(std::ostream& out, const std::string& policy, const autosca
         << escape_text(c.outcome) << '\n';
   }
   out << "  " << escape_text(target.describe()) << ": " << sync.step.current << " -> " << sync.target << ", "
-      << (sync.target == sync.step.current ? "unchanged"
-          : sync.written                   ? "written"
-          : dry_run && sync.error.empty()  ? "not written (--dry-run)"
-                                           : "NOT written")
+      << (sync.target == sync.step.current  ? "unchanged"
+          : sync.written                    ? "written"
+          : sync.standby && sync.error.empty() ? "not written (standby: another replica leads)"
+          : dry_run && sync.error.empty()   ? "not written (--dry-run)"
+                                            : "NOT written")
       << " (" << escape_text(sync.decision) << ")\n";
   if (!sync.error.empty()) out << "  error: " << escape_text(sync.error) << '\n';
   if (sync.capacity) {
@@ -483,19 +484,6 @@ int run_autoscale(const RecommendOptions& opt) {
   const auto ran = repeat(*periods, opt.syncs, [&] {
     const std::int64_t now = std::max(wall_ms(), last_t + 1);
     last_t = now;
-    if (elector && !elector->is_leader()) {
-      // A standby replica: nothing read, nothing written; healthy.
-      last_ok = true;
-      const std::string leader = elector->leader();
-      if (opt.format == Format::Text) {
-        std::cout << escape_text(chosen->name()) << "  standby (leader: " << escape_text(leader.empty() ? "none yet" : leader)
-                  << ")" << std::endl;
-      } else {
-        print_record(std::cout, nlohmann::ordered_json{{"standby", true}, {"leader", leader}}, opt.format,
-                     periods->every.has_value());
-      }
-      return;
-    }
     const auto sync = actuator.sync((*source)->read, now);
     if (server) server->publish(sync, now);
     last_ok = sync.error.empty() && sync.step.signals_error.empty();

@@ -50,6 +50,7 @@ TEST(DeployKustomize, EveryKustomizationBuilds) {
   EXPECT_FALSE(build(deploy_dir() + "/webhook").empty());
   EXPECT_FALSE(build(deploy_dir() + "/base").empty());
   EXPECT_EQ(build(deploy_dir() + "/attribution").size(), 7u);
+  EXPECT_EQ(build(deploy_dir() + "/serving").size(), 7u);  // ServiceAccount, 2 roles, 2 bindings, Deployment, Service
   for (const auto& o : kOverlays) EXPECT_FALSE(build(deploy_dir() + "/overlays/" + o.name).empty()) << o.name;
 }
 

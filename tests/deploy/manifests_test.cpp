@@ -14,6 +14,8 @@
 
 #include "deploy_fixture.hpp"
 #include "expectations.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
 
 namespace gpubank::deploy::testing {
 namespace {
@@ -103,7 +105,7 @@ TEST(DeployManifests, KustomizationsReferOnlyToWhatExists) {
       }
     }
   }
-  EXPECT_EQ(kustomizations, 13u);  // crds, webhook, base, attribution, 5 components, 4 overlays
+  EXPECT_EQ(kustomizations, 14u);  // crds, webhook, base, attribution, serving, 5 components, 4 overlays
   // The overlays: the base, at most one backend component, exactly one store.
   for (const char* overlay : {"kueue-postgres", "kueue-sqlite", "volcano-postgres", "volcano-sqlite"}) {
     const Json* k = kustomization_of(deploy_dir() + "/overlays/" + overlay);
@@ -127,6 +129,7 @@ TEST(DeployManifests, EveryManifestIsReachableFromAnOverlay) {
   reachable(deploy_dir() + "/components/monitoring", files, patches, seen);
   reachable(deploy_dir() + "/components/portal", files, patches, seen);
   reachable(deploy_dir() + "/attribution", files, patches, seen);
+  reachable(deploy_dir() + "/serving", files, patches, seen);
   std::set<std::string> yaml_files;
   for (const auto& d : all_docs()) {
     if (!is_kustomization(d.file)) yaml_files.insert(real_path(d.file));
@@ -286,6 +289,63 @@ TEST(DeployManifests, MetasyncOnlyReadsPodsAndTheExporterHoldsNoCredentials) {
   for (const auto& v : pod["volumes"]) EXPECT_FALSE(v.contains("projected")) << v.dump();
   EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], Json::parse(R"(["ALL"])"));
+}
+
+// The serving autoscaler (issue 33): two leader-elected replicas whose flags the command
+// takes, that may write only the scale subresource, pods (the deletion cost) and Events,
+// and hold their Lease in their own namespace only.
+TEST(DeployManifests, TheServingAutoscalerIsLeaderElectedAndMayOnlyScale) {
+  const auto objects = shipped_objects();
+  const Json& deployment = find_object(objects, "Deployment", "gpubank-serving-customer-service-llm");
+  ASSERT_TRUE(deployment.is_object());
+  EXPECT_EQ(deployment["spec"]["replicas"], 2);
+  const Json& pod = deployment["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"], "gpubank-serving");
+  const Json& c = pod["containers"][0];
+  const auto args = strings(c["args"]);
+  ASSERT_GE(args.size(), 2u);
+  EXPECT_EQ(args[0], "serving");
+  EXPECT_EQ(args[1], "autoscale");
+  EXPECT_THAT(args, ::testing::Contains("--leader-elect"));
+  EXPECT_THAT(args, ::testing::Contains("--listen=0.0.0.0:8080"));
+  // Every flag is one the command takes (its --help names it).
+  const auto help = gpubank::testing::run_process({gpubank::testing::binary_dir() + "/cmd/gpubank/gpubank", "serving", "autoscale", "--help"});
+  ASSERT_EQ(help.status, 0);
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    const std::string flag = args[i].substr(0, args[i].find('='));
+    EXPECT_NE(help.out.find(flag == "--output" ? "--output" : flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");  // POD_NAME: the identity
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
+
+  const Json& role = find_object(objects, "ClusterRole", "gpubank-serving");
+  std::set<std::string> grants;
+  for (const auto& rule : role["rules"]) {
+    for (const auto& g : rule["apiGroups"]) {
+      for (const auto& r : rule["resources"]) {
+        for (const auto& v : rule["verbs"]) {
+          grants.insert(g.get<std::string>() + "/" + r.get<std::string>() + ":" + v.get<std::string>());
+        }
+      }
+    }
+  }
+  const std::set<std::string> expected{
+      "apps/deployments:get", "apps/deployments/scale:get", "apps/deployments/scale:update",
+      "leaderworkerset.x-k8s.io/leaderworkersets:get", "leaderworkerset.x-k8s.io/leaderworkersets/scale:get",
+      "leaderworkerset.x-k8s.io/leaderworkersets/scale:update", "autoscaling/horizontalpodautoscalers:list",
+      "/nodes:get", "/nodes:list", "/nodes:watch", "/pods:get", "/pods:list", "/pods:watch", "/pods:patch",
+      "events.k8s.io/events:create", "events.k8s.io/events:patch"};
+  EXPECT_EQ(grants, expected);
+  const Json& lease_role = find_object(objects, "Role", "gpubank-serving-leader-election");
+  EXPECT_EQ(lease_role["metadata"]["namespace"], "gpubank-system");
+  EXPECT_EQ(lease_role["rules"], Json::parse(R"([{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}])"));
+  // The Service selects these pods.
+  const Json labels = deployment["spec"]["template"]["metadata"]["labels"];
+  for (const auto& [k, v] : find_object(objects, "Service", "gpubank-serving-customer-service-llm")["spec"]["selector"].items()) {
+    EXPECT_EQ(labels.value(k, ""), v) << k;
+  }
 }
 
 TEST(DeployManifests, TheDockerfileBuildsWhatTheRepositoryBuilds) {
