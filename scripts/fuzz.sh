@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Without SECONDS_PER_TARGET, kueue_admit_fuzzer runs 20 s, policy_decoder_fuzzer 11 s,
-# metrics_text_fuzzer and ledger_json_fuzzer 8 s, apply_fuzzer, lease_fuzzer, snapshot_fuzzer, enrich_fuzzer, scan_record_fuzzer, token_fuzzer and proposal_fuzzer 5 s
+# metrics_text_fuzzer and ledger_json_fuzzer 8 s, apply_fuzzer, lease_fuzzer, snapshot_fuzzer, enrich_fuzzer, scan_record_fuzzer, token_fuzzer, proposal_fuzzer and scale_fuzzer 5 s
 # and every other target 9 s (about 2.9 minutes of fuzzing in all, 1.5 minutes of wall time on
 # CI's two CPUs: its 30-minute budget; long runs are `scripts/fuzz.sh 600`);
 # without targets, all of them run. Targets run side by side, FUZZ_JOBS at a time (default:
@@ -27,7 +27,8 @@ cd "$repo"
 all_targets=(policy_decoder_fuzzer policy_render_fuzzer json_reader_fuzzer admission_review_fuzzer cron_fuzzer kueue_admit_fuzzer
              kueue_perf_config_fuzzer schema_validate_fuzzer twin_scenario_fuzzer metrics_text_fuzzer
              ledger_json_fuzzer trace_reader_fuzzer twin_inventory_fuzzer prometheus_query_fuzzer kubeconfig_fuzzer
-             watch_event_fuzzer apply_fuzzer lease_fuzzer snapshot_fuzzer enrich_fuzzer scan_record_fuzzer token_fuzzer proposal_fuzzer)
+             watch_event_fuzzer apply_fuzzer lease_fuzzer snapshot_fuzzer enrich_fuzzer scan_record_fuzzer token_fuzzer proposal_fuzzer
+             scale_fuzzer)
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -55,7 +56,7 @@ default_seconds() {
     kueue_admit_fuzzer) echo 20 ;;
     metrics_text_fuzzer) echo 8 ;;
     ledger_json_fuzzer) echo 8 ;;
-    apply_fuzzer | lease_fuzzer | snapshot_fuzzer | enrich_fuzzer | scan_record_fuzzer | token_fuzzer | proposal_fuzzer) echo 5 ;;  # small, pure: a few seconds cover them
+    apply_fuzzer | lease_fuzzer | snapshot_fuzzer | enrich_fuzzer | scan_record_fuzzer | token_fuzzer | proposal_fuzzer | scale_fuzzer) echo 5 ;;  # small, pure: a few seconds cover them
     *) echo 9 ;;
   esac
 }
@@ -86,6 +87,7 @@ seeds() {
     scan_record_fuzzer) find fuzz/corpus-seeds/scan fuzz/corpus-seeds/prometheus -type f ;;
     token_fuzzer) find fuzz/corpus-seeds/token -type f ;;
     proposal_fuzzer) find examples/policies examples/invalid -type f -name '*.yaml' ;;
+    scale_fuzzer) find fuzz/corpus-seeds/scale -type f ;;
   esac
 }
 

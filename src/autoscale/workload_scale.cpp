@@ -85,6 +85,71 @@ Expected<Json> parse_object(const k8s::ApiResult<k8s::Response>& r, const std::s
 
 }  // namespace
 
+Expected<nlohmann::json> selector_from_text(const std::string& text) {
+  Json out = {{"matchLabels", Json::object()}, {"matchExpressions", Json::array()}};
+  const auto trim = [](std::string v) {
+    const auto b = v.find_first_not_of(' ');
+    const auto e = v.find_last_not_of(' ');
+    return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
+  };
+  // Split on commas outside parentheses.
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::string current;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      parts.push_back(trim(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  parts.push_back(trim(current));
+  for (const auto& part : parts) {
+    if (part.empty()) return Unexpected{"status.selector \"" + text + "\": an empty requirement"};
+    const auto set_op = [&](const std::string& word) -> std::optional<std::size_t> {
+      const auto at = part.find(" " + word + " ");
+      return at == std::string::npos ? std::nullopt : std::optional<std::size_t>(at);
+    };
+    if (auto at = set_op("notin") ? set_op("notin") : set_op("in")) {
+      const bool notin = set_op("notin").has_value();
+      const std::string key = trim(part.substr(0, *at));
+      const auto open = part.find('(', *at);
+      const auto close = part.rfind(')');
+      if (key.empty() || open == std::string::npos || close == std::string::npos || close < open) {
+        return Unexpected{"status.selector \"" + text + "\": \"" + part + "\" is not key in (values)"};
+      }
+      Json values = Json::array();
+      std::string list = part.substr(open + 1, close - open - 1);
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const auto comma = std::min(list.find(',', start), list.size());
+        if (auto v = trim(list.substr(start, comma - start)); !v.empty()) values.push_back(v);
+        start = comma + 1;
+      }
+      out["matchExpressions"].push_back({{"key", key}, {"operator", notin ? "NotIn" : "In"}, {"values", values}});
+    } else if (const auto ne = part.find("!="); ne != std::string::npos) {
+      const std::string key = trim(part.substr(0, ne));
+      if (key.empty()) return Unexpected{"status.selector \"" + text + "\": \"" + part + "\" has no key"};
+      out["matchExpressions"].push_back({{"key", key}, {"operator", "NotIn"}, {"values", {trim(part.substr(ne + 2))}}});
+    } else if (const auto eq = part.find('='); eq != std::string::npos) {
+      const std::size_t value_at = part.compare(eq, 2, "==") == 0 ? eq + 2 : eq + 1;
+      const std::string key = trim(part.substr(0, eq));
+      if (key.empty()) return Unexpected{"status.selector \"" + text + "\": \"" + part + "\" has no key"};
+      out["matchLabels"][key] = trim(part.substr(value_at));
+    } else if (part[0] == '!') {
+      const std::string key = trim(part.substr(1));
+      if (key.empty()) return Unexpected{"status.selector \"" + text + "\": \"" + part + "\" has no key"};
+      out["matchExpressions"].push_back({{"key", key}, {"operator", "DoesNotExist"}});
+    } else {
+      out["matchExpressions"].push_back({{"key", part}, {"operator", "Exists"}});
+    }
+  }
+  return out;
+}
+
 std::string WorkloadTarget::path() const {
   return group_path(api_version) + "/namespaces/" + namespace_name + "/" + plural + "/" + name;
 }
@@ -188,6 +253,11 @@ Expected<WorkloadState> ScaleActuator::read_workload() {
   const Json meta = (*workload).value("metadata", Json::object());
   out.uid = meta.value("uid", "");
   out.selector = (*workload).value("spec", Json::object()).value("selector", Json());
+  if (out.selector.is_null()) {  // no LabelSelector in the spec: the Scale's
+    auto parsed = selector_from_text(out.selector_text);
+    if (!parsed) return Unexpected{target_.describe() + ": " + parsed.error()};
+    out.selector = std::move(*parsed);
+  }
   if (const auto s = decode_selector(out.selector); !s) return Unexpected{target_.describe() + ": " + s.error()};
   if ((*workload).contains("status")) out.ready = int_field((*workload)["status"], "readyReplicas").value_or(0);
 

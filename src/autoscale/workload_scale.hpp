@@ -59,6 +59,12 @@ struct WorkloadTarget {
 // Errors for a RayService (Ray Serve's autoscaler owns its replicas; no scale subresource).
 [[nodiscard]] Expected<WorkloadTarget> workload_target(const policy::InferenceScalingPolicySpec& spec);
 
+// The selector string of a Scale's status.selector (labels.Parse's grammar: "k=v", "k==v",
+// "k!=v", "k in (a,b)", "k notin (a)", "k", "!k", comma-separated) as a metav1.LabelSelector;
+// for a workload whose spec has no LabelSelector (a LeaderWorkerSet, whose scale
+// subresource's selector picks the leader pods). Errors name the requirement.
+[[nodiscard]] Expected<nlohmann::json> selector_from_text(const std::string& text);
+
 // What a sync read from the cluster.
 struct WorkloadState {
   int replicas = 0;                 // the Scale's spec.replicas

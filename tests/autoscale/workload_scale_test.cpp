@@ -116,6 +116,27 @@ TEST(WorkloadTarget, FollowsWhatRenderScalesAndRefusesARayService) {
   EXPECT_NE(workload_target(spec).error().find("Ray Serve's autoscaler owns its replicas"), std::string::npos);
 }
 
+TEST(SelectorFromText, ReadsTheScaleSubresourcesSelectorAsTheAPIServerWritesIt) {
+  auto s = selector_from_text("leaderworkerset.sigs.k8s.io/name=chat,leaderworkerset.sigs.k8s.io/worker-index==0");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ((*s)["matchLabels"], (Json{{"leaderworkerset.sigs.k8s.io/name", "chat"}, {"leaderworkerset.sigs.k8s.io/worker-index", "0"}}));
+  s = selector_from_text("app=chat,tier in (a, b),zone notin (x),gpu,!spot,team!=ads");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ((*s)["matchExpressions"], Json::parse(R"([
+    {"key":"tier","operator":"In","values":["a","b"]},
+    {"key":"zone","operator":"NotIn","values":["x"]},
+    {"key":"gpu","operator":"Exists"},
+    {"key":"spot","operator":"DoesNotExist"},
+    {"key":"team","operator":"NotIn","values":["ads"]}])"));
+  EXPECT_EQ(selector_from_text("").error(), "status.selector \"\": an empty requirement");
+  EXPECT_EQ(selector_from_text("a=b,,c=d").error(), "status.selector \"a=b,,c=d\": an empty requirement");
+  EXPECT_EQ(selector_from_text("tier in a").error(), "status.selector \"tier in a\": \"tier in a\" is not key in (values)");
+  EXPECT_EQ(selector_from_text("=x").error(), "status.selector \"=x\": \"=x\" has no key");
+  // Found by fuzz/scale_fuzzer: requirements without a key.
+  EXPECT_EQ(selector_from_text("a=b,!=x").error(), "status.selector \"a=b,!=x\": \"!=x\" has no key");
+  EXPECT_EQ(selector_from_text("!").error(), "status.selector \"!\": \"!\" has no key");
+}
+
 TEST_F(ScaleActuatorTest, ScalesOutThroughTheScaleSubresourceAndSaysWhyInAnEvent) {
   fake_.put("deployments", deployment("serving", "chat", 2, 2));
   auto a = actuator(chat_spec());
