@@ -98,6 +98,9 @@ Expected<std::unique_ptr<CapacityServer>> CapacityServer::start(const std::strin
   svr.set_read_timeout(10, 0);
   svr.set_write_timeout(10, 0);
   svr.set_keep_alive_max_count(100);
+  // Each connection holds a worker until its request arrives (at most the read timeout):
+  // enough workers that a few stalled clients do not starve the gateway's polls.
+  svr.new_task_queue = [] { return new httplib::ThreadPool(32); };
   svr.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
   svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET" && req.method != "HEAD") {

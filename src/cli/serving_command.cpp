@@ -179,6 +179,21 @@ const policy::PolicyObject* choose_policy(const policy::PolicySet& set, const st
   return nullptr;
 }
 
+// The valid policies and the InferenceScalingPolicy chosen (a pointer into them: policies
+// are shared objects, so it stays valid as the set moves); nullopt after saying why, with
+// the exit code in `code`.
+std::optional<std::pair<policy::PolicySet, const policy::PolicyObject*>> load_and_choose(const RecommendOptions& opt,
+                                                                                         const char* me, int& code) {
+  auto set = load_valid_policies(opt.policies, me);
+  if (!set) {
+    code = 1;
+    return std::nullopt;
+  }
+  const policy::PolicyObject* chosen = choose_policy(*set, opt.policy, me, code);
+  if (chosen == nullptr) return std::nullopt;
+  return std::pair<policy::PolicySet, const policy::PolicyObject*>{std::move(*set), chosen};
+}
+
 // The signals' source; an error is a usage error (exit 2) unless it says otherwise through
 // `code`.
 Expected<std::unique_ptr<SignalSource>> make_source(const RecommendOptions& opt, const policy::InferenceScalingPolicySpec& spec,
@@ -282,11 +297,10 @@ int run_recommend(const RecommendOptions& opt) {
   auto periods = check_common(opt);
   if (!periods) return usage(periods.error());
 
-  auto set = load_valid_policies(opt.policies, me);
-  if (!set) return 1;
   int code = 0;
-  const policy::PolicyObject* chosen = choose_policy(*set, opt.policy, me, code);
-  if (chosen == nullptr) return code;
+  auto loaded = load_and_choose(opt, me, code);
+  if (!loaded) return code;
+  const policy::PolicyObject* chosen = loaded->second;
   const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
   auto source = make_source(opt, spec, *periods, me, code);
   if (!source) return code == 2 ? usage(source.error()) : (std::cerr << me << ": " << source.error() << '\n', 1);
@@ -359,11 +373,11 @@ int run_autoscale(const RecommendOptions& opt) {
   if (!opt.leader_elect && (!opt.leader_election_namespace.empty() || !opt.leader_election_id.empty())) {
     return usage("--leader-election-namespace and --leader-election-id need --leader-elect");
   }
-  auto set = load_valid_policies(opt.policies, me);
-  if (!set) return 1;
   int code = 0;
-  const policy::PolicyObject* chosen = choose_policy(*set, opt.policy, me, code);
-  if (chosen == nullptr) return code;
+  auto loaded = load_and_choose(opt, me, code);
+  if (!loaded) return code;
+  policy::PolicySet& set = loaded->first;
+  const policy::PolicyObject* chosen = loaded->second;
   const auto& spec = chosen->as<policy::InferenceScalingPolicySpec>();
   auto target = autoscale::workload_target(spec);
   if (!target) return std::cerr << me << ": " << chosen->name() << ": " << target.error() << '\n', 1;
@@ -377,7 +391,7 @@ int run_autoscale(const RecommendOptions& opt) {
     }
     listener = std::pair{opt.listen.substr(0, colon), std::stoi(port)};
   }
-  auto tidal = autoscale::TidalFloors::create(*set, chosen->name());
+  auto tidal = autoscale::TidalFloors::create(set, chosen->name());
   if (!tidal) return std::cerr << me << ": " << tidal.error() << '\n', 1;
   auto source = make_source(opt, spec, *periods, me, code);
   if (!source) return code == 2 ? usage(source.error()) : (std::cerr << me << ": " << source.error() << '\n', 1);
@@ -422,7 +436,7 @@ int run_autoscale(const RecommendOptions& opt) {
     std::cerr << me << ": serving /api/v1/services/" << chosen->name() << "/capacity and /metrics on " << listener->first
               << ':' << server->port() << '\n';
     actuator_options.policy_name = chosen->name();
-    actuator_options.policies = &*set;
+    actuator_options.policies = &set;
     actuator_options.cluster_objects = [&informers]() -> Expected<autoscale::ClusterObjects> {
       autoscale::ClusterObjects objects;
       for (std::size_t i = 0; i < informers.size(); ++i) {

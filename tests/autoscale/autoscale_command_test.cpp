@@ -11,6 +11,7 @@
 
 #include "k8s/fixture.hpp"
 #include "support/fake_apiserver.hpp"
+#include "support/kubeconfig.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 #include "vllm_page.hpp"
@@ -25,21 +26,7 @@ using Json = nlohmann::json;
 class ServingAutoscaleCommand : public ::testing::Test {
  protected:
   void SetUp() override {
-    kubeconfig_ = k8s::testing::put(dir_.path(), "kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: )" + fake_.url() + R"(
-    certificate-authority-data: )" + k8s::testing::base64(fake_.ca_pem()) + R"(
-users:
-- name: tester
-  user: {token: fake-token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: tester}
-current-context: fake
-)");
+    kubeconfig_ = gpubank::testing::write_kubeconfig(fake_, dir_.path(), "default");
     fake_.put("deployments", {{"metadata", {{"name", "embeddings"}, {"namespace", "customer-service"}}},
                               {"spec", {{"replicas", 2}, {"selector", {{"matchLabels", {{"app", "embeddings"}}}}}}},
                               {"status", {{"replicas", 2}, {"readyReplicas", 2}}}});

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "autoscale/capacity_server.hpp"
 #include "autoscale/pool_view.hpp"
@@ -207,6 +210,52 @@ TEST(CapacityServer, ServesTheLastSyncAndRefusesWhatIsNotARead) {
   gpubank::testing::write_file(dir.path() / "metrics.prom", metrics->body);
   const auto checked = gpubank::testing::run_in(dir.path(), promtool->string() + " check metrics < metrics.prom");
   EXPECT_EQ(checked.status, 0) << checked.output;
+}
+
+// A connection to 127.0.0.1:port that sends `bytes` and then nothing (a slowloris).
+class StalledClient {
+ public:
+  StalledClient(int port, const std::string& bytes) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                 ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  ~StalledClient() { ::close(fd_); }
+  StalledClient(const StalledClient&) = delete;
+  StalledClient& operator=(const StalledClient&) = delete;
+  [[nodiscard]] bool connected() const { return connected_; }
+  // The server has not closed it (nothing to read yet, no end of stream).
+  [[nodiscard]] bool still_open() const {
+    char c = 0;
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+TEST(CapacityServer, ClientsThatStallDoNotStarveTheOthers) {
+  auto server = CapacityServer::start("127.0.0.1", 0, "customer-service-llm");
+  ASSERT_TRUE(server.ok()) << server.error();
+  std::vector<std::unique_ptr<StalledClient>> stalled;
+  for (int i = 0; i < 16; ++i) {
+    // Half a request line, or headers that never end.
+    stalled.push_back(std::make_unique<StalledClient>((*server)->port(), i % 2 == 0 ? "GET /metr" : "GET /metrics HTTP/1.1\r\nHost: x\r\n"));
+    ASSERT_TRUE(stalled.back()->connected());
+  }
+  httplib::Client client("127.0.0.1", (*server)->port());
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  // Served while every stalled client still holds its connection (the server's 10 s read
+  // timeout has not freed a worker for it).
+  for (const auto& s : stalled) EXPECT_TRUE(s->still_open());
 }
 
 }  // namespace

@@ -19,9 +19,12 @@
 #include "policy/decode.hpp"
 #include "policy/lease_approval.hpp"
 #include "support/fake_apiserver.hpp"
+#include "support/kubeconfig.hpp"
 #include "support/paths.hpp"
 
 namespace gpubank::controller::testing {
+
+using gpubank::testing::write_kubeconfig;
 
 using gpubank::k8s::testing::config_for;
 using gpubank::k8s::testing::make_transport;
@@ -71,27 +74,6 @@ inline const std::vector<nlohmann::json>& engine_crds() {
     return out;
   }();
   return crds;
-}
-
-// A kubeconfig for `gpubank` processes: the fake's URL and CA, its token, and `ns` as the
-// context's namespace.
-inline std::string write_kubeconfig(const FakeApiServer& fake, const std::filesystem::path& dir,
-                                    const std::string& ns = "gpubank-system") {
-  return k8s::testing::put(dir, "kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: )" + fake.url() + R"(
-    certificate-authority-data: )" + k8s::testing::base64(fake.ca_pem()) + R"(
-users:
-- name: tester
-  user: {token: fake-token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: tester, namespace: )" + ns + R"(}
-current-context: fake
-)");
 }
 
 class ClusterFixture : public ::testing::Test {

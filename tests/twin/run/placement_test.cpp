@@ -400,43 +400,12 @@ workloads:
 - {name: y, businessGroup: tr, resourcePool: serve, gpus: 2, arrivalTime: 2m, runTime: 2h, workloadType: training}
 )";
 
-constexpr std::string_view kShapePolicies = R"(
-apiVersion: platform.gpubank.dev/v1alpha1
-kind: PlatformGuardrails
-metadata: {name: platform}
-spec:
-  platformAdmins: [group:platform]
-  pools:
-  - name: serve
-    gpuModel: H100
-    capacity: 16
-    role: inference
-    gpusPerNode: 8
-    nodeLabels: {platform.gpubank.dev/pool: serve}
-    taints: [{key: platform.gpubank.dev/pool, value: serve, effect: NoSchedule}]
-  groups:
-  - {name: cs, costCenter: CC-1, admins: [group:cs], namespaces: [cs], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
-  - {name: tr, costCenter: CC-2, admins: [group:tr], namespaces: [tr], limits: {serve: {minGuaranteed: 0, maxCapacity: 16}}}
-  priorities:
-  - {name: standard, value: 1000, workloadTypes: [training, batch, inference]}
----
-apiVersion: platform.gpubank.dev/v1alpha1
-kind: GPUQuotaPolicy
-metadata: {name: cs-serve}
-spec: {businessGroup: cs, resourcePool: serve, guaranteed: 6, borrowLimit: 0, reclaimPolicy: {gracePeriod: 5m}}
----
-apiVersion: platform.gpubank.dev/v1alpha1
-kind: GPUQuotaPolicy
-metadata: {name: tr-serve}
-spec: {businessGroup: tr, resourcePool: serve, guaranteed: 10, borrowLimit: 6}
-)";
-
 // The victims of the reservation cs makes at 5 min, in pieces of `piece` GPUs, and the
 // most GPUs free on one node once their grace (2 min) is over.
 std::pair<std::vector<std::string>, int> reserve_in_pieces(int piece, const Event** started = nullptr,
                                                            std::optional<RunResult>* kept = nullptr) {
   Diagnostics d;
-  const auto policies = testing::from_yaml(kShapePolicies);
+  const auto policies = testing::from_yaml(kLendingPolicies);  // cs guarantees 6, tr 10 and may borrow 6
   const auto scenario = parse_scenario(kShapeWorkloads, "scenario.yaml", d);
   EXPECT_TRUE(scenario);
   auto inventory = cluster::parse_inventory(kInventory, "inventory.yaml", d);
