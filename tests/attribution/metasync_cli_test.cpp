@@ -17,6 +17,7 @@
 #include "attribution/snapshot.hpp"
 #include "k8s/fixture.hpp"
 #include "support/fake_apiserver.hpp"
+#include "support/kubeconfig.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 
@@ -35,21 +36,7 @@ class MetasyncCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     fake_ = std::make_unique<FakeApiServer>(FakeApiServer::Options{});
-    kubeconfig_ = k8s::testing::put(dir_.path(), "kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: )" + fake_->url() + R"(
-    certificate-authority-data: )" + k8s::testing::base64(fake_->ca_pem()) + R"(
-users:
-- name: tester
-  user: {token: fake-token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: tester}
-current-context: fake
-)");
+    kubeconfig_ = gpubank::testing::write_kubeconfig(*fake_, dir_.path(), "default");
     key_file_ = k8s::testing::put(dir_.path(), "key", kKey + "\n");
   }
 
