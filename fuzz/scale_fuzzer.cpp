@@ -2,7 +2,8 @@
 // workload_scale.hpp, pool_view.hpp): a Scale's status.selector string and node and pod
 // objects. The input is tried as a selector string and, when it is JSON, as a node, a pod
 // and a list of each for the examples' customer-service-llm pool.
-// Invariants: no crash; an error is never empty; a parsed selector has a key in every
+// Invariants: no crash (no JSON exception either: fields of the wrong type are read as
+// absent); an error is never empty; a parsed selector has a key in every
 // requirement; a pod holds 0 or more devices; a pool view never has a node with more free
 // or held devices than it has, nor negative figures.
 #include <cstddef>

@@ -43,7 +43,7 @@ long long container_devices(const Json& container, const std::string& resource) 
 bool ready(const Json& pod) {
   const Json& status = at(pod, "status");
   for (const auto& c : at(status, "conditions")) {
-    if (c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
+    if (at(c, "type") == "Ready" && at(c, "status") == "True") return true;  // false for other types
   }
   return false;
 }

@@ -393,6 +393,21 @@ void ScaleActuator::add_capacity(ScaleSync& sync, const WorkloadState& state) co
 }
 
 ScaleSync ScaleActuator::sync(const std::function<Expected<SignalReading>(std::int64_t)>& read_signals, std::int64_t now_ms) {
+  // The objects come from the API server: a field of an unexpected type (a hostile or
+  // broken server, an object another controller mangled) ends this sync with its error;
+  // what was written before it stays written and the next sync reads again.
+  try {
+    return sync_once(read_signals, now_ms);
+  } catch (const nlohmann::json::exception& e) {
+    ScaleSync out;
+    out.error = "a malformed object from the API server: " + std::string(e.what());
+    out.decision = "stopped: " + out.error;
+    return out;
+  }
+}
+
+ScaleSync ScaleActuator::sync_once(const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
+                                   std::int64_t now_ms) {
   auto state = read_workload();
   if (!state) {
     ScaleSync out;

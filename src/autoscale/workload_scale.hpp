@@ -148,6 +148,7 @@ class ScaleActuator {
   [[nodiscard]] std::vector<CostWrite> write_deletion_costs(const WorkloadState& state, const std::vector<DeletionCost>& costs);
 
  private:
+  ScaleSync sync_once(const std::function<Expected<SignalReading>(std::int64_t)>& read_signals, std::int64_t now_ms);
   void add_capacity(ScaleSync& sync, const WorkloadState& state) const;
   ScaleSync decide_and_write(const WorkloadState& state, const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
                              std::int64_t now_ms);

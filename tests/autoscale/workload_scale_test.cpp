@@ -313,6 +313,21 @@ TEST_F(ScaleActuatorTest, AWorkloadThatCannotBeReadOrSelectsEverythingWritesNoth
   EXPECT_NE(bad.error.find("operator \"Near\" is not In, NotIn, Exists or DoesNotExist"), std::string::npos) << bad.error;
 }
 
+TEST_F(ScaleActuatorTest, AMalformedObjectFromTheApiServerEndsTheSyncWithItsError) {
+  fake_.put("deployments", deployment("serving", "chat", 2, 2));
+  // An HPA whose spec is not an object (the fake, like a broken server, keeps what it gets).
+  fake_.put("horizontalpodautoscalers", {{"metadata", {{"name", "mangled"}, {"namespace", "serving"}}}, {"spec", "x"}});
+  auto a = actuator(chat_spec());
+  const auto sync = a.sync([](std::int64_t) { return queue(40, 2); }, kTuesdayMorning);
+  EXPECT_FALSE(sync.written);
+  EXPECT_NE(sync.error.find("a malformed object from the API server: "), std::string::npos) << sync.error;
+  EXPECT_EQ(object_named(fake_, "deployments", "chat")["spec"]["replicas"], 2);
+  // A pod condition of the wrong type is not Ready, not an exception (pool_view).
+  Json p = pod("serving", "chat-a", "chat", "10.0.0.1");
+  p["status"]["conditions"] = {{{"type", 7}, {"status", true}}};
+  EXPECT_EQ(replica_phases({p}), (ReplicaPhases{0, 0, 0, 1}));
+}
+
 TEST_F(ScaleActuatorTest, TheTidalFloorInForceLiftsAnIdleServiceByDayAndNotByNight) {
   // The examples: customer-service-llm (an InferenceService: KServe's predictor Deployment),
   // floor 6 from 08:00 (prewarm) to 20:00 on weekdays in Shanghai, 1 at night.
