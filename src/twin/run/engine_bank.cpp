@@ -316,13 +316,6 @@ void Engine::reclaim(VirtualTime now) {
 
 namespace {
 
-// A pool's nodes as check_shape sees them: free GPUs (plus what victims under notice will
-// free) and, as "held by borrowers", what the candidates hold on each.
-struct NodeGpus {
-  std::map<cluster::NodeId, int> freed;                          // by victims under notice
-  std::map<cluster::NodeId, std::map<std::string, int>> holders;  // node -> candidate -> GPUs on it
-};
-
 std::map<cluster::NodeId, int> gpus_by_node(const cluster::Cluster& c, const std::string& workload) {
   std::map<cluster::NodeId, int> out;
   if (const cluster::Placement* p = c.placement_of(workload); p != nullptr) {
@@ -333,18 +326,22 @@ std::map<cluster::NodeId, int> gpus_by_node(const cluster::Cluster& c, const std
 
 }  // namespace
 
+std::map<cluster::NodeId, int> Engine::freed_by_notices(int active) const {
+  std::map<cluster::NodeId, int> freed;
+  if (active < 0 || !cluster_) return freed;
+  for (const auto& v : result_.reclaims[at(active)].victims) {
+    if (v.stopped || v.finished || v.released) continue;
+    for (const auto& [node, gpus] : gpus_by_node(*cluster_, v.workload)) freed[node] += gpus;
+  }
+  return freed;
+}
+
 int Engine::pieces_short(const Quota& q, int active) const {
   if (q.reserve_piece <= 1 || !cluster_) return 0;
   const std::int64_t uncovered = std::max<std::int64_t>(0, std::min(q.reserved, q.guaranteed) - q.used);
   const auto pieces_needed = static_cast<int>((uncovered + q.reserve_piece - 1) / q.reserve_piece);
   if (pieces_needed == 0) return 0;
-  std::map<cluster::NodeId, int> freed;
-  if (active >= 0) {
-    for (const auto& v : result_.reclaims[at(active)].victims) {
-      if (v.stopped || v.finished || v.released) continue;
-      for (const auto& [node, gpus] : gpus_by_node(*cluster_, v.workload)) freed[node] += gpus;
-    }
-  }
+  std::map<cluster::NodeId, int> freed = freed_by_notices(active);
   int pieces = 0;
   for (cluster::NodeId n = 0; n < cluster_->node_count(); ++n) {
     if (cluster_->node(n).pool() != q.pool_name) continue;
@@ -356,13 +353,7 @@ int Engine::pieces_short(const Quota& q, int active) const {
 std::optional<bank::VictimChoice> Engine::shape_victims(const Quota& q, int active, int pieces,
                                                         const std::vector<bank::VictimCandidate>& candidates) const {
   if (!cluster_ || pieces <= 0) return std::nullopt;
-  std::map<cluster::NodeId, int> freed;
-  if (active >= 0) {
-    for (const auto& v : result_.reclaims[at(active)].victims) {
-      if (v.stopped || v.finished || v.released) continue;
-      for (const auto& [node, gpus] : gpus_by_node(*cluster_, v.workload)) freed[node] += gpus;
-    }
-  }
+  std::map<cluster::NodeId, int> freed = freed_by_notices(active);
   std::map<cluster::NodeId, std::vector<std::pair<const bank::VictimCandidate*, int>>> on_node;
   for (const auto& c : candidates) {
     for (const auto& [node, gpus] : gpus_by_node(*cluster_, c.workload)) on_node[node].emplace_back(&c, gpus);

@@ -411,6 +411,8 @@ class Engine {
   // cannot be had on the pool's free GPUs (those of victims already under notice counted
   // free); 0 without a cluster or for loose GPUs.
   int pieces_short(const Quota& q, int active) const;
+  // GPUs per node that the victims of reclaim `active` (-1: none) still under notice hold.
+  std::map<cluster::NodeId, int> freed_by_notices(int active) const;
   // The victims that make those pieces, node by node where the fewest GPUs must be taken
   // back (serving::check_shape's rule 3, each node's victims in the bank's order); nullopt
   // when no choice of these candidates makes them.
