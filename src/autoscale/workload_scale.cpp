@@ -420,10 +420,10 @@ ScaleSync ScaleActuator::sync_once(const std::function<Expected<SignalReading>(s
   return out;
 }
 
-ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
+ScaleSync ScaleActuator::decide_and_write(const WorkloadState& state,
+                                          const std::function<Expected<SignalReading>(std::int64_t)>& read_signals,
                                           std::int64_t now_ms) {
   ScaleSync out;
-  const WorkloadState* state = &read;
   // A standby (not the leader) decides on a copy of the autoscaler and writes nothing: its
   // count is what the leader would set now, and its own history holds only decisions that
   // were applied (the HPA's rate limits count the changes it made), so a takeover starts
@@ -432,14 +432,14 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
   std::optional<LiveAutoscaler> scratch;
   if (out.standby) scratch.emplace(autoscaler_);
   LiveAutoscaler& autoscaler = scratch ? *scratch : autoscaler_;
-  out.step = autoscaler.step(read_signals(now_ms), now_ms, state->replicas, state->ready);
-  const int current = state->replicas;
+  out.step = autoscaler.step(read_signals(now_ms), now_ms, state.replicas, state.ready);
+  const int current = state.replicas;
   const int desired = out.step.recommendation.desired;
   out.target = desired;
   out.decision = out.step.recommendation.reason;
   if (!tidal_.empty()) {
     const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms)));
-    auto floor = tidal_.step(now, state->ready.value_or(current), desired);
+    auto floor = tidal_.step(now, state.ready.value_or(current), desired);
     if (!floor) {
       out.error = floor.error();
       out.target = current;
@@ -458,15 +458,15 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
     }
     out.tidal = std::move(*floor);
   }
-  if (!state->competing_autoscaler.empty()) {
-    out.error = target_.describe() + " is scaled by " + state->competing_autoscaler +
+  if (!state.competing_autoscaler.empty()) {
+    out.error = target_.describe() + " is scaled by " + state.competing_autoscaler +
                 " (KEDA's ScaledObject creates one); two autoscalers would undo each other's counts: nothing written";
     return out;
   }
   if (out.target == current) return out;
-  const k8s::ObjectReference regarding{target_.api_version, target_.kind, target_.namespace_name, target_.name, state->uid};
+  const k8s::ObjectReference regarding{target_.api_version, target_.kind, target_.namespace_name, target_.name, state.uid};
   if (out.target < current && out.step.reading) {
-    out.costs = write_deletion_costs(*state, deletion_costs(out.step.reading->loads));
+    out.costs = write_deletion_costs(state, deletion_costs(out.step.reading->loads));
   }
   if (options_.dry_run || out.standby) return out;
   if (options_.may_write && !options_.may_write()) {  // it stopped leading during this sync
@@ -476,10 +476,9 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
   Json scale;
   scale["apiVersion"] = "autoscaling/v1";
   scale["kind"] = "Scale";
-  scale["metadata"] = {{"name", target_.name}, {"namespace", target_.namespace_name}, {"resourceVersion", state->resource_version}};
+  scale["metadata"] = {{"name", target_.name}, {"namespace", target_.namespace_name}, {"resourceVersion", state.resource_version}};
   scale["spec"]["replicas"] = out.target;
   auto written = transport_.replace(target_.path() + "/scale", scale.dump());
-  const std::string note_reason = out.decision.size() > 900 ? out.decision.substr(0, 900) : out.decision;
   if (!written) {
     out.error = "PUT " + target_.describe() + " scale: " + written.error().describe();
     (void)events_.emit(transport_, {regarding, "Warning", "FailedRescale", "Scale",
@@ -488,7 +487,7 @@ ScaleSync ScaleActuator::decide_and_write(const WorkloadState& read, const std::
   }
   out.written = true;
   (void)events_.emit(transport_, {regarding, "Normal", "SuccessfulRescale", "Scale",
-                                  "New size: " + std::to_string(out.target) + "; reason: " + note_reason});
+                                  "New size: " + std::to_string(out.target) + "; reason: " + out.decision});  // cut to 1 KiB by the recorder
   return out;
 }
 
