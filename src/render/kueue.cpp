@@ -221,6 +221,19 @@ RenderedObject render_kueue_cohort(const policy::PolicySet& set, const policy::P
   return {std::move(o), "kueue/cohort-" + pool.name + ".yaml", std::move(sources)};
 }
 
+std::int64_t pods_ready_timeout_seconds(const policy::PolicySet& set) {
+  std::int64_t longest_ms = 0;
+  for (const auto& p : set.policies()) {
+    if (p.kind != policy::Kind::InferenceScalingPolicy) continue;
+    const auto& load = p.as<policy::InferenceScalingPolicySpec>().model_load_time;
+    longest_ms = std::max(longest_ms, load.milliseconds());
+  }
+  // 1.5 x, rounded up to the second, in seconds so that no load overflows.
+  const std::int64_t longest_s = longest_ms / 1000 + (longest_ms % 1000 != 0 ? 1 : 0);
+  const std::int64_t scaled_s = longest_s + (longest_s + 1) / 2;
+  return std::max(kPodsReadyTimeoutSeconds, scaled_s);
+}
+
 std::optional<Json> kueue_manager_configuration(const policy::PolicySet& set) {
   const policy::PlatformGuardrailsSpec* g = set.guardrails_spec();
   if (g == nullptr) return std::nullopt;
@@ -263,7 +276,7 @@ std::optional<Json> kueue_manager_configuration(const policy::PolicySet& set) {
   requeuing["backoffBaseSeconds"] = kPodsReadyBackoffBaseSeconds;
   requeuing["backoffMaxSeconds"] = kPodsReadyBackoffMaxSeconds;
   Json pods_ready = Json::object();
-  pods_ready["timeout"] = std::to_string(kPodsReadyTimeoutSeconds) + "s";
+  pods_ready["timeout"] = std::to_string(pods_ready_timeout_seconds(set)) + "s";
   pods_ready["blockAdmission"] = false;
   pods_ready["requeuingStrategy"] = std::move(requeuing);
   c["waitForPodsReady"] = std::move(pods_ready);

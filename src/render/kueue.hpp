@@ -40,11 +40,19 @@ inline constexpr std::string_view kKueueApiVersion = "kueue.x-k8s.io/v1beta2";
 // failed) is evicted and gives its quota back, instead of holding borrowed quota it
 // cannot use until someone deletes it. Requeued after 60 s doubling up to an hour
 // (Kueue's defaults), without a limit, ordered by its eviction. The twin runs the same
-// (twin/run/pods_ready.hpp). 10 minutes leaves room for image pulls and a model load.
+// (twin/run/pods_ready.hpp). 10 minutes leaves room for image pulls and a model load of a
+// few minutes; pods_ready_timeout_seconds lengthens it for longer loads.
 inline constexpr std::int64_t kPodsReadyTimeoutSeconds = 600;
 inline constexpr std::int64_t kPodsReadyBackoffBaseSeconds = 60;
 inline constexpr std::int64_t kPodsReadyBackoffMaxSeconds = 3600;
 inline constexpr std::string_view kKueueNamespace = "kueue-system";
+
+// The timeout rendered into waitForPodsReady: kPodsReadyTimeoutSeconds, or 1.5 x the
+// longest modelLoadTime of the set's InferenceScalingPolicies when that is longer (the
+// half for the image pull, scheduling and start). An inference replica's pods turn Ready
+// only once its model is loaded (the readiness probe): with a timeout shorter than the
+// load, Kueue evicts every replica before it serves, requeues it and evicts it again.
+[[nodiscard]] std::int64_t pods_ready_timeout_seconds(const policy::PolicySet& set);
 inline constexpr std::string_view kKueueManagerConfigMap = "kueue-manager-config";
 
 // What Kueue must not count against quota: the ClusterQueues cover only the pools' GPU

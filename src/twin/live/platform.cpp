@@ -97,7 +97,7 @@ Platform::Platform(policy::PolicySet policies, DayOptions day, run::Scenario sce
         };
         // The platform runs Kueue as gpubank renders it: an admitted gang that cannot be
         // placed gives its quota back (run/pods_ready.hpp).
-        if (!options.wait_for_pods_ready) options.wait_for_pods_ready = run::rendered_wait_for_pods_ready();
+        if (!options.wait_for_pods_ready) options.wait_for_pods_ready = run::rendered_wait_for_pods_ready(policies_);
         return options;
       }()),
       end_(day.hours * 3'600'000) {}

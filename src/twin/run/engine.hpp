@@ -86,7 +86,7 @@ struct RunOptions {
   // pods are not all placed and started within the timeout is evicted (event Evicted,
   // reason PodsReadyTimeout), gives its quota back and queues again after the backoff, or
   // is deactivated after backoffLimitCount requeues (event Deactivated, state Deactivated).
-  // rendered_wait_for_pods_ready() is what `gpubank render` writes into Kueue's manager
+  // rendered_wait_for_pods_ready(policies) is what `gpubank render` writes into Kueue's manager
   // Configuration (render/kueue.hpp); the embedded platform (twin/live) always runs it.
   // Unset (the default of scenario runs): Kueue as installed, without it, where a workload
   // holds its quota in Placing for as long as its shape does not fit.

@@ -14,9 +14,9 @@ std::int64_t pods_ready_backoff_ms(const WaitForPodsReady& config, std::int32_t 
   return std::min(wait, max_ms);
 }
 
-WaitForPodsReady rendered_wait_for_pods_ready() {
+WaitForPodsReady rendered_wait_for_pods_ready(const policy::PolicySet& policies) {
   WaitForPodsReady out;
-  out.timeout_ms = render::kPodsReadyTimeoutSeconds * 1000;
+  out.timeout_ms = render::pods_ready_timeout_seconds(policies) * 1000;
   out.backoff_base_seconds = render::kPodsReadyBackoffBaseSeconds;
   out.backoff_max_seconds = render::kPodsReadyBackoffMaxSeconds;
   return out;

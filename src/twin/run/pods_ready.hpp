@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "policy/policy_set.hpp"
+
 namespace gpubank::twin::run {
 
 struct WaitForPodsReady {
@@ -47,10 +49,11 @@ struct PodsReadyEviction {
 // min(base x 2^(count-1), max) seconds, in ms (count >= 1).
 [[nodiscard]] std::int64_t pods_ready_backoff_ms(const WaitForPodsReady& config, std::int32_t count);
 
-// What `gpubank render` writes into Kueue's manager Configuration (render/kueue.hpp):
-// timeout 10m, recovery as the timeout, timestamp Eviction, backoff 60 s doubling up to
-// an hour, no backoffLimitCount.
-[[nodiscard]] WaitForPodsReady rendered_wait_for_pods_ready();
+// What `gpubank render` writes into Kueue's manager Configuration for `policies`
+// (render/kueue.hpp): timeout 10m or 1.5 x the longest modelLoadTime
+// (render::pods_ready_timeout_seconds), recovery as the timeout, timestamp Eviction,
+// backoff 60 s doubling up to an hour, no backoffLimitCount.
+[[nodiscard]] WaitForPodsReady rendered_wait_for_pods_ready(const policy::PolicySet& policies);
 
 [[nodiscard]] PodsReadyEviction on_pods_ready_timeout(const WaitForPodsReady& config, std::int32_t requeue_count);
 

@@ -8,6 +8,7 @@
 #include "twin/cluster/identity.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "twin/run/engine.hpp"
+#include "render/kueue.hpp"
 #include "twin/run/pods_ready.hpp"
 #include "twin/run/summary.hpp"
 
@@ -223,10 +224,22 @@ TEST(PodsReady, TheBackoffDoublesUpToItsMaxAndTheLimitDeactivates) {
   EXPECT_EQ(on_pods_ready_timeout(config, 1).requeue_count, 2);
   EXPECT_EQ(on_pods_ready_timeout(config, 1).backoff_ms, 120'000);
   EXPECT_TRUE(on_pods_ready_timeout(config, 2).deactivate);  // count + 1 > backoffLimitCount
-  const WaitForPodsReady rendered = rendered_wait_for_pods_ready();
+  // The examples' longest model load (6 min) fits in 10 minutes.
+  policy::PolicySet policies = testing::examples_plus();
+  const WaitForPodsReady rendered = rendered_wait_for_pods_ready(policies);
   EXPECT_EQ(rendered.timeout_ms, 10 * kMinute);
   EXPECT_EQ(rendered.recovery_ms(), 10 * kMinute);
   EXPECT_FALSE(rendered.backoff_limit_count);
+  // A 45-minute model load: the replica's pods are Ready only once it is loaded, so the
+  // timeout is 1.5 x the load, or Kueue would evict every replica before it serves.
+  const auto* llm = policies.find(policy::Kind::InferenceScalingPolicy, "customer-service-llm");
+  ASSERT_NE(llm, nullptr);
+  policy::PolicyObject slow = *llm;
+  std::get<policy::InferenceScalingPolicySpec>(slow.spec).model_load_time = Duration(std::chrono::minutes(45));
+  ASSERT_TRUE(policies.upsert(std::move(slow)));
+  EXPECT_EQ(rendered_wait_for_pods_ready(policies).timeout_ms, 67 * kMinute + 30'000);
+  EXPECT_EQ(render::pods_ready_timeout_seconds(policies), 4050);
+  EXPECT_EQ(render::pods_ready_timeout_seconds(policy::PolicySet{}), 600);
 }
 
 // w3 (4 GPUs on one node) cannot be placed before 1 h. With Kueue's timeout of 5 min and
