@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "core/timestamp.hpp"
 #include "policy/validate.hpp"
 #include "twin/cluster/inventory.hpp"
@@ -37,6 +38,7 @@ struct ServingOptions {
   int static_replicas = 0;  // 0: searched
   double slo_target = 95;   // percent
   std::string peak;
+  bool search_floor = false;
   int jobs = 0;             // 0: one per CPU
   std::string events;  // JSON lines of each run's events: <events>.<control>.jsonl (.<seed> with several seeds)
   bool quiet = false;
@@ -69,6 +71,7 @@ int run_serving(const ServingOptions& opt, const CLI::App& cmd) {
   if (cmd.count("--static-replicas") > 0) compare.static_replicas = opt.static_replicas;
   compare.slo_target = opt.slo_target / 100.0;
   if (!opt.peak.empty()) compare.peak = opt.peak;
+  compare.search_floor = opt.search_floor;
   compare.jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   compare.keep_events = !opt.events.empty();
   compare.day.start = *start;
@@ -135,7 +138,7 @@ Command add_twin_serving_command(CLI::App& twin) {
                   "drive the generate services with a real request trace (AzureLLMInferenceTrace_*.csv) instead of the "
                   "seeded load (embed services keep theirs)");
   cmd->add_option("--serving-load", opt->serving_load, "request rate relative to the scale rule (default 1)")
-      ->check(CLI::Range(0.001, 10.0));
+      ->check(finite_range(0.001, 10));
   cmd->add_option("--serving-model", opt->serving_model,
                   "requests (default: every request through the vLLM-like engine) or fluid (the model calibrated on "
                   "it that the impact preview runs: a day in about a second); an embed service always runs fluid")
@@ -150,10 +153,14 @@ Command add_twin_serving_command(CLI::App& twin) {
                   "count whose worst-seed peak SLO attainment reaches --slo-target, searched)");
   cmd->add_option("--slo-target", opt->slo_target,
                   "peak TTFT SLO attainment, percent of minutes, the static baseline must reach (default 95)")
-      ->check(CLI::Range(1.0, 100.0));
+      ->check(finite_range(1, 100));
   cmd->add_option("--peak", opt->peak,
                   "peak window HH:MM-HH:MM in local time (default: each service's TidalPolicy window with the largest "
                   "replica floor)");
+  cmd->add_flag("--search-floor", opt->search_floor,
+               "search each service's peak-window inferenceReplicaFloor: the smallest floor, from the TidalPolicy's "
+               "up to maxReplicas, whose worst-seed peak attainment under the autoscaler reaches --slo-target; every "
+               "control then runs with it");
   cmd->add_option("--jobs,-j", opt->jobs, "runs at once (default: one per CPU)")->check(CLI::Range(1, 256));
   cmd->add_option("--events", opt->events,
                   "write each run's event log as JSON lines to <events>.<control>.jsonl (<events>.<control>.<seed>.jsonl "

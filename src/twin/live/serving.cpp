@@ -16,6 +16,7 @@
 
 #include "core/fnv1a.hpp"
 #include "metrics/histogram.hpp"
+#include "serving/autoscaler.hpp"
 #include "twin/inference/fluid.hpp"
 #include "twin/inference/vllm_metrics.hpp"
 
@@ -492,6 +493,15 @@ ServingFeasibility feasibility_of(const std::string& policy, const policy::Infer
                      " finishes at best (" + rps_text(f.max_replica_rps) +
                      "): a saturated service finishes less than the target per replica, so the rate signal never asks "
                      "for more replicas and only the queue and the latency scale it out";
+  } else if (f.rate_target && *f.rate_target * (1 + serving::AutoscalerOptions{}.tolerance) > f.max_replica_rps) {
+    // The HPA acts on a ratio outside 1 +- tolerance only, so each replica may run at the
+    // target plus the tolerance before another is asked for.
+    const double tolerance = serving::AutoscalerOptions{}.tolerance;
+    f.rate_warning = "requestsPerSecondPerReplica " + rps_text(*f.rate_target) + " plus the HPA's " +
+                     std::to_string(static_cast<int>(tolerance * 100 + 0.5)) + " % tolerance (" +
+                     rps_text(*f.rate_target * (1 + tolerance)) + ") is above what " + replica + " finishes at best (" +
+                     rps_text(f.max_replica_rps) + "): replicas saturate before the rate signal asks for another; at most " +
+                     rps_text(f.max_replica_rps / (1 + tolerance)) + " keeps them within";
   }
   return f;
 }

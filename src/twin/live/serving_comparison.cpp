@@ -31,6 +31,7 @@ struct Task {
   Control control = Control::Autoscaler;
   std::uint64_t seed = 1;
   std::map<std::string, int> static_counts;
+  std::string label;  // what the progress line adds (the floors probed)
   Expected<std::vector<ServingOutcome>> result = std::vector<ServingOutcome>{};
   std::vector<run::Event> events;
 };
@@ -55,7 +56,10 @@ Expected<bool> run_tasks(std::vector<Task>& tasks, const policy::PolicySet& poli
       Task& t = tasks[i];
       if (progress) {
         std::string line = std::string(to_string(t.control)) + ", seed " + std::to_string(t.seed);
-        for (const auto& [policy, n] : t.static_counts) line += ", " + policy + " x" + std::to_string(n);
+        if (t.control == Control::Static) {
+          for (const auto& [policy, n] : t.static_counts) line += ", " + policy + " x" + std::to_string(n);
+        }
+        line += t.label;
         const std::lock_guard lock(progress_mutex);
         progress(line);
       }
@@ -89,6 +93,60 @@ std::vector<const policy::InferenceScalingPolicySpec*> specs_of(const policy::Po
     names.push_back(p.name());
     out.push_back(&p.as<policy::InferenceScalingPolicySpec>());
   }
+  return out;
+}
+
+// Where a service's floor is set: the largest-floor window of the TidalPolicies that target
+// it (the window peak_windows takes for its peak; the first wins a tie).
+struct FloorSite {
+  std::string tidal, window;
+  int floor = 0;
+};
+
+std::optional<FloorSite> floor_site(const policy::PolicySet& policies, const std::string& name) {
+  std::optional<FloorSite> best;
+  for (const auto& p : policies.policies()) {
+    if (p.kind != policy::Kind::TidalPolicy) continue;
+    const auto& tidal = p.as<policy::TidalPolicySpec>();
+    const auto& targets = tidal.targets.inference_policies;
+    if (std::find(targets.begin(), targets.end(), name) == targets.end()) continue;
+    for (const auto& w : tidal.windows) {
+      const auto floor = w.inference_replica_floor ? w.inference_replica_floor->for_policy(name) : std::nullopt;
+      if (floor && (!best || *floor > best->floor)) best = FloorSite{p.name(), w.name, *floor};
+    }
+  }
+  return best;
+}
+
+// The policies with each searched service's window floor set to floors[service]. A floor
+// given for every target (`all`) becomes one per target, so that only this service's moves.
+policy::PolicySet with_floors(const policy::PolicySet& policies, const std::vector<FloorSearch>& sites,
+                              const std::map<std::string, int>& floors) {
+  policy::PolicySet out = policies;
+  for (const FloorSearch& site : sites) {
+    const auto n = floors.find(site.policy);
+    if (n == floors.end()) continue;
+    const policy::PolicyObject* found = out.find(policy::Kind::TidalPolicy, site.tidal_policy);
+    if (found == nullptr) continue;
+    policy::PolicyObject copy = *found;
+    auto& spec = std::get<policy::TidalPolicySpec>(copy.spec);
+    for (auto& w : spec.windows) {
+      if (w.name != site.window || !w.inference_replica_floor) continue;
+      auto& f = *w.inference_replica_floor;
+      if (f.all) {
+        for (const auto& target : spec.targets.inference_policies) f.per_policy.emplace(target, *f.all);
+        f.all.reset();
+      }
+      f.per_policy[site.policy] = n->second;
+    }
+    out.upsert(std::move(copy));
+  }
+  return out;
+}
+
+std::string floors_label(const std::map<std::string, int>& floors) {
+  std::string out;
+  for (const auto& [policy, n] : floors) out += ", " + policy + " floor " + std::to_string(n);
   return out;
 }
 
@@ -198,6 +256,95 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
     }
   }
 
+  // The floor search: per service its peak window's floor, bisection from the policy's own
+  // floor up, all services and seeds of a round together (autoscaler runs).
+  std::vector<std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>> floor_rounds;
+  policy::PolicySet searched_policies;
+  const policy::PolicySet* compared = &policies;
+  if (options.search_floor) {
+    std::map<std::string, std::pair<int, int>> range;  // [lo, hi]
+    std::map<std::string, std::map<int, std::vector<ServingOutcome>>> floor_runs;  // policy -> floor -> per seed
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const auto site = floor_site(policies, names[i]);
+      if (!site) continue;
+      FloorSearch f;
+      f.policy = names[i];
+      f.tidal_policy = site->tidal;
+      f.window = site->window;
+      f.policy_floor = site->floor;
+      out.floors.push_back(std::move(f));
+      const int hi = std::max(1, specs[i]->max_replicas);
+      range[names[i]] = {std::clamp(site->floor, 0, hi), hi};
+    }
+    const auto worst_of = [&](const std::string& policy, int n) {
+      double worst = 1;
+      for (const auto& o : floor_runs[policy][n]) worst = std::min(worst, o.peak_attainment());
+      return worst;
+    };
+    bool first_round = true;
+    while (!range.empty()) {
+      std::map<std::string, int> probe;
+      for (const auto& [policy, r] : range) {
+        if (first_round) {
+          probe[policy] = r.first;  // the policy's own floor first: most policies need no change
+        } else if (r.first < r.second || !floor_runs[policy].contains(r.first)) {
+          probe[policy] = r.first < r.second ? r.first + (r.second - r.first) / 2 : r.first;
+        }
+      }
+      first_round = false;
+      if (probe.empty()) break;
+      std::map<std::string, int> floors = probe;
+      for (const auto& [policy, r] : range) floors.emplace(policy, r.first);
+      const policy::PolicySet probed = with_floors(policies, out.floors, floors);
+      std::vector<Task> tasks;
+      for (const std::uint64_t seed : options.seeds) {
+        tasks.push_back(task(Control::Autoscaler, seed, out.static_baseline));
+        tasks.back().label = floors_label(floors);
+      }
+      if (auto ran = run_tasks(tasks, probed, options, inventory, out.peaks, progress); !ran) {
+        return Unexpected{ran.error()};
+      }
+      std::vector<ServingOutcome> outcomes;
+      for (Task& t : tasks) {
+        for (auto& o : *t.result) {
+          if (floors.contains(o.policy)) {
+            auto& per_seed = floor_runs[o.policy][floors[o.policy]];
+            if (per_seed.size() < options.seeds.size()) per_seed.push_back(o);
+          }
+          outcomes.push_back(std::move(o));
+        }
+      }
+      floor_rounds.emplace_back(floors, std::move(outcomes));
+      for (const auto& [policy, n] : probe) {
+        auto& r = range[policy];
+        double mean = 0;
+        for (const auto& o : floor_runs[policy][n]) mean += o.peak_attainment();
+        mean /= static_cast<double>(std::max<std::size_t>(floor_runs[policy][n].size(), 1));
+        for (auto& f : out.floors) {
+          if (f.policy == policy) f.probes.push_back({policy, n, worst_of(policy, n), mean});
+        }
+        if (r.first == r.second) continue;
+        if (worst_of(policy, n) >= options.slo_target) {
+          r.second = n;
+        } else {
+          r.first = n + 1;
+        }
+      }
+    }
+    std::map<std::string, int> chosen;
+    for (auto& f : out.floors) {
+      f.floor = range[f.policy].first;
+      f.met = worst_of(f.policy, f.floor) >= options.slo_target;
+      chosen[f.policy] = f.floor;
+    }
+    if (!chosen.empty()) {
+      searched_policies = with_floors(policies, out.floors, chosen);
+      compared = &searched_policies;
+    }
+    // The autoscaler's reported runs are the round that ran every service at its floor.
+    std::erase_if(floor_rounds, [&](const auto& r) { return r.first != chosen; });
+  }
+
   // The static search: bisection per service, all services and seeds of a round together.
   std::map<std::string, std::map<int, std::vector<ServingOutcome>>> static_runs;  // policy -> count -> per seed
   std::vector<std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>> rounds;  // counts -> outcomes
@@ -224,7 +371,7 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
       for (const auto& [policy, r] : range) counts.emplace(policy, r.first);
       std::vector<Task> tasks;
       for (const std::uint64_t seed : options.seeds) tasks.push_back(task(Control::Static, seed, counts));
-      if (auto ran = run_tasks(tasks, policies, options, inventory, out.peaks, progress); !ran) {
+      if (auto ran = run_tasks(tasks, *compared, options, inventory, out.peaks, progress); !ran) {
         return Unexpected{ran.error()};
       }
       std::vector<ServingOutcome> outcomes;
@@ -259,6 +406,10 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
 
   // The controls, each over every seed (static at the baseline: from the search's runs).
   for (const Control control : options.controls) {
+    if (control == Control::Autoscaler && !floor_rounds.empty() && !options.keep_events) {
+      out.runs.insert(out.runs.end(), floor_rounds.front().second.begin(), floor_rounds.front().second.end());
+      continue;
+    }
     if (control == Control::Static && out.static_searched && !options.keep_events) {
       // A round that ran every service at its baseline is that run; else (the services
       // settled in different rounds) the baseline runs once more, all services together.
@@ -271,7 +422,7 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
     }
     std::vector<Task> tasks;
     for (const std::uint64_t seed : options.seeds) tasks.push_back(task(control, seed, out.static_baseline));
-    if (auto ran = run_tasks(tasks, policies, options, inventory, out.peaks, progress); !ran) {
+    if (auto ran = run_tasks(tasks, *compared, options, inventory, out.peaks, progress); !ran) {
       return Unexpected{ran.error()};
     }
     for (Task& t : tasks) {
@@ -368,6 +519,25 @@ Json comparison_json(const ServingComparison& c) {
   out["savingGoal"] = c.options.saving_goal;
   out["peakWindows"] = std::move(peaks);
   out["staticBaseline"] = std::move(baseline);
+  if (c.options.search_floor) {
+    Json floors = Json::array();
+    for (const auto& f : c.floors) {
+      Json probes = Json::array();
+      for (const auto& p : f.probes) {
+        probes.push_back({{"floor", p.replicas},
+                          {"worstPeakSloAttainment", p.worst_peak_attainment},
+                          {"meanPeakSloAttainment", p.mean_peak_attainment}});
+      }
+      floors.push_back({{"policy", f.policy},
+                        {"tidalPolicy", f.tidal_policy},
+                        {"window", f.window},
+                        {"policyFloor", f.policy_floor},
+                        {"floor", f.floor},
+                        {"meetsSloTarget", f.met},
+                        {"probes", std::move(probes)}});
+    }
+    out["tidalFloors"] = std::move(floors);
+  }
   Json feasibility = Json::array();
   for (const auto& f : c.feasibility) feasibility.push_back(feasibility_json(f));
   out["feasibility"] = std::move(feasibility);
@@ -398,6 +568,18 @@ std::string comparison_text(const ServingComparison& c) {
       out << ')';
     }
     out << '\n';
+  }
+  if (c.options.search_floor && c.floors.empty()) {
+    out << "tidal floors: no TidalPolicy window sets an inferenceReplicaFloor for any service; nothing searched\n";
+  }
+  for (const auto& f : c.floors) {
+    out << f.policy << ": inferenceReplicaFloor of TidalPolicy " << f.tidal_policy << " window " << f.window << " searched: "
+        << f.floor << " (the policy sets " << f.policy_floor << "; "
+        << (f.met ? "the smallest floor whose worst peak SLO attainment under the autoscaler is at least "
+                  : "no floor up to maxReplicas reaches ")
+        << percent(c.options.slo_target) << (f.met ? "" : " in every seed") << "; probed";
+    for (const auto& p : f.probes) out << ' ' << p.replicas << ": " << percent(p.worst_peak_attainment);
+    out << "); every control runs with it\n";
   }
   for (const auto& f : c.feasibility) {
     out << f.policy << ": " << f.task << " on " << f.gpu_model;

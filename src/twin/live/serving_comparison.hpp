@@ -11,6 +11,16 @@
 // quota lets them all run (they are asked for at virtual time 0 and never removed). When
 // not even maxReplicas meets the target, the baseline is maxReplicas and `met` is false.
 //
+// The tidal floor search (`search_floor`): a floor is a policy choice that depends on the
+// traffic. Where requests come in bursts shorter than a model load, no autoscaler adds a
+// replica in time, and what serves the burst is what is already loaded. So per service
+// that a TidalPolicy window staffs (its peak window, serving_report.hpp), the smallest
+// floor n of that window in [the policy's floor, maxReplicas] whose autoscaler runs reach
+// `slo_target` in every seed, by bisection as above (the policy's own floor is probed
+// first; one more replica kept loaded is assumed never to serve worse). Every control then
+// runs on the policies with those floors: the report compares the policy the platform
+// would set, and says which floor that is and what each probed floor gave.
+//
 // Pure apart from the time it takes: the same options give the same report.
 #pragma once
 
@@ -45,13 +55,26 @@ struct ComparisonOptions {
   // Runs at once (independent runs of the day; the report does not depend on it).
   int jobs = 1;
   bool keep_events = false;  // keep each reported run's event log
+  bool search_floor = false;  // search each peak window's inferenceReplicaFloor (above)
 };
+
 
 // One probe of the static search: a count and what it gave over the seeds.
 struct StaticProbe {
   std::string policy;
   int replicas = 0;
   double worst_peak_attainment = 0, mean_peak_attainment = 0;
+};
+
+// The window whose floor the search sets for one service, and what it found.
+struct FloorSearch {
+  std::string policy;             // the InferenceScalingPolicy
+  std::string tidal_policy;       // the TidalPolicy and its window
+  std::string window;
+  int policy_floor = 0;           // what the window sets now
+  int floor = 0;                  // the smallest floor that meets the target (maxReplicas when none does)
+  bool met = false;
+  std::vector<StaticProbe> probes;  // replicas = the floor probed, in the order probed
 };
 
 // A service under one control over the seeds.
@@ -76,6 +99,7 @@ struct ServingComparison {
   std::map<std::string, bool> static_met;      // that count meets slo_target in every seed
   bool static_searched = false;
   std::vector<StaticProbe> probes;  // in the order probed
+  std::vector<FloorSearch> floors;  // with search_floor: per service a TidalPolicy window staffs
   std::vector<ControlSummary> summaries;  // per service, per control
   // The consistency check, before any run (Serving::feasibility of the first seed's day).
   std::vector<ServingFeasibility> feasibility;
