@@ -12,6 +12,7 @@
 #include "attribution/exporter.hpp"
 #include "attribution/snapshot.hpp"
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "cli/signals.hpp"
 #include "node/nvml.hpp"
 #include "node/pod_resources.hpp"
@@ -168,7 +169,7 @@ Command add_exporter_command(CLI::App& app) {
   cmd->add_option("--gpu-model", opt->gpu_model, "the pool's gpuModel (the key of gpuHourPrice, e.g. H100)");
   cmd->add_option("--partition", opt->partition, "the pool's partition: full or a MIG profile")->capture_default_str();
   cmd->add_option("--interval", opt->interval, "seconds between refreshes of the inputs")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(finite_range(0.1, 3600))
       ->capture_default_str();
   cmd->add_option("--listen", opt->listen, "ADDRESS:PORT of /metrics, /healthz and /readyz")->capture_default_str();
   return {cmd, [opt] { return run_exporter(*opt); }};

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "core/duration.hpp"
 #include "core/timestamp.hpp"
 #include "governance/prometheus_client.hpp"
@@ -168,7 +169,7 @@ Command add_report_command(CLI::App& app) {
       "leaderboard", "Business groups ranked by idle-waste share within each class of devices (model, partition, sharing)");
   common(board);
   board->add_option("--min-gpu-hours", opt->min_gpu_hours, "Groups with fewer judged GPU-hours are listed unranked")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_range(0, 1e12))
       ->capture_default_str();
   board->callback([chosen] { *chosen = Report::Leaderboard; });
   CLI::App* review = cmd->add_subcommand(

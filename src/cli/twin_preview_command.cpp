@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "core/timestamp.hpp"
 #include "twin/cluster/inventory.hpp"
 #include "store/store.hpp"
@@ -167,12 +168,12 @@ Command add_twin_preview_command(CLI::App& twin) {
                   "azure-llm:<csv>: the services' requests from the Azure LLM inference trace (conv or code), repeated "
                   "over each day on the diurnal curve as gpubank up --llm-trace serves them");
   cmd->add_option("--inventory", opt->inventory, "the cluster (default examples/inventory/example.yaml)");
-  cmd->add_option("--seed", opt->seed, "seed of the day's work, shared by both runs (default 1)");
+  cmd->add_option("--seed", opt->seed, "seed of the day's work, shared by both runs (default 1)")->check(seed_text());
   cmd->add_option("--hours", opt->hours, "length of the day in hours (default 24)")->check(CLI::Range(1, 24 * 14));
   cmd->add_option("--days", opt->days, "length in days (overrides --hours), at most 14")->check(CLI::Range(1, 14));
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--serving-load", opt->serving_load, "the inference load relative to the scale rule (default 1)")
-      ->check(CLI::Range(0.001, 10.0));
+      ->check(finite_range(0.001, 10));
   cmd->add_option("--serving-model", opt->serving_model,
                   "how the services answer their requests: fluid (default; the quasi-static model calibrated on the "
                   "request model, days in seconds) or requests (every request through the vLLM-like engine, as gpubank "

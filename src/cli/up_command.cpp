@@ -18,6 +18,7 @@
 #include "api/platform_server.hpp"
 #include "auth/gate.hpp"
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "cli/proxy_options.hpp"
 #include "core/escape.hpp"
 #include "core/timestamp.hpp"
@@ -571,8 +572,8 @@ Command add_up_command(CLI::App& app) {
   cmd->add_option("--serving-load", opt->serving_load,
                   "the inference services' request rate relative to their floors' capacity (default 1; 0.1 for a "
                   "quick, light run)")
-      ->check(CLI::Range(0.001, 10.0));
-  cmd->add_option("--seed", opt->seed, "seed of the day's workload (default 1)");
+      ->check(finite_range(0.001, 10));
+  cmd->add_option("--seed", opt->seed, "seed of the day's workload (default 1)")->check(seed_text());
   cmd->add_option("--start", opt->start, "wall time of virtual time 0, RFC 3339 (default 2026-11-30T16:00:00Z)");
   cmd->add_option("--hours", opt->hours, "length of the generated day in hours (default 24)")
       ->check(CLI::Range(1, 24 * 14));

@@ -12,6 +12,7 @@
 #include "controller/policy_watch.hpp"
 #include "k8s/client_config.hpp"
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "cli/version.hpp"
 #include "core/log_format.hpp"
 
@@ -188,11 +189,11 @@ Command add_webhook_command(CLI::App& app) {
   cmd->add_option("--request-timeout", s.request_timeout,
                   "seconds a request may take from its first byte to its last (a new connection: from the accept, "
                   "TLS handshake included)")
-      ->check(CLI::Range(0.1, 300.0))
+      ->check(finite_range(0.1, 300))
       ->capture_default_str();
   cmd->add_option("--idle-timeout", s.idle_timeout,
                   "seconds a kept-alive connection may wait for its next request (above the API server's 90)")
-      ->check(CLI::Range(1.0, 3600.0))
+      ->check(finite_range(1, 3600))
       ->capture_default_str();
   cmd->add_option("--health-address", s.health_address, "address of the plain-HTTP /healthz, /readyz and /metrics listener")
       ->capture_default_str();

@@ -30,3 +30,14 @@ cli_test(tidal-timeline-unknown-policy 1 "no TidalPolicy named \"nightly\"" -- $
 cli_test(tidal-freeze-no-server 1 "cannot reach http://127.0.0.1:9" -- ${GPUBANK} tidal freeze weekday-serving-training --server http://127.0.0.1:9)
 cli_test(tidal-freeze-no-token-file 1 "--token-file: cannot read a token from /nonexistent" -- ${GPUBANK} tidal freeze x --token-file /nonexistent)
 cli_test(usage-tidal-freeze-bad-server 2 "--server must be an http:// URL" -- ${GPUBANK} tidal freeze x --server ftp://host)
+# Numbers CLI11 alone would let through: a negative or too large seed (read as 2^64 - 1) and
+# a NaN load (CLI::Range compares false with NaN): usage errors naming the option.
+cli_test(usage-up-negative-seed 2 "--seed: a seed is a whole number from 0 to 18446744073709551615, got \"-1\""
+         -- ${GPUBANK} up --seed -1)
+cli_test(usage-up-seed-above-2-64 2 "--seed: a seed is a whole number .* got \"18446744073709551616\""
+         -- ${GPUBANK} up --seed 18446744073709551616)
+cli_test(usage-up-nan-load 2 "--serving-load: must be a number in \\[0.001, 10\\], got \"nan\"" -- ${GPUBANK} up --serving-load nan)
+cli_test(usage-twin-preview-nan-load 2 "--serving-load: must be a number in \\[0.001, 10\\]"
+         -- ${GPUBANK} twin preview --current examples/policies --proposed examples/policies --serving-load nan)
+cli_test(usage-twin-run-negative-seed 2 "--seed: a seed is a whole number" -- ${GPUBANK} twin run --seed -5)
+cli_test(usage-twin-serving-nan-slo 2 "--slo-target: must be a number in \\[1, 100\\]" -- ${GPUBANK} twin serving --slo-target nan)
