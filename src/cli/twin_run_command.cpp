@@ -13,6 +13,7 @@
 #include <span>
 
 #include "cli/command.hpp"
+#include "cli/validators.hpp"
 #include "core/duration.hpp"
 #include "policy/validate.hpp"
 #include "metrics/exposition.hpp"
@@ -286,6 +287,15 @@ int run_llm_trace(const RunCommandOptions& opt, const std::string& path) {
     std::cerr << "gpubank twin run: the run stopped: " << p.error() << '\n';
     return 1;
   }
+  if (!opt.events.empty()) {
+    std::ofstream events_out(opt.events, std::ios::binary | std::ios::trunc);
+    for (const auto& e : p.events()) events_out << twin::run::event_json(e, p.start()).dump() << '\n';
+    events_out.close();
+    if (!events_out) {
+      std::cerr << "gpubank twin run: --events: cannot write " << opt.events << '\n';
+      return 1;
+    }
+  }
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
   json["start"] = format_rfc3339(p.start());
   json["end"] = p.now();
@@ -304,7 +314,19 @@ int run_llm_trace(const RunCommandOptions& opt, const std::string& path) {
   return 0;
 }
 
-int run(const RunCommandOptions& opt) {
+// Options a trace kind has no use for are refused (exit 2), not ignored: a user who asks for
+// --replicate 8 on a trace that cannot replicate must not read a run of one copy as eight.
+bool refuse_unused(const CLI::App& cmd, const std::string& kind,
+                   std::initializer_list<std::pair<const char*, const char*>> unused) {
+  for (const auto& [name, why] : unused) {
+    if (cmd.count(name) == 0) continue;
+    std::cerr << "gpubank twin run: " << name << " does nothing with --trace " << kind << ": " << why << "; drop it\n";
+    return true;
+  }
+  return false;
+}
+
+int run(const RunCommandOptions& opt, const CLI::App& cmd) {
   const auto wall_start = std::chrono::steady_clock::now();  // the whole command: reading, mapping, running
   if (opt.trace.empty() == opt.workloads.empty()) {
     std::cerr << "gpubank twin run: give exactly one of --workloads and --trace\n";
@@ -316,6 +338,23 @@ int run(const RunCommandOptions& opt) {
   }
   if (!opt.trace.empty() && !opt.metrics.empty()) {
     std::cerr << "gpubank twin run: --metrics is not available with --trace (the run keeps no event log in memory)\n";
+    return 2;
+  }
+  const std::string kind = opt.trace.substr(0, opt.trace.find(':'));
+  if (kind == "azure-llm" &&
+      refuse_unused(cmd, kind,
+                    {{"--store", "the platform's days keep their ledger and audit log in memory (gpubank up --store "
+                                 "persists them)"},
+                     {"--groups", "the business groups are the policies' (--policies)"},
+                     {"--replicate", "the request trace is repeated over each day by the diurnal curve, not copied"},
+                     {"--shared-model", "it is the Alibaba mapping's shared pool"}})) {
+    return 2;
+  }
+  if (kind == "philly" &&
+      refuse_unused(cmd, kind,
+                    {{"--groups", "the business groups are the trace's virtual clusters"},
+                     {"--replicate", "the Philly replay does not copy jobs"},
+                     {"--shared-model", "it is the Alibaba mapping's shared pool"}})) {
     return 2;
   }
   if (opt.trace.rfind("azure-llm:", 0) == 0 && opt.trace.size() > 10) return run_llm_trace(opt, opt.trace.substr(10));
@@ -517,7 +556,8 @@ Command add_twin_run_command(CLI::App& twin) {
   cmd->add_option("--days", opt->days, "with --trace: only pods created in the first N days")->check(CLI::Range(1, 366));
   cmd->add_option("--replicate", opt->replicate, "with --trace: K seeded copies of the trace (K x the pods)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--seed", opt->seed, "with --trace: the seed of the mapping (groups, checkpointable, copies)");
+  cmd->add_option("--seed", opt->seed, "with --trace: the seed of the mapping (groups, checkpointable, copies)")
+      ->check(seed_text());
   cmd->add_option("--groups", opt->groups,
                   "with --trace: business groups and weights, name=weight,... (default team-a=4,team-b=3,team-c=2,team-d=1)");
   cmd->add_option("--shared-model", opt->shared_model,
@@ -530,7 +570,7 @@ Command add_twin_run_command(CLI::App& twin) {
   cmd->add_option("--metrics", opt->metrics,
                   "also write the bank's metrics at the end of the run (Prometheus text format 0.0.4)");
   add_output_option(*cmd, opt->format);
-  return {cmd, [opt] { return run(*opt); }};
+  return {cmd, [opt, cmd] { return run(*opt, *cmd); }};
 }
 
 }  // namespace gpubank::cli

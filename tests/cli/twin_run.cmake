@@ -57,6 +57,20 @@ cli_test(twin-run-trace-azure-llm-missing 1 "x.csv" -- ${GPUBANK} twin run --tra
 cli_test(twin-run-azure-llm-trace 0 "customer-service-llm: [0-9]+ requests" -- ${GPUBANK} twin run
          --trace azure-llm:${PROJECT_SOURCE_DIR}/../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --policies examples/policies
          --until 2h)
+# Options a trace kind does not use are refused, not ignored; --events is written for the
+# Azure LLM trace's platform days too.
+cli_test(usage-twin-run-azure-llm-replicate 2 "--replicate does nothing with --trace azure-llm: .*drop it"
+         -- ${GPUBANK} twin run --trace azure-llm:x.csv --replicate 4)
+cli_test(usage-twin-run-azure-llm-store 2 "--store does nothing with --trace azure-llm"
+         -- ${GPUBANK} twin run --trace azure-llm:x.csv --store /tmp/never.db)
+cli_test(usage-twin-run-azure-llm-groups 2 "--groups does nothing with --trace azure-llm"
+         -- ${GPUBANK} twin run --trace azure-llm:x.csv --groups a=1)
+cli_test(usage-twin-run-philly-replicate 2 "--replicate does nothing with --trace philly"
+         -- ${GPUBANK} twin run --trace philly:/nonexistent --replicate 2)
+cli_test(usage-twin-run-philly-groups 2 "--groups does nothing with --trace philly: the business groups are the trace's virtual clusters"
+         -- ${GPUBANK} twin run --trace philly:/nonexistent --groups a=1)
+cli_test(twin-run-azure-llm-events 0 "\"kind\":\"ReplicaReady\"" -- sh -c
+         "${GPUBANK} twin run --trace azure-llm:${PROJECT_SOURCE_DIR}/../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --policies examples/policies --until 1h --events ${CMAKE_CURRENT_BINARY_DIR}/azure-llm-events.jsonl > /dev/null && grep -m1 ReplicaReady ${CMAKE_CURRENT_BINARY_DIR}/azure-llm-events.jsonl")
 cli_test(twin-run-trace-philly-missing 1 "--trace philly: .*philly_vc.csv" -- ${GPUBANK} twin run --trace philly:/nonexistent)
 cli_test(twin-run-philly-trace 0 "\"virtualClusters\": 11" -- ${GPUBANK} twin run --trace philly:${PROJECT_SOURCE_DIR}/../shared/traces/philly --days 7 -o json)
 # The same trace and seed: the same output, byte for byte (stdout: the progress line with
