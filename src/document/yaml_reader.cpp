@@ -161,7 +161,8 @@ class TreeBuilder : public YAML::EventHandler {
     if (failed_) return nullptr;
     if (++nodes_ > limits_.max_nodes) {
       fail(kRuleTooLarge, n.pos,
-           "document expands to more than " + std::to_string(limits_.max_nodes) + " nodes (YAML aliases are expanded)");
+           "document has more than " + std::to_string(limits_.max_nodes) +
+               " YAML nodes (scalars, sequences and mappings; the reader's limit for this kind of input)");
       return nullptr;
     }
     Node* at = nullptr;

@@ -1,5 +1,6 @@
 #include "twin/run/scenario.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "document/decode.hpp"
@@ -105,11 +106,28 @@ void report(Diagnostics& out, const std::string& file, std::string_view rule, co
 
 }  // namespace
 
+doc::ReadLimits ScenarioLimits::read_limits() const {
+  doc::ReadLimits out;
+  // The leases and GPU faults beside the workloads: as many nodes again as 10,000 workloads.
+  constexpr std::size_t kOthers = 10'000;
+  out.max_nodes = std::max(out.max_nodes, (max_workloads + kOthers) * max_nodes_per_workload);
+  out.max_bytes = std::max(out.max_bytes, (max_workloads + kOthers) * max_bytes_per_workload);
+  return out;
+}
+
 std::optional<Scenario> parse_scenario(std::string_view text, const std::string& file, Diagnostics& diagnostics,
                                        const ScenarioLimits& limits) {
   std::vector<doc::Document> docs;
   const std::size_t before = diagnostics.size();
-  doc::read_yaml(text, file, docs, diagnostics);
+  const doc::ReadLimits read_limits = limits.read_limits();
+  if (text.size() > read_limits.max_bytes) {
+    report(diagnostics, file, doc::kRuleTooLarge, "",
+           "the scenario has " + std::to_string(text.size()) + " bytes; the limit is " +
+               std::to_string(read_limits.max_bytes) + " (" + std::to_string(limits.max_bytes_per_workload) +
+               " per workload, at most " + std::to_string(limits.max_workloads) + " workloads)");
+    return std::nullopt;
+  }
+  doc::read_yaml(text, file, docs, diagnostics, read_limits);
   if (has_errors(Diagnostics(diagnostics.begin() + static_cast<std::ptrdiff_t>(before), diagnostics.end()))) {
     return std::nullopt;
   }
@@ -205,7 +223,7 @@ std::optional<Scenario> parse_scenario(std::string_view text, const std::string&
 }
 
 std::optional<Scenario> load_scenario(const std::string& path, Diagnostics& diagnostics, const ScenarioLimits& limits) {
-  const doc::ReadLimits read_limits;
+  const doc::ReadLimits read_limits = limits.read_limits();
   auto text = doc::read_file(path, read_limits.max_bytes);
   if (!text) {
     const bool too_large = text.error().find("above the limit") != std::string::npos;

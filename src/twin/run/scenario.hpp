@@ -48,6 +48,7 @@
 #include "core/diagnostic.hpp"
 #include "core/duration.hpp"
 #include "core/timestamp.hpp"
+#include "document/reader.hpp"
 #include "policy/types.hpp"
 
 namespace gpubank::twin::run {
@@ -121,6 +122,15 @@ struct Scenario {
 struct ScenarioLimits {
   std::size_t max_workloads = 200'000;
   std::int64_t max_gpus = 100'000;  // per pod and per gang
+  // What the YAML reader may read for a scenario follows from max_workloads, so that the
+  // workload limit is the one a large file meets: at most this many YAML nodes (keys,
+  // values, label keys and values) per workload, and bytes per workload, on average.
+  std::size_t max_nodes_per_workload = 64;
+  std::size_t max_bytes_per_workload = 1024;
+
+  // The reader's limits for a scenario under these limits (at least the defaults, and
+  // room for the leases and GPU faults next to the workloads).
+  [[nodiscard]] doc::ReadLimits read_limits() const;
 };
 
 // Decodes a scenario file's text; nullopt when any error was reported.

@@ -745,6 +745,46 @@ TEST(TwinRunInput, ScenarioErrorsNameTheFieldAndTheRule) {
   EXPECT_EQ(d.front().rule, kRuleTooManyWorkloads);
 }
 
+// The reader's limits follow from the workload limit: a file of workloads with every
+// field and labels, up to max_workloads of them, reads; one more is refused for the
+// workload count, naming it, not for the YAML reader's node count (which used to stop a
+// scenario at about 66,000 plain workloads, a third of the 200,000 allowed).
+TEST(TwinRunInput, TheWorkloadLimitIsTheOneALargeScenarioMeets) {
+  const auto workloads = [](int n) {
+    std::string text = "start: \"2026-12-01T00:00:00Z\"\nworkloads:\n";
+    for (int i = 0; i < n; ++i) {
+      text += "- {name: w" + std::to_string(i) +
+              ", businessGroup: a, resourcePool: p, gpus: 1, pods: 2, workloadType: training, checkpointable: true, "
+              "checkpointInterval: 30m, checkpointDuration: 2m, priorityClass: high, arrivalTime: 1s, runTime: 1h, "
+              "startupTime: 1m, labels: {team: a, app: x, tier: t, owner: o, project: p}}\n";
+    }
+    return text;
+  };
+  // 30,000 such workloads are about 1,170,000 YAML nodes (39 each: a mapping, 14 keys and
+  // their values, 5 label keys and values): above the 1,000,000 the reader allowed any
+  // document before, well below the workload limit.
+  {
+    Diagnostics d;
+    const auto read = parse_scenario(workloads(30'000), "s.yaml", d);
+    ASSERT_TRUE(read.has_value()) << (d.empty() ? "" : d.front().to_string());
+    EXPECT_EQ(read->workloads.size(), 30'000U);
+    EXPECT_EQ(read->workloads.back().labels.size(), 5U);
+  }
+  ScenarioLimits limits;
+  limits.max_workloads = 2000;
+  Diagnostics d;
+  ASSERT_TRUE(parse_scenario(workloads(2000), "s.yaml", d, limits).has_value());
+  Diagnostics more;
+  EXPECT_FALSE(parse_scenario(workloads(2001), "s.yaml", more, limits));
+  ASSERT_EQ(more.size(), 1U);
+  EXPECT_EQ(more.front().rule, kRuleTooManyWorkloads);
+  EXPECT_NE(more.front().message.find("the limit is 2000"), std::string::npos) << more.front().message;
+  // The default limits let 200,000 such workloads through the reader.
+  const doc::ReadLimits defaults = ScenarioLimits{}.read_limits();
+  EXPECT_GE(defaults.max_nodes, std::size_t{200'000} * 64);
+  EXPECT_GE(defaults.max_bytes, std::size_t{200'000} * 1024);
+}
+
 TEST(TwinRunInput, WorkloadsMustFitThePolicies) {
   const policy::PolicySet policies = testing::from_yaml(kPolicies);
   Diagnostics d;
