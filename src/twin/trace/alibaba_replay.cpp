@@ -53,9 +53,33 @@ std::optional<AlibabaReplay> alibaba_replay(std::string_view pods_csv, const std
   }
   auto pods = read_alibaba_pods(pods_csv, pods_file, diagnostics);
   if (!pods) return std::nullopt;
-  auto mapped = alibaba_scenario(*pods, options.mapping);
+  TraceMapping mapping = options.mapping;
+  // Whole GPUs only where a pool of whole GPUs exists: the shared model's nodes are carved
+  // into the shared pool, and a spec naming several models takes the next one.
+  if (!mapping.whole_gpu_pool) {
+    mapping.whole_gpu_pool = [&index, &shared_pool](const std::string& pool) {
+      return pool != shared_pool && index.contains(pool);
+    };
+  }
+  auto mapped = alibaba_scenario(*pods, mapping);
   if (!mapped) {
     fail(diagnostics, pods_file, "trace.mapping", mapped.error());
+    return std::nullopt;
+  }
+  if (mapped->report.workloads == 0) {
+    // A run of nothing is not a replay. The multigpu lists carry no creation or deletion
+    // times: they describe pods to place at once, not a timeline.
+    std::string why;
+    for (const auto& [reason, count] : mapped->report.skipped) {
+      why += (why.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    }
+    const bool timeless = mapped->report.skipped.contains(std::string(kSkipNoCreationTime));
+    fail(diagnostics, pods_file, "trace.empty",
+         "no pod of the " + std::to_string(mapped->report.pods_read) + " read became a workload (skipped: " +
+             (why.empty() ? "none" : why) + ")" +
+             (timeless ? "; this list has no creation times (the multigpu lists), so a replay in time has nothing "
+                         "to order: its authors place such lists at once, with no departures (not built yet)"
+                       : ""));
     return std::nullopt;
   }
   AlibabaReplay out;

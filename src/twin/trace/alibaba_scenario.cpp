@@ -181,9 +181,20 @@ Expected<AlibabaScenario> alibaba_scenario(const std::vector<AlibabaPod>& pods, 
     if (shared) {
       pool = mapping.shared_pool;
     } else if (!p.gpu_spec.empty()) {
-      pool = mapping.pool_for_model ? mapping.pool_for_model(p.gpu_spec.front()) : alibaba_pool_for_model(p.gpu_spec.front());
-      if (!is_dns_label(pool)) {
-        skip(kSkipInvalidPool);
+      bool invalid = false;
+      for (const auto& model : p.gpu_spec) {
+        std::string candidate = mapping.pool_for_model ? mapping.pool_for_model(model) : alibaba_pool_for_model(model);
+        if (!is_dns_label(candidate)) {
+          invalid = true;
+          break;
+        }
+        if (!mapping.whole_gpu_pool || mapping.whole_gpu_pool(candidate)) {
+          pool = std::move(candidate);
+          break;
+        }
+      }
+      if (invalid || pool.empty()) {
+        skip(invalid ? kSkipInvalidPool : kSkipNoWholeGpuPool);
         continue;
       }
     } else {

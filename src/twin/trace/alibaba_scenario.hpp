@@ -15,8 +15,11 @@
 // - businessGroup: h = hash(seed, "group", pod name, copy) picks group i with probability
 //   weight_i / sum of weights (h mod sum, walked over the groups in order);
 // - resourcePool: gpu_milli < 1000 (a shared GPU) -> shared_pool; else the pool of the
-//   first model in gpu_spec (pool_for_model, by default alibaba_pool_for_model); else (no
-//   gpu_spec: every pod of the public files) default_pool;
+//   first model in gpu_spec (pool_for_model, by default alibaba_pool_for_model) that has a
+//   whole-GPU pool (whole_gpu_pool, by default every pool has), so "T4|G2" goes to G2's
+//   pool when the T4 nodes form the shared pool; a spec none of whose models has one is
+//   skipped ("no-whole-gpu-pool": a whole GPU asked of the shared model only); else (no
+//   gpu_spec: the default and gpushare lists) default_pool;
 // - gpus = num_gpu, pods = 1, gpuMilli = gpu_milli when < 1000, gpuModels = gpu_spec;
 // - workloadType from qos: LS (latency-sensitive) -> inference, BE (best effort) -> batch,
 //   Burstable, Guaranteed or empty -> training;
@@ -79,6 +82,7 @@ struct TraceMapping {
   // (4,392 of its 6,212 GPUs).
   std::string default_pool = "alibaba-g2";
   std::function<std::string(std::string_view)> pool_for_model;  // empty: alibaba_pool_for_model
+  std::function<bool(const std::string&)> whole_gpu_pool;       // empty: every pool takes whole GPUs
   std::optional<std::int64_t> days;  // 1..366
   std::int64_t replication = 1;      // 1..1024
   double checkpointable_fraction = 0.5;
@@ -96,6 +100,7 @@ inline constexpr std::string_view kSkipZeroGpuMilli = "zero-gpu-milli";
 inline constexpr std::string_view kSkipAfterDays = "after-days-limit";
 inline constexpr std::string_view kSkipBeyondYear = "beyond-scenario-year";
 inline constexpr std::string_view kSkipInvalidPool = "invalid-pool";  // pool_for_model gave no DNS label
+inline constexpr std::string_view kSkipNoWholeGpuPool = "no-whole-gpu-pool";
 
 struct MappingTotals {
   std::int64_t workloads = 0;
