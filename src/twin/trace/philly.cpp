@@ -189,6 +189,8 @@ Expected<PhillyScenario> philly_scenario(const PhillyDemandCurve& curve, const P
     return a.layer < b.layer;
   });
   std::vector<std::int64_t> counters(curve.vcs.size(), 0);
+  // Virtual time 0 is the first sample's time, so the run's output is dated as the trace.
+  out.scenario.start = Timestamp{std::chrono::seconds(curve.start_s)};
   out.scenario.workloads.reserve(jobs.size());
   for (const auto& job : jobs) {
     run::ScenarioWorkload w;

@@ -104,7 +104,9 @@ struct PhillyScenario {
 // cut to what is left). So the sum of run times is the sum of levels x block length, and
 // the number running at any time is the level. Names are "<group>-<n>" in arrival order;
 // workload type training, checkpointable with probability checkpointable_fraction (seeded
-// by the name). Workloads are sorted by arrival time, then VC order, then layer.
+// by the name). Workloads are sorted by arrival time, then VC order, then layer. The
+// scenario starts at the curve's first sample (philly_node_sequence.csv's times carry no
+// zone and are read as UTC: the release starts 2017-10-03 00:00:00).
 [[nodiscard]] Expected<PhillyScenario> philly_scenario(const PhillyDemandCurve& curve,
                                                        const PhillyScenarioOptions& options = {});
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "document/loader.hpp"
+#include "core/timestamp.hpp"
 #include "support/paths.hpp"
 #include "twin/trace/azure_llm.hpp"
 #include "twin/trace/philly.hpp"
@@ -51,6 +52,9 @@ TEST(PhillyScenario, TheAggregateIsTheHourlyCurve) {
   ASSERT_EQ(curve.vcs.size(), 11u);
   const auto out = philly_scenario(curve);
   ASSERT_TRUE(out.ok()) << out.error();
+  // Dated as the trace: its first sample, 2017-10-03 00:00:00 (not 1970).
+  ASSERT_TRUE(out->scenario.start.has_value());
+  EXPECT_EQ(format_rfc3339(*out->scenario.start), "2017-10-03T00:00:00Z");
   // 106243 minutes: 1770 whole hours and 43 minutes, 1771 blocks.
   ASSERT_EQ(out->levels.front().size(), 1771u);
   std::int64_t level_minutes = 0;
