@@ -532,8 +532,10 @@ void read_cluster_queue(MapReader& top, ClusterQueue& cq) {
       st.finish();
     }
   }
-  // Concurrent admission is not modelled: accepted as written.
-  s.accept({"admissionScope", "concurrentAdmissionPolicy"});
+  // Admission scope (admission fair sharing per LocalQueue) and concurrent admission are
+  // not modelled: accepted, with a warning naming each one present.
+  s.accept_not_modelled({"admissionScope", "concurrentAdmissionPolicy"}, kRuleFieldNotModelled,
+                        "Kueue would change how this ClusterQueue's workloads are ordered or admitted");
   s.finish();
   if (cq.cohort_name.empty() && groups != nullptr) {
     const bool any_borrowing_limit = std::any_of(cq.resource_groups.begin(), cq.resource_groups.end(), [](const auto& g) {
@@ -924,7 +926,8 @@ void read_workload(MapReader& top, Workload& wl) {
           } else {
             p.missing("template");
           }
-          p.accept({"topologyRequest"});  // topology-aware scheduling: not modelled
+          p.accept_not_modelled({"topologyRequest"}, kRuleFieldNotModelled,
+                                "Kueue would place this pod set by topology-aware scheduling (TAS)");
           p.finish();
           if (ps.min_count && *ps.min_count > ps.count) {
             r.rule_failed(list->items[i], ipath, "minCount should be positive and less or equal to count");

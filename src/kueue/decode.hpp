@@ -38,6 +38,8 @@ inline constexpr std::string_view kRuleDuplicateValue = "schema.duplicate-value"
 inline constexpr std::string_view kRuleWebhook = "kueue.webhook";                  // Kueue's webhooks
 inline constexpr std::string_view kRuleApiVersion = "kueue.unsupported-version";
 inline constexpr std::string_view kRuleIgnoredKind = "kueue.ignored-kind";        // warning
+// A field Kueue acts on that the twin does not model (warning, naming the field).
+inline constexpr std::string_view kRuleFieldNotModelled = "kueue.field-not-modelled";
 // The manager Configuration: a part that changes admission but is not modelled (warning),
 // and a second Configuration in the input.
 inline constexpr std::string_view kRuleConfigNotModelled = "kueue.configuration-not-modelled";

@@ -221,6 +221,19 @@ void MapReader::accept(std::initializer_list<std::string_view> keys) {
   for (auto k : keys) known_.push_back(k);
 }
 
+void MapReader::accept_not_modelled(std::initializer_list<std::string_view> keys, std::string_view rule,
+                                    std::string_view what) {
+  for (auto k : keys) {
+    known_.push_back(k);
+    if (!ok_) continue;
+    const doc::Node* n = node_.find(k);
+    if (n == nullptr || n->type == doc::NodeType::Null) continue;
+    reader.report(rule, n->pos, child(k),
+                  "not modelled by the twin: " + std::string(what) + "; its admission decisions ignore this field",
+                  Severity::Warning);
+  }
+}
+
 void MapReader::missing(std::string_view key, std::string_view detail) {
   reader.required(node_.pos, child(key), detail);
 }

@@ -117,6 +117,9 @@ class MapReader {
   const doc::Node* get(std::string_view key);
   // Keys accepted as they are, without being read.
   void accept(std::initializer_list<std::string_view> keys);
+  // Keys Kueue acts on that the twin does not model: accepted, and each one present (not
+  // null) is a warning `rule` at its path saying so, with `what` (what Kueue would do).
+  void accept_not_modelled(std::initializer_list<std::string_view> keys, std::string_view rule, std::string_view what);
   // `required` on a missing key: "Required value" at the key's path.
   void missing(std::string_view key, std::string_view detail = {});
   // A string field the schema requires: read, or reported missing (nullopt either way

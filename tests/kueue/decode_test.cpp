@@ -169,6 +169,42 @@ TEST(KueueDecode, EveryKindWithDefaults) {
   EXPECT_EQ(wl.reclaimable_pods[0].count, 1);
 }
 
+// Fields Kueue acts on that the twin does not model are accepted with a warning that
+// names each one (the decisions ignore them), not silently: a ClusterQueue's
+// admissionScope and concurrentAdmissionPolicy, a pod set's topologyRequest (TAS).
+TEST(KueueDecode, FieldsTheTwinDoesNotModelAreWarnedAboutByName) {
+  const auto d = decode_yaml(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: team-a}
+spec:
+  queueName: q
+  podSets:
+  - count: 2
+    topologyRequest: {required: cloud.provider.com/topology-rack}
+    template: {spec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: "4"}}}]}}
+)");
+  ASSERT_EQ(d.set.cluster_queues.size(), 1u);
+  ASSERT_EQ(d.set.workloads.size(), 1u);
+  std::vector<std::string> paths;
+  for (const auto& f : d.diagnostics) {
+    EXPECT_EQ(f.severity, Severity::Warning) << f.to_string();
+    EXPECT_EQ(f.rule, kRuleFieldNotModelled) << f.to_string();
+    EXPECT_NE(f.message.find("not modelled by the twin"), std::string::npos) << f.to_string();
+    paths.push_back(f.path);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"spec.admissionScope", "spec.podSets[0].topologyRequest"}));
+}
+
 TEST(KueueDecode, DefaultsOfAClusterQueue) {
   const auto d = decode_yaml(R"(
 apiVersion: kueue.x-k8s.io/v1beta2
