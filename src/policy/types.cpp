@@ -44,6 +44,17 @@ std::optional<int> ReplicaFloor::for_policy(const std::string& name) const {
   return std::nullopt;
 }
 
+std::optional<std::pair<const TidalWindow*, int>> TidalPolicySpec::largest_floor_window(const std::string& policy) const {
+  const auto& names = targets.inference_policies;
+  if (std::find(names.begin(), names.end(), policy) == names.end()) return std::nullopt;
+  std::optional<std::pair<const TidalWindow*, int>> best;
+  for (const auto& w : windows) {
+    const auto floor = w.inference_replica_floor ? w.inference_replica_floor->for_policy(policy) : std::nullopt;
+    if (floor && (!best || *floor > best->second)) best.emplace(&w, *floor);
+  }
+  return best;
+}
+
 namespace {
 constexpr std::array<std::pair<Kind, std::string_view>, 6> kKindNames{{
     {Kind::PlatformGuardrails, "PlatformGuardrails"},

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <variant>
 #include <vector>
@@ -258,6 +259,10 @@ struct TidalPolicySpec {
   std::vector<TidalWindow> windows;
   std::optional<TidalReclaim> reclaim;
   TidalTargets targets;
+
+  // When `policy` is one of the targeted inference policies: the window that sets it the
+  // largest inferenceReplicaFloor (the first wins a tie), with that floor; else nullopt.
+  [[nodiscard]] std::optional<std::pair<const TidalWindow*, int>> largest_floor_window(const std::string& policy) const;
 };
 
 struct LabelSelector {

@@ -221,14 +221,8 @@ int peak_replicas_of(const policy::PolicySet& policies, const std::string& name,
   int peak = spec.min_replicas;
   for (const auto& p : policies.policies()) {
     if (p.kind != policy::Kind::TidalPolicy) continue;
-    const auto& tidal = p.as<policy::TidalPolicySpec>();
-    const auto& targets = tidal.targets.inference_policies;
-    if (std::find(targets.begin(), targets.end(), name) == targets.end()) continue;
-    for (const auto& w : tidal.windows) {
-      if (!w.inference_replica_floor) continue;
-      if (const auto floor = w.inference_replica_floor->for_policy(name)) {
-        peak = std::max(peak, std::min(*floor, spec.max_replicas));
-      }
+    if (const auto window = p.as<policy::TidalPolicySpec>().largest_floor_window(name)) {
+      peak = std::max(peak, std::min(window->second, spec.max_replicas));
     }
   }
   return std::max(peak, 1);

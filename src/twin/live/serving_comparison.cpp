@@ -107,13 +107,8 @@ std::optional<FloorSite> floor_site(const policy::PolicySet& policies, const std
   std::optional<FloorSite> best;
   for (const auto& p : policies.policies()) {
     if (p.kind != policy::Kind::TidalPolicy) continue;
-    const auto& tidal = p.as<policy::TidalPolicySpec>();
-    const auto& targets = tidal.targets.inference_policies;
-    if (std::find(targets.begin(), targets.end(), name) == targets.end()) continue;
-    for (const auto& w : tidal.windows) {
-      const auto floor = w.inference_replica_floor ? w.inference_replica_floor->for_policy(name) : std::nullopt;
-      if (floor && (!best || *floor > best->floor)) best = FloorSite{p.name(), w.name, *floor};
-    }
+    const auto window = p.as<policy::TidalPolicySpec>().largest_floor_window(name);
+    if (window && (!best || window->second > best->floor)) best = FloorSite{p.name(), window->first->name, window->second};
   }
   return best;
 }

@@ -126,15 +126,13 @@ Expected<std::map<std::string, PeakWindow>> peak_windows(const policy::PolicySet
       add_window(platform, tidal, *largest, start, horizon_ms);
     }
     for (const auto& name : tidal.targets.inference_policies) {
-      for (const auto& w : tidal.windows) {
-        const auto floor = w.inference_replica_floor ? w.inference_replica_floor->for_policy(name) : std::nullopt;
-        if (!floor) continue;
-        auto& best = targeted[name];
-        if (*floor <= best.first && !best.second.source.empty()) continue;
-        best.first = *floor;
-        best.second = PeakWindow{"TidalPolicy " + p.name() + " window " + w.name, {}};
-        add_window(best.second, tidal, w, start, horizon_ms);
-      }
+      const auto window = tidal.largest_floor_window(name);
+      if (!window) continue;
+      auto& best = targeted[name];
+      if (window->second <= best.first && !best.second.source.empty()) continue;
+      best.first = window->second;
+      best.second = PeakWindow{"TidalPolicy " + p.name() + " window " + window->first->name, {}};
+      add_window(best.second, tidal, *window->first, start, horizon_ms);
     }
   }
   for (const auto& name : services) {
