@@ -47,6 +47,10 @@ cli_test(twin-run-inventory 0 "Cluster: 184 GPUs"
 cli_test(twin-run-alibaba-trace 0 "\"podsMapped\": 7063"
          -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_default.csv
          --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv -o json)
+# A list without creation times maps nothing in time: exit 1 with the reason, not an empty run.
+cli_test(twin-run-alibaba-multigpu-maps-nothing 1 "no pod of the 9061 read became a workload.*no creation times.*\\[trace.empty\\]"
+         -- ${GPUBANK} twin run --trace alibaba:${ALIBABA}/openb_pod_list_multigpu50.csv
+         --inventory alibaba:${ALIBABA}/openb_node_list_gpu_node.csv)
 cli_test(usage-twin-run-workloads-and-trace 2 "exactly one of --workloads and --trace"
          -- ${GPUBANK} twin run --policies examples/policies --workloads ${SCENARIOS}/lend-and-reclaim.yaml
          --trace alibaba:${ALIBABA}/openb_pod_list_default.csv)
@@ -72,6 +76,7 @@ cli_test(usage-twin-run-philly-groups 2 "--groups does nothing with --trace phil
 cli_test(twin-run-azure-llm-events 0 "\"kind\":\"ReplicaReady\"" -- sh -c
          "${GPUBANK} twin run --trace azure-llm:${PROJECT_SOURCE_DIR}/../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --policies examples/policies --until 1h --events ${CMAKE_CURRENT_BINARY_DIR}/azure-llm-events.jsonl > /dev/null && grep -m1 ReplicaReady ${CMAKE_CURRENT_BINARY_DIR}/azure-llm-events.jsonl")
 cli_test(twin-run-trace-philly-missing 1 "--trace philly: .*philly_vc.csv" -- ${GPUBANK} twin run --trace philly:/nonexistent)
+cli_test(twin-run-philly-dated 0 "\"start\": \"2017-10-03T00:00:00Z\"" -- ${GPUBANK} twin run --trace philly:${PROJECT_SOURCE_DIR}/../shared/traces/philly --days 1 -o json)
 cli_test(twin-run-philly-trace 0 "\"virtualClusters\": 11" -- ${GPUBANK} twin run --trace philly:${PROJECT_SOURCE_DIR}/../shared/traces/philly --days 7 -o json)
 # The same trace and seed: the same output, byte for byte (stdout: the progress line with
 # the wall time goes to stderr).

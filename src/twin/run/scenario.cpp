@@ -108,9 +108,9 @@ void report(Diagnostics& out, const std::string& file, std::string_view rule, co
 
 doc::ReadLimits ScenarioLimits::read_limits() const {
   doc::ReadLimits out;
-  // The leases and GPU faults beside the workloads: as many nodes again as 10,000 workloads.
-  constexpr std::size_t kOthers = 10'000;
-  out.max_nodes = std::max(out.max_nodes, (max_workloads + kOthers) * max_nodes_per_workload);
+  // The leases and GPU faults beside the workloads: room for 1,000 more entries.
+  constexpr std::size_t kOthers = 1'000;
+  out.max_nodes = (max_workloads + kOthers) * max_nodes_per_workload;
   out.max_bytes = std::max(out.max_bytes, (max_workloads + kOthers) * max_bytes_per_workload);
   return out;
 }

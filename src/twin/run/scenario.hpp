@@ -128,8 +128,9 @@ struct ScenarioLimits {
   std::size_t max_nodes_per_workload = 64;
   std::size_t max_bytes_per_workload = 1024;
 
-  // The reader's limits for a scenario under these limits (at least the defaults, and
-  // room for the leases and GPU faults next to the workloads).
+  // The reader's limits for a scenario under these limits: nodes and bytes for
+  // max_workloads + 1,000 entries (the leases and GPU faults beside the workloads), and at
+  // least the reader's default bytes.
   [[nodiscard]] doc::ReadLimits read_limits() const;
 };
 

@@ -748,40 +748,48 @@ TEST(TwinRunInput, ScenarioErrorsNameTheFieldAndTheRule) {
 // The reader's limits follow from the workload limit: a file of workloads with every
 // field and labels, up to max_workloads of them, reads; one more is refused for the
 // workload count, naming it, not for the YAML reader's node count (which used to stop a
-// scenario at about 66,000 plain workloads, a third of the 200,000 allowed).
+// scenario at about 25,000 such workloads, 66,000 plain ones: far below the 200,000
+// allowed). A file whose workloads carry far more nodes than the budget per workload
+// (64 by default) meets the node limit, which its message names.
 TEST(TwinRunInput, TheWorkloadLimitIsTheOneALargeScenarioMeets) {
-  const auto workloads = [](int n) {
+  const auto workloads = [](int n, int extra_labels) {
     std::string text = "start: \"2026-12-01T00:00:00Z\"\nworkloads:\n";
     for (int i = 0; i < n; ++i) {
       text += "- {name: w" + std::to_string(i) +
               ", businessGroup: a, resourcePool: p, gpus: 1, pods: 2, workloadType: training, checkpointable: true, "
               "checkpointInterval: 30m, checkpointDuration: 2m, priorityClass: high, arrivalTime: 1s, runTime: 1h, "
-              "startupTime: 1m, labels: {team: a, app: x, tier: t, owner: o, project: p}}\n";
+              "startupTime: 1m, labels: {team: a, app: x, tier: t, owner: o, project: p";
+      for (int l = 0; l < extra_labels; ++l) text += ", l" + std::to_string(l) + ": v";
+      text += "}}\n";
     }
     return text;
   };
-  // 30,000 such workloads are about 1,170,000 YAML nodes (39 each: a mapping, 14 keys and
-  // their values, 5 label keys and values): above the 1,000,000 the reader allowed any
-  // document before, well below the workload limit.
-  {
-    Diagnostics d;
-    const auto read = parse_scenario(workloads(30'000), "s.yaml", d);
-    ASSERT_TRUE(read.has_value()) << (d.empty() ? "" : d.front().to_string());
-    EXPECT_EQ(read->workloads.size(), 30'000U);
-    EXPECT_EQ(read->workloads.back().labels.size(), 5U);
-  }
+  // 39 YAML nodes per workload (a mapping, 14 keys and their values, 5 label keys and
+  // values); the budget: (1,000 + 1,000) x 40 = 80,000 nodes.
   ScenarioLimits limits;
-  limits.max_workloads = 2000;
+  limits.max_workloads = 1000;
+  limits.max_nodes_per_workload = 40;
+  EXPECT_EQ(limits.read_limits().max_nodes, 80'000U);
   Diagnostics d;
-  ASSERT_TRUE(parse_scenario(workloads(2000), "s.yaml", d, limits).has_value());
+  const auto read = parse_scenario(workloads(1000, 0), "s.yaml", d, limits);
+  ASSERT_TRUE(read.has_value()) << (d.empty() ? "" : d.front().to_string());
+  EXPECT_EQ(read->workloads.size(), 1000U);
+  EXPECT_EQ(read->workloads.back().labels.size(), 5U);
   Diagnostics more;
-  EXPECT_FALSE(parse_scenario(workloads(2001), "s.yaml", more, limits));
+  EXPECT_FALSE(parse_scenario(workloads(1001, 0), "s.yaml", more, limits));
   ASSERT_EQ(more.size(), 1U);
   EXPECT_EQ(more.front().rule, kRuleTooManyWorkloads);
-  EXPECT_NE(more.front().message.find("the limit is 2000"), std::string::npos) << more.front().message;
-  // The default limits let 200,000 such workloads through the reader.
+  EXPECT_NE(more.front().message.find("the limit is 1000"), std::string::npos) << more.front().message;
+  // 25 more labels each: 89 nodes per workload, 89,000 in all, over the budget.
+  Diagnostics heavy;
+  EXPECT_FALSE(parse_scenario(workloads(1000, 25), "s.yaml", heavy, limits));
+  ASSERT_FALSE(heavy.empty());
+  EXPECT_EQ(heavy.front().rule, doc::kRuleTooLarge);
+  EXPECT_NE(heavy.front().message.find("more than 80000 YAML nodes"), std::string::npos) << heavy.front().message;
+  // The default limits let 200,000 workloads of 64 nodes through the reader: far above
+  // the 1,000,000 nodes it allowed any document before.
   const doc::ReadLimits defaults = ScenarioLimits{}.read_limits();
-  EXPECT_GE(defaults.max_nodes, std::size_t{200'000} * 64);
+  EXPECT_EQ(defaults.max_nodes, std::size_t{201'000} * 64);
   EXPECT_GE(defaults.max_bytes, std::size_t{200'000} * 1024);
 }
 
