@@ -22,7 +22,8 @@ CLI::Validator seed_text() {
         std::uint64_t value = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (text.empty() || text.front() < '0' || text.front() > '9' || ec != std::errc{} || ptr != end) {
+        // from_chars takes digits only into an unsigned value: no sign, no space, no overflow.
+        if (ec != std::errc{} || ptr != end) {
           return "a seed is a whole number from 0 to 18446744073709551615, got \"" + text + "\"";
         }
         return {};

@@ -85,6 +85,15 @@ Expected<bool> run_tasks(std::vector<Task>& tasks, const policy::PolicySet& poli
   return true;
 }
 
+// The outcomes of tasks that ran, in task order.
+std::vector<ServingOutcome> outcomes_of(std::vector<Task>& tasks) {
+  std::vector<ServingOutcome> out;
+  for (Task& t : tasks) {
+    for (auto& o : *t.result) out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::vector<const policy::InferenceScalingPolicySpec*> specs_of(const policy::PolicySet& policies,
                                                                 std::vector<std::string>& names) {
   std::vector<const policy::InferenceScalingPolicySpec*> out;
@@ -171,6 +180,76 @@ ControlSummary summarize(const std::string& policy, const std::string& control,
   return s;
 }
 
+// Rounds of runs, each run once per seed with one count per service (the outcomes of
+// every service, in task order).
+using Round = std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>;
+
+struct Bisection {
+  std::map<std::string, int> found;  // the smallest count that meets the target (the range's top when none does)
+  std::map<std::string, bool> met;
+  std::vector<StaticProbe> probes;   // in the order probed
+  std::vector<Round> rounds;
+};
+
+// Per service, the smallest n in its [lo, hi] whose worst peak attainment over the seeds is
+// at least `target`, by bisection; all services are probed together, each at its own count
+// (a settled service runs at its count), one round of `run_round` per step. With
+// `lowest_first`, the first round probes every range's lower end (the policy's own value:
+// when it meets the target, one round settles the search). Assumes a larger n never
+// serves worse.
+Expected<Bisection> bisect(std::map<std::string, std::pair<int, int>> range, bool lowest_first, std::size_t seeds,
+                           double target,
+                           const std::function<Expected<std::vector<ServingOutcome>>(const std::map<std::string, int>&)>& run_round) {
+  Bisection out;
+  std::map<std::string, std::map<int, std::vector<ServingOutcome>>> runs;  // service -> n -> per seed
+  const auto worst_of = [&](const std::string& service, int n) {
+    double worst = 1;
+    for (const auto& o : runs[service][n]) worst = std::min(worst, o.peak_attainment());
+    return worst;
+  };
+  for (bool first = true;; first = false) {
+    std::map<std::string, int> probe;
+    for (const auto& [service, r] : range) {
+      if (first && lowest_first) {
+        probe[service] = r.first;
+      } else if (r.first < r.second || !runs[service].contains(r.first)) {
+        probe[service] = r.first < r.second ? r.first + (r.second - r.first) / 2 : r.first;
+      }
+    }
+    if (probe.empty()) break;
+    std::map<std::string, int> counts = probe;
+    for (const auto& [service, r] : range) counts.emplace(service, r.first);
+    auto outcomes = run_round(counts);
+    if (!outcomes) return Unexpected{outcomes.error()};
+    for (const auto& o : *outcomes) {
+      const auto n = counts.find(o.policy);
+      if (n == counts.end()) continue;
+      auto& per_seed = runs[o.policy][n->second];
+      if (per_seed.size() < seeds) per_seed.push_back(o);
+    }
+    out.rounds.emplace_back(counts, std::move(*outcomes));
+    for (const auto& [service, n] : probe) {
+      auto& r = range[service];
+      const double worst = worst_of(service, n);
+      double mean = 0;
+      for (const auto& o : runs[service][n]) mean += o.peak_attainment();
+      mean /= static_cast<double>(std::max<std::size_t>(runs[service][n].size(), 1));
+      out.probes.push_back({service, n, worst, mean});
+      if (r.first == r.second) continue;  // the last candidate, run to report it
+      if (worst >= target) {
+        r.second = n;
+      } else {
+        r.first = n + 1;
+      }
+    }
+  }
+  for (const auto& [service, r] : range) {
+    out.found[service] = r.first;
+    out.met[service] = worst_of(service, r.first) >= target;
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<std::vector<std::uint64_t>> parse_seeds(const std::string& text) {
@@ -253,12 +332,11 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
 
   // The floor search: per service its peak window's floor, bisection from the policy's own
   // floor up, all services and seeds of a round together (autoscaler runs).
-  std::vector<std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>> floor_rounds;
+  std::vector<Round> floor_rounds;
   policy::PolicySet searched_policies;
   const policy::PolicySet* compared = &policies;
   if (options.search_floor) {
-    std::map<std::string, std::pair<int, int>> range;  // [lo, hi]
-    std::map<std::string, std::map<int, std::vector<ServingOutcome>>> floor_runs;  // policy -> floor -> per seed
+    std::map<std::string, std::pair<int, int>> range;  // [the policy's floor, maxReplicas]
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const auto site = floor_site(policies, names[i]);
       if (!site) continue;
@@ -271,132 +349,58 @@ Expected<ServingComparison> compare_serving(const policy::PolicySet& policies, c
       const int hi = std::max(1, specs[i]->max_replicas);
       range[names[i]] = {std::clamp(site->floor, 0, hi), hi};
     }
-    const auto worst_of = [&](const std::string& policy, int n) {
-      double worst = 1;
-      for (const auto& o : floor_runs[policy][n]) worst = std::min(worst, o.peak_attainment());
-      return worst;
-    };
-    bool first_round = true;
-    while (!range.empty()) {
-      std::map<std::string, int> probe;
-      for (const auto& [policy, r] : range) {
-        if (first_round) {
-          probe[policy] = r.first;  // the policy's own floor first: most policies need no change
-        } else if (r.first < r.second || !floor_runs[policy].contains(r.first)) {
-          probe[policy] = r.first < r.second ? r.first + (r.second - r.first) / 2 : r.first;
-        }
-      }
-      first_round = false;
-      if (probe.empty()) break;
-      std::map<std::string, int> floors = probe;
-      for (const auto& [policy, r] : range) floors.emplace(policy, r.first);
-      const policy::PolicySet probed = with_floors(policies, out.floors, floors);
-      std::vector<Task> tasks;
-      for (const std::uint64_t seed : options.seeds) {
-        tasks.push_back(task(Control::Autoscaler, seed, out.static_baseline));
-        tasks.back().label = floors_label(floors);
-      }
-      if (auto ran = run_tasks(tasks, probed, options, inventory, out.peaks, progress); !ran) {
-        return Unexpected{ran.error()};
-      }
-      std::vector<ServingOutcome> outcomes;
-      for (Task& t : tasks) {
-        for (auto& o : *t.result) {
-          if (floors.contains(o.policy)) {
-            auto& per_seed = floor_runs[o.policy][floors[o.policy]];
-            if (per_seed.size() < options.seeds.size()) per_seed.push_back(o);
-          }
-          outcomes.push_back(std::move(o));
-        }
-      }
-      floor_rounds.emplace_back(floors, std::move(outcomes));
-      for (const auto& [policy, n] : probe) {
-        auto& r = range[policy];
-        double mean = 0;
-        for (const auto& o : floor_runs[policy][n]) mean += o.peak_attainment();
-        mean /= static_cast<double>(std::max<std::size_t>(floor_runs[policy][n].size(), 1));
-        for (auto& f : out.floors) {
-          if (f.policy == policy) f.probes.push_back({policy, n, worst_of(policy, n), mean});
-        }
-        if (r.first == r.second) continue;
-        if (worst_of(policy, n) >= options.slo_target) {
-          r.second = n;
-        } else {
-          r.first = n + 1;
-        }
-      }
-    }
-    std::map<std::string, int> chosen;
+    auto searched = bisect(std::move(range), true, options.seeds.size(), options.slo_target,
+                           [&](const std::map<std::string, int>& floors) -> Expected<std::vector<ServingOutcome>> {
+                             std::vector<Task> tasks;
+                             for (const std::uint64_t seed : options.seeds) {
+                               tasks.push_back(task(Control::Autoscaler, seed, out.static_baseline));
+                               tasks.back().label = floors_label(floors);
+                             }
+                             const policy::PolicySet probed = with_floors(policies, out.floors, floors);
+                             if (auto ran = run_tasks(tasks, probed, options, inventory, out.peaks, progress); !ran) {
+                               return Unexpected{ran.error()};
+                             }
+                             return outcomes_of(tasks);
+                           });
+    if (!searched) return Unexpected{searched.error()};
     for (auto& f : out.floors) {
-      f.floor = range[f.policy].first;
-      f.met = worst_of(f.policy, f.floor) >= options.slo_target;
-      chosen[f.policy] = f.floor;
+      f.floor = searched->found.at(f.policy);
+      f.met = searched->met.at(f.policy);
+      for (const auto& p : searched->probes) {
+        if (p.policy == f.policy) f.probes.push_back(p);
+      }
     }
-    if (!chosen.empty()) {
-      searched_policies = with_floors(policies, out.floors, chosen);
+    if (!searched->found.empty()) {
+      searched_policies = with_floors(policies, out.floors, searched->found);
       compared = &searched_policies;
     }
     // The autoscaler's reported runs are the round that ran every service at its floor.
-    std::erase_if(floor_rounds, [&](const auto& r) { return r.first != chosen; });
+    floor_rounds = std::move(searched->rounds);
+    std::erase_if(floor_rounds, [&](const Round& r) { return r.first != searched->found; });
   }
 
   // The static search: bisection per service, all services and seeds of a round together.
-  std::map<std::string, std::map<int, std::vector<ServingOutcome>>> static_runs;  // policy -> count -> per seed
-  std::vector<std::pair<std::map<std::string, int>, std::vector<ServingOutcome>>> rounds;  // counts -> outcomes
+  std::vector<Round> rounds;
   if (has_static && !options.static_replicas) {
     out.static_searched = true;
-    std::map<std::string, std::pair<int, int>> range;  // [lo, hi]
+    std::map<std::string, std::pair<int, int>> range;  // [minReplicas, maxReplicas]
     for (std::size_t i = 0; i < specs.size(); ++i) {
       range[names[i]] = {std::max(1, specs[i]->min_replicas), std::max(1, specs[i]->max_replicas)};
     }
-    const auto worst_of = [&](const std::string& policy, int n) {
-      double worst = 1;
-      for (const auto& o : static_runs[policy][n]) worst = std::min(worst, o.peak_attainment());
-      return worst;
-    };
-    while (true) {
-      std::map<std::string, int> probe;
-      for (const auto& [policy, r] : range) {
-        const int mid = r.first + (r.second - r.first) / 2;
-        if (r.first < r.second || !static_runs[policy].contains(r.first)) probe[policy] = r.first < r.second ? mid : r.first;
-      }
-      if (probe.empty()) break;
-      // Services already settled run at their count too (one run serves every service).
-      std::map<std::string, int> counts = probe;
-      for (const auto& [policy, r] : range) counts.emplace(policy, r.first);
-      std::vector<Task> tasks;
-      for (const std::uint64_t seed : options.seeds) tasks.push_back(task(Control::Static, seed, counts));
-      if (auto ran = run_tasks(tasks, *compared, options, inventory, out.peaks, progress); !ran) {
-        return Unexpected{ran.error()};
-      }
-      std::vector<ServingOutcome> outcomes;
-      for (Task& t : tasks) {
-        for (auto& o : *t.result) {
-          auto& per_seed = static_runs[o.policy][counts[o.policy]];
-          if (per_seed.size() < options.seeds.size()) per_seed.push_back(o);
-          outcomes.push_back(std::move(o));
-        }
-      }
-      rounds.emplace_back(counts, std::move(outcomes));
-      for (const auto& [policy, n] : probe) {
-        auto& r = range[policy];
-        double worst = worst_of(policy, n);
-        double mean = 0;
-        for (const auto& o : static_runs[policy][n]) mean += o.peak_attainment();
-        mean /= static_cast<double>(std::max<std::size_t>(static_runs[policy][n].size(), 1));
-        out.probes.push_back({policy, n, worst, mean});
-        if (r.first == r.second) continue;  // the last candidate, run to report it
-        if (worst >= options.slo_target) {
-          r.second = n;
-        } else {
-          r.first = n + 1;
-        }
-      }
-    }
-    for (const auto& [policy, r] : range) {
-      out.static_baseline[policy] = r.first;
-      out.static_met[policy] = worst_of(policy, r.first) >= options.slo_target;
-    }
+    auto searched = bisect(std::move(range), false, options.seeds.size(), options.slo_target,
+                           [&](const std::map<std::string, int>& counts) -> Expected<std::vector<ServingOutcome>> {
+                             std::vector<Task> tasks;
+                             for (const std::uint64_t seed : options.seeds) tasks.push_back(task(Control::Static, seed, counts));
+                             if (auto ran = run_tasks(tasks, *compared, options, inventory, out.peaks, progress); !ran) {
+                               return Unexpected{ran.error()};
+                             }
+                             return outcomes_of(tasks);
+                           });
+    if (!searched) return Unexpected{searched.error()};
+    out.static_baseline = std::move(searched->found);
+    out.static_met = std::move(searched->met);
+    out.probes = std::move(searched->probes);
+    rounds = std::move(searched->rounds);
   }
 
   // The controls, each over every seed (static at the baseline: from the search's runs).
