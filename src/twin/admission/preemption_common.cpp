@@ -1,0 +1,68 @@
+// What classical and fair-sharing preemption share: the preemption policy and the candidate
+// ordering. Follows pkg/scheduler/preemption/common (ordering.go, preemption_policy.go).
+#include "twin/admission/core_impl.hpp"
+
+namespace gpubank::twin::admission {
+
+bool Core::uses_resources(WorkloadId id, const std::vector<int>& frs) const {
+  // WorkloadUsesResources looks at the assigned flavors, whatever the amount.
+  return std::any_of(wl(id).usage.begin(), wl(id).usage.end(), [&](const auto& p) {
+    return std::find(frs.begin(), frs.end(), p.first) != frs.end();
+  });
+}
+
+bool Core::satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTime cand_creation,
+                                    PreemptionPolicy policy) {
+  const bool lower = preemptor.spec.priority > cand_priority;
+  switch (policy) {
+    case PreemptionPolicy::LowerPriority: return lower;
+    case PreemptionPolicy::LowerOrNewerEqualPriority:
+      return lower || (preemptor.spec.priority == cand_priority && preemptor.spec.creation < cand_creation);
+    case PreemptionPolicy::Any: return true;
+    case PreemptionPolicy::Never: return false;
+  }
+  return false;
+}
+
+// common.CandidatesOrdering
+bool Core::candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
+  const Wl& x = wl(a);
+  const Wl& y = wl(b);
+  if (x.phase == WorkloadPhase::Evicted) {
+    if (y.phase != WorkloadPhase::Evicted) return true;
+  } else if (y.phase == WorkloadPhase::Evicted) {
+    return false;
+  }
+  const bool x_own = x.queue == preemptor_queue, y_own = y.queue == preemptor_queue;
+  if (x_own != y_own) return !x_own;
+  if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+  const VirtualTime tx = x.phase == WorkloadPhase::Pending ? now : x.reserved_at;
+  const VirtualTime ty = y.phase == WorkloadPhase::Pending ? now : y.reserved_at;
+  if (tx != ty) return tx > ty;
+  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
+  return a < b;
+}
+
+auto Core::candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const -> Candidate {
+  const Wl& x = wl(w);
+  return Candidate{w, lca, v, x.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue,
+                   x.spec.priority, x.reserved_at, x.uid_prefix, x.uid_label, x.queue, -1};
+}
+
+bool Core::candidate_key_before(const Candidate& x, const Candidate& y) {
+  if (x.evicted != y.evicted) return x.evicted;
+  if (x.own != y.own) return !x.own;
+  if (x.priority != y.priority) return x.priority < y.priority;
+  if (x.reserved != y.reserved) return x.reserved > y.reserved;
+  if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
+  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
+  return x.w < y.w;
+}
+
+bool Core::ranked_before(const Ranked& x, const Ranked& y) {
+  if (x.c.evicted != y.c.evicted) return x.c.evicted;
+  if (x.list != y.list) return x.list < y.list;
+  return candidate_key_before(x.c, y.c);
+}
+
+}  // namespace gpubank::twin::admission
