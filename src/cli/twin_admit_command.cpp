@@ -21,6 +21,7 @@ struct AdmitOptions {
   std::uint64_t cycles = 0;  // 0: until stable
   bool until_stable = false;
   bool fair_sharing = false;
+  bool reference_search = false;
   std::string feature_gates;
   std::string events;
   Format format = Format::Yaml;
@@ -60,9 +61,11 @@ int run_admit(const AdmitOptions& opt) {
     std::cerr << "gpubank twin admit: " << core_options.error() << '\n';
     return 2;
   }
+  twin::CoreOptions chosen = *core_options;
+  chosen.reference_search = opt.reference_search;
   kueue::AdmissionRun run(set, diagnostics);
-  run.use_options(*core_options);
-  auto core = make_core(run, *core_options);
+  run.use_options(chosen);
+  auto core = make_core(run, chosen);
   if (!core) return fail(diagnostics, core.error());
   run.load(**core, diagnostics);
   kueue::RunOptions options;
@@ -109,6 +112,9 @@ Command add_twin_admit_command(CLI::App& twin) {
       ->excludes(cycles);
   cmd->add_flag("--fair-sharing", opt->fair_sharing,
                 "admit and preempt with fair sharing, as Kueue's manager setting fairSharing.enable: true");
+  cmd->add_flag("--reference-search", opt->reference_search,
+                "search for preemption targets the straightforward way, without the core's fast paths "
+                "(slower; the decisions are the same, docs/twin-admission.md)");
   cmd->add_option("--feature-gates", opt->feature_gates,
                   "Kueue feature gates that change admission, as the manager takes them, e.g. "
                   "PartialAdmission=false; the twin models PartialAdmission, SchedulingEquivalenceHashing, "

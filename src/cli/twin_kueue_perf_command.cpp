@@ -18,6 +18,7 @@ struct KueuePerfOptions {
   std::string config;
   Format format = Format::Text;
   bool fair_sharing = false;
+  bool reference_search = false;
   bool no_stats = false;
 };
 
@@ -50,6 +51,7 @@ int run_kueue_perf(const KueuePerfOptions& opt) {
 
   kp::RunOptions options;
   options.core.fair_sharing = opt.fair_sharing;
+  options.core.reference_search = opt.reference_search;
   // Progress for long runs: at most once a second, from the first second on.
   auto last_report = started;
   options.progress = [&](const kp::Progress& p) {
@@ -105,6 +107,9 @@ Command add_twin_kueue_perf_command(CLI::App& twin) {
       ->required();
   add_output_option(*cmd, opt->format);
   cmd->add_flag("--fair-sharing", opt->fair_sharing, "admit and preempt with fair sharing (Kueue's fairSharing.enable)");
+  cmd->add_flag("--reference-search", opt->reference_search,
+                "search for preemption targets the straightforward way, without the core's fast paths "
+                "(slower; the decisions are the same, docs/twin-admission.md)");
   cmd->add_flag("--no-stats", opt->no_stats,
                 "leave out wall time and peak RSS, so that two runs can be compared byte for byte");
   return {cmd, [opt] { return run_kueue_perf(*opt); }};

@@ -399,8 +399,20 @@ bool reads_only_the_name_label(const LabelSelector& s) {
 // Namespace in the input, namespaces are taken to exist with no label but their name's,
 // and a selector that reads other labels is not evaluated (namespace_selector_warnings
 // says so).
+// A check of the Workload's status.admissionChecks in state Retry or Rejected.
+bool has_failed_admission_checks(const Workload& wl) {
+  const doc::Node* status = wl.source.raw.find("status");
+  const doc::Node* checks = status != nullptr ? status->find("admissionChecks") : nullptr;
+  if (checks == nullptr || checks->type != doc::NodeType::Sequence) return false;
+  return std::any_of(checks->items.begin(), checks->items.end(), [](const doc::Node& c) {
+    const std::string_view state = c.string_at("state");
+    return state == "Retry" || state == "Rejected";
+  });
+}
+
+const std::string kMismatch = "workload namespace doesn't match ClusterQueue selector";  // ErrNamespaceMismatch
+
 std::optional<std::string> namespace_error(const Workload& wl, const ClusterQueue& cq, const ObjectSet& set) {
-  static const std::string kMismatch = "workload namespace doesn't match ClusterQueue selector";
   const Namespace* ns = set.find_namespace(wl.metadata.ns);
   if (ns == nullptr && !set.namespaces.empty()) {
     return "workload namespace " + detail::go_quote(wl.metadata.ns) + " does not exist: namespaces " +
@@ -496,8 +508,14 @@ std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& 
     e.spec.cluster_queue = cq->metadata.name;
     // The scheduler's own refusal (ValidateAdmissibility, after the inactive-queue check):
     // the Workload still queues, and its refusal is the core's to apply at each turn.
-    if (queue_activity(*cq, set).active) {
+    if (has_failed_admission_checks(wl)) {
+      // workload.HasRetryChecks or HasRejectedChecks: refused before anything else.
+      e.spec.refusal_reason = "PendingEvaluation";
+      e.spec.refusal_message = "The workload has failed admission checks";
+      e.spec.refusal_kind = twin::WorkloadSpec::Refusal::FailedAdmissionChecks;
+    } else if (queue_activity(*cq, set).active) {
       auto error = namespace_error(wl, *cq, set);
+      if (error && *error == kMismatch) e.spec.refusal_kind = twin::WorkloadSpec::Refusal::NamespaceMismatch;
       if (!error) error = resources_validation_error(wl);
       if (error) {
         e.spec.refusal_reason = "Misconfigured";

@@ -134,6 +134,34 @@ std::set<OrderKey>::const_iterator Core::find_head_at(Queue& q) {
   return it;
 }
 
+// Whether find_head would find a head, read-only: what find_head sets aside on the way (the
+// members of a bulk-moved class) is only skipped here, and the scan's start is not moved,
+// so asking changes nothing; the next cycle's find_head settles them.
+bool Core::has_head(const Queue& q) const {
+  const bool known = q.scan_generation == q.generation;
+  auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
+  for (; it != q.pending.end(); ++it) {
+    const Wl& w = wl(it->id);
+    if (w.inadmissible_generation == q.generation) continue;
+    if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) continue;
+    return true;
+  }
+  return false;
+}
+
+// preemptorWorkload.set with isSticky: `id` goes to the head of its queue's order. The
+// workload it replaces, if still pending, is ordered by priority and time again.
+void Core::make_sticky(Queue& q, WorkloadId id) {
+  const std::optional<WorkloadId> previous = q.sticky;
+  q.sticky = id;
+  if (!previous || *previous == id) return;
+  Wl& p = wl(*previous);
+  if (!p.in_pending) return;
+  pending_erase(q, p);
+  p.key.not_sticky = true;
+  pending_insert(q, p);
+}
+
 void Core::unqueue(WorkloadId id) {
   Wl& w = wl(id);
   if (w.queue < 0) return;

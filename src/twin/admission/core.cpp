@@ -367,11 +367,7 @@ Expected<bool> Core::set_priority(WorkloadId id, std::int32_t priority) {
 }
 
 bool Core::has_active_heads() const {
-  // Settling moves bulk-moved class members out of the heap, which the next cycle would
-  // do anyway; nothing observable changes.
-  auto* self = const_cast<Core*>(this);
-  return std::any_of(self->queues_.begin(), self->queues_.end(),
-                     [self](Queue& q) { return self->find_head(q).has_value(); });
+  return std::any_of(queues_.begin(), queues_.end(), [this](const Queue& q) { return has_head(q); });
 }
 
 std::vector<std::string> Core::cluster_queue_names() const {

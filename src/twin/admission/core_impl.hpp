@@ -211,6 +211,8 @@ class Core final : public AdmissionCore {
   void push_inadmissible(WorkloadId id);
   std::optional<WorkloadId> find_head(Queue& q);
   std::set<OrderKey>::const_iterator find_head_at(Queue& q);
+  [[nodiscard]] bool has_head(const Queue& q) const;
+  void make_sticky(Queue& q, WorkloadId id);
   void unqueue(WorkloadId id);
 
   // QueueInadmissibleWorkloads for the whole cohort tree of a queue: quota was released.
@@ -353,6 +355,7 @@ class Core final : public AdmissionCore {
     // it (-1: read the record), so that a flat search need not read the record at all.
     int queue = -1;
     Amount amount = -1;
+    [[nodiscard]] CandidateRank rank() const { return {priority, reserved, uid_prefix, uid_label, w}; }
   };
 
   [[nodiscard]] Candidate candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const;
@@ -387,6 +390,7 @@ class Core final : public AdmissionCore {
   }
 
   class CandidateWalk;
+  class ReferenceWalk;
 
   // ---- one candidate order per cohort, shared by the preemptors of a cycle (preemption_classical.cpp) ---
   //
@@ -412,6 +416,7 @@ class Core final : public AdmissionCore {
     int child = -1;     // the child of the cohort the queue is found under
     bool uses = false;  // uses one of the flavor-resources of the order
     Amount amount = -1;  // its usage of the order's flavor-resource when there is one, else -1
+    [[nodiscard]] CandidateRank rank() const { return {priority, reserved, uid_prefix, uid_label, w}; }
   };
   static bool order_entry_before(const OrderEntry& x, const OrderEntry& y);
   struct CandidateOrder {

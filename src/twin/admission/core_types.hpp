@@ -344,6 +344,34 @@ inline std::uint64_t uid_prefix(std::string_view uid) {
   return prefix;
 }
 
+// common.CandidatesOrdering past its first two rules: lower priority first, then the most
+// recent reservation, then UID (its first eight bytes, then its UidOrder label), then the
+// id (equal UIDs). The one spelling of that order: the queues' ranked lists, the
+// candidates of a search and the cohorts' shared orders all compare through it.
+struct CandidateRank {
+  std::int32_t priority = 0;
+  VirtualTime reserved = 0;
+  std::uint64_t uid_prefix = 0;
+  const std::uint64_t* uid_label = nullptr;
+  WorkloadId id = 0;
+  bool operator<(const CandidateRank& o) const {
+    if (priority != o.priority) return priority < o.priority;
+    if (reserved != o.reserved) return reserved > o.reserved;
+    if (uid_prefix != o.uid_prefix) return uid_prefix < o.uid_prefix;
+    if (*uid_label != *o.uid_label) return *uid_label < *o.uid_label;
+    return id < o.id;
+  }
+};
+
+// common.CandidatesOrdering in full: evicted workloads first, then those of other queues
+// before the preemptor's own, then CandidateRank.
+inline bool candidates_ordering(bool x_evicted, bool x_own, const CandidateRank& x, bool y_evicted, bool y_own,
+                                const CandidateRank& y) {
+  if (x_evicted != y_evicted) return x_evicted;
+  if (x_own != y_own) return !x_own;
+  return x < y;
+}
+
 // An admitted workload in its queue's `ranked` list, with its CandidatesOrdering key.
 struct RankEntry {
   std::int32_t priority = 0;
@@ -357,6 +385,7 @@ struct RankEntry {
   VirtualTime creation = 0;
   int fr = -1;
   Amount amount = -1;
+  [[nodiscard]] CandidateRank rank() const { return {priority, reserved_at, uid_prefix, uid_label, id}; }
 };
 
 // Pending-queue order (pkg/cache/queue baseCompareFunc): the sticky preemptor first, then
@@ -376,6 +405,7 @@ struct OrderKey {
   }
 };
 
-enum class Requeue { Generic, NoFit, NoCandidates, PendingPreemption, FailedAfterNomination };
+// ClusterQueue.RequeueIfNotPresent's reasons, as far as the twin meets them.
+enum class Requeue { Generic, NoFit, NoCandidates, PendingPreemption, FailedAfterNomination, NamespaceMismatch };
 
 }  // namespace gpubank::twin::admission

@@ -185,10 +185,18 @@ struct WorkloadSpec {
   VirtualTime creation = 0;  // the queue-order timestamp
   std::vector<PodSetSpec> pod_sets;
   // Set when the scheduler refuses the Workload before nominating it
-  // (workload.ValidateAdmissibility: namespace, resources): each time it is a head it is
-  // requeued as not admissible with this condition reason and message (a StrictFIFO queue
-  // stays blocked behind it, as in Kueue).
+  // (workload.ValidateAdmissibility: namespace, resources; failed admission checks): each
+  // time it is a head it is requeued as not admissible with this condition reason and
+  // message (a StrictFIFO queue stays blocked behind it, as in Kueue, unless the refusal is
+  // a namespace mismatch).
   std::string refusal_reason, refusal_message;
+  // What the refusal is, where Kueue treats kinds apart (scheduler.go's head loop,
+  // ClusterQueue.RequeueIfNotPresent): a namespace that does not match the ClusterQueue's
+  // selector is set aside even by a StrictFIFO queue (RequeueReasonNamespaceMismatch); an
+  // admission check in Retry or Rejected refuses the head before the queue's own state is
+  // looked at ("The workload has failed admission checks").
+  enum class Refusal : std::uint8_t { Other, NamespaceMismatch, FailedAdmissionChecks };
+  Refusal refusal_kind = Refusal::Other;
 };
 
 // Which flavor serves each resource of a pod set, and how much it counts against quota.
@@ -228,6 +236,15 @@ struct CoreOptions {
   bool ignore_undeclared_resources = false;
   std::vector<FairSharingStrategy> fair_sharing_strategies = {
       FairSharingStrategy::LessThanOrEqualToFinalShare, FairSharingStrategy::LessThanInitialShare};
+  // Reference mode (not a Kueue setting): every preemption search takes the straightforward
+  // path of its upstream function, without the core's fast paths. No memo of the last
+  // targets and no shortcut for heads that can have no candidate; the candidates collected
+  // in full and sorted (NewCandidateIterator), not merged lazily, not from a cohort's shared
+  // order, and an invalid one skipped alone; the greedy search on the quota tree itself (no
+  // flat-cohort copy, no removal runs); DRS computed on every read, and the fair-sharing
+  // queue choice by a scan of the cohort's children instead of heaps. Slower. The decisions
+  // must be identical (tests/twin/admission/reference_mode_test.cpp).
+  bool reference_search = false;
 };
 
 }  // namespace gpubank::twin

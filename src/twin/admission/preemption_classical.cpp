@@ -108,13 +108,34 @@ class Core::CandidateWalk {
   std::array<std::size_t, 3> counts_{};
 };
 
-bool Core::order_entry_before(const OrderEntry& x, const OrderEntry& y) {
-  if (x.priority != y.priority) return x.priority < y.priority;
-  if (x.reserved != y.reserved) return x.reserved > y.reserved;
-  if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
-  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
-  return x.w < y.w;
-}
+// The reference mode's walk (CoreOptions::reference_search): NewCandidateIterator as
+// upstream builds it. Every candidate of every source is collected and the whole list
+// sorted by (evicted first, list, CandidatesOrdering); an invalid candidate is skipped
+// alone (candidateIsValid), so nothing rests on CandidateWalk's argument that the rest of
+// its queue is invalid too.
+class Core::ReferenceWalk {
+ public:
+  ReferenceWalk(const Core& core, const Wl& preemptor, int queue, const std::vector<int>& frs,
+                const std::vector<Ranked>& evicted, const std::vector<Source>& sources)
+      : all_(evicted) {
+    for (Source s : sources) {
+      while (core.advance(s, preemptor, queue, frs)) all_.push_back(Ranked{s.list, s.current});
+    }
+    std::sort(all_.begin(), all_.end(), ranked_before);
+    for (const auto& r : all_) counts_[at(r.list)] += 1;
+  }
+  [[nodiscard]] bool any_in(int list) const { return counts_[at(list)] > 0; }
+  void restart() { next_ = 0; }
+  const Candidate* next() { return next_ < all_.size() ? &all_[next_++].c : nullptr; }
+  void drop_source() {}
+
+ private:
+  std::vector<Ranked> all_;
+  std::size_t next_ = 0;
+  std::array<std::size_t, 3> counts_{};
+};
+
+bool Core::order_entry_before(const OrderEntry& x, const OrderEntry& y) { return x.rank() < y.rank(); }
 
 // Whether a search under cohort `a` for `frs` should use the shared order: from the
 // second search in the same state on (a lone search, such as a re-nomination after
@@ -449,10 +470,12 @@ bool Core::workload_fits(int queue, const Usage& usage, bool allow_borrowing) co
 const std::vector<Target>& Core::get_targets(WorkloadId id, int queue, const std::vector<int>& frs, const Usage& usage) {
   static const std::vector<Target> kNone;
   if (frs.empty()) return kNone;
-  if (!options_.fair_sharing && usage.size() == 1 && no_candidate_can_exist(wl(id), queue, usage.front().first, usage.front().second)) {
+  const bool reference = options_.reference_search;
+  if (!reference && !options_.fair_sharing && usage.size() == 1 &&
+      no_candidate_can_exist(wl(id), queue, usage.front().first, usage.front().second)) {
     return kNone;
   }
-  if (targets_cache_valid_ && targets_cache_epoch_ == epoch_ && targets_cache_id_ == id &&
+  if (!reference && targets_cache_valid_ && targets_cache_epoch_ == epoch_ && targets_cache_id_ == id &&
       targets_cache_frs_ == frs && targets_cache_usage_ == usage) {
     return targets_cache_;
   }
@@ -464,7 +487,7 @@ const std::vector<Target>& Core::get_targets(WorkloadId id, int queue, const std
       classical_preemptions(id, queue, frs, usage, targets_cache_);
     }
   }
-  targets_cache_valid_ = true;
+  targets_cache_valid_ = !reference;
   targets_cache_epoch_ = epoch_;
   targets_cache_id_ = id;
   targets_cache_frs_ = frs;
@@ -568,7 +591,8 @@ void Core::classical_preemptions(WorkloadId id, int queue, const std::vector<int
       previous = a;
     }
   }
-  if (!levels.empty() && share_order(levels.front().lca, frs)) {
+  const bool reference = options_.reference_search;
+  if (!reference && !levels.empty() && share_order(levels.front().lca, frs)) {
     ++exclude_stamp_;  // nothing left out
     for (auto& l : levels) {
       l.order = &candidate_order(l.lca, frs);
@@ -580,7 +604,7 @@ void Core::classical_preemptions(WorkloadId id, int queue, const std::vector<int
     search_with(walk, queue, frs, usage, out);
     return;
   }
-  if (levels.size() == 1) {
+  if (!reference && levels.size() == 1) {
     if (const CandidateOrder* o = reusable_order(levels.front().lca, frs)) {
       Level& l = levels.front();
       l.order = o;
@@ -601,6 +625,11 @@ void Core::classical_preemptions(WorkloadId id, int queue, const std::vector<int
     // At the first level the preemptor's own queue is left out by collect_sources itself.
     const int skip = l.skip == n ? -1 : l.skip;
     collect_sources(preemptor, queue, l.lca, l.lca, skip, l.advantage, frs, sources, evicted);
+  }
+  if (reference) {
+    ReferenceWalk walk(*this, preemptor, queue, frs, evicted, sources);
+    search_with(walk, queue, frs, usage, out);
+    return;
   }
   CandidateWalk walk(*this, preemptor, queue, frs, evicted, sources, scratch_work_, scratch_heap_);
   search_with(walk, queue, frs, usage, out);
@@ -900,7 +929,7 @@ auto Core::removal_run(const Wl& preemptor, int queue, const Level& l, int fr) -
 
 template <class Walk>
 void Core::search_with(Walk& walk, int queue, const std::vector<int>& frs, const Usage& usage, std::vector<Target>& out) {
-  if (flat_search(queue, frs, usage)) {
+  if (!options_.reference_search && flat_search(queue, frs, usage)) {
     FlatSearch search(*this, queue, frs.front(), usage.front().second);
     minimal_preemptions(walk, search, queue, frs, out);
   } else {

@@ -26,21 +26,15 @@ bool Core::satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTim
 
 // common.CandidatesOrdering
 bool Core::candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
+  // A pending workload's reservation time is now (GetQuotaReservedTime is unset).
+  auto rank = [now](const Wl& w, WorkloadId id) {
+    return CandidateRank{w.spec.priority, w.phase == WorkloadPhase::Pending ? now : w.reserved_at, w.uid_prefix,
+                         w.uid_label, id};
+  };
   const Wl& x = wl(a);
   const Wl& y = wl(b);
-  if (x.phase == WorkloadPhase::Evicted) {
-    if (y.phase != WorkloadPhase::Evicted) return true;
-  } else if (y.phase == WorkloadPhase::Evicted) {
-    return false;
-  }
-  const bool x_own = x.queue == preemptor_queue, y_own = y.queue == preemptor_queue;
-  if (x_own != y_own) return !x_own;
-  if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
-  const VirtualTime tx = x.phase == WorkloadPhase::Pending ? now : x.reserved_at;
-  const VirtualTime ty = y.phase == WorkloadPhase::Pending ? now : y.reserved_at;
-  if (tx != ty) return tx > ty;
-  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
-  return a < b;
+  return candidates_ordering(x.phase == WorkloadPhase::Evicted, x.queue == preemptor_queue, rank(x, a),
+                             y.phase == WorkloadPhase::Evicted, y.queue == preemptor_queue, rank(y, b));
 }
 
 auto Core::candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) const -> Candidate {
@@ -50,13 +44,7 @@ auto Core::candidate(WorkloadId w, int lca, Variant v, int preemptor_queue) cons
 }
 
 bool Core::candidate_key_before(const Candidate& x, const Candidate& y) {
-  if (x.evicted != y.evicted) return x.evicted;
-  if (x.own != y.own) return !x.own;
-  if (x.priority != y.priority) return x.priority < y.priority;
-  if (x.reserved != y.reserved) return x.reserved > y.reserved;
-  if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
-  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
-  return x.w < y.w;
+  return candidates_ordering(x.evicted, x.own, x.rank(), y.evicted, y.own, y.rank());
 }
 
 bool Core::ranked_before(const Ranked& x, const Ranked& y) {

@@ -4,12 +4,12 @@
 
 namespace gpubank::twin::admission {
 
-// A node's DRS depends on its usage only (quotas are fixed), so it is cached per usage
-// version.
+// A node's DRS depends on its cells only, and every change of a cell (usage or quota)
+// bumps the node's version: so it is cached per version (not in reference mode).
 const Drs& Core::drs(int n) const {
   if (drs_cache_.size() != tree_.size()) drs_cache_.assign(tree_.size(), {0, Drs{}});
   auto& [version, cached] = drs_cache_[at(n)];
-  if (version != tree_.version(n)) {
+  if (version != tree_.version(n) || options_.reference_search) {
     cached = compute_drs(n);
     version = tree_.version(n);
   }
@@ -190,7 +190,7 @@ std::vector<Target> Core::fair_preemptions(WorkloadId id, int queue, const std::
     last_choice = -1;
   };
   auto replace_last_choice = [&] {
-    if (last_choice < 0) return;
+    if (last_choice < 0 || options_.reference_search) return;
     const int cohort = tree_.node(last_choice).parent;
     auto& heap = heaps[at(cohort)];
     if (heap_built[at(cohort)] != 0) {
@@ -207,9 +207,20 @@ std::vector<Target> Core::fair_preemptions(WorkloadId id, int queue, const std::
     }
     last_choice = -1;
   };
+  // Reference mode: the best child queue by a scan of the cohort's children, as upstream.
+  auto best_child_queue = [&](int cohort) {
+    int best = -1;
+    for (int child : tree_.node(cohort).child_queues) {
+      if (eligible(child) && (best < 0 || ranks_below(best, child))) best = child;
+    }
+    return best;
+  };
   std::function<int(int)> next_target = [&](int cohort) -> int {
     auto& heap = heaps[at(cohort)];
-    if (heap_built[at(cohort)] == 0) {
+    if (options_.reference_search) {
+      heap.clear();
+      if (const int best = best_child_queue(cohort); best >= 0) heap.push_back(best);
+    } else if (heap_built[at(cohort)] == 0) {
       heap.clear();
       // Only a queue with candidates can be eligible, and lists do not grow within a
       // strategy run: the queues of this cohort among those with candidates, not every

@@ -523,6 +523,21 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     const auto head = find_head_at(q);
     if (head == q.pending.end()) continue;
     const WorkloadId id = head->id;
+    const Wl& h = wl(id);
+    auto refuse = [&](std::string message, const std::string* reason) {
+      Entry& e = inactive.emplace_back();
+      e.w = id;
+      e.queue = static_cast<int>(qi);
+      e.message = std::move(message);
+      e.granular_reason = reason;
+      if (h.spec.refusal_kind == WorkloadSpec::Refusal::NamespaceMismatch) e.requeue = Requeue::NamespaceMismatch;
+    };
+    // scheduler.go's head loop, in its order: failed admission checks, an inactive queue,
+    // then ValidateAdmissibility.
+    if (h.refusal != nullptr && h.spec.refusal_kind == WorkloadSpec::Refusal::FailedAdmissionChecks) {
+      refuse(h.spec.refusal_message, h.refusal);
+      continue;
+    }
     if (!q.spec.active) {
       Entry& e = inactive.emplace_back();
       e.w = id;
@@ -531,14 +546,11 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
       e.granular_reason = r_suspended_;
       continue;
     }
-    if (const Wl& h = wl(id); h.refusal != nullptr) {
+    if (h.refusal != nullptr) {
       // Refused before nomination (ValidateAdmissibility): requeued like the inactive
-      // queue's heads, so StrictFIFO keeps it at the front and BestEffortFIFO sets it aside.
-      Entry& e = inactive.emplace_back();
-      e.w = id;
-      e.queue = static_cast<int>(qi);
-      e.message = h.spec.refusal_message;
-      e.granular_reason = h.refusal;
+      // queue's heads, so StrictFIFO keeps it at the front (unless its namespace does not
+      // match) and BestEffortFIFO sets it aside.
+      refuse(h.spec.refusal_message, h.refusal);
       continue;
     }
     if (live == entry_pool_.size()) entry_pool_.emplace_back();
@@ -585,12 +597,15 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
     Queue& q = queues_[at(e.queue)];
     Requeue reason = e.requeue;
     if (e.status != Entry::Status::NotNominated && reason == Requeue::Generic) reason = Requeue::FailedAfterNomination;
-    const bool immediate = q.spec.queueing_strategy == QueueingStrategy::StrictFIFO ||
-                           reason == Requeue::FailedAfterNomination || reason == Requeue::PendingPreemption;
+    const bool immediate = q.spec.queueing_strategy == QueueingStrategy::StrictFIFO
+                               ? reason != Requeue::NamespaceMismatch
+                               : reason == Requeue::FailedAfterNomination || reason == Requeue::PendingPreemption;
+    // requeueIfNotPresent: a pending preemption makes the workload its queue's preemptor,
+    // sticky at the head under BestEffortFIFO. It stays the preemptor when it is requeued
+    // for another reason, until it is admitted or deleted (ClusterQueue.delete) or another
+    // workload of the queue takes its place.
     if (reason == Requeue::PendingPreemption && q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO) {
-      q.sticky = e.w;
-    } else if (q.sticky && *q.sticky == e.w) {
-      q.sticky.reset();
+      make_sticky(q, e.w);
     }
     if (immediate || !q.spec.active) {
       if (q.spec.active) {

@@ -47,13 +47,7 @@ RankEntry Core::rank_entry(WorkloadId id) const {
                    one ? w.usage.front().first : -1, one ? w.usage.front().second : Amount{-1}};
 }
 
-bool Core::rank_before(const RankEntry& x, const RankEntry& y) {
-  if (x.priority != y.priority) return x.priority < y.priority;
-  if (x.reserved_at != y.reserved_at) return x.reserved_at > y.reserved_at;
-  if (x.uid_prefix != y.uid_prefix) return x.uid_prefix < y.uid_prefix;
-  if (*x.uid_label != *y.uid_label) return *x.uid_label < *y.uid_label;
-  return x.id < y.id;
-}
+bool Core::rank_before(const RankEntry& x, const RankEntry& y) { return x.rank() < y.rank(); }
 
 void Core::rank(Queue& q, WorkloadId id) {
   const RankEntry key = rank_entry(id);

@@ -88,6 +88,7 @@ struct Shape {
   int load;           // arrivals per queue every fifth cycle
   bool contended = false, lending = false, borrow_within_cohort = false;
   int size_scale = 1;  // contended runs: requests of up to 4 or 8 CPUs per pod
+  bool reference_search = false;  // CoreOptions::reference_search: decides the same, slower
 };
 
 struct RunResult {
@@ -109,7 +110,8 @@ class SeededRun {
   RunResult run() {
     if (shape_.contended) return run_contended();
     build_cluster();
-    auto created = AdmissionCore::create(CoreOptions{.fair_sharing = shape_.fair_sharing},
+    auto created = AdmissionCore::create(CoreOptions{.fair_sharing = shape_.fair_sharing,
+                                                     .reference_search = shape_.reference_search},
                                          {ResourceFlavorSpec{"f1", {}, {}, {}}, ResourceFlavorSpec{"f2", {}, {}, {}}},
                                          cohorts_, queues_);
     EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
@@ -147,7 +149,8 @@ class SeededRun {
   // finished workloads are forgotten.
   RunResult run_contended() {
     build_contended_cluster();
-    auto created = AdmissionCore::create({}, {ResourceFlavorSpec{"f1", {}, {}, {}}}, {}, queues_);
+    auto created = AdmissionCore::create(CoreOptions{.reference_search = shape_.reference_search},
+                                         {ResourceFlavorSpec{"f1", {}, {}, {}}}, {}, queues_);
     EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
     if (!created.ok()) return {};
     core_ = std::move(created).value();
@@ -400,9 +403,10 @@ class SeededRun {
   RunResult result_;
 };
 
-std::string golden_line(unsigned seed) {
-  const Shape shape(seed);
-  const RunResult r = SeededRun(seed).run();
+std::string golden_line(unsigned seed, bool reference_search = false) {
+  Shape shape(seed);
+  shape.reference_search = reference_search;
+  const RunResult r = SeededRun(shape, seed).run();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(r.hash));
   std::ostringstream line;
@@ -456,8 +460,9 @@ TEST_P(SeededRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
 
 INSTANTIATE_TEST_SUITE_P(Shards, SeededRuns, ::testing::Range(0U, kShards));
 
-std::string contended_golden_line(unsigned seed) {
-  const Shape shape = Shape::contended_run(seed);
+std::string contended_golden_line(unsigned seed, bool reference_search = false) {
+  Shape shape = Shape::contended_run(seed);
+  shape.reference_search = reference_search;
   const RunResult r = SeededRun(shape, seed).run();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(r.hash));
@@ -485,6 +490,37 @@ TEST(ContendedRuns, DecisionsAndStatusesMatchTheGoldenHashes) {
     EXPECT_EQ(got.find(" preempted 0 "), std::string::npos) << "seed " << seed << " preempts nothing: no contention";
   }
 }
+
+// The differential test of the core's fast paths (memo, shortcut, lazy and shared candidate
+// orders, the flat-cohort search and its removal runs, cached DRS, the fair-sharing heaps):
+// the same runs with CoreOptions::reference_search, which takes none of them, must match
+// the golden hashes the fast core wrote, decision for decision. Every seed that preempts,
+// classical and fair sharing, and every contended run.
+class ReferenceSearch : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(ReferenceSearch, PreemptingSeededRunsDecideAsTheFastCore) {
+  if (gpubank::testing::updating_golden_files()) GTEST_SKIP() << "the golden file is being rewritten";
+  const std::vector<std::string> want = golden_lines(golden_file(), kSeeds);
+  ASSERT_EQ(want.size(), kSeeds);
+  int runs = 0;
+  for (unsigned seed = GetParam(); seed < kSeeds; seed += kShards) {
+    if (!Shape(seed).preemption) continue;
+    EXPECT_EQ(golden_line(seed, true), want[seed]) << "seed " << seed << ": the reference search decides otherwise";
+    ++runs;
+  }
+  EXPECT_GT(runs, 0);
+}
+
+TEST_P(ReferenceSearch, ContendedRunsDecideAsTheFastCore) {
+  if (gpubank::testing::updating_golden_files()) GTEST_SKIP() << "the golden file is being rewritten";
+  const std::vector<std::string> want = golden_lines(golden_file().parent_path() / "contended-runs.txt", kContendedSeeds);
+  ASSERT_EQ(want.size(), kContendedSeeds);
+  for (unsigned seed = GetParam(); seed < kContendedSeeds; seed += kShards) {
+    EXPECT_EQ(contended_golden_line(seed, true), want[seed]) << "seed " << seed << ": the reference search decides otherwise";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, ReferenceSearch, ::testing::Range(0U, kShards));
 
 // Forgetting each workload as soon as it finishes changes no decision and no status of
 // what has not finished: a finished workload is in none of the core's queues, lists or

@@ -3,7 +3,9 @@
 // kueue-semantics.md; Kueue main at ff69552), and the shipped baseline config.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "support/golden.hpp"
@@ -265,6 +267,119 @@ TEST_P(KueuePerfPinned, SummaryMatchesTheGoldenFile) {
   ASSERT_TRUE(want) << "no golden file " << file.string() << " (GPUBANK_UPDATE_GOLDEN=1 writes it)";
   EXPECT_EQ(got, *want) << "the summary differs from " << file.string();
 }
+
+// The differential test of the core's fast paths on Kueue's two scenarios: the run with
+// CoreOptions::reference_search (no memo or shortcut, candidates collected and sorted in
+// full, the tree search only, DRS and the fair-sharing choice recomputed) must take every
+// decision of the fast run, in the same order. A core that forwards to the real one hashes
+// each cycle's decisions and victims on the way.
+class HashingCore final : public AdmissionCore {
+ public:
+  explicit HashingCore(std::unique_ptr<AdmissionCore> inner) : inner_(std::move(inner)) {}
+  WorkloadId submit(WorkloadSpec spec, VirtualTime now) override { return inner_->submit(std::move(spec), now); }
+  Expected<WorkloadId> restore_admitted(WorkloadSpec spec, Admission admission, VirtualTime at) override {
+    return inner_->restore_admitted(std::move(spec), std::move(admission), at);
+  }
+  void finish(WorkloadId id, VirtualTime now) override { inner_->finish(id, now); }
+  void release_evicted(WorkloadId id, VirtualTime now) override { inner_->release_evicted(id, now); }
+  Expected<bool> forget(WorkloadId id) override { return inner_->forget(id); }
+  Expected<bool> set_quota(const std::string& cq, const std::string& flavor, const ResourceQuota& quota) override {
+    return inner_->set_quota(cq, flavor, quota);
+  }
+  Expected<bool> set_cohort_quota(const std::string& cohort, const std::string& flavor,
+                                  const ResourceQuota& quota) override {
+    return inner_->set_cohort_quota(cohort, flavor, quota);
+  }
+  Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
+    return inner_->evict(id, reason, message, now);
+  }
+  Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override { return inner_->set_priority(id, priority); }
+  [[nodiscard]] bool has_active_heads() const override { return inner_->has_active_heads(); }
+  [[nodiscard]] std::size_t workload_count() const override { return inner_->workload_count(); }
+  [[nodiscard]] const WorkloadSpec& spec(WorkloadId id) const override { return inner_->spec(id); }
+  [[nodiscard]] WorkloadStatus status(WorkloadId id) const override { return inner_->status(id); }
+  [[nodiscard]] WorkloadPhase phase(WorkloadId id) const override { return inner_->phase(id); }
+  [[nodiscard]] std::vector<std::string> cluster_queue_names() const override { return inner_->cluster_queue_names(); }
+  [[nodiscard]] std::vector<std::string> cohort_names() const override { return inner_->cohort_names(); }
+  [[nodiscard]] ClusterQueueStatus cluster_queue_status(const std::string& name) const override {
+    return inner_->cluster_queue_status(name);
+  }
+  [[nodiscard]] std::optional<QuotaFigures> figures(const std::string& node, const std::string& flavor,
+                                                    const std::string& resource) const override {
+    return inner_->figures(node, flavor, resource);
+  }
+  [[nodiscard]] std::uint64_t hash() const { return hash_; }
+  [[nodiscard]] std::uint64_t decisions() const { return decisions_; }
+
+ protected:
+  void do_run_cycle(VirtualTime now, CycleResult& out) override {
+    inner_->run_cycle(now, out);
+    mix(static_cast<std::uint64_t>(now));
+    for (const Decision& d : out.decisions) {
+      ++decisions_;
+      mix(static_cast<std::uint64_t>(d.kind));
+      mix(d.workload);
+      for (const char c : d.reason) mix(static_cast<unsigned char>(c));
+      for (const char c : d.message) mix(static_cast<unsigned char>(c));
+      for (const WorkloadId r : d.related) mix(r);
+    }
+    for (const WorkloadId v : out.evicted) mix(v);
+  }
+
+ private:
+  void mix(std::uint64_t v) {
+    hash_ ^= v;
+    hash_ *= 1099511628211ULL;
+  }
+  std::unique_ptr<AdmissionCore> inner_;
+  std::uint64_t hash_ = 1469598103934665603ULL;
+  std::uint64_t decisions_ = 0;
+};
+
+class KueuePerfReference : public ::testing::TestWithParam<PinnedRun> {};
+
+TEST_P(KueuePerfReference, TheReferenceSearchDecidesAsTheFastCore) {
+  const PinnedRun pinned = GetParam();
+  Diagnostics findings;
+  auto config = load_generator_config(gpubank::testing::shared_dir() + "/kueue-perf/" + pinned.generator + "-generator.yaml",
+                                      findings);
+  ASSERT_TRUE(config);
+  const Scenario scenario = expand(std::move(*config));
+  struct Outcome {
+    std::string summary;
+    std::uint64_t hash = 0, decisions = 0;
+  };
+  auto run_with = [&](bool reference) -> Outcome {
+    RunOptions options;
+    options.core.fair_sharing = pinned.fair_sharing;
+    options.core.reference_search = reference;
+    auto core = AdmissionCore::create(options.core, scenario.flavors, {}, scenario.queue_specs);
+    EXPECT_TRUE(core) << (core ? "" : core.error());
+    if (!core) return {};
+    HashingCore hashing(std::move(*core));
+    auto summary = simulate(scenario, hashing, options);
+    EXPECT_TRUE(summary) << (summary ? "" : summary.error());
+    if (!summary) return {};
+    return {to_json(*summary).dump(), hashing.hash(), hashing.decisions()};
+  };
+  const Outcome fast = run_with(false);
+  const Outcome reference = run_with(true);
+  EXPECT_GT(fast.decisions, 1000U);
+  EXPECT_EQ(reference.decisions, fast.decisions);
+  EXPECT_EQ(reference.hash, fast.hash) << "the reference search decided otherwise";
+  EXPECT_EQ(reference.summary, fast.summary);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfReference,
+                         ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
+                                           PinnedRun{"large-scale", false}, PinnedRun{"large-scale", true}),
+                         [](const auto& p) {
+                           std::string name = std::string(p.param.generator) + (p.param.fair_sharing ? "_fair_sharing" : "");
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfPinned,
                          ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
