@@ -114,16 +114,20 @@ PriorityResolution resolve_priority(const Workload& wl, const ObjectSet& set) {
     from_spec();
     return out;
   }
+  from_spec();
   if (const auto it = wl.metadata.labels.find(std::string(kLabelPriorityClass));
       it != wl.metadata.labels.end() && !it->second.empty()) {
-    if (const auto* wpc = set.find_priority_class(it->second)) {
-      out.value = wpc->value;
-      out.source = "WorkloadPriorityClass " + it->second;
-      return out;
-    }
-    out.warning = priority_warning(wl, "metadata.labels[" + std::string(kLabelPriorityClass) + "]", it->second);
+    const auto* wpc = set.find_priority_class(it->second);
+    std::string message = "Kueue's scheduler reads spec.priority, not this label (a job integration turns the label into "
+                          "spec.priorityClassRef and spec.priority when it creates the Workload); the priority is " +
+                          std::string(wl.priority ? "spec.priority (" : "the default (") + std::to_string(out.value) +
+                          ")";
+    message += wpc != nullptr ? ", not WorkloadPriorityClass " + it->second + "'s " + std::to_string(wpc->value)
+                              : "; WorkloadPriorityClass \"" + it->second + "\" is not among the inputs either";
+    out.warning = Diagnostic{Severity::Warning, std::string(kRulePriorityLabelNotRead), wl.source.file, wl.source.pos,
+                             "Workload", object_name(wl.metadata),
+                             "metadata.labels[" + std::string(kLabelPriorityClass) + "]", std::move(message)};
   }
-  from_spec();
   return out;
 }
 

@@ -10,12 +10,15 @@
 // reconciler's ExtractPriority):
 //   1. spec.priorityClassRef to a WorkloadPriorityClass (group kueue.x-k8s.io): the
 //      class's value, as Kueue's WorkloadPriorityClass controller keeps spec.priority;
-//   2. no priorityClassRef and a `kueue.x-k8s.io/priority-class` label: that class's
-//      value, as the job reconciler resolves it;
-//   3. else spec.priority (a reference to a Pod PriorityClass keeps spec.priority: the
-//      twin has no PriorityClass objects); else 0.
+//   2. else spec.priority (a reference to a Pod PriorityClass keeps spec.priority: the
+//      twin has no PriorityClass objects); else 0 (constants.DefaultPriority), as
+//      priority.Priority reads it.
 // A named WorkloadPriorityClass that is not among the inputs gives a warning and falls
-// through to spec.priority.
+// through to spec.priority. The `kueue.x-k8s.io/priority-class` label is read by Kueue's
+// job integrations when they create a Workload (jobframework sets spec.priorityClassRef and
+// spec.priority from it), never by the scheduler: on a Workload applied as it is, a label
+// without spec.priorityClassRef is left out, with a warning that says what it would have
+// given (kueue.priority-label-not-read).
 //
 // How each Workload enters the core (Kueue's workload controller and scheduler):
 //   - Finished=True: left as it is (Kueue no longer schedules it);
@@ -46,6 +49,7 @@
 namespace gpubank::kueue {
 
 inline constexpr std::string_view kRulePriorityClassNotFound = "kueue.priority-class-not-found";  // warning
+inline constexpr std::string_view kRulePriorityLabelNotRead = "kueue.priority-label-not-read";    // warning
 inline constexpr std::string_view kRuleRestoreFailed = "kueue.restore-failed";                    // warning
 // A ClusterQueue's namespaceSelector needs namespace labels and the input has no Namespace.
 inline constexpr std::string_view kRuleSelectorNotEvaluated = "kueue.namespace-selector-not-evaluated";  // warning

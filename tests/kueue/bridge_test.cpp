@@ -102,7 +102,7 @@ TEST(KueueBridge, PriorityAsKueueResolvesIt) {
                              workload("missing-label", ""));
   ASSERT_TRUE(d.diagnostics.empty()) << d.lines()[0];
   std::vector<Workload> wls = d.set.workloads;
-  wls[1].metadata.labels["kueue.x-k8s.io/priority-class"] = "high";
+  wls[1].metadata.labels["kueue.x-k8s.io/priority-class"] = "high";  // not read by the scheduler
   wls[4].metadata.labels["kueue.x-k8s.io/priority-class"] = "high";  // ignored: a Pod PriorityClass is referenced
   wls[6].metadata.labels["kueue.x-k8s.io/priority-class"] = "nope";
   std::vector<std::pair<std::int32_t, std::string>> got;
@@ -111,7 +111,7 @@ TEST(KueueBridge, PriorityAsKueueResolvesIt) {
     got.emplace_back(p.value, p.source);
   }
   EXPECT_THAT(got, ::testing::ElementsAre(std::pair{1000, std::string("WorkloadPriorityClass high")},
-                                          std::pair{1000, std::string("WorkloadPriorityClass high")},
+                                          std::pair{2, std::string("spec.priority")},
                                           std::pair{3, std::string("spec.priority")},
                                           std::pair{0, std::string("default")},
                                           std::pair{4, std::string("spec.priority")},
@@ -124,6 +124,15 @@ TEST(KueueBridge, PriorityAsKueueResolvesIt) {
                 ":1: warning: Workload/ns/missing: spec.priorityClassRef.name: WorkloadPriorityClass \"nope\" not "
                 "found; the priority is spec.priority (5) [kueue.priority-class-not-found]");
   EXPECT_EQ(resolve_priority(wls[6], d.set).warning->path, "metadata.labels[kueue.x-k8s.io/priority-class]");
+  // The label is the job integrations' input, not the scheduler's: a Workload applied with
+  // it alone keeps spec.priority, and is told what the label would have given.
+  const auto by_label = resolve_priority(wls[1], d.set);
+  ASSERT_TRUE(by_label.warning.has_value());
+  EXPECT_EQ(by_label.warning->rule, "kueue.priority-label-not-read");
+  EXPECT_THAT(by_label.warning->message,
+              ::testing::HasSubstr("the priority is spec.priority (2), not WorkloadPriorityClass high's 1000"));
+  EXPECT_THAT(resolve_priority(wls[6], d.set).warning->message,
+              ::testing::HasSubstr("the priority is the default (0); WorkloadPriorityClass \"nope\" is not among"));
 }
 
 TEST(KueueBridge, TimelineStartsAtTheEarliestCreation) {

@@ -43,8 +43,12 @@ struct Submission {
   int gpus = 8;
 };
 
+// The example guardrails' training-standard (examples/policies/00-guardrails.yaml).
+constexpr int kTrainingStandardPriority = 10000;
+
 // One Workload per submission, created a second apart in the order given, through the
-// LocalQueue h100-rdma-training of its namespace, at priority training-standard.
+// LocalQueue h100-rdma-training of its namespace, at priority training-standard, as Kueue's
+// job integration writes it (spec.priorityClassRef and spec.priority from the label).
 std::string workloads_yaml(const std::vector<Submission>& submissions) {
   std::string y;
   int second = 0;
@@ -54,7 +58,9 @@ std::string workloads_yaml(const std::vector<Submission>& submissions) {
          "\n  namespace: " + s.ns + "\n  uid: uid-" + s.name + "\n  creationTimestamp: \"2026-12-01T08:00:" +
          (second < 10 ? "0" : "") + std::to_string(second) +
          "Z\"\n  labels: {kueue.x-k8s.io/priority-class: training-standard}\n"
-         "spec:\n  queueName: h100-rdma-training\n  podSets:\n  - name: workers\n    count: 1\n    template:\n"
+         "spec:\n  queueName: h100-rdma-training\n"
+         "  priorityClassRef: {group: kueue.x-k8s.io, kind: WorkloadPriorityClass, name: training-standard}\n"
+         "  priority: " + std::to_string(kTrainingStandardPriority) + "\n  podSets:\n  - name: workers\n    count: 1\n    template:\n"
          "      spec:\n        containers:\n        - name: trainer\n          resources:\n"
          "            requests: {nvidia.com/gpu: \"" +
          std::to_string(s.gpus) + "\"}\n";
