@@ -4,7 +4,8 @@
 // metadata.creationTimestamp among all input objects (the Unix epoch when no object has
 // one); a Workload's queue-order timestamp is its creationTimestamp on that scale. A
 // Workload without a creationTimestamp counts as created after every one that has one,
-// 1 ms apart in input order (as an API server would stamp them, created in that order).
+// 1 ms apart in input order. The core orders by whole seconds, as Kubernetes stamps them, so
+// such Workloads tie within a second and their UIDs order them, as in Kueue.
 //
 // Priority (Kueue's pkg/util/priority, the WorkloadPriorityClass controller and the job
 // reconciler's ExtractPriority):

@@ -1219,10 +1219,12 @@ void check_object_set(const ObjectSet& set, Diagnostics& diagnostics) {
           const Node* parent = spec != nullptr ? spec->find("parentName") : nullptr;
           return parent != nullptr ? parent->pos : c.source.pos;
         }();
-        diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleCohortCycle), c.source.file, pos, "Cohort",
-                                         c.metadata.name, "spec.parentName",
+        diagnostics.push_back(Diagnostic{Severity::Warning, std::string(kRuleCohortCycle), c.source.file, pos,
+                                         "Cohort", c.metadata.name, "spec.parentName",
                                          "cohort cycle " + text +
-                                             ": Kueue leaves every ClusterQueue in this cohort tree inactive"});
+                                             ": Kueue's scheduler leaves out every Cohort that leads into the cycle "
+                                             "and every ClusterQueue under one (their Workloads wait: \"ClusterQueue "
+                                             "<name> is inactive\"); the rest is scheduled"});
         break;
       }
       path.push_back(at->parent_name);

@@ -1142,8 +1142,10 @@ metadata: {name: q, namespace: x}
   EXPECT_THAT(d.lines(),
               ElementsAre("in.yaml:30:1: error: LocalQueue/x/q: metadata.name: localqueues.kueue.x-k8s.io \"q\" already "
                           "exists (first defined at in.yaml:22) [kueue.already-exists]",
-                          "in.yaml:5:20: error: Cohort/a: spec.parentName: cohort cycle a -> b -> c -> a: Kueue leaves "
-                          "every ClusterQueue in this cohort tree inactive [kueue.cohort-cycle]"));
+                          "in.yaml:5:20: warning: Cohort/a: spec.parentName: cohort cycle a -> b -> c -> a: Kueue's "
+                          "scheduler leaves out every Cohort that leads into the cycle and every ClusterQueue under one "
+                          "(their Workloads wait: \"ClusterQueue <name> is inactive\"); the rest is scheduled "
+                          "[kueue.cohort-cycle]"));
 }
 
 }  // namespace

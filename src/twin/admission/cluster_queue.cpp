@@ -40,7 +40,7 @@ std::string Core::shape_of(const WorkloadSpec& w) {
 void Core::push_active(WorkloadId id, bool check_shape) {
   Wl& w = wl(id);
   Queue& q = queues_[at(w.queue)];
-  const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
+  const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.queued_at, w.uid_label, id};
   if (w.in_pending && key.not_sticky != w.key.not_sticky) pending_erase(q, w);
   const bool was_pending = w.in_pending;
   if (!w.in_pending) {
@@ -95,7 +95,7 @@ void Core::set_active(Queue& q, Wl& w) {
 void Core::push_inadmissible(WorkloadId id) {
   Wl& w = wl(id);
   Queue& q = queues_[at(w.queue)];
-  const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.spec.creation, w.uid_label, id};
+  const OrderKey key{!(q.sticky && *q.sticky == id), w.spec.priority, w.queued_at, w.uid_label, id};
   if (w.in_pending && key.not_sticky != w.key.not_sticky) pending_erase(q, w);
   if (!w.in_pending) {
     w.key = key;

@@ -104,8 +104,13 @@ std::optional<std::string> Core::build(std::vector<CohortSpec> cohorts, std::vec
   }
   node_queue_.assign(nodes.size(), -1);
   for (std::size_t qi = 0; qi < queues_.size(); ++qi) node_queue_[at(queues_[qi].node)] = static_cast<int>(qi);
-  // Cycles in the cohort tree (hierarchy.HasCycle upstream): report each once.
-  std::vector<int> state(nodes.size(), 0);
+  // Cycles in the cohort tree (hierarchy.HasCycle upstream). Kueue's cache keeps such a
+  // tree but its snapshot leaves out every Cohort whose chain of parents runs into a cycle
+  // and every ClusterQueue under one (skipInactiveCQReason: inactiveCQReasonHasCycle); the
+  // rest of the cluster is scheduled as usual. So those nodes are detached here, each a
+  // root of its own, and those ClusterQueues are inactive: their heads wait with
+  // "ClusterQueue X is inactive".
+  std::vector<int> state(nodes.size(), 0);  // 0 unseen, 1 on the current path, 2 no cycle, 3 has a cycle
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     std::vector<int> path;
     int n = static_cast<int>(i);
@@ -114,13 +119,13 @@ std::optional<std::string> Core::build(std::vector<CohortSpec> cohorts, std::vec
       path.push_back(n);
       n = nodes[at(n)].parent;
     }
-    if (n >= 0 && state[at(n)] == 1) {
-      std::string members;
-      auto start = std::find(path.begin(), path.end(), n);
-      for (auto it = start; it != path.end(); ++it) members += (members.empty() ? "" : " -> ") + nodes[at(*it)].name;
-      return "cohort tree has a cycle: " + members + " -> " + nodes[at(n)].name;
-    }
-    for (int p : path) state[at(p)] = 2;
+    const bool cycle = n >= 0 && (state[at(n)] == 1 || state[at(n)] == 3);
+    for (int p : path) state[at(p)] = cycle ? 3 : 2;
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (state[i] != 3) continue;
+    nodes[i].parent = -1;
+    if (nodes[i].is_queue) queues_[at(node_queue_[i])].spec.active = false;
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const int parent = nodes[i].parent;
@@ -144,6 +149,7 @@ WorkloadId Core::submit(WorkloadSpec spec, VirtualTime now) {
   const auto id = static_cast<WorkloadId>(workloads_.size());
   Wl w;
   w.spec = std::move(spec);
+  w.queued_at = whole_second(w.spec.creation);
   w.shape = shape_of(w.spec);
   w.partial = can_be_partially_admitted(w.spec);
   if (!w.spec.refusal_message.empty()) w.refusal = intern(w.spec.refusal_reason);
@@ -201,6 +207,7 @@ Expected<WorkloadId> Core::restore_admitted(WorkloadSpec spec, Admission admissi
   const auto id = static_cast<WorkloadId>(workloads_.size());
   Wl w;
   w.spec = std::move(spec);
+  w.queued_at = whole_second(w.spec.creation);
   w.shape = shape_of(w.spec);
   w.queue = it->second;
   w.usage = std::move(usage);
@@ -208,7 +215,7 @@ Expected<WorkloadId> Core::restore_admitted(WorkloadSpec spec, Admission admissi
   w.has_admission = true;
   w.restored = std::make_unique<Admission>(std::move(admission));
   w.admitted_at = admitted_at;
-  w.reserved_at = admitted_at;
+  w.reserved_at = whole_second(admitted_at);
   // The queue is the one named by the admission, so its message is this one's.
   set_condition(w, CondType::QuotaReserved, true, r_quota_reserved_, MessageKind::QuotaReservedIn, {}, admitted_at);
   set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, admitted_at);

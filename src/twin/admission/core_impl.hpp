@@ -88,7 +88,8 @@ class Core final : public AdmissionCore {
     OrderKey key;
     std::size_t holding_pos = 0;
     std::size_t evicted_pos = 0;  // in its queue's `evicted` while Evicted
-    VirtualTime reserved_at = 0;
+    VirtualTime reserved_at = 0;  // the last reservation, in whole seconds (whole_second)
+    VirtualTime queued_at = 0;    // spec.creation in whole seconds: the queue-order timestamp
     const std::uint64_t* uid_label = nullptr;  // UidOrder
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
     std::string shape;  // computeSchedulingHash's input, canonical text
@@ -335,7 +336,7 @@ class Core final : public AdmissionCore {
 
   // common.SatisfiesPreemptionPolicy
   [[nodiscard]] static bool satisfies(const Wl& preemptor, const Wl& candidate, PreemptionPolicy policy) {
-    return satisfies(preemptor, candidate.spec.priority, candidate.spec.creation, policy);
+    return satisfies(preemptor, candidate.spec.priority, candidate.queued_at, policy);
   }
   [[nodiscard]] static bool satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTime cand_creation,
                                       PreemptionPolicy policy);
@@ -546,7 +547,7 @@ class Core final : public AdmissionCore {
   // walking a reused order (reusable_order) takes a run of its own: it is still cheaper
   // than the walk, and its fill-back is the bisecting one.
   [[nodiscard]] static VirtualTime run_creation(const Wl& preemptor, const ClusterQueuePreemption& p) {
-    return p.reclaim_within_cohort == PreemptionPolicy::LowerOrNewerEqualPriority ? preemptor.spec.creation : 0;
+    return p.reclaim_within_cohort == PreemptionPolicy::LowerOrNewerEqualPriority ? preemptor.queued_at : 0;
   }
 
   const RemovalRun& removal_run(const Wl& preemptor, int queue, const Level& l, int fr);

@@ -344,6 +344,15 @@ inline std::uint64_t uid_prefix(std::string_view uid) {
   return prefix;
 }
 
+// Kubernetes keeps timestamps in whole seconds (metav1.Time is RFC 3339 without a fraction):
+// the creationTimestamp that orders a queue and the QuotaReserved condition's
+// lastTransitionTime that orders candidates. So two workloads within the same second tie,
+// and Kueue breaks the tie by UID. The core runs on milliseconds and orders by this.
+inline VirtualTime whole_second(VirtualTime t) {
+  const VirtualTime s = t / 1000;
+  return (t % 1000 < 0 ? s - 1 : s) * 1000;
+}
+
 // common.CandidatesOrdering past its first two rules: lower priority first, then the most
 // recent reservation, then UID (its first eight bytes, then its UidOrder label), then the
 // id (equal UIDs). The one spelling of that order: the queues' ranked lists, the

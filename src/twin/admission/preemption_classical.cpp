@@ -187,6 +187,7 @@ auto Core::reusable_order(int a, const std::vector<int>& frs) -> const Candidate
   const std::uint64_t above = ++exclude_stamp_;
   for (int child : tree_.queues_above_nominal(a, frs.front())) {
     const int cq = node_queue_[at(child)];
+    if (!queues_[at(cq)].spec.active) continue;  // never a source (add_order_queues)
     if (!std::binary_search(o.queues.begin(), o.queues.end(), cq)) return nullptr;
     excluded_[at(cq)] = above;
   }
@@ -209,6 +210,7 @@ void Core::add_order_queues(CandidateOrder& o, int top, int current, int child_o
     const int cq = node_queue_[at(child)];
     const int via = current == top ? child : child_of_top;
     const Queue& q = queues_[at(cq)];
+    if (!q.spec.active) return;  // left out of Kueue's snapshot (collect_sources)
     o.queues.push_back(cq);
     for (const RankEntry& r : q.ranked) {
       o.entries.push_back(OrderEntry{r.reserved_at, r.uid_prefix, r.uid_label, r.creation, r.priority, r.id, cq, via,
@@ -367,7 +369,7 @@ Variant Core::classify(const Wl& preemptor, int queue, WorkloadId cand, bool adv
                                const std::vector<int>& frs) const {
   if (!uses_resources(cand, frs)) return Variant::Never;
   const Wl& c = wl(cand);
-  return classify(preemptor, queue, c.queue, c.spec.priority, c.spec.creation, advantage);
+  return classify(preemptor, queue, c.queue, c.spec.priority, c.queued_at, advantage);
 }
 
 // The same for a candidate known to use the resources, from its queue, priority and creation.
@@ -411,7 +413,10 @@ void Core::collect_sources(const Wl& preemptor, int queue, int current, int subt
   const PreemptionPolicy policy = queues_[at(queue)].spec.preemption.reclaim_within_cohort;
   auto add = [&](int child) {
     const int cq = node_queue_[at(child)];
-    if (cq == queue) return;
+    // An inactive ClusterQueue is left out of Kueue's snapshot (snapshot.go,
+    // InactiveClusterQueueSets): its quota and usage still count in its Cohort, whose
+    // resource node is copied from the cache, but its workloads are never candidates.
+    if (cq == queue || !queues_[at(cq)].spec.active) return;
     const int list = advantage ? 0 : 1;
     sources.push_back(Source{cq, list, subtree_root, advantage, policy, 0, {}});
     add_evicted(preemptor, queue, cq, list, subtree_root, advantage, frs, evicted);

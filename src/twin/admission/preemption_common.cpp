@@ -17,7 +17,7 @@ bool Core::satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTim
   switch (policy) {
     case PreemptionPolicy::LowerPriority: return lower;
     case PreemptionPolicy::LowerOrNewerEqualPriority:
-      return lower || (preemptor.spec.priority == cand_priority && preemptor.spec.creation < cand_creation);
+      return lower || (preemptor.spec.priority == cand_priority && preemptor.queued_at < cand_creation);
     case PreemptionPolicy::Any: return true;
     case PreemptionPolicy::Never: return false;
   }
@@ -28,7 +28,7 @@ bool Core::satisfies(const Wl& preemptor, std::int32_t cand_priority, VirtualTim
 bool Core::candidate_before(WorkloadId a, WorkloadId b, int preemptor_queue, VirtualTime now) const {
   // A pending workload's reservation time is now (GetQuotaReservedTime is unset).
   auto rank = [now](const Wl& w, WorkloadId id) {
-    return CandidateRank{w.spec.priority, w.phase == WorkloadPhase::Pending ? now : w.reserved_at, w.uid_prefix,
+    return CandidateRank{w.spec.priority, w.phase == WorkloadPhase::Pending ? whole_second(now) : w.reserved_at, w.uid_prefix,
                          w.uid_label, id};
   };
   const Wl& x = wl(a);

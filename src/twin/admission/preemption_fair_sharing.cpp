@@ -100,7 +100,7 @@ std::vector<Target> Core::fair_preemptions(WorkloadId id, int queue, const std::
     }
     std::sort(subtree_queues.begin(), subtree_queues.end());
     for (int other : subtree_queues) {
-      if (other == queue) continue;
+      if (other == queue || !queues_[at(other)].spec.active) continue;  // inactive: not in the snapshot
       const int on = queues_[at(other)].node;
       const bool borrowing = std::any_of(frs.begin(), frs.end(), [&](int fr) { return tree_.borrowing_with(on, fr, 0); });
       if (!borrowing) continue;

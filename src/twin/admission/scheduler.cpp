@@ -225,7 +225,7 @@ void Core::admit(Entry& e, VirtualTime now, CycleResult& out) {
   w.usage.assign(e.a.usage.begin(), e.a.usage.end());  // the pooled entry keeps its buffer
   w.phase = WorkloadPhase::Admitted;
   w.admitted_at = now;
-  w.reserved_at = now;
+  w.reserved_at = whole_second(now);
   set_condition(w, CondType::QuotaReserved, true, r_quota_reserved_, MessageKind::QuotaReservedIn, {}, now);
   reset_eviction_conditions(w, r_quota_reserved_, now);
   set_condition(w, CondType::Admitted, true, r_admitted_, MessageKind::WorkloadAdmitted, {}, now);
@@ -367,7 +367,7 @@ std::vector<std::size_t> Core::order_classical(std::span<const Entry> entries) c
     const auto borrowing = static_cast<std::uint64_t>(static_cast<std::uint32_t>(entries[i].a.borrowing));
     const std::uint32_t priority = static_cast<std::uint32_t>(x.spec.priority) ^ 0x80000000U;
     keys.push_back(Key{(borrowing << 32) | static_cast<std::uint32_t>(~priority),
-                       static_cast<std::uint64_t>(x.spec.creation) ^ (std::uint64_t{1} << 63), *x.uid_label, entries[i].w,
+                       static_cast<std::uint64_t>(x.queued_at) ^ (std::uint64_t{1} << 63), *x.uid_label, entries[i].w,
                        static_cast<std::uint32_t>(i)});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -461,10 +461,10 @@ std::vector<std::size_t> Core::order_fair(std::span<Entry> entries, Victims& pre
         const auto& vb = value(b, cohort);
         if (va.borrows_what_entry_uses != vb.borrows_what_entry_uses) return !va.borrows_what_entry_uses;
         if (const int c = compare_drs(va.drs, vb.drs); c != 0) return c < 0;
-        const auto& x = wl(entries[a].w).spec;
-        const auto& y = wl(entries[b].w).spec;
-        if (x.priority != y.priority) return x.priority > y.priority;
-        if (x.creation != y.creation) return x.creation < y.creation;
+        const Wl& x = wl(entries[a].w);
+        const Wl& y = wl(entries[b].w);
+        if (x.spec.priority != y.spec.priority) return x.spec.priority > y.spec.priority;
+        if (x.queued_at != y.queued_at) return x.queued_at < y.queued_at;
         return *wl(entries[a].w).uid_label < *wl(entries[b].w).uid_label;
       };
       std::function<std::optional<std::size_t>(int)> tournament = [&](int cohort) -> std::optional<std::size_t> {

@@ -43,7 +43,7 @@ void Core::remove_usage(int queue, const Usage& u) {
 RankEntry Core::rank_entry(WorkloadId id) const {
   const Wl& w = wl(id);
   const bool one = w.usage.size() == 1;
-  return RankEntry{w.spec.priority, id, w.reserved_at, w.uid_prefix, w.uid_label, w.spec.creation,
+  return RankEntry{w.spec.priority, id, w.reserved_at, w.uid_prefix, w.uid_label, w.queued_at,
                    one ? w.usage.front().first : -1, one ? w.usage.front().second : Amount{-1}};
 }
 

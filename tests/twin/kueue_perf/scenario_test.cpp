@@ -141,15 +141,17 @@ TEST(KueuePerfScenario, BestEffortFifoWithoutPreemptionByHand) {
 // lender at 250.
 //   100, 200  g0, g1 admitted, borrowing (usage 1, 2)
 //   250  owner: available 4 - 2 = 2, 1 more needed; within nominal after admission, so
-//        reclaim: candidates in the borrowing queue, most recently admitted first: g1 is
-//        evicted and requeued; next cycle owner (not borrowing) before g1 (borrowing):
-//        owner admitted, g1 no longer fits, then cannot fit (NoFit: nominal 0)
+//        reclaim: candidates in the borrowing queue, most recently admitted first. g0 and
+//        g1 were reserved in the same second (Kubernetes keeps whole seconds), so the UID
+//        decides, and the runner's UIDs follow creation: g0 is evicted and requeued; next
+//        cycle owner (not borrowing) before g0 (borrowing): owner admitted, g0 no longer
+//        fits, then cannot fit (NoFit: nominal 0)
 //   300  g2 cannot fit (cohort full)
-//   350  owner finishes: g1 (created 200) then g2 admitted (usage 3)
-//   400  g3 admitted (usage 4); 1100 g0, 1350 g1 and g2, 1400 g3 finish
-// Guests to admission: 0, 150, 50, 0 -> mean 50, p50 0, p90 150; to finish 1000, 1150,
-// 1050, 1000 -> 1050. Borrower usage 1x100 + 2x50 + 1x100 + 3x50 + 4x700 + 3x250 + 1x50
-// = 4050 cpu ms over 1400 ms; lender 3 x 100 = 300 cpu ms over 350 ms of 4 cpus: 21.43 %.
+//   350  owner finishes: g0 (created 100) then g2 admitted (usage 3)
+//   400  g3 admitted (usage 4); 1200 g1, 1350 g0 and g2, 1400 g3 finish
+// Guests to admission: 250, 0, 50, 0 -> mean 75, p50 0, p90 250; to finish 1250, 1000,
+// 1050, 1000 -> 1075. Borrower usage 1x100 + 2x50 + 1x100 + 3x50 + 4x800 + 3x150 + 1x50
+// = 4150 cpu ms over 1400 ms; lender 3 x 100 = 300 cpu ms over 350 ms of 4 cpus: 21.43 %.
 TEST(KueuePerfScenario, BorrowingAndReclaimByHand) {
   const Summary r = run_ok(R"(
 cohorts:
@@ -182,15 +184,15 @@ cohorts:
   EXPECT_EQ(r.end_ms, 1400);
   const auto& guest = wl_class(r, "guest");
   EXPECT_EQ(guest.total_evictions, 1);
-  EXPECT_EQ(guest.average_time_to_admission_ms, 50);
+  EXPECT_EQ(guest.average_time_to_admission_ms, 75);
   EXPECT_EQ(guest.p50_time_to_admission_ms, 0);
-  EXPECT_EQ(guest.p90_time_to_admission_ms, 150);
-  EXPECT_EQ(guest.average_time_to_finish_ms, 1050);
+  EXPECT_EQ(guest.p90_time_to_admission_ms, 250);
+  EXPECT_EQ(guest.average_time_to_finish_ms, 1075);
   const auto& owner = wl_class(r, "owner");
   EXPECT_EQ(owner.average_time_to_admission_ms, 0);
   EXPECT_EQ(owner.average_time_to_finish_ms, 100);
   const auto& borrower = cq_class(r, "borrower");
-  EXPECT_EQ(borrower.cpu_used, 4'050'000);
+  EXPECT_EQ(borrower.cpu_used, 4'150'000);
   EXPECT_EQ(borrower.cpu_max_usage, 4000);
   EXPECT_EQ(borrower.last_event_ms, 1400);
   EXPECT_EQ(borrower.usage_percent, 0);  // no nominal quota: undefined, reported as 0
