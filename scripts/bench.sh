@@ -202,6 +202,9 @@ done
   echo '```'
 } >> "$out/trace.md"
 
+log "FGD's fragmentation experiment (bench/fragment.sh): every policy, seeds 1..5${ALIBABA_RELEASE:+, and the lists in $ALIBABA_RELEASE}"
+GPUBANK="$build/cmd/gpubank/gpubank" bench/fragment.sh ${ALIBABA_RELEASE:+"$ALIBABA_RELEASE"} > "$out/fragment.md"
+
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- the machine -------------------------------------------------------------------------
@@ -317,6 +320,15 @@ log "write $results"
   echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
   echo
   cat "$out/trace.md"
+  echo
+  echo "## FGD's fragmentation experiment: \`gpubank twin fragment\` (bench/fragment.sh)"
+  echo
+  echo "docs/twin-fragment.md says what is measured. Unallocated GPUs of 6,212, mean over seeds 1..5;"
+  echo "the artifact's columns are the means of its 10 seeds (hkust-adsl/kubernetes-scheduler-simulator,"
+  echo "experiments/analysis/expected_results/analysis_allo_discrete.csv). Set ALIBABA_RELEASE to a folder"
+  echo "with the release's 24 pod lists to include them all."
+  echo
+  cat "$out/fragment.md"
   echo
   if [ -f bench/kueue-perf-notes.md ]; then cat bench/kueue-perf-notes.md; echo; fi
   for config in baseline large-scale; do

@@ -61,6 +61,7 @@ Command add_controller_command(CLI::App& app);
 Command add_twin_command(CLI::App& app);
 Command add_twin_admit_command(CLI::App& twin);
 Command add_twin_kueue_perf_command(CLI::App& twin);
+Command add_twin_fragment_command(CLI::App& twin);
 Command add_twin_preview_command(CLI::App& twin);
 Command add_twin_run_command(CLI::App& twin);
 Command add_twin_serving_command(CLI::App& twin);
