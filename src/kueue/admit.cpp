@@ -312,6 +312,12 @@ void AdmissionRun::load(twin::AdmissionCore& core, Diagnostics& diagnostics) {
     }
     ids_[i] = *id;
     index_of_[*id] = i;
+    if (!e.drain_reason.empty()) {
+      // Drained: evicted, and its quota released as soon as its pods are gone (at once here).
+      if (const auto evicted = core.evict_stopped(*id, e.drain_reason, e.drain_message, t0_); evicted) {
+        core.release_evicted(*id, t0_);
+      }
+    }
   }
   std::vector<std::size_t> order(entries_.size());
   std::iota(order.begin(), order.end(), 0);

@@ -482,6 +482,11 @@ std::vector<WorkloadEntry> plan_workloads(const ObjectSet& set, const Timeline& 
         continue;
       }
       e.route = Route::Restore;
+      if (set.find_cluster_queue(wl.admission->cluster_queue)->stop_policy == StopPolicy::HoldAndDrain &&
+          wl.is_condition_true("Admitted")) {
+        e.drain_reason = "ClusterQueueStopped";
+        e.drain_message = "The ClusterQueue is stopped";
+      }
       e.spec = workload_spec(wl, set, creation[i], diagnostics);
       e.spec.cluster_queue = wl.admission->cluster_queue;
       e.admission = admission_of(wl);

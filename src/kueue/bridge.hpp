@@ -113,6 +113,10 @@ struct WorkloadEntry {
   twin::WorkloadSpec spec;          // Submit and Restore
   twin::Admission admission;        // Restore
   twin::VirtualTime admitted_at = 0;  // Restore
+  // Restore of an admitted Workload whose ClusterQueue has stopPolicy HoldAndDrain: evicted
+  // at once (reason ClusterQueueStopped, "The ClusterQueue is stopped"), as Kueue's workload
+  // controller does in reconcileOnClusterQueueActiveState.
+  std::string drain_reason, drain_message;
   std::string reason, message;      // Blocked
   std::string cluster_queue;        // Blocked: the ClusterQueue that counts it as pending, if any
   bool drop_admission = false;      // Blocked: the reservation is released

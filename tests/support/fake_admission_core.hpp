@@ -73,6 +73,9 @@ class FakeAdmissionCore : public twin::AdmissionCore {
   Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
   }
+  Expected<bool> evict_stopped(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
+    return Unexpected{"FakeAdmissionCore: evictions outside a cycle are not scripted"};
+  }
   gpubank::Expected<bool> forget(twin::WorkloadId id) override {
     if (statuses.at(id).phase != twin::WorkloadPhase::Finished) {
       return gpubank::Unexpected{"FakeAdmissionCore: only a finished workload is forgotten"};

@@ -143,7 +143,15 @@ TEST_P(Conformance, MatchesExpectedEndState) {
     }
     const Json* evicted = find_condition(*wl, "Evicted");
     const Json* preempted = find_condition(*wl, "Preempted");
-    if (want["evicted"] && want["evicted"].as<bool>()) {
+    if (want["evictedReason"]) {
+      // Evicted without a preemption (stopPolicy HoldAndDrain): Evicted=True with that
+      // reason and message, and no Preempted condition.
+      ASSERT_NE(evicted, nullptr);
+      EXPECT_EQ(evicted->value("status", ""), "True");
+      EXPECT_EQ(evicted->value("reason", ""), want["evictedReason"].as<std::string>());
+      if (want["evictedMessage"]) EXPECT_EQ(evicted->value("message", ""), want["evictedMessage"].as<std::string>());
+      EXPECT_EQ(preempted, nullptr) << preempted->dump();
+    } else if (want["evicted"] && want["evicted"].as<bool>()) {
       ASSERT_NE(evicted, nullptr);
       ASSERT_NE(preempted, nullptr);
       if (want["admitted"]) {

@@ -353,6 +353,18 @@ Expected<bool> Core::evict(WorkloadId id, const std::string& reason, const std::
   return true;
 }
 
+Expected<bool> Core::evict_stopped(WorkloadId id, const std::string& reason, const std::string& message,
+                                   VirtualTime now) {
+  if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
+  if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};
+  Wl& w = wl(id);
+  if (w.phase != WorkloadPhase::Admitted) return Unexpected{"workload " + w.spec.ns + "/" + w.spec.name + " is not admitted"};
+  set_condition(w, CondType::Evicted, true, intern(reason), MessageKind::Text, message, now);
+  mark_evicted(id);
+  changed();
+  return true;
+}
+
 Expected<bool> Core::set_priority(WorkloadId id, std::int32_t priority) {
   if (id >= workloads_.size()) return Unexpected{"no workload with id " + std::to_string(id)};
   if (!workloads_[id]) return Unexpected{"workload " + std::to_string(id) + " was forgotten"};

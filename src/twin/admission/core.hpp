@@ -143,6 +143,13 @@ class AdmissionCore {
   // quota until release_evicted. Fails when the workload is not Admitted.
   virtual Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message,
                                VirtualTime now) = 0;
+  // Evicts an admitted workload because its queue stopped with stopPolicy HoldAndDrain, as
+  // Kueue's workload controller does (workloadevict.Evict with reason ClusterQueueStopped or
+  // LocalQueueStopped): Evicted=True with `reason` and `message`, and no Preempted
+  // condition. The workload keeps its quota until release_evicted. Fails when the workload
+  // is not Admitted.
+  virtual Expected<bool> evict_stopped(WorkloadId id, const std::string& reason, const std::string& message,
+                                       VirtualTime now) = 0;
 
   // An admitted workload's spec.priority changed (Kueue's Workload keeps it mutable: the
   // twin's approved downgrade of a low-utilisation workload). It keeps its quota; from now on

@@ -151,6 +151,8 @@ class Core final : public AdmissionCore {
   Expected<bool> set_cohort_quota(const std::string& cohort, const std::string& flavor,
                                   const ResourceQuota& quota) override;
   Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override;
+  Expected<bool> evict_stopped(WorkloadId id, const std::string& reason, const std::string& message,
+                               VirtualTime now) override;
   Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override;
   void do_run_cycle(VirtualTime now, CycleResult& out) override;
   [[nodiscard]] bool has_active_heads() const override;

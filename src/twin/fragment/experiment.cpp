@@ -26,7 +26,9 @@ void tune(std::vector<std::size_t>& order, const std::vector<std::size_t>& by_na
     demand -= pods[order[static_cast<std::size_t>(drop)]].gpu_demand_milli();
     order.erase(order.begin() + drop);
   }
-  if (demand == target || by_name.empty()) return;
+  // Without a GPU pod no copy brings the demand any closer: appending would never stop.
+  const bool any_gpu = std::any_of(by_name.begin(), by_name.end(), [&](std::size_t i) { return pods[i].gpu_demand_milli() > 0; });
+  if (demand == target || !any_gpu) return;
   while (true) {
     const std::size_t copy = by_name[rng.below(by_name.size())];
     if (demand + pods[copy].gpu_demand_milli() > target) return;

@@ -205,6 +205,11 @@ std::optional<std::vector<Pod>> alibaba_pods(std::string_view text, const std::s
         Diagnostic{Severity::Error, std::string(kRuleEmpty), file, {}, {}, {}, {}, "the pod list has no pod"});
     return std::nullopt;
   }
+  if (std::none_of(pods.begin(), pods.end(), [](const Pod& p) { return p.gpu_count > 0; })) {
+    diagnostics.push_back(Diagnostic{Severity::Error, std::string(kRuleEmpty), file, {}, {}, {}, {},
+                                     "no pod of the list asks for a GPU: the experiment fills the cluster's GPUs"});
+    return std::nullopt;
+  }
   return pods;
 }
 

@@ -64,33 +64,33 @@ TEST(WholeSecondTimestamps, DifferentSecondsStillOrderByTime) {
   EXPECT_EQ(core->phase(later), WorkloadPhase::Pending);
 }
 
-// Two victims admitted 500 ms apart within one second tie on quotaReservationTime: the
-// smaller UID is preempted first, not the one admitted last.
-TEST(WholeSecondTimestamps, CandidatesReservedInTheSameSecondAreOrderedByUid) {
+// Two victims of priority 0, "first" (uid-a) admitted at 1000 ms and "second" (uid-b) at
+// `second_admitted_at`, then a preemptor of priority 10 that needs one of them: the victim.
+std::vector<WorkloadId> victims_of_a_preemptor(VirtualTime second_admitted_at, WorkloadId& first, WorkloadId& second) {
   auto core = one_timed_queue(4);
-  const WorkloadId first = core->submit(timed_workload("first", "uid-a", 2, 0, 0), 0);
+  first = core->submit(timed_workload("first", "uid-a", 2, 0, 0), 0);
   core->run_cycle(1000);
-  const WorkloadId second = core->submit(timed_workload("second", "uid-b", 2, 0, 1000), 1000);
-  core->run_cycle(1500);
-  ASSERT_EQ(core->phase(first), WorkloadPhase::Admitted);
-  ASSERT_EQ(core->phase(second), WorkloadPhase::Admitted);
+  second = core->submit(timed_workload("second", "uid-b", 2, 0, 1000), 1000);
+  core->run_cycle(second_admitted_at);
+  EXPECT_EQ(core->phase(first), WorkloadPhase::Admitted);
+  EXPECT_EQ(core->phase(second), WorkloadPhase::Admitted);
   core->submit(timed_workload("urgent", "uid-c", 2, 10, 3000), 3000);
-  const CycleResult r = core->run_cycle(3000);
-  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{first});
+  return core->run_cycle(3000).evicted;
+}
+
+// Reserved 500 ms apart within one second, they tie on quotaReservationTime: the smaller UID
+// is preempted first, not the one admitted last.
+TEST(WholeSecondTimestamps, CandidatesReservedInTheSameSecondAreOrderedByUid) {
+  WorkloadId first = 0, second = 0;
+  const auto evicted = victims_of_a_preemptor(1500, first, second);
+  EXPECT_EQ(evicted, std::vector<WorkloadId>{first});
 }
 
 // Reserved in different seconds, the most recent reservation is preempted first.
 TEST(WholeSecondTimestamps, CandidatesReservedInDifferentSecondsMostRecentFirst) {
-  auto core = one_timed_queue(4);
-  const WorkloadId first = core->submit(timed_workload("first", "uid-a", 2, 0, 0), 0);
-  core->run_cycle(1000);
-  const WorkloadId second = core->submit(timed_workload("second", "uid-b", 2, 0, 1000), 1000);
-  core->run_cycle(2000);
-  ASSERT_EQ(core->phase(first), WorkloadPhase::Admitted);
-  ASSERT_EQ(core->phase(second), WorkloadPhase::Admitted);
-  core->submit(timed_workload("urgent", "uid-c", 2, 10, 3000), 3000);
-  const CycleResult r = core->run_cycle(3000);
-  EXPECT_EQ(r.evicted, std::vector<WorkloadId>{second});
+  WorkloadId first = 0, second = 0;
+  const auto evicted = victims_of_a_preemptor(2000, first, second);
+  EXPECT_EQ(evicted, std::vector<WorkloadId>{second});
 }
 
 }  // namespace

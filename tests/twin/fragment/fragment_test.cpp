@@ -238,6 +238,27 @@ TEST(AlibabaInputs, ReportsTaskShapesTheMeasureCannotTakeWithFileAndLine) {
   EXPECT_EQ(diagnostics[1].pos.line, 4);
 }
 
+// A list with only CPU pods cannot fill the GPUs: refused with a reason, not run (tuning
+// up with copies of GPU-less pods would never reach the target).
+TEST(AlibabaInputs, RefusesAListWithoutGpuPods) {
+  Diagnostics diagnostics;
+  EXPECT_FALSE(alibaba_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\ncpu-only,1000,1024,0,0\n", "pods.csv",
+                            diagnostics));
+  ASSERT_EQ(diagnostics.size(), 1U);
+  EXPECT_EQ(diagnostics[0].rule, kRuleEmpty);
+  EXPECT_NE(diagnostics[0].message.find("no pod of the list asks for a GPU"), std::string::npos);
+}
+
+TEST_F(SmallExperiment, CpuOnlyPodsAreNotCopiedForever) {
+  for (auto& p : pods) {
+    p.gpu_count = 0;
+    p.gpu_milli = 0;
+  }
+  const ExperimentResult r = run_experiment(nodes, pods, {});
+  EXPECT_EQ(r.submitted_pods, 20) << "nothing to tune with";
+  EXPECT_EQ(r.series.back().allocated_gpu_milli, 0);
+}
+
 TEST(AlibabaInputs, PassesTheReadersDiagnosticsOn) {
   Diagnostics diagnostics;
   EXPECT_FALSE(alibaba_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,-1,1024,1,500\n", "pods.csv", diagnostics));

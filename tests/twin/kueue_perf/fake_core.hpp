@@ -59,6 +59,9 @@ class FakeCore final : public AdmissionCore {
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"FakeCore: evictions outside a cycle are not scripted"};
   }
+  Expected<bool> evict_stopped(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
+    return Unexpected{"FakeCore: evictions outside a cycle are not scripted"};
+  }
   Expected<bool> forget(WorkloadId id) override {
     auto& w = workloads_.at(id);
     if (w.status.phase != WorkloadPhase::Finished) return Unexpected{"FakeCore: only a finished workload is forgotten"};

@@ -252,6 +252,9 @@ class StuckCore final : public AdmissionCore {
   Expected<bool> evict(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
     return Unexpected{"StuckCore: no evictions"};
   }
+  Expected<bool> evict_stopped(WorkloadId, const std::string&, const std::string&, VirtualTime) override {
+    return Unexpected{"StuckCore: no evictions"};
+  }
   void do_run_cycle(VirtualTime now, CycleResult& r) override {
     r = CycleResult{};
     r.time = now;

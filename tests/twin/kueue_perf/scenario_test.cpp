@@ -3,6 +3,7 @@
 // kueue-semantics.md; Kueue main at ff69552), and the shipped baseline config.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -247,6 +248,15 @@ struct PinnedRun {
 void PrintTo(const PinnedRun& r, std::ostream* os) { *os << r.generator << (r.fair_sharing ? ", fair sharing" : ""); }
 class KueuePerfPinned : public ::testing::TestWithParam<PinnedRun> {};
 
+// Kueue's two scenarios, each with and without fair sharing.
+const auto kPinnedRuns = ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
+                                           PinnedRun{"large-scale", false}, PinnedRun{"large-scale", true});
+std::string pinned_run_name(const ::testing::TestParamInfo<PinnedRun>& p) {
+  std::string name = std::string(p.param.generator) + (p.param.fair_sharing ? "_fair_sharing" : "");
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 TEST_P(KueuePerfPinned, SummaryMatchesTheGoldenFile) {
   const PinnedRun pinned = GetParam();
   Diagnostics findings;
@@ -294,6 +304,10 @@ class HashingCore final : public AdmissionCore {
   }
   Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     return inner_->evict(id, reason, message, now);
+  }
+  Expected<bool> evict_stopped(WorkloadId id, const std::string& reason, const std::string& message,
+                               VirtualTime now) override {
+    return inner_->evict_stopped(id, reason, message, now);
   }
   Expected<bool> set_priority(WorkloadId id, std::int32_t priority) override { return inner_->set_priority(id, priority); }
   [[nodiscard]] bool has_active_heads() const override { return inner_->has_active_heads(); }
@@ -372,27 +386,9 @@ TEST_P(KueuePerfReference, TheReferenceSearchDecidesAsTheFastCore) {
   EXPECT_EQ(reference.summary, fast.summary);
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfReference,
-                         ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
-                                           PinnedRun{"large-scale", false}, PinnedRun{"large-scale", true}),
-                         [](const auto& p) {
-                           std::string name = std::string(p.param.generator) + (p.param.fair_sharing ? "_fair_sharing" : "");
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfReference, kPinnedRuns, pinned_run_name);
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfPinned,
-                         ::testing::Values(PinnedRun{"baseline", false}, PinnedRun{"baseline", true},
-                                           PinnedRun{"large-scale", false}, PinnedRun{"large-scale", true}),
-                         [](const auto& p) {
-                           std::string name = std::string(p.param.generator) + (p.param.fair_sharing ? "_fair_sharing" : "");
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Scenarios, KueuePerfPinned, kPinnedRuns, pinned_run_name);
 
 INSTANTIATE_TEST_SUITE_P(FairSharing, KueuePerfBaseline, ::testing::Values(false, true),
                          [](const auto& param_info) { return std::string(param_info.param ? "on" : "off"); });
