@@ -212,6 +212,10 @@ class TimedCore final : public AdmissionCore {
   gpubank::Expected<bool> evict(WorkloadId id, const std::string& reason, const std::string& message, VirtualTime now) override {
     return inner_.evict(id, reason, message, now);
   }
+  gpubank::Expected<bool> evict_stopped(WorkloadId id, const std::string& reason, const std::string& message,
+                                        VirtualTime now) override {
+    return inner_.evict_stopped(id, reason, message, now);
+  }
   void do_run_cycle(VirtualTime now, CycleResult& r) override {
     const auto start = std::chrono::steady_clock::now();
     inner_.run_cycle(now, r);

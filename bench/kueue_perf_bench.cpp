@@ -71,6 +71,10 @@ class UnlimitedCore final : public twin::AdmissionCore {
   gpubank::Expected<bool> evict(twin::WorkloadId, const std::string&, const std::string&, twin::VirtualTime) override {
     return gpubank::Unexpected{"no evictions in this benchmark"};
   }
+  gpubank::Expected<bool> evict_stopped(twin::WorkloadId, const std::string&, const std::string&,
+                                        twin::VirtualTime) override {
+    return gpubank::Unexpected{"no evictions in this benchmark"};
+  }
   void do_run_cycle(twin::VirtualTime now, twin::CycleResult& r) override {
     r = twin::CycleResult{};
     r.time = now;

@@ -149,7 +149,9 @@ TEST_P(Conformance, MatchesExpectedEndState) {
       ASSERT_NE(evicted, nullptr);
       EXPECT_EQ(evicted->value("status", ""), "True");
       EXPECT_EQ(evicted->value("reason", ""), want["evictedReason"].as<std::string>());
-      if (want["evictedMessage"]) EXPECT_EQ(evicted->value("message", ""), want["evictedMessage"].as<std::string>());
+      if (want["evictedMessage"]) {
+        EXPECT_EQ(evicted->value("message", ""), want["evictedMessage"].as<std::string>());
+      }
       EXPECT_EQ(preempted, nullptr) << preempted->dump();
     } else if (want["evicted"] && want["evicted"].as<bool>()) {
       ASSERT_NE(evicted, nullptr);

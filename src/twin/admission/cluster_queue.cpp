@@ -112,15 +112,19 @@ std::optional<WorkloadId> Core::find_head(Queue& q) {
   return it->id;
 }
 
-// The same, as the head's position in `pending` (end(): none).
-std::set<OrderKey>::const_iterator Core::find_head_at(Queue& q) {
+// The same, as the head's position in `pending` (end(): none). Read-only for the queue's
+// order: on the way it sets aside the members of a bulk-moved equivalence class and keeps
+// where the search stopped, which only apply what the queue's state already says (those
+// fields are mutable caches), so has_active_heads can ask without changing anything a cycle
+// would decide differently.
+std::set<OrderKey>::const_iterator Core::scan_for_head(const Queue& q) const {
   const bool known = q.scan_generation == q.generation;
   auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
   for (; it != q.pending.end(); ++it) {
-    Wl& w = wl(it->id);
+    const Wl& w = wl(it->id);
     if (w.inadmissible_generation == q.generation) continue;
     if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
-      set_inadmissible(q, w);
+      w.inadmissible_generation = q.generation;
       continue;
     }
     break;
@@ -132,21 +136,6 @@ std::set<OrderKey>::const_iterator Core::find_head_at(Queue& q) {
     q.scan_from = *it;
   }
   return it;
-}
-
-// Whether find_head would find a head, read-only: what find_head sets aside on the way (the
-// members of a bulk-moved class) is only skipped here, and the scan's start is not moved,
-// so asking changes nothing; the next cycle's find_head settles them.
-bool Core::has_head(const Queue& q) const {
-  const bool known = q.scan_generation == q.generation;
-  auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
-  for (; it != q.pending.end(); ++it) {
-    const Wl& w = wl(it->id);
-    if (w.inadmissible_generation == q.generation) continue;
-    if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) continue;
-    return true;
-  }
-  return false;
 }
 
 // preemptorWorkload.set with isSticky: `id` goes to the head of its queue's order. The

@@ -55,8 +55,9 @@ class Core final : public AdmissionCore {
     // inadmissible in scan_generation (nullopt: all of them are). Only valid while
     // scan_generation == generation. It spares a queue of many inadmissible workloads a
     // walk over all of them for every head, and a requeue (a new generation) costs nothing.
-    std::optional<OrderKey> scan_from;
-    std::uint64_t scan_generation = 0;
+    // A cache that a read-only head search (has_head) may update as well: mutable.
+    mutable std::optional<OrderKey> scan_from;
+    mutable std::uint64_t scan_generation = 0;
     std::optional<WorkloadId> sticky;
     std::vector<WorkloadId> holding;  // reserving quota: admitted and evicted-not-released
     // The admitted (not evicted) part of `holding` in CandidatesOrdering's order within one
@@ -83,7 +84,9 @@ class Core final : public AdmissionCore {
     int queue = -1;
     Usage usage;  // while holding quota
     bool in_pending = false;
-    std::uint64_t inadmissible_generation = 0;  // == queue's generation: inadmissible
+    // == queue's generation: inadmissible. Mutable: a head search sets aside the members of a
+    // bulk-moved class as it meets them, which only applies what the queue already says.
+    mutable std::uint64_t inadmissible_generation = 0;
     const std::string* refusal = nullptr;  // interned spec.refusal_reason; next to the head loop's reads
     OrderKey key;
     std::size_t holding_pos = 0;
@@ -213,8 +216,9 @@ class Core final : public AdmissionCore {
 
   void push_inadmissible(WorkloadId id);
   std::optional<WorkloadId> find_head(Queue& q);
-  std::set<OrderKey>::const_iterator find_head_at(Queue& q);
-  [[nodiscard]] bool has_head(const Queue& q) const;
+  std::set<OrderKey>::const_iterator find_head_at(Queue& q) { return scan_for_head(q); }
+  [[nodiscard]] bool has_head(const Queue& q) const { return scan_for_head(q) != q.pending.end(); }
+  std::set<OrderKey>::const_iterator scan_for_head(const Queue& q) const;
   void make_sticky(Queue& q, WorkloadId id);
   void unqueue(WorkloadId id);
 

@@ -355,7 +355,9 @@ TEST(ServingFloorSearch, TheSmallestPeakWindowFloorThatMeetsTheTargetAndTheRunsU
   // The reported autoscaler runs are the ones at that floor: they meet the target.
   ASSERT_EQ(c->runs.size(), 2U);
   for (const auto& s : c->summaries) {
-    if (s.policy == "customer-service-llm") EXPECT_GE(s.worst_peak_attainment, o.slo_target);
+    if (s.policy == "customer-service-llm") {
+      EXPECT_GE(s.worst_peak_attainment, o.slo_target);
+    }
   }
   bool probe_logged = false;
   for (const auto& line : progress) probe_logged |= line.find("customer-service-llm floor 1") != std::string::npos;
