@@ -15,13 +15,9 @@ bool lends_to(const std::vector<std::string>& lend_only_to, const std::vector<st
                      [&](const std::string& t) { return std::find(traits.begin(), traits.end(), t) != traits.end(); });
 }
 
-std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
-                                                const std::vector<RunningWorkload>& running,
-                                                const std::map<std::string, std::string>& ended) {
-  std::map<std::string, const PoolGroupQuota*> quota_of;
-  for (const auto& q : quotas) quota_of[q.group] = &q;
-
-  // Rule 1: what each workload borrows.
+PoolUsage pool_usage(const std::vector<PoolGroupQuota>& quotas, const std::vector<RunningWorkload>& running) {
+  std::map<std::string, std::int64_t> guaranteed;
+  for (const auto& q : quotas) guaranteed[q.group] = q.guaranteed;
   std::vector<const RunningWorkload*> order;
   order.reserve(running.size());
   for (const auto& w : running) order.push_back(&w);
@@ -29,23 +25,44 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
     if (a->admitted_at != b->admitted_at) return a->admitted_at < b->admitted_at;
     return a->name < b->name;
   });
-  std::map<std::string, std::int64_t> used;      // by group
+  PoolUsage usage;
+  usage.borrowing.reserve(order.size());
+  for (const auto* w : order) {
+    auto git = guaranteed.find(w->group);
+    const std::int64_t g = git == guaranteed.end() ? 0 : git->second;
+    std::int64_t& u = usage.used[w->group];
+    const std::int64_t within = std::clamp<std::int64_t>(g - u, 0, w->gpus);
+    u += w->gpus;
+    usage.borrowing.push_back(Borrowing{w, w->gpus - within});
+  }
+  return usage;
+}
+
+std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
+                                                const std::vector<RunningWorkload>& running,
+                                                const std::map<std::string, std::string>& ended) {
+  return update_from_usage(now, quotas, pool_usage(quotas, running), ended);
+}
+
+std::vector<BorrowChange> BorrowTracker::update_from_usage(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
+                                                           const PoolUsage& usage, const std::map<std::string, std::string>& ended) {
+  std::map<std::string, const PoolGroupQuota*> quota_of;
+  for (const auto& q : quotas) quota_of[q.group] = &q;
   std::map<std::string, std::int64_t> borrows;   // by workload
   std::map<std::string, const RunningWorkload*> by_name;
-  for (const auto* w : order) {
-    auto qit = quota_of.find(w->group);
-    const std::int64_t guaranteed = qit == quota_of.end() ? 0 : qit->second->guaranteed;
-    std::int64_t& u = used[w->group];
-    const std::int64_t within = std::clamp<std::int64_t>(guaranteed - u, 0, w->gpus);
-    u += w->gpus;
-    borrows[w->name] = w->gpus - within;
-    by_name[w->name] = w;
+  for (const auto& b : usage.borrowing) {
+    borrows[b.workload->name] = b.gpus;
+    by_name[b.workload->name] = b.workload;
   }
+  const auto used = [&usage](const std::string& group) {
+    auto it = usage.used.find(group);
+    return it == usage.used.end() ? std::int64_t{0} : it->second;
+  };
 
   // Rule 2: what each group can lend.
   std::map<std::string, std::int64_t> lendable;
   for (const auto& q : quotas) {
-    const std::int64_t unused = std::max<std::int64_t>(0, q.guaranteed - used[q.group]);
+    const std::int64_t unused = std::max<std::int64_t>(0, q.guaranteed - used(q.group));
     lendable[q.group] = q.lending_limit ? std::min(unused, *q.lending_limit) : unused;
   }
   const std::string cohort = cohort_lender(pool_);
@@ -92,7 +109,8 @@ std::vector<BorrowChange> BorrowTracker::update(std::int64_t now, const std::vec
   }
 
   // Rule 4: attribute what is left.
-  for (const auto* w : order) {
+  for (const auto& b : usage.borrowing) {
+    const RunningWorkload* w = b.workload;
     std::int64_t& need = borrows[w->name];
     while (need > 0) {
       // Only lenders whose onlyPreempt traits the workload carries (reclaimPolicy.onlyPreempt:

@@ -50,6 +50,25 @@ struct RunningWorkload {
   std::vector<std::string> traits;  // batch, checkpointable, training, development
 };
 
+// Rule 1's answer, which rules 2-4 read: each group's GPUs in use and what its running
+// workloads borrow.
+struct Borrowing {
+  const RunningWorkload* workload = nullptr;
+  std::int64_t gpus = 0;  // the part above its group's guarantee
+};
+struct PoolUsage {
+  std::map<std::string, std::int64_t> used;  // GPUs in use, by group
+  // In admission order (admitted_at, then name): every running workload that borrows, and
+  // every running workload that holds an open record (gpus 0 when it borrows nothing now).
+  // Others may be left out: a workload with an open record that is not here has stopped.
+  // A caller that keeps each group's admission order can so build it from the groups above
+  // their guarantee, newest first, without walking every running workload.
+  std::vector<Borrowing> borrowing;
+};
+
+// Rule 1 over every running workload of the pool.
+[[nodiscard]] PoolUsage pool_usage(const std::vector<PoolGroupQuota>& quotas, const std::vector<RunningWorkload>& running);
+
 // An open borrow record as the tracker keeps it (the ledger's BorrowRecord adds its end).
 struct Loan {
   std::string id;  // "<pool>/<sequence>", unique within a tracker
@@ -88,6 +107,10 @@ class BorrowTracker {
   std::vector<BorrowChange> update(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
                                    const std::vector<RunningWorkload>& running,
                                    const std::map<std::string, std::string>& ended = {});
+  // The same from rule 1's answer (pool_usage, or a caller's cheaper equivalent).
+  std::vector<BorrowChange> update_from_usage(std::int64_t now, const std::vector<PoolGroupQuota>& quotas,
+                                              const PoolUsage& usage,
+                                              const std::map<std::string, std::string>& ended = {});
 
   // Closes the open records of a workload that stopped, with `reason`, before its usage
   // ends in the ledger (a record never outlives the usage it borrows for); closes in

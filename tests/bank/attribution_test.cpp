@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
+
 namespace gpubank::bank {
 namespace {
 
@@ -153,6 +157,90 @@ TEST(Attribution, AStoppedWorkloadsRecordsCloseBeforeItsUsageEnds) {
   // The next update has nothing of it left to close.
   EXPECT_TRUE(t.update(1, pool_abc(), {{"c/y", "c", 2, 1, {}}}, {{"c/x", "Reclaimed"}}).empty());
   EXPECT_EQ(total(t, "c"), 2);
+}
+
+// The reduced form of rule 1's answer (what the twin's engine passes): only the workloads
+// that borrow, found from each group's newest admission back, and those that hold records.
+// A tracker fed that must open and close exactly what a tracker fed every running workload
+// does, through random arrivals, departures, ended reasons, limits and traits.
+PoolUsage reduced_usage(const std::vector<PoolGroupQuota>& quotas, const std::vector<RunningWorkload>& running,
+                        const BorrowTracker& tracker) {
+  std::vector<const RunningWorkload*> newest_first;
+  for (const auto& w : running) newest_first.push_back(&w);
+  std::sort(newest_first.begin(), newest_first.end(),
+            [](const RunningWorkload* a, const RunningWorkload* b) { return a->admitted_at > b->admitted_at; });
+  PoolUsage usage;
+  for (const auto& w : running) usage.used[w.group] += w.gpus;
+  std::vector<Borrowing> kept;
+  std::set<const RunningWorkload*> taken;
+  for (const auto& q : quotas) {
+    std::int64_t after = 0;
+    for (const RunningWorkload* w : newest_first) {
+      if (w->group != q.group) continue;
+      const std::int64_t before = usage.used[q.group] - after - w->gpus;
+      const std::int64_t b = w->gpus - std::clamp<std::int64_t>(q.guaranteed - before, 0, w->gpus);
+      if (b <= 0) break;
+      kept.push_back(Borrowing{w, b});
+      taken.insert(w);
+      after += w->gpus;
+    }
+  }
+  for (const auto& r : tracker.open()) {
+    for (const auto& w : running) {
+      if (w.name == r.workload && taken.insert(&w).second) kept.push_back(Borrowing{&w, 0});
+    }
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const Borrowing& a, const Borrowing& b) { return a.workload->admitted_at < b.workload->admitted_at; });
+  usage.borrowing = std::move(kept);
+  return usage;
+}
+
+TEST(Attribution, BorrowersAndRecordHoldersAloneGiveTheSameRecords) {
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    const auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<std::uint32_t>(n)); };
+    const std::vector<std::string> groups{"a", "b", "c", "d"};
+    const std::vector<std::vector<std::string>> trait_sets{{}, {"batch"}, {"training", "checkpointable"}};
+    BorrowTracker full("p"), reduced("p");
+    std::vector<RunningWorkload> running;
+    std::int64_t admitted = 0, opened = 0;
+    for (int step = 0; step < 300; ++step) {
+      std::vector<PoolGroupQuota> quotas;
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        std::optional<std::int64_t> limit;
+        if (pick(4) == 0) limit = pick(6);
+        quotas.push_back(PoolGroupQuota{groups[g], static_cast<std::int64_t>(4 + 4 * g), limit,
+                                        g == 1 ? std::vector<std::string>{"batch"} : std::vector<std::string>{}});
+      }
+      std::map<std::string, std::string> ended;
+      const int departures = running.empty() ? 0 : pick(3);
+      for (int k = 0; k < departures && !running.empty(); ++k) {
+        const auto i = static_cast<std::size_t>(pick(static_cast<int>(running.size())));
+        if (pick(2) == 0) ended[running[i].name] = "Finished";
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      for (int k = pick(3); k > 0; --k) {
+        const std::string& g = groups[static_cast<std::size_t>(pick(4))];
+        running.push_back(RunningWorkload{g + "/w" + std::to_string(admitted), g, 1 + pick(6), admitted,
+                                          trait_sets[static_cast<std::size_t>(pick(3))]});
+        ++admitted;
+      }
+      const auto a = full.update(step, quotas, running, ended);
+      const auto b = reduced.update_from_usage(step, quotas, reduced_usage(quotas, running, reduced), ended);
+      ASSERT_EQ(a.size(), b.size()) << "seed " << seed << " step " << step;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].kind, b[i].kind);
+        EXPECT_EQ(a[i].record.id, b[i].record.id);
+        EXPECT_EQ(a[i].record.lender, b[i].record.lender);
+        EXPECT_EQ(a[i].record.workload, b[i].record.workload);
+        EXPECT_EQ(a[i].record.gpus, b[i].record.gpus);
+        EXPECT_EQ(a[i].close_reason, b[i].close_reason);
+      }
+      opened += static_cast<std::int64_t>(std::count_if(a.begin(), a.end(), [](const BorrowChange& c) { return c.kind == Kind::Opened; }));
+    }
+    EXPECT_GT(opened, 20) << "seed " << seed << ": the run borrowed too little to compare anything";
+  }
 }
 
 }  // namespace

@@ -238,8 +238,13 @@ void Engine::set_state(Sim& s, State next) {
   if (holds_gpus(s.state)) {
     pool.holding.erase(index);
     q.used -= s.gpus;
+    if (q.holding_by_admission.erase({s.admission_seq, index}) != 1) {
+      throw std::logic_error("twin run: " + s.key + " changed its admission while it held GPUs");
+    }
   }
-  if (s.state == State::Placing) placing_.erase({s.admission_seq, index});
+  if (s.state == State::Placing && placing_.erase({s.admission_seq, index}) == 1) {
+    placing_by_shape_[at(s.placement_shape)].erase({s.admission_seq, index});
+  }
   if (next != State::Placing && next != State::Starting) disarm_pods_ready(s, index);  // ready, or gone
   if (holds_gpus(s.state) && !holds_gpus(next) && cluster_ && cluster_->placement_of(s.key) != nullptr) {
     allocation_changes(-placed_milli(s));
@@ -254,6 +259,7 @@ void Engine::set_state(Sim& s, State next) {
   if (holds_gpus(next)) {
     pool.holding.insert(index);
     q.used += s.gpus;
+    q.holding_by_admission.emplace(s.admission_seq, index);
   }
   pool.touch();
 }

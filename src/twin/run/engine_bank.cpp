@@ -24,7 +24,9 @@ void Engine::attribute(VirtualTime now) {
       pool.ended.clear();
       continue;
     }
-    const auto changes = pool.tracker->update(now, attribution_quotas(pool), attribution_running(pool), pool.ended);
+    std::vector<bank::RunningWorkload> storage;
+    const auto changes =
+        pool.tracker->update_from_usage(now, attribution_quotas(pool), attribution_usage(pool, storage), pool.ended);
     pool.ended.clear();
     if (!changes.empty()) pool.reclaim_dirty = true;
     for (const auto& c : changes) borrow_change(pool, c, now);
@@ -40,13 +42,45 @@ std::vector<bank::PoolGroupQuota> Engine::attribution_quotas(const Pool& pool) c
   return quotas;
 }
 
-std::vector<bank::RunningWorkload> Engine::attribution_running(const Pool& pool) const {
-  std::vector<bank::RunningWorkload> running;
-  for (int i : pool.holding) {
+bank::PoolUsage Engine::attribution_usage(const Pool& pool, std::vector<bank::RunningWorkload>& storage) const {
+  const auto running = [&](int i) {
     const Sim& s = sims_[at(i)];
-    running.push_back(bank::RunningWorkload{s.key, s.w->business_group, s.gpus, s.admission_seq, traits_of(s)});
+    return bank::RunningWorkload{s.key, s.w->business_group, s.gpus, s.admission_seq, traits_of(s)};
+  };
+  // Each group's newest admissions, back to the first that borrows nothing (no older one
+  // does), and the holders of open records. A workload's quota is its group's in the pool
+  // (quota_index_ has one per group), so the quota's holdings are the group's.
+  std::vector<std::pair<std::int64_t, int>> borrowers;  // (admission_seq, sim), with borrowed GPUs below
+  std::map<int, std::int64_t> borrowed;
+  bank::PoolUsage usage;
+  for (int qi : pool.quotas) {
+    const Quota& q = quotas_[at(qi)];
+    usage.used[q.group] = q.used;
+    std::int64_t after = 0;  // GPUs of the group's later admissions
+    for (auto it = q.holding_by_admission.rbegin(); it != q.holding_by_admission.rend(); ++it) {
+      const std::int64_t gpus = sims_[at(it->second)].gpus;
+      const std::int64_t before = q.used - after - gpus;
+      const std::int64_t b = gpus - std::clamp<std::int64_t>(q.guaranteed - before, 0, gpus);
+      if (b <= 0) break;
+      borrowers.push_back(*it);
+      borrowed[it->second] = b;
+      after += gpus;
+    }
   }
-  return running;
+  for (const auto& r : pool.tracker->open()) {
+    const auto it = sim_index_.find(r.workload);
+    if (it == sim_index_.end() || !pool.holding.contains(it->second) || borrowed.contains(it->second)) continue;
+    borrowers.emplace_back(sims_[at(it->second)].admission_seq, it->second);
+    borrowed[it->second] = 0;
+  }
+  std::sort(borrowers.begin(), borrowers.end());
+  storage.clear();
+  storage.reserve(borrowers.size());
+  for (const auto& [seq, i] : borrowers) {
+    storage.push_back(running(i));
+    usage.borrowing.push_back(bank::Borrowing{&storage.back(), borrowed.at(i)});
+  }
+  return usage;
 }
 
 bool Engine::refuse_borrowing(Sim& s, int index, VirtualTime now) {
@@ -60,10 +94,15 @@ bool Engine::refuse_borrowing(Sim& s, int index, VirtualTime now) {
     if (l.group != q.group && !bank::lends_to(l.lend_only_to, traits)) turning_away.push_back(&l);
   }
   if (turning_away.empty()) return false;
+  // The attribution as it would be with the workload admitted: it is the newest of its
+  // group, so it borrows what it takes above the guarantee and no one else's part changes.
   bank::BorrowTracker trial = *pool.tracker;
-  std::vector<bank::RunningWorkload> running = attribution_running(pool);
-  running.push_back(bank::RunningWorkload{s.key, s.w->business_group, s.gpus, admissions_ + 1, traits});
-  trial.update(now, attribution_quotas(pool), running, pool.ended);
+  std::vector<bank::RunningWorkload> storage;
+  bank::PoolUsage usage = attribution_usage(pool, storage);
+  const bank::RunningWorkload admitted{s.key, s.w->business_group, s.gpus, admissions_ + 1, traits};
+  usage.borrowing.push_back(bank::Borrowing{&admitted, s.gpus - std::clamp<std::int64_t>(q.guaranteed - q.used, 0, s.gpus)});
+  usage.used[q.group] += s.gpus;
+  trial.update_from_usage(now, attribution_quotas(pool), usage, pool.ended);
   const std::string cohort = bank::cohort_lender(q.pool_name);
   std::int64_t unlent = 0;
   for (const auto& r : trial.open()) unlent += r.workload == s.key && r.lender == cohort ? r.gpus : 0;
@@ -154,17 +193,20 @@ void Engine::reclaim(VirtualTime now) {
     if ((!q.graceful && q.reserved == 0) || !changed[at(q.pool)]) continue;
     Pool& pool = pools_[at(q.pool)];
     const std::int64_t used = q.used;
-    // Lender demand: pending workloads that fit within the guarantee, in queue order.
-    std::vector<const Sim*> pending;
-    for (int i : q.pending) pending.push_back(&sims_[at(i)]);
-    std::sort(pending.begin(), pending.end(), [](const Sim* a, const Sim* b) {
-      if (a->priority != b->priority) return a->priority > b->priority;
-      return a->id < b->id;
-    });
+    // Lender demand: pending workloads that fit within the guarantee, in queue order. A
+    // group at or above its guarantee has none (and a backed-up queue is not sorted for it).
     std::int64_t demand = 0;
-    for (const Sim* s : pending) {
-      if (used + demand >= q.guaranteed) break;  // nothing more fits
-      if (used + demand + s->gpus <= q.guaranteed) demand += s->gpus;
+    if (used < q.guaranteed) {
+      std::vector<const Sim*> pending;
+      for (int i : q.pending) pending.push_back(&sims_[at(i)]);
+      std::sort(pending.begin(), pending.end(), [](const Sim* a, const Sim* b) {
+        if (a->priority != b->priority) return a->priority > b->priority;
+        return a->id < b->id;
+      });
+      for (const Sim* s : pending) {
+        if (used + demand >= q.guaranteed) break;  // nothing more fits
+        if (used + demand + s->gpus <= q.guaranteed) demand += s->gpus;
+      }
     }
     // A reservation is demand too: the part of it not yet in use by the group.
     const std::int64_t reserve_demand = std::max<std::int64_t>(0, std::min(q.reserved, q.guaranteed) - used);

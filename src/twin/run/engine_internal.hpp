@@ -94,6 +94,9 @@ struct Quota {
   // Indexes by state (sim indexes, ascending: the order the run has always visited them in).
   std::set<int> pending;
   std::int64_t used = 0;  // GPUs held (Placing, Starting or Running)
+  // The sims holding them, in admission order (admission_seq, index): the attribution's
+  // rule 1 reads the newest ones only (Engine::attribution_usage).
+  std::set<std::pair<std::int64_t, int>> holding_by_admission;
   // The summary's figures (GroupStats).
   std::int64_t used_gpu_ms = 0;
   VirtualTime used_since = 0;
@@ -158,6 +161,7 @@ struct Sim {
   int reclaim = -1, victim = -1;  // index into reclaims and its victims while under notice
   int refusals = 0;               // admissions the bank refused (onlyPreempt), for the backoff
   bool unschedulable_said = false;  // the Unschedulable event of this admission was written
+  int placement_shape = -1;  // Engine::placement_shape_of, once asked
   // waitForPodsReady (pods_ready.hpp): when its pods must be ready by (while Placing or
   // Starting), requeueState.count, the queue-order time of its next submission (the
   // eviction's or its creation's), and whether it was deactivated.
@@ -387,7 +391,11 @@ class Engine {
 
   void attribute(VirtualTime now);
   [[nodiscard]] std::vector<bank::PoolGroupQuota> attribution_quotas(const Pool& pool) const;
-  [[nodiscard]] std::vector<bank::RunningWorkload> attribution_running(const Pool& pool) const;
+  // Rule 1 of the attribution (bank/attribution.hpp) for the pool: each group's use and,
+  // from the groups above their guarantee, the newest admissions that borrow, plus the
+  // workloads holding open records. O(borrowers), not O(running): a pool that backs up
+  // attributes at every instant. `storage` keeps the workloads the answer points to.
+  [[nodiscard]] bank::PoolUsage attribution_usage(const Pool& pool, std::vector<bank::RunningWorkload>& storage) const;
 
   // The bank's admission check for reclaimPolicy.onlyPreempt (docs/bank.md): what a
   // workload Kueue admitted uses above its group's guarantee must be lent by groups whose
@@ -510,6 +518,12 @@ class Engine {
   std::unique_ptr<cluster::Cluster> cluster_;
   std::set<std::pair<VirtualTime, int>> pods_ready_deadlines_;  // (deadline, sim): pods_ready.hpp
   std::set<std::pair<std::int64_t, int>> placing_;  // (admission seq, sim): admitted, not placed
+  // The same by placement shape: what cluster::Cluster::find reads of a request besides
+  // the workload's name (its pool's node labels and taints, pods, GPUs, fraction, models).
+  using PlacementShape = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::vector<std::string>>;
+  std::map<PlacementShape, int> placement_shapes_;
+  std::vector<std::set<std::pair<std::int64_t, int>>> placing_by_shape_;
+  int placement_shape_of(Sim& s);
   bool cluster_freed_ = false;
   std::int64_t allocated_milli_ = 0;
   VirtualTime allocated_since_ = 0;

@@ -77,6 +77,7 @@ bool Engine::try_place(Sim& s, int index, VirtualTime now) {
     const auto placement = cluster_->find(request);
     if (!placement) {
       placing_.insert({s.admission_seq, index});
+      placing_by_shape_[at(placement_shape_of(s))].insert({s.admission_seq, index});
       if (!s.unschedulable_said) {
         s.unschedulable_said = true;
         const cluster::Explanation why = cluster_->explain(request);
@@ -172,18 +173,43 @@ cluster::PlacementRequest Engine::placement_request(const Sim& s) const {
   return r;
 }
 
+int Engine::placement_shape_of(Sim& s) {
+  if (s.placement_shape < 0) {
+    PlacementShape key{quotas_[at(s.quota)].pool, s.w->pods, s.w->gpus, s.w->gpu_milli, s.w->gpu_models};
+    const auto [it, added] = placement_shapes_.try_emplace(std::move(key), static_cast<int>(placement_shapes_.size()));
+    if (added) placing_by_shape_.emplace_back();
+    s.placement_shape = it->second;
+  }
+  return s.placement_shape;
+}
+
+// In admission order, as the scheduler retries unschedulable pods after a release. Within
+// one pass the cluster only fills (binds, no releases) and whether find() places a shape
+// is monotone in the free units (a node with enough free, a fabric or the shared units
+// with enough room), so once a shape fails the rest of its workloads fail too: the pass
+// visits each shape's workloads until the first that does not fit, O(shapes + placed) per
+// release instead of every waiting workload.
 void Engine::place_waiting(VirtualTime now) {
   if (!cluster_freed_ || placing_.empty()) {
     cluster_freed_ = false;
     return;
   }
   cluster_freed_ = false;
-  const auto waiting = std::vector<std::pair<std::int64_t, int>>(placing_.begin(), placing_.end());
-  for (const auto& [seq, index] : waiting) {
+  using Next = std::tuple<std::int64_t, int, int>;  // (admission seq, sim, shape)
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> heads;
+  for (std::size_t shape = 0; shape < placing_by_shape_.size(); ++shape) {
+    const auto& waiting = placing_by_shape_[shape];
+    if (!waiting.empty()) heads.emplace(waiting.begin()->first, waiting.begin()->second, static_cast<int>(shape));
+  }
+  while (!heads.empty()) {
+    const auto [seq, index, shape] = heads.top();
+    heads.pop();
     Sim& s = sims_[at(index)];
-    if (s.state != State::Placing) continue;
     placing_.erase({seq, index});
-    try_place(s, index, now);
+    placing_by_shape_[at(shape)].erase({seq, index});
+    if (!try_place(s, index, now)) continue;  // back in placing_; its shape waits for the next release
+    const auto& waiting = placing_by_shape_[at(shape)];
+    if (!waiting.empty()) heads.emplace(waiting.begin()->first, waiting.begin()->second, shape);
   }
 }
 
