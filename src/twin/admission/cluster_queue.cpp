@@ -34,6 +34,10 @@ std::string Core::shape_of(const WorkloadSpec& w) {
   return s;
 }
 
+std::uint32_t Core::shape_id(const WorkloadSpec& w) {
+  return shape_ids_.try_emplace(shape_of(w), static_cast<std::uint32_t>(shape_ids_.size())).first->second;
+}
+
 // Makes a pending workload active. check_shape: a workload added or updated
 // (ClusterQueue.PushOrUpdate) waits with its equivalence class if that class was
 // bulk-moved to inadmissible.
@@ -58,6 +62,30 @@ void Core::push_active(WorkloadId id, bool check_shape) {
 // The only ways `pending` and inadmissible_generation change.
 // Every head leaves its queue at the start of a cycle and most come back at the end:
 // the set's nodes are kept for reuse instead of being freed and allocated again.
+Core::Queue::ShapeCount& Core::shape_count(const Queue& q, std::uint32_t shape) {
+  Queue::ShapeCount& c = q.shape_counts[shape];
+  if (c.parked_generation != q.generation) {
+    c.parked = 0;
+    c.parked_generation = q.generation;
+  }
+  return c;
+}
+
+// Sets a workload aside for this generation (inadmissibleWorkloads).
+void Core::park(const Queue& q, const Wl& w) {
+  if (w.inadmissible_generation == q.generation) return;
+  w.inadmissible_generation = q.generation;
+  if (!w.in_pending) return;
+  ++shape_count(q, w.shape).parked;
+  if (!q.bulk_moved_shapes.contains(w.shape)) --q.active_pending;
+}
+
+void Core::bulk_move(Queue& q, std::uint32_t shape) {
+  if (!q.bulk_moved_shapes.insert(shape).second) return;
+  const Queue::ShapeCount& c = shape_count(q, shape);
+  q.active_pending -= c.pending - c.parked;
+}
+
 void Core::pending_insert(Queue& q, Wl& w) {
   if (spare_pending_nodes_.empty()) {
     q.pending.insert(w.key);
@@ -68,7 +96,14 @@ void Core::pending_insert(Queue& q, Wl& w) {
     q.pending.insert(std::move(node));
   }
   w.in_pending = true;
-  if (w.inadmissible_generation != q.generation) scan_from_here(q, w.key);
+  Queue::ShapeCount& c = shape_count(q, w.shape);
+  ++c.pending;
+  if (w.inadmissible_generation == q.generation) {
+    ++c.parked;
+  } else {
+    if (!q.bulk_moved_shapes.contains(w.shape)) ++q.active_pending;
+    scan_from_here(q, w.key);
+  }
 }
 
 void Core::pending_erase(Queue& q, Wl& w) {
@@ -83,13 +118,26 @@ void Core::pending_erase(Queue& q, Wl& w) {
 // The same, where the caller holds w's position (a head just found): no second search.
 void Core::pending_erase(Queue& q, Wl& w, std::set<OrderKey>::const_iterator at_w) {
   auto node = q.pending.extract(at_w);
+  Queue::ShapeCount& c = shape_count(q, w.shape);
+  --c.pending;
+  if (w.inadmissible_generation == q.generation) {
+    --c.parked;
+  } else if (!q.bulk_moved_shapes.contains(w.shape)) {
+    --q.active_pending;
+  }
   if (spare_pending_nodes_.size() < kSparePendingNodes) spare_pending_nodes_.push_back(std::move(node));
   w.in_pending = false;
 }
 
 void Core::set_active(Queue& q, Wl& w) {
+  const bool was_parked = w.inadmissible_generation == q.generation;
   w.inadmissible_generation = 0;
-  if (w.in_pending) scan_from_here(q, w.key);
+  if (!w.in_pending) return;
+  if (was_parked) {
+    --shape_count(q, w.shape).parked;
+    if (!q.bulk_moved_shapes.contains(w.shape)) ++q.active_pending;
+  }
+  scan_from_here(q, w.key);
 }
 
 void Core::push_inadmissible(WorkloadId id) {
@@ -118,18 +166,29 @@ std::optional<WorkloadId> Core::find_head(Queue& q) {
 // fields are mutable caches), so has_active_heads can ask without changing anything a cycle
 // would decide differently.
 std::set<OrderKey>::const_iterator Core::scan_for_head(const Queue& q) const {
+#ifdef NDEBUG
+  if (q.active_pending == 0) return q.pending.end();  // all set aside: no walk over them
+#endif
   const bool known = q.scan_generation == q.generation;
   auto it = !known ? q.pending.begin() : q.scan_from ? q.pending.lower_bound(*q.scan_from) : q.pending.end();
   for (; it != q.pending.end(); ++it) {
     const Wl& w = wl(it->id);
     if (w.inadmissible_generation == q.generation) continue;
     if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
-      w.inadmissible_generation = q.generation;
+      park(q, w);
       continue;
     }
     break;
   }
   q.scan_generation = q.generation;
+#ifndef NDEBUG
+  // Debug builds (the tests) walk anyway and hold the count to what the walk finds.
+  if ((it == q.pending.end()) != (q.active_pending == 0)) {
+    throw std::logic_error("twin admission: ClusterQueue " + q.spec.name + " counts " +
+                           std::to_string(q.active_pending) + " active pending workloads, the walk " +
+                           (it == q.pending.end() ? "found none" : "found one"));
+  }
+#endif
   if (it == q.pending.end()) {
     q.scan_from.reset();
   } else {
@@ -169,7 +228,8 @@ void Core::requeue_tree(int node) {
     if (x.is_queue) {
       Queue& q = queues_[at(node_queue_[at(n)])];
       q.bulk_moved_shapes.clear();
-      ++q.generation;
+      ++q.generation;  // every pending workload is active again
+      q.active_pending = static_cast<std::int64_t>(q.pending.size());
       continue;
     }
     for (int c : x.child_cohorts) stack.push_back(c);

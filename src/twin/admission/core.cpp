@@ -150,7 +150,7 @@ WorkloadId Core::submit(WorkloadSpec spec, VirtualTime now) {
   Wl w;
   w.spec = std::move(spec);
   w.queued_at = whole_second(w.spec.creation);
-  w.shape = shape_of(w.spec);
+  w.shape = shape_id(w.spec);
   w.partial = can_be_partially_admitted(w.spec);
   if (!w.spec.refusal_message.empty()) w.refusal = intern(w.spec.refusal_reason);
   auto it = queue_index_.find(w.spec.cluster_queue);
@@ -208,7 +208,7 @@ Expected<WorkloadId> Core::restore_admitted(WorkloadSpec spec, Admission admissi
   Wl w;
   w.spec = std::move(spec);
   w.queued_at = whole_second(w.spec.creation);
-  w.shape = shape_of(w.spec);
+  w.shape = shape_id(w.spec);
   w.queue = it->second;
   w.usage = std::move(usage);
   w.phase = WorkloadPhase::Admitted;

@@ -67,7 +67,17 @@ class Core final : public AdmissionCore {
     // The evicted part of `holding` (evicted, not released), in no particular order: the
     // preemption search looks at these first, without a walk over every holder.
     std::vector<WorkloadId> evicted;
-    std::set<std::string> bulk_moved_shapes;  // hashToBulkMoveReason
+    std::set<std::uint32_t> bulk_moved_shapes;  // hashToBulkMoveReason, as shape ids
+    // Pending workloads neither set aside in this generation nor of a bulk-moved shape:
+    // has_head answers "none" from it without walking a backed-up queue whose workloads a
+    // bulk move set aside in one step. Per shape: pending workloads, and how many are set
+    // aside (counted in `parked_generation`; another generation has none).
+    struct ShapeCount {
+      std::int64_t pending = 0, parked = 0;
+      std::uint64_t parked_generation = 0;
+    };
+    mutable std::int64_t active_pending = 0;
+    mutable std::unordered_map<std::uint32_t, ShapeCount> shape_counts;
     std::string reserved_message;             // "Quota reserved in ClusterQueue <name>"
     std::string path;  // "/<root cohort>/.../<name>", as preemption messages name it
   };
@@ -95,7 +105,7 @@ class Core final : public AdmissionCore {
     VirtualTime queued_at = 0;    // spec.creation in whole seconds: the queue-order timestamp
     const std::uint64_t* uid_label = nullptr;  // UidOrder
     std::uint64_t uid_prefix = 0;              // uid_prefix(spec.uid)
-    std::string shape;  // computeSchedulingHash's input, canonical text
+    std::uint32_t shape = 0;  // shape_id(shape_of(spec)): computeSchedulingHash's input, interned
     std::vector<PodSetTotals> totals;  // per pod set, from the first assignment on
     bool partial = false;  // some pod set may be admitted with fewer pods (CanBePartiallyAdmitted)
     // The admission's pod counts where partial admission took fewer pods than the spec's,
@@ -131,6 +141,8 @@ class Core final : public AdmissionCore {
   }
 
   static std::string shape_of(const WorkloadSpec& w);
+  // The same shape text, the same id: the queue's scan compares ids, not long texts.
+  std::uint32_t shape_id(const WorkloadSpec& w);
   Core(const CoreOptions& options, std::vector<ResourceFlavorSpec> flavors) : options_(options) {
     for (auto& f : flavors) {
       flavor_index_.emplace(f.name, static_cast<int>(flavors_.size()));
@@ -207,8 +219,13 @@ class Core final : public AdmissionCore {
   void pending_insert(Queue& q, Wl& w);
   void pending_erase(Queue& q, Wl& w);
   void pending_erase(Queue& q, Wl& w, std::set<OrderKey>::const_iterator at_w);
-  void set_inadmissible(Queue& q, Wl& w) { w.inadmissible_generation = q.generation; }
+  void set_inadmissible(Queue& q, Wl& w) { park(q, w); }
   void set_active(Queue& q, Wl& w);
+  // The counts of Queue::active_pending, as a pending workload is set aside, inserted,
+  // erased or its shape bulk-moved (cluster_queue.cpp).
+  static Queue::ShapeCount& shape_count(const Queue& q, std::uint32_t shape);
+  static void park(const Queue& q, const Wl& w);
+  void bulk_move(Queue& q, std::uint32_t shape);
   // An active workload at `key`: the head search must not start after it.
   static void scan_from_here(Queue& q, const OrderKey& key) {
     if (q.scan_generation == q.generation && (!q.scan_from || key < *q.scan_from)) q.scan_from = key;
@@ -430,6 +447,7 @@ class Core final : public AdmissionCore {
     std::uint64_t epoch = 0;  // the state it was built in (epoch_); 0: never built
     std::vector<int> frs;
     std::vector<OrderEntry> entries;                  // sorted by order_entry_before
+    std::vector<std::size_t> runs;  // while building: where each queue's (sorted) entries start
     std::vector<std::pair<int, int>> evicted_queues;  // (queue, child) of the queues with evicted workloads
     std::uint64_t requests_epoch = 0;
     int requests = 0;  // searches under this cohort in requests_epoch
@@ -587,6 +605,7 @@ class Core final : public AdmissionCore {
                                       std::vector<std::pair<int, Usage>>& reserved, CycleResult& out, VirtualTime now);
   CoreOptions options_;
   std::set<std::string, std::less<>> reasons_;  // intern(); node-based, so pointers stay valid
+  std::unordered_map<std::string, std::uint32_t> shape_ids_;  // shape_id()
   const std::string* r_pending_ = intern("Pending");
   const std::string* r_inadmissible_ = intern("Inadmissible");
   const std::string* r_misconfigured_ = intern("Misconfigured");

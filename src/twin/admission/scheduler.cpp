@@ -619,7 +619,7 @@ void Core::do_run_cycle(VirtualTime now, CycleResult& out) {
       // too. Applied lazily: members of the class are moved when they reach the head.
       if (options_.scheduling_equivalence_hashing && q.spec.queueing_strategy == QueueingStrategy::BestEffortFIFO &&
           (reason == Requeue::NoFit || reason == Requeue::NoCandidates)) {
-        q.bulk_moved_shapes.insert(wl(e.w).shape);
+        bulk_move(q, wl(e.w).shape);
       }
     }
     const std::string* condition_reason =
