@@ -166,41 +166,8 @@ log "scan_bench (5 repetitions, medians; 10,000 workloads on 20,000 GPUs in a re
 log "portal_bench (the overview's requests at the example's size and at 15x: 2,040 GPUs; the 7-day impact preview: fluid serving 3 runs, every request once)"
 "$build/bench/portal_bench" --summary="$out/portal.md" | tee "$out/portal.txt" >&2
 
-log "twin run on the Alibaba v2023 default trace: 1x, 4x, 16x, 64x the pods (seeded copies)"
-alibaba=../shared/traces/alibaba-gpu-v2023
-{
-  echo "| copies | workloads | events | wall (s) | events/s | peak memory (MiB) | wall vs 1x | wall per workload vs 1x |"
-  echo "|---|---|---|---|---|---|---|---|"
-} > "$out/trace.md"
-base_wall=""
-base_per=""
-for k in 1 4 16 64; do
-  "$build/cmd/gpubank/gpubank" twin run --trace "alibaba:$alibaba/openb_pod_list_default.csv" \
-    --inventory "alibaba:$alibaba/openb_node_list_gpu_node.csv" --replicate "$k" -o json \
-    > "$out/trace-$k.json" 2> "$out/trace-$k.err"
-  line="$(grep 'events in' "$out/trace-$k.err")"
-  echo "  x$k: $line" >&2
-  workloads="$(grep -o '"workloads": [0-9]*' "$out/trace-$k.json" | head -1 | grep -o '[0-9]*$')"
-  echo "$k $workloads $line" | awk -v bw="$base_wall" -v bp="$base_per" '
-    { for (i = 1; i <= NF; i++) { if ($i == "events" && $(i+1) == "in") { ev=$(i-1); wall=$(i+2) }
-                                   if ($i == "memory") mem=$(i+1) }
-      per = wall / $2
-      if (bw == "") { bw = wall; bp = per }
-      printf "| %sx | %s | %s | %.2f | %.0f | %s | %.2f | %.2f |\n", $1, $2, ev, wall, ev / wall, mem, wall / bw, per / bp }' \
-    >> "$out/trace.md"
-  if [ -z "$base_wall" ]; then
-    base_wall="$(echo "$line" | awk '{ for (i = 1; i <= NF; i++) if ($i == "in") print $(i+1) }')"
-    base_per="$(awk -v w="$base_wall" -v n="$workloads" 'BEGIN { print w / n }')"
-  fi
-done
-{
-  echo
-  echo "The baseline is the 1x run of the same invocation. The cluster summary of the 1x run:"
-  echo
-  echo '```'
-  grep -A7 '"cluster"' "$out/trace-1.json"
-  echo '```'
-} >> "$out/trace.md"
+log "twin run's scaling (bench/replay.sh): the Alibaba v2023 default list 1x..128x, a backlog of 5,000..40,000 workloads"
+GPUBANK="$build/cmd/gpubank/gpubank" bench/replay.sh > "$out/trace.md"
 
 log "FGD's fragmentation experiment (bench/fragment.sh): every policy, seeds 1..5${ALIBABA_RELEASE:+, and the lists in $ALIBABA_RELEASE}"
 GPUBANK="$build/cmd/gpubank/gpubank" bench/fragment.sh ${ALIBABA_RELEASE:+"$ALIBABA_RELEASE"} > "$out/fragment.md"
@@ -317,7 +284,7 @@ log "write $results"
   cat "$out/serving-section.md"
   echo "<!-- bench-serving:end -->"
   echo
-  echo "## Replaying the Alibaba v2023 trace: \`gpubank twin run --trace alibaba:...\`"
+  echo "## How \`gpubank twin run\` scales: bench/replay.sh"
   echo
   cat "$out/trace.md"
   echo
