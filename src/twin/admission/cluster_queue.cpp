@@ -59,9 +59,6 @@ void Core::push_active(WorkloadId id, bool check_shape) {
   set_active(q, w);
 }
 
-// The only ways `pending` and inadmissible_generation change.
-// Every head leaves its queue at the start of a cycle and most come back at the end:
-// the set's nodes are kept for reuse instead of being freed and allocated again.
 Core::Queue::ShapeCount& Core::shape_count(const Queue& q, std::uint32_t shape) {
   Queue::ShapeCount& c = q.shape_counts[shape];
   if (c.parked_generation != q.generation) {
@@ -71,8 +68,9 @@ Core::Queue::ShapeCount& Core::shape_count(const Queue& q, std::uint32_t shape) 
   return c;
 }
 
-// Sets a workload aside for this generation (inadmissibleWorkloads).
-void Core::park(const Queue& q, const Wl& w) {
+// Sets a workload aside for this generation (inadmissibleWorkloads). Const: the head search
+// applies a bulk move with it, which only records what the queue's state already says.
+void Core::set_inadmissible(const Queue& q, const Wl& w) {
   if (w.inadmissible_generation == q.generation) return;
   w.inadmissible_generation = q.generation;
   if (!w.in_pending) return;
@@ -86,6 +84,9 @@ void Core::bulk_move(Queue& q, std::uint32_t shape) {
   q.active_pending -= c.pending - c.parked;
 }
 
+// With set_inadmissible and set_active, the only ways `pending` and inadmissible_generation
+// change. Every head leaves its queue at the start of a cycle and most come back at the end:
+// the set's nodes are kept for reuse instead of being freed and allocated again.
 void Core::pending_insert(Queue& q, Wl& w) {
   if (spare_pending_nodes_.empty()) {
     q.pending.insert(w.key);
@@ -175,7 +176,7 @@ std::set<OrderKey>::const_iterator Core::scan_for_head(const Queue& q) const {
     const Wl& w = wl(it->id);
     if (w.inadmissible_generation == q.generation) continue;
     if (!q.bulk_moved_shapes.empty() && q.bulk_moved_shapes.contains(w.shape)) {
-      park(q, w);
+      set_inadmissible(q, w);
       continue;
     }
     break;

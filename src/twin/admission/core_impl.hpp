@@ -219,12 +219,11 @@ class Core final : public AdmissionCore {
   void pending_insert(Queue& q, Wl& w);
   void pending_erase(Queue& q, Wl& w);
   void pending_erase(Queue& q, Wl& w, std::set<OrderKey>::const_iterator at_w);
-  void set_inadmissible(Queue& q, Wl& w) { park(q, w); }
+  static void set_inadmissible(const Queue& q, const Wl& w);
   void set_active(Queue& q, Wl& w);
   // The counts of Queue::active_pending, as a pending workload is set aside, inserted,
   // erased or its shape bulk-moved (cluster_queue.cpp).
   static Queue::ShapeCount& shape_count(const Queue& q, std::uint32_t shape);
-  static void park(const Queue& q, const Wl& w);
   void bulk_move(Queue& q, std::uint32_t shape);
   // An active workload at `key`: the head search must not start after it.
   static void scan_from_here(Queue& q, const OrderKey& key) {
